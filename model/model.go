@@ -1,0 +1,168 @@
+// Package model defines the request and response types every layer of a crab
+// stack speaks, the Model interface with its function adapter, and Chain,
+// which composes middleware the way net/http handlers are composed.
+package model
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Output modes a request can ask for. The mode changes what is asked of the
+// model (a shortened answer is requested, not trimmed afterwards).
+const (
+	ModeFull      = "full"       // every field, including the optional background
+	ModeShort     = "short"      // terse reason, no background, lower token budget
+	ModeOverShort = "over_short" // also drops evidence and risk flags: breaks the contract on purpose
+)
+
+// Finish reasons a backend reports.
+const (
+	FinishStop    = "stop"
+	FinishLength  = "length"  // the answer hit max tokens and was cut
+	FinishRefusal = "refusal" // the model declined to answer
+)
+
+// Cache statuses written into a Trace.
+const (
+	CacheHit    = "hit"
+	CacheMiss   = "miss"
+	CacheBypass = "bypass"
+)
+
+// Scope is the identity an answer is built for. Two requests with different
+// scopes must never share an answer, whatever their text.
+type Scope struct {
+	Tenant     string `json:"tenant"`
+	Permission string `json:"permission"`
+	Lang       string `json:"lang"`
+	DocVersion string `json:"doc_version"`
+}
+
+// Request is one call into a stack. Layers copy it before changing it
+// (see Clone); they never mutate the caller's value.
+type Request struct {
+	TaskID string // the task this request serves; for records only, never read by models or routers
+	Text   string // the user's message (the support ticket plus account context)
+	System string // system prompt
+	User   string // end user, inside Scope.Tenant
+	Scope  Scope
+
+	Model       string  // backend name; empty means the stack's default, set by a router
+	Mode        string  // output mode: ModeFull, ModeShort or ModeOverShort
+	MaxTokens   int     // output budget; 0 means the backend default
+	Temperature float64 // sampling temperature, part of the cache key
+
+	Contract     []byte // JSON Schema sent as response_format; nil for free text
+	ContractHash string // hash of Contract, part of the cache key
+
+	Seed    int64 // per-repeat seed for simulated backends; real backends ignore it
+	Attempt int   // 0 for the first call, counted up by retries and re-asks
+}
+
+// Clone returns a shallow copy that a layer may change freely.
+// Contract bytes are shared: no layer writes to them.
+func (r *Request) Clone() *Request {
+	c := *r
+	return &c
+}
+
+// Usage is what one or more model attempts consumed.
+type Usage struct {
+	TokensIn  int     `json:"tokens_in"`
+	TokensOut int     `json:"tokens_out"`
+	Cost      float64 `json:"cost"`
+}
+
+// Add accumulates another attempt's usage.
+func (u *Usage) Add(o Usage) {
+	u.TokensIn += o.TokensIn
+	u.TokensOut += o.TokensOut
+	u.Cost += o.Cost
+}
+
+// Trace is what each layer records about one request: where its time and
+// money went and what each layer decided. A layer only writes its own fields.
+type Trace struct {
+	// Cache layer.
+	Cache         string        // CacheHit, CacheMiss or CacheBypass; empty without a cache
+	CacheDur      time.Duration // key building and lookup (and store, on a miss)
+	Leak          string        // on a hit: leak kind when the entry was built for another scope
+	ScopeMismatch bool          // a hit refused because its stored scope differs
+
+	// Router layer.
+	Routed     bool
+	RouteScore float64
+	RouteModel string
+	RouteDur   time.Duration
+	Escalated  bool // a cascade or contract policy moved the request to a larger model
+
+	// Model attempts.
+	Attempts int           // model calls made for this request, retries and re-asks included
+	ModelDur time.Duration // time spent inside model calls, all attempts
+	TTFT     time.Duration // first content byte of the final attempt, from the start of the stack call
+
+	// Contract layer.
+	Validated   bool          // the contract layer ran
+	ContractOK  bool          // the final answer met the contract
+	Violations  []string      // "pointer: rule" for each violation of the final answer
+	ValidateDur time.Duration // all validations of this request
+}
+
+// Response is a model answer plus its provenance and trace.
+//
+// A Model that fails may return a non-nil Response together with the error:
+// it then carries the usage and trace of the attempts made, so that a failed
+// request still counts what it cost.
+type Response struct {
+	Content      string // the answer text (JSON when a contract was sent)
+	Model        string // backend that produced Content
+	FinishReason string
+	Usage        Usage
+	Scope        Scope // the scope the answer was built for (provenance)
+	Trace        Trace
+}
+
+// Clone returns a copy whose Trace can be changed without touching the
+// original, e.g. when a cached response is served again.
+func (r *Response) Clone() *Response {
+	c := *r
+	c.Trace.Violations = append([]string(nil), r.Trace.Violations...)
+	return &c
+}
+
+// Model answers a request. Implementations honour ctx cancellation.
+type Model interface {
+	Complete(ctx context.Context, req *Request) (*Response, error)
+}
+
+// ModelFunc adapts a function to Model.
+type ModelFunc func(ctx context.Context, req *Request) (*Response, error)
+
+// Complete calls f.
+func (f ModelFunc) Complete(ctx context.Context, req *Request) (*Response, error) {
+	return f(ctx, req)
+}
+
+var _ Model = ModelFunc(nil)
+
+// Middleware wraps a Model with one concern (cache, router, contract, ...).
+type Middleware func(next Model) Model
+
+// Chain wraps m with mws; the first middleware listed runs outermost.
+func Chain(m Model, mws ...Middleware) Model {
+	for i := len(mws) - 1; i >= 0; i-- {
+		if mws[i] != nil {
+			m = mws[i](m)
+		}
+	}
+	return m
+}
+
+// Errors a backend or layer returns. The runner maps them to outcomes.
+var (
+	ErrUnknownModel = errors.New("model: unknown model")
+	ErrBackend      = errors.New("model: backend error")
+	ErrMalformed    = errors.New("model: malformed answer")
+)
