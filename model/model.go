@@ -101,7 +101,10 @@ type Trace struct {
 	// Model attempts.
 	Attempts int           // model calls made for this request, retries and re-asks included
 	ModelDur time.Duration // time spent inside model calls, all attempts
-	TTFT     time.Duration // first content byte of the final attempt, from the start of the stack call
+	TTFT     time.Duration // first content byte of the final attempt, from the start of that attempt
+	// FirstByteAt is the wall-clock time the final attempt's first content
+	// byte arrived (a cache hit sets it to the time the hit was served).
+	FirstByteAt time.Time
 
 	// Contract layer.
 	Validated   bool          // the contract layer ran

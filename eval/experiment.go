@@ -1,0 +1,403 @@
+package eval
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Experiment is an experiment file: the workload, the contract, the models
+// and the arms that are compared on them. Everything that must be equal on
+// both sides of a comparison (tasks, schedule, contract, timeout, retry
+// policy) is set once here, not per arm.
+type Experiment struct {
+	Name     string `yaml:"name"`
+	Tasks    string `yaml:"tasks"`    // tasks JSONL, relative to the experiment file; "embedded:NAME" reads a built-in fixture
+	Contract string `yaml:"contract"` // JSON Schema, same resolution as Tasks
+
+	Seed      int64    `yaml:"seed"`       // arrival schedule, simulated models and bootstrap; repeat r uses Seed+r
+	Repeats   int      `yaml:"repeats"`    // whole passes over the task list per arm (default 1)
+	Warmup    int      `yaml:"warmup"`     // first N scheduled requests of each pass run but are excluded from statistics
+	TimeScale *float64 `yaml:"time_scale"` // simulated models: 1 = real time, 0 = no sleeping (default 1)
+
+	Arrival     Arrival     `yaml:"arrival"`
+	Concurrency int         `yaml:"concurrency"` // requests in flight at most (default 64); waiting for a slot is queue time
+	Timeout     Duration    `yaml:"timeout"`     // per request, from its actual send time (default 30s)
+	Retry       RetrySpec   `yaml:"retry"`
+	Shadow      *bool       `yaml:"shadow"` // ask the other model on routed requests to judge misroutes (default true)
+	Models      []ModelSpec `yaml:"models"`
+	Arms        []ArmSpec   `yaml:"arms"`
+
+	// Set by LoadExperiment, not read from the file.
+	File string `yaml:"-"` // path the experiment was read from
+	Hash string `yaml:"-"` // sha256 of the file's bytes
+}
+
+// Arrival is the open-loop schedule of request send times.
+type Arrival struct {
+	Pattern string  `yaml:"pattern"` // burst, constant or poisson (default poisson)
+	Rate    float64 `yaml:"rate"`    // requests per second for constant and poisson
+}
+
+// RetrySpec is the retry policy for failed model calls, the same for every arm.
+type RetrySpec struct {
+	MaxAttempts int      `yaml:"max_attempts"` // total attempts, first included (default 1: no retry)
+	Backoff     Duration `yaml:"backoff"`      // wait before the second attempt, doubled after
+}
+
+// ModelSpec declares a model backend and its prices.
+type ModelSpec struct {
+	Name    string `yaml:"name"`
+	Backend string `yaml:"backend"` // sim (default)
+	Kind    string `yaml:"kind"`    // sim: small or large
+
+	PriceInPerMTok  float64 `yaml:"price_in_per_mtok"`  // cost units per million input tokens
+	PriceOutPerMTok float64 `yaml:"price_out_per_mtok"` // cost units per million output tokens
+
+	Faults Faults `yaml:"faults"`
+}
+
+// Faults are injected by simulated backends, each a rate in [0,1].
+type Faults struct {
+	Error         float64 `yaml:"error"`
+	Hang          float64 `yaml:"hang"`
+	Malformed     float64 `yaml:"malformed"`
+	MissingField  float64 `yaml:"missing_field"`
+	WrongEnum     float64 `yaml:"wrong_enum"`
+	EmptyEvidence float64 `yaml:"empty_evidence"`
+	Refusal       float64 `yaml:"refusal"`
+}
+
+// ArmSpec is one stack configuration: a baseline or a candidate.
+type ArmSpec struct {
+	Name        string         `yaml:"name"`
+	Model       string         `yaml:"model"`      // the model to call when there is no router
+	Mode        string         `yaml:"mode"`       // full (default), short, over_short
+	MaxTokens   int            `yaml:"max_tokens"` // output budget; 0 = backend default
+	Temperature float64        `yaml:"temperature"`
+	System      string         `yaml:"system"`
+	Cache       *CacheSpec     `yaml:"cache"`
+	Router      *RouterSpec    `yaml:"router"`
+	Contract    *ContractSpec  `yaml:"contract"`
+	Extra       map[string]any `yaml:",inline"` // rejected: unknown keys are reported with their line
+}
+
+// CacheSpec configures an arm's response cache.
+type CacheSpec struct {
+	Key        string   `yaml:"key"`          // "full" (default), "text", or a comma list of key fields
+	TTL        Duration `yaml:"ttl"`          // 0 = no expiry
+	CheckOnHit *bool    `yaml:"check_on_hit"` // refuse hits built for another scope (default true)
+}
+
+// RouterSpec configures an arm's difficulty router.
+type RouterSpec struct {
+	Threshold float64 `yaml:"threshold"` // score >= threshold goes to Large
+	Small     string  `yaml:"small"`
+	Large     string  `yaml:"large"`
+}
+
+// ContractSpec sets what an arm does with an answer that breaks the contract.
+type ContractSpec struct {
+	Policy     string `yaml:"policy"`      // fail (default), reask, escalate
+	EscalateTo string `yaml:"escalate_to"` // model for policy escalate
+}
+
+// Duration is a time.Duration written as "250ms", "10s" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: want a duration such as 250ms or 10s, got %q", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// MarshalText writes the duration string (JSON manifests).
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// Std returns the time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
+// Output modes an arm may ask for; they mirror model.Mode*.
+var validModes = map[string]bool{"full": true, "short": true, "over_short": true}
+
+// ParseExperiment decodes and validates an experiment file. name is used in
+// error messages; every error is an *InputError naming the line and field.
+func ParseExperiment(raw []byte, name string) (*Experiment, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(raw, &root); err != nil {
+		return nil, yamlError(name, err, nil)
+	}
+	if len(root.Content) == 0 {
+		return nil, &InputError{File: name, Msg: "empty experiment file"}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	var e Experiment
+	if err := dec.Decode(&e); err != nil && !errors.Is(err, io.EOF) {
+		return nil, yamlError(name, err, &root)
+	}
+	sum := sha256.Sum256(raw)
+	e.File, e.Hash = name, hex.EncodeToString(sum[:])
+	if err := e.validate(name, root.Content[0]); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+var yamlLineRE = regexp.MustCompile(`line (\d+): (.*)`)
+var yamlFieldRE = regexp.MustCompile(`field (\S+) not found`)
+
+// yamlError turns a yaml.v3 error into an InputError with a line and field.
+// root, when known, is searched for the key standing on the error's line.
+func yamlError(name string, err error, root *yaml.Node) error {
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	ie := &InputError{File: name, Msg: strings.TrimPrefix(msg, "yaml: ")}
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		ie.Line, _ = strconv.Atoi(m[1])
+		ie.Msg = m[2]
+		if f := yamlFieldRE.FindStringSubmatch(m[2]); f != nil {
+			ie.Field, ie.Msg = f[1], "unknown field"
+		} else if root != nil {
+			ie.Field = fieldAtLine(root, ie.Line, "")
+		}
+	}
+	return ie
+}
+
+// fieldAtLine returns the dotted path of the mapping key on a line
+// (sequence items add no element), or "" when there is none.
+func fieldAtLine(n *yaml.Node, line int, prefix string) string {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			if f := fieldAtLine(c, line, prefix); f != "" {
+				return f
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			path := k.Value
+			if prefix != "" {
+				path = prefix + "." + k.Value
+			}
+			if k.Line == line && v.Kind == yaml.ScalarNode {
+				return path
+			}
+			if f := fieldAtLine(v, line, path); f != "" {
+				return f
+			}
+		}
+	}
+	return ""
+}
+
+// node finds the YAML node at a path of mapping keys and sequence indexes,
+// returning the deepest node found so an error can point at a line.
+func node(n *yaml.Node, path ...any) *yaml.Node {
+	cur := n
+	for _, p := range path {
+		next := (*yaml.Node)(nil)
+		switch k := p.(type) {
+		case string:
+			if cur.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(cur.Content); i += 2 {
+					if cur.Content[i].Value == k {
+						next = cur.Content[i+1]
+					}
+				}
+			}
+		case int:
+			if cur.Kind == yaml.SequenceNode && k < len(cur.Content) {
+				next = cur.Content[k]
+			}
+		}
+		if next == nil {
+			return cur
+		}
+		cur = next
+	}
+	return cur
+}
+
+func (e *Experiment) validate(name string, root *yaml.Node) error {
+	bad := func(field string, path []any, format string, args ...any) error {
+		return &InputError{File: name, Line: node(root, path...).Line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	for i, a := range e.Arms {
+		if len(a.Extra) > 0 {
+			keys := make([]string, 0, len(a.Extra))
+			for k := range a.Extra {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			return bad(keys[0], []any{"arms", i, keys[0]}, "unknown field")
+		}
+	}
+	if e.Tasks == "" {
+		return bad("tasks", nil, "required")
+	}
+	if e.Contract == "" {
+		return bad("contract", nil, "required")
+	}
+	if e.Repeats == 0 {
+		e.Repeats = 1
+	}
+	if e.Repeats < 0 {
+		return bad("repeats", []any{"repeats"}, "must be at least 1")
+	}
+	if e.Warmup < 0 {
+		return bad("warmup", []any{"warmup"}, "must not be negative")
+	}
+	if e.TimeScale == nil {
+		one := 1.0
+		e.TimeScale = &one
+	} else if *e.TimeScale < 0 || math.IsNaN(*e.TimeScale) {
+		return bad("time_scale", []any{"time_scale"}, "must be 0 or more")
+	}
+	switch e.Arrival.Pattern {
+	case "":
+		e.Arrival.Pattern = "poisson"
+		fallthrough
+	case "constant", "poisson":
+		if e.Arrival.Rate <= 0 {
+			return bad("arrival.rate", []any{"arrival", "rate"}, "must be > 0 requests per second for pattern %s", e.Arrival.Pattern)
+		}
+	case "burst":
+	default:
+		return bad("arrival.pattern", []any{"arrival", "pattern"}, "unknown pattern %q (want burst, constant or poisson)", e.Arrival.Pattern)
+	}
+	if e.Concurrency == 0 {
+		e.Concurrency = 64
+	}
+	if e.Concurrency < 0 {
+		return bad("concurrency", []any{"concurrency"}, "must be at least 1")
+	}
+	if e.Timeout == 0 {
+		e.Timeout = Duration(30 * time.Second)
+	}
+	if e.Retry.MaxAttempts == 0 {
+		e.Retry.MaxAttempts = 1
+	}
+	if e.Retry.MaxAttempts < 0 || e.Retry.MaxAttempts > 10 {
+		return bad("retry.max_attempts", []any{"retry", "max_attempts"}, "must be 1 to 10")
+	}
+	if e.Shadow == nil {
+		t := true
+		e.Shadow = &t
+	}
+	models := map[string]bool{}
+	if len(e.Models) == 0 {
+		return bad("models", nil, "at least one model is required")
+	}
+	for i, m := range e.Models {
+		p := func(f string) []any { return []any{"models", i, f} }
+		if m.Name == "" {
+			return bad("models.name", p("name"), "required")
+		}
+		if models[m.Name] {
+			return bad("models.name", p("name"), "duplicate model %q", m.Name)
+		}
+		models[m.Name] = true
+		switch m.Backend {
+		case "", "sim":
+			e.Models[i].Backend = "sim"
+			if m.Kind != "small" && m.Kind != "large" {
+				return bad("models.kind", p("kind"), "sim models are small or large, got %q", m.Kind)
+			}
+		default:
+			return bad("models.backend", p("backend"), "unknown backend %q (want sim)", m.Backend)
+		}
+		if m.PriceInPerMTok < 0 || m.PriceOutPerMTok < 0 {
+			return bad("models.price", p("price_in_per_mtok"), "prices must not be negative")
+		}
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"error", m.Faults.Error}, {"hang", m.Faults.Hang}, {"malformed", m.Faults.Malformed}, {"missing_field", m.Faults.MissingField},
+			{"wrong_enum", m.Faults.WrongEnum}, {"empty_evidence", m.Faults.EmptyEvidence}, {"refusal", m.Faults.Refusal}} {
+			if f.v < 0 || f.v > 1 || math.IsNaN(f.v) {
+				return bad("models.faults."+f.name, []any{"models", i, "faults", f.name}, "a rate in [0,1], got %v", f.v)
+			}
+		}
+	}
+	if len(e.Arms) == 0 {
+		return bad("arms", nil, "at least one arm is required")
+	}
+	arms := map[string]bool{}
+	for i, a := range e.Arms {
+		p := func(f ...any) []any { return append([]any{"arms", i}, f...) }
+		if a.Name == "" {
+			return bad("arms.name", p("name"), "required")
+		}
+		if arms[a.Name] {
+			return bad("arms.name", p("name"), "duplicate arm %q", a.Name)
+		}
+		arms[a.Name] = true
+		if a.Mode == "" {
+			e.Arms[i].Mode = "full"
+		} else if !validModes[a.Mode] {
+			return bad("arms.mode", p("mode"), "unknown mode %q (want full, short or over_short)", a.Mode)
+		}
+		if a.MaxTokens < 0 {
+			return bad("arms.max_tokens", p("max_tokens"), "must not be negative")
+		}
+		if a.Router == nil {
+			if a.Model == "" {
+				return bad("arms.model", p("model"), "required when the arm has no router")
+			}
+			if !models[a.Model] {
+				return bad("arms.model", p("model"), "unknown model %q", a.Model)
+			}
+		} else {
+			r := a.Router
+			if !models[r.Small] {
+				return bad("arms.router.small", p("router", "small"), "unknown model %q", r.Small)
+			}
+			if !models[r.Large] {
+				return bad("arms.router.large", p("router", "large"), "unknown model %q", r.Large)
+			}
+			if r.Threshold < 0 || r.Threshold > 1 || math.IsNaN(r.Threshold) {
+				return bad("arms.router.threshold", p("router", "threshold"), "must be in [0,1], got %v", r.Threshold)
+			}
+		}
+		if c := a.Contract; c != nil {
+			switch c.Policy {
+			case "", "fail", "reask":
+			case "escalate":
+				if !models[c.EscalateTo] {
+					return bad("arms.contract.escalate_to", p("contract", "escalate_to"), "unknown model %q", c.EscalateTo)
+				}
+			default:
+				return bad("arms.contract.policy", p("contract", "policy"), "unknown policy %q (want fail, reask or escalate)", c.Policy)
+			}
+		}
+		if c := a.Cache; c != nil && c.CheckOnHit == nil {
+			t := true
+			e.Arms[i].Cache.CheckOnHit = &t
+		}
+	}
+	return nil
+}

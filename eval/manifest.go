@@ -1,0 +1,109 @@
+package eval
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// Manifest records everything needed to judge whether two runs did the same
+// work and to re-run one: inputs and their hashes, seeds, schedule, limits,
+// models and prices, versions and machine, and whether the run finished.
+type Manifest struct {
+	RunID     string    `json:"run_id"`
+	Status    string    `json:"status"` // running, finished, interrupted
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+
+	CrabVersion string            `json:"crab_version"`
+	GoVersion   string            `json:"go_version"`
+	Modules     map[string]string `json:"modules,omitempty"`
+	OS          string            `json:"os"`
+	Arch        string            `json:"arch"`
+	CPUModel    string            `json:"cpu_model,omitempty"`
+	CPUs        int               `json:"cpus"`
+	Hostname    string            `json:"hostname,omitempty"`
+
+	Experiment     string `json:"experiment"`
+	ExperimentHash string `json:"experiment_hash"`
+	Tasks          string `json:"tasks"`
+	TasksHash      string `json:"tasks_hash"`
+	TaskCount      int    `json:"task_count"`
+	Contract       string `json:"contract"`
+	ContractHash   string `json:"contract_hash"`
+
+	Seed        int64       `json:"seed"`
+	Seeds       []int64     `json:"seeds"` // per repeat
+	Repeats     int         `json:"repeats"`
+	Warmup      int         `json:"warmup"`
+	TimeScale   float64     `json:"time_scale"`
+	Arrival     Arrival     `json:"arrival"`
+	Concurrency int         `json:"concurrency"`
+	Timeout     Duration    `json:"timeout"`
+	Retry       RetrySpec   `json:"retry"`
+	Shadow      bool        `json:"shadow"`
+	Models      []ModelSpec `json:"models"`
+	Arms        []ArmSpec   `json:"arms"`
+
+	Passes []PassMetrics `json:"passes,omitempty"`
+}
+
+// NewManifest fills a manifest from an experiment and its resolved inputs.
+func NewManifest(runID string, e *Experiment, tasksName string, tasksRaw []byte, nTasks int, contractName, contractHash string) *Manifest {
+	m := &Manifest{
+		RunID: runID, Status: "running", StartedAt: time.Now().UTC(),
+		CrabVersion: "dev", GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
+		CPUModel: cpuModel(), CPUs: runtime.NumCPU(),
+		Experiment: e.File, ExperimentHash: e.Hash,
+		Tasks: tasksName, TasksHash: HashBytes(tasksRaw), TaskCount: nTasks,
+		Contract: contractName, ContractHash: contractHash,
+		Seed: e.Seed, Repeats: e.Repeats, Warmup: e.Warmup, TimeScale: *e.TimeScale,
+		Arrival: e.Arrival, Concurrency: e.Concurrency, Timeout: e.Timeout, Retry: e.Retry,
+		Shadow: *e.Shadow, Models: e.Models, Arms: e.Arms,
+	}
+	m.Hostname, _ = os.Hostname()
+	for r := 0; r < e.Repeats; r++ {
+		m.Seeds = append(m.Seeds, e.Seed+int64(r))
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v := bi.Main.Version; v != "" && v != "(devel)" {
+			m.CrabVersion = v
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				m.CrabVersion += "+" + s.Value
+			}
+		}
+		m.Modules = map[string]string{}
+		for _, d := range bi.Deps {
+			m.Modules[d.Path] = d.Version
+		}
+	}
+	return m
+}
+
+// HashBytes is the hex sha256 used for every input hash in a manifest.
+func HashBytes(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,337 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/crab-testbed/crab/model"
+)
+
+// ArmStack is one arm ready to run: its middleware stack and, for judging
+// routing decisions, a stack that calls a named model directly (contract and
+// retry layers only, no cache, no router).
+type ArmStack struct {
+	Spec  ArmSpec
+	Stack model.Model
+	Judge model.Model // nil when the arm has no router
+	// Metrics, if set, is called after the arm's pass and its result is
+	// stored in the manifest (e.g. cache store counters).
+	Metrics func() any
+}
+
+// Runner plays an experiment's schedule through each arm's stack and streams
+// one record per scheduled request.
+type Runner struct {
+	Exp          *Experiment
+	Tasks        []Task
+	ContractHash string
+	// Build returns a fresh stack for an arm; it is called once per arm and
+	// repeat so that caches start cold in every pass.
+	Build func(spec ArmSpec, repeat int) (*ArmStack, error)
+	RunID string
+	// Emit receives every record as soon as it is final. It is called from
+	// one goroutine at a time.
+	Emit func(Record) error
+	// Progress, if set, is called after every record with the counts so far.
+	Progress func(done, total int)
+}
+
+// PassMetrics is what one arm's pass reports beside its records.
+type PassMetrics struct {
+	Arm     string `json:"arm"`
+	Repeat  int    `json:"repeat"`
+	Metrics any    `json:"metrics,omitempty"`
+}
+
+// Result is what Run reports beside the streamed records.
+type Result struct {
+	Interrupted bool
+	Passes      []PassMetrics
+	Started     time.Time
+	Ended       time.Time
+}
+
+// Run executes every arm in every repeat, one arm at a time so that arms do
+// not compete for the machine. When ctx is cancelled it stops scheduling,
+// records the requests it did not complete as cancelled, and returns with
+// Interrupted set: every scheduled request of a started pass appears exactly
+// once in the records.
+func (r *Runner) Run(ctx context.Context) (*Result, error) {
+	res := &Result{Started: time.Now()}
+	total := r.Exp.Repeats * len(r.Exp.Arms) * len(r.Tasks)
+	done := 0
+	var emitErr error
+	var mu sync.Mutex
+	emit := func(rec Record) {
+		mu.Lock()
+		defer mu.Unlock()
+		if emitErr == nil {
+			emitErr = r.Emit(rec)
+		}
+		done++
+		if r.Progress != nil {
+			r.Progress(done, total)
+		}
+	}
+	for rep := 0; rep < r.Exp.Repeats; rep++ {
+		seed := r.Exp.Seed + int64(rep)
+		offsets, err := Schedule(r.Exp.Arrival, len(r.Tasks), seed)
+		if err != nil {
+			return nil, err
+		}
+		for _, spec := range r.Exp.Arms {
+			if ctx.Err() != nil {
+				res.Interrupted = true
+				break
+			}
+			arm, err := r.Build(spec, rep)
+			if err != nil {
+				return nil, fmt.Errorf("arm %s: %w", spec.Name, err)
+			}
+			r.pass(ctx, arm, rep, seed, offsets, emit)
+			pm := PassMetrics{Arm: spec.Name, Repeat: rep}
+			if arm.Metrics != nil {
+				pm.Metrics = arm.Metrics()
+			}
+			res.Passes = append(res.Passes, pm)
+			if ctx.Err() != nil {
+				res.Interrupted = true
+			}
+		}
+	}
+	res.Ended = time.Now()
+	if emitErr != nil {
+		return res, fmt.Errorf("eval: writing records: %w", emitErr)
+	}
+	return res, nil
+}
+
+// pass runs one arm over the schedule, open loop: request i is released at
+// its intended time whatever happened to earlier requests; a request that
+// waits for a free concurrency slot accrues queue time, which counts in its
+// latency because latency is measured from the intended send time.
+func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, offsets []time.Duration, emit func(Record)) {
+	sem := make(chan struct{}, r.Exp.Concurrency)
+	var wg sync.WaitGroup
+	start := time.Now().Add(5 * time.Millisecond)
+	timer := time.NewTimer(0)
+	<-timer.C
+	for i := range r.Tasks {
+		task := &r.Tasks[i]
+		intended := start.Add(offsets[i])
+		if d := time.Until(intended); d > 0 && ctx.Err() == nil {
+			timer.Reset(d)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+			case <-timer.C:
+			}
+		}
+		base := r.baseRecord(arm.Spec, task, rep, i)
+		base.IntendedAt = intended
+		if ctx.Err() != nil {
+			base.Outcome, base.Error = OutcomeCancelled, "run interrupted before this request was sent"
+			base.DoneAt = time.Now()
+			emit(base)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			emit(r.one(ctx, arm, task, base, seed, sem))
+		}()
+	}
+	wg.Wait()
+}
+
+func (r *Runner) baseRecord(spec ArmSpec, t *Task, rep, seq int) Record {
+	rec := Record{
+		RunID: r.RunID, Arm: spec.Name, Repeat: rep, Seq: seq, Warmup: seq < r.Exp.Warmup,
+		TaskID: t.ID, Group: t.Group, Difficulty: t.Difficulty, Tenant: t.Tenant,
+		Permission: t.Permission, Lang: t.Lang, DocVersion: t.DocVersion,
+	}
+	if t.Expected != nil {
+		rec.Expected = t.Expected.Category
+	}
+	return rec
+}
+
+func (r *Runner) request(spec ArmSpec, t *Task, seed int64) *model.Request {
+	req := &model.Request{
+		TaskID: t.ID, Text: t.Text, System: spec.System, User: t.User, Scope: t.Scope(),
+		Mode: spec.Mode, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature,
+		ContractHash: r.ContractHash, Seed: seed,
+	}
+	if spec.Router == nil {
+		req.Model = spec.Model
+	}
+	return req
+}
+
+// one sends a single request through the arm's stack and builds its record.
+func (r *Runner) one(ctx context.Context, arm *ArmStack, t *Task, rec Record, seed int64, sem chan struct{}) Record {
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		rec.Outcome, rec.Error = OutcomeCancelled, "run interrupted while queued"
+		rec.DoneAt = time.Now()
+		rec.QueueMs = ms(rec.DoneAt.Sub(rec.IntendedAt))
+		rec.E2EMs = rec.QueueMs
+		return rec
+	}
+	req := r.request(arm.Spec, t, seed)
+	rec.SentAt = time.Now()
+	cctx, cancel := context.WithTimeout(ctx, r.Exp.Timeout.Std())
+	resp, err := arm.Stack.Complete(cctx, req)
+	rec.DoneAt = time.Now()
+	timedOut := cctx.Err() == context.DeadlineExceeded
+	cancel()
+	<-sem
+
+	rec.Outcome = outcomeOf(ctx, err, timedOut)
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	fill(&rec, req, resp, t)
+	if arm.Judge != nil && resp != nil && resp.Trace.Routed && resp.Trace.Cache != model.CacheHit && ctx.Err() == nil {
+		r.judge(ctx, arm, t, req, resp, &rec)
+	}
+	return rec
+}
+
+// fill copies the response's trace, usage and verdict into rec.
+func fill(rec *Record, req *model.Request, resp *model.Response, t *Task) {
+	rec.QueueMs = ms(rec.SentAt.Sub(rec.IntendedAt))
+	rec.E2EMs = ms(rec.DoneAt.Sub(rec.IntendedAt))
+	rec.FirstByteAt = rec.DoneAt
+	if resp == nil {
+		rec.TTFTMs = rec.E2EMs
+		return
+	}
+	tr := &resp.Trace
+	if !tr.FirstByteAt.IsZero() && !tr.FirstByteAt.After(rec.DoneAt) {
+		rec.FirstByteAt = tr.FirstByteAt
+	}
+	rec.TTFTMs = ms(rec.FirstByteAt.Sub(rec.IntendedAt))
+	rec.CacheMs, rec.RouteMs, rec.ModelMs, rec.ValidateMs = ms(tr.CacheDur), ms(tr.RouteDur), ms(tr.ModelDur), ms(tr.ValidateDur)
+	rec.Cache, rec.Leak, rec.ScopeMismatch = tr.Cache, tr.Leak, tr.ScopeMismatch
+	rec.Model, rec.RouteScore, rec.Routed, rec.Escalated, rec.Attempts = resp.Model, tr.RouteScore, tr.Routed, tr.Escalated, tr.Attempts
+	rec.TokensIn, rec.TokensOut, rec.Cost = resp.Usage.TokensIn, resp.Usage.TokensOut, resp.Usage.Cost
+	rec.ContractOK = tr.Validated && tr.ContractOK
+	rec.Violations = tr.Violations
+	if rec.Outcome == OutcomeOK {
+		rec.Output = resp.Content
+	}
+	rec.Category, rec.Correct, rec.Pass = judgeAnswer(rec.Outcome, rec.ContractOK, resp, req, t)
+}
+
+// judgeAnswer decides whether an answer passes: outcome ok, contract met,
+// category (and human-review flag, when expected) right, and built for the
+// request's own scope.
+func judgeAnswer(outcome string, contractOK bool, resp *model.Response, req *model.Request, t *Task) (category string, correct, pass bool) {
+	if resp == nil {
+		return "", false, false
+	}
+	var a struct {
+		Category         string `json:"category"`
+		NeedsHumanReview *bool  `json:"needs_human_review"`
+	}
+	if json.Unmarshal([]byte(resp.Content), &a) != nil {
+		return "", false, false
+	}
+	correct = t.Expected != nil && a.Category == t.Expected.Category
+	if correct && t.Expected.NeedsHumanReview != nil {
+		correct = a.NeedsHumanReview != nil && *a.NeedsHumanReview == *t.Expected.NeedsHumanReview
+	}
+	if t.Expected == nil {
+		correct = true // nothing to compare against: only the contract and scope decide
+	}
+	sameScope := scopeKey(resp.Scope) == scopeKey(req.Scope)
+	return a.Category, correct, outcome == OutcomeOK && contractOK && correct && sameScope
+}
+
+// judge asks the model the router did not choose, to classify the routing
+// decision. Its cost is evaluation overhead, kept out of the arm's cost.
+func (r *Runner) judge(ctx context.Context, arm *ArmStack, t *Task, req *model.Request, resp *model.Response, rec *Record) {
+	rs := arm.Spec.Router
+	small := resp.Model == rs.Small
+	if small && rec.Pass {
+		return // the cheap choice worked: no shadow call needed to judge it
+	}
+	other := rs.Small
+	if small {
+		other = rs.Large
+	}
+	sreq := req.Clone()
+	sreq.Model = other
+	cctx, cancel := context.WithTimeout(ctx, r.Exp.Timeout.Std())
+	sresp, err := arm.Judge.Complete(cctx, sreq)
+	timedOut := cctx.Err() == context.DeadlineExceeded
+	cancel()
+	out := outcomeOf(ctx, err, timedOut)
+	if sresp != nil {
+		rec.ShadowCost = sresp.Usage.Cost
+	}
+	okContract := sresp != nil && sresp.Trace.Validated && sresp.Trace.ContractOK
+	_, _, otherPass := judgeAnswer(out, okContract, sresp, sreq, t)
+	switch {
+	case !rec.Pass && !otherPass:
+		rec.Misroute = MisrouteHopeless
+	case small && !rec.Pass && otherPass:
+		rec.Misroute = MisrouteUnder
+	case !small && otherPass:
+		rec.Misroute = MisrouteOver
+	}
+}
+
+func scopeKey(s model.Scope) string {
+	return s.Tenant + "\x00" + s.Permission + "\x00" + normLang(s.Lang) + "\x00" + s.DocVersion
+}
+
+// normLang folds locale spellings (en-US, en_us, EN-us) to one form.
+func normLang(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		switch {
+		case c == '_':
+			b[i] = '-'
+		case c >= 'A' && c <= 'Z':
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// outcomeOf maps a stack error to a record outcome.
+func outcomeOf(parent context.Context, err error, timedOut bool) string {
+	switch {
+	case err == nil:
+		return OutcomeOK
+	case parent.Err() != nil && errors.Is(err, context.Canceled):
+		return OutcomeCancelled
+	case timedOut || errors.Is(err, context.DeadlineExceeded):
+		return OutcomeTimeout
+	case errors.Is(err, ErrContractViolation):
+		return OutcomeContractFail
+	}
+	return OutcomeError
+}
+
+// ErrContractViolation is set by the stack builder to the contract package's
+// sentinel, so the runner can classify contract failures without this file
+// depending on how the stack is assembled.
+var ErrContractViolation = errors.New("eval: contract violation")
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// JSONLWriter returns an Emit function writing one JSON object per line.
+func JSONLWriter(w io.Writer) func(Record) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return func(rec Record) error { return enc.Encode(rec) }
+}

@@ -1,0 +1,202 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/crab-testbed/crab/model"
+)
+
+func fakeTasks(n int) []Task {
+	ts := make([]Task, n)
+	for i := range ts {
+		ts[i] = Task{ID: fmt.Sprintf("t%02d", i), Text: fmt.Sprintf("ticket %d", i), Tenant: "acme", Permission: "agent",
+			Lang: "en", DocVersion: "v1", Group: "short", Expected: &Expected{Category: "billing"}}
+	}
+	return ts
+}
+
+func answer(cat string) string {
+	return `{"category":"` + cat + `","reason":"r","evidence":["e"],"risk_flags":[],"suggested_action":"s","needs_human_review":false,"background":null}`
+}
+
+// collect runs r and returns its records by task id.
+func collect(t *testing.T, ctx context.Context, r *Runner) (map[string]Record, *Result) {
+	t.Helper()
+	var mu sync.Mutex
+	got := map[string]Record{}
+	r.Emit = func(rec Record) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, dup := got[rec.Arm+"/"+rec.TaskID]; dup {
+			t.Errorf("record for %s/%s emitted twice", rec.Arm, rec.TaskID)
+		}
+		got[rec.Arm+"/"+rec.TaskID] = rec
+		return nil
+	}
+	res, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, res
+}
+
+func testExperiment(arms ...ArmSpec) *Experiment {
+	one := 1.0
+	sh := true
+	return &Experiment{Repeats: 1, Concurrency: 4, Timeout: Duration(50 * time.Millisecond), TimeScale: &one, Shadow: &sh,
+		Arrival: Arrival{Pattern: "burst"}, Arms: arms}
+}
+
+func TestRunnerOutcomes(t *testing.T) {
+	t.Parallel()
+	tasks := fakeTasks(6)
+	stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		resp := &model.Response{Content: answer("billing"), Scope: req.Scope, Usage: model.Usage{Cost: 1}, FinishReason: model.FinishStop,
+			Trace: model.Trace{Attempts: 1, Validated: true, ContractOK: true}}
+		switch req.TaskID {
+		case "t01": // wrong category
+			resp.Content = answer("refund")
+		case "t02": // backend error after spending
+			return &model.Response{Usage: model.Usage{Cost: 2}, Trace: model.Trace{Attempts: 2}}, model.ErrBackend
+		case "t03": // hangs past the deadline
+			<-ctx.Done()
+			return nil, ctx.Err()
+		case "t04": // answer built for another tenant
+			resp.Scope.Tenant = "globex"
+		}
+		return resp, nil
+	})
+	r := &Runner{Exp: testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"}), Tasks: tasks, RunID: "r",
+		Build: func(spec ArmSpec, _ int) (*ArmStack, error) { return &ArmStack{Spec: spec, Stack: stack}, nil }}
+	got, res := collect(t, context.Background(), r)
+	if len(got) != 6 || res.Interrupted {
+		t.Fatalf("got %d records, interrupted=%v; want 6, false", len(got), res.Interrupted)
+	}
+	want := map[string]struct {
+		outcome string
+		pass    bool
+		cost    float64
+	}{
+		"t00": {OutcomeOK, true, 1}, "t01": {OutcomeOK, false, 1}, "t02": {OutcomeError, false, 2},
+		"t03": {OutcomeTimeout, false, 0}, "t04": {OutcomeOK, false, 1}, "t05": {OutcomeOK, true, 1},
+	}
+	for id, w := range want {
+		rec := got["a/"+id]
+		if rec.Outcome != w.outcome || rec.Pass != w.pass || rec.Cost != w.cost {
+			t.Errorf("%s: got outcome=%s pass=%v cost=%v; want %s %v %v", id, rec.Outcome, rec.Pass, rec.Cost, w.outcome, w.pass, w.cost)
+		}
+		if rec.E2EMs < rec.QueueMs || rec.IntendedAt.IsZero() || rec.DoneAt.Before(rec.IntendedAt) {
+			t.Errorf("%s: inconsistent times: %+v", id, rec)
+		}
+	}
+	if got["a/t03"].E2EMs < 50 {
+		t.Errorf("timed-out request: e2e %.1f ms; want at least the 50 ms timeout", got["a/t03"].E2EMs)
+	}
+	if got["a/t02"].Attempts != 2 {
+		t.Errorf("retried request: attempts %d; want 2", got["a/t02"].Attempts)
+	}
+}
+
+// A slow system must not slow its own load down: with a concurrency cap of
+// one, the second request waits, and that wait is queue time inside its
+// latency, measured from the intended send time.
+func TestRunnerOpenLoopQueueing(t *testing.T) {
+	t.Parallel()
+	tasks := fakeTasks(3)
+	exp := testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"})
+	exp.Concurrency = 1
+	exp.Timeout = Duration(time.Second)
+	stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		time.Sleep(20 * time.Millisecond)
+		return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
+	})
+	r := &Runner{Exp: exp, Tasks: tasks,
+		Build: func(spec ArmSpec, _ int) (*ArmStack, error) { return &ArmStack{Spec: spec, Stack: stack}, nil }}
+	got, _ := collect(t, context.Background(), r)
+	var maxQueue float64
+	for _, rec := range got {
+		if !rec.IntendedAt.Equal(got["a/t00"].IntendedAt) {
+			t.Errorf("burst: intended times differ: %v vs %v", rec.IntendedAt, got["a/t00"].IntendedAt)
+		}
+		maxQueue = max(maxQueue, rec.QueueMs)
+		if rec.E2EMs+1e-9 < rec.QueueMs+rec.ModelMs {
+			t.Errorf("%s: e2e %.2f below queue %.2f", rec.TaskID, rec.E2EMs, rec.QueueMs)
+		}
+	}
+	if maxQueue < 35 {
+		t.Errorf("max queue %.1f ms; want >= 35 (two requests ahead of 20 ms each)", maxQueue)
+	}
+}
+
+// On cancellation every scheduled request still appears exactly once.
+func TestRunnerInterrupt(t *testing.T) {
+	t.Parallel()
+	tasks := fakeTasks(20)
+	exp := testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"}, ArmSpec{Name: "b", Model: "m", Mode: "full"})
+	exp.Arrival = Arrival{Pattern: "constant", Rate: 200}
+	exp.Timeout = Duration(time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	var calls atomic.Int32
+	stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		if calls.Add(1) == 5 {
+			cancel()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+		return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
+	})
+	r := &Runner{Exp: exp, Tasks: tasks,
+		Build: func(spec ArmSpec, _ int) (*ArmStack, error) { return &ArmStack{Spec: spec, Stack: stack}, nil }}
+	got, res := collect(t, ctx, r)
+	if !res.Interrupted {
+		t.Error("interrupted = false; want true")
+	}
+	if len(got) != 20 {
+		t.Errorf("got %d records; want 20 (the started arm's whole schedule, the second arm never started)", len(got))
+	}
+	cancelled := 0
+	for _, rec := range got {
+		if rec.Outcome == OutcomeCancelled {
+			cancelled++
+		}
+	}
+	if cancelled < 10 {
+		t.Errorf("cancelled records = %d; want most of the 20", cancelled)
+	}
+}
+
+func TestOutcomeOf(t *testing.T) {
+	t.Parallel()
+	live := context.Background()
+	dead, cancel := context.WithCancel(context.Background())
+	cancel()
+	cases := []struct {
+		name     string
+		ctx      context.Context
+		err      error
+		timedOut bool
+		want     string
+	}{
+		{"ok", live, nil, false, OutcomeOK},
+		{"backend", live, model.ErrBackend, false, OutcomeError},
+		{"deadline", live, context.DeadlineExceeded, true, OutcomeTimeout},
+		{"contract", live, fmt.Errorf("x: %w", ErrContractViolation), false, OutcomeContractFail},
+		{"cancelled", dead, context.Canceled, false, OutcomeCancelled},
+		{"wrapped deadline", live, fmt.Errorf("call: %w", context.DeadlineExceeded), false, OutcomeTimeout},
+		{"other", live, errors.New("boom"), false, OutcomeError},
+	}
+	for _, tc := range cases {
+		if got := outcomeOf(tc.ctx, tc.err, tc.timedOut); got != tc.want {
+			t.Errorf("%s: got %s; want %s", tc.name, got, tc.want)
+		}
+	}
+}
