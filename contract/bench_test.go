@@ -1,0 +1,69 @@
+package contract
+
+import (
+	"context"
+	"testing"
+
+	"github.com/crab-testbed/crab/model"
+)
+
+func BenchmarkValidate(b *testing.B) {
+	c := loadTriage(b)
+	cases := []struct {
+		name    string
+		content string
+		finish  string
+	}{
+		{name: "valid", content: answer(b, nil), finish: model.FinishStop},
+		{name: "invalid", content: answer(b, func(m map[string]any) {
+			m["category"] = "payments"
+			m["evidence"] = []any{}
+			delete(m, "risk_flags")
+			m["extra"] = 1
+		}), finish: model.FinishStop},
+		{name: "invalid_json", content: `{"category": "refund", "reason": "dup`, finish: model.FinishLength},
+	}
+	for _, tc := range cases {
+		want := len(c.Validate(tc.content, tc.finish)) == 0
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(tc.content)))
+			for b.Loop() {
+				if got := len(c.Validate(tc.content, tc.finish)) == 0; got != want {
+					b.Fatalf("valid = %v; want %v", got, want)
+				}
+			}
+		})
+		b.Run(tc.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					c.Validate(tc.content, tc.finish)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkMiddleware measures the contract layer's overhead around a
+// model that answers at once.
+func BenchmarkMiddleware(b *testing.B) {
+	c := loadTriage(b)
+	mw, err := New(c, Config{Policy: PolicyFail})
+	if err != nil {
+		b.Fatal(err)
+	}
+	content := answer(b, nil)
+	next := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		return &model.Response{Content: content, FinishReason: model.FinishStop}, nil
+	})
+	stack := model.Chain(next, mw)
+	req := &model.Request{Text: "refund please", Model: "small"}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := stack.Complete(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,272 @@
+package eval
+
+import (
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+)
+
+// Paired is a candidate compared with the baseline task by task (DESIGN
+// §1.10): each pair is the same task in the same repeat on both sides.
+type Paired struct {
+	Baseline string   `json:"baseline"`
+	Pairs    int      `json:"pairs"`
+	Lost     []string `json:"lost"`   // passing in the baseline, failing in the candidate
+	Gained   []string `json:"gained"` // failing in the baseline, passing in the candidate
+	// McNemarP is the exact two-sided McNemar p-value on the discordant
+	// pairs (len(lost), len(gained)): how surprising the split is if the two
+	// arms were equally good. 1 when there are no discordant pairs.
+	McNemarP float64 `json:"mcnemar_p"`
+	// LatencyDeltaMs is candidate - baseline end-to-end time per pair;
+	// negative means faster. Nil without pairs.
+	LatencyDeltaMs *Delta `json:"latency_delta_ms"`
+	// CostDelta is candidate - baseline cost per pair; negative means
+	// cheaper. Nil without pairs.
+	CostDelta *Delta `json:"cost_delta"`
+	// Unmatched lists tasks present on one side only: the arms ran
+	// different work, which rejects the candidate.
+	Unmatched []string `json:"unmatched"`
+	// Groups breaks the pairs down by the baseline's input group, so that
+	// a faster total that only reflects a different input mix shows.
+	Groups map[string]GroupDelta `json:"groups"`
+}
+
+// Delta describes per-pair differences. Median is the usual middle value
+// (the mean of the two middle ones for an even count): the nearest-rank p50
+// would take the lower of the two, which for deltas always favours the
+// faster or cheaper side. CILow and CIHigh bound a seeded
+// percentile-bootstrap 95% interval of the mean, resampling pairs.
+type Delta struct {
+	Median float64 `json:"median"`
+	Mean   float64 `json:"mean"`
+	CILow  float64 `json:"ci_low"`
+	CIHigh float64 `json:"ci_high"`
+}
+
+// Clear reports whether the interval excludes zero: only then does the
+// comparison support "faster", "slower", "cheaper" or "dearer".
+func (d *Delta) Clear() bool { return d.CILow > 0 || d.CIHigh < 0 }
+
+// GroupDelta is the paired comparison within one input group.
+type GroupDelta struct {
+	Pairs          int     `json:"pairs"`
+	Lost           int     `json:"lost"`
+	Gained         int     `json:"gained"`
+	LatencyDeltaMs float64 `json:"latency_delta_median_ms"` // median of candidate - baseline (see Delta)
+}
+
+// PairOptions tune ComparePaired.
+type PairOptions struct {
+	Seed      int64 // bootstrap seed
+	Resamples int   // bootstrap resamples (default 2000)
+	// ShowRepeat writes pair ids as "task#repeat"; set it when the records
+	// hold more than one repeat.
+	ShowRepeat bool
+}
+
+// ComparePaired compares candidate records with baseline records by
+// (task_id, repeat). Warm-up records must already be left out. Lost, gained
+// and unmatched ids are sorted; the result depends only on the records and
+// opt, never on their order.
+func ComparePaired(baseline, candidate []Record, opt PairOptions) Paired {
+	return comparePaired(recordPtrs(baseline), recordPtrs(candidate), opt)
+}
+
+func recordPtrs(recs []Record) []*Record {
+	out := make([]*Record, len(recs))
+	for i := range recs {
+		out[i] = &recs[i]
+	}
+	return out
+}
+
+// comparePaired is ComparePaired on pointers, so Summarize need not copy
+// records.
+func comparePaired(baseline, candidate []*Record, opt PairOptions) Paired {
+	if opt.Resamples <= 0 {
+		opt.Resamples = DefaultResamples
+	}
+	type pk struct {
+		task   string
+		repeat int
+	}
+	id := func(k pk) string {
+		if opt.ShowRepeat {
+			return k.task + "#" + strconv.Itoa(k.repeat)
+		}
+		return k.task
+	}
+	baseBy := map[pk]*Record{}
+	for _, r := range baseline {
+		baseBy[pk{r.TaskID, r.Repeat}] = r
+	}
+	candBy := map[pk]*Record{}
+	for _, r := range candidate {
+		candBy[pk{r.TaskID, r.Repeat}] = r
+	}
+	p := Paired{Lost: []string{}, Gained: []string{}, Unmatched: []string{}, Groups: map[string]GroupDelta{}}
+	if len(baseline) > 0 {
+		p.Baseline = baseline[0].Arm
+	}
+	var keys []pk
+	for k := range baseBy {
+		if _, ok := candBy[k]; ok {
+			keys = append(keys, k)
+		} else {
+			p.Unmatched = append(p.Unmatched, id(k))
+		}
+	}
+	for k := range candBy {
+		if _, ok := baseBy[k]; !ok {
+			p.Unmatched = append(p.Unmatched, id(k))
+		}
+	}
+	slices.Sort(p.Unmatched)
+	slices.SortFunc(keys, func(a, b pk) int {
+		if a.task != b.task {
+			if a.task < b.task {
+				return -1
+			}
+			return 1
+		}
+		return a.repeat - b.repeat
+	})
+	p.Pairs = len(keys)
+	lat := make([]float64, 0, len(keys))
+	cost := make([]float64, 0, len(keys))
+	groupLat := map[string][]float64{}
+	for _, k := range keys {
+		b, c := baseBy[k], candBy[k]
+		d := c.E2EMs - b.E2EMs
+		lat = append(lat, d)
+		cost = append(cost, c.Cost-b.Cost)
+		g := b.Group
+		gd := p.Groups[g]
+		gd.Pairs++
+		switch {
+		case b.Pass && !c.Pass:
+			p.Lost = append(p.Lost, id(k))
+			gd.Lost++
+		case !b.Pass && c.Pass:
+			p.Gained = append(p.Gained, id(k))
+			gd.Gained++
+		}
+		if g != "" {
+			p.Groups[g] = gd
+			groupLat[g] = append(groupLat[g], d)
+		}
+	}
+	for g, ds := range groupLat {
+		gd := p.Groups[g]
+		gd.LatencyDeltaMs = roundDec(medianOf(ds), 3)
+		p.Groups[g] = gd
+	}
+	p.McNemarP = roundSig(McNemarExact(len(p.Lost), len(p.Gained)), 4)
+	if len(keys) > 0 {
+		p.LatencyDeltaMs = describeDelta(lat, opt.Seed, 1, opt.Resamples, func(v float64) float64 { return roundDec(v, 3) })
+		p.CostDelta = describeDelta(cost, opt.Seed, 2, opt.Resamples, func(v float64) float64 { return roundSig(v, 6) })
+	}
+	return p
+}
+
+// describeDelta computes median, mean and the bootstrap interval of the mean.
+// Each kind of delta uses its own random stream, so adding one does not
+// shift the others.
+func describeDelta(x []float64, seed int64, stream uint64, resamples int, round func(float64) float64) *Delta {
+	lo, hi := bootstrapMeanCI(x, seed, stream, resamples)
+	return &Delta{Median: round(medianOf(x)), Mean: round(meanOf(x)), CILow: round(lo), CIHigh: round(hi)}
+}
+
+// medianOf is the middle value of x, or the mean of the two middle values;
+// x is not modified.
+func medianOf(x []float64) float64 {
+	n := len(x)
+	if n == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(x)
+	slices.Sort(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func meanOf(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}
+
+// BootstrapMeanCI is a percentile-bootstrap 95% interval of the mean of x:
+// resamples means of n values drawn with replacement, and their nearest-rank
+// 2.5th and 97.5th percentiles. The same x, seed and resamples always give
+// the same interval (the generator is PCG, drawing indexes without
+// modulo bias). It returns NaN, NaN for empty x.
+func BootstrapMeanCI(x []float64, seed int64, resamples int) (lo, hi float64) {
+	return bootstrapMeanCI(x, seed, 0, resamples)
+}
+
+func bootstrapMeanCI(x []float64, seed int64, stream uint64, resamples int) (lo, hi float64) {
+	n := len(x)
+	if n == 0 {
+		return math.NaN(), math.NaN()
+	}
+	if resamples <= 0 {
+		resamples = DefaultResamples
+	}
+	src := rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15^stream)
+	means := make([]float64, resamples)
+	for b := range means {
+		s := 0.0
+		for range n {
+			s += x[boundedIndex(src, uint64(n))]
+		}
+		means[b] = s / float64(n)
+	}
+	slices.Sort(means)
+	return PercentileNR(means, 2.5), PercentileNR(means, 97.5)
+}
+
+// boundedIndex draws uniformly from [0, n) (Lemire's multiply-and-reject),
+// written out so the stream stays the same across Go releases.
+func boundedIndex(src *rand.PCG, n uint64) uint64 {
+	hi, lo := bits.Mul64(src.Uint64(), n)
+	if lo < n {
+		thresh := -n % n
+		for lo < thresh {
+			hi, lo = bits.Mul64(src.Uint64(), n)
+		}
+	}
+	return hi
+}
+
+// McNemarExact is the exact two-sided McNemar test on b and c discordant
+// pairs: p = min(1, 2·P[X ≤ min(b, c)]) with X ~ Binomial(b+c, 1/2); 1 when
+// b+c = 0. Small p means the split between lost and gained tasks is
+// unlikely if the two arms were equally good.
+func McNemarExact(b, c int) float64 {
+	n := b + c
+	if n <= 0 || b < 0 || c < 0 {
+		return 1
+	}
+	m := min(b, c)
+	// Sum the binomial terms from k = m down to 0; each term is the
+	// previous times k/(n-k+1). The largest term (k = m ≤ n/2) is computed
+	// in logs so that large n does not underflow 2^-n.
+	lg := func(v int) float64 { r, _ := math.Lgamma(float64(v) + 1); return r }
+	term := math.Exp(lg(n) - lg(m) - lg(n-m) - float64(n)*math.Ln2)
+	sum := 0.0
+	for k := m; k >= 0 && term > 0; k-- {
+		sum += term
+		term *= float64(k) / float64(n-k+1)
+	}
+	return math.Min(1, 2*sum)
+}

@@ -1,0 +1,446 @@
+package eval
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// RecordsFile is the name of the records file inside a run directory.
+const RecordsFile = "records.jsonl"
+
+// Interchange CSV columns (DESIGN §5). Required columns must all be in the
+// header; optional ones may be left out or left empty on a row.
+var (
+	csvRequired = []string{"arm", "task_id", "latency_ms", "outcome", "pass", "cost"}
+	csvOptional = []string{"group", "repeat", "ttft_ms", "cache", "model", "correct", "attempts"}
+)
+
+var validOutcomes = map[string]bool{
+	OutcomeOK: true, OutcomeError: true, OutcomeTimeout: true, OutcomeContractFail: true, OutcomeCancelled: true,
+}
+
+var validCache = map[string]bool{"": true, "hit": true, "miss": true, "bypass": true}
+
+var validMisroute = map[string]bool{"": true, MisrouteUnder: true, MisrouteOver: true, MisrouteHopeless: true}
+
+// ReadRecords reads one records stream and detects its format from the first
+// non-blank byte: '{' means records.jsonl, anything else interchange CSV.
+// name is the file name used in error messages.
+//
+// records.jsonl is decoded strictly: an unknown field is an error. In CSV,
+// latency_ms becomes E2EMs and, because CSV has no contract_ok column,
+// ContractOK is set to outcome != contract_fail: an answer that broke the
+// contract but was delivered as ok cannot be seen in CSV, so CSV input
+// always shows zero silent violations.
+//
+// Every fault (a bad value, an unknown column or field, a pass on a failed
+// request, a duplicate (arm, task_id, repeat)) is an *InputError naming the
+// file, the 1-based line (the CSV header is line 1) and the field.
+// Empty input is an error too.
+func ReadRecords(r io.Reader, name string) ([]Record, error) {
+	recs, _, err := readRecords(r, name)
+	return recs, err
+}
+
+// ReadPaths reads and merges records from several inputs. Each path is a run
+// directory (its records.jsonl is read), a records.jsonl file or an
+// interchange CSV file; "-" reads stdin (at most once). The same
+// (arm, task_id, repeat) in two inputs is an error naming both. Every error
+// about the inputs is an *InputError, so callers can exit with code 2.
+func ReadPaths(paths []string, stdin io.Reader) ([]Record, error) {
+	if len(paths) == 0 {
+		return nil, &InputError{File: "-", Msg: "no input: name a run directory, a records.jsonl, a CSV file, or - for stdin"}
+	}
+	type origin struct {
+		file string
+		line int
+	}
+	seen := map[recordKey]origin{}
+	var all []Record
+	usedStdin := false
+	for _, p := range paths {
+		var (
+			recs  []Record
+			lines []int
+			name  = p
+			err   error
+		)
+		if p == "-" {
+			if usedStdin {
+				return nil, &InputError{File: "-", Msg: "stdin named more than once"}
+			}
+			usedStdin = true
+			name = "<stdin>"
+			if stdin == nil {
+				return nil, &InputError{File: name, Msg: "no standard input to read"}
+			}
+			recs, lines, err = readRecords(stdin, name)
+		} else {
+			recs, lines, name, err = readPath(p)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i, rec := range recs {
+			k := keyOf(&rec)
+			if o, dup := seen[k]; dup {
+				return nil, &InputError{File: name, Line: lines[i], Field: "task_id",
+					Msg: fmt.Sprintf("duplicate record %s, also in %s:%d", k, o.file, o.line)}
+			}
+			seen[k] = origin{name, lines[i]}
+		}
+		all = append(all, recs...)
+	}
+	return all, nil
+}
+
+// readPath reads one file or run directory and returns the name it used.
+func readPath(p string) ([]Record, []int, string, error) {
+	name := p
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, nil, name, &InputError{File: name, Msg: "cannot read: " + errText(err)}
+	}
+	if st.IsDir() {
+		name = filepath.Join(p, RecordsFile)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, name, &InputError{File: name, Msg: "cannot read: " + errText(err)}
+	}
+	defer f.Close()
+	recs, lines, err := readRecords(f, name)
+	return recs, lines, name, err
+}
+
+// errText drops the path an *os.PathError repeats, since InputError names it.
+func errText(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// recordKey identifies a request: no two records may share one.
+type recordKey struct {
+	arm, task string
+	repeat    int
+}
+
+func (k recordKey) String() string {
+	return fmt.Sprintf("(arm %q, task_id %q, repeat %d)", k.arm, k.task, k.repeat)
+}
+
+func keyOf(r *Record) recordKey { return recordKey{r.Arm, r.TaskID, r.Repeat} }
+
+// readRecords detects the format and returns the records with the line each
+// came from.
+func readRecords(r io.Reader, name string) ([]Record, []int, error) {
+	br := bufio.NewReader(r)
+	// Skip a UTF-8 byte order mark (spreadsheet exports) and leading blanks,
+	// keeping the blanks so line numbers stay right.
+	if b, err := br.Peek(3); err == nil && bytes.Equal(b, []byte("\xef\xbb\xbf")) {
+		_, _ = br.Discard(3)
+	}
+	var lead []byte
+	first := byte(0)
+	for {
+		c, err := br.ReadByte()
+		if err == io.EOF {
+			return nil, nil, &InputError{File: name, Msg: "no records"}
+		}
+		if err != nil {
+			return nil, nil, &InputError{File: name, Msg: "read error: " + err.Error()}
+		}
+		if c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			lead = append(lead, c)
+			continue
+		}
+		first = c
+		_ = br.UnreadByte()
+		break
+	}
+	in := io.MultiReader(bytes.NewReader(lead), br)
+	if first == '{' {
+		return readJSONL(in, name)
+	}
+	return readCSV(in, name)
+}
+
+// readJSONL reads records.jsonl, one strict JSON object per line.
+func readJSONL(r io.Reader, name string) ([]Record, []int, error) {
+	var (
+		recs  []Record
+		lines []int
+	)
+	seen := map[recordKey]int{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	line := 0
+	for sc.Scan() {
+		line++
+		raw := bytes.TrimSpace(sc.Bytes())
+		if len(raw) == 0 {
+			continue
+		}
+		var rec Record
+		if err := DecodeStrict(raw, &rec); err != nil {
+			return nil, nil, jsonLineError(name, line, err)
+		}
+		if err := checkRecord(&rec, name, line); err != nil {
+			return nil, nil, err
+		}
+		k := keyOf(&rec)
+		if prev, dup := seen[k]; dup {
+			return nil, nil, &InputError{File: name, Line: line, Field: "task_id", Msg: fmt.Sprintf("duplicate record %s, first on line %d", k, prev)}
+		}
+		seen[k] = line
+		recs = append(recs, rec)
+		lines = append(lines, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, &InputError{File: name, Line: line + 1, Msg: err.Error()}
+	}
+	if len(recs) == 0 {
+		return nil, nil, &InputError{File: name, Msg: "no records"}
+	}
+	return recs, lines, nil
+}
+
+// checkRecord validates the fields a JSONL record must get right.
+func checkRecord(rec *Record, name string, line int) error {
+	bad := func(field, format string, args ...any) error {
+		return &InputError{File: name, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case strings.TrimSpace(rec.Arm) == "":
+		return bad("arm", "required and empty")
+	case strings.TrimSpace(rec.TaskID) == "":
+		return bad("task_id", "required and empty")
+	case !validOutcomes[rec.Outcome]:
+		return bad("outcome", "unknown outcome %q (want ok, error, timeout, contract_fail or cancelled)", rec.Outcome)
+	case rec.Repeat < 0:
+		return bad("repeat", "must not be negative, got %d", rec.Repeat)
+	case rec.E2EMs < 0:
+		return bad("e2e_ms", "must not be negative, got %v", rec.E2EMs)
+	case rec.TTFTMs < 0:
+		return bad("ttft_ms", "must not be negative, got %v", rec.TTFTMs)
+	case rec.Cost < 0:
+		return bad("cost", "must not be negative, got %v", rec.Cost)
+	case rec.ShadowCost < 0:
+		return bad("shadow_cost", "must not be negative, got %v", rec.ShadowCost)
+	case rec.Attempts < 0:
+		return bad("attempts", "must not be negative, got %d", rec.Attempts)
+	case !validCache[rec.Cache]:
+		return bad("cache", "unknown cache status %q (want hit, miss, bypass or empty)", rec.Cache)
+	case !validMisroute[rec.Misroute]:
+		return bad("misroute", "unknown misroute %q (want under, over, hopeless or empty)", rec.Misroute)
+	case rec.Pass && rec.Outcome != OutcomeOK:
+		return bad("pass", "true on a request whose outcome is %s: only an ok request can pass", rec.Outcome)
+	}
+	return nil
+}
+
+// readCSV reads interchange CSV.
+func readCSV(r io.Reader, name string) ([]Record, []int, error) {
+	cr := csv.NewReader(r)
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err == io.EOF {
+		return nil, nil, &InputError{File: name, Msg: "no records"}
+	}
+	if err != nil {
+		return nil, nil, csvError(name, err)
+	}
+	headerLine, _ := cr.FieldPos(0)
+	col := map[string]int{}
+	known := map[string]bool{}
+	for _, c := range csvRequired {
+		known[c] = true
+	}
+	for _, c := range csvOptional {
+		known[c] = true
+	}
+	for i, h := range header {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if !known[h] {
+			return nil, nil, &InputError{File: name, Line: headerLine, Field: h,
+				Msg: "unknown column (want " + strings.Join(csvRequired, ",") + " and optionally " + strings.Join(csvOptional, ",") + ")"}
+		}
+		if _, dup := col[h]; dup {
+			return nil, nil, &InputError{File: name, Line: headerLine, Field: h, Msg: "column appears twice"}
+		}
+		col[h] = i
+	}
+	for _, c := range csvRequired {
+		if _, ok := col[c]; !ok {
+			return nil, nil, &InputError{File: name, Line: headerLine, Field: c, Msg: "required column missing"}
+		}
+	}
+
+	var (
+		recs  []Record
+		lines []int
+	)
+	seen := map[recordKey]int{}
+	for row := 0; ; row++ {
+		fields, err := cr.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, csvError(name, err)
+		}
+		line, _ := cr.FieldPos(0)
+		p := csvRow{name: name, cr: cr, col: col, fields: fields}
+		rec := Record{Seq: row}
+		rec.Arm = p.str("arm")
+		rec.TaskID = p.str("task_id")
+		rec.Group = p.str("group")
+		rec.Model = p.str("model")
+		rec.Outcome = p.str("outcome")
+		rec.Cache = strings.ToLower(p.str("cache"))
+		rec.E2EMs = p.num("latency_ms", true)
+		rec.Cost = p.num("cost", true)
+		rec.TTFTMs = p.num("ttft_ms", false)
+		rec.Pass = p.boolean("pass", true)
+		rec.Correct = p.boolean("correct", false)
+		rec.Repeat = p.integer("repeat")
+		rec.Attempts = p.integer("attempts")
+		if p.err != nil {
+			return nil, nil, p.err
+		}
+		switch {
+		case rec.Arm == "":
+			return nil, nil, p.fail("arm", "required and empty")
+		case rec.TaskID == "":
+			return nil, nil, p.fail("task_id", "required and empty")
+		case !validOutcomes[rec.Outcome]:
+			return nil, nil, p.fail("outcome", fmt.Sprintf("unknown outcome %q (want ok, error, timeout, contract_fail or cancelled)", rec.Outcome))
+		case !validCache[rec.Cache]:
+			return nil, nil, p.fail("cache", fmt.Sprintf("unknown cache status %q (want hit, miss, bypass or empty)", rec.Cache))
+		case rec.Pass && rec.Outcome != OutcomeOK:
+			return nil, nil, p.fail("pass", "true on a request whose outcome is "+rec.Outcome+": only an ok request can pass")
+		}
+		// CSV carries no contract result: only a contract_fail outcome says
+		// the contract was broken.
+		rec.ContractOK = rec.Outcome != OutcomeContractFail
+		k := keyOf(&rec)
+		if prev, dup := seen[k]; dup {
+			return nil, nil, &InputError{File: name, Line: line, Field: "task_id", Msg: fmt.Sprintf("duplicate record %s, first on line %d", k, prev)}
+		}
+		seen[k] = line
+		recs = append(recs, rec)
+		lines = append(lines, line)
+	}
+	if len(recs) == 0 {
+		return nil, nil, &InputError{File: name, Line: headerLine, Msg: "header but no records"}
+	}
+	return recs, lines, nil
+}
+
+// csvError turns an encoding/csv error into an InputError.
+func csvError(name string, err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		msg := pe.Err.Error()
+		if errors.Is(pe.Err, csv.ErrFieldCount) {
+			msg = "wrong number of fields (the header decides how many)"
+		}
+		return &InputError{File: name, Line: pe.Line, Msg: "invalid CSV: " + msg}
+	}
+	return &InputError{File: name, Msg: "read error: " + err.Error()}
+}
+
+// csvRow parses the cells of one CSV row, keeping the first error.
+type csvRow struct {
+	name   string
+	cr     *csv.Reader
+	col    map[string]int
+	fields []string
+	err    error
+}
+
+func (p *csvRow) fail(field, msg string) error {
+	line := 0
+	if i, ok := p.col[field]; ok {
+		line, _ = p.cr.FieldPos(i)
+	} else {
+		line, _ = p.cr.FieldPos(0)
+	}
+	return &InputError{File: p.name, Line: line, Field: field, Msg: msg}
+}
+
+func (p *csvRow) str(field string) string {
+	i, ok := p.col[field]
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(p.fields[i])
+}
+
+func (p *csvRow) setErr(field, msg string) {
+	if p.err == nil {
+		p.err = p.fail(field, msg)
+	}
+}
+
+func (p *csvRow) num(field string, required bool) float64 {
+	s := p.str(field)
+	if s == "" {
+		if required {
+			p.setErr(field, "required and empty")
+		}
+		return 0
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		p.setErr(field, fmt.Sprintf("want a finite number, got %q", s))
+		return 0
+	}
+	if v < 0 {
+		p.setErr(field, fmt.Sprintf("must not be negative, got %q", s))
+		return 0
+	}
+	return v
+}
+
+func (p *csvRow) integer(field string) int {
+	s := p.str(field)
+	if s == "" {
+		return 0
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < 0 {
+		p.setErr(field, fmt.Sprintf("want a whole number of 0 or more, got %q", s))
+		return 0
+	}
+	return v
+}
+
+func (p *csvRow) boolean(field string, required bool) bool {
+	s := strings.ToLower(p.str(field))
+	switch s {
+	case "true", "1":
+		return true
+	case "false", "0":
+		return false
+	case "":
+		if required {
+			p.setErr(field, "required and empty")
+		}
+		return false
+	}
+	p.setErr(field, fmt.Sprintf("want true, false, 1 or 0, got %q", p.str(field)))
+	return false
+}

@@ -1,0 +1,540 @@
+package eval
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Errors Summarize returns.
+var (
+	// ErrNoRecords: there is nothing to summarize (no records, or an arm
+	// made only of warm-up requests).
+	ErrNoRecords = errors.New("eval: no records to summarize")
+	// ErrUnknownBaseline: the requested baseline arm is not in the records;
+	// the message lists the arms that are.
+	ErrUnknownBaseline = errors.New("eval: unknown baseline arm")
+	// ErrDuplicateRecord: two records share (arm, task_id, repeat), so the
+	// paired comparison could not tell which one to use.
+	ErrDuplicateRecord = errors.New("eval: duplicate record")
+)
+
+// Verdicts an arm can get.
+const (
+	VerdictBaseline = "baseline"
+	VerdictAccept   = "accept"
+	VerdictReject   = "reject"
+)
+
+// DefaultResamples is the number of bootstrap resamples when Options leaves
+// it zero.
+const DefaultResamples = 2000
+
+// PercentileNR is the nearest-rank percentile of sorted (ascending) values,
+// the method DESIGN §1.6 states: p_q = x[ceil(q·n/100)] with x 1-based and
+// p0 = x[1]. q is in percent and is rounded to hundredths of a percent
+// (99.9 → 9990), so that the rank is computed in integers and p95 of 20
+// values is exactly the 19th. q outside [0, 100] is clamped. It returns NaN
+// for no values or a NaN q.
+func PercentileNR(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 || math.IsNaN(q) {
+		return math.NaN()
+	}
+	return sorted[nearestRank(len(sorted), q)-1]
+}
+
+// TailIsMax reports whether percentile q of n values is the sample maximum
+// (its nearest rank is n). A report shows such a figure as what it is: the
+// largest value seen, which says nothing about how far the tail goes.
+func TailIsMax(n int, q float64) bool {
+	return n > 0 && !math.IsNaN(q) && nearestRank(n, q) == n
+}
+
+// nearestRank is ceil(q·n/100) in integers, with q in hundredths of a
+// percent, at least 1.
+func nearestRank(n int, q float64) int {
+	h := math.Round(q * 100)
+	switch {
+	case h < 0:
+		h = 0
+	case h > 10000:
+		h = 10000
+	}
+	r := (int64(h)*int64(n) + 9999) / 10000
+	if r < 1 {
+		r = 1
+	}
+	return int(r)
+}
+
+// Options tune Summarize.
+type Options struct {
+	// Baseline names the arm candidates are compared against. Empty means
+	// the arm named "baseline" if there is one, else the first arm seen.
+	Baseline string
+	// Seed seeds the bootstrap intervals; the same seed gives the same
+	// intervals.
+	Seed int64
+	// Resamples is the number of bootstrap resamples (default 2000).
+	Resamples int
+	// LargeModels names the models a router's "large" choice maps to, for
+	// routed_large_share. Empty: the model with the highest mean route score
+	// among routed, non-escalated requests (the router sends high scores to
+	// the large model); with a single routed model the share is left out.
+	LargeModels []string
+}
+
+// Summary is everything `crab report` prints: per arm figures, the paired
+// comparison inside each candidate, and the decision.
+type Summary struct {
+	Baseline string       `json:"baseline"`
+	Arms     []ArmSummary `json:"arms"`
+	Decision Decision     `json:"decision"`
+	Notes    []string     `json:"notes,omitempty"`
+}
+
+// ArmSummary is the figures of one arm over its non-warm-up requests. JSON
+// names follow DESIGN §5. Latency figures are in milliseconds; the
+// all-requests ones (p50_ms ... mean_ms) count a failed request at the time
+// it ended, the ok_* ones count successful requests only.
+//
+// Figures that do not exist for the data are null or left out rather than
+// zero: cost_per_pass is null when nothing passed (JSON has no infinity),
+// ok_* are left out when no request succeeded, ttft_* when no record has a
+// time to first byte; the cache fields appear only when requests went
+// through a cache, the routing fields only when requests were routed.
+type ArmSummary struct {
+	Name     string `json:"name"`
+	N        int    `json:"n"`      // requests counted (every task × repeat, warm-up excluded)
+	Warmup   int    `json:"warmup"` // warm-up requests left out of every figure
+	OK       int    `json:"ok"`
+	Failed   int    `json:"failed"` // n - ok: every other outcome, timeouts included
+	Timeouts int    `json:"timeouts"`
+	Pass     int    `json:"pass"`
+
+	P50Ms  float64 `json:"p50_ms"`
+	P90Ms  float64 `json:"p90_ms"`
+	P95Ms  float64 `json:"p95_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	MaxMs  float64 `json:"max_ms"`
+	MeanMs float64 `json:"mean_ms"`
+	MinMs  float64 `json:"min_ms"`
+
+	OKP50Ms  *float64 `json:"ok_p50_ms,omitempty"`
+	OKP95Ms  *float64 `json:"ok_p95_ms,omitempty"`
+	OKMeanMs *float64 `json:"ok_mean_ms,omitempty"`
+
+	Outcomes map[string]int `json:"outcomes"` // outcome → requests, only outcomes that occur
+	Cost     float64        `json:"cost"`     // every request and attempt, failed ones included
+	// CostPerPass is Cost / Pass rounded as printed (2 decimals, 3
+	// significant digits below 1); cost and pass give the exact figure.
+	// Null when nothing passed.
+	CostPerPass *float64 `json:"cost_per_pass"`
+
+	TTFTP50Ms     *float64 `json:"ttft_p50_ms,omitempty"` // over records with a first byte
+	TTFTP95Ms     *float64 `json:"ttft_p95_ms,omitempty"`
+	TokensOutMean float64  `json:"tokens_out_mean"`
+
+	Verdict string                  `json:"verdict"`
+	Reasons []string                `json:"reasons"`
+	Groups  map[string]GroupSummary `json:"groups"` // records with an empty group are left out
+
+	*CacheStats
+	*RouteStats
+
+	// ShadowCost is what judging routing decisions cost (shadow calls to
+	// the other model): evaluation overhead, never part of Cost.
+	ShadowCost float64 `json:"shadow_cost,omitempty"`
+	// SilentViolations counts requests recorded ok whose answer broke the
+	// contract: an invalid answer let through. Any of them rejects an arm.
+	SilentViolations int `json:"silent_violations"`
+	Escalated        int `json:"escalated,omitempty"`
+	Attempts         int `json:"attempts"` // model calls, retries and escalations included
+
+	Paired   *Paired `json:"paired,omitempty"`    // candidates only
+	TailNote string  `json:"tail_note,omitempty"` // set when a tail percentile is the sample maximum
+}
+
+// GroupSummary is one input group (short, long, tool) of an arm.
+type GroupSummary struct {
+	N     int     `json:"n"`
+	Pass  int     `json:"pass"`
+	P50Ms float64 `json:"p50_ms"`
+	P95Ms float64 `json:"p95_ms"`
+}
+
+// CacheStats pairs hit rate with what a hit saves and whether it was right
+// (DESIGN §1.9). Present only for arms whose requests went through a cache.
+type CacheStats struct {
+	CacheRequests int      `json:"cache_requests"` // requests with a cache status (hit, miss or bypass)
+	Hits          int      `json:"hits"`
+	HitRate       float64  `json:"hit_rate"` // hits / cache_requests
+	HitP50Ms      *float64 `json:"hit_p50_ms,omitempty"`
+	HitP95Ms      *float64 `json:"hit_p95_ms,omitempty"`
+	MissP50Ms     *float64 `json:"miss_p50_ms,omitempty"`
+	MissP95Ms     *float64 `json:"miss_p95_ms,omitempty"`
+	// SavedPerHit is the share of end-to-end time a hit saves against a
+	// miss: 1 - hit_p50/miss_p50.
+	SavedPerHit     *float64       `json:"saved_per_hit,omitempty"`
+	Leaks           map[string]int `json:"leaks"` // leak kind → hits served from another scope; empty when none
+	ScopeMismatches int            `json:"scope_mismatches"`
+}
+
+// RouteStats is what a router decided. Present only for arms with routed
+// requests.
+type RouteStats struct {
+	Routed       int            `json:"routed"`
+	RoutedModels map[string]int `json:"routed_models"` // model → routed requests it answered
+	// RoutedLargeShare is the share of routed requests answered by the large
+	// model (see Options.LargeModels); left out when it cannot be told.
+	RoutedLargeShare *float64       `json:"routed_large_share,omitempty"`
+	Misroutes        map[string]int `json:"misroutes"` // under, over, hopeless → requests
+}
+
+// LeakCount is the number of leaking hits of any kind.
+func (a *ArmSummary) LeakCount() int {
+	if a.CacheStats == nil {
+		return 0
+	}
+	n := 0
+	for _, v := range a.Leaks {
+		n += v
+	}
+	return n
+}
+
+// Summarize computes every arm's figures, compares each candidate with the
+// baseline task by task, and applies the quality gate. Arms are listed in
+// the order they first appear in recs, the baseline first. recs is not
+// modified.
+func Summarize(recs []Record, opt Options) (*Summary, error) {
+	if opt.Resamples <= 0 {
+		opt.Resamples = DefaultResamples
+	}
+	var order []string
+	byArm := map[string][]*Record{}
+	warm := map[string]int{}
+	seen := map[recordKey]bool{}
+	repeats := map[int]bool{}
+	for i := range recs {
+		r := &recs[i]
+		if _, ok := byArm[r.Arm]; !ok {
+			order = append(order, r.Arm)
+			byArm[r.Arm] = nil
+		}
+		k := keyOf(r)
+		if seen[k] {
+			return nil, fmt.Errorf("%w: %s", ErrDuplicateRecord, k)
+		}
+		seen[k] = true
+		if r.Warmup {
+			warm[r.Arm]++
+			continue
+		}
+		byArm[r.Arm] = append(byArm[r.Arm], r)
+		repeats[r.Repeat] = true
+	}
+	if len(order) == 0 {
+		return nil, ErrNoRecords
+	}
+	base := opt.Baseline
+	if base == "" {
+		base = order[0]
+		if _, ok := byArm["baseline"]; ok {
+			base = "baseline"
+		}
+	} else if _, ok := byArm[base]; !ok {
+		return nil, fmt.Errorf("%w %q (arms: %s)", ErrUnknownBaseline, base, strings.Join(order, ", "))
+	}
+	for _, name := range order {
+		if len(byArm[name]) == 0 {
+			return nil, fmt.Errorf("%w: arm %q has only warm-up records", ErrNoRecords, name)
+		}
+	}
+	arms := []string{base}
+	for _, name := range order {
+		if name != base {
+			arms = append(arms, name)
+		}
+	}
+
+	s := &Summary{Baseline: base}
+	large := map[string]bool{}
+	for _, m := range opt.LargeModels {
+		large[m] = true
+	}
+	for _, name := range arms {
+		s.Arms = append(s.Arms, summarizeArm(name, byArm[name], warm[name], large))
+	}
+	multiRepeat := len(repeats) > 1
+	for i := 1; i < len(s.Arms); i++ {
+		p := comparePaired(byArm[base], byArm[s.Arms[i].Name], PairOptions{Seed: opt.Seed, Resamples: opt.Resamples, ShowRepeat: multiRepeat})
+		s.Arms[i].Paired = &p
+	}
+	decide(s)
+
+	s.Notes = append(s.Notes,
+		"percentiles are nearest rank (p_q = x[ceil(q·n/100)]); latency counts every request, a failed one at the time it ended; ok_* count successful requests only",
+		"cost per pass = cost of all requests, failed ones included, / passing requests")
+	if len(s.Arms) > 1 {
+		per := "task"
+		if multiRepeat {
+			per = "task and repeat"
+		}
+		s.Notes = append(s.Notes, fmt.Sprintf("paired deltas are candidate - baseline per %s; intervals are percentile-bootstrap 95%% intervals of the mean delta (%d resamples, seed %d)",
+			per, opt.Resamples, opt.Seed))
+	}
+	nWarm := 0
+	for _, v := range warm {
+		nWarm += v
+	}
+	if nWarm > 0 {
+		s.Notes = append(s.Notes, fmt.Sprintf("%d warm-up request(s) excluded from every figure", nWarm))
+	}
+	for i := 1; i < len(s.Arms); i++ {
+		a := &s.Arms[i]
+		if len(a.Paired.Unmatched) > 0 {
+			s.Notes = append(s.Notes, fmt.Sprintf("%s and %s ran different work: %s on one side only; the comparison covers the %d matched pair(s)",
+				a.Name, base, countNoun(len(a.Paired.Unmatched), "task"), a.Paired.Pairs))
+		}
+	}
+	return s, nil
+}
+
+// summarizeArm computes one arm's figures; recs holds no warm-up records.
+func summarizeArm(name string, recs []*Record, warm int, large map[string]bool) ArmSummary {
+	a := ArmSummary{Name: name, N: len(recs), Warmup: warm, Outcomes: map[string]int{}, Reasons: []string{}, Groups: map[string]GroupSummary{}}
+	var all, okLat, ttft, hit, miss []float64
+	groups := map[string][]float64{}
+	groupPass := map[string]int{}
+	var sum, okSum, tokOut, cost float64
+	for _, r := range recs {
+		all = append(all, r.E2EMs)
+		sum += r.E2EMs
+		a.Outcomes[r.Outcome]++
+		switch r.Outcome {
+		case OutcomeOK:
+			a.OK++
+			okLat = append(okLat, r.E2EMs)
+			okSum += r.E2EMs
+			if !r.ContractOK {
+				a.SilentViolations++
+			}
+		case OutcomeTimeout:
+			a.Timeouts++
+		}
+		if r.Pass {
+			a.Pass++
+		}
+		if r.TTFTMs > 0 {
+			ttft = append(ttft, r.TTFTMs)
+		}
+		tokOut += float64(r.TokensOut)
+		cost += r.Cost
+		a.ShadowCost += r.ShadowCost
+		a.Attempts += r.Attempts
+		if r.Escalated {
+			a.Escalated++
+		}
+		if r.Group != "" {
+			groups[r.Group] = append(groups[r.Group], r.E2EMs)
+			if r.Pass {
+				groupPass[r.Group]++
+			}
+		}
+		if r.Cache != "" || r.Leak != "" || r.ScopeMismatch {
+			if a.CacheStats == nil {
+				a.CacheStats = &CacheStats{Leaks: map[string]int{}}
+			}
+			c := a.CacheStats
+			if r.Cache != "" {
+				c.CacheRequests++
+			}
+			switch r.Cache {
+			case "hit":
+				c.Hits++
+				hit = append(hit, r.E2EMs)
+			case "miss":
+				miss = append(miss, r.E2EMs)
+			}
+			if r.Leak != "" {
+				c.Leaks[r.Leak]++
+			}
+			if r.ScopeMismatch {
+				c.ScopeMismatches++
+			}
+		}
+	}
+	a.Failed = a.N - a.OK
+	slices.Sort(all)
+	a.P50Ms, a.P90Ms, a.P95Ms, a.P99Ms = PercentileNR(all, 50), PercentileNR(all, 90), PercentileNR(all, 95), PercentileNR(all, 99)
+	a.MinMs, a.MaxMs = all[0], all[len(all)-1]
+	a.MeanMs = roundDec(sum/float64(a.N), 3)
+	if len(okLat) > 0 {
+		slices.Sort(okLat)
+		a.OKP50Ms, a.OKP95Ms = f64p(PercentileNR(okLat, 50)), f64p(PercentileNR(okLat, 95))
+		a.OKMeanMs = f64p(roundDec(okSum/float64(len(okLat)), 3))
+	}
+	if len(ttft) > 0 {
+		slices.Sort(ttft)
+		a.TTFTP50Ms, a.TTFTP95Ms = f64p(PercentileNR(ttft, 50)), f64p(PercentileNR(ttft, 95))
+	}
+	a.TokensOutMean = roundDec(tokOut/float64(a.N), 3)
+	a.Cost = roundSig(cost, 12)
+	a.ShadowCost = roundSig(a.ShadowCost, 12)
+	if a.Pass > 0 {
+		a.CostPerPass = f64p(roundCostPerPass(cost / float64(a.Pass)))
+	}
+	for g, lat := range groups {
+		slices.Sort(lat)
+		a.Groups[g] = GroupSummary{N: len(lat), Pass: groupPass[g], P50Ms: PercentileNR(lat, 50), P95Ms: PercentileNR(lat, 95)}
+	}
+	if c := a.CacheStats; c != nil {
+		if c.CacheRequests > 0 {
+			c.HitRate = roundDec(float64(c.Hits)/float64(c.CacheRequests), 4)
+		}
+		if len(hit) > 0 {
+			slices.Sort(hit)
+			c.HitP50Ms, c.HitP95Ms = f64p(PercentileNR(hit, 50)), f64p(PercentileNR(hit, 95))
+		}
+		if len(miss) > 0 {
+			slices.Sort(miss)
+			c.MissP50Ms, c.MissP95Ms = f64p(PercentileNR(miss, 50)), f64p(PercentileNR(miss, 95))
+		}
+		if c.HitP50Ms != nil && c.MissP50Ms != nil && *c.MissP50Ms > 0 {
+			c.SavedPerHit = f64p(roundDec(1 - *c.HitP50Ms / *c.MissP50Ms, 4))
+		}
+	}
+	a.RouteStats = routeStats(recs, large)
+	a.TailNote = tailNote(a.N)
+	return a
+}
+
+// routeStats summarizes routed requests; nil when none was routed.
+func routeStats(recs []*Record, large map[string]bool) *RouteStats {
+	var rs *RouteStats
+	scoreSum := map[string]float64{}
+	scoreN := map[string]int{}
+	for _, r := range recs {
+		if !r.Routed && r.Misroute == "" {
+			continue
+		}
+		if rs == nil {
+			rs = &RouteStats{RoutedModels: map[string]int{}, Misroutes: map[string]int{MisrouteUnder: 0, MisrouteOver: 0, MisrouteHopeless: 0}}
+		}
+		if r.Misroute != "" {
+			rs.Misroutes[r.Misroute]++
+		}
+		if !r.Routed {
+			continue
+		}
+		rs.Routed++
+		if r.Model != "" {
+			rs.RoutedModels[r.Model]++
+			if !r.Escalated {
+				scoreSum[r.Model] += r.RouteScore
+				scoreN[r.Model]++
+			}
+		}
+	}
+	if rs == nil || rs.Routed == 0 {
+		return rs
+	}
+	if len(large) == 0 && len(scoreN) >= 2 {
+		// The router sends high scores to the large model: the model with
+		// the highest mean score is the large one.
+		best, bestMean, tie := "", math.Inf(-1), false
+		for m, n := range scoreN {
+			mean := scoreSum[m] / float64(n)
+			switch {
+			case mean > bestMean:
+				best, bestMean, tie = m, mean, false
+			case mean == bestMean:
+				tie = true
+			}
+		}
+		if !tie {
+			large = map[string]bool{best: true}
+		}
+	}
+	if len(large) > 0 {
+		n := 0
+		for m, c := range rs.RoutedModels {
+			if large[m] {
+				n += c
+			}
+		}
+		rs.RoutedLargeShare = f64p(roundDec(float64(n)/float64(rs.Routed), 4))
+	}
+	return rs
+}
+
+// tailNote says which tail percentiles of n requests are the sample maximum.
+func tailNote(n int) string {
+	var qs []string
+	for _, q := range []float64{90, 95, 99} {
+		if TailIsMax(n, q) {
+			qs = append(qs, "p"+strconv.FormatFloat(q, 'f', -1, 64))
+		}
+	}
+	if len(qs) == 0 {
+		return ""
+	}
+	if len(qs) == 1 {
+		return fmt.Sprintf("%s of %d requests is the sample maximum; it cannot be extrapolated", qs[0], n)
+	}
+	return fmt.Sprintf("%s of %d requests are the sample maximum; they cannot be extrapolated", joinAnd(qs), n)
+}
+
+// joinAnd joins "a", "a and b", "a, b and c".
+func joinAnd(s []string) string {
+	switch len(s) {
+	case 0:
+		return ""
+	case 1:
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// countNoun writes "1 task", "3 tasks".
+func countNoun(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+func f64p(v float64) *float64 { return &v }
+
+// roundDec rounds to dec decimals through the decimal text, so the JSON
+// shows 16.67, not 16.670000000000002.
+func roundDec(v float64, dec int) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', dec, 64), 64)
+	return r
+}
+
+// roundSig rounds to sig significant digits (removes summation noise such
+// as 80.00000000000001).
+func roundSig(v float64, sig int) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', sig, 64), 64)
+	return r
+}
+
+// roundCostPerPass rounds as reports print cost per pass: 2 decimals, or 3
+// significant digits below 1 so that small per-token prices stay visible.
+func roundCostPerPass(v float64) float64 {
+	if math.Abs(v) >= 1 || v == 0 {
+		return roundDec(v, 2)
+	}
+	return roundSig(v, 3)
+}
