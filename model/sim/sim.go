@@ -1,0 +1,283 @@
+// Package sim provides crab's simulated models: deterministic stand-ins for
+// a small and a large LLM that triage support tickets, need no network, and
+// behave like real backends where it matters to an experiment — latency
+// grows with input and output tokens, a shortened answer is cheaper and
+// faster, the small model is fast but misreads hard tickets, and every
+// fault a contract or retry policy must survive can be injected at a rate.
+//
+// Answers follow from the ticket text only; nothing reads a task's labels.
+// Every answer is built for the request's scope (tenant, permission,
+// language, document version) and carries it, so an answer served to
+// another scope is detectable both in its provenance and in its text.
+//
+// Every random choice of a call (jitter, slow tail, each fault) is drawn
+// from a generator seeded by hashing the model's seed and name with the
+// request's seed, attempt, text, scope and mode. Calls therefore give the
+// same result in any order and under any concurrency, and a retry (a higher
+// Attempt) draws anew.
+package sim
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/crab-testbed/crab/model"
+)
+
+// Model is one simulated model. It is safe for concurrent use; New
+// prepares everything a call needs, so a call at time-scale 0 allocates
+// little more than its answer.
+type Model struct {
+	cfg   Config
+	rd    reader
+	sleep func(ctx context.Context, d time.Duration) error // real waiting, scaled
+	now   func() time.Time
+}
+
+var _ model.Model = (*Model)(nil)
+
+// New validates cfg, fills its defaults (Name from Kind, ReadRunes 90 for a
+// small model, TailFactor 1, MaxTokens 1024) and compiles the model's
+// vocabulary. Errors wrap ErrConfig and name the field at fault.
+func New(cfg Config) (*Model, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m := &Model{cfg: cfg, sleep: sleepCtx, now: time.Now}
+	switch cfg.Kind {
+	case KindSmall:
+		m.rd = reader{v: compileVocab([]string{"en"}, kindTopic), window: cfg.ReadRunes}
+	default:
+		m.rd = reader{v: compileVocab(nil, kindTopic, kindNeg, kindPrimary), window: cfg.ReadRunes, careful: true}
+	}
+	return m, nil
+}
+
+// Name is the backend name the model reports in Response.Model.
+func (m *Model) Name() string { return m.cfg.Name }
+
+// Config returns the model's configuration with defaults filled in, e.g.
+// for the run manifest.
+func (m *Model) Config() Config { return m.cfg }
+
+// Random draws of one call, always taken in this order so that changing
+// one rate never shifts another fault's draw.
+const (
+	drawError = iota
+	drawHang
+	drawRefusal
+	drawMalformed
+	drawMissing
+	drawMissingWhich
+	drawWrong
+	drawWrongWhich
+	drawEmpty
+	drawJitter
+	drawTail
+	numDraws
+)
+
+// Complete answers req after the simulated latency (scaled by TimeScale).
+//
+// The trace holds one attempt and reports wall-clock time, like every other
+// backend: Trace.ModelDur is the simulated latency times TimeScale, i.e. the
+// time the call waits (zero at time-scale 0, where a run measures crab's own
+// overhead; the real time waited when the context ends the call early),
+// Trace.TTFT the scaled time to first content and Trace.FirstByteAt the
+// wall-clock time that content arrived.
+//
+// A simulated server error returns a response carrying the trace (no
+// usage: the call is not billed) and an error wrapping model.ErrBackend. A
+// hang or a cancellation returns a response carrying the input tokens and
+// their cost together with ctx.Err(). A refusal, a truncated answer
+// (model.FinishLength) and the content faults are returned without error:
+// judging them is the contract layer's job.
+func (m *Model) Complete(ctx context.Context, req *model.Request) (*model.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	mode, ok := parseMode(req.Mode)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrMode, req.Mode)
+	}
+	var u [numDraws]float64
+	g := m.rngFor(req, mode)
+	for i := range u {
+		u[i] = g.float()
+	}
+	cfg := &m.cfg
+	mult := 1 + cfg.Jitter*(2*u[drawJitter]-1)
+	if u[drawTail] < cfg.TailRate {
+		mult *= cfg.TailFactor
+	}
+	tin := Tokens(req.System) + Tokens(req.Text) + len(req.Contract)/8
+	resp := &model.Response{Model: cfg.Name, Scope: req.Scope}
+	resp.Trace.Attempts = 1
+	inputOnly := model.Usage{TokensIn: tin, Cost: float64(tin) * cfg.PriceIn}
+
+	if u[drawError] < cfg.ErrorRate {
+		start := m.now()
+		resp.Trace.ModelDur = scaleDur(cfg.Base, mult*cfg.TimeScale)
+		if err := m.wait(ctx, resp.Trace.ModelDur); err != nil {
+			resp.Trace.ModelDur = m.now().Sub(start)
+			return resp, err
+		}
+		return resp, fmt.Errorf("%w: %s: simulated HTTP 500", model.ErrBackend, cfg.Name)
+	}
+	if u[drawHang] < cfg.HangRate {
+		start := m.now()
+		<-ctx.Done()
+		resp.Usage = inputOnly
+		resp.Trace.ModelDur = m.now().Sub(start)
+		return resp, ctx.Err()
+	}
+
+	vd := m.rd.read(req.Text)
+	pack := &packs[langIndex(req.Scope.Lang)]
+	finish := model.FinishStop
+	var content string
+	if u[drawRefusal] < cfg.RefusalRate {
+		content = pack.refusal
+		finish = model.FinishRefusal
+	} else {
+		r := render{pack: pack, scope: &req.Scope, vd: &vd, text: req.Text, mode: mode, missing: -1, acct: tenantHash(req.Scope.Tenant)}
+		if u[drawMissing] < cfg.MissingFieldRate {
+			r.missing = presentKey(mode, u[drawMissingWhich])
+		}
+		if u[drawWrong] < cfg.WrongEnumRate {
+			r.wrong = wrongCategories[int(u[drawWrongWhich]*float64(len(wrongCategories)))]
+		}
+		r.noEv = u[drawEmpty] < cfg.EmptyEvidenceRate
+		content = r.build()
+		if u[drawMalformed] < cfg.MalformedRate {
+			// prose before the object and the closing brace lost: not JSON
+			content = "Here is the triage for this ticket:\n" + content[:len(content)-1]
+		}
+	}
+	budget := req.MaxTokens
+	if budget <= 0 {
+		budget = cfg.MaxTokens
+	}
+	tout := Tokens(content)
+	if tout > budget {
+		content = cutTokens(content, budget)
+		tout = Tokens(content)
+		finish = model.FinishLength
+	}
+
+	pre := cfg.Base + time.Duration(tin)*cfg.PrefillPerToken
+	total := pre + time.Duration(tout)*cfg.DecodePerToken
+	resp.Trace.TTFT = scaleDur(pre, mult*cfg.TimeScale)
+	resp.Trace.ModelDur = scaleDur(total, mult*cfg.TimeScale)
+	start := m.now()
+	if err := m.wait(ctx, resp.Trace.ModelDur); err != nil {
+		resp.Trace.ModelDur = m.now().Sub(start)
+		resp.Usage = inputOnly
+		if resp.Trace.ModelDur < resp.Trace.TTFT {
+			resp.Trace.TTFT = 0
+		} else {
+			resp.Trace.FirstByteAt = start.Add(resp.Trace.TTFT)
+		}
+		return resp, err
+	}
+	resp.Trace.FirstByteAt = start.Add(resp.Trace.TTFT)
+	resp.Content = content
+	resp.FinishReason = finish
+	resp.Usage = model.Usage{TokensIn: tin, TokensOut: tout, Cost: float64(tin)*cfg.PriceIn + float64(tout)*cfg.PriceOut}
+	return resp, nil
+}
+
+// presentKey picks the required key the missing-field fault drops among the
+// keys the mode writes.
+func presentKey(mode int, u float64) int {
+	if mode == modeOverShort {
+		keys := [...]int{keyCategory, keyReason, keyAction, keyReview}
+		return keys[int(u*float64(len(keys)))]
+	}
+	return int(u * numRequiredKeys)
+}
+
+// parseMode maps Request.Mode to a mode; empty means full.
+func parseMode(s string) (int, bool) {
+	switch s {
+	case "", model.ModeFull:
+		return modeFull, true
+	case model.ModeShort:
+		return modeShort, true
+	case model.ModeOverShort:
+		return modeOverShort, true
+	}
+	return 0, false
+}
+
+// wait sleeps d, already scaled by TimeScale; a zero d (time-scale 0)
+// returns at once.
+func (m *Model) wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	return m.sleep(ctx, d)
+}
+
+func scaleDur(d time.Duration, f float64) time.Duration {
+	return time.Duration(float64(d) * f)
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// rngFor seeds the call's generator from everything that identifies the
+// call, length-prefixed so that no two different calls share an input.
+func (m *Model) rngFor(req *model.Request, mode int) rng {
+	var d xxhash.Digest
+	d.Reset()
+	hashU64(&d, uint64(m.cfg.Seed))
+	hashU64(&d, uint64(req.Seed))
+	hashU64(&d, uint64(req.Attempt))
+	hashU64(&d, uint64(mode))
+	hashStr(&d, m.cfg.Name)
+	hashStr(&d, req.Text)
+	hashStr(&d, req.Scope.Tenant)
+	hashStr(&d, req.Scope.Permission)
+	hashStr(&d, req.Scope.Lang)
+	hashStr(&d, req.Scope.DocVersion)
+	return rng{s: d.Sum64()}
+}
+
+func hashU64(d *xxhash.Digest, x uint64) {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], x)
+	d.Write(b[:])
+}
+
+func hashStr(d *xxhash.Digest, s string) {
+	hashU64(d, uint64(len(s)))
+	d.WriteString(s)
+}
+
+// rng is splitmix64: tiny, fast, allocation-free, and good enough for
+// drawing a dozen uniform numbers per call.
+type rng struct{ s uint64 }
+
+func (g *rng) next() uint64 {
+	g.s += 0x9e3779b97f4a7c15
+	z := g.s
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// float returns a uniform number in [0,1).
+func (g *rng) float() float64 { return float64(g.next()>>11) / (1 << 53) }
