@@ -1,0 +1,398 @@
+// Package cache is crab's response cache: a key built from a configurable set
+// of request fields, a store (ristretto in process), and a middleware that
+// serves hits, stores cacheable misses and records, for every hit, whether
+// the answer was built for another scope (a leak, DESIGN §3).
+//
+// Which fields go into the key is configured per arm, so a deliberately naive
+// key (text only) can run beside the scoped one (full) on the same workload;
+// every entry keeps the scope it was built for, so the leaks of a weak key
+// are measured rather than guessed.
+package cache
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/crab-testbed/crab/model"
+)
+
+// Key field names, as written in experiment files and in `crab audit --key`.
+// They appear in the key encoding in this (canonical) order.
+const (
+	FieldTenant     = "tenant"      // Scope.Tenant: the caller's tenant, from its identity
+	FieldPermission = "permission"  // Scope.Permission: the caller's role (viewer, agent, admin)
+	FieldDocVersion = "doc_version" // Scope.DocVersion: the document set the answer cites
+	FieldLang       = "lang"        // Scope.Lang, normalised (see NormalizeLang)
+	FieldModel      = "model"       // Request.Model as the cache sees it (empty: the stack's default)
+	FieldMode       = "mode"        // Request.Mode: full, short or over_short
+	FieldMaxTokens  = "max_tokens"  // Request.MaxTokens: a smaller budget may truncate
+	FieldSampling   = "sampling"    // Request.Temperature
+	FieldContract   = "contract"    // Request.ContractHash: answers to another contract differ in shape
+	FieldSystem     = "system"      // Request.System, normalised like the text
+	FieldText       = "text"        // Request.Text, normalised (see NormalizeText)
+)
+
+// Presets accepted by ParseFields besides single field names.
+const (
+	PresetText = "text" // the naive key: prompt text only; leaks across every scope
+	PresetFull = "full" // every field: the scoped key crab recommends
+)
+
+// KeyVersion is the first byte of every key encoding. Changing the encoding
+// (a field added, a normalisation changed) bumps it, so entries written under
+// the old format can never be served under the new one.
+const KeyVersion = 1
+
+// Errors returned when key fields are configured wrongly.
+var (
+	ErrUnknownField = errors.New("cache: unknown key field")
+	ErrNoText       = errors.New("cache: key fields must include text")
+	ErrNoFields     = errors.New("cache: no key fields")
+)
+
+type fieldID uint8
+
+const (
+	fTenant fieldID = iota
+	fPermission
+	fDocVersion
+	fLang
+	fModel
+	fMode
+	fMaxTokens
+	fSampling
+	fContract
+	fSystem
+	fText
+	numFields
+)
+
+const allFieldsMask = uint16(1)<<numFields - 1
+
+func (f fieldID) name() string {
+	switch f {
+	case fTenant:
+		return FieldTenant
+	case fPermission:
+		return FieldPermission
+	case fDocVersion:
+		return FieldDocVersion
+	case fLang:
+		return FieldLang
+	case fModel:
+		return FieldModel
+	case fMode:
+		return FieldMode
+	case fMaxTokens:
+		return FieldMaxTokens
+	case fSampling:
+		return FieldSampling
+	case fContract:
+		return FieldContract
+	case fSystem:
+		return FieldSystem
+	case fText:
+		return FieldText
+	}
+	return ""
+}
+
+func lookupField(name string) (fieldID, bool) {
+	for f := fieldID(0); f < numFields; f++ {
+		if f.name() == name {
+			return f, true
+		}
+	}
+	return 0, false
+}
+
+// AllFields lists every key field in canonical order (the full preset).
+func AllFields() []string {
+	return KeySpec{mask: allFieldsMask}.Fields()
+}
+
+// ParseFields turns a comma list of field names and presets (e.g. "text",
+// "full", "tenant, permission, text") into canonical field names: duplicates
+// removed, ordered as the Field constants are. Names are matched after
+// trimming spaces and lowercasing. An unknown name is an error that names it;
+// a list without text is an error, because a key without the prompt would
+// serve one question's answer to every other question in the same scope.
+func ParseFields(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("%w: empty list (use %q or %q or a comma list)", ErrNoFields, PresetFull, PresetText)
+	}
+	spec, err := NewKeySpec(strings.Split(s, ","))
+	if err != nil {
+		return nil, err
+	}
+	return spec.Fields(), nil
+}
+
+// KeySpec is a validated set of key fields. It is a small value, safe to copy
+// and to use from many goroutines. The zero KeySpec has no fields and encodes
+// only the version byte; build one with NewKeySpec.
+type KeySpec struct {
+	mask uint16
+}
+
+// NewKeySpec validates field names (presets allowed, duplicates ignored,
+// spaces trimmed, case ignored) and returns the spec. Errors as ParseFields.
+func NewKeySpec(fields []string) (KeySpec, error) {
+	if len(fields) == 0 {
+		return KeySpec{}, ErrNoFields
+	}
+	var mask uint16
+	for _, item := range fields {
+		name := strings.ToLower(strings.TrimSpace(item))
+		if name == PresetFull {
+			mask |= allFieldsMask
+			continue
+		}
+		f, ok := lookupField(name)
+		if !ok {
+			return KeySpec{}, fmt.Errorf("%w %q (known: %s; presets: %s, %s)",
+				ErrUnknownField, item, strings.Join(AllFields(), ", "), PresetText, PresetFull)
+		}
+		mask |= 1 << f
+	}
+	if mask&(1<<fText) == 0 {
+		return KeySpec{}, fmt.Errorf("%w: got %s", ErrNoText, KeySpec{mask: mask})
+	}
+	return KeySpec{mask: mask}, nil
+}
+
+func (k KeySpec) has(f fieldID) bool { return k.mask&(1<<f) != 0 }
+
+// Has reports whether the key includes the named field.
+func (k KeySpec) Has(field string) bool {
+	f, ok := lookupField(field)
+	return ok && k.has(f)
+}
+
+// Fields lists the spec's fields in canonical order.
+func (k KeySpec) Fields() []string {
+	var out []string
+	for f := fieldID(0); f < numFields; f++ {
+		if k.has(f) {
+			out = append(out, f.name())
+		}
+	}
+	return out
+}
+
+// String is the canonical comma list, e.g. "tenant,permission,text"; it is
+// what a manifest or an audit table should print as the key.
+func (k KeySpec) String() string { return strings.Join(k.Fields(), ",") }
+
+// Encode returns the key encoding of req under this spec. See AppendEncode.
+func (k KeySpec) Encode(req *model.Request) []byte {
+	return k.AppendEncode(make([]byte, 0, 64+len(req.Text)+len(req.System)), req)
+}
+
+// AppendEncode appends the key encoding of req to dst and returns it.
+//
+// Format: one byte KeyVersion, then for every configured field in canonical
+// order the pair (name, value), each written as a uvarint length followed by
+// the bytes. Length prefixes make the encoding decodable, so ("ab","c") and
+// ("a","bc") never meet, and naming each field makes two different field
+// sets never meet either.
+//
+// Values: tenant, permission, doc_version, model, mode and contract exactly as
+// given; lang per NormalizeLang; text and system per NormalizeText;
+// max_tokens in decimal; sampling as the shortest decimal that round-trips
+// the temperature (-0 written as 0). Tenant and permission are read from
+// req.Scope, which the caller's identity sets, never from the text.
+//
+// Not in any key: Request.User (answers are shared inside a tenant and
+// permission), TaskID, Seed and Attempt (they label a run, not a question).
+func (k KeySpec) AppendEncode(dst []byte, req *model.Request) []byte {
+	dst = append(dst, KeyVersion)
+	for f := fieldID(0); f < numFields; f++ {
+		if !k.has(f) {
+			continue
+		}
+		dst = appendBytes(dst, f.name())
+		switch f {
+		case fTenant:
+			dst = appendBytes(dst, req.Scope.Tenant)
+		case fPermission:
+			dst = appendBytes(dst, req.Scope.Permission)
+		case fDocVersion:
+			dst = appendBytes(dst, req.Scope.DocVersion)
+		case fLang:
+			l := strings.TrimSpace(req.Scope.Lang)
+			dst = binary.AppendUvarint(dst, uint64(len(l)))
+			dst = appendLang(dst, l)
+		case fModel:
+			dst = appendBytes(dst, req.Model)
+		case fMode:
+			dst = appendBytes(dst, req.Mode)
+		case fMaxTokens:
+			var tmp [24]byte
+			dst = appendBytes(dst, strconv.AppendInt(tmp[:0], int64(req.MaxTokens), 10))
+		case fSampling:
+			var tmp [32]byte
+			t := req.Temperature
+			if t == 0 {
+				t = 0 // folds -0 into 0
+			}
+			dst = appendBytes(dst, strconv.AppendFloat(tmp[:0], t, 'g', -1, 64))
+		case fContract:
+			dst = appendBytes(dst, req.ContractHash)
+		case fSystem:
+			dst = appendNormalized(dst, req.System)
+		case fText:
+			dst = appendNormalized(dst, req.Text)
+		}
+	}
+	return dst
+}
+
+func appendBytes[T string | []byte](dst []byte, s T) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// appendNormalized appends the normalised text with its length prefix. The
+// normalised length is only known afterwards, so the text is appended first
+// and moved right by the size of its prefix.
+func appendNormalized(dst []byte, s string) []byte {
+	mark := len(dst)
+	dst = appendText(dst, s)
+	n := len(dst) - mark
+	var tmp [binary.MaxVarintLen64]byte
+	w := binary.PutUvarint(tmp[:], uint64(n))
+	dst = append(dst, tmp[:w]...)
+	copy(dst[mark+w:], dst[mark:mark+n])
+	copy(dst[mark:], tmp[:w])
+	return dst
+}
+
+// NormalizeText is the prompt normalisation of the key: leading and trailing
+// white space removed, every inner run of white space (Unicode) replaced by
+// one ASCII space, everything else kept byte for byte (invalid UTF-8
+// included). It does not lowercase: case carries meaning in support tickets
+// (order and product codes, "US" the country vs "us", names, log lines and
+// code), lowercasing is language dependent (Turkish dotted i, German ß), and
+// the model sees the original text, so two texts that differ in case are two
+// questions. Unicode normalisation (NFC) is not applied either: differently
+// composed texts get different keys, which costs hit rate, never correctness.
+func NormalizeText(s string) string {
+	return string(appendText(make([]byte, 0, len(s)), s))
+}
+
+// appendText appends NormalizeText(s). It copies maximal stretches that need
+// no change (words separated by single ASCII spaces) in one append each.
+func appendText(dst []byte, s string) []byte {
+	i := skipSpace(s, 0)
+	for i < len(s) {
+		j := i // s[i] is not white space
+		for j < len(s) {
+			c := s[j]
+			switch {
+			case c-'!' < utf8.RuneSelf-'!': // printable ASCII
+				j++
+				continue
+			case c == ' ' && j+1 < len(s) && s[j+1]-'!' < utf8.RuneSelf-'!': // one space between words
+				j += 2
+				continue
+			case c < utf8.RuneSelf:
+				if !asciiSpace(c) { // control byte
+					j++
+					continue
+				}
+			default:
+				if r, size := utf8.DecodeRuneInString(s[j:]); r == utf8.RuneError || !unicode.IsSpace(r) {
+					j += size // invalid UTF-8 is kept byte for byte
+					continue
+				}
+			}
+			break // a run of white space starts at j
+		}
+		dst = append(dst, s[i:j]...)
+		i = skipSpace(s, j)
+		if i < len(s) {
+			dst = append(dst, ' ')
+		}
+	}
+	return dst
+}
+
+// skipSpace returns the index of the first non-white-space byte at or after i.
+func skipSpace(s string, i int) int {
+	for i < len(s) {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if !asciiSpace(c) {
+				return i
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || !unicode.IsSpace(r) {
+			return i
+		}
+		i += size
+	}
+	return i
+}
+
+// asciiSpace is unicode.IsSpace restricted to ASCII.
+func asciiSpace(c byte) bool { return c == ' ' || ('\t' <= c && c <= '\r') }
+
+// NormalizeLang is the language normalisation of the key and of leak
+// detection: surrounding space trimmed, ASCII letters lowercased, '_' turned
+// into '-', so "en-US", "en_us" and "EN-us" are one language ("en-us").
+// A bare language and a regional one ("en" and "en-US") stay distinct: the
+// answer text or the policy quoted may differ by region, and merging them
+// would be a leak the audit could not see; keeping them apart only costs
+// hit rate.
+func NormalizeLang(s string) string {
+	s = strings.TrimSpace(s)
+	return string(appendLang(make([]byte, 0, len(s)), s))
+}
+
+// appendLang maps s byte for byte (its length is unchanged).
+func appendLang(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '_':
+			c = '-'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// langEqual compares two languages after NormalizeLang without allocating.
+func langEqual(a, b string) bool {
+	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if langByte(a[i]) != langByte(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func langByte(c byte) byte {
+	switch {
+	case 'A' <= c && c <= 'Z':
+		return c + 'a' - 'A'
+	case c == '_':
+		return '-'
+	}
+	return c
+}
