@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/crab-testbed/crab/cache"
 )
 
 // Experiment is an experiment file: the workload, the contract, the models
@@ -394,9 +396,16 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 				return bad("arms.contract.policy", p("contract", "policy"), "unknown policy %q (want fail, reask or escalate)", c.Policy)
 			}
 		}
-		if c := a.Cache; c != nil && c.CheckOnHit == nil {
-			t := true
-			e.Arms[i].Cache.CheckOnHit = &t
+		if c := a.Cache; c != nil {
+			if c.Key == "" {
+				e.Arms[i].Cache.Key = cache.PresetFull
+			} else if _, err := cache.ParseFields(c.Key); err != nil {
+				return bad("arms.cache.key", p("cache", "key"), "%v", err)
+			}
+			if c.CheckOnHit == nil {
+				t := true
+				e.Arms[i].Cache.CheckOnHit = &t
+			}
 		}
 	}
 	return nil

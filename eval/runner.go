@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -32,7 +33,8 @@ type Runner struct {
 	ContractHash string
 	// Build returns a fresh stack for an arm; it is called once per arm and
 	// repeat so that caches start cold in every pass.
-	Build func(spec ArmSpec, repeat int) (*ArmStack, error)
+	// The returned func releases the stack's resources after the pass.
+	Build func(spec ArmSpec, repeat int) (*ArmStack, func(), error)
 	RunID string
 	// Emit receives every record as soon as it is final. It is called from
 	// one goroutine at a time.
@@ -89,7 +91,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 				res.Interrupted = true
 				break
 			}
-			arm, err := r.Build(spec, rep)
+			arm, release, err := r.Build(spec, rep)
 			if err != nil {
 				return nil, fmt.Errorf("arm %s: %w", spec.Name, err)
 			}
@@ -97,6 +99,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			pm := PassMetrics{Arm: spec.Name, Repeat: rep}
 			if arm.Metrics != nil {
 				pm.Metrics = arm.Metrics()
+			}
+			if release != nil {
+				release()
 			}
 			res.Passes = append(res.Passes, pm)
 			if ctx.Err() != nil {
@@ -316,16 +321,11 @@ func outcomeOf(parent context.Context, err error, timedOut bool) string {
 		return OutcomeCancelled
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
 		return OutcomeTimeout
-	case errors.Is(err, ErrContractViolation):
+	case errors.Is(err, contract.ErrViolation):
 		return OutcomeContractFail
 	}
 	return OutcomeError
 }
-
-// ErrContractViolation is set by the stack builder to the contract package's
-// sentinel, so the runner can classify contract failures without this file
-// depending on how the stack is assembled.
-var ErrContractViolation = errors.New("eval: contract violation")
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 

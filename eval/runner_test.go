@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -73,7 +74,9 @@ func TestRunnerOutcomes(t *testing.T) {
 		return resp, nil
 	})
 	r := &Runner{Exp: testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"}), Tasks: tasks, RunID: "r",
-		Build: func(spec ArmSpec, _ int) (*ArmStack, error) { return &ArmStack{Spec: spec, Stack: stack}, nil }}
+		Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
+			return &ArmStack{Spec: spec, Stack: stack}, nil, nil
+		}}
 	got, res := collect(t, context.Background(), r)
 	if len(got) != 6 || res.Interrupted {
 		t.Fatalf("got %d records, interrupted=%v; want 6, false", len(got), res.Interrupted)
@@ -117,7 +120,9 @@ func TestRunnerOpenLoopQueueing(t *testing.T) {
 		return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
 	})
 	r := &Runner{Exp: exp, Tasks: tasks,
-		Build: func(spec ArmSpec, _ int) (*ArmStack, error) { return &ArmStack{Spec: spec, Stack: stack}, nil }}
+		Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
+			return &ArmStack{Spec: spec, Stack: stack}, nil, nil
+		}}
 	got, _ := collect(t, context.Background(), r)
 	var maxQueue float64
 	for _, rec := range got {
@@ -155,7 +160,9 @@ func TestRunnerInterrupt(t *testing.T) {
 		return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
 	})
 	r := &Runner{Exp: exp, Tasks: tasks,
-		Build: func(spec ArmSpec, _ int) (*ArmStack, error) { return &ArmStack{Spec: spec, Stack: stack}, nil }}
+		Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
+			return &ArmStack{Spec: spec, Stack: stack}, nil, nil
+		}}
 	got, res := collect(t, ctx, r)
 	if !res.Interrupted {
 		t.Error("interrupted = false; want true")
@@ -189,7 +196,7 @@ func TestOutcomeOf(t *testing.T) {
 		{"ok", live, nil, false, OutcomeOK},
 		{"backend", live, model.ErrBackend, false, OutcomeError},
 		{"deadline", live, context.DeadlineExceeded, true, OutcomeTimeout},
-		{"contract", live, fmt.Errorf("x: %w", ErrContractViolation), false, OutcomeContractFail},
+		{"contract", live, fmt.Errorf("x: %w", contract.ErrViolation), false, OutcomeContractFail},
 		{"cancelled", dead, context.Canceled, false, OutcomeCancelled},
 		{"wrapped deadline", live, fmt.Errorf("call: %w", context.DeadlineExceeded), false, OutcomeTimeout},
 		{"other", live, errors.New("boom"), false, OutcomeError},

@@ -43,7 +43,10 @@ type Scope struct {
 // Request is one call into a stack. Layers copy it before changing it
 // (see Clone); they never mutate the caller's value.
 type Request struct {
-	TaskID string // the task this request serves; for records only, never read by models or routers
+	// TaskID identifies the request, like a request id. Simulated models
+	// use it only to draw per-call faults and jitter; no model or router
+	// reads a task's labels (difficulty, expected answer).
+	TaskID string
 	Text   string // the user's message (the support ticket plus account context)
 	System string // system prompt
 	User   string // end user, inside Scope.Tenant

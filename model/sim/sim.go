@@ -248,6 +248,10 @@ func (m *Model) rngFor(req *model.Request, mode int) rng {
 	hashU64(&d, uint64(req.Attempt))
 	hashU64(&d, uint64(mode))
 	hashStr(&d, m.cfg.Name)
+	// The request id makes each call its own event: two identical questions
+	// do not share their faults and jitter. The id is no label; the answer
+	// itself follows from the text alone.
+	hashStr(&d, req.TaskID)
 	hashStr(&d, req.Text)
 	hashStr(&d, req.Scope.Tenant)
 	hashStr(&d, req.Scope.Permission)

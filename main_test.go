@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// cliMu serialises in-process runs: urfave/cli's help flag is a package
+// variable that every App writes while parsing.
+var cliMu sync.Mutex
+
+// crab runs the command line in-process and returns its exit code and output.
+func crab(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	cliMu.Lock()
+	defer cliMu.Unlock()
+	var out, errb bytes.Buffer
+	code := realMain(append([]string{"crab"}, args...), strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+type armJSON struct {
+	Name        string   `json:"name"`
+	N           int      `json:"n"`
+	Pass        int      `json:"pass"`
+	P95         float64  `json:"p95_ms"`
+	Cost        float64  `json:"cost"`
+	CostPerPass *float64 `json:"cost_per_pass"`
+	Verdict     string   `json:"verdict"`
+	Reasons     []string `json:"reasons"`
+}
+
+type summaryJSON struct {
+	Arms []armJSON `json:"arms"`
+}
+
+// The six-request exercise of DESIGN §7, through the command line.
+func TestReportExercise(t *testing.T) {
+	t.Parallel()
+	code, out, errs := crab(t, "", "report", "--format", "json", "fixtures/exercise.csv")
+	if code != 0 {
+		t.Fatalf("exit %d; want 0 (stderr %s)", code, errs)
+	}
+	var s summaryJSON
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		name              string
+		pass              int
+		p95, cost, perPas float64
+		verdict           string
+	}{
+		{"baseline", 6, 900, 120, 20.00, "baseline"},
+		{"candidate_a", 5, 300, 80, 16.00, "reject"},
+		{"candidate_b", 6, 500, 100, 16.67, "accept"},
+	}
+	if len(s.Arms) != len(want) {
+		t.Fatalf("got %d arms; want %d", len(s.Arms), len(want))
+	}
+	for i, w := range want {
+		a := s.Arms[i]
+		if a.Name != w.name || a.Pass != w.pass || a.P95 != w.p95 || a.Cost != w.cost || a.CostPerPass == nil || *a.CostPerPass != w.perPas || a.Verdict != w.verdict {
+			t.Errorf("arm %d: got %+v; want %+v", i, a, w)
+		}
+	}
+	if !strings.Contains(strings.Join(s.Arms[1].Reasons, " "), "t6") {
+		t.Errorf("candidate_a reasons %q; want the lost task t6 named", s.Arms[1].Reasons)
+	}
+}
+
+func TestReportExitCodes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	os.WriteFile(bad, []byte("arm,task_id,latency_ms,outcome,pass,cost\nb,t1,fast,ok,true,1\n"), 0o644)
+	cases := []struct {
+		name    string
+		stdin   string
+		args    []string
+		want    int
+		wantErr string
+	}{
+		{"reject fails the check", "", []string{"report", "--fail-on-reject", "fixtures/exercise.csv"}, 1, "candidate_a"},
+		{"unknown baseline", "", []string{"report", "--baseline", "nope", "fixtures/exercise.csv"}, 2, "nope"},
+		{"bad csv names file line field", "", []string{"report", bad}, 2, "bad.csv:2"},
+		{"missing file", "", []string{"report", filepath.Join(dir, "none.csv")}, 2, "none.csv"},
+		{"no paths", "", []string{"report"}, 2, "PATH"},
+		{"unknown format", "", []string{"report", "--format", "xml", "fixtures/exercise.csv"}, 2, "xml"},
+		{"unknown flag", "", []string{"report", "--bogus", "fixtures/exercise.csv"}, 2, "bogus"},
+		{"stdin", "arm,task_id,latency_ms,outcome,pass,cost\nbaseline,t1,5,ok,true,1\n", []string{"report", "-"}, 0, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, _, errs := crab(t, tc.stdin, tc.args...)
+			if code != tc.want || !strings.Contains(errs, tc.wantErr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and a message naming %q", code, errs, tc.want, tc.wantErr)
+			}
+			if strings.Contains(errs, "goroutine ") {
+				t.Errorf("stack trace on stderr: %s", errs)
+			}
+		})
+	}
+}
+
+const quickExperiment = `name: quick
+tasks: embedded:tasks.jsonl
+contract: embedded:triage.schema.json
+seed: 7
+time_scale: 0
+arrival: {pattern: burst}
+concurrency: 16
+timeout: 2s
+retry: {max_attempts: 2}
+models:
+  - {name: small, kind: small, price_in_per_mtok: 0.15, price_out_per_mtok: 0.6, faults: {error: 0.02, malformed: 0.02}}
+  - {name: large, kind: large, price_in_per_mtok: 2.5, price_out_per_mtok: 10, faults: {error: 0.02, malformed: 0.01}}
+arms:
+  - {name: baseline, model: large}
+  - {name: cache_scoped, model: large, cache: {key: full}}
+  - {name: cache_naive, model: large, cache: {key: text, check_on_hit: false}}
+  - {name: router, router: {threshold: 0.5, small: small, large: large}}
+  - {name: short, model: large, mode: short, max_tokens: 160}
+`
+
+// A run writes its directory, and `crab report` on that directory rebuilds
+// exactly the summary the run wrote.
+func TestRunThenReportReproduces(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "quick.yaml")
+	if err := os.WriteFile(exp, []byte(quickExperiment), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	code, stdout, errs := crab(t, "", "run", "-c", exp, "-o", out, "--quiet", "--format", "json")
+	if code != 0 {
+		t.Fatalf("run: exit %d; stderr %s", code, errs)
+	}
+	for _, f := range []string{"records.jsonl", "manifest.json", "summary.json", "report.md", "report.txt"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("run directory lacks %s: %v", f, err)
+		}
+	}
+	written, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	if stdout != string(written) {
+		t.Errorf("printed summary differs from summary.json")
+	}
+	code, again, errs := crab(t, "", "report", "--format", "json", out)
+	if code != 0 {
+		t.Fatalf("report: exit %d; stderr %s", code, errs)
+	}
+	if again != string(written) {
+		t.Errorf("report on the run directory differs from the run's summary.json:\n%s\nvs\n%s", again, written)
+	}
+	var s summaryJSON
+	if err := json.Unmarshal(written, &s); err != nil {
+		t.Fatal(err)
+	}
+	verdicts := map[string]string{}
+	for _, a := range s.Arms {
+		verdicts[a.Name] = a.Verdict
+		if a.N != 480 {
+			t.Errorf("%s: n = %d; want 480 (every scheduled request recorded)", a.Name, a.N)
+		}
+	}
+	if verdicts["cache_naive"] != "reject" || verdicts["cache_scoped"] != "accept" {
+		t.Errorf("verdicts %v; want cache_naive rejected and cache_scoped accepted", verdicts)
+	}
+	var m struct {
+		Status       string `json:"status"`
+		TasksHash    string `json:"tasks_hash"`
+		ContractHash string `json:"contract_hash"`
+		Passes       []any  `json:"passes"`
+	}
+	raw, _ := os.ReadFile(filepath.Join(out, "manifest.json"))
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != "finished" || len(m.TasksHash) != 64 || len(m.ContractHash) != 64 || len(m.Passes) != 5 {
+		t.Errorf("manifest: status %q, hashes %q %q, %d passes; want finished, two sha256, 5", m.Status, m.TasksHash, m.ContractHash, len(m.Passes))
+	}
+}
+
+// Bad input: exit 2, one line naming file, line and field, nothing written.
+func TestRunBadInput(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, edit, want string
+	}{
+		{"unknown field", strings.Replace(quickExperiment, "seed: 7", "seed: 7\nsede: 8", 1), "quick.yaml:5: field \"sede\""},
+		{"bad threshold", strings.Replace(quickExperiment, "threshold: 0.5", "threshold: 3.5", 1), "arms.router.threshold"},
+		{"bad cache key", strings.Replace(quickExperiment, "key: text", "key: 'text,colour'", 1), "arms.cache.key"},
+		{"missing task file", strings.Replace(quickExperiment, "embedded:tasks.jsonl", "nowhere.jsonl", 1), "nowhere.jsonl"},
+		{"broken task file", strings.Replace(quickExperiment, "embedded:tasks.jsonl", "tasks.jsonl", 1), "tasks.jsonl:2: field \"priority\""},
+		{"broken contract", strings.Replace(quickExperiment, "embedded:triage.schema.json", "c.json", 1), "c.json:3"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "tasks.jsonl"), []byte(`{"id":"a","text":"x","tenant":"t","permission":"p","lang":"en","doc_version":"v1"}`+"\n"+
+				`{"id":"b","text":"x","tenant":"t","permission":"p","lang":"en","doc_version":"v1","priority":1}`+"\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, "c.json"), []byte("{\n  \"type\": \"object\",\n  \"properties\": {\"a\": {\"type\": 5}}\n}\n"), 0o644)
+			exp := filepath.Join(dir, "quick.yaml")
+			os.WriteFile(exp, []byte(tc.edit), 0o644)
+			out := filepath.Join(dir, "run")
+			code, _, errs := crab(t, "", "run", "-c", exp, "-o", out)
+			if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+				t.Errorf("exit %d, stderr %q; want exit 2 and one line containing %q", code, errs, tc.want)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("run directory created on bad input")
+			}
+		})
+	}
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/fixtures"
+)
+
+// runOptions are the inputs of `crab run`.
+type runOptions struct {
+	Experiment string // path; empty = the embedded default experiment
+	OutDir     string // run directory; empty = runs/<run id>
+	Format     string // printed summary format
+	Quiet      bool
+	Stdout     io.Writer
+	Stderr     io.Writer
+}
+
+func runCmd() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run every arm of an experiment and compare them with the baseline",
+		UsageText: "crab run [-c EXPERIMENT.yaml] [-o DIR] [--format text|md|json|csv] [--quiet]",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "experiment `FILE` (default: the embedded default experiment on simulated models)"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "run `DIR` to write records, manifest and reports into (default: runs/RUN_ID)"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "printed summary: text, md, json or csv"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return badUsage("run takes no arguments, got %q", c.Args().First())
+			}
+			return run(c.Context, runOptions{
+				Experiment: c.String("config"), OutDir: c.String("out"), Format: c.String("format"),
+				Quiet: c.Bool("quiet"), Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
+			})
+		},
+	}
+}
+
+// run loads and checks every input before it creates the run directory, so
+// bad input leaves nothing half-written; then it streams records, writes the
+// manifest (marked interrupted on Ctrl-C) and the reports.
+func run(ctx context.Context, o runOptions) error {
+	if !validFormat(o.Format) {
+		return badUsage("unknown --format %q (want text, md, json or csv)", o.Format)
+	}
+	setup, err := eval.LoadSetup(o.Experiment, fixtures.FS)
+	if err != nil {
+		return err
+	}
+	started := time.Now().UTC()
+	runID := started.Format("20060102T150405Z") + fmt.Sprintf("-%04x", uint16(started.UnixNano()>>10))
+	dir := o.OutDir
+	if dir == "" {
+		dir = filepath.Join("runs", runID)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	manifest := setup.Manifest(runID)
+	if err := writeJSON(filepath.Join(dir, "manifest.json"), manifest); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, "records.jsonl"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 256<<10)
+	runner := setup.Runner(runID, eval.JSONLWriter(bw))
+	if !o.Quiet {
+		fmt.Fprintf(o.Stderr, "crab: run %s: %d arms x %d tasks x %d repeats -> %s\n",
+			runID, len(setup.Exp.Arms), len(setup.Tasks), setup.Exp.Repeats, dir)
+	}
+	res, runErr := runner.Run(ctx)
+	if err := bw.Flush(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if res != nil {
+		manifest.Passes = res.Passes
+		manifest.EndedAt = res.Ended.UTC()
+		manifest.Status = "finished"
+		if res.Interrupted {
+			manifest.Status = "interrupted"
+		}
+	}
+	if err := writeJSON(filepath.Join(dir, "manifest.json"), manifest); err != nil && runErr == nil {
+		runErr = err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	recs, err := eval.ReadPaths([]string{dir}, nil)
+	if err != nil {
+		return err
+	}
+	sum, err := eval.Summarize(recs, setup.SummaryOptions())
+	if err != nil {
+		return err
+	}
+	if err := writeReports(dir, sum); err != nil {
+		return err
+	}
+	if err := eval.WriteReport(o.Stdout, sum, o.Format); err != nil {
+		return err
+	}
+	if !o.Quiet {
+		fmt.Fprintf(o.Stderr, "crab: wrote %s (records.jsonl, manifest.json, summary.json, report.md) in %s\n",
+			dir, res.Ended.Sub(res.Started).Round(time.Millisecond))
+	}
+	if res.Interrupted {
+		return checkFailed("run interrupted: the records and reports cover the requests made so far")
+	}
+	return nil
+}
+
+func writeReports(dir string, sum *eval.Summary) error {
+	for _, r := range []struct{ name, format string }{{"summary.json", "json"}, {"report.md", "md"}, {"report.txt", "text"}} {
+		if err := writeFileAtomic(filepath.Join(dir, r.name), func(w io.Writer) error { return eval.WriteReport(w, sum, r.format) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	return writeFileAtomic(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	})
+}
+
+// writeFileAtomic writes through a temporary file and renames it, so a
+// reader never sees a half-written file.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(tmp)
+	if err := write(bw); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
