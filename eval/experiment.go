@@ -46,10 +46,15 @@ type Experiment struct {
 	Hash string `yaml:"-"` // sha256 of the file's bytes
 }
 
-// Arrival is the open-loop schedule of request send times.
+// Arrival is the open-loop schedule of request send times (see Schedule).
 type Arrival struct {
-	Pattern string  `yaml:"pattern"` // burst, constant or poisson (default poisson)
-	Rate    float64 `yaml:"rate"`    // requests per second for constant and poisson
+	Pattern    string  `yaml:"pattern"`    // burst, constant, poisson (default), gamma, ramp or replay
+	Rate       float64 `yaml:"rate"`       // requests per second (constant, poisson, gamma; start rate of a ramp)
+	RateEnd    float64 `yaml:"rate_end"`   // ramp: rate of the last request
+	Burstiness float64 `yaml:"burstiness"` // gamma: shape k; 1 = Poisson, below 1 burstier (default 1)
+	Trace      string  `yaml:"trace"`      // replay: file of send offsets in ms, one per line, relative to the experiment file
+
+	Offsets []time.Duration `yaml:"-" json:"-"` // replay: read from Trace by LoadSetup
 }
 
 // RetrySpec is the retry policy for failed model calls, the same for every arm.
@@ -279,17 +284,33 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	} else if *e.TimeScale < 0 || math.IsNaN(*e.TimeScale) {
 		return bad("time_scale", []any{"time_scale"}, "must be 0 or more")
 	}
-	switch e.Arrival.Pattern {
-	case "":
-		e.Arrival.Pattern = "poisson"
-		fallthrough
-	case "constant", "poisson":
-		if e.Arrival.Rate <= 0 {
-			return bad("arrival.rate", []any{"arrival", "rate"}, "must be > 0 requests per second for pattern %s", e.Arrival.Pattern)
+	ar := &e.Arrival
+	if ar.Pattern == "" {
+		ar.Pattern = PatternPoisson
+	}
+	switch ar.Pattern {
+	case PatternConstant, PatternPoisson, PatternGamma, PatternRamp:
+		if !(ar.Rate > 0) || math.IsInf(ar.Rate, 0) {
+			return bad("arrival.rate", []any{"arrival", "rate"}, "must be > 0 requests per second for pattern %s", ar.Pattern)
 		}
-	case "burst":
+	case PatternBurst:
+	case PatternReplay:
+		if ar.Trace == "" {
+			return bad("arrival.trace", []any{"arrival"}, "pattern replay needs a trace file")
+		}
 	default:
-		return bad("arrival.pattern", []any{"arrival", "pattern"}, "unknown pattern %q (want burst, constant or poisson)", e.Arrival.Pattern)
+		return bad("arrival.pattern", []any{"arrival", "pattern"}, "unknown pattern %q (want burst, constant, poisson, gamma, ramp or replay)", ar.Pattern)
+	}
+	if ar.Pattern == PatternGamma {
+		if ar.Burstiness == 0 {
+			ar.Burstiness = 1
+		}
+		if !(ar.Burstiness > 0) || math.IsInf(ar.Burstiness, 0) {
+			return bad("arrival.burstiness", []any{"arrival", "burstiness"}, "must be > 0 (1 = Poisson)")
+		}
+	}
+	if ar.Pattern == PatternRamp && (!(ar.RateEnd > 0) || math.IsInf(ar.RateEnd, 0)) {
+		return bad("arrival.rate_end", []any{"arrival", "rate_end"}, "a ramp needs rate_end > 0 requests per second")
 	}
 	if e.Concurrency == 0 {
 		e.Concurrency = 64

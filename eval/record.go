@@ -41,7 +41,8 @@ type Record struct {
 	FirstByteAt time.Time `json:"first_byte_at,omitzero"`
 	DoneAt      time.Time `json:"done_at,omitzero"`
 
-	QueueMs    float64 `json:"queue_ms"`    // intended send to actual send (waiting for a slot, generator lag)
+	LagMs      float64 `json:"lag_ms"`      // intended send to release by the generator: the load generator's own lateness
+	QueueMs    float64 `json:"queue_ms"`    // release to actual send: waiting for a slot under the concurrency cap
 	CacheMs    float64 `json:"cache_ms"`    // key building and lookup
 	RouteMs    float64 `json:"route_ms"`    // scoring and routing
 	ModelMs    float64 `json:"model_ms"`    // inside model calls, every attempt

@@ -110,6 +110,10 @@ func writeDoc(w io.Writer, s *Summary, md bool) error {
 		heading("Routing")
 		t.write(&b, md)
 	}
+	if t := loadTable(s); t != nil {
+		heading("Load: generator lag and concurrency-slot queue (ms)")
+		t.write(&b, md)
+	}
 	if t := groupTable(s); t != nil {
 		heading("Groups")
 		t.write(&b, md)

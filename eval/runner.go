@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"time"
 
@@ -129,16 +130,11 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, o
 	for i := range r.Tasks {
 		task := &r.Tasks[i]
 		intended := start.Add(offsets[i])
-		if d := time.Until(intended); d > 0 && ctx.Err() == nil {
-			timer.Reset(d)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-			case <-timer.C:
-			}
-		}
+		waitUntil(ctx, timer, intended)
 		base := r.baseRecord(arm.Spec, task, rep, i)
 		base.IntendedAt = intended
+		released := time.Now()
+		base.LagMs = ms(released.Sub(intended))
 		if ctx.Err() != nil {
 			base.Outcome, base.Error = OutcomeCancelled, "run interrupted before this request was sent"
 			base.DoneAt = time.Now()
@@ -148,10 +144,32 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, o
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			emit(r.one(ctx, arm, task, base, seed, sem))
+			emit(r.one(ctx, arm, task, base, released, seed, sem))
 		}()
 	}
 	wg.Wait()
+}
+
+// spinWindow is how long before a send time the generator stops sleeping
+// and polls the clock instead: a timer alone wakes up to a millisecond late
+// on a loaded machine, which would show up as schedule lag.
+const spinWindow = 300 * time.Microsecond
+
+// waitUntil returns at t (or when ctx ends): a timer for the bulk of the
+// wait, then polling with yields for the last spinWindow.
+func waitUntil(ctx context.Context, timer *time.Timer, t time.Time) {
+	if d := time.Until(t) - spinWindow; d > 0 {
+		timer.Reset(d)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
+	for time.Now().Before(t) && ctx.Err() == nil {
+		runtime.Gosched()
+	}
 }
 
 func (r *Runner) baseRecord(spec ArmSpec, t *Task, rep, seq int) Record {
@@ -179,18 +197,19 @@ func (r *Runner) request(spec ArmSpec, t *Task, seed int64) *model.Request {
 }
 
 // one sends a single request through the arm's stack and builds its record.
-func (r *Runner) one(ctx context.Context, arm *ArmStack, t *Task, rec Record, seed int64, sem chan struct{}) Record {
+func (r *Runner) one(ctx context.Context, arm *ArmStack, t *Task, rec Record, released time.Time, seed int64, sem chan struct{}) Record {
 	select {
 	case sem <- struct{}{}:
 	case <-ctx.Done():
 		rec.Outcome, rec.Error = OutcomeCancelled, "run interrupted while queued"
 		rec.DoneAt = time.Now()
-		rec.QueueMs = ms(rec.DoneAt.Sub(rec.IntendedAt))
-		rec.E2EMs = rec.QueueMs
+		rec.QueueMs = ms(rec.DoneAt.Sub(released))
+		rec.E2EMs = ms(rec.DoneAt.Sub(rec.IntendedAt))
 		return rec
 	}
 	req := r.request(arm.Spec, t, seed)
 	rec.SentAt = time.Now()
+	rec.QueueMs = ms(rec.SentAt.Sub(released))
 	cctx, cancel := context.WithTimeout(ctx, r.Exp.Timeout.Std())
 	resp, err := arm.Stack.Complete(cctx, req)
 	rec.DoneAt = time.Now()
@@ -211,7 +230,6 @@ func (r *Runner) one(ctx context.Context, arm *ArmStack, t *Task, rec Record, se
 
 // fill copies the response's trace, usage and verdict into rec.
 func fill(rec *Record, req *model.Request, resp *model.Response, t *Task) {
-	rec.QueueMs = ms(rec.SentAt.Sub(rec.IntendedAt))
 	rec.E2EMs = ms(rec.DoneAt.Sub(rec.IntendedAt))
 	rec.FirstByteAt = rec.DoneAt
 	if resp == nil {

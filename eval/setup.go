@@ -73,6 +73,19 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 	if s.Tasks, err = ReadTasks(bytes.NewReader(s.TasksRaw), s.TasksName); err != nil {
 		return nil, err
 	}
+	if ar := &s.Exp.Arrival; ar.Pattern == PatternReplay {
+		name := resolve(ar.Trace)
+		raw, err := s.read(name, base)
+		if err != nil {
+			return nil, &InputError{File: s.Exp.File, Field: "arrival.trace", Msg: err.Error()}
+		}
+		if ar.Offsets, err = ReadTrace(raw, name); err != nil {
+			return nil, err
+		}
+		if len(ar.Offsets) < len(s.Tasks) {
+			return nil, &InputError{File: name, Field: "offset_ms", Msg: fmt.Sprintf("%d offsets for %d tasks: a replay needs one per task", len(ar.Offsets), len(s.Tasks))}
+		}
+	}
 	s.ContractName = resolve(s.Exp.Contract)
 	if s.ContractRaw, err = s.read(s.ContractName, base); err != nil {
 		return nil, &InputError{File: name, Field: "contract", Msg: err.Error()}

@@ -154,8 +154,9 @@ type ArmSummary struct {
 	Escalated        int `json:"escalated,omitempty"`
 	Attempts         int `json:"attempts"` // model calls, retries and escalations included
 
-	Paired   *Paired `json:"paired,omitempty"`    // candidates only
-	TailNote string  `json:"tail_note,omitempty"` // set when a tail percentile is the sample maximum
+	Load     *LoadStats `json:"load,omitempty"`      // schedule lag and queue time
+	Paired   *Paired    `json:"paired,omitempty"`    // candidates only
+	TailNote string     `json:"tail_note,omitempty"` // set when a tail percentile is the sample maximum
 }
 
 // GroupSummary is one input group (short, long, tool) of an arm.
@@ -294,6 +295,11 @@ func Summarize(recs []Record, opt Options) (*Summary, error) {
 	if nWarm > 0 {
 		s.Notes = append(s.Notes, fmt.Sprintf("%d warm-up request(s) excluded from every figure", nWarm))
 	}
+	for i := range s.Arms {
+		if n := loadNote(&s.Arms[i]); n != "" {
+			s.Notes = append(s.Notes, n)
+		}
+	}
 	for i := 1; i < len(s.Arms); i++ {
 		a := &s.Arms[i]
 		if len(a.Paired.Unmatched) > 0 {
@@ -409,6 +415,7 @@ func summarizeArm(name string, recs []*Record, warm int, large map[string]bool) 
 		}
 	}
 	a.RouteStats = routeStats(recs, large)
+	a.Load = loadStats(recs)
 	a.TailNote = tailNote(a.N)
 	return a
 }
