@@ -38,7 +38,7 @@ const (
 func Schedule(a Arrival, n int, seed int64) ([]time.Duration, error) {
 	out := make([]time.Duration, n)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6372616261727276)) // "crabarrv"
-	t := 0.0                                                        // nanoseconds
+	t := 0.0                                                       // nanoseconds
 	for i := range out {
 		out[i] = time.Duration(math.Round(t))
 		switch a.Pattern {
