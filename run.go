@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
@@ -81,6 +83,9 @@ func run(ctx context.Context, o runOptions) error {
 	bw := bufio.NewWriterSize(f, 256<<10)
 	runner := setup.Runner(runID, eval.JSONLWriter(bw))
 	if !o.Quiet {
+		runner.Progress = progressBar(o.Stderr)
+	}
+	if !o.Quiet {
 		fmt.Fprintf(o.Stderr, "crab: run %s: %d arms x %d tasks x %d repeats -> %s\n",
 			runID, len(setup.Exp.Arms), len(setup.Tasks), setup.Exp.Repeats, dir)
 	}
@@ -127,6 +132,26 @@ func run(ctx context.Context, o runOptions) error {
 		return checkFailed("run interrupted: the records and reports cover the requests made so far")
 	}
 	return nil
+}
+
+// progressBar returns a progress callback drawing a bar with rate, elapsed
+// and remaining time on w, or nil when w is not a terminal (a log file or a
+// pipe gets no bar).
+func progressBar(w io.Writer) func(done, total int) {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	var bar *progressbar.ProgressBar
+	return func(done, total int) {
+		if bar == nil {
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("requests"),
+				progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("req"),
+				progressbar.OptionSetElapsedTime(true), progressbar.OptionSetPredictTime(true),
+				progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+		}
+		_ = bar.Set(done)
+	}
 }
 
 func writeReports(dir string, sum *eval.Summary) error {
