@@ -48,6 +48,11 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	cmds := []*cli.Command{
 		runCmd(),
 		reportCmd(),
+		checkCmd(),
+		simServerCmd(),
+		serveCmd(),
+		tuneCmd(),
+		auditCmd(),
 	}
 	for _, c := range cmds {
 		c.OnUsageError = usageError

@@ -127,6 +127,7 @@ arms:
   - {name: cache_naive, model: large, cache: {key: text, check_on_hit: false}}
   - {name: router, router: {threshold: 0.5, small: small, large: large}}
   - {name: short, model: large, mode: short, max_tokens: 160}
+  - {name: cascade, router: {mode: cascade, small: small, large: large, confidence: 0.88}}
 `
 
 // A run writes its directory, and `crab report` on that directory rebuilds
@@ -183,8 +184,8 @@ func TestRunThenReportReproduces(t *testing.T) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.Status != "finished" || len(m.TasksHash) != 64 || len(m.ContractHash) != 64 || len(m.Passes) != 5 {
-		t.Errorf("manifest: status %q, hashes %q %q, %d passes; want finished, two sha256, 5", m.Status, m.TasksHash, m.ContractHash, len(m.Passes))
+	if m.Status != "finished" || len(m.TasksHash) != 64 || len(m.ContractHash) != 64 || len(m.Passes) != 6 {
+		t.Errorf("manifest: status %q, hashes %q %q, %d passes; want finished, two sha256, 6", m.Status, m.TasksHash, m.ContractHash, len(m.Passes))
 	}
 }
 

@@ -21,17 +21,22 @@ type reportOptions struct {
 	FailOnReject bool
 	Stdin        io.Reader
 	Stdout       io.Writer
+
+	// AllowContractChange compares arms validated against different
+	// contracts instead of rejecting the candidate as different work.
+	AllowContractChange bool
 }
 
 func reportCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
 		Usage:     "rebuild summary, paired comparison and decision from records",
-		UsageText: "crab report [--format text|md|json|csv] [--baseline ARM] [--fail-on-reject] PATH...\n\nPATH is a run directory, a records.jsonl file or an interchange CSV; - reads stdin. Several files merge.",
+		UsageText: "crab report [--format text|md|json|csv|html] [--baseline ARM] [--fail-on-reject] PATH...\n\nPATH is a run directory, a records.jsonl file or an interchange CSV; - reads stdin. Several files merge.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, md, json or csv"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, md, json, csv or html (a self-contained page with charts)"},
 			&cli.StringFlag{Name: "baseline", Usage: "`ARM` to compare against (default: the arm named baseline, else the first)"},
 			&cli.BoolFlag{Name: "fail-on-reject", Usage: "exit 1 if any candidate is rejected"},
+			&cli.BoolFlag{Name: "allow-contract-change", Usage: "compare a candidate validated against another contract than the baseline's (by default the gate rejects it as different work)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
@@ -39,7 +44,8 @@ func reportCmd() *cli.Command {
 			}
 			return report(c.Context, reportOptions{
 				Paths: c.Args().Slice(), Format: c.String("format"), Baseline: c.String("baseline"),
-				FailOnReject: c.Bool("fail-on-reject"), Stdin: c.App.Reader, Stdout: c.App.Writer,
+				FailOnReject: c.Bool("fail-on-reject"), AllowContractChange: c.Bool("allow-contract-change"),
+				Stdin: c.App.Reader, Stdout: c.App.Writer,
 			})
 		},
 	}
@@ -47,13 +53,13 @@ func reportCmd() *cli.Command {
 
 func report(_ context.Context, o reportOptions) error {
 	if !validFormat(o.Format) {
-		return badUsage("unknown --format %q (want text, md, json or csv)", o.Format)
+		return badUsage("unknown --format %q (want text, md, json, csv or html)", o.Format)
 	}
 	recs, err := eval.ReadPaths(o.Paths, o.Stdin)
 	if err != nil {
 		return err
 	}
-	opt := eval.Options{Baseline: o.Baseline, LargeModels: largeModels(o.Paths)}
+	opt := eval.Options{Baseline: o.Baseline, LargeModels: largeModels(o.Paths), AllowContractChange: o.AllowContractChange}
 	sum, err := eval.Summarize(recs, opt)
 	if errors.Is(err, eval.ErrUnknownBaseline) {
 		return badUsage("%w", err)
@@ -61,7 +67,7 @@ func report(_ context.Context, o reportOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := eval.WriteReport(o.Stdout, sum, o.Format); err != nil {
+	if err := writeFormat(o.Stdout, sum, recs, o.Format); err != nil {
 		return err
 	}
 	if o.FailOnReject && len(sum.Decision.Rejected) > 0 {
@@ -73,10 +79,19 @@ func report(_ context.Context, o reportOptions) error {
 // validFormat reports whether a report format is one crab writes.
 func validFormat(f string) bool {
 	switch f {
-	case "", "text", "md", "json", "csv":
+	case "", "text", "md", "json", "csv", "html":
 		return true
 	}
 	return false
+}
+
+// writeFormat writes a report; html gets the records, which its latency
+// charts are drawn from.
+func writeFormat(w io.Writer, sum *eval.Summary, recs []eval.Record, format string) error {
+	if format == "html" {
+		return eval.WriteHTML(w, sum, recs)
+	}
+	return eval.WriteReport(w, sum, format)
 }
 
 // largeModels reads the routers' large models from the manifests of run

@@ -32,11 +32,11 @@ func runCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "run every arm of an experiment and compare them with the baseline",
-		UsageText: "crab run [-c EXPERIMENT.yaml] [-o DIR] [--format text|md|json|csv] [--quiet]",
+		UsageText: "crab run [-c EXPERIMENT.yaml] [-o DIR] [--format text|md|json|csv|html] [--quiet]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "experiment `FILE` (default: the embedded default experiment on simulated models)"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "run `DIR` to write records, manifest and reports into (default: runs/RUN_ID)"},
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "printed summary: text, md, json or csv"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "printed summary: text, md, json, csv or html"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary"},
 		},
 		Action: func(c *cli.Context) error {
@@ -56,7 +56,7 @@ func runCmd() *cli.Command {
 // manifest (marked interrupted on Ctrl-C) and the reports.
 func run(ctx context.Context, o runOptions) error {
 	if !validFormat(o.Format) {
-		return badUsage("unknown --format %q (want text, md, json or csv)", o.Format)
+		return badUsage("unknown --format %q (want text, md, json, csv or html)", o.Format)
 	}
 	setup, err := eval.LoadSetup(o.Experiment, fixtures.FS)
 	if err != nil {
@@ -118,14 +118,14 @@ func run(ctx context.Context, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := writeReports(dir, sum); err != nil {
+	if err := writeReports(dir, sum, recs); err != nil {
 		return err
 	}
-	if err := eval.WriteReport(o.Stdout, sum, o.Format); err != nil {
+	if err := writeFormat(o.Stdout, sum, recs, o.Format); err != nil {
 		return err
 	}
 	if !o.Quiet {
-		fmt.Fprintf(o.Stderr, "crab: wrote %s (records.jsonl, manifest.json, summary.json, report.md) in %s\n",
+		fmt.Fprintf(o.Stderr, "crab: wrote %s (records.jsonl, manifest.json, summary.json, report.md, report.html) in %s\n",
 			dir, res.Ended.Sub(res.Started).Round(time.Millisecond))
 	}
 	if res.Interrupted {
@@ -154,9 +154,9 @@ func progressBar(w io.Writer) func(done, total int) {
 	}
 }
 
-func writeReports(dir string, sum *eval.Summary) error {
-	for _, r := range []struct{ name, format string }{{"summary.json", "json"}, {"report.md", "md"}, {"report.txt", "text"}} {
-		if err := writeFileAtomic(filepath.Join(dir, r.name), func(w io.Writer) error { return eval.WriteReport(w, sum, r.format) }); err != nil {
+func writeReports(dir string, sum *eval.Summary, recs []eval.Record) error {
+	for _, r := range []struct{ name, format string }{{"summary.json", "json"}, {"report.md", "md"}, {"report.txt", "text"}, {"report.html", "html"}} {
+		if err := writeFileAtomic(filepath.Join(dir, r.name), func(w io.Writer) error { return writeFormat(w, sum, recs, r.format) }); err != nil {
 			return err
 		}
 	}

@@ -71,9 +71,10 @@ type Config struct {
 //
 // Every request gets Trace.Cache and Trace.CacheDur:
 //   - hit: a stored answer served; CacheDur is key + lookup time.
-//   - miss: nothing usable stored (absent, expired, or refused by
-//     CheckOnHit); the inner stack answered; CacheDur is key + lookup +
-//     store time (the inner stack's time excluded).
+//   - miss: nothing usable stored (absent, expired, built before an
+//     invalidation of its tenant or permission, or refused by CheckOnHit);
+//     the inner stack answered; CacheDur is key + lookup + store time (the
+//     inner stack's time excluded).
 //   - bypass: the request cannot be keyed safely and went to the inner
 //     stack untouched: its text is empty after normalisation (nothing to
 //     key on), or the key is scoped by tenant or permission and the request
@@ -93,14 +94,22 @@ type Config struct {
 // A cache that is switched off for an arm is simply not in its stack
 // (Trace.Cache stays empty).
 type Cache struct {
-	spec  KeySpec
-	ttl   time.Duration
-	check bool
-	now   func() time.Time
-	hash  func([]byte) uint64
-	store Store
-	bufs  sync.Pool // *[]byte scratch buffers for key encodings
-	st    counters
+	spec   KeySpec
+	ttl    time.Duration
+	check  bool
+	now    func() time.Time
+	hash   func([]byte) uint64
+	store  Store
+	gens   Generations // the store's when it keeps them, else in-process
+	getGen genGetter   // the store's one-round-trip lookup, when it has one
+	bufs   sync.Pool   // *[]byte scratch buffers for key encodings
+	st     counters
+}
+
+// genGetter is implemented by stores that fetch an entry and a scope's
+// generation in one round trip (Redis).
+type genGetter interface {
+	getWithGeneration(ctx context.Context, key uint64, tenant, permission string) (*Entry, bool, Generation, error)
 }
 
 // New validates cfg, fills its defaults and returns the cache over store.
@@ -120,6 +129,12 @@ func New(cfg Config, store Store) (*Cache, error) {
 		return nil, err
 	}
 	c := &Cache{spec: spec, ttl: cfg.TTL, check: cfg.CheckOnHit, now: cfg.Now, hash: cfg.Hash, store: store}
+	if g, ok := store.(Generations); ok {
+		c.gens = g
+		c.getGen, _ = store.(genGetter)
+	} else {
+		c.gens = &localGenerations{}
+	}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -160,12 +175,33 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 	*bp = key
 	h := c.hash(key)
 
+	// The generation of the request's scope is read before the lookup and
+	// before the inner stack runs: an answer is stored stamped with it, so
+	// an invalidation that lands while the answer is in flight makes the
+	// answer unservable (and, when seen in time, unstored).
+	var (
+		e      *Entry
+		found  bool
+		gen    Generation
+		genErr error
+	)
+	if c.getGen != nil {
+		e, found, gen, genErr = c.getGen.getWithGeneration(ctx, h, req.Scope.Tenant, req.Scope.Permission)
+	} else if gen, genErr = c.gens.Generation(ctx, req.Scope.Tenant, req.Scope.Permission); genErr == nil {
+		e, found = c.store.Get(ctx, h)
+	}
+	if genErr != nil {
+		c.st.unavailable.Add(1)
+	}
+
 	mismatch := false
-	if e, ok := c.store.Get(ctx, h); ok && e != nil && e.Response != nil {
+	if genErr == nil && found && e != nil && e.Response != nil {
 		now := c.now()
 		switch {
 		case c.ttl > 0 && now.Sub(e.Stored) >= c.ttl:
 			c.st.expired.Add(1)
+		case !c.current(ctx, e, req, gen):
+			c.st.invalidated.Add(1)
 		default:
 			sameKey := bytes.Equal(e.Key, key)
 			leak := LeakKind(e.Scope, req.Scope)
@@ -188,8 +224,18 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 	lookup := c.now().Sub(start)
 	resp, err := next.Complete(ctx, req)
 	storeStart := c.now()
-	if cacheable(resp, err) {
-		e := &Entry{Key: bytes.Clone(key), Scope: resp.Scope, Response: resp.Clone(), Stored: storeStart}
+	switch {
+	case genErr != nil:
+		// The counters could not be read: the answer cannot be stamped, so
+		// it is not stored (already counted as unavailable).
+	case !cacheable(resp, err) || !sameIdentity(resp.Scope, req.Scope):
+		c.st.notCached.Add(1)
+	default:
+		if g, gerr := c.gens.Generation(ctx, req.Scope.Tenant, req.Scope.Permission); gerr != nil || g != gen {
+			c.st.discarded.Add(1) // invalidated while in flight (or cannot tell)
+			break
+		}
+		e := &Entry{Key: bytes.Clone(key), Scope: resp.Scope, Gen: gen, Response: resp.Clone(), Stored: storeStart}
 		if e.Scope == (model.Scope{}) {
 			e.Scope = req.Scope
 		}
@@ -199,11 +245,61 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 		} else {
 			c.st.dropped.Add(1)
 		}
-	} else {
-		c.st.notCached.Add(1)
 	}
 	d := lookup + c.now().Sub(storeStart)
 	return annotate(resp, model.CacheMiss, d, mismatch), err
+}
+
+// current reports whether entry e is still servable: its scope's generation
+// is the one it was stamped with. gen is the generation of the request's
+// scope, read with the lookup; an entry built for another tenant or
+// permission (a weak key) is judged by its own scope's generation.
+func (c *Cache) current(ctx context.Context, e *Entry, req *model.Request, gen Generation) bool {
+	if e.Scope.Tenant == req.Scope.Tenant && e.Scope.Permission == req.Scope.Permission {
+		return e.Gen == gen
+	}
+	g, err := c.gens.Generation(ctx, e.Scope.Tenant, e.Scope.Permission)
+	return err == nil && e.Gen == g
+}
+
+// sameIdentity reports whether an answer's provenance names the caller's
+// tenant and permission (or none, meaning the request's). An answer built
+// for another identity is passed on but never stored: it could not be
+// stamped with its own scope's generation.
+func sameIdentity(answer, req model.Scope) bool {
+	if answer == (model.Scope{}) {
+		return true
+	}
+	return answer.Tenant == req.Tenant && answer.Permission == req.Permission
+}
+
+// InvalidateTenant makes every answer built for tenant before the call
+// unservable: use it when the tenant's document set moves to a new version
+// (or anything else that all of its answers were built from changes). It
+// covers answers still in flight: one whose request started before the
+// call is not stored, or, if its write races the call, is never served.
+// Through a shared store (Redis) the invalidation reaches every replica.
+// The entries themselves are left to expire or be evicted.
+func (c *Cache) InvalidateTenant(ctx context.Context, tenant string) error {
+	if err := c.gens.BumpTenant(ctx, tenant); err != nil {
+		return fmt.Errorf("cache: invalidate tenant %q: %w", tenant, err)
+	}
+	c.st.invalidations.Add(1)
+	return nil
+}
+
+// InvalidatePermission makes every answer built for (tenant, permission)
+// before the call unservable, in flight ones included, like
+// InvalidateTenant: use it when what that permission may see is narrowed
+// (a role loses access to documents). Lowering one user's permission needs
+// no invalidation while permission is a key field: the user's next request
+// carries the new permission and so a different key.
+func (c *Cache) InvalidatePermission(ctx context.Context, tenant, permission string) error {
+	if err := c.gens.BumpPermission(ctx, tenant, permission); err != nil {
+		return fmt.Errorf("cache: invalidate permission %q of tenant %q: %w", permission, tenant, err)
+	}
+	c.st.invalidations.Add(1)
+	return nil
 }
 
 func (c *Cache) putBuf(bp *[]byte) {
@@ -300,6 +396,18 @@ type Stats struct {
 	Stored       uint64 `json:"stored"`
 	StoreDropped uint64 `json:"store_dropped"`
 	NotCached    uint64 `json:"not_cached"`
+	// Invalidations counts InvalidateTenant and InvalidatePermission calls.
+	Invalidations uint64 `json:"invalidations"`
+	// Invalidated counts entries found but not served because their tenant
+	// or permission was invalidated after they were built (served as misses).
+	Invalidated uint64 `json:"invalidated"`
+	// DiscardedWrites counts answers not stored because an invalidation of
+	// their scope came while they were in flight.
+	DiscardedWrites uint64 `json:"discarded_writes"`
+	// Unavailable counts requests that neither looked up nor stored because
+	// the invalidation counters could not be read (a shared store that
+	// cannot be reached); the inner stack answered them.
+	Unavailable uint64 `json:"unavailable"`
 }
 
 // LeakCounts counts hits by leak kind.
@@ -328,6 +436,10 @@ func (c *Cache) Stats() Stats {
 		Stored:          s.stored.Load(),
 		StoreDropped:    s.dropped.Load(),
 		NotCached:       s.notCached.Load(),
+		Invalidations:   s.invalidations.Load(),
+		Invalidated:     s.invalidated.Load(),
+		DiscardedWrites: s.discarded.Load(),
+		Unavailable:     s.unavailable.Load(),
 	}
 }
 
@@ -335,6 +447,8 @@ type counters struct {
 	hits, misses, bypasses, expired atomic.Uint64
 	mismatches, collisions          atomic.Uint64
 	stored, dropped, notCached      atomic.Uint64
+	invalidations, invalidated      atomic.Uint64
+	discarded, unavailable          atomic.Uint64
 	leaks, refused                  leakCounters
 }
 

@@ -55,3 +55,44 @@ func ExampleLeakKind() {
 	// true
 	// permission
 }
+
+// A tenant's document set moves to a new version: every answer built for
+// the tenant before that is no longer served, even one still in flight.
+func ExampleCache_InvalidateTenant() {
+	store, err := cache.NewRistretto(cache.RistrettoConfig{})
+	if err != nil {
+		panic(err)
+	}
+	defer store.Close()
+	c, err := cache.New(cache.Config{CheckOnHit: true}, store)
+	if err != nil {
+		panic(err)
+	}
+	backend := model.ModelFunc(func(_ context.Context, req *model.Request) (*model.Response, error) {
+		return &model.Response{Content: "answer from " + req.Scope.DocVersion, FinishReason: model.FinishStop, Scope: req.Scope}, nil
+	})
+	stack := model.Chain(backend, c.Middleware())
+	ctx := context.Background()
+	req := &model.Request{Text: "What does the Pro plan include?", Scope: model.Scope{Tenant: "acme", Permission: "agent", Lang: "en", DocVersion: "v3"}}
+	for _, step := range []string{"ask", "ask", "invalidate", "ask"} {
+		if step == "invalidate" {
+			if err := c.InvalidateTenant(ctx, "acme"); err != nil {
+				panic(err)
+			}
+			fmt.Println("acme's documents changed")
+			continue
+		}
+		resp, err := stack.Complete(ctx, req)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(resp.Trace.Cache, resp.Content)
+	}
+	fmt.Printf("invalidated entries refused: %d\n", c.Stats().Invalidated)
+	// Output:
+	// miss answer from v3
+	// hit answer from v3
+	// acme's documents changed
+	// miss answer from v3
+	// invalidated entries refused: 1
+}

@@ -27,7 +27,13 @@ type Entry struct {
 	// the request's when the backend set none). A hit compares it with the
 	// request's scope to detect and label leaks.
 	Scope model.Scope
-	// Response is a private copy of the answer as the inner stack returned it.
+	// Gen is the generation of Scope's tenant and permission when the
+	// request that built the answer started; the entry is served only while
+	// that is still the current generation (see Cache.InvalidateTenant).
+	Gen Generation
+	// Response is a private copy of the answer as the inner stack returned
+	// it (a shared store keeps what a hit serves: content, model, finish
+	// reason, usage, scope and the contract result).
 	Response *model.Response
 	// Stored is when the entry was written, by the cache's clock; an entry
 	// older than the TTL is a miss even if the store still holds it.
@@ -80,6 +86,7 @@ type StoreMetrics struct {
 	SetsRejected uint64 `json:"sets_rejected"` // Set calls the admission policy refused
 	CostAdded    uint64 `json:"cost_added"`    // bytes admitted (approximate)
 	CostEvicted  uint64 `json:"cost_evicted"`  // bytes evicted (approximate)
+	Errors       uint64 `json:"errors"`        // calls that failed (a shared store that could not be reached); each Get among them counted as a miss
 }
 
 // RistrettoConfig sizes the in-process store. The zero value gives the
@@ -110,13 +117,36 @@ const (
 // Ristretto applies Set asynchronously and may drop it (buffer full) or
 // refuse it (admission policy): the middleware calls Wait after a Set so the
 // next identical request can hit, and counts a Set that returned false.
+//
+// It keeps the invalidation counters of the caches over it (Generations)
+// in process.
 type Ristretto struct {
 	mu     sync.RWMutex // held for reading by every call, for writing by Close: no call races Close
 	closed bool
 	c      *ristretto.Cache[uint64, *Entry]
+	gens   localGenerations
 }
 
-var _ Store = (*Ristretto)(nil)
+var (
+	_ Store       = (*Ristretto)(nil)
+	_ Generations = (*Ristretto)(nil)
+)
+
+// Generation returns the in-process counters of (tenant, permission); it
+// never fails.
+func (r *Ristretto) Generation(ctx context.Context, tenant, permission string) (Generation, error) {
+	return r.gens.Generation(ctx, tenant, permission)
+}
+
+// BumpTenant moves the tenant's counter on; it never fails.
+func (r *Ristretto) BumpTenant(ctx context.Context, tenant string) error {
+	return r.gens.BumpTenant(ctx, tenant)
+}
+
+// BumpPermission moves the (tenant, permission) counter on; it never fails.
+func (r *Ristretto) BumpPermission(ctx context.Context, tenant, permission string) error {
+	return r.gens.BumpPermission(ctx, tenant, permission)
+}
 
 // NewRistretto builds the store; zero fields take their defaults, negative
 // ones are an error.

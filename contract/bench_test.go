@@ -67,3 +67,36 @@ func BenchmarkMiddleware(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLoad is what compiling the contract costs: the reason Load runs
+// once per experiment and every answer is validated against the same
+// compiled Contract (BenchmarkValidate), never recompiled per request.
+func BenchmarkLoad(b *testing.B) {
+	raw := loadTriage(b).Raw()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := Load("triage.schema.json", raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkProve measures the shortening proof per task.
+func BenchmarkProve(b *testing.B) {
+	c := loadTriage(b)
+	full := &Answer{Output: answer(b, nil)}
+	short := &Answer{Output: answer(b, func(m map[string]any) {
+		m["reason"] = "Duplicate charge."
+		m["evidence"] = []any{"charged twice on 3 May"}
+		m["background"] = nil
+	})}
+	pairs := []Pair{{Task: "t1", Ticket: "Hello, I was charged twice on 3 May, please refund the annual plan.", Full: full, Short: short}}
+	cfg := DefaultProofConfig()
+	b.ReportAllocs()
+	for b.Loop() {
+		if p := c.Prove(pairs, cfg); !p.OK {
+			b.Fatalf("proof failed: %+v", p.Tasks)
+		}
+	}
+}

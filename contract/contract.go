@@ -67,6 +67,7 @@ type Contract struct {
 	raw      []byte
 	hash     string
 	required []string
+	nullable map[string]bool // root properties whose value may be null
 	schema   *jsonschema.Schema
 	printer  *message.Printer // renders the library's error messages
 }
@@ -106,6 +107,7 @@ func Load(name string, raw []byte) (*Contract, error) {
 		raw:      raw,
 		hash:     hex.EncodeToString(sum[:]),
 		required: slices.Clone(sch.Required),
+		nullable: nullableProps(sch),
 		schema:   sch,
 		printer:  message.NewPrinter(language.English),
 	}, nil
@@ -128,6 +130,45 @@ func (c *Contract) Hash() string { return c.hash }
 // fields no shortening of the output may drop. The caller may modify the
 // returned slice.
 func (c *Contract) Required() []string { return slices.Clone(c.required) }
+
+// Nullable reports whether the root property name admits null: an
+// optional value, written as a union with null, that a shortened answer may
+// leave out by writing null (e.g. background).
+func (c *Contract) Nullable(name string) bool { return c.nullable[name] }
+
+// nullableProps lists the root properties whose schema admits null.
+func nullableProps(sch *jsonschema.Schema) map[string]bool {
+	out := map[string]bool{}
+	for name, p := range sch.Properties {
+		if admitsNullSchema(p, 0) {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// admitsNullSchema reports whether a compiled schema accepts null, following
+// $ref and anyOf a few levels deep.
+func admitsNullSchema(s *jsonschema.Schema, depth int) bool {
+	if s == nil || depth > 8 {
+		return false
+	}
+	if s.Bool != nil {
+		return *s.Bool
+	}
+	if s.Types != nil && slices.Contains(s.Types.ToStrings(), "null") {
+		return true
+	}
+	if s.Ref != nil && admitsNullSchema(s.Ref, depth+1) {
+		return true
+	}
+	for _, a := range s.AnyOf {
+		if admitsNullSchema(a, depth+1) {
+			return true
+		}
+	}
+	return false
+}
 
 // syntaxError is a JSON document that does not parse, with the byte offset
 // where the decoder gave up.

@@ -69,3 +69,52 @@ func ExampleNew() {
 	// Output:
 	// large 2 true true
 }
+
+func ExampleLint() {
+	raw := []byte(`{
+  "type": "object",
+  "properties": {
+    "category": {"type": "string", "enum": ["billing", "refund"]},
+    "note": {"type": "string", "pattern": "(?!spam).*"}
+  },
+  "required": ["category"],
+  "additionalProperties": false
+}`)
+	for _, p := range contract.Lint(raw) {
+		fmt.Printf("line %d: %s\n", p.Line, p)
+	}
+	// Output:
+	// line 5: /properties/note: required: property "note" is not listed in required: strict mode needs every property required; write an optional value as a union with null (e.g. "type": ["string", "null"]) and list it
+	// line 5: /properties/note/pattern: pattern: "(?!spam).*" is not an RE2 expression (Go regexp syntax: no look-around, no backreferences): invalid or unsupported Perl syntax: `(?!`
+}
+
+func ExampleContract_Prove() {
+	raw, err := os.ReadFile("../fixtures/triage.schema.json")
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := contract.Load("triage.schema.json", raw)
+	if err != nil {
+		log.Fatal(err)
+	}
+	full := `{"category": "refund", "reason": "Charged twice for one order; asks for one payment back.",
+		"evidence": ["I was charged twice for order 1182", "I will dispute it with my bank"], "risk_flags": ["chargeback_threat"],
+		"suggested_action": "Refund the duplicate payment.", "needs_human_review": true, "background": "Refund policy v3, section 2."}`
+	short := `{"category": "refund", "reason": "Duplicate charge.", "evidence": ["charged twice for order 1182"],
+		"risk_flags": ["chargeback_threat"], "suggested_action": "Refund the duplicate payment.", "needs_human_review": true, "background": null}`
+	overShort := `{"category": "refund", "reason": "Duplicate charge.", "suggested_action": "Refund the duplicate payment.",
+		"needs_human_review": true, "background": null}`
+
+	p := c.Prove([]contract.Pair{
+		{Task: "t1", Full: &contract.Answer{Output: full}, Short: &contract.Answer{Output: short}},
+		{Task: "t2", Full: &contract.Answer{Output: full}, Short: &contract.Answer{Output: overShort}},
+	}, contract.DefaultProofConfig())
+	for _, t := range p.Tasks {
+		fmt.Println(t.Task, t.Verdict, t.Dropped)
+	}
+	fmt.Println("proof ok:", p.OK)
+	// Output:
+	// t1 pass []
+	// t2 fail [evidence risk_flags]
+	// proof ok: false
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -66,8 +67,16 @@ type RetrySpec struct {
 // ModelSpec declares a model backend and its prices.
 type ModelSpec struct {
 	Name    string `yaml:"name"`
-	Backend string `yaml:"backend"` // sim (default)
+	Backend string `yaml:"backend"` // sim (default) or openai
 	Kind    string `yaml:"kind"`    // sim: small or large
+
+	// Backend openai: an OpenAI-compatible server (vLLM, Ollama, llama.cpp,
+	// a hosted API, crab sim-server).
+	BaseURL     string `yaml:"base_url"`     // API root, e.g. http://127.0.0.1:8000/v1
+	Model       string `yaml:"model"`        // model name sent to the server (default: name)
+	APIKeyEnv   string `yaml:"api_key_env"`  // environment variable holding the API key (default: none sent)
+	Stream      *bool  `yaml:"stream"`       // stream answers, so TTFT is measured (default true)
+	CrabHeaders *bool  `yaml:"crab_headers"` // send the scope and call id in X-Crab-* headers (default true)
 
 	PriceInPerMTok  float64 `yaml:"price_in_per_mtok"`  // cost units per million input tokens
 	PriceOutPerMTok float64 `yaml:"price_out_per_mtok"` // cost units per million output tokens
@@ -105,13 +114,25 @@ type CacheSpec struct {
 	Key        string   `yaml:"key"`          // "full" (default), "text", or a comma list of key fields
 	TTL        Duration `yaml:"ttl"`          // 0 = no expiry
 	CheckOnHit *bool    `yaml:"check_on_hit"` // refuse hits built for another scope (default true)
+	Store      string   `yaml:"store"`        // "ristretto" (default, in process) or "redis" (shared)
+	RedisAddr  string   `yaml:"redis_addr"`   // host:port for store redis (default 127.0.0.1:6379)
 }
 
 // RouterSpec configures an arm's difficulty router.
 type RouterSpec struct {
-	Threshold float64 `yaml:"threshold"` // score >= threshold goes to Large
+	Mode      string  `yaml:"mode"`      // threshold (default): route by score; cascade: small first, escalate to large
+	Threshold float64 `yaml:"threshold"` // mode threshold: score >= threshold goes to Large
 	Small     string  `yaml:"small"`
 	Large     string  `yaml:"large"`
+	// Confidence (mode cascade): a small answer less confident than this,
+	// or one that fails, is escalated to Large.
+	Confidence float64 `yaml:"confidence"`
+	// ThresholdFrom names a tune.json written by `crab tune` (relative to
+	// the experiment file); its chosen threshold (mode cascade: its
+	// cascade confidence) is used instead of threshold/confidence.
+	ThresholdFrom string `yaml:"threshold_from"`
+
+	fromLine int // line of threshold_from, for errors found when it is read
 }
 
 // ContractSpec sets what an arm does with an answer that breaks the contract.
@@ -138,6 +159,16 @@ func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(),
 
 // MarshalText writes the duration string (JSON manifests).
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText parses the duration string (JSON manifests read back).
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
 
 // Std returns the time.Duration.
 func (d Duration) Std() time.Duration { return time.Duration(d) }
@@ -350,8 +381,17 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 			if m.Kind != "small" && m.Kind != "large" {
 				return bad("models.kind", p("kind"), "sim models are small or large, got %q", m.Kind)
 			}
+			for _, f := range []struct{ name, v string }{{"base_url", m.BaseURL}, {"model", m.Model}, {"api_key_env", m.APIKeyEnv}} {
+				if f.v != "" {
+					return bad("models."+f.name, p(f.name), "only for backend openai")
+				}
+			}
+		case "openai":
+			if err := validOpenAI(m); err != nil {
+				return bad("models."+err.field, p(err.field), "%s", err.msg)
+			}
 		default:
-			return bad("models.backend", p("backend"), "unknown backend %q (want sim)", m.Backend)
+			return bad("models.backend", p("backend"), "unknown backend %q (want sim or openai)", m.Backend)
 		}
 		if m.PriceInPerMTok < 0 || m.PriceOutPerMTok < 0 {
 			return bad("models.price", p("price_in_per_mtok"), "prices must not be negative")
@@ -402,6 +442,10 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 			if !models[r.Large] {
 				return bad("arms.router.large", p("router", "large"), "unknown model %q", r.Large)
 			}
+			if err := validRouter(r); err != nil {
+				return bad("arms.router."+err.field, p("router", err.field), "%s", err.msg)
+			}
+			r.fromLine = node(root, p("router", "threshold_from")...).Line
 			if r.Threshold < 0 || r.Threshold > 1 || math.IsNaN(r.Threshold) {
 				return bad("arms.router.threshold", p("router", "threshold"), "must be in [0,1], got %v", r.Threshold)
 			}
@@ -427,7 +471,43 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 				t := true
 				e.Arms[i].Cache.CheckOnHit = &t
 			}
+			switch c.Store {
+			case "":
+				e.Arms[i].Cache.Store = "ristretto"
+			case "ristretto", "redis":
+			default:
+				return bad("arms.cache.store", p("cache", "store"), "unknown store %q (want ristretto or redis)", c.Store)
+			}
+			if c.RedisAddr != "" && e.Arms[i].Cache.Store != "redis" {
+				return bad("arms.cache.redis_addr", p("cache", "redis_addr"), "only used with store: redis")
+			}
+			if e.Arms[i].Cache.Store == "redis" && c.RedisAddr == "" {
+				e.Arms[i].Cache.RedisAddr = cache.DefaultRedisAddr
+			}
 		}
+	}
+	return nil
+}
+
+// fieldMsg is a validation problem of one field.
+type fieldMsg struct{ field, msg string }
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// validOpenAI checks the fields of a backend openai model.
+func validOpenAI(m ModelSpec) *fieldMsg {
+	u, err := url.Parse(m.BaseURL)
+	switch {
+	case m.BaseURL == "":
+		return &fieldMsg{"base_url", "required for backend openai, e.g. http://127.0.0.1:8000/v1"}
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return &fieldMsg{"base_url", fmt.Sprintf("want an http:// or https:// URL, got %q", m.BaseURL)}
+	case m.Kind != "":
+		return &fieldMsg{"kind", "only for backend sim"}
+	case m.APIKeyEnv != "" && !envNameRE.MatchString(m.APIKeyEnv):
+		return &fieldMsg{"api_key_env", fmt.Sprintf("want the name of an environment variable, got %q", m.APIKeyEnv)}
+	case m.Faults != (Faults{}):
+		return &fieldMsg{"faults", "faults are injected by simulated models; give them to crab sim-server instead"}
 	}
 	return nil
 }

@@ -60,8 +60,40 @@ func Gate(baseline, candidate *ArmSummary) []string {
 	return fails
 }
 
+// ContractChange says how candidate's contract differs from baseline's,
+// judged from the contract hashes their records carry (ArmSummary.Contracts):
+// differ is true when both name contracts and the sets differ; unknown is
+// true when exactly one side names none, so the comparison cannot tell.
+// msg describes the difference ("" when there is none to describe).
+func ContractChange(baseline, candidate *ArmSummary) (differ, unknown bool, msg string) {
+	bc, cc := baseline.Contracts, candidate.Contracts
+	switch {
+	case slices.Equal(bc, cc):
+		return false, false, ""
+	case len(bc) == 0:
+		return false, true, fmt.Sprintf("%s's records name no contract, %s's name %s: cannot tell whether both were validated against the same contract",
+			baseline.Name, candidate.Name, hashList(cc))
+	case len(cc) == 0:
+		return false, true, fmt.Sprintf("%s's records name no contract, %s's name %s: cannot tell whether both were validated against the same contract",
+			candidate.Name, baseline.Name, hashList(bc))
+	}
+	return true, false, fmt.Sprintf("validated against contract %s vs %s for %s", hashList(cc), hashList(bc), baseline.Name)
+}
+
+// hashList writes contract hashes shortened to 12 characters.
+func hashList(hs []string) string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		if len(h) > 12 {
+			h = h[:12]
+		}
+		out[i] = h
+	}
+	return strings.Join(out, "+")
+}
+
 // decide sets every arm's verdict and reasons and fills s.Decision.
-func decide(s *Summary) {
+func decide(s *Summary, opt Options) {
 	d := Decision{Accepted: []string{}, Rejected: []string{}, Warnings: []string{}, WhatWouldChange: map[string]string{}}
 	base := &s.Arms[0]
 	base.Verdict = VerdictBaseline
@@ -69,6 +101,15 @@ func decide(s *Summary) {
 	for i := 1; i < len(s.Arms); i++ {
 		a := &s.Arms[i]
 		fails := Gate(base, a)
+		switch differ, unknown, msg := ContractChange(base, a); {
+		case differ && !opt.AllowContractChange:
+			fails = append(fails, "ran different work: "+msg+"; a changed contract changes what counts as done (allow the contract change to compare anyway)")
+			d.Warnings = append(d.Warnings, a.Name+": "+msg+": the comparison is of different work, so the gate rejects it")
+		case differ:
+			d.Warnings = append(d.Warnings, a.Name+": "+msg+": compared anyway because the contract change was allowed, but the two arms did different work")
+		case unknown:
+			d.Warnings = append(d.Warnings, a.Name+": "+msg)
+		}
 		if len(fails) > 0 {
 			a.Verdict = VerdictReject
 			a.Reasons = append(a.Reasons, fails...)
@@ -77,7 +118,7 @@ func decide(s *Summary) {
 			}
 			d.Rejected = append(d.Rejected, a.Name)
 			sentences = append(sentences, a.Name+" rejected: "+fails[0]+".")
-			d.WhatWouldChange[a.Name] = changeReject(base, a)
+			d.WhatWouldChange[a.Name] = changeReject(base, a, !opt.AllowContractChange)
 			if w := weakLoss(a); w != "" {
 				d.Warnings = append(d.Warnings, w)
 			}
@@ -196,7 +237,7 @@ func changeAccept(base, a *ArmSummary) string {
 }
 
 // changeReject says what would let a rejected candidate through the gate.
-func changeReject(base, a *ArmSummary) string {
+func changeReject(base, a *ArmSummary, contractBlocks bool) string {
 	var parts []string
 	if k := base.Pass - a.Pass; k > 0 {
 		parts = append(parts, countNoun(k, "more passing task")+" (level with the baseline)")
@@ -209,6 +250,9 @@ func changeReject(base, a *ArmSummary) string {
 	}
 	if a.Paired != nil && len(a.Paired.Unmatched) > 0 {
 		parts = append(parts, "a run on the same tasks as the baseline")
+	}
+	if differ, _, _ := ContractChange(base, a); differ && contractBlocks {
+		parts = append(parts, "the baseline's contract (or the contract change allowed)")
 	}
 	return a.Name + " would pass the gate with " + joinAnd(parts)
 }

@@ -21,7 +21,7 @@ const RecordsFile = "records.jsonl"
 // header; optional ones may be left out or left empty on a row.
 var (
 	csvRequired = []string{"arm", "task_id", "latency_ms", "outcome", "pass", "cost"}
-	csvOptional = []string{"group", "repeat", "ttft_ms", "cache", "model", "correct", "attempts"}
+	csvOptional = []string{"group", "repeat", "ttft_ms", "cache", "model", "correct", "attempts", "contract"}
 )
 
 var validOutcomes = map[string]bool{
@@ -40,7 +40,10 @@ var validMisroute = map[string]bool{"": true, MisrouteUnder: true, MisrouteOver:
 // latency_ms becomes E2EMs and, because CSV has no contract_ok column,
 // ContractOK is set to outcome != contract_fail: an answer that broke the
 // contract but was delivered as ok cannot be seen in CSV, so CSV input
-// always shows zero silent violations.
+// always shows zero silent violations. The optional contract column names
+// the contract (its hash or any other identifier) the answers were validated
+// against; crab report flags a candidate whose contract differs from the
+// baseline's.
 //
 // Every fault (a bad value, an unknown column or field, a pass on a failed
 // request, a duplicate (arm, task_id, repeat)) is an *InputError naming the
@@ -308,6 +311,7 @@ func readCSV(r io.Reader, name string) ([]Record, []int, error) {
 		rec.TaskID = p.str("task_id")
 		rec.Group = p.str("group")
 		rec.Model = p.str("model")
+		rec.Contract = p.str("contract")
 		rec.Outcome = p.str("outcome")
 		rec.Cache = strings.ToLower(p.str("cache"))
 		rec.E2EMs = p.num("latency_ms", true)

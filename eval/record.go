@@ -69,7 +69,14 @@ type Record struct {
 	// ShadowCost is what the evaluator spent asking the other model to judge
 	// a routing decision: evaluation overhead, never part of Cost.
 	ShadowCost float64 `json:"shadow_cost,omitempty"`
+	// EscalationCost is the part of Cost spent after a cascade escalated
+	// the request (the larger model's call).
+	EscalationCost float64 `json:"escalation_cost,omitempty"`
 
+	// Contract is the hash (Contract.Hash) of the contract the answer was
+	// validated against: records validated against different contracts
+	// measure different work.
+	Contract   string   `json:"contract,omitempty"`
 	ContractOK bool     `json:"contract_ok"`
 	Violations []string `json:"violations,omitempty"`
 	Category   string   `json:"category,omitempty"` // the answer's category

@@ -18,7 +18,9 @@ var ErrUnknownReportFormat = errors.New("eval: unknown report format")
 
 // WriteReport writes s as text (aligned tables, the default), md (the same
 // tables in Markdown), json (the Summary, DESIGN §5 field names) or csv (one
-// row per arm with the main figures).
+// row per arm with the main figures). html is the page of WriteHTML drawn
+// from s alone; given the records, WriteHTML also draws the latency
+// distributions.
 func WriteReport(w io.Writer, s *Summary, format string) error {
 	switch format {
 	case "", "text":
@@ -34,8 +36,10 @@ func WriteReport(w io.Writer, s *Summary, format string) error {
 		return err
 	case "csv":
 		return writeCSV(w, s)
+	case "html":
+		return WriteHTML(w, s, nil)
 	}
-	return fmt.Errorf("%w %q (want text, md, json or csv)", ErrUnknownReportFormat, format)
+	return fmt.Errorf("%w %q (want text, md, json, csv or html)", ErrUnknownReportFormat, format)
 }
 
 // table is a header and rows of cells, printed aligned or as Markdown.
@@ -108,6 +112,10 @@ func writeDoc(w io.Writer, s *Summary, md bool) error {
 	}
 	if t := routeTable(s); t != nil {
 		heading("Routing")
+		t.write(&b, md)
+	}
+	if t := uncertaintyTable(s); t != nil {
+		heading("Uncertainty: 95% intervals (order statistics for percentiles, bootstrap for cost per pass)")
 		t.write(&b, md)
 	}
 	if t := loadTable(s); t != nil {
@@ -256,6 +264,10 @@ func cacheTable(s *Summary) *table {
 		}
 		t.add(a.Name, itoa(c.CacheRequests), itoa(c.Hits), fmtPct(c.HitRate), fmtMsP(c.HitP50Ms), fmtMsP(c.HitP95Ms),
 			fmtMsP(c.MissP50Ms), fmtMsP(c.MissP95Ms), saved, leaks, itoa(c.ScopeMismatches))
+		if c.Cold != nil { // the experiment warmed the cache: cold and warm apart
+			t.rows[len(t.rows)-1][0] = a.Name + " (warm)"
+			t.add(cacheColdRow(a.Name+" (cold: warm-up)", c.Cold)...)
+		}
 	}
 	if len(t.rows) == 0 {
 		return nil
@@ -264,7 +276,7 @@ func cacheTable(s *Summary) *table {
 }
 
 func routeTable(s *Summary) *table {
-	t := &table{header: []string{"arm", "routed", "models", "large_share", "under", "over", "hopeless", "escalated", "attempts", "shadow_cost"}}
+	t := &table{header: []string{"arm", "routed", "models", "large_share", "under", "over", "hopeless", "escalated", "escalation_cost", "attempts", "shadow_cost"}}
 	for i := range s.Arms {
 		a := &s.Arms[i]
 		r := a.RouteStats
@@ -280,7 +292,7 @@ func routeTable(s *Summary) *table {
 			share = fmtPct(*r.RoutedLargeShare)
 		}
 		t.add(a.Name, itoa(r.Routed), orDash(strings.Join(models, ", ")), share, itoa(r.Misroutes[MisrouteUnder]), itoa(r.Misroutes[MisrouteOver]),
-			itoa(r.Misroutes[MisrouteHopeless]), itoa(a.Escalated), itoa(a.Attempts), fmtCost(a.ShadowCost))
+			itoa(r.Misroutes[MisrouteHopeless]), itoa(a.Escalated), fmtCost(a.EscalationCost), itoa(a.Attempts), fmtCost(a.ShadowCost))
 	}
 	if len(t.rows) == 0 {
 		return nil

@@ -118,36 +118,53 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 }
 
 // pass runs one arm over the schedule, open loop: request i is released at
-// its intended time whatever happened to earlier requests; a request that
-// waits for a free concurrency slot accrues queue time, which counts in its
-// latency because latency is measured from the intended send time.
+// its intended time whatever happened to earlier requests. Released requests
+// wait in a FIFO for one of Concurrency workers; that wait is queue time,
+// inside the latency, which is measured from the intended send time. The
+// FIFO holds a few words per request, so even a burst of a million requests
+// costs tens of megabytes, not a goroutine each.
 func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, offsets []time.Duration, emit func(Record)) {
-	sem := make(chan struct{}, r.Exp.Concurrency)
+	jobs := make(chan job, len(r.Tasks))
 	var wg sync.WaitGroup
+	for range r.Exp.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				rec, shadow := r.one(ctx, arm, rep, seed, j)
+				if shadow == nil {
+					emit(rec)
+					continue
+				}
+				// Judging a routing decision calls the other model; it
+				// runs beside the workers so it never holds a slot that a
+				// scheduled request is waiting for.
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					shadow(&rec)
+					emit(rec)
+				}()
+			}
+		}()
+	}
 	start := time.Now().Add(5 * time.Millisecond)
 	timer := time.NewTimer(0)
 	<-timer.C
 	for i := range r.Tasks {
-		task := &r.Tasks[i]
 		intended := start.Add(offsets[i])
 		waitUntil(ctx, timer, intended)
-		base := r.baseRecord(arm.Spec, task, rep, i)
-		base.IntendedAt = intended
-		released := time.Now()
-		base.LagMs = ms(released.Sub(intended))
-		if ctx.Err() != nil {
-			base.Outcome, base.Error = OutcomeCancelled, "run interrupted before this request was sent"
-			base.DoneAt = time.Now()
-			emit(base)
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			emit(r.one(ctx, arm, task, base, released, seed, sem))
-		}()
+		jobs <- job{seq: i, intended: intended, released: time.Now()}
 	}
+	close(jobs)
 	wg.Wait()
+}
+
+// job is one released request waiting for a worker.
+type job struct {
+	seq      int
+	intended time.Time
+	released time.Time
 }
 
 // spinWindow is how long before a send time the generator stops sleeping
@@ -176,7 +193,7 @@ func (r *Runner) baseRecord(spec ArmSpec, t *Task, rep, seq int) Record {
 	rec := Record{
 		RunID: r.RunID, Arm: spec.Name, Repeat: rep, Seq: seq, Warmup: seq < r.Exp.Warmup,
 		TaskID: t.ID, Group: t.Group, Difficulty: t.Difficulty, Tenant: t.Tenant,
-		Permission: t.Permission, Lang: t.Lang, DocVersion: t.DocVersion,
+		Permission: t.Permission, Lang: t.Lang, DocVersion: t.DocVersion, Contract: r.ContractHash,
 	}
 	if t.Expected != nil {
 		rec.Expected = t.Expected.Category
@@ -197,35 +214,39 @@ func (r *Runner) request(spec ArmSpec, t *Task, seed int64) *model.Request {
 }
 
 // one sends a single request through the arm's stack and builds its record.
-func (r *Runner) one(ctx context.Context, arm *ArmStack, t *Task, rec Record, released time.Time, seed int64, sem chan struct{}) Record {
-	select {
-	case sem <- struct{}{}:
-	case <-ctx.Done():
-		rec.Outcome, rec.Error = OutcomeCancelled, "run interrupted while queued"
+// When the routing decision is to be judged it also returns the shadow call
+// that completes the record.
+func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j job) (Record, func(*Record)) {
+	t := &r.Tasks[j.seq]
+	rec := r.baseRecord(arm.Spec, t, rep, j.seq)
+	rec.IntendedAt = j.intended
+	if ctx.Err() != nil {
+		rec.Outcome, rec.Error = OutcomeCancelled, "run interrupted before this request was sent"
 		rec.DoneAt = time.Now()
-		rec.QueueMs = ms(rec.DoneAt.Sub(released))
-		rec.E2EMs = ms(rec.DoneAt.Sub(rec.IntendedAt))
-		return rec
+		if rec.DoneAt.After(j.intended) {
+			rec.E2EMs = ms(rec.DoneAt.Sub(j.intended))
+		}
+		return rec, nil
 	}
+	rec.LagMs = ms(j.released.Sub(j.intended))
 	req := r.request(arm.Spec, t, seed)
 	rec.SentAt = time.Now()
-	rec.QueueMs = ms(rec.SentAt.Sub(released))
+	rec.QueueMs = ms(rec.SentAt.Sub(j.released))
 	cctx, cancel := context.WithTimeout(ctx, r.Exp.Timeout.Std())
 	resp, err := arm.Stack.Complete(cctx, req)
 	rec.DoneAt = time.Now()
 	timedOut := cctx.Err() == context.DeadlineExceeded
 	cancel()
-	<-sem
 
 	rec.Outcome = outcomeOf(ctx, err, timedOut)
 	if err != nil {
 		rec.Error = err.Error()
 	}
 	fill(&rec, req, resp, t)
-	if arm.Judge != nil && resp != nil && resp.Trace.Routed && resp.Trace.Cache != model.CacheHit && ctx.Err() == nil {
-		r.judge(ctx, arm, t, req, resp, &rec)
+	if arm.Judge != nil && *r.Exp.Shadow && resp != nil && resp.Trace.Routed && resp.Trace.Cache != model.CacheHit && ctx.Err() == nil {
+		return rec, func(rec *Record) { r.judge(ctx, arm, t, req, resp, rec) }
 	}
-	return rec
+	return rec, nil
 }
 
 // fill copies the response's trace, usage and verdict into rec.
@@ -245,6 +266,7 @@ func fill(rec *Record, req *model.Request, resp *model.Response, t *Task) {
 	rec.Cache, rec.Leak, rec.ScopeMismatch = tr.Cache, tr.Leak, tr.ScopeMismatch
 	rec.Model, rec.RouteScore, rec.Routed, rec.Escalated, rec.Attempts = resp.Model, tr.RouteScore, tr.Routed, tr.Escalated, tr.Attempts
 	rec.TokensIn, rec.TokensOut, rec.Cost = resp.Usage.TokensIn, resp.Usage.TokensOut, resp.Usage.Cost
+	rec.EscalationCost = tr.EscalationCost
 	rec.ContractOK = tr.Validated && tr.ContractOK
 	rec.Violations = tr.Violations
 	if rec.Outcome == OutcomeOK {

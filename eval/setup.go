@@ -12,6 +12,7 @@ import (
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/router"
 )
@@ -35,6 +36,7 @@ type Setup struct {
 	embedded fs.FS
 	contract *contract.Contract
 	backends map[string]model.Model
+	nominal  bool // simulated models sleep nothing and report nominal durations (outcome tables)
 }
 
 // LoadSetup reads an experiment file (or, when path is empty, the embedded
@@ -65,6 +67,9 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 			return embeddedPrefix + ref
 		}
 		return ref
+	}
+	if err := s.applyTuned(resolve, base); err != nil {
+		return nil, err
 	}
 	s.TasksName = resolve(s.Exp.Tasks)
 	if s.TasksRaw, err = s.read(s.TasksName, base); err != nil {
@@ -153,6 +158,14 @@ func (s *Setup) Contract() *contract.Contract { return s.contract }
 func (s *Setup) buildBackends() (map[string]model.Model, error) {
 	out := make(map[string]model.Model, len(s.Exp.Models))
 	for _, ms := range s.Exp.Models {
+		if ms.Backend == "openai" {
+			b, err := s.openAIBackend(ms)
+			if err != nil {
+				return nil, err
+			}
+			out[ms.Name] = b
+			continue
+		}
 		cfg := sim.Small()
 		if ms.Kind == sim.KindLarge {
 			cfg = sim.Large()
@@ -161,6 +174,7 @@ func (s *Setup) buildBackends() (map[string]model.Model, error) {
 		cfg.PriceIn = ms.PriceInPerMTok / 1e6
 		cfg.PriceOut = ms.PriceOutPerMTok / 1e6
 		cfg.TimeScale = *s.Exp.TimeScale
+		cfg.NoSleep = s.nominal
 		cfg.Seed = s.Exp.Seed
 		f := ms.Faults
 		cfg.ErrorRate, cfg.HangRate, cfg.MalformedRate, cfg.MissingFieldRate = f.Error, f.Hang, f.Malformed, f.MissingField
@@ -172,6 +186,32 @@ func (s *Setup) buildBackends() (map[string]model.Model, error) {
 		out[ms.Name] = m
 	}
 	return out, nil
+}
+
+// openAIBackend makes a backend openai model: an OpenAI-compatible server
+// called with the model's prices, enough keep-alive connections for the
+// experiment's concurrency, and the API key read from api_key_env.
+func (s *Setup) openAIBackend(ms ModelSpec) (model.Model, error) {
+	key := ""
+	if ms.APIKeyEnv != "" {
+		var ok bool
+		if key, ok = os.LookupEnv(ms.APIKeyEnv); !ok || key == "" {
+			return nil, &InputError{File: s.Exp.File, Field: "models.api_key_env", Msg: fmt.Sprintf("model %s: environment variable %s is not set", ms.Name, ms.APIKeyEnv)}
+		}
+	}
+	name := ms.Model
+	if name == "" {
+		name = ms.Name
+	}
+	b, err := openai.New(openai.Config{
+		Name: ms.Name, BaseURL: ms.BaseURL, Model: name, APIKey: key,
+		NoStream: ms.Stream != nil && !*ms.Stream, NoCrabHeaders: ms.CrabHeaders != nil && !*ms.CrabHeaders,
+		PriceIn: ms.PriceInPerMTok / 1e6, PriceOut: ms.PriceOutPerMTok / 1e6, MaxConns: s.Exp.Concurrency,
+	})
+	if err != nil {
+		return nil, &InputError{File: s.Exp.File, Field: "models", Msg: fmt.Sprintf("model %s: %v", ms.Name, err)}
+	}
+	return b, nil
 }
 
 // BuiltArm is an arm's stack plus what must be released after its pass.
@@ -212,7 +252,7 @@ func (s *Setup) BuildArm(spec ArmSpec, repeat int) (*BuiltArm, error) {
 		if err != nil {
 			return nil, err
 		}
-		store, err := cache.NewRistretto(cache.RistrettoConfig{})
+		store, err := newCacheStore(cs, spec.Name, repeat)
 		if err != nil {
 			return nil, err
 		}
@@ -234,6 +274,9 @@ func (s *Setup) BuildArm(spec ArmSpec, repeat int) (*BuiltArm, error) {
 			return nil, err
 		}
 		rmw, err := router.New(router.Config{Threshold: rs.Threshold, Small: rs.Small, Large: rs.Large}, scorer)
+		if rs.Mode == router.PolicyCascade {
+			rmw, err = router.NewCascade(router.CascadeConfig{Small: rs.Small, Large: rs.Large, Confidence: rs.Confidence})
+		}
 		if err != nil {
 			arm.Close()
 			return nil, err

@@ -85,6 +85,11 @@ type Options struct {
 	// among routed, non-escalated requests (the router sends high scores to
 	// the large model); with a single routed model the share is left out.
 	LargeModels []string
+	// AllowContractChange compares arms whose records were validated
+	// against different contracts (Record.Contract) as if they did the same
+	// work. Without it such a candidate is rejected as a comparison of
+	// different work; with it the difference is only warned about.
+	AllowContractChange bool
 }
 
 // Summary is everything `crab report` prints: per arm figures, the paired
@@ -152,11 +157,19 @@ type ArmSummary struct {
 	// contract: an invalid answer let through. Any of them rejects an arm.
 	SilentViolations int `json:"silent_violations"`
 	Escalated        int `json:"escalated,omitempty"`
-	Attempts         int `json:"attempts"` // model calls, retries and escalations included
+	// EscalationCost is what escalated requests spent after escalating
+	// (part of Cost).
+	EscalationCost float64 `json:"escalation_cost,omitempty"`
+	Attempts       int     `json:"attempts"` // model calls, retries and escalations included
+	// Contracts are the distinct contract hashes the arm's records were
+	// validated against (Record.Contract), sorted; left out when no record
+	// names one (e.g. CSV without a contract column).
+	Contracts []string `json:"contracts,omitempty"`
 
-	Load     *LoadStats `json:"load,omitempty"`      // schedule lag and queue time
-	Paired   *Paired    `json:"paired,omitempty"`    // candidates only
-	TailNote string     `json:"tail_note,omitempty"` // set when a tail percentile is the sample maximum
+	Load        *LoadStats   `json:"load,omitempty"`        // schedule lag and queue time
+	Uncertainty *Uncertainty `json:"uncertainty,omitempty"` // intervals of p50, p95 and cost per pass
+	Paired      *Paired      `json:"paired,omitempty"`      // candidates only
+	TailNote    string       `json:"tail_note,omitempty"`   // set when a tail percentile is the sample maximum
 }
 
 // GroupSummary is one input group (short, long, tool) of an arm.
@@ -182,6 +195,10 @@ type CacheStats struct {
 	SavedPerHit     *float64       `json:"saved_per_hit,omitempty"`
 	Leaks           map[string]int `json:"leaks"` // leak kind → hits served from another scope; empty when none
 	ScopeMismatches int            `json:"scope_mismatches"`
+	// Cold holds the same figures over the warm-up requests, when the
+	// experiment warms the cache: the cache while cold, beside the warm
+	// figures above (which, like every figure, leave warm-up out).
+	Cold *CacheStats `json:"cold,omitempty"`
 }
 
 // RouteStats is what a router decided. Present only for arms with routed
@@ -218,6 +235,7 @@ func Summarize(recs []Record, opt Options) (*Summary, error) {
 	var order []string
 	byArm := map[string][]*Record{}
 	warm := map[string]int{}
+	warmRecs := map[string][]*Record{} // for the cold-cache figures
 	seen := map[recordKey]bool{}
 	repeats := map[int]bool{}
 	for i := range recs {
@@ -233,6 +251,7 @@ func Summarize(recs []Record, opt Options) (*Summary, error) {
 		seen[k] = true
 		if r.Warmup {
 			warm[r.Arm]++
+			warmRecs[r.Arm] = append(warmRecs[r.Arm], r)
 			continue
 		}
 		byArm[r.Arm] = append(byArm[r.Arm], r)
@@ -269,13 +288,15 @@ func Summarize(recs []Record, opt Options) (*Summary, error) {
 	}
 	for _, name := range arms {
 		s.Arms = append(s.Arms, summarizeArm(name, byArm[name], warm[name], large))
+		coldCache(&s.Arms[len(s.Arms)-1], warmRecs[name], large)
+		s.Arms[len(s.Arms)-1].Uncertainty = uncertainty(byArm[name], opt.Seed)
 	}
 	multiRepeat := len(repeats) > 1
 	for i := 1; i < len(s.Arms); i++ {
 		p := comparePaired(byArm[base], byArm[s.Arms[i].Name], PairOptions{Seed: opt.Seed, Resamples: opt.Resamples, ShowRepeat: multiRepeat})
 		s.Arms[i].Paired = &p
 	}
-	decide(s)
+	decide(s, opt)
 
 	s.Notes = append(s.Notes,
 		"percentiles are nearest rank (p_q = x[ceil(q·n/100)]); latency counts every request, a failed one at the time it ended; ok_* count successful requests only",
@@ -335,6 +356,9 @@ func summarizeArm(name string, recs []*Record, warm int, large map[string]bool) 
 		if r.Pass {
 			a.Pass++
 		}
+		if r.Contract != "" && !slices.Contains(a.Contracts, r.Contract) {
+			a.Contracts = append(a.Contracts, r.Contract)
+		}
 		if r.TTFTMs > 0 {
 			ttft = append(ttft, r.TTFTMs)
 		}
@@ -345,6 +369,7 @@ func summarizeArm(name string, recs []*Record, warm int, large map[string]bool) 
 		if r.Escalated {
 			a.Escalated++
 		}
+		a.EscalationCost += r.EscalationCost
 		if r.Group != "" {
 			groups[r.Group] = append(groups[r.Group], r.E2EMs)
 			if r.Pass {
@@ -375,6 +400,7 @@ func summarizeArm(name string, recs []*Record, warm int, large map[string]bool) 
 		}
 	}
 	a.Failed = a.N - a.OK
+	slices.Sort(a.Contracts)
 	slices.Sort(all)
 	a.P50Ms, a.P90Ms, a.P95Ms, a.P99Ms = PercentileNR(all, 50), PercentileNR(all, 90), PercentileNR(all, 95), PercentileNR(all, 99)
 	a.MinMs, a.MaxMs = all[0], all[len(all)-1]

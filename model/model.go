@@ -100,6 +100,9 @@ type Trace struct {
 	RouteModel string
 	RouteDur   time.Duration
 	Escalated  bool // a cascade or contract policy moved the request to a larger model
+	// EscalationCost is the part of Usage.Cost spent after a cascade
+	// escalated the request (the larger model's call); 0 otherwise.
+	EscalationCost float64
 
 	// Model attempts.
 	Attempts int           // model calls made for this request, retries and re-asks included
@@ -127,7 +130,12 @@ type Response struct {
 	FinishReason string
 	Usage        Usage
 	Scope        Scope // the scope the answer was built for (provenance)
-	Trace        Trace
+	// Confidence is how sure the backend is of its answer, in (0,1]; 0
+	// means unknown (the backend reports none). A cascade router escalates
+	// an answer whose confidence is below its threshold. It is reported
+	// beside the answer, never inside Content, so the contract is unchanged.
+	Confidence float64
+	Trace      Trace
 }
 
 // Clone returns a copy whose Trace can be changed without touching the

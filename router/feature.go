@@ -27,7 +27,7 @@ var (
 // The evidence is the weighted sum
 //
 //	x = Length·ramp + ExtraCue·min(Cues−1, MaxExtraCues) + Negation·[neg]
-//	  + NonEnglish·[non-en] + Tool·[tool] + Late·[late]
+//	  + NonEnglish·[non-en] + Tool·[tool] + Late·[late] + LateRisk·[late risk]
 //
 // and the score is 1 − e^(−x): 0 with no evidence, rising with each
 // feature, never reaching 1. A single feature of weight w alone scores
@@ -68,6 +68,14 @@ type Weights struct {
 	// clue. A short text without any issue keyword is read whole by the
 	// small model too, so it is not late. Default 0.8 (0.55 alone).
 	Late float64 `yaml:"late"`
+	// LateRisk is added when a risk cue — a chargeback or legal threat
+	// ("dispute the charge with my bank", "lawyer", "Rückbuchung",
+	// "abogado", "律师"), someone else's data, a taken-over account —
+	// starts at or after FeatureConfig.LateAfter runes. Such a cue decides
+	// whether a human must review the answer, and the small model does not
+	// read it even when the ticket names its issue early. Default 0.8
+	// (0.55 alone).
+	LateRisk float64 `yaml:"late_risk"`
 }
 
 // FeatureConfig configures the built-in FeatureScorer. Start from
@@ -109,8 +117,8 @@ const (
 
 // DefaultFeatureConfig returns the documented default weights and settings.
 // With them, a short English ticket that names one issue early scores 0; any
-// one of negation, a second issue, a non-English language or a late clue
-// alone scores 0.55–0.63, so a threshold of 0.5 sends each of those to the
+// one of negation, a second issue, a non-English language, a late clue or a
+// late risk cue alone scores 0.55–0.63, so a threshold of 0.5 sends each of those to the
 // large model, while a lookup need alone (0.33) or length alone (at most
 // 0.39) stays small unless another sign joins it.
 //
@@ -125,6 +133,7 @@ func DefaultFeatureConfig() FeatureConfig {
 			NonEnglish: 1.0,
 			Tool:       0.4,
 			Late:       0.8,
+			LateRisk:   0.8,
 		},
 		LongFrom:       DefaultLongFrom,
 		LongFull:       DefaultLongFull,
@@ -175,7 +184,7 @@ func NewFeatureScorer(cfg FeatureConfig) (*FeatureScorer, error) {
 	named := []struct {
 		name string
 		v    float64
-	}{{"length", w.Length}, {"extra_cue", w.ExtraCue}, {"negation", w.Negation}, {"non_english", w.NonEnglish}, {"tool", w.Tool}, {"late", w.Late}}
+	}{{"length", w.Length}, {"extra_cue", w.ExtraCue}, {"negation", w.Negation}, {"non_english", w.NonEnglish}, {"tool", w.Tool}, {"late", w.Late}, {"late_risk", w.LateRisk}}
 	total := 0.0
 	for _, n := range named {
 		if math.IsNaN(n.v) || math.IsInf(n.v, 0) || n.v < 0 {
@@ -250,6 +259,9 @@ func (s *FeatureScorer) Weigh(f Features) float64 {
 	if f.Late {
 		x += w.Late
 	}
+	if f.LateRisk {
+		x += w.LateRisk
+	}
 	return squash(x)
 }
 
@@ -319,6 +331,9 @@ func (s *FeatureScorer) Extract(req *model.Request) Features {
 				}
 				if k&kTool != 0 {
 					f.Tool = true
+				}
+				if k&kRisk != 0 && ro >= s.cfg.LateAfter {
+					f.LateRisk = true
 				}
 				for l := range hits {
 					if m.p.langs&(1<<l) != 0 {

@@ -21,6 +21,7 @@ const (
 	kNegPre  kind = 1 << 8  // negates an issue keyword that follows ("not a", "kein", "不是")
 	kNegPost kind = 1 << 9  // negates an issue keyword that precedes ("is fine", "无关")
 	kTool    kind = 1 << 10 // the answer needs a lookup ("status", "track", "查询")
+	kRisk    kind = 1 << 11 // a risk that needs a human: chargeback or legal threat, data exposure, takeover
 	kNone    kind = 0       // a phrase that only consumes its words, e.g. "not sure", so "not" is no negation there
 )
 
@@ -108,6 +109,27 @@ func defaultLexicon() []lexGroup {
 		{kSecurity, lES, []string{"hacke*", "fraude*", "fraudulent*", "sospechos*", "no autorizad*", "robad*", "robo", "seguridad", "suplant*",
 			"estafa*"}},
 		{kSecurity, lZH, []string{"被盗", "盗号", "盗刷", "诈骗", "欺诈", "可疑", "未经授权", "未授权", "黑客", "钓鱼", "安全"}},
+
+		// Risk cues: a chargeback or legal threat, someone else's data, a
+		// taken-over account. They decide whether a human must review the
+		// answer, so one the small model does not read (late) makes the
+		// ticket hard even when its issue is named early.
+		{kRisk | kRefund, lEN, []string{"chargeback*"}},
+		{kRisk | kBilling, lEN, []string{"dispute the charge", "dispute this charge", "dispute the payment"}},
+		{kRisk, lEN, []string{"dispute it with my bank", "dispute with my bank", "lawyer*", "attorney*", "legal action", "legal steps",
+			"sue you", "small claims", "take you to court"}},
+		{kRisk | kSecurity, lEN, []string{"someone else's", "another customer's", "other customers'", "data leak*", "took over my account",
+			"someone logged into", "someone else logged in"}},
+		{kRisk | kRefund, lDE, []string{"rückbuchung*", "rueckbuchung*"}},
+		{kRisk | kBilling, lDE, []string{"lastschrift zurückgeben", "lastschrift zurückbuchen", "lastschrift zurueckgeben"}},
+		{kRisk, lDE, []string{"anwalt", "anwältin", "anwaeltin", "rechtsanwalt*", "rechtliche schritte", "klage*"}},
+		{kRisk | kSecurity, lDE, []string{"datenleck*", "fremde daten", "daten eines anderen", "daten einer anderen"}},
+		{kRisk | kRefund, lES, []string{"contracargo*"}},
+		{kRisk, lES, []string{"disputa con mi banco", "abogado*", "abogada*", "acciones legales", "demanda*"}},
+		{kRisk | kSecurity, lES, []string{"filtración", "filtracion", "datos de otro*", "hackeado", "hackearon"}},
+		{kRisk | kBilling, lZH, []string{"拒付"}},
+		{kRisk, lZH, []string{"向银行申诉", "律师", "起诉", "法律途径"}},
+		{kRisk | kSecurity, lZH, []string{"泄露", "别人的"}},
 
 		// Negations that precede the keyword they negate.
 		{kNegPre, 0, []string{"no"}},

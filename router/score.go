@@ -9,6 +9,21 @@
 // language — and never a task's difficulty or expected labels, which are not
 // even on model.Request. Plug in another Scorer (or a ScorerFunc) to compare
 // routing policies on the same workload.
+//
+// NewCascade is the other routing policy: the small model answers first and
+// the request is escalated to the large model when that answer fails or its
+// confidence (model.Response.Confidence) is below a threshold; both calls
+// count.
+//
+// Tune chooses either policy's threshold from an outcome table (what each
+// model did with each task): it splits the tasks into a calibration and a
+// holdout side (seeded, stratified by group, repeated questions kept on one
+// side), sweeps every candidate threshold on calibration only, picks one by
+// a Rule, and reports that one threshold once on the holdout — pass and cost
+// against all-small, all-large and random routing, the misroute matrix, the
+// misrouted tasks with their features, paired bootstrap intervals and the
+// cost–pass Pareto frontier. `crab tune` builds the outcome table and calls
+// it.
 package router
 
 import (
@@ -115,6 +130,7 @@ type Features struct {
 	NonEnglish bool
 	Tool       bool // the answer needs a lookup: an order/invoice/ticket number or words such as "status", "track", "look up"
 	Late       bool // the first issue keyword starts at or after FeatureConfig.LateAfter runes, or there is none in a text longer than that
+	LateRisk   bool // a risk cue (chargeback or legal threat, someone else's data, takeover) starts at or after FeatureConfig.LateAfter runes
 }
 
 // String formats the features compactly for reports, e.g.
@@ -155,6 +171,9 @@ func (f Features) String() string {
 	}
 	if f.Late {
 		b.WriteString(" late")
+	}
+	if f.LateRisk {
+		b.WriteString(" late_risk")
 	}
 	return b.String()
 }

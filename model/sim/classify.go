@@ -32,6 +32,7 @@ type verdict struct {
 	negated int8 // a category the ticket explicitly says it is not about, -1 for none
 	others  bool // other categories were mentioned too
 	partial bool // the reader stopped before the end of the ticket
+	decided bool // a topic keyword decided the category (else it is "other" by default)
 }
 
 // span is a byte range of the ticket.
@@ -71,6 +72,7 @@ func (rd *reader) read(text string) verdict {
 			vd.others = true
 		}
 	}
+	vd.decided = decisive >= 0
 	if decisive < 0 {
 		if s := firstSentence(text, limit); s.end > s.start {
 			vd.ev[0], vd.nev = s, 1

@@ -67,6 +67,11 @@ type Config struct {
 	// 0.1 a tenth of it, 0 never sleeps (benchmarks, million-request runs).
 	// The trace always reports the nominal simulated durations.
 	TimeScale float64 `yaml:"time_scale" json:"time_scale"`
+	// NoSleep makes a call return at once while its trace reports the
+	// nominal simulated durations (as at TimeScale 1), e.g. to build an
+	// outcome table whose latencies are the model's, not the harness's.
+	// TimeScale is then ignored. A hang still waits for its context.
+	NoSleep bool `yaml:"no_sleep" json:"no_sleep"`
 	// Seed is mixed into every random draw together with the request.
 	Seed int64 `yaml:"seed" json:"seed"`
 	// MaxTokens is the output budget when a request sets none; a longer

@@ -31,8 +31,11 @@ import (
 // prepares everything a call needs, so a call at time-scale 0 allocates
 // little more than its answer.
 type Model struct {
-	cfg   Config
-	rd    reader
+	cfg Config
+	rd  reader
+	// neg holds the small model's English negation cues, which lower its
+	// confidence; nil for the large model.
+	neg   *vocab
 	sleep func(ctx context.Context, d time.Duration) error // real waiting, scaled
 	now   func() time.Time
 }
@@ -50,6 +53,7 @@ func New(cfg Config) (*Model, error) {
 	switch cfg.Kind {
 	case KindSmall:
 		m.rd = reader{v: compileVocab([]string{"en"}, kindTopic), window: cfg.ReadRunes}
+		m.neg = compileVocab([]string{"en"}, kindNeg)
 	default:
 		m.rd = reader{v: compileVocab(nil, kindTopic, kindNeg, kindPrimary), window: cfg.ReadRunes, careful: true}
 	}
@@ -87,7 +91,8 @@ const (
 // time the call waits (zero at time-scale 0, where a run measures crab's own
 // overhead; the real time waited when the context ends the call early),
 // Trace.TTFT the scaled time to first content and Trace.FirstByteAt the
-// wall-clock time that content arrived.
+// wall-clock time that content arrived. With Config.NoSleep nothing is
+// slept and ModelDur and TTFT are the nominal durations (time-scale 1).
 //
 // A simulated server error returns a response carrying the trace (no
 // usage: the call is not billed) and an error wrapping model.ErrBackend. A
@@ -99,83 +104,36 @@ func (m *Model) Complete(ctx context.Context, req *model.Request) (*model.Respon
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	mode, ok := parseMode(req.Mode)
-	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrMode, req.Mode)
+	p, err := m.Plan(req)
+	if err != nil {
+		return nil, err
 	}
-	var u [numDraws]float64
-	g := m.rngFor(req)
-	for i := range u {
-		u[i] = g.float()
-	}
-	cfg := &m.cfg
-	mult := 1 + cfg.Jitter*(2*u[drawJitter]-1)
-	if u[drawTail] < cfg.TailRate {
-		mult *= cfg.TailFactor
-	}
-	tin := Tokens(req.System) + Tokens(req.Text) + len(req.Contract)/8
-	resp := &model.Response{Model: cfg.Name, Scope: req.Scope}
+	resp := &model.Response{Model: p.Model, Scope: req.Scope}
 	resp.Trace.Attempts = 1
-	inputOnly := model.Usage{TokensIn: tin, Cost: float64(tin) * cfg.PriceIn}
-
-	if u[drawError] < cfg.ErrorRate {
+	switch p.Fault {
+	case FaultError:
 		start := m.now()
-		resp.Trace.ModelDur = scaleDur(cfg.Base, mult*cfg.TimeScale)
+		resp.Trace.ModelDur = p.Total
 		if err := m.wait(ctx, resp.Trace.ModelDur); err != nil {
 			resp.Trace.ModelDur = m.now().Sub(start)
 			return resp, err
 		}
-		return resp, fmt.Errorf("%w: %s: simulated HTTP 500", model.ErrBackend, cfg.Name)
-	}
-	if u[drawHang] < cfg.HangRate {
+		return resp, fmt.Errorf("%w: %s: simulated HTTP 500", model.ErrBackend, p.Model)
+	case FaultHang:
 		start := m.now()
 		<-ctx.Done()
-		resp.Usage = inputOnly
+		resp.Usage = p.InputUsage
 		resp.Trace.ModelDur = m.now().Sub(start)
 		return resp, ctx.Err()
 	}
 
-	vd := m.rd.read(req.Text)
-	pack := &packs[langIndex(req.Scope.Lang)]
-	finish := model.FinishStop
-	var content string
-	if u[drawRefusal] < cfg.RefusalRate {
-		content = pack.refusal
-		finish = model.FinishRefusal
-	} else {
-		r := render{pack: pack, scope: &req.Scope, vd: &vd, text: req.Text, mode: mode, missing: -1, acct: tenantHash(req.Scope.Tenant)}
-		if u[drawMissing] < cfg.MissingFieldRate {
-			r.missing = presentKey(mode, u[drawMissingWhich])
-		}
-		if u[drawWrong] < cfg.WrongEnumRate {
-			r.wrong = wrongCategories[int(u[drawWrongWhich]*float64(len(wrongCategories)))]
-		}
-		r.noEv = u[drawEmpty] < cfg.EmptyEvidenceRate
-		content = r.build()
-		if u[drawMalformed] < cfg.MalformedRate {
-			// prose before the object and the closing brace lost: not JSON
-			content = "Here is the triage for this ticket:\n" + content[:len(content)-1]
-		}
-	}
-	budget := req.MaxTokens
-	if budget <= 0 {
-		budget = cfg.MaxTokens
-	}
-	tout := Tokens(content)
-	if tout > budget {
-		content = cutTokens(content, budget)
-		tout = Tokens(content)
-		finish = model.FinishLength
-	}
-
-	pre := cfg.Base + time.Duration(tin)*cfg.PrefillPerToken
-	total := pre + time.Duration(tout)*cfg.DecodePerToken
-	resp.Trace.TTFT = scaleDur(pre, mult*cfg.TimeScale)
-	resp.Trace.ModelDur = scaleDur(total, mult*cfg.TimeScale)
+	resp.Confidence = p.Confidence
+	resp.Trace.TTFT = p.TTFT
+	resp.Trace.ModelDur = p.Total
 	start := m.now()
 	if err := m.wait(ctx, resp.Trace.ModelDur); err != nil {
 		resp.Trace.ModelDur = m.now().Sub(start)
-		resp.Usage = inputOnly
+		resp.Usage = p.InputUsage
 		if resp.Trace.ModelDur < resp.Trace.TTFT {
 			resp.Trace.TTFT = 0
 		} else {
@@ -184,9 +142,9 @@ func (m *Model) Complete(ctx context.Context, req *model.Request) (*model.Respon
 		return resp, err
 	}
 	resp.Trace.FirstByteAt = start.Add(resp.Trace.TTFT)
-	resp.Content = content
-	resp.FinishReason = finish
-	resp.Usage = model.Usage{TokensIn: tin, TokensOut: tout, Cost: float64(tin)*cfg.PriceIn + float64(tout)*cfg.PriceOut}
+	resp.Content = p.Content
+	resp.FinishReason = p.FinishReason
+	resp.Usage = p.Usage
 	return resp, nil
 }
 
@@ -214,12 +172,21 @@ func parseMode(s string) (int, bool) {
 }
 
 // wait sleeps d, already scaled by TimeScale; a zero d (time-scale 0)
-// returns at once.
+// and Config.NoSleep return at once.
 func (m *Model) wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
+	if d <= 0 || m.cfg.NoSleep {
 		return nil
 	}
 	return m.sleep(ctx, d)
+}
+
+// scale is the factor between nominal and reported durations: TimeScale,
+// or 1 with NoSleep (nominal durations reported, nothing slept).
+func (m *Model) scale() float64 {
+	if m.cfg.NoSleep {
+		return 1
+	}
+	return m.cfg.TimeScale
 }
 
 func scaleDur(d time.Duration, f float64) time.Duration {

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/model/sim"
+)
+
+// auditOptions are the inputs of `crab audit`.
+type auditOptions struct {
+	Scenarios  string // JSONL file; empty = the embedded scenarios; "-" = stdin
+	Key        string // audited key fields (comma list or preset)
+	CheckOnHit bool   // audit the key together with check on hit
+	Format     string // text or json
+	Store      string // ristretto or redis
+	RedisAddr  string
+	TTL        time.Duration
+	TimeScale  float64 // of the simulated models playing the scenarios
+	// SideChannelTrials is the number of probes per condition of the
+	// timing side-channel measurement (0 skips it); SideChannelScale the
+	// simulated models' time scale there.
+	SideChannelTrials int
+	SideChannelScale  float64
+	Seed              int64
+	Stdin             io.Reader
+	Stdout            io.Writer
+}
+
+// scenariosFixture is the embedded scenario file.
+const scenariosFixture = "scenarios.jsonl"
+
+func auditCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "audit",
+		Usage: "play leak scenarios through several cache keys side by side; exit 1 when the audited key leaks",
+		UsageText: "crab audit [--scenarios FILE] [--key FIELDS] [--check-on-hit] [--format text|json] [--store ristretto|redis] [--redis-addr HOST:PORT]\n\n" +
+			"Without --scenarios the built-in scenarios are played. The audited key is judged on its own (check on hit off) unless --check-on-hit is given.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "scenarios", Usage: "scenario `FILE` (JSONL, one request or action per line; - reads stdin; default: the built-in scenarios)"},
+			&cli.StringFlag{Name: "key", Value: cache.PresetFull, Usage: "audited key `FIELDS`: a comma list of " + strings.Join(cache.AllFields(), ",") + ", or the presets text and full"},
+			&cli.BoolFlag{Name: "check-on-hit", Usage: "audit the key with check on hit (refused hits then replace leaks)"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"},
+			&cli.StringFlag{Name: "store", Value: "ristretto", Usage: "cache store: ristretto (in process) or redis"},
+			&cli.StringFlag{Name: "redis-addr", Value: cache.DefaultRedisAddr, Usage: "Redis `HOST:PORT` for --store redis"},
+			&cli.DurationFlag{Name: "ttl", Value: time.Hour, Usage: "entry time to live (the built-in TTL scenario is written for 1h)"},
+			&cli.Float64Flag{Name: "time-scale", Value: 0.001, Usage: "simulated models' time scale for the scenarios (1 = real model latency)"},
+			&cli.IntFlag{Name: "side-channel-trials", Value: 40, Usage: "probes per condition of the timing side-channel test (0 skips it)"},
+			&cli.Float64Flag{Name: "side-channel-time-scale", Value: 0.01, Usage: "simulated models' time scale for the side-channel probes"},
+			&cli.Int64Flag{Name: "seed", Value: 42, Usage: "seed of the simulated models and of the probe order"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return badUsage("audit takes no arguments, got %q (use --scenarios FILE)", c.Args().First())
+			}
+			return audit(c.Context, auditOptions{
+				Scenarios: c.String("scenarios"), Key: c.String("key"), CheckOnHit: c.Bool("check-on-hit"),
+				Format: c.String("format"), Store: c.String("store"), RedisAddr: c.String("redis-addr"),
+				TTL: c.Duration("ttl"), TimeScale: c.Float64("time-scale"),
+				SideChannelTrials: c.Int("side-channel-trials"), SideChannelScale: c.Float64("side-channel-time-scale"),
+				Seed: c.Int64("seed"), Stdin: c.App.Reader, Stdout: c.App.Writer,
+			})
+		},
+	}
+}
+
+// audit checks every input, plays the scenarios and prints the report; a
+// leaking (or otherwise failing) audited key is exit 1, bad input exit 2.
+func audit(ctx context.Context, o auditOptions) error {
+	if o.Format != "text" && o.Format != "json" {
+		return badUsage("unknown --format %q (want text or json)", o.Format)
+	}
+	fields, err := cache.ParseFields(o.Key)
+	if err != nil {
+		return badUsage("--key: %w", err)
+	}
+	if o.TTL < 0 {
+		return badUsage("--ttl must not be negative, got %v", o.TTL)
+	}
+	if o.TimeScale < 0 || o.SideChannelScale < 0 || o.SideChannelTrials < 0 {
+		return badUsage("--time-scale, --side-channel-time-scale and --side-channel-trials must not be negative")
+	}
+	raw, name, err := readScenarios(o.Scenarios, o.Stdin)
+	if err != nil {
+		return badUsage("%w", err)
+	}
+	lines, err := cache.ReadScenarios(bytes.NewReader(raw), name, cache.ScenarioRules{Models: []string{sim.KindSmall, sim.KindLarge}})
+	if err != nil {
+		return badUsage("%w", err)
+	}
+	newStore, err := storeFactory(ctx, o.Store, o.RedisAddr)
+	if err != nil {
+		return err
+	}
+	backend, err := simBackend(o.TimeScale, o.Seed)
+	if err != nil {
+		return err
+	}
+	opts := cache.AuditOptions{
+		Audited: cache.AuditConfig{Fields: fields, CheckOnHit: o.CheckOnHit},
+		Backend: backend, DefaultModel: sim.KindLarge,
+		NewStore: newStore, StoreName: o.Store, TTL: o.TTL, Source: name, TimeScale: o.TimeScale,
+	}
+	if o.TTL == 0 {
+		opts.TTL = -1 // no expiry
+	}
+	if o.SideChannelTrials > 0 {
+		probe, err := simBackend(o.SideChannelScale, o.Seed)
+		if err != nil {
+			return err
+		}
+		opts.SideChannel = &cache.SideChannelOptions{
+			Backend: probe, Trials: o.SideChannelTrials, Seed: o.Seed, Model: sim.KindSmall, Mode: model.ModeShort,
+			NewStore: newStore, TimeScale: o.SideChannelScale,
+		}
+	}
+	rep, err := cache.Audit(ctx, lines, opts)
+	if err != nil {
+		if errors.Is(err, cache.ErrStoreUnavailable) {
+			return badUsage("%w", err)
+		}
+		return err
+	}
+	if o.Format == "json" {
+		enc := json.NewEncoder(o.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else if err := rep.WriteText(o.Stdout); err != nil {
+		return err
+	}
+	if rep.Failed {
+		a := rep.AuditedConfig()
+		return checkFailed("audited key %s: %s (%d leaks, %d wrong answers)", a.Key, a.Verdict, a.LeakTotal(), a.OtherRequest)
+	}
+	return nil
+}
+
+// readScenarios returns the scenario bytes and the name errors cite.
+func readScenarios(path string, stdin io.Reader) ([]byte, string, error) {
+	switch path {
+	case "":
+		b, err := fs.ReadFile(fixtures.FS, scenariosFixture)
+		return b, "embedded:" + scenariosFixture, err
+	case "-":
+		b, err := io.ReadAll(stdin)
+		return b, "-", err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, path, fmt.Errorf("%s: cannot read: %v", path, pe.Err)
+		}
+		return nil, path, err
+	}
+	return b, path, nil
+}
+
+// storeFactory checks the store choice (and that Redis answers) and
+// returns a function making one private store per audited configuration:
+// a fresh ristretto, or a Redis prefix of its own that is deleted on close.
+func storeFactory(ctx context.Context, kind, addr string) (func(string) (cache.Store, error), error) {
+	switch kind {
+	case "ristretto":
+		// The scenarios hold a few hundred entries: a small counter table.
+		return func(string) (cache.Store, error) {
+			return cache.NewRistretto(cache.RistrettoConfig{NumCounters: 1 << 14})
+		}, nil
+	case "redis":
+		var nonce [6]byte
+		if _, err := rand.Read(nonce[:]); err != nil {
+			return nil, err
+		}
+		run := "crab:audit:" + hex.EncodeToString(nonce[:]) + ":"
+		probe, err := cache.NewRedis(ctx, cache.RedisConfig{Addr: addr, Prefix: run + "probe:"})
+		if err != nil {
+			return nil, badUsage("--store redis: %w", err)
+		}
+		probe.Close()
+		return func(config string) (cache.Store, error) {
+			return cache.NewRedis(ctx, cache.RedisConfig{Addr: addr, Prefix: run + config + ":", DeleteOnClose: true})
+		}, nil
+	}
+	return nil, badUsage("unknown --store %q (want ristretto or redis)", kind)
+}
+
+// simBackend is the simulated small and large models behind one mux, the
+// large one the default, at the given time scale; no faults are injected
+// (the scenarios force their own).
+func simBackend(timeScale float64, seed int64) (model.Model, error) {
+	models := map[string]model.Model{}
+	for _, cfg := range []sim.Config{sim.Small(), sim.Large()} {
+		cfg.TimeScale = timeScale
+		cfg.Seed = seed
+		m, err := sim.New(cfg)
+		if err != nil {
+			return nil, badUsage("%w", err)
+		}
+		models[cfg.Name] = m
+	}
+	return model.NewMux(sim.KindLarge, models)
+}

@@ -1,0 +1,652 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crab-testbed/crab/model"
+)
+
+// AuditConfig is one cache configuration an audit plays the scenarios
+// through: a key and whether hits are checked against the request's scope.
+type AuditConfig struct {
+	// Name labels the row, e.g. "text" or "+tenant".
+	Name string `json:"name"`
+	// Fields are the key fields (names or presets, see ParseFields).
+	Fields []string `json:"-"`
+	// CheckOnHit is Config.CheckOnHit.
+	CheckOnHit bool `json:"check_on_hit"`
+	// Base names the configuration this one adds to (its hit_cost is
+	// measured against it); empty for none.
+	Base string `json:"-"`
+}
+
+// Names of the standard audit configurations.
+const (
+	AuditText        = "text"
+	AuditTenant      = "+tenant"
+	AuditPermission  = "+permission"
+	AuditDocVersion  = "+doc_version"
+	AuditLang        = "+lang"
+	AuditFull        = "full"
+	AuditFullNoCheck = "full-nocheck"
+	AuditTextChecked = "text-checked"
+	AuditAudited     = "audited"
+)
+
+// StandardConfigs are the configurations every audit shows side by side:
+// a ladder from the naive text key adding one scope field at a time
+// (tenant, permission, doc_version, lang) to the full key, each without
+// check on hit so that what the key alone would serve is counted; the full
+// key with and without the check; and the text key with the check, which
+// turns its leaks into refused hits. The hit_cost of each step is the hit
+// rate the added fields cost.
+func StandardConfigs() []AuditConfig {
+	return []AuditConfig{
+		{Name: AuditText, Fields: []string{FieldText}},
+		{Name: AuditTenant, Fields: []string{FieldTenant, FieldText}, Base: AuditText},
+		{Name: AuditPermission, Fields: []string{FieldTenant, FieldPermission, FieldText}, Base: AuditTenant},
+		{Name: AuditDocVersion, Fields: []string{FieldTenant, FieldPermission, FieldDocVersion, FieldText}, Base: AuditPermission},
+		{Name: AuditLang, Fields: []string{FieldTenant, FieldPermission, FieldDocVersion, FieldLang, FieldText}, Base: AuditDocVersion},
+		{Name: AuditFull, Fields: []string{PresetFull}, CheckOnHit: true, Base: AuditLang},
+		{Name: AuditFullNoCheck, Fields: []string{PresetFull}, Base: AuditFull},
+		{Name: AuditTextChecked, Fields: []string{FieldText}, CheckOnHit: true, Base: AuditText},
+	}
+}
+
+// AuditOptions configure Audit.
+type AuditOptions struct {
+	// Configs are played side by side, in order. Default StandardConfigs().
+	Configs []AuditConfig
+	// Audited is the configuration the verdict is about (crab audit
+	// --key); it is played last, named "audited", with hit_cost measured
+	// against the text key. Its Fields are required.
+	Audited AuditConfig
+	// Backend answers every miss: the simulated model. Required. It must
+	// return the request's scope as the answer's provenance.
+	Backend model.Model
+	// DefaultModel is the model of lines that name none. Default "large".
+	DefaultModel string
+	// NewStore makes the store of one configuration (each gets its own, so
+	// configurations never share entries). Default: a fresh Ristretto.
+	NewStore func(config string) (Store, error)
+	// StoreName is printed with the report. Default "ristretto".
+	StoreName string
+	// TTL is every entry's time to live. Default one hour (the built-in
+	// TTL scenario advances the clock past it); negative means no expiry.
+	TTL time.Duration
+	// Source names where the scenarios came from (printed).
+	Source string
+	// TimeScale is the backend's time scale (printed only).
+	TimeScale float64
+	// SideChannel, when set, adds the timing side-channel measurement.
+	SideChannel *SideChannelOptions
+}
+
+// Verdicts of a configuration.
+const (
+	VerdictOK         = "ok"               // nothing served to the wrong scope or request
+	VerdictRefused    = "refused_by_check" // no leak, but only because check-on-hit refused hits the key would have served
+	VerdictLeaks      = "leaks"            // answers served to another scope
+	VerdictWrong      = "wrong_answers"    // answers built for another request served in the same scope
+	VerdictUnexpected = "unexpected"       // the full key did not hit or miss where a line expects it to
+)
+
+// VerdictFails reports whether a verdict fails the audit.
+func VerdictFails(verdict string) bool {
+	return verdict == VerdictLeaks || verdict == VerdictWrong || verdict == VerdictUnexpected
+}
+
+// AuditReport is what Audit measured. JSON:
+// {"configs":[{"name","key","hit_rate","leaks":{...},"verdict",...}], "audited": NAME, ...}.
+type AuditReport struct {
+	Source    string         `json:"source"`
+	Store     string         `json:"store"`
+	TTL       string         `json:"ttl"`
+	TimeScale float64        `json:"time_scale"`
+	Lines     int            `json:"lines"`
+	Requests  int            `json:"requests"`
+	Scenarios []string       `json:"scenarios"`
+	Configs   []ConfigResult `json:"configs"`
+	// Audited is the name of the audited configuration (the last config).
+	Audited string `json:"audited"`
+	// Failed is true when the audited configuration's verdict fails.
+	Failed      bool               `json:"failed"`
+	SideChannel *SideChannelReport `json:"side_channel,omitempty"`
+}
+
+// AuditedConfig returns the audited configuration's result.
+func (r *AuditReport) AuditedConfig() *ConfigResult {
+	for i := range r.Configs {
+		if r.Configs[i].Name == r.Audited {
+			return &r.Configs[i]
+		}
+	}
+	return nil
+}
+
+// ConfigResult is one configuration's row. Latencies are wall-clock
+// milliseconds per request, nearest rank; hit_* over hits, miss_* over
+// misses that succeeded (held requests left out: their wait is the
+// scenario's, not the cache's).
+type ConfigResult struct {
+	Name       string  `json:"name"`
+	Key        string  `json:"key"` // "full" or the comma list of fields
+	CheckOnHit bool    `json:"check_on_hit"`
+	Requests   int     `json:"requests"`
+	Hits       int     `json:"hits"`
+	HitRate    float64 `json:"hit_rate"`
+	// HitCost is the base configuration's hit rate minus this one's: the
+	// hit rate the added key fields (or the check) cost. Nil without a base.
+	HitCost *float64   `json:"hit_cost,omitempty"`
+	Base    string     `json:"base,omitempty"`
+	Leaks   LeakCounts `json:"leaks"` // hits served to another scope, by kind
+	// OtherRequest counts hits served in the right scope but built for
+	// another request: another model, mode, max tokens, sampling, contract,
+	// system prompt or (after a hash collision) text.
+	OtherRequest    int      `json:"other_request"`
+	ScopeMismatches uint64   `json:"scope_mismatches"` // hits refused by check on hit
+	Invalidated     uint64   `json:"invalidated"`      // entries refused because their scope was invalidated
+	DiscardedWrites uint64   `json:"discarded_writes"` // in-flight answers not stored after an invalidation
+	NotCached       uint64   `json:"not_cached"`       // error, truncated or contract-failing answers, never stored
+	Errors          int      `json:"errors"`           // requests that ended in an error
+	HitP50Ms        *float64 `json:"hit_p50_ms"`
+	HitP95Ms        *float64 `json:"hit_p95_ms"`
+	MissP50Ms       *float64 `json:"miss_p50_ms"`
+	MissP95Ms       *float64 `json:"miss_p95_ms"`
+	// Unexpected lists request lines whose expect (hit or miss) the
+	// configuration did not meet; checked for the full key only.
+	Unexpected []string         `json:"unexpected,omitempty"`
+	Verdict    string           `json:"verdict"`
+	Scenarios  []ScenarioResult `json:"scenarios"`
+	Cache      Stats            `json:"cache"`
+	Store      StoreMetrics     `json:"store"`
+	// Lines holds one result per scenario line, in file order (action
+	// lines have an empty Cache).
+	Lines []LineResult `json:"-"`
+}
+
+// LeakTotal is the number of hits served to another scope.
+func (c *ConfigResult) LeakTotal() int { return int(c.Leaks.Total()) }
+
+// ScenarioResult is one scenario's share of a configuration's row.
+type ScenarioResult struct {
+	Name            string     `json:"name"`
+	Requests        int        `json:"requests"`
+	Hits            int        `json:"hits"`
+	Leaks           LeakCounts `json:"leaks"`
+	OtherRequest    int        `json:"other_request"`
+	ScopeMismatches int        `json:"scope_mismatches"`
+}
+
+// LineResult is what one scenario line did under one configuration.
+type LineResult struct {
+	Line         int
+	ID           string
+	Scenario     string
+	Cache        string // hit, miss or bypass; empty for an action line
+	Leak         string // leak kind of a hit served to another scope
+	OtherRequest bool   // a hit built for another request in the same scope
+	Mismatch     bool   // a hit refused by check on hit
+	Err          error
+	Latency      time.Duration
+	Held         bool
+}
+
+// ErrAuditConfig is returned for options Audit cannot run with.
+var ErrAuditConfig = errors.New("cache: bad audit options")
+
+// Audit plays lines through every configuration (one fresh cache and
+// store each, one after the other so that their latencies do not mix) in
+// front of opts.Backend, and reports per configuration the hit rate, the
+// leaks by kind judged from each served answer's provenance, refused
+// mismatches, hit-path and miss-path latency and a verdict. The
+// configurations see the same lines with the same clock jumps; apart from
+// parallel blocks, each plays them identically on every run.
+func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*AuditReport, error) {
+	if opts.Backend == nil {
+		return nil, fmt.Errorf("%w: no backend", ErrAuditConfig)
+	}
+	if len(opts.Audited.Fields) == 0 {
+		return nil, fmt.Errorf("%w: no audited key", ErrAuditConfig)
+	}
+	if opts.DefaultModel == "" {
+		opts.DefaultModel = "large"
+	}
+	if opts.TTL == 0 {
+		opts.TTL = time.Hour
+	} else if opts.TTL < 0 {
+		opts.TTL = 0
+	}
+	if opts.NewStore == nil {
+		opts.NewStore = func(string) (Store, error) { return NewRistretto(RistrettoConfig{NumCounters: 1 << 14}) }
+		opts.StoreName = "ristretto"
+	}
+	if opts.StoreName == "" {
+		opts.StoreName = "ristretto"
+	}
+	configs := opts.Configs
+	if configs == nil {
+		configs = StandardConfigs()
+	}
+	audited := opts.Audited
+	audited.Name = AuditAudited
+	audited.Base = AuditText
+	configs = append(slices.Clone(configs), audited)
+
+	rep := &AuditReport{Source: opts.Source, Store: opts.StoreName, TTL: "none", TimeScale: opts.TimeScale, Lines: len(lines), Audited: AuditAudited}
+	if opts.TTL > 0 {
+		rep.TTL = opts.TTL.String()
+	}
+	seen := map[string]bool{}
+	for i := range lines {
+		if lines[i].IsRequest() {
+			rep.Requests++
+		}
+		if !seen[lines[i].Scenario] {
+			seen[lines[i].Scenario] = true
+			rep.Scenarios = append(rep.Scenarios, lines[i].Scenario)
+		}
+	}
+	byName := map[string]int{}
+	for _, cfg := range configs {
+		res, err := auditConfig(ctx, lines, cfg, &opts)
+		if err != nil {
+			return nil, fmt.Errorf("audit %s: %w", cfg.Name, err)
+		}
+		res.Scenarios = scenarioResults(rep.Scenarios, lines, res.Lines)
+		byName[res.Name] = len(rep.Configs)
+		rep.Configs = append(rep.Configs, res)
+	}
+	for i := range rep.Configs {
+		c := &rep.Configs[i]
+		if j, ok := byName[c.Base]; ok && c.Base != c.Name {
+			d := roundTo(rep.Configs[j].HitRate-c.HitRate, 4)
+			c.HitCost = &d
+		} else {
+			c.Base = ""
+		}
+	}
+	rep.Failed = VerdictFails(rep.AuditedConfig().Verdict)
+	if opts.SideChannel != nil {
+		sc, err := SideChannel(ctx, *opts.SideChannel)
+		if err != nil {
+			return nil, err
+		}
+		rep.SideChannel = sc
+	}
+	return rep, nil
+}
+
+// auditConfig plays every line through one configuration.
+func auditConfig(ctx context.Context, lines []ScenarioLine, cfg AuditConfig, opts *AuditOptions) (ConfigResult, error) {
+	spec, err := NewKeySpec(cfg.Fields)
+	if err != nil {
+		return ConfigResult{}, err
+	}
+	store, err := opts.NewStore(cfg.Name)
+	if err != nil {
+		return ConfigResult{}, err
+	}
+	defer store.Close()
+	clock := &offsetClock{}
+	c, err := New(Config{Fields: cfg.Fields, TTL: opts.TTL, CheckOnHit: cfg.CheckOnHit, Now: clock.Now}, store)
+	if err != nil {
+		return ConfigResult{}, err
+	}
+	be := newAuditBackend(opts.Backend, lines)
+	stack := model.Chain(be, c.Middleware())
+	results := make([]LineResult, len(lines))
+
+	play := func(i int) {
+		l := &lines[i]
+		req := l.Request(opts.DefaultModel)
+		t0 := time.Now()
+		resp, err := stack.Complete(ctx, req)
+		lr := LineResult{Line: l.Line, ID: l.ID, Scenario: l.Scenario, Err: err, Latency: time.Since(t0)}
+		if resp != nil {
+			lr.Cache = resp.Trace.Cache
+			lr.Mismatch = resp.Trace.ScopeMismatch
+			if lr.Cache == model.CacheHit {
+				lr.Leak = LeakKind(resp.Scope, req.Scope)
+				if lr.Leak == "" {
+					origin, ok := be.origin(resp.Model)
+					lr.OtherRequest = !ok || !sameRequest(origin, req)
+				}
+			}
+		}
+		results[i] = lr
+	}
+
+	held := map[string]*heldRequest{}
+	defer func() { // never leave a held request behind, even on an error
+		for _, h := range held {
+			h.releaseOnce()
+			<-h.done
+		}
+	}()
+	for i := 0; i < len(lines); {
+		if err := ctx.Err(); err != nil {
+			return ConfigResult{}, err
+		}
+		l := &lines[i]
+		clock.Advance(l.AdvanceBy)
+		results[i] = LineResult{Line: l.Line, ID: l.ID, Scenario: l.Scenario}
+		switch {
+		case l.Invalidate == InvalidateTenant:
+			if err := c.InvalidateTenant(ctx, l.Tenant); err != nil {
+				return ConfigResult{}, err
+			}
+			i++
+		case l.Invalidate == InvalidatePermission:
+			if err := c.InvalidatePermission(ctx, l.Tenant, l.Permission); err != nil {
+				return ConfigResult{}, err
+			}
+			i++
+		case l.Release != "":
+			h := held[l.Release]
+			delete(held, l.Release)
+			h.releaseOnce()
+			<-h.done
+			i++
+		case l.Hold != "":
+			h := be.hold(l.ID)
+			held[l.Hold] = h
+			go func(i int) {
+				defer close(h.done)
+				play(i)
+				results[i].Held = true
+			}(i)
+			select { // the request is in flight (inside the backend) or already answered from the cache
+			case <-h.entered:
+			case <-h.done:
+			}
+			i++
+		case l.Parallel != "":
+			j := i
+			var wg sync.WaitGroup
+			for j < len(lines) && lines[j].Parallel == l.Parallel {
+				if j > i {
+					clock.Advance(lines[j].AdvanceBy)
+				}
+				wg.Add(1)
+				go func(j int) {
+					defer wg.Done()
+					play(j)
+				}(j)
+				j++
+			}
+			wg.Wait()
+			i = j
+		default:
+			play(i)
+			i++
+		}
+	}
+
+	for label, h := range held { // a hold left open by lines not checked by ReadScenarios
+		delete(held, label)
+		h.releaseOnce()
+		<-h.done
+	}
+
+	res := ConfigResult{Name: cfg.Name, Key: keyLabel(spec), CheckOnHit: cfg.CheckOnHit, Base: cfg.Base, Lines: results}
+	var hitLat, missLat []float64
+	checkExpect := spec.mask == allFieldsMask
+	for i, lr := range results {
+		l := &lines[i]
+		if !l.IsRequest() {
+			continue
+		}
+		res.Requests++
+		if lr.Err != nil {
+			res.Errors++
+		}
+		ms := float64(lr.Latency) / float64(time.Millisecond)
+		switch lr.Cache {
+		case model.CacheHit:
+			res.Hits++
+			if !lr.Held {
+				hitLat = append(hitLat, ms)
+			}
+		case model.CacheMiss:
+			if lr.Err == nil && !lr.Held {
+				missLat = append(missLat, ms)
+			}
+		}
+		if lr.OtherRequest {
+			res.OtherRequest++
+		}
+		res.Leaks.addKind(lr.Leak)
+		if checkExpect && l.Expect != "" && l.Expect != lr.Cache {
+			res.Unexpected = append(res.Unexpected, fmt.Sprintf("line %d (%s, %s): got %s, want %s", l.Line, l.Scenario, l.ID, orDash(lr.Cache), l.Expect))
+		}
+	}
+	if res.Requests > 0 {
+		res.HitRate = roundTo(float64(res.Hits)/float64(res.Requests), 4)
+	}
+	res.HitP50Ms, res.HitP95Ms = percentiles(hitLat)
+	res.MissP50Ms, res.MissP95Ms = percentiles(missLat)
+	st := c.Stats()
+	res.Cache = st
+	res.Store = store.Metrics()
+	res.ScopeMismatches = st.ScopeMismatches
+	res.Invalidated = st.Invalidated
+	res.DiscardedWrites = st.DiscardedWrites
+	res.NotCached = st.NotCached
+	switch {
+	case res.Leaks.Total() > 0:
+		res.Verdict = VerdictLeaks
+	case res.OtherRequest > 0:
+		res.Verdict = VerdictWrong
+	case len(res.Unexpected) > 0:
+		res.Verdict = VerdictUnexpected
+	case res.ScopeMismatches > 0:
+		res.Verdict = VerdictRefused
+	default:
+		res.Verdict = VerdictOK
+	}
+	return res, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// scenarioResults splits a configuration's line results by scenario.
+func scenarioResults(names []string, lines []ScenarioLine, results []LineResult) []ScenarioResult {
+	idx := map[string]int{}
+	out := make([]ScenarioResult, len(names))
+	for i, n := range names {
+		idx[n] = i
+		out[i].Name = n
+	}
+	for i, lr := range results {
+		if !lines[i].IsRequest() {
+			continue
+		}
+		s := &out[idx[lines[i].Scenario]]
+		s.Requests++
+		if lr.Cache == model.CacheHit {
+			s.Hits++
+		}
+		s.Leaks.addKind(lr.Leak)
+		if lr.OtherRequest {
+			s.OtherRequest++
+		}
+		if lr.Mismatch {
+			s.ScopeMismatches++
+		}
+	}
+	return out
+}
+
+func (l *LeakCounts) addKind(kind string) {
+	switch kind {
+	case LeakCrossTenant:
+		l.CrossTenant++
+	case LeakPermission:
+		l.Permission++
+	case LeakStale:
+		l.Stale++
+	case LeakLanguage:
+		l.Language++
+	}
+}
+
+// sameRequest reports whether a hit built for origin answers req: the
+// same request apart from its scope (judged separately) and its id.
+func sameRequest(origin, req *model.Request) bool {
+	return origin.Model == req.Model && origin.Mode == req.Mode && origin.MaxTokens == req.MaxTokens &&
+		origin.Temperature == req.Temperature && origin.ContractHash == req.ContractHash &&
+		NormalizeText(origin.System) == NormalizeText(req.System) && NormalizeText(origin.Text) == NormalizeText(req.Text)
+}
+
+// keyLabel is "full" for every field, else the canonical list.
+func keyLabel(k KeySpec) string {
+	if k.mask == allFieldsMask {
+		return PresetFull
+	}
+	return k.String()
+}
+
+// percentiles returns the nearest-rank p50 and p95 (nil for no values).
+func percentiles(v []float64) (p50, p95 *float64) {
+	if len(v) == 0 {
+		return nil, nil
+	}
+	slices.Sort(v)
+	a, b := nearestRank(v, 50), nearestRank(v, 95)
+	return &a, &b
+}
+
+// nearestRank is x[ceil(q·n/100)] of sorted x (1-based), as DESIGN §1.6
+// states, with q a whole percent.
+func nearestRank(sorted []float64, q int) float64 {
+	r := (q*len(sorted) + 99) / 100
+	if r < 1 {
+		r = 1
+	}
+	return roundTo(sorted[r-1], 4)
+}
+
+func roundTo(v float64, dec int) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', dec, 64), 64)
+	return r
+}
+
+// offsetClock is wall-clock time plus a jump the scenario lines control.
+type offsetClock struct{ off atomic.Int64 }
+
+func (c *offsetClock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *offsetClock) Advance(d time.Duration) { c.off.Add(int64(d)) }
+
+// auditBackend wraps the audited backend: it forces each line's fault,
+// holds requests until their release, and stamps every answer's Model with
+// a provenance number ("large#17") so that a hit, through any store, can be
+// traced to the request that built it.
+type auditBackend struct {
+	next  model.Model
+	lines map[string]*ScenarioLine
+
+	mu    sync.Mutex
+	holds map[string]*heldRequest
+	built []*model.Request // provenance number → request
+}
+
+type heldRequest struct {
+	entered, release, done chan struct{}
+	enterOnce, relOnce     sync.Once
+}
+
+func (h *heldRequest) releaseOnce() { h.relOnce.Do(func() { close(h.release) }) }
+
+func newAuditBackend(next model.Model, lines []ScenarioLine) *auditBackend {
+	b := &auditBackend{next: next, lines: map[string]*ScenarioLine{}, holds: map[string]*heldRequest{}}
+	for i := range lines {
+		b.lines[lines[i].ID] = &lines[i]
+	}
+	return b
+}
+
+// hold makes the backend call of request id wait for the returned release.
+func (b *auditBackend) hold(id string) *heldRequest {
+	h := &heldRequest{entered: make(chan struct{}), release: make(chan struct{}), done: make(chan struct{})}
+	b.mu.Lock()
+	b.holds[id] = h
+	b.mu.Unlock()
+	return h
+}
+
+// Complete implements model.Model.
+func (b *auditBackend) Complete(ctx context.Context, req *model.Request) (*model.Response, error) {
+	b.mu.Lock()
+	h := b.holds[req.TaskID]
+	b.mu.Unlock()
+	if h != nil {
+		h.enterOnce.Do(func() { close(h.entered) })
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	fault := ""
+	if l := b.lines[req.TaskID]; l != nil {
+		fault = l.Fault
+	}
+	if fault == FaultError {
+		return &model.Response{Trace: model.Trace{Attempts: 1}}, fmt.Errorf("%w: fault forced by the scenario", model.ErrBackend)
+	}
+	resp, err := b.next.Complete(ctx, req)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	switch fault {
+	case FaultTruncate:
+		resp.Content = resp.Content[:len(resp.Content)/2]
+		resp.FinishReason = model.FinishLength
+	case FaultContract:
+		// What the contract layer reports for an answer that breaks it.
+		resp.Trace.Validated, resp.Trace.ContractOK = true, false
+		resp.Trace.Violations = []string{"/evidence: minItems: want at least 1 item (forced by the scenario)"}
+	}
+	b.mu.Lock()
+	n := len(b.built)
+	b.built = append(b.built, req.Clone())
+	b.mu.Unlock()
+	resp.Model = resp.Model + "#" + strconv.Itoa(n)
+	return resp, nil
+}
+
+// origin returns the request an answer with this Model stamp was built for.
+func (b *auditBackend) origin(stamp string) (*model.Request, bool) {
+	i := strings.LastIndexByte(stamp, '#')
+	if i < 0 {
+		return nil, false
+	}
+	n, err := strconv.Atoi(stamp[i+1:])
+	if err != nil {
+		return nil, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n < 0 || n >= len(b.built) {
+		return nil, false
+	}
+	return b.built[n], true
+}

@@ -1,0 +1,198 @@
+package cache
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// WriteText prints the report as aligned tables: the configurations side
+// by side, hits and leaks per scenario, the timing side channel, and the
+// verdict on the audited configuration.
+func (r *AuditReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "crab audit: %d scenarios, %d lines (%d requests) from %s\n", len(r.Scenarios), r.Lines, r.Requests, r.Source)
+	fmt.Fprintf(&b, "store %s, ttl %s, simulated models at time-scale %g; latency is wall-clock ms per request, nearest rank\n\n", r.Store, r.TTL, r.TimeScale)
+
+	t := textTable{header: []string{"config", "key", "check", "requests", "hits", "hit_rate", "hit_cost",
+		"cross_tenant", "permission", "stale", "language", "other_req", "refused", "invalidated",
+		"hit_p50", "hit_p95", "miss_p50", "miss_p95", "verdict"}}
+	for i := range r.Configs {
+		c := &r.Configs[i]
+		cost := "-"
+		if c.HitCost != nil {
+			cost = strings.Replace(fmt.Sprintf("%.1fpp", 100**c.HitCost), "-0.0pp", "0.0pp", 1)
+		}
+		t.add(c.Name, c.Key, yesNo(c.CheckOnHit), strconv.Itoa(c.Requests), strconv.Itoa(c.Hits), pct(c.HitRate), cost,
+			u(c.Leaks.CrossTenant), u(c.Leaks.Permission), u(c.Leaks.Stale), u(c.Leaks.Language), strconv.Itoa(c.OtherRequest),
+			u(c.ScopeMismatches), u(c.Invalidated),
+			msp(c.HitP50Ms), msp(c.HitP95Ms), msp(c.MissP50Ms), msp(c.MissP95Ms), c.Verdict)
+	}
+	t.write(&b)
+	b.WriteString("hit_cost: hit rate lost against the row it adds to (text → +tenant → +permission → +doc_version → +lang → full; full-nocheck and text-checked against full and text; audited against text)\n")
+	b.WriteString("cross_tenant … language: hits served an answer built for another scope; other_req: hits built for another model, mode, max tokens, sampling, contract or system prompt; refused: hits check-on-hit turned into misses\n")
+
+	b.WriteString("\nhits/wrong (leaks + other_req) per scenario:\n")
+	st := textTable{header: append([]string{"scenario", "requests"}, configNames(r)...)}
+	for si, name := range r.Scenarios {
+		row := []string{name, ""}
+		for ci := range r.Configs {
+			s := r.Configs[ci].Scenarios[si]
+			row[1] = strconv.Itoa(s.Requests)
+			row = append(row, fmt.Sprintf("%d/%d", s.Hits, int(s.Leaks.Total())+s.OtherRequest))
+		}
+		st.add(row...)
+	}
+	st.write(&b)
+
+	for i := range r.Configs {
+		c := &r.Configs[i]
+		for _, u := range c.Unexpected {
+			fmt.Fprintf(&b, "%s: unexpected: %s\n", c.Name, u)
+		}
+	}
+
+	if sc := r.SideChannel; sc != nil {
+		fmt.Fprintf(&b, "\ntiming side channel: can a tenant tell from its latency that another tenant asked the same question first?\n")
+		fmt.Fprintf(&b, "%d probes per condition (%s model, %s mode, time-scale %g); two-sample Kolmogorov–Smirnov, distinguishable when p < %g\n",
+			sc.Trials, sc.Model, sc.Mode, sc.TimeScale, sc.Alpha)
+		t := textTable{header: []string{"config", "key", "check", "asked_first_hits", "asked_first_p50", "asked_first_p95", "nobody_first_p50", "nobody_first_p95", "ks_d", "ks_p", "p_method", "distinguishable"}}
+		for _, x := range sc.Results {
+			method := "exact"
+			if !x.KS.Exact {
+				method = "asymptotic"
+			}
+			t.add(x.Name, x.Key, yesNo(x.CheckOnHit), fmt.Sprintf("%d/%d", x.AskedFirstHits, sc.Trials),
+				ms3(x.AskedFirstP50Ms), ms3(x.AskedFirstP95Ms), ms3(x.NobodyP50Ms), ms3(x.NobodyP95Ms),
+				strconv.FormatFloat(x.KS.D, 'f', 3, 64), fmtP(x.KS.P), method, yesNo(x.Distinguishable))
+		}
+		t.write(&b)
+	}
+
+	if a := r.AuditedConfig(); a != nil {
+		fmt.Fprintf(&b, "\naudited: key %s, check on hit %s: %s", a.Key, onOff(a.CheckOnHit), verdictText(a))
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func configNames(r *AuditReport) []string {
+	out := make([]string, len(r.Configs))
+	for i := range r.Configs {
+		out[i] = r.Configs[i].Name
+	}
+	return out
+}
+
+// verdictText explains a configuration's verdict in one sentence.
+func verdictText(c *ConfigResult) string {
+	switch c.Verdict {
+	case VerdictLeaks:
+		var kinds []string
+		for _, k := range []struct {
+			name string
+			n    uint64
+		}{{LeakCrossTenant, c.Leaks.CrossTenant}, {LeakPermission, c.Leaks.Permission}, {LeakStale, c.Leaks.Stale}, {LeakLanguage, c.Leaks.Language}} {
+			if k.n > 0 {
+				kinds = append(kinds, fmt.Sprintf("%s %d", k.name, k.n))
+			}
+		}
+		s := fmt.Sprintf("LEAKS: %d answers served to another scope (%s)", c.LeakTotal(), strings.Join(kinds, ", "))
+		if c.OtherRequest > 0 {
+			s += fmt.Sprintf(", and %d built for another request", c.OtherRequest)
+		}
+		return s
+	case VerdictWrong:
+		return fmt.Sprintf("WRONG ANSWERS: %d hits built for another request (model, mode, max tokens, sampling, contract or system prompt)", c.OtherRequest)
+	case VerdictUnexpected:
+		return fmt.Sprintf("UNEXPECTED: %d lines did not hit or miss as expected", len(c.Unexpected))
+	case VerdictRefused:
+		return fmt.Sprintf("no leaks, but only because check on hit refused %d hits the key alone would have served", c.ScopeMismatches)
+	}
+	return fmt.Sprintf("no leaks, no wrong answers (hit rate %s)", pct(c.HitRate))
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func u(v uint64) string { return strconv.FormatUint(v, 10) }
+
+func pct(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" }
+
+func msp(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return ms3(*v)
+}
+
+// ms3 prints milliseconds with three significant digits at least to the
+// microsecond: 0.012, 2.41, 24.1.
+func ms3(v float64) string {
+	switch {
+	case v < 1:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	case v < 10:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64)
+}
+
+func fmtP(p float64) string {
+	if p >= 0.001 {
+		return strconv.FormatFloat(p, 'f', 3, 64)
+	}
+	return strconv.FormatFloat(p, 'e', 1, 64)
+}
+
+// textTable is a left-aligned plain-text table.
+type textTable struct {
+	header []string
+	rows   [][]string
+}
+
+func (t *textTable) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *textTable) write(b *strings.Builder) {
+	widths := make([]int, len(t.header))
+	for i, h := range t.header {
+		widths[i] = len([]rune(h))
+	}
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i < len(widths) {
+				widths[i] = max(widths[i], len([]rune(c)))
+			}
+		}
+	}
+	line := func(cells []string) {
+		for i, c := range cells {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if i == len(cells)-1 {
+				b.WriteString(c)
+				continue
+			}
+			b.WriteString(c + strings.Repeat(" ", widths[i]-len([]rune(c))))
+		}
+		b.WriteString("\n")
+	}
+	line(t.header)
+	for _, r := range t.rows {
+		line(r)
+	}
+}

@@ -1,0 +1,799 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/fixtures"
+)
+
+// checkOptions are the inputs of `crab check`.
+type checkOptions struct {
+	Lint      string   // contract file to lint; excludes every other option
+	Contract  string   // contract file answers are checked against
+	Outputs   []string // answer files (JSONL) or run directories; "-" = stdin
+	Run       string   // run directory holding both arms of a shortening proof
+	Full      string   // proof: full answers (a JSONL file, or an arm of Run)
+	Short     string   // proof: shortened answers (a JSONL file, or an arm of Run)
+	Tasks     string   // task file giving the ticket text for evidence spans; "" = from the run's manifest
+	MaxListed int      // tasks listed per kind of finding; 0 = all
+	Stdin     io.Reader
+	Stdout    io.Writer
+}
+
+func checkCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "check",
+		Usage: "lint a contract, validate answers against it, or prove a shortened output still meets it",
+		UsageText: `crab check --lint FILE
+crab check --contract FILE OUTPUTS...
+crab check --contract FILE [--tasks TASKS] --full A.jsonl --short B.jsonl
+crab check --contract FILE --run DIR --full ARM --short ARM
+
+--lint checks that a contract stays inside the JSON Schema subset strict structured-output APIs accept.
+OUTPUTS are JSONL files with task_id and output (a JSON object, or a string holding one) per line,
+or run directories (their records.jsonl: every ok record's output is checked); - reads stdin.
+--full/--short is the shortening proof, task by task. Exit 1 on a lint problem, a violation or a failed proof.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "lint", Usage: "contract `FILE` to check against the strict structured-output subset"},
+			&cli.StringFlag{Name: "contract", Usage: "contract `FILE` (JSON Schema) answers are checked against"},
+			&cli.StringFlag{Name: "run", Usage: "run `DIR` whose arms --full and --short name"},
+			&cli.StringFlag{Name: "full", Usage: "full answers: a JSONL `FILE`, or an ARM of --run"},
+			&cli.StringFlag{Name: "short", Usage: "shortened answers: a JSONL `FILE`, or an ARM of --run"},
+			&cli.StringFlag{Name: "tasks", Usage: "task `FILE` with each ticket's text, for matching evidence to ticket spans (default: the run's task file; embedded:NAME reads a built-in fixture)"},
+			&cli.IntFlag{Name: "max-listed", Value: 20, Usage: "list at most `N` tasks or answers per kind of finding (0: all)"},
+		},
+		Action: func(c *cli.Context) error {
+			return check(c.Context, checkOptions{
+				Lint: c.String("lint"), Contract: c.String("contract"), Outputs: c.Args().Slice(),
+				Run: c.String("run"), Full: c.String("full"), Short: c.String("short"), Tasks: c.String("tasks"),
+				MaxListed: c.Int("max-listed"), Stdin: c.App.Reader, Stdout: c.App.Writer,
+			})
+		},
+	}
+}
+
+// check dispatches to lint, validation or the shortening proof.
+func check(_ context.Context, o checkOptions) error {
+	if o.MaxListed < 0 {
+		return badUsage("--max-listed must be 0 or more, got %d", o.MaxListed)
+	}
+	if o.Lint != "" {
+		if o.Contract != "" || o.Run != "" || o.Full != "" || o.Short != "" || o.Tasks != "" || len(o.Outputs) > 0 {
+			return badUsage("--lint FILE takes no other option or argument")
+		}
+		return checkLint(o)
+	}
+	if o.Contract == "" {
+		return badUsage("check needs --lint FILE or --contract FILE (see crab check --help)")
+	}
+	c, err := loadCheckContract(o.Contract)
+	if err != nil {
+		return err
+	}
+	proof := o.Full != "" || o.Short != "" || o.Run != ""
+	switch {
+	case proof && (o.Full == "" || o.Short == ""):
+		return badUsage("the shortening proof needs both --full and --short")
+	case proof && len(o.Outputs) > 0:
+		return badUsage("--full/--short take no OUTPUTS arguments, got %q", o.Outputs[0])
+	case proof:
+		return checkProof(c, o)
+	case o.Tasks != "":
+		return badUsage("--tasks is for the shortening proof (--full and --short)")
+	case len(o.Outputs) == 0:
+		return badUsage("check --contract needs OUTPUTS (JSONL answer files or run directories), or --full and --short")
+	}
+	return checkOutputs(c, o)
+}
+
+// loadCheckContract reads and compiles a contract; a bad one is bad input.
+func loadCheckContract(path string) (*contract.Contract, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &eval.InputError{File: path, Msg: "cannot read: " + checkPathErr(err)}
+	}
+	c, err := contract.Load(path, raw)
+	if err != nil {
+		var le *contract.LoadError
+		if errors.As(err, &le) {
+			return nil, &eval.InputError{File: le.File, Line: le.Line, Field: le.Pointer, Msg: le.Msg}
+		}
+		return nil, &eval.InputError{File: path, Msg: err.Error()}
+	}
+	return c, nil
+}
+
+func checkPathErr(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// hash12 is the first 12 hex digits of a contract hash.
+func hash12(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// checkLint prints every problem of a contract file; exit 1 when there is one.
+func checkLint(o checkOptions) error {
+	raw, err := os.ReadFile(o.Lint)
+	if err != nil {
+		return &eval.InputError{File: o.Lint, Msg: "cannot read: " + checkPathErr(err)}
+	}
+	problems := contract.Lint(raw)
+	var b strings.Builder
+	for _, p := range problems {
+		b.WriteString(o.Lint)
+		if p.Line > 0 {
+			b.WriteString(":" + strconv.Itoa(p.Line))
+		}
+		b.WriteString(": " + p.String() + "\n")
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(&b, "%s: %s: outside the subset strict structured-output APIs accept\n", o.Lint, checkCount(len(problems), "problem"))
+		if _, err := io.WriteString(o.Stdout, b.String()); err != nil {
+			return err
+		}
+		return checkFailed("lint: %s has %s", o.Lint, checkCount(len(problems), "problem"))
+	}
+	c, err := contract.Load(o.Lint, raw)
+	if err != nil { // Lint reports every load failure; this is a guard
+		return checkFailed("lint: %v", err)
+	}
+	fmt.Fprintf(&b, "%s: ok: inside the strict structured-output subset; %d required fields (%s); sha256 %s\n",
+		o.Lint, len(c.Required()), strings.Join(c.Required(), ", "), hash12(c.Hash()))
+	_, err = io.WriteString(o.Stdout, b.String())
+	return err
+}
+
+// answerLine is one line of an answers JSONL file or of records.jsonl; the
+// fields crab check does not need are ignored.
+type answerLine struct {
+	Arm          string          `json:"arm"`
+	Repeat       int             `json:"repeat"`
+	TaskID       string          `json:"task_id"`
+	Output       json.RawMessage `json:"output"`
+	FinishReason string          `json:"finish_reason"`
+	Outcome      string          `json:"outcome"`
+	Violations   []string        `json:"violations"`
+	TokensOut    *int            `json:"tokens_out"`
+	LatencyMs    *float64        `json:"latency_ms"`
+	E2EMs        *float64        `json:"e2e_ms"`
+	Cost         *float64        `json:"cost"`
+	Contract     string          `json:"contract"`
+
+	file string
+	line int
+	text string // the answer text Output holds
+}
+
+// label names an answer in messages: file:line and task (arm, repeat).
+func (a *answerLine) label() string {
+	s := a.file + ":" + strconv.Itoa(a.line) + ": " + a.TaskID
+	if a.Arm != "" {
+		s += " (" + a.Arm
+		if a.Repeat > 0 {
+			s += ", repeat " + strconv.Itoa(a.Repeat)
+		}
+		s += ")"
+	} else if a.Repeat > 0 {
+		s += " (repeat " + strconv.Itoa(a.Repeat) + ")"
+	}
+	return s
+}
+
+// key pairs answers across files: task id and repeat.
+func (a *answerLine) key() string {
+	if a.Repeat > 0 {
+		return a.TaskID + " repeat " + strconv.Itoa(a.Repeat)
+	}
+	return a.TaskID
+}
+
+// delivered reports whether the line stands for a delivered answer.
+func (a *answerLine) delivered() bool { return a.Outcome == "" || a.Outcome == eval.OutcomeOK }
+
+// answer converts the line for the proof.
+func (a *answerLine) answer() *contract.Answer {
+	lat := a.LatencyMs
+	if lat == nil {
+		lat = a.E2EMs
+	}
+	return &contract.Answer{Output: a.text, FinishReason: a.FinishReason, Status: a.Outcome, Violations: a.Violations,
+		TokensOut: a.TokensOut, LatencyMs: lat, Cost: a.Cost}
+}
+
+var knownOutcomes = []string{eval.OutcomeOK, eval.OutcomeError, eval.OutcomeTimeout, eval.OutcomeContractFail, eval.OutcomeCancelled}
+
+// readAnswers reads answers from a JSONL file, a run directory (its
+// records.jsonl) or, for "-", stdin. It returns the name it read from.
+func readAnswers(path string, stdin io.Reader) ([]*answerLine, string, error) {
+	name := path
+	var r io.Reader
+	switch {
+	case path == "-":
+		name = "<stdin>"
+		if stdin == nil {
+			return nil, name, &eval.InputError{File: name, Msg: "no standard input to read"}
+		}
+		r = stdin
+	default:
+		st, err := os.Stat(path)
+		if err != nil {
+			return nil, name, &eval.InputError{File: name, Msg: "cannot read: " + checkPathErr(err)}
+		}
+		if st.IsDir() {
+			name = filepath.Join(path, eval.RecordsFile)
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, name, &eval.InputError{File: name, Msg: "cannot read: " + checkPathErr(err)}
+		}
+		defer f.Close()
+		r = f
+	}
+	var out []*answerLine
+	seen := map[string]int{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		raw := bytes.TrimSpace(sc.Bytes())
+		if len(raw) == 0 {
+			continue
+		}
+		bad := func(field, format string, args ...any) error {
+			return &eval.InputError{File: name, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+		}
+		a := &answerLine{file: name, line: line}
+		if err := json.Unmarshal(raw, a); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return nil, name, bad(te.Field, "want a %s, got a JSON %s", te.Type, te.Value)
+			}
+			return nil, name, bad("", "not a JSON object: %v", err)
+		}
+		switch {
+		case strings.TrimSpace(a.TaskID) == "":
+			return nil, name, bad("task_id", "required and empty")
+		case a.Outcome != "" && !slices.Contains(knownOutcomes, a.Outcome):
+			return nil, name, bad("outcome", "unknown outcome %q (want %s)", a.Outcome, strings.Join(knownOutcomes, ", "))
+		case a.Repeat < 0:
+			return nil, name, bad("repeat", "must not be negative, got %d", a.Repeat)
+		}
+		text, err := outputText(a.Output)
+		if err != nil {
+			return nil, name, bad("output", "%v", err)
+		}
+		a.text = text
+		k := a.Arm + "\x00" + a.key()
+		if prev, dup := seen[k]; dup {
+			return nil, name, bad("task_id", "a second answer for task %q (arm %q, repeat %d), first on line %d", a.TaskID, a.Arm, a.Repeat, prev)
+		}
+		seen[k] = line
+		out = append(out, a)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, name, &eval.InputError{File: name, Line: line + 1, Msg: err.Error()}
+	}
+	if len(out) == 0 {
+		return nil, name, &eval.InputError{File: name, Msg: "no answers"}
+	}
+	return out, name, nil
+}
+
+// outputText is the answer text an output field holds: a JSON string is
+// the text itself (a model's raw content); any other value (normally an
+// object) is the answer, written as it stands; an absent or null output is
+// no answer at all.
+func outputText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return "", nil
+	case raw[0] == '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", err
+		}
+		return s, nil
+	}
+	return string(raw), nil
+}
+
+// checkOutputs validates every delivered answer and prints the violations
+// of each invalid one and a summary; exit 1 on any violation.
+func checkOutputs(c *contract.Contract, o checkOptions) error {
+	var b strings.Builder
+	var checked, invalid, listed int
+	byRule := map[string]int{}
+	notDelivered := map[string]int{}
+	otherContract := map[string]int{}
+	for _, path := range o.Outputs {
+		answers, _, err := readAnswers(path, o.Stdin)
+		if err != nil {
+			return err
+		}
+		for _, a := range answers {
+			if a.Contract != "" && a.Contract != c.Hash() {
+				otherContract[a.Contract]++
+			}
+			if !a.delivered() {
+				notDelivered[a.Outcome]++
+				continue
+			}
+			checked++
+			vs := c.Validate(a.text, a.FinishReason)
+			if len(vs) == 0 {
+				continue
+			}
+			invalid++
+			rules := map[string]bool{}
+			for _, v := range vs {
+				if !rules[v.Rule] {
+					rules[v.Rule] = true
+					byRule[v.Rule]++
+				}
+			}
+			if o.MaxListed > 0 && listed >= o.MaxListed {
+				continue
+			}
+			listed++
+			fmt.Fprintf(&b, "%s: %s\n", a.label(), checkCount(len(vs), "violation"))
+			for _, v := range vs {
+				b.WriteString("  " + v.String() + "\n")
+			}
+		}
+	}
+	if invalid > listed {
+		fmt.Fprintf(&b, "... and %d more invalid answers (--max-listed 0 lists all)\n", invalid-listed)
+	}
+	if invalid > 0 {
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "checked %s against %s (sha256 %s): %d valid, %d invalid\n",
+		checkCount(checked, "answer"), o.Contract, hash12(c.Hash()), checked-invalid, invalid)
+	if len(byRule) > 0 {
+		b.WriteString("answers breaking each rule: " + checkTally(byRule) + "\n")
+	}
+	if len(notDelivered) > 0 {
+		n := 0
+		for _, v := range notDelivered {
+			n += v
+		}
+		fmt.Fprintf(&b, "not checked: %s ended without a delivered answer (%s)", checkCount(n, "request"), checkTally(notDelivered))
+		if notDelivered[eval.OutcomeContractFail] > 0 {
+			b.WriteString("; contract_fail ones were refused by the contract during the run")
+		}
+		b.WriteString("\n")
+	}
+	if len(otherContract) > 0 {
+		n := 0
+		var hs []string
+		for h, v := range otherContract {
+			n += v
+			hs = append(hs, hash12(h))
+		}
+		slices.Sort(hs)
+		fmt.Fprintf(&b, "note: %s carry another contract hash (%s) than %s: the run validated them against another contract\n",
+			checkCount(n, "answer"), strings.Join(hs, ", "), o.Contract)
+	}
+	if _, err := io.WriteString(o.Stdout, b.String()); err != nil {
+		return err
+	}
+	if invalid > 0 {
+		return checkFailed("check: %d of %d checked answers break the contract", invalid, checked)
+	}
+	if checked == 0 {
+		return checkFailed("check: no delivered answer to check")
+	}
+	return nil
+}
+
+// proofSide is one side of the proof as read: answers by key, in order.
+type proofSide struct {
+	label   string // what the side is called in the output
+	source  string // where it was read from
+	order   []string
+	answers map[string]*answerLine
+}
+
+func newSide(label, source string, lines []*answerLine) (*proofSide, error) {
+	s := &proofSide{label: label, source: source, answers: map[string]*answerLine{}}
+	for _, a := range lines {
+		k := a.key()
+		if prev, dup := s.answers[k]; dup {
+			return nil, &eval.InputError{File: a.file, Line: a.line, Field: "task_id",
+				Msg: fmt.Sprintf("a second answer for %s (line %d has one, arm %q): give one arm per file, or use --run DIR --full ARM --short ARM", k, prev.line, prev.Arm)}
+		}
+		s.answers[k] = a
+		s.order = append(s.order, k)
+	}
+	return s, nil
+}
+
+// checkProof runs the shortening proof and prints it; exit 1 if it fails.
+func checkProof(c *contract.Contract, o checkOptions) error {
+	var full, short *proofSide
+	if o.Run != "" {
+		lines, name, err := readAnswers(o.Run, nil)
+		if err != nil {
+			return err
+		}
+		var arms []string
+		byArm := map[string][]*answerLine{}
+		for _, a := range lines {
+			if _, ok := byArm[a.Arm]; !ok {
+				arms = append(arms, a.Arm)
+			}
+			byArm[a.Arm] = append(byArm[a.Arm], a)
+		}
+		for _, arm := range []string{o.Full, o.Short} {
+			if _, ok := byArm[arm]; !ok {
+				return badUsage("no arm %q in %s (arms: %s)", arm, name, strings.Join(arms, ", "))
+			}
+		}
+		if full, err = newSide(o.Full, name, byArm[o.Full]); err != nil {
+			return err
+		}
+		if short, err = newSide(o.Short, name, byArm[o.Short]); err != nil {
+			return err
+		}
+	} else {
+		fl, fname, err := readAnswers(o.Full, o.Stdin)
+		if err != nil {
+			return err
+		}
+		sl, sname, err := readAnswers(o.Short, o.Stdin)
+		if err != nil {
+			return err
+		}
+		if full, err = newSide(filepath.Base(fname), fname, fl); err != nil {
+			return err
+		}
+		if short, err = newSide(filepath.Base(sname), sname, sl); err != nil {
+			return err
+		}
+	}
+	tickets, ticketNote, err := proofTickets(o)
+	if err != nil {
+		return err
+	}
+
+	keys := slices.Clone(full.order)
+	for _, k := range short.order {
+		if _, ok := full.answers[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	// Task order: by task id, then repeat, whatever order the answers came in.
+	slices.SortStableFunc(keys, func(x, y string) int {
+		ax, ay := full.answers[x], full.answers[y]
+		if ax == nil {
+			ax = short.answers[x]
+		}
+		if ay == nil {
+			ay = short.answers[y]
+		}
+		if c := strings.Compare(ax.TaskID, ay.TaskID); c != 0 {
+			return c
+		}
+		return ax.Repeat - ay.Repeat
+	})
+	pairs := make([]contract.Pair, len(keys))
+	for i, k := range keys {
+		p := contract.Pair{Task: k}
+		if a := full.answers[k]; a != nil {
+			p.Full = a.answer()
+			p.Ticket = tickets[a.TaskID]
+		}
+		if a := short.answers[k]; a != nil {
+			p.Short = a.answer()
+			p.Ticket = tickets[a.TaskID]
+		}
+		pairs[i] = p
+	}
+	cfg := contract.DefaultProofConfig()
+	proof := c.Prove(pairs, cfg)
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "shortening proof: %s (short) against %s (full), contract %s (sha256 %s)\n",
+		short.label, full.label, o.Contract, hash12(c.Hash()))
+	if full.source == short.source {
+		fmt.Fprintf(&b, "answers: %s\n", full.source)
+	} else {
+		fmt.Fprintf(&b, "answers: %s (full), %s (short)\n", full.source, short.source)
+	}
+	fmt.Fprintf(&b, "rules: every required field present and non-empty (null only where the contract admits it); %s unchanged; %s kept; %s still supporting the category (an item shared, or quoting the same ticket span)\n",
+		strings.Join(cfg.Same, " and "), strings.Join(cfg.Superset, ", "), cfg.Evidence)
+	b.WriteString("ticket text: " + ticketNote + "\n")
+	for _, h := range otherContracts(c, full, short) {
+		b.WriteString("note: " + h + "\n")
+	}
+
+	listTasks(&b, proof, contract.ProofFail, "FAIL", o.MaxListed)
+	listTasks(&b, proof, contract.ProofNotCompared, "NOT COMPARED", o.MaxListed)
+
+	b.WriteString("\n")
+	writeSavings(&b, proof, full.label, short.label)
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "tasks: %d proven, %d failed, %d not compared (of %d)\n", proof.Pass, proof.Fail, proof.NotCompared, len(proof.Tasks))
+	if len(proof.Dropped) > 0 {
+		b.WriteString("dropped fields: " + fieldCounts(c, proof.Dropped) + "\n")
+	}
+	if len(proof.Changed) > 0 {
+		b.WriteString("changed fields: " + fieldCounts(c, proof.Changed) + "\n")
+	}
+	switch {
+	case proof.OK:
+		fmt.Fprintf(&b, "verdict: PASS: every compared task's %s answer meets the contract and keeps what the %s answer decides and supports\n", short.label, full.label)
+	case proof.Fail == 0:
+		b.WriteString("verdict: FAIL: no task could be compared, so nothing is proven\n")
+	default:
+		fmt.Fprintf(&b, "verdict: FAIL: %d of %d tasks fail the proof\n", proof.Fail, len(proof.Tasks))
+	}
+	if _, err := io.WriteString(o.Stdout, b.String()); err != nil {
+		return err
+	}
+	if proof.OK {
+		return nil
+	}
+	if len(proof.Dropped) > 0 {
+		return checkFailed("shortening proof failed for %s: %d of %d tasks fail; dropped fields: %s",
+			short.label, proof.Fail, len(proof.Tasks), strings.Join(orderedFields(c, proof.Dropped), ", "))
+	}
+	return checkFailed("shortening proof failed for %s: %d of %d tasks fail", short.label, proof.Fail, len(proof.Tasks))
+}
+
+// otherContracts notes answers a run validated against another contract.
+func otherContracts(c *contract.Contract, sides ...*proofSide) []string {
+	var notes []string
+	for _, s := range sides {
+		seen := map[string]int{}
+		for _, a := range s.answers {
+			if a.Contract != "" && a.Contract != c.Hash() {
+				seen[hash12(a.Contract)]++
+			}
+		}
+		if len(seen) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: answers were validated during the run against contract %s, not this one", s.label, checkTally(seen)))
+		}
+	}
+	return notes
+}
+
+// listTasks writes the tasks with one verdict and their findings.
+func listTasks(b *strings.Builder, p *contract.Proof, verdict, title string, max int) {
+	n, shown := 0, 0
+	for _, t := range p.Tasks {
+		if t.Verdict != verdict {
+			continue
+		}
+		n++
+		if max > 0 && shown >= max {
+			continue
+		}
+		if shown == 0 {
+			b.WriteString("\n")
+		}
+		shown++
+		fmt.Fprintf(b, "%s %s", title, t.Task)
+		if len(t.Dropped) > 0 {
+			b.WriteString(": dropped " + strings.Join(t.Dropped, ", "))
+		}
+		if len(t.Changed) > 0 {
+			sep := ": "
+			if len(t.Dropped) > 0 {
+				sep = "; "
+			}
+			b.WriteString(sep + "changed " + strings.Join(t.Changed, ", "))
+		}
+		b.WriteString("\n")
+		for _, pr := range t.Problems {
+			b.WriteString("  - " + pr + "\n")
+		}
+	}
+	if n > shown {
+		fmt.Fprintf(b, "... and %d more %s (--max-listed 0 lists all)\n", n-shown, strings.ToLower(title))
+	}
+}
+
+// writeSavings writes the table of what shortening saved.
+func writeSavings(b *strings.Builder, p *contract.Proof, fullName, shortName string) {
+	f, s := p.Full, p.Short
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "over %d tasks on both sides\tfull (%s)\tshort (%s)\tsaved\n", f.N, fullName, shortName)
+	row := func(name string, fv, sv *float64, format func(float64) string) {
+		if fv == nil || sv == nil {
+			fmt.Fprintf(tw, "%s\tn/a\tn/a\tn/a\n", name)
+			return
+		}
+		saved := format(*fv - *sv)
+		if *fv != 0 {
+			saved += fmt.Sprintf(" (%.1f%%)", (*fv-*sv) / *fv * 100)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, format(*fv), format(*sv), saved)
+	}
+	intp := func(v *int) *float64 {
+		if v == nil {
+			return nil
+		}
+		x := float64(*v)
+		return &x
+	}
+	ms := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	tokens := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+	cost := func(v float64) string { // four significant digits, fixed notation
+		if v == 0 {
+			return "0"
+		}
+		dec := max(0, min(12, 3-int(math.Floor(math.Log10(math.Abs(v))))))
+		s := strconv.FormatFloat(v, 'f', dec, 64)
+		if strings.Contains(s, ".") {
+			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+		}
+		return s
+	}
+	row("output tokens", intp(f.TokensOut), intp(s.TokensOut), tokens)
+	row("latency mean ms", f.LatencyMeanMs, s.LatencyMeanMs, ms)
+	row("latency p50 ms", f.LatencyP50Ms, s.LatencyP50Ms, ms)
+	row("latency p95 ms", f.LatencyP95Ms, s.LatencyP95Ms, ms)
+	row("cost", f.Cost, s.Cost, cost)
+	_ = tw.Flush()
+	b.WriteString("(every answer counts, failed requests included; latency from the intended send time; percentiles nearest rank)\n")
+}
+
+// fieldCounts writes "evidence (478 tasks), risk_flags (478 tasks)" in contract order.
+func fieldCounts(c *contract.Contract, m map[string]int) string {
+	var parts []string
+	for _, f := range orderedFields(c, m) {
+		parts = append(parts, fmt.Sprintf("%s (%s)", f, checkCount(m[f], "task")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// orderedFields lists m's keys in contract order, others after, by name.
+func orderedFields(c *contract.Contract, m map[string]int) []string {
+	req := c.Required()
+	var out []string
+	for _, f := range req {
+		if _, ok := m[f]; ok {
+			out = append(out, f)
+		}
+	}
+	var rest []string
+	for f := range m {
+		if !slices.Contains(req, f) {
+			rest = append(rest, f)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
+// proofTickets reads the ticket text of every task: from --tasks, else from
+// the task file a run's manifest names (when it is still the same file).
+// Without ticket text evidence items are compared with each other only.
+func proofTickets(o checkOptions) (map[string]string, string, error) {
+	if o.Tasks != "" {
+		raw, err := readProofTasks(o.Tasks, "")
+		if err != nil {
+			return nil, "", &eval.InputError{File: o.Tasks, Msg: err.Error()}
+		}
+		m, err := ticketMap(raw, o.Tasks)
+		if err != nil {
+			return nil, "", err
+		}
+		return m, fmt.Sprintf("%s (%d tasks)", o.Tasks, len(m)), nil
+	}
+	if o.Run == "" {
+		return nil, "none (no --tasks): evidence items are compared with each other only", nil
+	}
+	mraw, err := os.ReadFile(filepath.Join(o.Run, "manifest.json"))
+	if err != nil {
+		return nil, "none (no manifest.json in the run directory): evidence items are compared with each other only", nil
+	}
+	var m struct { // the manifest fields the proof needs
+		Experiment string `json:"experiment"`
+		Tasks      string `json:"tasks"`
+		TasksHash  string `json:"tasks_hash"`
+	}
+	if err := json.Unmarshal(mraw, &m); err != nil || m.Tasks == "" {
+		return nil, "none (the run's manifest names no task file): evidence items are compared with each other only", nil
+	}
+	raw, err := readProofTasks(m.Tasks, filepath.Dir(m.Experiment))
+	if err != nil {
+		return nil, fmt.Sprintf("none (%s: %v; pass --tasks): evidence items are compared with each other only", m.Tasks, err), nil
+	}
+	if m.TasksHash != "" && eval.HashBytes(raw) != m.TasksHash {
+		return nil, fmt.Sprintf("none (%s changed since the run: its hash differs from the manifest's): evidence items are compared with each other only", m.Tasks), nil
+	}
+	tm, err := ticketMap(raw, m.Tasks)
+	if err != nil {
+		return nil, "", err
+	}
+	return tm, fmt.Sprintf("%s (%d tasks, hash matches the run's manifest)", m.Tasks, len(tm)), nil
+}
+
+// readProofTasks reads a task file named as in an experiment: embedded:NAME
+// is a built-in fixture, a relative path is tried as given and then
+// relative to base.
+func readProofTasks(name, base string) ([]byte, error) {
+	if fx, ok := strings.CutPrefix(name, "embedded:"); ok {
+		raw, err := fixtures.FS.ReadFile(fx)
+		if err != nil {
+			return nil, fmt.Errorf("no embedded fixture %q", fx)
+		}
+		return raw, nil
+	}
+	raw, err := os.ReadFile(name)
+	if err != nil && base != "" && !filepath.IsAbs(name) {
+		raw, err = os.ReadFile(filepath.Join(base, name))
+	}
+	if err != nil {
+		return nil, errors.New("cannot read: " + checkPathErr(err))
+	}
+	return raw, nil
+}
+
+func ticketMap(raw []byte, name string) (map[string]string, error) {
+	tasks, err := eval.ReadTasks(bytes.NewReader(raw), name)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, len(tasks))
+	for _, t := range tasks {
+		m[t.ID] = t.Text
+	}
+	return m, nil
+}
+
+// checkTally writes "a 3, b 1", largest first, then by name.
+func checkTally(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + strconv.Itoa(m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// checkCount writes "1 answer", "2 answers".
+func checkCount(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var updateCheck = flag.Bool("update-check", false, "rewrite crab check's golden files under testdata/check/golden/")
+
+const (
+	checkContract = "fixtures/triage.schema.json"
+	checkData     = "testdata/check/"
+)
+
+// TestCheckGolden runs crab check on the files under testdata/check and
+// compares stdout, stderr and the exit code with golden files named after
+// the test (refresh them with go test -run TestCheckGolden -update-check).
+func TestCheckGolden(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		stdin string
+		args  []string
+		want  int
+	}{
+		{name: "lint_shipped", args: []string{"--lint", checkContract}, want: 0},
+		{name: "lint_broken", args: []string{"--lint", checkData + "broken.schema.json"}, want: 1},
+		{name: "valid", args: []string{"--contract", checkContract, checkData + "valid.jsonl"}, want: 0},
+		{name: "violations", args: []string{"--contract", checkContract, checkData + "violations.jsonl"}, want: 1},
+		{name: "violations_max_listed", args: []string{"--contract", checkContract, "--max-listed", "2", checkData + "violations.jsonl"}, want: 1},
+		{name: "run_dir", args: []string{"--contract", checkContract, checkData + "run"}, want: 0},
+		{name: "stdin", stdin: `{"task_id":"s1","output":"{\"category\":\"refund\"}"}` + "\n", args: []string{"--contract", checkContract, "-"}, want: 1},
+		{name: "proof_pass", args: []string{"--contract", checkContract, "--full", checkData + "full.jsonl", "--short", checkData + "short_ok.jsonl"}, want: 0},
+		{name: "proof_span_with_tasks", args: []string{"--contract", checkContract, "--tasks", checkData + "tasks.jsonl", "--full", checkData + "full.jsonl", "--short", checkData + "short_span.jsonl"}, want: 0},
+		{name: "proof_span_without_tasks", args: []string{"--contract", checkContract, "--full", checkData + "full.jsonl", "--short", checkData + "short_span.jsonl"}, want: 1},
+		{name: "proof_over_short", args: []string{"--contract", checkContract, "--full", checkData + "full.jsonl", "--short", checkData + "short_over.jsonl"}, want: 1},
+		{name: "proof_changed", args: []string{"--contract", checkContract, "--tasks", checkData + "tasks.jsonl", "--full", checkData + "full.jsonl", "--short", checkData + "short_changed.jsonl"}, want: 1},
+		{name: "proof_truncated", args: []string{"--contract", checkContract, "--full", checkData + "full.jsonl", "--short", checkData + "short_truncated.jsonl"}, want: 1},
+		{name: "proof_full_timeout", args: []string{"--contract", checkContract, "--full", checkData + "full_timeout.jsonl", "--short", checkData + "short_ok.jsonl"}, want: 0},
+		{name: "proof_missing_task", args: []string{"--contract", checkContract, "--full", checkData + "full.jsonl", "--short", checkData + "short_missing.jsonl", "--max-listed", "0"}, want: 1},
+		{name: "proof_run_short", args: []string{"--contract", checkContract, "--run", checkData + "run", "--full", "baseline", "--short", "short"}, want: 0},
+		{name: "proof_run_over_short", args: []string{"--contract", checkContract, "--run", checkData + "run", "--full", "baseline", "--short", "over_short"}, want: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errs := crab(t, tt.stdin, append([]string{"check"}, tt.args...)...)
+			if code != tt.want {
+				t.Errorf("exit %d; want %d (stderr %q)", code, tt.want, errs)
+			}
+			got := out + "--- stderr\n" + errs + "--- exit " + strconv.Itoa(code) + "\n"
+			path := filepath.Join(checkData+"golden", filepath.FromSlash(t.Name())+".golden")
+			if *updateCheck {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestCheckGolden -update-check to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("output differs from %s:\ngot\n%s\nwant\n%s", path, got, want)
+			}
+		})
+	}
+}
+
+// TestCheckBadInput: bad usage and bad input exit 2 with one message that
+// names the file, line and field at fault.
+func TestCheckBadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	noTask := write("notask.jsonl", `{"task_id":"a","output":{}}`+"\n"+`{"output":{}}`+"\n")
+	badOutcome := write("outcome.jsonl", `{"task_id":"a","outcome":"done"}`+"\n")
+	dup := write("dup.jsonl", `{"task_id":"a","output":{}}`+"\n"+`{"task_id":"a","output":{}}`+"\n")
+	notJSON := write("notjson.jsonl", "task_id,output\n")
+	empty := write("empty.jsonl", "\n")
+	badContract := write("bad.schema.json", "{\n  \"type\": \"object\",\n  \"properties\": {\"a\": {\"type\": 5}}\n}")
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "no mode", args: []string{}, wantErr: "--lint FILE or --contract FILE"},
+		{name: "lint with contract", args: []string{"--lint", checkContract, "--contract", checkContract}, wantErr: "no other option"},
+		{name: "lint missing file", args: []string{"--lint", filepath.Join(dir, "none.json")}, wantErr: "none.json: cannot read"},
+		{name: "contract missing file", args: []string{"--contract", filepath.Join(dir, "none.json"), checkData + "valid.jsonl"}, wantErr: "none.json: cannot read"},
+		{name: "contract not a schema", args: []string{"--contract", badContract, checkData + "valid.jsonl"}, wantErr: `bad.schema.json:3: field "/properties/a/type"`},
+		{name: "no outputs", args: []string{"--contract", checkContract}, wantErr: "needs OUTPUTS"},
+		{name: "full without short", args: []string{"--contract", checkContract, "--full", checkData + "full.jsonl"}, wantErr: "both --full and --short"},
+		{name: "proof with outputs", args: []string{"--contract", checkContract, "--full", "a", "--short", "b", checkData + "valid.jsonl"}, wantErr: "no OUTPUTS"},
+		{name: "tasks without proof", args: []string{"--contract", checkContract, "--tasks", checkData + "tasks.jsonl", checkData + "valid.jsonl"}, wantErr: "--tasks is for"},
+		{name: "unknown arm", args: []string{"--contract", checkContract, "--run", checkData + "run", "--full", "baseline", "--short", "nope"}, wantErr: `no arm "nope"`},
+		{name: "answer without task_id", args: []string{"--contract", checkContract, noTask}, wantErr: `notask.jsonl:2: field "task_id"`},
+		{name: "unknown outcome", args: []string{"--contract", checkContract, badOutcome}, wantErr: `outcome.jsonl:1: field "outcome"`},
+		{name: "duplicate answer", args: []string{"--contract", checkContract, dup}, wantErr: `dup.jsonl:2: field "task_id"`},
+		{name: "not JSONL", args: []string{"--contract", checkContract, notJSON}, wantErr: "notjson.jsonl:1"},
+		{name: "no answers", args: []string{"--contract", checkContract, empty}, wantErr: "no answers"},
+		{name: "missing outputs file", args: []string{"--contract", checkContract, filepath.Join(dir, "none.jsonl")}, wantErr: "none.jsonl: cannot read"},
+		{name: "negative max-listed", args: []string{"--contract", checkContract, "--max-listed", "-1", checkData + "valid.jsonl"}, wantErr: "--max-listed"},
+		{name: "several arms in one proof file", args: []string{"--contract", checkContract, "--full", checkData + "run/records.jsonl", "--short", checkData + "short_ok.jsonl"}, wantErr: "one arm per file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, _, errs := crab(t, "", append([]string{"check"}, tt.args...)...)
+			if code != 2 || !strings.Contains(errs, tt.wantErr) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and a message containing %q", code, errs, tt.wantErr)
+			}
+			if strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+				t.Errorf("stderr has several lines: %q; want one message", errs)
+			}
+		})
+	}
+}
+
+// TestCheckEndToEnd runs a small experiment with the full, short and
+// over_short output modes on the simulated models and checks what crab
+// check and crab report say about its run directory.
+func TestCheckEndToEnd(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "shorten.yaml")
+	if err := os.WriteFile(exp, []byte(`name: shorten
+tasks: embedded:tasks.jsonl
+contract: embedded:triage.schema.json
+seed: 5
+time_scale: 0
+arrival: {pattern: burst}
+concurrency: 32
+timeout: 2s
+models:
+  - {name: large, kind: large, faults: {malformed: 0.02, error: 0.02}}
+arms:
+  - {name: baseline, model: large}
+  - {name: short, model: large, mode: short, max_tokens: 160}
+  - {name: over_short, model: large, mode: over_short, max_tokens: 160}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	if code, _, errs := crab(t, "", "run", "-q", "-c", exp, "-o", out); code != 0 {
+		t.Fatalf("crab run: exit %d; want 0 (stderr %s)", code, errs)
+	}
+
+	tests := []struct {
+		name     string
+		args     []string
+		want     int
+		contains []string
+	}{
+		{name: "delivered answers all meet the contract", args: []string{"check", "--contract", checkContract, out}, want: 0,
+			contains: []string{"0 invalid", "contract_fail ones were refused by the contract during the run"}},
+		{name: "short passes the proof", args: []string{"check", "--contract", checkContract, "--run", out, "--full", "baseline", "--short", "short"}, want: 0,
+			contains: []string{"verdict: PASS", "0 failed", "ticket text: embedded:tasks.jsonl (480 tasks, hash matches"}},
+		{name: "over_short fails the proof naming the dropped fields", args: []string{"check", "--contract", checkContract, "--run", out, "--full", "baseline", "--short", "over_short"}, want: 1,
+			contains: []string{"verdict: FAIL", "dropped fields: evidence (", "risk_flags (", "FAIL t0001: dropped evidence, risk_flags"}},
+		{name: "the gate rejects over_short", args: []string{"report", "--fail-on-reject", out}, want: 1,
+			contains: []string{"over_short: reject"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, errs := crab(t, "", tt.args...)
+			if code != tt.want {
+				t.Errorf("exit %d; want %d (stderr %s)", code, tt.want, errs)
+			}
+			for _, s := range tt.contains {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("output lacks %q:\n%s", s, stdout)
+				}
+			}
+		})
+	}
+
+	// Every record names the contract it was validated against.
+	raw, err := os.ReadFile(filepath.Join(out, "records.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		ContractHash string `json:"contract_hash"`
+	}
+	mraw, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(mraw, &m); err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var r struct {
+			Contract string `json:"contract"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Contract == "" || r.Contract != m.ContractHash {
+			t.Fatalf("record %d: contract %q; want the manifest's %q", i+1, r.Contract, m.ContractHash)
+		}
+	}
+}
+
+// TestReportContractChange: a candidate validated against another contract
+// than the baseline's is rejected as different work, unless the change is
+// allowed; either way the report warns.
+func TestReportContractChange(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	csv := filepath.Join(dir, "c.csv")
+	body := "arm,task_id,latency_ms,outcome,pass,cost,contract\n" +
+		"baseline,t1,100,ok,true,1,aaaaaaaaaaaaaaaa\nbaseline,t2,100,ok,true,1,aaaaaaaaaaaaaaaa\n" +
+		"cand,t1,50,ok,true,1,bbbbbbbbbbbbbbbb\ncand,t2,50,ok,true,1,bbbbbbbbbbbbbbbb\n" +
+		"same,t1,50,ok,true,1,aaaaaaaaaaaaaaaa\nsame,t2,50,ok,true,1,aaaaaaaaaaaaaaaa\n"
+	if err := os.WriteFile(csv, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		args        []string
+		want        int
+		wantVerdict string
+		wantText    []string
+	}{
+		{name: "rejected by default", args: []string{"report", "--fail-on-reject", csv}, want: 1, wantVerdict: "reject",
+			wantText: []string{"ran different work: validated against contract bbbbbbbbbbbb vs aaaaaaaaaaaa for baseline", "cand: validated against contract", "same: accept"}},
+		{name: "allowed", args: []string{"report", "--fail-on-reject", "--allow-contract-change", csv}, want: 0, wantVerdict: "accept",
+			wantText: []string{"compared anyway because the contract change was allowed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errs := crab(t, "", tt.args...)
+			if code != tt.want {
+				t.Errorf("exit %d; want %d (stderr %s)", code, tt.want, errs)
+			}
+			if !strings.Contains(out, "cand: "+tt.wantVerdict) {
+				t.Errorf("report lacks %q:\n%s", "cand: "+tt.wantVerdict, out)
+			}
+			for _, s := range tt.wantText {
+				if !strings.Contains(out, s) {
+					t.Errorf("report lacks %q:\n%s", s, out)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,576 @@
+package contract
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Statuses an Answer can carry (Answer.Status). They match the outcomes of
+// crab's records.
+const (
+	StatusOK           = "ok"            // the answer was delivered as a success
+	StatusContractFail = "contract_fail" // the contract layer refused the answer
+)
+
+// Answer is one answer given to the shortening proof: what a full or a
+// shortened configuration produced for one task.
+type Answer struct {
+	// Output is the answer's text (a JSON object when the model met its
+	// response format); empty when none was delivered.
+	Output string
+	// FinishReason is the backend's, when known; "length" and "refusal"
+	// are violations of their own (see Validate).
+	FinishReason string
+	// Status is how the request ended: "" or StatusOK for a delivered
+	// answer, StatusContractFail for one the contract layer refused
+	// (Violations then says why), any other value (error, timeout, ...)
+	// for a request that ended without an answer for a reason unrelated to
+	// the contract.
+	Status string
+	// Violations are the violations the producer recorded for a refused
+	// answer, each rendered as Violation.String ("pointer: rule: message").
+	Violations []string
+	// TokensOut, LatencyMs and Cost are what the answer took, when known;
+	// they feed the proof's summary of what shortening saved.
+	TokensOut *int
+	LatencyMs *float64
+	Cost      *float64
+}
+
+// Pair is the full and the shortened answer to one task.
+type Pair struct {
+	// Task names the task (and repeat) both answers are for.
+	Task string
+	// Ticket is the task's input text; empty when unknown. With it, two
+	// evidence items that quote the same span of the ticket in different
+	// words count as the same evidence (see ProofConfig).
+	Ticket string
+	// Full and Short are the two answers; nil when that side has none.
+	Full, Short *Answer
+}
+
+// ProofConfig names the fields the shortening proof compares. The zero
+// value means DefaultProofConfig.
+type ProofConfig struct {
+	// Same are root fields whose value must be identical in both answers,
+	// e.g. the category and the human-review flag: shortening may change
+	// how an answer is worded, never what it decides.
+	Same []string
+	// Superset are root array fields whose every item in the full answer
+	// must also be in the short one, e.g. risk flags.
+	Superset []string
+	// Evidence is the root array field of ticket quotations that must still
+	// support the category in the short answer.
+	Evidence string
+	// MinOverlap is how many characters (runes, after normalising) two
+	// quotations must share to count as quoting the same ticket span; a
+	// quotation shorter than that must lie wholly inside the other's span.
+	MinOverlap int
+}
+
+// DefaultProofConfig is the triage contract's: category and
+// needs_human_review unchanged, risk_flags kept, evidence still supporting
+// the category, quotations of the same span sharing at least 8 characters.
+func DefaultProofConfig() ProofConfig {
+	return ProofConfig{
+		Same:       []string{"category", "needs_human_review"},
+		Superset:   []string{"risk_flags"},
+		Evidence:   "evidence",
+		MinOverlap: 8,
+	}
+}
+
+// Task verdicts of the proof.
+const (
+	ProofPass        = "pass"         // the short answer keeps everything the contract and the full answer require
+	ProofFail        = "fail"         // the short answer breaks the contract or drops or changes what it must keep
+	ProofNotCompared = "not_compared" // one side ended without an answer for a reason unrelated to shortening
+)
+
+// TaskProof is the proof's finding for one task.
+type TaskProof struct {
+	Task    string `json:"task"`
+	Verdict string `json:"verdict"` // ProofPass, ProofFail or ProofNotCompared
+	// Dropped are the required fields the short answer left out or emptied
+	// (or, for Superset fields, whose items it dropped), in contract order.
+	Dropped []string `json:"dropped,omitempty"`
+	// Changed are the fields whose meaning the short answer changed: a Same
+	// field with another value, evidence that no longer supports the
+	// category.
+	Changed []string `json:"changed,omitempty"`
+	// Problems explain the verdict, one finding each.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Totals sums what one side's answers took over the tasks both sides
+// answered or tried to (failed requests included: they cost too). A figure
+// is nil when some answer lacks it.
+type Totals struct {
+	N             int      `json:"n"`
+	TokensOut     *int     `json:"tokens_out"`
+	LatencyMeanMs *float64 `json:"latency_mean_ms"`
+	LatencyP50Ms  *float64 `json:"latency_p50_ms"` // nearest rank
+	LatencyP95Ms  *float64 `json:"latency_p95_ms"` // nearest rank
+	Cost          *float64 `json:"cost"`
+}
+
+// Proof is the shortening proof over every pair.
+type Proof struct {
+	Tasks       []TaskProof    `json:"tasks"`
+	Pass        int            `json:"pass"`
+	Fail        int            `json:"fail"`
+	NotCompared int            `json:"not_compared"`
+	Dropped     map[string]int `json:"dropped"` // field → tasks that dropped it
+	Changed     map[string]int `json:"changed"` // field → tasks that changed it
+	Full        Totals         `json:"full"`
+	Short       Totals         `json:"short"`
+	// OK is the verdict: no task fails and at least one was proven.
+	OK bool `json:"ok"`
+}
+
+// Prove checks, task by task, that a shortened answer still meets the
+// contract and keeps what the full answer says. A task passes when both
+// answers meet the contract and the short one
+//
+//   - has every required field present and non-empty: a string that is not
+//     blank, a list with items (an empty list passes when the full answer's
+//     is empty too), and null only where the contract admits null (an
+//     optional value such as background, which shortening may leave out);
+//   - keeps every cfg.Same field unchanged (category, needs_human_review);
+//   - keeps every item of every cfg.Superset field (no risk flag dropped);
+//   - keeps evidence that supports the category: at least one short item e
+//     and one full item f quote the same ticket span, meaning, after
+//     normalising both (case folded, runs of spaces and punctuation
+//     collapsed to one space, ends trimmed), that e equals f, or one
+//     contains the other, or — when the ticket text is known — both occur
+//     in the normalised ticket at positions that overlap by at least
+//     cfg.MinOverlap characters (or by the whole of the shorter one).
+//     Quotations under 3 characters never count.
+//
+// A task fails when the short answer breaks the contract (a refused answer
+// is named by its recorded violations: a missing required field is
+// dropped, an emptied one too), when one side has no answer at all (the two
+// sides ran different work), or when any rule above is broken. A task is not
+// compared when the short answer is valid (or ended without an answer for a
+// reason unrelated to the contract, such as a timeout) and the full answer
+// is not there to compare with, or when the short request ended that way:
+// neither says anything about shortening. The proof is OK when no task fails
+// and at least one passes.
+func (c *Contract) Prove(pairs []Pair, cfg ProofConfig) *Proof {
+	if cfg.Evidence == "" && cfg.Same == nil && cfg.Superset == nil {
+		cfg = DefaultProofConfig()
+	}
+	if cfg.MinOverlap <= 0 {
+		cfg.MinOverlap = DefaultProofConfig().MinOverlap
+	}
+	p := &Proof{Tasks: make([]TaskProof, 0, len(pairs)), Dropped: map[string]int{}, Changed: map[string]int{}}
+	var full, short sideTotals
+	for i := range pairs {
+		pr := &pairs[i]
+		tp := c.proveOne(pr, cfg)
+		switch tp.Verdict {
+		case ProofPass:
+			p.Pass++
+		case ProofFail:
+			p.Fail++
+		default:
+			p.NotCompared++
+		}
+		for _, f := range tp.Dropped {
+			p.Dropped[f]++
+		}
+		for _, f := range tp.Changed {
+			p.Changed[f]++
+		}
+		p.Tasks = append(p.Tasks, tp)
+		if pr.Full != nil && pr.Short != nil {
+			full.add(pr.Full)
+			short.add(pr.Short)
+		}
+	}
+	p.Full, p.Short = full.totals(), short.totals()
+	p.OK = p.Fail == 0 && p.Pass > 0
+	return p
+}
+
+// examined is one answer after validation.
+type examined struct {
+	delivered bool           // a delivered answer (valid or not)
+	refused   bool           // the contract layer refused it
+	doc       map[string]any // the parsed answer, when it is a JSON object
+	vs        []Violation    // violations, validated or recorded
+}
+
+func (c *Contract) examine(a *Answer) examined {
+	var e examined
+	switch a.Status {
+	case "", StatusOK:
+		e.delivered = true
+	case StatusContractFail:
+		e.refused = true
+		for _, s := range a.Violations {
+			e.vs = append(e.vs, parseViolation(s))
+		}
+	default:
+		return e
+	}
+	if e.delivered || a.Output != "" && len(e.vs) == 0 {
+		e.vs = append(e.vs, c.Validate(a.Output, a.FinishReason)...)
+	}
+	if a.Output != "" {
+		if doc, err := decodeAnswer(a.Output); err == nil {
+			e.doc, _ = doc.(map[string]any)
+		}
+	}
+	if e.refused && len(e.vs) == 0 {
+		e.vs = []Violation{{Rule: "schema", Message: "refused by the contract layer (no violation recorded)"}}
+	}
+	return e
+}
+
+// parseViolation reads back a Violation rendered by Violation.String.
+func parseViolation(s string) Violation {
+	ptr, rest, ok := strings.Cut(s, ": ")
+	if !ok {
+		return Violation{Rule: "schema", Message: s}
+	}
+	rule, msg, _ := strings.Cut(rest, ": ")
+	if ptr == "(root)" {
+		ptr = ""
+	}
+	return Violation{Pointer: ptr, Rule: rule, Message: msg}
+}
+
+// droppedBy names the root field a violation says was left out or
+// emptied, or "".
+func droppedBy(v Violation) string {
+	toks := splitPointer(v.Pointer)
+	if len(toks) != 1 {
+		return ""
+	}
+	switch v.Rule {
+	case "required", "minItems", "minLength":
+		return toks[0]
+	}
+	return ""
+}
+
+func (c *Contract) proveOne(pr *Pair, cfg ProofConfig) TaskProof {
+	tp := TaskProof{Task: pr.Task}
+	fail := func(format string, args ...any) {
+		tp.Verdict = ProofFail
+		tp.Problems = append(tp.Problems, fmt.Sprintf(format, args...))
+	}
+	drop := func(f string) {
+		if !slices.Contains(tp.Dropped, f) {
+			tp.Dropped = append(tp.Dropped, f)
+		}
+	}
+	switch {
+	case pr.Short == nil && pr.Full == nil:
+		fail("no answer on either side")
+		return tp
+	case pr.Short == nil:
+		fail("no short answer for this task: the two sides ran different work")
+		return tp
+	case pr.Full == nil:
+		fail("no full answer for this task: the two sides ran different work")
+		return tp
+	}
+	s, f := c.examine(pr.Short), c.examine(pr.Full)
+
+	fullOK := f.delivered && len(f.vs) == 0
+	fullState := "the full answer meets the contract"
+	switch {
+	case !f.delivered && !f.refused:
+		fullState = "the full request ended without an answer (" + pr.Full.Status + ")"
+	case len(f.vs) > 0:
+		fullState = fmt.Sprintf("the full answer breaks the contract (%s)", f.vs[0])
+	}
+	if len(s.vs) > 0 && (s.delivered || s.refused) {
+		what := "the short answer breaks the contract"
+		if s.refused {
+			what = "the short answer was refused by the contract"
+		}
+		var dropped []string
+		for _, v := range s.vs {
+			if d := droppedBy(v); d != "" && !slices.Contains(dropped, d) {
+				dropped = append(dropped, d)
+			}
+		}
+		if !fullOK && len(dropped) == 0 {
+			// Both sides broke the contract and the short one dropped
+			// nothing: a fault of the model on both sides (malformed JSON,
+			// a refusal), which says nothing about shortening.
+			tp.Verdict = ProofNotCompared
+			tp.Problems = append(tp.Problems, fmt.Sprintf("%s (%s) and %s: nothing to compare", what, s.vs[0], fullState))
+			return tp
+		}
+		for _, d := range dropped {
+			drop(d)
+		}
+		for _, v := range s.vs {
+			fail("%s: %s", what, v)
+		}
+		c.orderFields(tp.Dropped)
+		return tp
+	}
+	if !s.delivered {
+		tp.Verdict = ProofNotCompared
+		tp.Problems = append(tp.Problems, "the short request ended without an answer ("+pr.Short.Status+") and "+fullState+": nothing to compare")
+		return tp
+	}
+	// The short answer meets the contract.
+	if !fullOK {
+		tp.Verdict = ProofNotCompared
+		tp.Problems = append(tp.Problems, "the short answer meets the contract, but "+fullState+": nothing to compare with")
+		return tp
+	}
+
+	for _, name := range c.required {
+		sv, fv := s.doc[name], f.doc[name]
+		if !isEmpty(sv) || isEmpty(fv) {
+			continue
+		}
+		if sv == nil && c.nullable[name] {
+			continue // an optional value the contract lets a short answer leave out
+		}
+		drop(name)
+		fail("%s is empty in the short answer (full answer: %s)", name, show(fv))
+	}
+	for _, name := range cfg.Same {
+		sv, fv := s.doc[name], f.doc[name]
+		if !reflect.DeepEqual(sv, fv) {
+			tp.Changed = append(tp.Changed, name)
+			fail("%s changed: %s in the full answer, %s in the short one", name, show(fv), show(sv))
+		}
+	}
+	for _, name := range cfg.Superset {
+		fl, _ := f.doc[name].([]any)
+		sl, _ := s.doc[name].([]any)
+		var missing []string
+		for _, item := range fl {
+			if !slices.ContainsFunc(sl, func(x any) bool { return reflect.DeepEqual(x, item) }) {
+				missing = append(missing, show(item))
+			}
+		}
+		if len(missing) > 0 {
+			drop(name)
+			fail("%s dropped: %s", name, strings.Join(missing, ", "))
+		}
+	}
+	if cfg.Evidence != "" {
+		fe := stringsOf(f.doc[cfg.Evidence])
+		se := stringsOf(s.doc[cfg.Evidence])
+		if len(fe) > 0 && !supports(se, fe, pr.Ticket, cfg.MinOverlap) {
+			tp.Changed = append(tp.Changed, cfg.Evidence)
+			fail("%s no longer supports the category: no item of the short answer's %d quotes the same ticket span as one of the full answer's %d", cfg.Evidence, len(se), len(fe))
+		}
+	}
+	c.orderFields(tp.Dropped)
+	if tp.Verdict == "" {
+		tp.Verdict = ProofPass
+	}
+	return tp
+}
+
+// orderFields sorts field names in contract order, unknown names last.
+func (c *Contract) orderFields(fields []string) {
+	rank := func(f string) int {
+		if i := slices.Index(c.required, f); i >= 0 {
+			return i
+		}
+		return len(c.required)
+	}
+	slices.SortStableFunc(fields, func(a, b string) int { return rank(a) - rank(b) })
+}
+
+// isEmpty reports a value that says nothing: absent, null, a blank string,
+// an empty list or object.
+func isEmpty(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return strings.TrimSpace(v) == ""
+	case []any:
+		return len(v) == 0
+	case map[string]any:
+		return len(v) == 0
+	}
+	return false
+}
+
+func stringsOf(v any) []string {
+	list, _ := v.([]any)
+	out := make([]string, 0, len(list))
+	for _, x := range list {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// minQuote is the shortest normalised quotation that can support anything.
+const minQuote = 3
+
+// supports reports whether some short quotation and some full quotation
+// quote the same ticket span (see Prove).
+func supports(short, full []string, ticket string, minOverlap int) bool {
+	nt := normQuote(ticket)
+	for _, s := range short {
+		ns := normQuote(s)
+		if utf8.RuneCountInString(ns) < minQuote {
+			continue
+		}
+		for _, f := range full {
+			nf := normQuote(f)
+			if utf8.RuneCountInString(nf) < minQuote {
+				continue
+			}
+			if ns == nf || strings.Contains(nf, ns) || strings.Contains(ns, nf) {
+				return true
+			}
+			if nt != "" && sameSpan(nt, ns, nf, minOverlap) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sameSpan reports whether a and b occur in ticket at positions that
+// overlap by at least minOverlap runes, or by the whole shorter one.
+func sameSpan(ticket, a, b string, minOverlap int) bool {
+	need := min(minOverlap, utf8.RuneCountInString(a), utf8.RuneCountInString(b))
+	for _, ia := range occurrences(ticket, a) {
+		for _, ib := range occurrences(ticket, b) {
+			lo, hi := max(ia, ib), min(ia+len(a), ib+len(b))
+			if hi > lo && utf8.RuneCountInString(ticket[lo:hi]) >= need {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// maxOccurrences bounds the positions searched per quotation.
+const maxOccurrences = 64
+
+// occurrences returns the byte offsets where sub occurs in s.
+func occurrences(s, sub string) []int {
+	var out []int
+	for off := 0; len(out) < maxOccurrences; {
+		i := strings.Index(s[off:], sub)
+		if i < 0 {
+			break
+		}
+		out = append(out, off+i)
+		_, size := utf8.DecodeRuneInString(s[off+i:])
+		off += i + max(size, 1)
+	}
+	return out
+}
+
+// normQuote folds case and collapses every run of spaces and punctuation
+// into one space, trimming the ends, so that quoting marks, line breaks
+// and letter case do not decide whether two quotations are the same.
+func normQuote(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	gap := false
+	for _, r := range s {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) {
+			if gap && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			gap = false
+			b.WriteRune(unicode.ToLower(r))
+			continue
+		}
+		gap = true
+	}
+	return b.String()
+}
+
+// sideTotals accumulates one side's figures.
+type sideTotals struct {
+	n                       int
+	tokens                  int
+	cost                    float64
+	lat                     []float64
+	noTokens, noCost, noLat bool
+}
+
+func (t *sideTotals) add(a *Answer) {
+	t.n++
+	if a.TokensOut != nil {
+		t.tokens += *a.TokensOut
+	} else {
+		t.noTokens = true
+	}
+	if a.Cost != nil {
+		t.cost += *a.Cost
+	} else {
+		t.noCost = true
+	}
+	if a.LatencyMs != nil {
+		t.lat = append(t.lat, *a.LatencyMs)
+	} else {
+		t.noLat = true
+	}
+}
+
+func (t *sideTotals) totals() Totals {
+	out := Totals{N: t.n}
+	if t.n == 0 {
+		return out
+	}
+	if !t.noTokens {
+		v := t.tokens
+		out.TokensOut = &v
+	}
+	if !t.noCost {
+		v := t.cost
+		out.Cost = &v
+	}
+	if !t.noLat {
+		lat := slices.Clone(t.lat)
+		slices.Sort(lat)
+		sum := 0.0
+		for _, v := range lat {
+			sum += v
+		}
+		mean := sum / float64(len(lat))
+		p50, p95 := nearestRank(lat, 50), nearestRank(lat, 95)
+		out.LatencyMeanMs, out.LatencyP50Ms, out.LatencyP95Ms = &mean, &p50, &p95
+	}
+	return out
+}
+
+// nearestRank is the nearest-rank percentile q of sorted values:
+// x[ceil(q·n/100)], 1-based, computed in integers.
+func nearestRank(sorted []float64, q int) float64 {
+	n := len(sorted)
+	r := (q*n + 99) / 100
+	r = max(1, min(r, n))
+	return sorted[r-1]
+}
+
+// show renders a decoded JSON value compactly and briefly for a message.
+func show(v any) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return clip(fmt.Sprint(v))
+	}
+	return clip(strings.TrimSpace(b.String()))
+}

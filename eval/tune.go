@@ -1,0 +1,758 @@
+package eval
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/router"
+)
+
+// OutcomeFormat names the outcome-table file format. It changes when what a
+// table means changes, so that old tables are rebuilt instead of misread.
+const OutcomeFormat = "crab.outcomes/v1"
+
+// DefaultTuneCacheDir is where outcome tables of the embedded task set are
+// kept, relative to the working directory.
+const DefaultTuneCacheDir = ".crab"
+
+// OutcomeLatency says how an outcome table's latencies were measured.
+const OutcomeLatency = "model time of every attempt; simulated models report their nominal latency (time-scale 1) " +
+	"without sleeping; a timeout counts the full request timeout; retry backoff waits and crab's own overhead are not included"
+
+// An outcome table is what each of two models did with every task of a
+// task set, called once each through the experiment's contract and retry
+// layers (no cache, no router). `crab tune` replays routing policies from
+// it, so a sweep or a re-tune costs no model call.
+//
+// File format (JSONL): the first line is an OutcomeHeader, every further
+// line an OutcomeRow; rows come in task order, the small model's before the
+// large model's. The header's Key is the sha256 of everything that changes
+// an outcome (format, task file, contract, seed, timeout, retry policy, the
+// arm's request settings and both models' full specs); a table whose key
+// differs from the experiment's is never read.
+type OutcomeTable struct {
+	Header OutcomeHeader
+	Rows   []OutcomeRow
+}
+
+// OutcomeHeader is the first line of an outcome table.
+type OutcomeHeader struct {
+	Format    string       `json:"format"`
+	Key       string       `json:"key"`
+	Tasks     string       `json:"tasks"`      // task file as the experiment names it
+	TasksHash string       `json:"tasks_hash"` // sha256 of the task file
+	TaskCount int          `json:"task_count"`
+	Contract  string       `json:"contract_hash"`
+	Seed      int64        `json:"seed"`
+	Small     OutcomeModel `json:"small"`
+	Large     OutcomeModel `json:"large"`
+	Mode      string       `json:"mode"`
+	MaxTokens int          `json:"max_tokens,omitempty"`
+	Latency   string       `json:"latency"`
+	Created   time.Time    `json:"created"`
+}
+
+// OutcomeModel names a model of the table and hashes its full spec.
+type OutcomeModel struct {
+	Name string `json:"name"`
+	Hash string `json:"config_hash"` // sha256 of the model's spec and the experiment seed
+}
+
+// OutcomeRow is one task on one model.
+type OutcomeRow struct {
+	TaskID     string  `json:"task_id"`
+	Role       string  `json:"role"` // small or large
+	Model      string  `json:"model"`
+	Outcome    string  `json:"outcome"`
+	Error      string  `json:"error,omitempty"`
+	ContractOK bool    `json:"contract_ok"`
+	Category   string  `json:"category,omitempty"`
+	Correct    bool    `json:"correct"`
+	Pass       bool    `json:"pass"`
+	LatencyMs  float64 `json:"latency_ms"`
+	Cost       float64 `json:"cost"`
+	TokensIn   int     `json:"tokens_in"`
+	TokensOut  int     `json:"tokens_out"`
+	Attempts   int     `json:"attempts"`
+	Confidence float64 `json:"confidence"`
+	// RouteScore and Features are the built-in scorer's view of the
+	// request when the table was built, for reading; crab tune scores the
+	// requests afresh, so a scorer change needs no rebuild.
+	RouteScore float64 `json:"route_score"`
+	Features   string  `json:"features"`
+}
+
+// TuneTarget is what an outcome table is built for: the two models a router
+// chooses between and the arm settings their requests carry.
+type TuneTarget struct {
+	Small, Large string
+	Arm          ArmSpec // model unset; mode, max tokens, system, temperature, contract policy as the router arm's
+	From         string  // the arm the settings come from, or "" when none routes
+}
+
+// Target finds the models to tune between: the first arm with a router
+// names them (and gives the request settings); otherwise the experiment's
+// first small and first large simulated model.
+func (s *Setup) Target() (TuneTarget, error) {
+	for _, a := range s.Exp.Arms {
+		if a.Router != nil {
+			arm := a
+			arm.Router, arm.Cache, arm.Model = nil, nil, ""
+			if arm.Contract != nil && arm.Contract.Policy == "escalate" {
+				// An escalation would mix the other model into this one's
+				// outcomes; the table judges each model on its own.
+				arm.Contract = &ContractSpec{Policy: "fail"}
+			}
+			return TuneTarget{Small: a.Router.Small, Large: a.Router.Large, Arm: arm, From: a.Name}, nil
+		}
+	}
+	t := TuneTarget{Arm: ArmSpec{Mode: model.ModeFull}}
+	for _, m := range s.Exp.Models {
+		if m.Kind == "small" && t.Small == "" {
+			t.Small = m.Name
+		}
+		if m.Kind == "large" && t.Large == "" {
+			t.Large = m.Name
+		}
+	}
+	if t.Small == "" || t.Large == "" {
+		return t, &InputError{File: s.Exp.File, Field: "arms", Msg: "crab tune needs an arm with a router, or one small and one large model"}
+	}
+	return t, nil
+}
+
+// UseTasks replaces the experiment's task set with a file (crab tune --tasks).
+func (s *Setup) UseTasks(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return &InputError{File: path, Msg: fmt.Sprintf("cannot read: %v", pe.Err)}
+		}
+		return &InputError{File: path, Msg: err.Error()}
+	}
+	tasks, err := ReadTasks(bytes.NewReader(raw), path)
+	if err != nil {
+		return err
+	}
+	s.TasksName, s.TasksRaw, s.Tasks = path, raw, tasks
+	return nil
+}
+
+// tasksPath is the task file on disk, or "" for an embedded one.
+func (s *Setup) tasksPath() string {
+	if strings.HasPrefix(s.TasksName, embeddedPrefix) {
+		return ""
+	}
+	if filepath.IsAbs(s.TasksName) || strings.HasPrefix(s.Exp.File, embeddedPrefix) || s.Exp.File == s.TasksName {
+		return s.TasksName
+	}
+	return filepath.Join(filepath.Dir(s.Exp.File), s.TasksName)
+}
+
+// OutcomeKey is the key of the outcome table this setup and target need.
+func (s *Setup) OutcomeKey(t TuneTarget) (key string, small, large OutcomeModel, err error) {
+	spec := func(name string) (ModelSpec, OutcomeModel, error) {
+		for _, m := range s.Exp.Models {
+			if m.Name == name {
+				b, _ := json.Marshal(struct {
+					Spec ModelSpec
+					Seed int64
+				}{m, s.Exp.Seed})
+				return m, OutcomeModel{Name: name, Hash: HashBytes(b)}, nil
+			}
+		}
+		return ModelSpec{}, OutcomeModel{}, &InputError{File: s.Exp.File, Field: "models", Msg: fmt.Sprintf("no model %q", name)}
+	}
+	sm, small, err := spec(t.Small)
+	if err != nil {
+		return "", small, large, err
+	}
+	lm, large, err := spec(t.Large)
+	if err != nil {
+		return "", small, large, err
+	}
+	b, _ := json.Marshal(struct {
+		Format, Tasks, Contract string
+		Seed                    int64
+		Timeout                 string
+		Retry                   RetrySpec
+		Mode, System            string
+		MaxTokens               int
+		Temperature             float64
+		Contract2               *ContractSpec
+		Small, Large            ModelSpec
+	}{OutcomeFormat, HashBytes(s.TasksRaw), s.contract.Hash(), s.Exp.Seed, s.Exp.Timeout.Std().String(), s.Exp.Retry,
+		t.Arm.Mode, t.Arm.System, t.Arm.MaxTokens, t.Arm.Temperature, t.Arm.Contract, sm, lm})
+	return HashBytes(b), small, large, nil
+}
+
+// OutcomePath is where the outcome table for key lives: beside the task
+// file as TASKS.outcomes-KEY12.jsonl, or, for an embedded task set, under
+// cacheDir/outcomes/ (cacheDir "" means DefaultTuneCacheDir).
+func (s *Setup) OutcomePath(key, cacheDir string) string {
+	short := key
+	if len(short) > 12 {
+		short = short[:12]
+	}
+	if p := s.tasksPath(); p != "" {
+		return p + ".outcomes-" + short + ".jsonl"
+	}
+	if cacheDir == "" {
+		cacheDir = DefaultTuneCacheDir
+	}
+	name := strings.TrimPrefix(s.TasksName, embeddedPrefix)
+	return filepath.Join(cacheDir, "outcomes", filepath.Base(name)+".outcomes-"+short+".jsonl")
+}
+
+// BuildOutcomeTable runs every task once on each of the target's models,
+// through the contract and retry layers, concurrently up to the
+// experiment's concurrency. Simulated models sleep nothing and report
+// their nominal latency. Every request has the experiment's timeout and
+// seed (repeat 0), so its outcome is the one `crab run` meets on repeat 0.
+// A cancelled context returns its error and no table.
+func (s *Setup) BuildOutcomeTable(ctx context.Context, t TuneTarget, progress io.Writer) (*OutcomeTable, error) {
+	key, small, large, err := s.OutcomeKey(t)
+	if err != nil {
+		return nil, err
+	}
+	if !s.nominal {
+		s.nominal = true
+		if s.backends, err = s.buildBackends(); err != nil {
+			return nil, err
+		}
+	}
+	scorer, err := router.NewFeatureScorer(router.DefaultFeatureConfig())
+	if err != nil {
+		return nil, err
+	}
+	tab := &OutcomeTable{Header: OutcomeHeader{
+		Format: OutcomeFormat, Key: key, Tasks: s.TasksName, TasksHash: HashBytes(s.TasksRaw), TaskCount: len(s.Tasks),
+		Contract: s.contract.Hash(), Seed: s.Exp.Seed, Small: small, Large: large, Mode: t.Arm.Mode, MaxTokens: t.Arm.MaxTokens,
+		Latency: OutcomeLatency, Created: time.Now().UTC().Truncate(time.Second),
+	}}
+	tab.Rows = make([]OutcomeRow, 2*len(s.Tasks))
+	r := &Runner{ContractHash: s.contract.Hash()}
+	for role, name := range []string{t.Small, t.Large} {
+		spec := t.Arm
+		spec.Name, spec.Model = "outcomes-"+name, name
+		arm, err := s.BuildArm(spec, 0)
+		if err != nil {
+			return nil, err
+		}
+		jobs := make(chan int)
+		var wg sync.WaitGroup
+		for range max(s.Exp.Concurrency, 1) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range jobs {
+					tab.Rows[2*i+role] = s.outcome(ctx, arm.Stack, r, spec, &s.Tasks[i], []string{"small", "large"}[role], scorer)
+				}
+			}()
+		}
+	feed:
+		for i := range s.Tasks {
+			select {
+			case jobs <- i:
+			case <-ctx.Done():
+				break feed
+			}
+		}
+		close(jobs)
+		wg.Wait()
+		arm.Close()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if progress != nil {
+			fmt.Fprintf(progress, "crab: outcome table: %d tasks on %s\n", len(s.Tasks), name)
+		}
+	}
+	return tab, nil
+}
+
+// outcome calls one task on one model and judges the answer like the runner.
+func (s *Setup) outcome(ctx context.Context, stack model.Model, r *Runner, spec ArmSpec, t *Task, role string, scorer *router.FeatureScorer) OutcomeRow {
+	req := r.request(spec, t, s.Exp.Seed)
+	sc := scorer.Score(req)
+	row := OutcomeRow{TaskID: t.ID, Role: role, Model: spec.Model, RouteScore: sc.Value, Features: sc.Features.String()}
+	cctx, cancel := context.WithTimeout(ctx, s.Exp.Timeout.Std())
+	resp, err := stack.Complete(cctx, req)
+	timedOut := cctx.Err() == context.DeadlineExceeded
+	cancel()
+	row.Outcome = outcomeOf(ctx, err, timedOut)
+	if err != nil {
+		row.Error = err.Error()
+	}
+	if resp != nil {
+		tr := &resp.Trace
+		row.LatencyMs = ms(tr.ModelDur)
+		row.Cost, row.TokensIn, row.TokensOut, row.Attempts = resp.Usage.Cost, resp.Usage.TokensIn, resp.Usage.TokensOut, tr.Attempts
+		row.ContractOK = tr.Validated && tr.ContractOK
+		row.Confidence = resp.Confidence
+		if resp.Model != "" {
+			row.Model = resp.Model
+		}
+	}
+	if row.Outcome == OutcomeTimeout {
+		row.LatencyMs = ms(s.Exp.Timeout.Std())
+	}
+	row.Category, row.Correct, row.Pass = judgeAnswer(row.Outcome, row.ContractOK, resp, req, t)
+	return row
+}
+
+// WriteOutcomeTable writes the table as JSONL.
+func WriteOutcomeTable(w io.Writer, tab *OutcomeTable) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(tab.Header); err != nil {
+		return err
+	}
+	for i := range tab.Rows {
+		if err := enc.Encode(&tab.Rows[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadOutcomeTable reads a table written by WriteOutcomeTable. Errors are
+// *InputError naming the file, line and field.
+func ReadOutcomeTable(r io.Reader, name string) (*OutcomeTable, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	tab := &OutcomeTable{}
+	line := 0
+	for sc.Scan() {
+		line++
+		raw := bytes.TrimSpace(sc.Bytes())
+		if len(raw) == 0 {
+			continue
+		}
+		if line == 1 {
+			if err := DecodeStrict(raw, &tab.Header); err != nil {
+				return nil, jsonLineError(name, line, err)
+			}
+			if tab.Header.Format != OutcomeFormat {
+				return nil, &InputError{File: name, Line: line, Field: "format", Msg: fmt.Sprintf("%q, want %q (rebuild with --refresh)", tab.Header.Format, OutcomeFormat)}
+			}
+			continue
+		}
+		var row OutcomeRow
+		if err := DecodeStrict(raw, &row); err != nil {
+			return nil, jsonLineError(name, line, err)
+		}
+		if row.Role != "small" && row.Role != "large" {
+			return nil, &InputError{File: name, Line: line, Field: "role", Msg: fmt.Sprintf("%q, want small or large", row.Role)}
+		}
+		tab.Rows = append(tab.Rows, row)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, &InputError{File: name, Line: line + 1, Msg: err.Error()}
+	}
+	if line == 0 {
+		return nil, &InputError{File: name, Msg: "empty outcome table"}
+	}
+	return tab, nil
+}
+
+// Samples joins the table with the task set: one sample per task, scored
+// afresh by scorer (nil: the built-in scorer with its default config). It
+// fails when the table lacks a task or a model.
+func (s *Setup) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([]router.Sample, error) {
+	if scorer == nil {
+		fs, err := router.NewFeatureScorer(router.DefaultFeatureConfig())
+		if err != nil {
+			return nil, err
+		}
+		scorer = fs
+	}
+	type pair struct{ small, large *OutcomeRow }
+	rows := make(map[string]*pair, len(s.Tasks))
+	for i := range tab.Rows {
+		row := &tab.Rows[i]
+		p := rows[row.TaskID]
+		if p == nil {
+			p = &pair{}
+			rows[row.TaskID] = p
+		}
+		if row.Role == "small" {
+			p.small = row
+		} else {
+			p.large = row
+		}
+	}
+	out := make([]router.Sample, len(s.Tasks))
+	for i := range s.Tasks {
+		t := &s.Tasks[i]
+		p := rows[t.ID]
+		if p == nil || p.small == nil || p.large == nil {
+			return nil, &InputError{File: name, Field: "task_id", Msg: fmt.Sprintf("no outcome of task %q on both models (rebuild with --refresh)", t.ID)}
+		}
+		sc := scorer.Score(&model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()})
+		out[i] = router.Sample{ID: t.ID, Group: t.Group, Key: router.QuestionKey(t.Text), Score: sc.Value, Features: sc.Features,
+			Small: rowOutcome(p.small), Large: rowOutcome(p.large)}
+	}
+	return out, nil
+}
+
+func rowOutcome(r *OutcomeRow) router.Outcome {
+	return router.Outcome{Outcome: r.Outcome, OK: r.Outcome == OutcomeOK && r.ContractOK, Pass: r.Pass, Cost: r.Cost,
+		LatencyMs: r.LatencyMs, Confidence: r.Confidence}
+}
+
+// TableOptions say where an outcome table is kept and whether to rebuild it.
+type TableOptions struct {
+	Path     string    // explicit table file; "" = OutcomePath
+	CacheDir string    // for embedded task sets; "" = DefaultTuneCacheDir
+	Refresh  bool      // rebuild even when a table with the right key exists
+	Log      io.Writer // progress lines; nil = quiet
+}
+
+// TableResult is an outcome table and where it came from.
+type TableResult struct {
+	Table  *OutcomeTable
+	Path   string
+	Built  bool   // true: built now (and written), false: read from Path
+	Reason string // why it was built
+}
+
+// OutcomeTableFor reads the outcome table of target from disk when one
+// with the right key exists, and otherwise (or with Refresh) builds it and
+// writes it atomically.
+func (s *Setup) OutcomeTableFor(ctx context.Context, t TuneTarget, o TableOptions) (*TableResult, error) {
+	key, _, _, err := s.OutcomeKey(t)
+	if err != nil {
+		return nil, err
+	}
+	path := o.Path
+	if path == "" {
+		path = s.OutcomePath(key, o.CacheDir)
+	}
+	reason := "--refresh"
+	if !o.Refresh {
+		f, err := os.Open(path)
+		switch {
+		case err == nil:
+			tab, rerr := ReadOutcomeTable(f, path)
+			f.Close()
+			if rerr != nil {
+				return nil, rerr
+			}
+			if tab.Header.Key == key {
+				return &TableResult{Table: tab, Path: path}, nil
+			}
+			reason = "the table at " + path + " was built for other tasks or models"
+		case errors.Is(err, os.ErrNotExist):
+			reason = "no table yet"
+		default:
+			return nil, err
+		}
+	}
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, "crab: building outcome table (%s): %d tasks x 2 models -> %s\n", reason, len(s.Tasks), path)
+	}
+	tab, err := s.BuildOutcomeTable(ctx, t, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	if err := writeAtomic(path, func(w io.Writer) error { return WriteOutcomeTable(w, tab) }); err != nil {
+		return nil, err
+	}
+	return &TableResult{Table: tab, Path: path, Built: true, Reason: reason}, nil
+}
+
+// writeAtomic writes through a temporary file and renames it.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(tmp)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// routerFieldError is a problem with one field of an arm's router block.
+type routerFieldError struct{ field, msg string }
+
+// validRouter checks the router block's mode and its mode's fields (the
+// threshold's range is checked by the caller), filling the default mode.
+func validRouter(r *RouterSpec) *routerFieldError {
+	switch r.Mode {
+	case "":
+		r.Mode = router.PolicyThreshold
+	case router.PolicyThreshold, router.PolicyCascade:
+	default:
+		return &routerFieldError{"mode", fmt.Sprintf("unknown mode %q (want threshold or cascade)", r.Mode)}
+	}
+	if r.Confidence < 0 || r.Confidence > 1 || math.IsNaN(r.Confidence) {
+		return &routerFieldError{"confidence", fmt.Sprintf("must be in [0,1], got %v", r.Confidence)}
+	}
+	if r.Mode == router.PolicyThreshold && r.Confidence != 0 {
+		return &routerFieldError{"confidence", "only for mode cascade"}
+	}
+	if r.Mode == router.PolicyCascade && r.Threshold != 0 {
+		return &routerFieldError{"threshold", "mode cascade escalates by confidence; use confidence"}
+	}
+	if r.ThresholdFrom != "" && (r.Threshold != 0 || r.Confidence != 0) {
+		field := "threshold"
+		if r.Mode == router.PolicyCascade {
+			field = "confidence"
+		}
+		return &routerFieldError{field, "give " + field + " or threshold_from, not both"}
+	}
+	return nil
+}
+
+// TunedFile is the part of a tune.json that an experiment's
+// threshold_from reads.
+type TunedFile struct {
+	Policy    string  `json:"policy"`
+	Threshold float64 `json:"threshold"`
+	Cascade   *struct {
+		Threshold float64 `json:"threshold"`
+	} `json:"cascade"`
+}
+
+// applyTuned reads the tune.json of every router arm with threshold_from
+// and sets its threshold (mode cascade: confidence). resolve maps a
+// reference like LoadSetup does; base is the experiment's directory.
+func (s *Setup) applyTuned(resolve func(string) string, base string) error {
+	for _, a := range s.Exp.Arms {
+		r := a.Router
+		if r == nil || r.ThresholdFrom == "" {
+			continue
+		}
+		bad := func(format string, args ...any) error {
+			return &InputError{File: s.Exp.File, Line: r.fromLine, Field: "arms.router.threshold_from", Msg: fmt.Sprintf("arm %s: ", a.Name) + fmt.Sprintf(format, args...)}
+		}
+		raw, err := s.read(resolve(r.ThresholdFrom), base)
+		if err != nil {
+			return bad("%v", err)
+		}
+		var tf TunedFile
+		if err := json.Unmarshal(raw, &tf); err != nil {
+			return bad("%s is not a tune.json: %v", r.ThresholdFrom, err)
+		}
+		var v float64
+		switch {
+		case r.Mode == router.PolicyCascade && tf.Policy == router.PolicyCascade:
+			v = tf.Threshold
+		case r.Mode == router.PolicyCascade && tf.Cascade != nil:
+			v = tf.Cascade.Threshold
+		case r.Mode == router.PolicyCascade:
+			return bad("%s has no cascade confidence (tune with the cascade policy)", r.ThresholdFrom)
+		case tf.Policy == router.PolicyThreshold || tf.Policy == "":
+			v = tf.Threshold
+		default:
+			return bad("%s has no router threshold (policy %q)", r.ThresholdFrom, tf.Policy)
+		}
+		if v < 0 || v > 1 || math.IsNaN(v) {
+			return bad("%s: threshold %v outside [0,1]", r.ThresholdFrom, v)
+		}
+		if r.Mode == router.PolicyCascade {
+			r.Confidence = v
+		} else {
+			r.Threshold = v
+		}
+	}
+	return nil
+}
+
+// TunedExperiment returns the experiment, rewritten so that `crab run`
+// uses the tuned values: every threshold-router arm whose request settings
+// match the target's gets the chosen threshold, every cascade arm the chosen
+// confidence, and a cascade arm is added when the experiment has none but
+// the report tuned one. Task, contract and trace references become absolute
+// (or stay embedded:), so the file runs from any directory.
+func (s *Setup) TunedExperiment(t TuneTarget, rep *router.TuneReport, seed int64) ([]byte, error) {
+	raw, err := s.read(s.Exp.File, "")
+	if err != nil {
+		return nil, err
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(raw, &root); err != nil || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("eval: cannot rewrite %s: not a YAML mapping", s.Exp.File)
+	}
+	doc := root.Content[0]
+	base := ""
+	if !strings.HasPrefix(s.Exp.File, embeddedPrefix) {
+		base = filepath.Dir(s.Exp.File)
+	}
+	ref := func(name string) string {
+		if strings.HasPrefix(name, embeddedPrefix) || filepath.IsAbs(name) {
+			return name
+		}
+		if base == "" {
+			return embeddedPrefix + name
+		}
+		if abs, err := filepath.Abs(filepath.Join(base, name)); err == nil {
+			return abs
+		}
+		return name
+	}
+	tasks := s.TasksName
+	if p := s.tasksPath(); p != "" {
+		if abs, err := filepath.Abs(p); err == nil {
+			tasks = abs
+		}
+	}
+	setScalar(doc, "tasks", tasks, "!!str")
+	setScalar(doc, "contract", ref(s.Exp.Contract), "!!str")
+	if ar := mapGet(doc, "arrival"); ar != nil {
+		if tr := mapGet(ar, "trace"); tr != nil && tr.Value != "" {
+			tr.Value = ref(tr.Value)
+		}
+	}
+	th := rep.Threshold
+	var conf *float64
+	if rep.Policy == router.PolicyCascade {
+		conf, th = &rep.Threshold, math.NaN()
+	} else if rep.Cascade != nil {
+		conf = &rep.Cascade.Threshold
+	}
+	note := fmt.Sprintf("chosen by crab tune on calibration (seed %d); see tune.json", seed)
+	arms := mapGet(doc, "arms")
+	hasCascade := false
+	if arms != nil && arms.Kind == yaml.SequenceNode {
+		for i, a := range s.Exp.Arms {
+			if a.Router == nil || i >= len(arms.Content) {
+				continue
+			}
+			rk, rn := mapKey(arms.Content[i], "router")
+			if rn == nil || rn.Kind != yaml.MappingNode {
+				continue
+			}
+			same := a.Mode == t.Arm.Mode && a.MaxTokens == t.Arm.MaxTokens && a.System == t.Arm.System && a.Temperature == t.Arm.Temperature
+			switch {
+			case a.Router.Mode == router.PolicyCascade:
+				hasCascade = true
+				if conf != nil && same {
+					mapDelete(rn, "threshold_from")
+					setScalar(rn, "confidence", fmtYAMLFloat(*conf), "")
+					rk.HeadComment = "confidence " + note
+				}
+			case !math.IsNaN(th) && same:
+				mapDelete(rn, "threshold_from")
+				setScalar(rn, "threshold", fmtYAMLFloat(th), "")
+				rk.HeadComment = "threshold " + note
+			}
+		}
+		if conf != nil && !hasCascade {
+			arm := &yaml.Node{Kind: yaml.MappingNode}
+			setScalar(arm, "name", uniqueArm(s.Exp.Arms, "cascade"), "!!str")
+			if t.Arm.Mode != "" && t.Arm.Mode != model.ModeFull {
+				setScalar(arm, "mode", t.Arm.Mode, "!!str")
+			}
+			if t.Arm.MaxTokens > 0 {
+				setScalar(arm, "max_tokens", strconv.Itoa(t.Arm.MaxTokens), "!!int")
+			}
+			if t.Arm.System != "" {
+				setScalar(arm, "system", t.Arm.System, "!!str")
+			}
+			rn := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			setScalar(rn, "mode", router.PolicyCascade, "!!str")
+			setScalar(rn, "small", t.Small, "!!str")
+			setScalar(rn, "large", t.Large, "!!str")
+			setScalar(rn, "confidence", fmtYAMLFloat(*conf), "")
+			arm.Content = append(arm.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "router"}, rn)
+			arm.Content[len(arm.Content)-2].HeadComment = "small model first, escalated when its answer fails or is less confident;\nconfidence " + note
+			arms.Content = append(arms.Content, arm)
+		}
+	}
+	root.HeadComment = strings.TrimSpace(fmt.Sprintf("Written by crab tune from %s: the router thresholds below were chosen on the\ncalibration split and reported once on the holdout (tune.json). Run it with crab run -c FILE.", s.Exp.File) + "\n\n" + root.HeadComment)
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&root); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func uniqueArm(arms []ArmSpec, name string) string {
+	taken := map[string]bool{}
+	for _, a := range arms {
+		taken[a.Name] = true
+	}
+	out := name
+	for i := 2; taken[out]; i++ {
+		out = fmt.Sprintf("%s_%d", name, i)
+	}
+	return out
+}
+
+// fmtYAMLFloat writes v so that it parses back to exactly v.
+func fmtYAMLFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+func mapGet(m *yaml.Node, key string) *yaml.Node {
+	_, v := mapKey(m, key)
+	return v
+}
+
+// mapKey returns the key and value nodes of key in mapping m, or nils.
+func mapKey(m *yaml.Node, key string) (k, v *yaml.Node) {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i], m.Content[i+1]
+		}
+	}
+	return nil, nil
+}
+
+func mapDelete(m *yaml.Node, key string) {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			m.Content = append(m.Content[:i], m.Content[i+2:]...)
+			return
+		}
+	}
+}
+
+// setScalar sets (or adds) key to a scalar value and returns the value
+// node; an empty tag lets YAML resolve the value's type.
+func setScalar(m *yaml.Node, key, value, tag string) *yaml.Node {
+	if v := mapGet(m, key); v != nil {
+		v.Kind, v.Value, v.Tag, v.Style, v.Content = yaml.ScalarNode, value, tag, 0, nil
+		return v
+	}
+	v := &yaml.Node{Kind: yaml.ScalarNode, Value: value, Tag: tag}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
+	return v
+}

@@ -1,0 +1,347 @@
+package eval
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/router"
+)
+
+// tuneDir writes the first n embedded tasks and an experiment on them
+// (time-scale 0, the default faults) into a temporary directory and returns
+// the experiment's path.
+func tuneDir(t *testing.T, n int, extraArms string) string {
+	t.Helper()
+	dir := t.TempDir()
+	raw, err := fixtures.FS.ReadFile("tasks.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(nil, 1<<20)
+	for i := 0; i < n && sc.Scan(); i++ {
+		b.Write(sc.Bytes())
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tasks.jsonl"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exp := `name: tune
+tasks: tasks.jsonl
+contract: embedded:triage.schema.json
+seed: 42
+time_scale: 0
+arrival: {pattern: burst}
+concurrency: 16
+timeout: 500ms
+retry: {max_attempts: 2}
+models:
+  - {name: small, kind: small, price_in_per_mtok: 0.15, price_out_per_mtok: 0.6, faults: {error: 0.01, malformed: 0.01}}
+  - {name: large, kind: large, price_in_per_mtok: 2.5, price_out_per_mtok: 10, faults: {error: 0.01, malformed: 0.005}}
+arms:
+  - {name: baseline, model: large}
+  - {name: small_only, model: small}
+  - {name: router, router: {threshold: 0.5, small: small, large: large}}
+` + extraArms
+	path := filepath.Join(dir, "exp.yaml")
+	if err := os.WriteFile(path, []byte(exp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestOutcomeTableBuildReadRebuild(t *testing.T) {
+	t.Parallel()
+	exp := tuneDir(t, 60, "")
+	s, err := LoadSetup(exp, fixtures.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := s.Target()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.Small != "small" || tg.Large != "large" || tg.From != "router" {
+		t.Fatalf("target %+v; want small/large from arm router", tg)
+	}
+	ctx := context.Background()
+	first, err := s.OutcomeTableFor(ctx, tg, TableOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Built || len(first.Table.Rows) != 120 {
+		t.Fatalf("built %v with %d rows; want built, 120 rows", first.Built, len(first.Table.Rows))
+	}
+	if dir, base := filepath.Split(first.Path); dir != filepath.Dir(exp)+string(filepath.Separator) || !strings.HasPrefix(base, "tasks.jsonl.outcomes-") {
+		t.Errorf("table at %s; want beside the task file", first.Path)
+	}
+	second, err := s.OutcomeTableFor(ctx, tg, TableOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Built || !reflect.DeepEqual(second.Table.Rows, first.Table.Rows) {
+		t.Errorf("second call built %v; want the stored table read back unchanged", second.Built)
+	}
+	refreshed, err := s.OutcomeTableFor(ctx, tg, TableOptions{Refresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !refreshed.Built || !reflect.DeepEqual(refreshed.Table.Rows, first.Table.Rows) {
+		t.Errorf("refresh built %v; want rebuilt with the same (deterministic) outcomes", refreshed.Built)
+	}
+	// Another price is another model config: another key, another file.
+	raw, _ := os.ReadFile(exp)
+	other := filepath.Join(filepath.Dir(exp), "other.yaml")
+	os.WriteFile(other, bytes.Replace(raw, []byte("price_out_per_mtok: 10"), []byte("price_out_per_mtok: 12"), 1), 0o644)
+	s2, err := LoadSetup(other, fixtures.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third, err := s2.OutcomeTableFor(ctx, tg, TableOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !third.Built || third.Path == first.Path || third.Table.Header.Key == first.Table.Header.Key {
+		t.Errorf("changed price: built %v at %s (key %s); want a new table beside the old", third.Built, third.Path, third.Table.Header.Key[:12])
+	}
+	// A table file holding another key is rebuilt, not misread.
+	stale := filepath.Join(t.TempDir(), "stale.jsonl")
+	os.WriteFile(stale, mustRead(t, third.Path), 0o644)
+	got, err := s.OutcomeTableFor(ctx, tg, TableOptions{Path: stale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Built || !strings.Contains(got.Reason, "other tasks or models") {
+		t.Errorf("stale table: built %v (%s); want rebuilt", got.Built, got.Reason)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The table's verdict on each task is the one `crab run` reaches on repeat
+// 0 with the same models: a replay predicts the run.
+func TestOutcomeTableMatchesRun(t *testing.T) {
+	t.Parallel()
+	exp := tuneDir(t, 60, "")
+	s, err := LoadSetup(exp, fixtures.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, _ := s.Target()
+	tab, err := s.OutcomeTableFor(context.Background(), tg, TableOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	pass := map[string]bool{}
+	cost := map[string]float64{}
+	rs, _ := LoadSetup(exp, fixtures.FS)
+	_, err = rs.Runner("tune-check", func(r Record) error {
+		mu.Lock()
+		defer mu.Unlock()
+		pass[r.Arm+"/"+r.TaskID] = r.Pass
+		cost[r.Arm+"/"+r.TaskID] = r.Cost
+		return nil
+	}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm := map[string]string{"small": "small_only", "large": "baseline"}
+	for _, row := range tab.Table.Rows {
+		k := arm[row.Role] + "/" + row.TaskID
+		if pass[k] != row.Pass || cost[k] != row.Cost {
+			t.Errorf("%s: table pass %v cost %v; run pass %v cost %v", k, row.Pass, row.Cost, pass[k], cost[k])
+		}
+	}
+	samples, err := s.Samples(tab.Table, nil, tab.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The router arm at 0.5 replayed from the table matches its run too.
+	for _, x := range samples {
+		want := x.Small.Pass
+		if x.Score >= 0.5 {
+			want = x.Large.Pass
+		}
+		if got := pass["router/"+x.ID]; got != want {
+			t.Errorf("router/%s (score %.3f): run pass %v; replay %v", x.ID, x.Score, got, want)
+		}
+	}
+}
+
+func TestReadOutcomeTableErrors(t *testing.T) {
+	t.Parallel()
+	header := `{"format":"crab.outcomes/v1","key":"k","tasks":"t","tasks_hash":"h","task_count":1,"contract_hash":"c","seed":1,"small":{"name":"s","config_hash":"a"},"large":{"name":"l","config_hash":"b"},"mode":"full","latency":"x","created":"2025-01-01T00:00:00Z"}`
+	for _, tc := range []struct {
+		name, body string
+		line       int
+		field      string
+	}{
+		{"empty", "", 0, ""},
+		{"old format", strings.Replace(header, "crab.outcomes/v1", "crab.outcomes/v0", 1), 1, "format"},
+		{"bad json", header + "\n{not json\n", 2, ""},
+		{"unknown field", header + "\n{\"task_id\":\"t1\",\"role\":\"small\",\"colour\":1}\n", 2, "colour"},
+		{"bad role", header + "\n{\"task_id\":\"t1\",\"role\":\"medium\"}\n", 2, "role"},
+		{"bad type", header + "\n{\"task_id\":\"t1\",\"role\":\"small\",\"cost\":\"cheap\"}\n", 2, "cost"},
+	} {
+		_, err := ReadOutcomeTable(strings.NewReader(tc.body), "table.jsonl")
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Line != tc.line || ie.Field != tc.field || ie.File != "table.jsonl" {
+			t.Errorf("%s: got %v; want an InputError at line %d field %q", tc.name, err, tc.line, tc.field)
+		}
+	}
+}
+
+func TestThresholdFrom(t *testing.T) {
+	t.Parallel()
+	exp := tuneDir(t, 10, `  - {name: tuned, router: {threshold_from: tune.json, small: small, large: large}}
+  - {name: cascade, router: {mode: cascade, threshold_from: tune.json, small: small, large: large}}
+`)
+	dir := filepath.Dir(exp)
+	os.WriteFile(filepath.Join(dir, "tune.json"), []byte(`{"policy":"threshold","threshold":0.42,"cascade":{"policy":"cascade","threshold":0.77}}`), 0o644)
+	s, err := LoadSetup(exp, fixtures.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]float64{}
+	for _, a := range s.Exp.Arms {
+		if a.Router != nil {
+			got[a.Name] = [2]float64{a.Router.Threshold, a.Router.Confidence}
+		}
+	}
+	if got["tuned"] != [2]float64{0.42, 0} || got["cascade"] != [2]float64{0, 0.77} || got["router"] != [2]float64{0.5, 0} {
+		t.Errorf("thresholds %v; want tuned 0.42, cascade confidence 0.77, router unchanged", got)
+	}
+}
+
+func TestRouterSpecErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, arm, tune string
+		field           string
+		line            int
+	}{
+		{"unknown mode", `  - {name: x, router: {mode: magic, small: small, large: large}}`, "", "arms.router.mode", 17},
+		{"confidence without cascade", `  - {name: x, router: {confidence: 0.5, small: small, large: large}}`, "", "arms.router.confidence", 17},
+		{"confidence out of range", `  - {name: x, router: {mode: cascade, confidence: 1.5, small: small, large: large}}`, "", "arms.router.confidence", 17},
+		{"threshold in cascade", `  - {name: x, router: {mode: cascade, threshold: 0.5, small: small, large: large}}`, "", "arms.router.threshold", 17},
+		{"both given", `  - {name: x, router: {threshold: 0.3, threshold_from: tune.json, small: small, large: large}}`, "", "arms.router.threshold", 17},
+		{"missing tune.json", `  - {name: x, router: {threshold_from: nowhere.json, small: small, large: large}}`, "", "arms.router.threshold_from", 17},
+		{"not a tune.json", `  - {name: x, router: {threshold_from: tune.json, small: small, large: large}}`, "[1,2]", "arms.router.threshold_from", 17},
+		{"no cascade in tune.json", `  - {name: x, router: {mode: cascade, threshold_from: tune.json, small: small, large: large}}`, `{"policy":"threshold","threshold":0.4}`, "arms.router.threshold_from", 17},
+		{"threshold out of range", `  - {name: x, router: {threshold_from: tune.json, small: small, large: large}}`, `{"policy":"threshold","threshold":4}`, "arms.router.threshold_from", 17},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			exp := tuneDir(t, 5, tc.arm+"\n")
+			if tc.tune != "" {
+				os.WriteFile(filepath.Join(filepath.Dir(exp), "tune.json"), []byte(tc.tune), 0o644)
+			}
+			_, err := LoadSetup(exp, fixtures.FS)
+			var ie *InputError
+			if !errors.As(err, &ie) || ie.Field != tc.field || ie.Line != tc.line {
+				t.Fatalf("got %v; want an InputError on line %d, field %s", err, tc.line, tc.field)
+			}
+		})
+	}
+}
+
+func TestTunedExperiment(t *testing.T) {
+	t.Parallel()
+	exp := tuneDir(t, 90, "  - {name: short_router, mode: short, router: {threshold: 0.5, small: small, large: large}}\n")
+	s, err := LoadSetup(exp, fixtures.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, _ := s.Target()
+	tab, err := s.OutcomeTableFor(context.Background(), tg, TableOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := s.Samples(tab.Table, nil, tab.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := router.Tune(samples, router.TuneConfig{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.TunedExperiment(tg, rep, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The snippet runs from anywhere: parse it from another directory.
+	moved := filepath.Join(t.TempDir(), "tuned.yaml")
+	os.WriteFile(moved, out, 0o644)
+	s2, err := LoadSetup(moved, fixtures.FS)
+	if err != nil {
+		t.Fatalf("tuned experiment does not load: %v\n%s", err, out)
+	}
+	arms := map[string]*RouterSpec{}
+	for _, a := range s2.Exp.Arms {
+		arms[a.Name] = a.Router
+	}
+	if r := arms["router"]; r == nil || r.Threshold != rep.Threshold {
+		t.Errorf("router arm %+v; want threshold %v", r, rep.Threshold)
+	}
+	if r := arms["short_router"]; r == nil || r.Threshold != 0.5 {
+		t.Errorf("short_router arm %+v; want its threshold untouched (other request settings)", r)
+	}
+	if r := arms["cascade"]; r == nil || r.Mode != router.PolicyCascade || r.Confidence != rep.Cascade.Threshold {
+		t.Errorf("cascade arm %+v; want confidence %v", r, rep.Cascade.Threshold)
+	}
+	if len(s2.Tasks) != 90 || !strings.Contains(string(out), "chosen by crab tune") {
+		t.Errorf("tuned experiment: %d tasks; want 90 and a note on the tuned values:\n%s", len(s2.Tasks), out)
+	}
+}
+
+func TestTargetWithoutRouter(t *testing.T) {
+	t.Parallel()
+	exp := tuneDir(t, 5, "")
+	raw := mustRead(t, exp)
+	i := bytes.Index(raw, []byte("  - {name: router"))
+	os.WriteFile(exp, raw[:i], 0o644)
+	s, err := LoadSetup(exp, fixtures.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := s.Target()
+	if err != nil || tg.Small != "small" || tg.Large != "large" || tg.From != "" {
+		t.Errorf("got %+v, %v; want the small and large kinds", tg, err)
+	}
+}
+
+// FuzzReadOutcomeTable: any bytes give a table or an *InputError, never a
+// panic.
+func FuzzReadOutcomeTable(f *testing.F) {
+	f.Add([]byte(`{"format":"crab.outcomes/v1","key":"k"}` + "\n" + `{"task_id":"t1","role":"small","outcome":"ok","pass":true,"cost":0.1}` + "\n"))
+	f.Add([]byte("{}\n{}\n"))
+	f.Add([]byte("\n\n{\"format\":1}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tab, err := ReadOutcomeTable(bytes.NewReader(b), "fuzz.jsonl")
+		var ie *InputError
+		if err != nil && !errors.As(err, &ie) {
+			t.Fatalf("error %v is not an InputError", err)
+		}
+		if err == nil && tab == nil {
+			t.Fatal("nil table without an error")
+		}
+	})
+}

@@ -1,0 +1,510 @@
+// Package openai is crab's backend for OpenAI-compatible chat completion
+// servers (vLLM, Ollama, llama.cpp's server, hosted APIs, and crab's own
+// sim-server), built on github.com/sashabaranov/go-openai.
+//
+// A Backend sends one model.Request as one chat completion call: the
+// request's System (plus an instruction for a shortened output mode) as the
+// system message, its Text as the user message, its Contract as a strict
+// json_schema response_format, its MaxTokens, Temperature and Seed. It
+// streams by default, so that the time to first token is measured where the
+// first content arrives.
+//
+// Besides the standard body, every call carries crab's scope and call
+// identity in X-Crab-* headers (HeaderTenant, HeaderPermission, HeaderLang,
+// HeaderDocVersion, HeaderRequestID, HeaderAttempt, HeaderMode). Servers that
+// do not know them ignore them; crab's sim-server uses them to build an
+// answer for the request's scope and to draw the same simulated luck as an
+// in-process simulated model would. Config.NoCrabHeaders turns them off,
+// e.g. for a hosted API that should not learn tenant names.
+//
+// The backend makes exactly one attempt per call; retries and re-asks are the
+// stack's job (model.Retry, the contract layer), and every attempt is
+// recorded in the trace they accumulate.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/crab-testbed/crab/model"
+)
+
+// Headers of crab's extension of the OpenAI wire protocol. A Backend sends
+// the request headers; crab sim-server reads them; crab serve reads
+// HeaderLang, HeaderDocVersion and HeaderMode from its clients (never the
+// tenant or permission, which come from the API key) and writes the
+// response headers.
+const (
+	HeaderTenant     = "X-Crab-Tenant"      // Scope.Tenant
+	HeaderPermission = "X-Crab-Permission"  // Scope.Permission
+	HeaderLang       = "X-Crab-Lang"        // Scope.Lang
+	HeaderDocVersion = "X-Crab-Doc-Version" // Scope.DocVersion
+	HeaderRequestID  = "X-Crab-Request-Id"  // Request.TaskID: identifies the call
+	HeaderAttempt    = "X-Crab-Attempt"     // Request.Attempt: 0 first, counted up by retries and re-asks
+	HeaderMode       = "X-Crab-Mode"        // Request.Mode: full, short or over_short
+
+	// HeaderConfidence is a response header: the server's confidence in
+	// its answer, in (0,1] (model.Response.Confidence).
+	HeaderConfidence = "X-Crab-Confidence"
+
+	// Response headers of crab serve.
+	HeaderCache      = "X-Crab-Cache"       // HIT, MISS or BYPASS
+	HeaderModel      = "X-Crab-Model"       // backend that produced the answer
+	HeaderRouteScore = "X-Crab-Route-Score" // router score, or "none" when the router did not score the request
+	HeaderContract   = "X-Crab-Contract"    // ok, fail or none
+)
+
+// ErrConfig is wrapped by New's errors.
+var ErrConfig = errors.New("openai: invalid config")
+
+// Config describes one OpenAI-compatible backend.
+type Config struct {
+	// Name is the backend name reported in model.Response.Model, i.e. the
+	// model's name in the experiment. Empty means Model.
+	Name string
+	// BaseURL is the API root the paths /chat/completions and /models are
+	// appended to, e.g. http://127.0.0.1:8000/v1 (vLLM),
+	// http://127.0.0.1:11434/v1 (Ollama) or https://api.openai.com/v1.
+	BaseURL string
+	// Model is the model name sent to the server, e.g. "Qwen/Qwen2.5-7B-Instruct".
+	Model string
+	// APIKey is sent as a bearer token; empty sends none (local servers).
+	APIKey string
+	// NoStream makes non-streaming calls. The time to first token is then
+	// the time the whole answer arrived, which hides what streaming shows.
+	NoStream bool
+	// NoCrabHeaders leaves out the X-Crab-* request headers.
+	NoCrabHeaders bool
+	// PriceIn and PriceOut are the prices of one input and one output
+	// token; Usage.Cost = tokensIn*PriceIn + tokensOut*PriceOut.
+	PriceIn, PriceOut float64
+	// MaxConns is how many idle keep-alive connections to the server are
+	// kept; set it to at least the number of calls in flight (an
+	// experiment's concurrency), or connections are re-opened under load.
+	// 0 means 64.
+	MaxConns int
+	// HTTPClient replaces the tuned default client (tests). Its Timeout
+	// should be zero: the deadline comes from each call's context.
+	HTTPClient *http.Client
+	// Now is the clock of the trace; nil means time.Now.
+	Now func() time.Time
+}
+
+// Backend is a model.Model that calls an OpenAI-compatible server. It is
+// safe for concurrent use.
+type Backend struct {
+	cfg    Config
+	client *goopenai.Client
+	http   *http.Client
+	now    func() time.Time
+}
+
+var _ model.Model = (*Backend)(nil)
+
+// New validates cfg and returns the backend. The default HTTP client has
+// no overall timeout (each call's deadline comes from its context) and a
+// transport tuned for many concurrent calls to one host: keep-alive,
+// MaxConns idle connections per host, no compression (streams are not
+// buffered by a decompressor).
+func New(cfg Config) (*Backend, error) {
+	if strings.TrimSpace(cfg.BaseURL) == "" {
+		return nil, fmt.Errorf("%w: base_url is required", ErrConfig)
+	}
+	if !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://") {
+		return nil, fmt.Errorf("%w: base_url %q: want an http:// or https:// URL", ErrConfig, cfg.BaseURL)
+	}
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, fmt.Errorf("%w: model is required", ErrConfig)
+	}
+	if cfg.Name == "" {
+		cfg.Name = cfg.Model
+	}
+	if cfg.MaxConns < 0 {
+		return nil, fmt.Errorf("%w: max_conns %d is negative", ErrConfig, cfg.MaxConns)
+	}
+	if cfg.MaxConns == 0 {
+		cfg.MaxConns = 64
+	}
+	if math.IsNaN(cfg.PriceIn) || math.IsNaN(cfg.PriceOut) || cfg.PriceIn < 0 || cfg.PriceOut < 0 {
+		return nil, fmt.Errorf("%w: prices must not be negative", ErrConfig)
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Transport: NewTransport(cfg.MaxConns)}
+	}
+	oc := goopenai.DefaultConfig(cfg.APIKey)
+	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	oc.HTTPClient = headerDoer{hc}
+	b := &Backend{cfg: cfg, client: goopenai.NewClientWithConfig(oc), http: hc, now: cfg.Now}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	return b, nil
+}
+
+// NewTransport returns an HTTP transport for many concurrent calls to one
+// server: keep-alive with maxConns idle connections per host, bounded dial
+// and TLS handshake times, HTTP/2 when the server offers it, and no
+// transparent compression.
+func NewTransport(maxConns int) *http.Transport {
+	if maxConns <= 0 {
+		maxConns = 64
+	}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          maxConns * 2,
+		MaxIdleConnsPerHost:   maxConns,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+// Name is the backend name reported in Response.Model.
+func (b *Backend) Name() string { return b.cfg.Name }
+
+// Config returns the backend's configuration with defaults filled in. The
+// API key is left out.
+func (b *Backend) Config() Config {
+	c := b.cfg
+	c.APIKey = ""
+	return c
+}
+
+// Close releases idle connections.
+func (b *Backend) Close() { b.http.CloseIdleConnections() }
+
+// Complete makes one chat completion call for req.
+//
+// The trace holds one attempt: ModelDur is the wall time of the call, TTFT
+// the time from the start of the call to the first chunk that carries
+// content (a role-only or empty chunk does not count; without streaming, to
+// the arrival of the whole answer) and FirstByteAt that moment's wall-clock
+// time. Usage comes from the server's usage report (in a stream, the last
+// usage chunk, requested with stream_options.include_usage; a server that
+// repeats usage on every chunk is not summed) and is priced with the
+// configured prices; a server that reports no usage bills zero tokens.
+// Scope is req.Scope: the answer was built for the request's scope.
+//
+// A refusal (the message's refusal field, or finish reason
+// content_filter) is returned without error as content with
+// model.FinishRefusal; judging it is the contract layer's job.
+//
+// Errors: an HTTP error status returns a *StatusError (wrapping
+// model.ErrBackend) with the status and the server's message; a broken
+// connection or a stream that ends before its finish reason wraps
+// model.ErrBackend; when ctx ends first, ctx.Err() is returned. A failed
+// call still returns a response carrying its trace.
+func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	creq := b.request(req)
+	if !b.cfg.NoCrabHeaders {
+		ctx = context.WithValue(ctx, headersKey{}, crabHeaders(req))
+	}
+	resp := &model.Response{Model: b.cfg.Name, Scope: req.Scope}
+	resp.Trace.Attempts = 1
+	start := b.now()
+	var err error
+	if b.cfg.NoStream {
+		err = b.once(ctx, creq, resp, start)
+	} else {
+		err = b.stream(ctx, creq, resp, start)
+	}
+	resp.Trace.ModelDur = b.now().Sub(start)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return resp, cerr
+		}
+		var se *StatusError
+		if errors.As(err, &se) {
+			se.Backend = b.cfg.Name
+			return resp, se
+		}
+		return resp, fmt.Errorf("%w: %s: %v", model.ErrBackend, b.cfg.Name, err)
+	}
+	resp.Usage.Cost = float64(resp.Usage.TokensIn)*b.cfg.PriceIn + float64(resp.Usage.TokensOut)*b.cfg.PriceOut
+	return resp, nil
+}
+
+// request builds the chat completion request.
+func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
+	system := req.System
+	if ins := ModeInstruction(req.Mode); ins != "" {
+		if system != "" {
+			system += "\n\n"
+		}
+		system += ins
+	}
+	msgs := make([]goopenai.ChatCompletionMessage, 0, 2)
+	if system != "" {
+		msgs = append(msgs, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleSystem, Content: system})
+	}
+	msgs = append(msgs, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleUser, Content: req.Text})
+	c := goopenai.ChatCompletionRequest{
+		Model:       b.cfg.Model,
+		Messages:    msgs,
+		MaxTokens:   req.MaxTokens,
+		Temperature: float32(req.Temperature),
+		User:        req.User,
+	}
+	if c.Temperature == 0 {
+		// go-openai leaves a zero temperature out, and servers then sample
+		// at their default (often 1). Send greedy decoding explicitly.
+		c.Temperature = math.SmallestNonzeroFloat32
+	}
+	if req.Seed != 0 {
+		seed := int(req.Seed)
+		c.Seed = &seed
+	}
+	if len(req.Contract) > 0 {
+		c.ResponseFormat = &goopenai.ChatCompletionResponseFormat{
+			Type: goopenai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &goopenai.ChatCompletionResponseFormatJSONSchema{
+				Name: "crab_contract", Schema: json.RawMessage(req.Contract), Strict: true,
+			},
+		}
+	}
+	if !b.cfg.NoStream {
+		c.Stream = true
+		c.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
+	}
+	// Reasoning models refuse max_tokens and any temperature but 1.
+	v := goopenai.NewReasoningValidator()
+	if v.Validate(c) != nil && c.MaxTokens > 0 {
+		c.MaxCompletionTokens, c.MaxTokens = c.MaxTokens, 0
+	}
+	if v.Validate(c) != nil {
+		c.Temperature = 0
+	}
+	return c
+}
+
+// once makes a non-streaming call.
+func (b *Backend) once(ctx context.Context, creq goopenai.ChatCompletionRequest, resp *model.Response, start time.Time) error {
+	out, err := b.client.CreateChatCompletion(ctx, creq)
+	if err != nil {
+		return statusError(err)
+	}
+	at := b.now()
+	resp.Trace.TTFT = at.Sub(start)
+	resp.Trace.FirstByteAt = at
+	resp.Confidence = confidence(out.Header())
+	if len(out.Choices) == 0 {
+		return errors.New("answer without choices")
+	}
+	ch := out.Choices[0]
+	resp.Content = ch.Message.Content
+	resp.FinishReason = finishReason(ch.FinishReason)
+	if resp.Content == "" && ch.Message.Refusal != "" {
+		resp.Content = ch.Message.Refusal
+		resp.FinishReason = model.FinishRefusal
+	}
+	resp.Usage = model.Usage{TokensIn: out.Usage.PromptTokens, TokensOut: out.Usage.CompletionTokens}
+	return nil
+}
+
+// stream makes a streaming call and reassembles the answer.
+func (b *Backend) stream(ctx context.Context, creq goopenai.ChatCompletionRequest, resp *model.Response, start time.Time) error {
+	st, err := b.client.CreateChatCompletionStream(ctx, creq)
+	if err != nil {
+		return statusError(err)
+	}
+	defer st.Close()
+	resp.Confidence = confidence(st.Header())
+	var content, refusal strings.Builder
+	var finish goopenai.FinishReason
+	var usage *goopenai.Usage
+	for {
+		chunk, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return statusError(err)
+		}
+		if chunk.Usage != nil {
+			u := *chunk.Usage
+			usage = &u // the last report wins: some servers repeat it on every chunk
+		}
+		for _, c := range chunk.Choices {
+			if c.Index != 0 {
+				continue
+			}
+			if c.Delta.Content != "" || c.Delta.Refusal != "" {
+				if resp.Trace.FirstByteAt.IsZero() {
+					at := b.now()
+					resp.Trace.TTFT = at.Sub(start)
+					resp.Trace.FirstByteAt = at
+				}
+				content.WriteString(c.Delta.Content)
+				refusal.WriteString(c.Delta.Refusal)
+			}
+			if c.FinishReason != "" && c.FinishReason != goopenai.FinishReasonNull {
+				finish = c.FinishReason
+			}
+		}
+	}
+	if finish == "" {
+		// A stream cut by the server or the network ends like a finished
+		// one in go-openai; without a finish reason the answer is partial.
+		return errors.New("stream ended before a finish reason (connection closed mid-stream)")
+	}
+	resp.Content = content.String()
+	resp.FinishReason = finishReason(finish)
+	if resp.Content == "" && refusal.Len() > 0 {
+		resp.Content = refusal.String()
+		resp.FinishReason = model.FinishRefusal
+	}
+	if usage != nil {
+		resp.Usage = model.Usage{TokensIn: usage.PromptTokens, TokensOut: usage.CompletionTokens}
+	}
+	return nil
+}
+
+// finishReason maps the wire's finish reason to crab's.
+func finishReason(f goopenai.FinishReason) string {
+	switch f {
+	case goopenai.FinishReasonContentFilter:
+		return model.FinishRefusal
+	case goopenai.FinishReasonNull:
+		return ""
+	}
+	return string(f)
+}
+
+func confidence(h http.Header) float64 {
+	v, err := strconv.ParseFloat(h.Get(HeaderConfidence), 64)
+	if err != nil || math.IsNaN(v) || v <= 0 || v > 1 {
+		return 0
+	}
+	return v
+}
+
+// StatusError is an HTTP error status from the server, with the server's
+// message. It wraps model.ErrBackend.
+type StatusError struct {
+	Backend string // the backend's name
+	Status  int    // HTTP status code, e.g. 429
+	Type    string // the OpenAI error type, e.g. "rate_limit_error"; may be empty
+	Code    string // the OpenAI error code, e.g. "rate_limit_exceeded"; may be empty
+	Message string // the server's message
+}
+
+// Error says which backend failed, with what status and message.
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%v: %s: HTTP %d %s: %s", model.ErrBackend, e.Backend, e.Status, http.StatusText(e.Status), e.Message)
+}
+
+// Unwrap returns model.ErrBackend.
+func (e *StatusError) Unwrap() error { return model.ErrBackend }
+
+// statusError turns go-openai's HTTP errors into a *StatusError and leaves
+// every other error as it is.
+func statusError(err error) error {
+	var ae *goopenai.APIError
+	if errors.As(err, &ae) && ae.HTTPStatusCode > 0 {
+		code := ""
+		if ae.Code != nil {
+			code = fmt.Sprint(ae.Code)
+		}
+		return &StatusError{Status: ae.HTTPStatusCode, Type: ae.Type, Code: code, Message: ae.Message}
+	}
+	var re *goopenai.RequestError
+	if errors.As(err, &re) && re.HTTPStatusCode > 0 {
+		msg := strings.TrimSpace(string(re.Body))
+		if len(msg) > 512 {
+			msg = msg[:512] + "..."
+		}
+		if msg == "" {
+			msg = http.StatusText(re.HTTPStatusCode)
+		}
+		return &StatusError{Status: re.HTTPStatusCode, Message: msg}
+	}
+	return err
+}
+
+// headersKey carries a call's X-Crab-* headers through the context to
+// headerDoer, since go-openai has no per-call headers.
+type headersKey struct{}
+
+// headerDoer adds the headers found in the request's context.
+type headerDoer struct{ c *http.Client }
+
+func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
+	if h, ok := r.Context().Value(headersKey{}).(http.Header); ok {
+		for k, v := range h {
+			r.Header[k] = v
+		}
+	}
+	return d.c.Do(r)
+}
+
+// crabHeaders are the X-Crab-* headers of req.
+func crabHeaders(req *model.Request) http.Header {
+	h := make(http.Header, 7)
+	set := func(k, v string) {
+		if v != "" {
+			h[k] = []string{v}
+		}
+	}
+	set(HeaderTenant, req.Scope.Tenant)
+	set(HeaderPermission, req.Scope.Permission)
+	set(HeaderLang, req.Scope.Lang)
+	set(HeaderDocVersion, req.Scope.DocVersion)
+	set(HeaderRequestID, req.TaskID)
+	set(HeaderMode, req.Mode)
+	if req.Attempt != 0 {
+		set(HeaderAttempt, strconv.Itoa(req.Attempt))
+	}
+	return h
+}
+
+// Instructions appended to the system prompt for the shortened output
+// modes, so that a real model is asked for the shorter answer (the output
+// is not trimmed afterwards). Full mode adds nothing.
+const (
+	InstructionShort     = "Answer tersely: a one-sentence reason, at most one evidence quote, and no background."
+	InstructionOverShort = "Answer with the category, a few-word reason, the suggested action and the review flag only; leave out evidence and risk flags."
+)
+
+// ModeInstruction is the instruction a Backend appends to the system
+// prompt for mode, or "" for the full mode.
+func ModeInstruction(mode string) string {
+	switch mode {
+	case model.ModeShort:
+		return InstructionShort
+	case model.ModeOverShort:
+		return InstructionOverShort
+	}
+	return ""
+}
+
+// SplitMode undoes what a Backend did to the system prompt: it returns the
+// prompt without a trailing mode instruction, and the mode that instruction
+// asks for (model.ModeFull when there is none). Servers use it to see the
+// caller's own system prompt and the output mode asked for.
+func SplitMode(system string) (base, mode string) {
+	for _, m := range [...]string{model.ModeShort, model.ModeOverShort} {
+		ins := ModeInstruction(m)
+		if rest, ok := strings.CutSuffix(system, ins); ok {
+			return strings.TrimSuffix(rest, "\n\n"), m
+		}
+	}
+	return system, model.ModeFull
+}

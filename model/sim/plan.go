@@ -1,0 +1,171 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/crab-testbed/crab/model"
+)
+
+// Faults of a whole call, reported in Plan.Fault. Content faults (refusal,
+// malformed JSON, missing field, wrong enum, empty evidence, truncation)
+// are already in Plan.Content and Plan.FinishReason.
+const (
+	// FaultError: the call fails after Plan.Total with a server error
+	// (model.ErrBackend in process, HTTP 500 from crab sim-server).
+	FaultError = "error"
+	// FaultHang: the call never answers; only the caller's deadline or
+	// cancellation ends it.
+	FaultHang = "hang"
+)
+
+// Plan is what one call of a simulated model does, decided before any
+// waiting: Complete waits it out in process, and crab sim-server paces it
+// over HTTP (first content after TTFT, then the rest of the tokens evenly
+// until Total), so that both give the same answer with the same timing.
+type Plan struct {
+	Model        string  // the model's name
+	Content      string  // the answer; empty for FaultError and FaultHang
+	FinishReason string  // model.FinishStop, FinishLength or FinishRefusal
+	Confidence   float64 // see model.Response.Confidence; 0 for a refusal
+	// Usage is billed when the answer is delivered.
+	Usage model.Usage
+	// InputUsage (input tokens only) is billed when the call is cut short
+	// by a hang or a cancellation.
+	InputUsage model.Usage
+	// TTFT is the time from the start of the call to its first content,
+	// and Total to its end (to the error, for FaultError): the simulated
+	// durations with jitter and slow tail, times Config.TimeScale (or
+	// nominal with Config.NoSleep).
+	TTFT, Total time.Duration
+	// Sleep says whether TTFT and Total are to be waited (false with
+	// Config.NoSleep, where they are only reported).
+	Sleep bool
+	// Fault is "", FaultError or FaultHang.
+	Fault string
+}
+
+// Plan decides what a call with req does: its answer, finish reason,
+// usage, timing and faults, from the same seeded draws Complete uses, so
+// Complete(ctx, req) delivers exactly this plan. It does not wait. An
+// unknown output mode returns an error wrapping ErrMode.
+func (m *Model) Plan(req *model.Request) (Plan, error) {
+	mode, ok := parseMode(req.Mode)
+	if !ok {
+		return Plan{}, fmt.Errorf("%w: %q", ErrMode, req.Mode)
+	}
+	var u [numDraws]float64
+	g := m.rngFor(req)
+	for i := range u {
+		u[i] = g.float()
+	}
+	cfg := &m.cfg
+	mult := 1 + cfg.Jitter*(2*u[drawJitter]-1)
+	if u[drawTail] < cfg.TailRate {
+		mult *= cfg.TailFactor
+	}
+	tin := Tokens(req.System) + Tokens(req.Text) + jsonSize(req.Contract)/8
+	p := Plan{Model: cfg.Name, Sleep: !cfg.NoSleep}
+	p.InputUsage = model.Usage{TokensIn: tin, Cost: float64(tin) * cfg.PriceIn}
+
+	if u[drawError] < cfg.ErrorRate {
+		p.Fault = FaultError
+		p.Total = scaleDur(cfg.Base, mult*m.scale())
+		return p, nil
+	}
+	if u[drawHang] < cfg.HangRate {
+		p.Fault = FaultHang
+		return p, nil
+	}
+
+	vd := m.rd.read(req.Text)
+	pack := &packs[langIndex(req.Scope.Lang)]
+	finish := model.FinishStop
+	var content string
+	if u[drawRefusal] < cfg.RefusalRate {
+		content = pack.refusal
+		finish = model.FinishRefusal
+	} else {
+		r := render{pack: pack, scope: &req.Scope, vd: &vd, text: req.Text, mode: mode, missing: -1, acct: tenantHash(req.Scope.Tenant)}
+		if u[drawMissing] < cfg.MissingFieldRate {
+			r.missing = presentKey(mode, u[drawMissingWhich])
+		}
+		if u[drawWrong] < cfg.WrongEnumRate {
+			r.wrong = wrongCategories[int(u[drawWrongWhich]*float64(len(wrongCategories)))]
+		}
+		r.noEv = u[drawEmpty] < cfg.EmptyEvidenceRate
+		content = r.build()
+		p.Confidence = m.confidence(req.Text, &vd)
+		if u[drawMalformed] < cfg.MalformedRate {
+			// prose before the object and the closing brace lost: not JSON
+			content = "Here is the triage for this ticket:\n" + content[:len(content)-1]
+		}
+	}
+	budget := req.MaxTokens
+	if budget <= 0 {
+		budget = cfg.MaxTokens
+	}
+	tout := Tokens(content)
+	if tout > budget {
+		content = cutTokens(content, budget)
+		tout = Tokens(content)
+		finish = model.FinishLength
+	}
+
+	pre := cfg.Base + time.Duration(tin)*cfg.PrefillPerToken
+	total := pre + time.Duration(tout)*cfg.DecodePerToken
+	p.TTFT = scaleDur(pre, mult*m.scale())
+	p.Total = scaleDur(total, mult*m.scale())
+	p.Content = content
+	p.FinishReason = finish
+	p.Usage = model.Usage{TokensIn: tin, TokensOut: tout, Cost: float64(tin)*cfg.PriceIn + float64(tout)*cfg.PriceOut}
+	return p, nil
+}
+
+// jsonSize is the size of a JSON text as sent on the wire in compact form:
+// its bytes without the whitespace between tokens, with the HTML-safe
+// escapes \u003c, \u003e and \u0026 counted as the one character they
+// stand for. A contract is billed by this size, so the same schema costs
+// the same whether it is read from an indented file in process or received
+// compacted (and HTML-escaped by encoding/json) over HTTP. Bytes that are
+// not JSON are counted as they are.
+func jsonSize(b []byte) int {
+	n := 0
+	inStr := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !inStr {
+			switch c {
+			case ' ', '\t', '\n', '\r':
+				continue
+			case '"':
+				inStr = true
+			}
+			n++
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = false
+		case '\\':
+			if i+5 < len(b) && b[i+1] == 'u' && b[i+2] == '0' && b[i+3] == '0' && isHTMLEscape(b[i+4], b[i+5]) {
+				i += 5
+			} else if i+1 < len(b) {
+				n++ // the escaped character
+				i++
+			}
+		}
+		n++
+	}
+	return n
+}
+
+func isHTMLEscape(a, b byte) bool {
+	switch {
+	case a == '3' && (b == 'c' || b == 'C' || b == 'e' || b == 'E'):
+		return true
+	case a == '2' && b == '6':
+		return true
+	}
+	return false
+}

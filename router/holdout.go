@@ -1,0 +1,580 @@
+package router
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// TuneConfig configures Tune. The zero value of every field but Seed takes
+// its default.
+type TuneConfig struct {
+	// Holdout is the fraction of every group kept out of calibration.
+	// Default 0.3.
+	Holdout float64 `json:"holdout"`
+	// Seed drives the split; fold f splits with Seed+f. The random routing
+	// baseline and the bootstrap derive their own streams from it.
+	Seed int64 `json:"seed"`
+	// Folds is how many splits (seeds Seed, Seed+1, ...) are tuned to
+	// report the spread of the chosen threshold; fold 0 is the one reported
+	// in full. Default 1.
+	Folds int `json:"folds"`
+	// Rule chooses the threshold on the calibration side.
+	Rule Rule `json:"rule"`
+	// RandomSeeds is how many random routings at the chosen strong share
+	// are averaged for the random baseline. Default 200.
+	RandomSeeds int `json:"random_seeds"`
+	// Resamples is the number of bootstrap resamples of the paired
+	// intervals. Default 2000.
+	Resamples int `json:"resamples"`
+	// Policies to tune; default both PolicyThreshold and PolicyCascade.
+	// The first is reported at the top level of a TuneReport.
+	Policies []string `json:"policies"`
+}
+
+func (c *TuneConfig) fill() error {
+	if c.Holdout == 0 {
+		c.Holdout = 0.3
+	}
+	if !(c.Holdout > 0 && c.Holdout < 1) {
+		return fmt.Errorf("%w: holdout %v, want a fraction between 0 and 1", ErrTuneConfig, c.Holdout)
+	}
+	if c.Folds == 0 {
+		c.Folds = 1
+	}
+	if c.Folds < 0 || c.Folds > 1000 {
+		return fmt.Errorf("%w: folds %d, want 1 to 1000", ErrTuneConfig, c.Folds)
+	}
+	if c.Rule.MaxPassLoss < 0 {
+		return fmt.Errorf("%w: max pass loss %d, want 0 or more", ErrTuneConfig, c.Rule.MaxPassLoss)
+	}
+	if c.Rule.Budget < 0 || math.IsNaN(c.Rule.Budget) || math.IsInf(c.Rule.Budget, 0) {
+		return fmt.Errorf("%w: budget %v, want a cost per request > 0 (0 = off)", ErrTuneConfig, c.Rule.Budget)
+	}
+	if c.RandomSeeds == 0 {
+		c.RandomSeeds = 200
+	}
+	if c.Resamples == 0 {
+		c.Resamples = 2000
+	}
+	if c.RandomSeeds < 0 || c.Resamples < 0 {
+		return fmt.Errorf("%w: random seeds and resamples must be positive", ErrTuneConfig)
+	}
+	if len(c.Policies) == 0 {
+		c.Policies = []string{PolicyThreshold, PolicyCascade}
+	}
+	for _, p := range c.Policies {
+		if p != PolicyThreshold && p != PolicyCascade {
+			return fmt.Errorf("%w: unknown policy %q (want %q or %q)", ErrTuneConfig, p, PolicyThreshold, PolicyCascade)
+		}
+	}
+	return nil
+}
+
+// TuneReport is the result of Tune: the threshold router's choice at the
+// top level (threshold, calibration, holdout, sweep, folds) and, when
+// tuned, the cascade's beside it.
+type TuneReport struct {
+	Tasks      int        `json:"tasks"`
+	Calibrated int        `json:"calibration_tasks"`
+	Held       int        `json:"holdout_tasks"`
+	Config     TuneConfig `json:"config"`
+	SplitNote  string     `json:"split"`
+	PolicyReport
+	Cascade *PolicyReport `json:"cascade,omitempty"`
+}
+
+// PolicyReport is one policy tuned on calibration and reported once on the
+// holdout.
+type PolicyReport struct {
+	Policy      string      `json:"policy"`
+	Threshold   float64     `json:"threshold"`
+	Calibration Calibration `json:"calibration"`
+	Holdout     Holdout     `json:"holdout"`
+	// Sweep is every candidate threshold on the calibration side, with the
+	// Pareto frontier marked: what the choice was made from.
+	Sweep []Point `json:"sweep"`
+	// Folds is the spread of the choice and of its holdout result over
+	// TuneConfig.Folds splits; nil with one fold.
+	Folds *Folds `json:"folds,omitempty"`
+}
+
+// Side is a policy's figures on one side of the split, beside all-small
+// and all-large on the same tasks.
+type Side struct {
+	N                   int          `json:"n"`
+	Pass                int          `json:"pass"`
+	PassAllLarge        int          `json:"pass_all_large"`
+	PassAllSmall        int          `json:"pass_all_small"`
+	Cost                float64      `json:"cost"`
+	CostAllLarge        float64      `json:"cost_all_large"`
+	CostAllSmall        float64      `json:"cost_all_small"`
+	CostPerPass         *float64     `json:"cost_per_pass"`
+	StrongShare         float64      `json:"strong_share"`
+	LatencyMeanMs       float64      `json:"latency_mean_ms"`
+	LatencyMeanAllLarge float64      `json:"latency_mean_ms_all_large"`
+	LatencyMeanAllSmall float64      `json:"latency_mean_ms_all_small"`
+	Misroutes           Misroutes    `json:"misroutes"`
+	MisrouteCost        MisrouteCost `json:"misroute_cost"`
+	// Escalated and EscalationCost are a cascade's escalations: requests
+	// that called the large model after the small one, and what those
+	// large calls cost. Zero for the threshold router.
+	Escalated      int     `json:"escalated,omitempty"`
+	EscalationCost float64 `json:"escalation_cost,omitempty"`
+}
+
+// Calibration is the chosen threshold on the side it was chosen on.
+type Calibration struct {
+	Side
+	ChosenBy string `json:"chosen_by"`
+	RuleMet  bool   `json:"rule_met"` // false: no threshold met the rule and a fallback was taken
+}
+
+// Holdout is the chosen threshold evaluated once on tasks the choice never
+// read.
+type Holdout struct {
+	Side
+	StrongShareCalibration float64 `json:"strong_share_calibration"`
+	// StrongShareDrift is holdout minus calibration strong share: a router
+	// calibrated to a share of strong-model calls that does not hold on
+	// other traffic shows it here.
+	StrongShareDrift float64        `json:"strong_share_drift"`
+	Random           RandomBaseline `json:"random"`
+	Matrix           Matrix         `json:"matrix"`
+	Recovery         Recovery       `json:"hard_sample_recovery"`
+	Paired           Paired         `json:"paired_vs_all_large"`
+	// PassLoss is all-large passes minus the policy's passes (negative
+	// when it passes more). AllowedLoss is the rule's --max-pass-loss; nil
+	// under a budget rule.
+	PassLoss      int    `json:"pass_loss"`
+	AllowedLoss   *int   `json:"allowed_loss"`
+	WithinAllowed bool   `json:"within_allowed"`
+	Verdict       string `json:"verdict"`
+	Lost          []Task `json:"lost"`      // all-large passes, the policy fails
+	Misrouted     []Task `json:"misrouted"` // under, over and hopeless requests
+	// MisrouteFeatures counts, per misroute kind, the features the
+	// misrouted requests had (see FeatureTags).
+	MisrouteFeatures map[string]map[string]int `json:"misroute_features"`
+	// Curve is every calibration candidate replayed on the holdout, for
+	// the Pareto figure only: it was not used to choose.
+	Curve []Point `json:"curve"`
+}
+
+// RandomBaseline is random routing at the same strong share as the chosen
+// threshold on the holdout, averaged over seeds.
+type RandomBaseline struct {
+	Seeds       int     `json:"seeds"`
+	Large       int     `json:"large"` // requests sent to (or escalated to) the large model in each draw
+	StrongShare float64 `json:"strong_share"`
+	PassMean    float64 `json:"pass_mean"`
+	PassMin     int     `json:"pass_min"`
+	PassMax     int     `json:"pass_max"`
+	CostMean    float64 `json:"cost_mean"`
+}
+
+// Recovery is hard-sample recovery: of the tasks the small model fails,
+// how many the policy sent to the large model, and how many of those then
+// passed.
+type Recovery struct {
+	SmallFails int `json:"small_fails"`
+	SentLarge  int `json:"sent_large"`
+	Recovered  int `json:"recovered"`
+}
+
+// Paired is the policy against all-large, task by task: differences in
+// passes and cost summed over the holdout, with seeded bootstrap 95%
+// intervals (percentile method, tasks resampled with replacement).
+type Paired struct {
+	PassDiff  int        `json:"pass_diff"`
+	PassCI    [2]float64 `json:"pass_ci95"`
+	CostDiff  float64    `json:"cost_diff"`
+	CostCI    [2]float64 `json:"cost_ci95"`
+	Resamples int        `json:"resamples"`
+}
+
+// Task is one holdout task in a report list.
+type Task struct {
+	ID       string  `json:"id"`
+	Group    string  `json:"group"`
+	Kind     string  `json:"kind"` // under, over, hopeless, or lost
+	Score    float64 `json:"score"`
+	Features string  `json:"features"`
+	To       string  `json:"to"` // small, large, or small+large (cascade escalation)
+	Small    Outcome `json:"small"`
+	Large    Outcome `json:"large"`
+}
+
+// Folds is the spread over several splits.
+type Folds struct {
+	Runs        []Fold     `json:"runs"`
+	Threshold   [3]float64 `json:"threshold_min_median_max"`
+	PassLoss    [3]float64 `json:"pass_loss_min_median_max"`
+	CostSaving  [3]float64 `json:"cost_saving_min_median_max"` // 1 − cost / cost_all_large on the holdout
+	StrongShare [3]float64 `json:"strong_share_min_median_max"`
+	Within      int        `json:"within_allowed"` // folds whose holdout loss is within the allowed loss
+}
+
+// Fold is one split's choice and holdout result.
+type Fold struct {
+	Seed         int64   `json:"seed"`
+	Threshold    float64 `json:"threshold"`
+	Holdout      int     `json:"holdout_n"`
+	Pass         int     `json:"pass"`
+	PassAllLarge int     `json:"pass_all_large"`
+	PassLoss     int     `json:"pass_loss"`
+	Cost         float64 `json:"cost"`
+	CostAllLarge float64 `json:"cost_all_large"`
+	StrongShare  float64 `json:"strong_share"`
+}
+
+// Tune splits samples, chooses each policy's threshold on the calibration
+// side by cfg.Rule, and evaluates that one threshold on the holdout. A task
+// set on which the small model always passes gets the all-small threshold
+// (1 for the router, 0 for the cascade when nothing fails the contract); one
+// on which it always fails gets all-large: neither is an error.
+func Tune(samples []Sample, cfg TuneConfig) (*TuneReport, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	calib, hold, err := Split(samples, cfg.Holdout, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
+	rep := &TuneReport{Tasks: len(samples), Calibrated: len(calib), Held: len(hold), Config: cfg,
+		SplitNote: "seeded, stratified by group; tasks with the same normalised text stay on one side (translations are different texts)"}
+	for i, policy := range cfg.Policies {
+		pr := tunePolicy(policy, samples, calib, hold, cfg, cfg.Seed)
+		if cfg.Folds > 1 {
+			f, err := folds(policy, samples, cfg)
+			if err != nil {
+				return nil, err
+			}
+			pr.Folds = f
+		}
+		if i == 0 {
+			rep.PolicyReport = *pr
+		} else if policy == PolicyCascade {
+			rep.Cascade = pr
+		}
+	}
+	return rep, nil
+}
+
+// tunePolicy chooses on calib and reports on hold.
+func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg TuneConfig, seed int64) *PolicyReport {
+	sweep := Sweep(policy, samples, calib)
+	cal := side(policy, samples, calib, 0)
+	ch := Choose(sweep, cal.PassAllLarge, cfg.Rule)
+	t := ch.Threshold
+	pr := &PolicyReport{Policy: policy, Threshold: t, Sweep: sweep}
+	pr.Calibration = Calibration{Side: side(policy, samples, calib, t), ChosenBy: ch.Why, RuleMet: ch.Met}
+
+	h := &pr.Holdout
+	var m Matrix
+	p := eval(policy, samples, hold, t, &m)
+	h.Side = side(policy, samples, hold, t)
+	h.Matrix = m
+	h.StrongShareCalibration = pr.Calibration.StrongShare
+	h.StrongShareDrift = h.StrongShare - pr.Calibration.StrongShare
+	h.Random = randomBaseline(policy, samples, hold, p.Large, cfg.RandomSeeds, seed)
+	h.Paired = paired(policy, samples, hold, t, cfg.Resamples, seed)
+	h.PassLoss = h.PassAllLarge - h.Pass
+	if cfg.Rule.Budget == 0 {
+		allowed := cfg.Rule.MaxPassLoss
+		h.AllowedLoss = &allowed
+		h.WithinAllowed = h.PassLoss <= allowed
+	} else {
+		h.WithinAllowed = true
+	}
+	for _, i := range hold {
+		s := &samples[i]
+		useSmall, useLarge := calls(policy, s, t)
+		final := s.Small
+		if useLarge {
+			final = s.Large
+		}
+		if !s.Small.Pass {
+			h.Recovery.SmallFails++
+			if useLarge {
+				h.Recovery.SentLarge++
+				if s.Large.Pass {
+					h.Recovery.Recovered++
+				}
+			}
+		}
+		to := "small"
+		switch {
+		case useSmall && useLarge:
+			to = "small+large"
+		case useLarge:
+			to = "large"
+		}
+		row := Task{ID: s.ID, Group: s.Group, Score: s.Score, Features: s.Features.String(), To: to, Small: s.Small, Large: s.Large}
+		if s.Large.Pass && !final.Pass {
+			lost := row
+			lost.Kind = "lost"
+			h.Lost = append(h.Lost, lost)
+		}
+		c := classOf(s)
+		switch {
+		case c == classNeither:
+			row.Kind = "hopeless"
+		case !useLarge && c == classLargeOnly:
+			row.Kind = "under"
+		case useLarge && (c == classBoth || c == classSmallOnly):
+			row.Kind = "over"
+		default:
+			continue
+		}
+		h.Misrouted = append(h.Misrouted, row)
+		if h.MisrouteFeatures == nil {
+			h.MisrouteFeatures = map[string]map[string]int{}
+		}
+		fc := h.MisrouteFeatures[row.Kind]
+		if fc == nil {
+			fc = map[string]int{}
+			h.MisrouteFeatures[row.Kind] = fc
+		}
+		for _, tag := range FeatureTags(s.Features) {
+			fc[tag]++
+		}
+	}
+	sort.SliceStable(h.Misrouted, func(a, b int) bool { return kindOrder(h.Misrouted[a].Kind) < kindOrder(h.Misrouted[b].Kind) })
+	h.Verdict = verdict(policy, h, cfg.Rule)
+	for _, c := range sweep {
+		h.Curve = append(h.Curve, eval(policy, samples, hold, c.Threshold, nil))
+	}
+	markFrontier(h.Curve)
+	return pr
+}
+
+func kindOrder(k string) int {
+	switch k {
+	case "under":
+		return 0
+	case "hopeless":
+		return 1
+	}
+	return 2
+}
+
+// verdict says in one sentence whether the holdout kept its passes.
+func verdict(policy string, h *Holdout, rule Rule) string {
+	name := "the router"
+	if policy == PolicyCascade {
+		name = "the cascade"
+	}
+	switch {
+	case h.PassLoss <= 0:
+		return fmt.Sprintf("%s loses no holdout pass against all-large (%d vs %d)", name, h.Pass, h.PassAllLarge)
+	case h.AllowedLoss == nil:
+		return fmt.Sprintf("%s loses %d holdout pass(es) against all-large under the budget rule (%d vs %d)", name, h.PassLoss, h.Pass, h.PassAllLarge)
+	case h.WithinAllowed:
+		return fmt.Sprintf("%s loses %d holdout pass(es) against all-large, within the allowed %d", name, h.PassLoss, *h.AllowedLoss)
+	}
+	return fmt.Sprintf("%s LOSES %d holdout pass(es) against all-large, more than the allowed %d: see the lost tasks", name, h.PassLoss, *h.AllowedLoss)
+}
+
+// side sums a policy at threshold t over samples[idx] beside all-small and
+// all-large on the same tasks.
+func side(policy string, samples []Sample, idx []int, t float64) Side {
+	p := eval(policy, samples, idx, t, nil)
+	s := Side{N: p.N, Pass: p.Pass, Cost: p.Cost, CostPerPass: p.CostPerPass, StrongShare: p.StrongShare,
+		LatencyMeanMs: p.LatencyMeanMs, Misroutes: p.Misroutes, MisrouteCost: p.MisrouteCost}
+	for _, i := range idx {
+		x := &samples[i]
+		if x.Large.Pass {
+			s.PassAllLarge++
+		}
+		if x.Small.Pass {
+			s.PassAllSmall++
+		}
+		s.CostAllLarge += x.Large.Cost
+		s.CostAllSmall += x.Small.Cost
+		s.LatencyMeanAllLarge += x.Large.LatencyMs
+		s.LatencyMeanAllSmall += x.Small.LatencyMs
+		if policy == PolicyCascade {
+			if _, large := calls(policy, x, t); large {
+				s.Escalated++
+				s.EscalationCost += x.Large.Cost
+			}
+		}
+	}
+	if n := float64(len(idx)); n > 0 {
+		s.LatencyMeanAllLarge /= n
+		s.LatencyMeanAllSmall /= n
+	}
+	return s
+}
+
+// randomBaseline routes k random tasks of samples[idx] to the large model
+// (for a cascade: escalates k random tasks), once per seed, and averages.
+func randomBaseline(policy string, samples []Sample, idx []int, k, seeds int, seed int64) RandomBaseline {
+	rb := RandomBaseline{Seeds: seeds, Large: k, PassMin: math.MaxInt}
+	if len(idx) == 0 || seeds == 0 {
+		rb.PassMin = 0
+		return rb
+	}
+	rb.StrongShare = float64(k) / float64(len(idx))
+	perm := make([]int, len(idx))
+	g := newRNG(seed, "random:"+policy)
+	passSum, costSum := 0, 0.0
+	for r := 0; r < seeds; r++ {
+		for i := range perm {
+			perm[i] = idx[i]
+		}
+		// partial Fisher–Yates: the first k are the large ones
+		for i := 0; i < k; i++ {
+			j := i + int(g.below(uint64(len(perm)-i)))
+			perm[i], perm[j] = perm[j], perm[i]
+		}
+		pass, cost := 0, 0.0
+		for i, si := range perm {
+			s := &samples[si]
+			large := i < k
+			switch {
+			case policy == PolicyCascade && large:
+				cost += s.Small.Cost + s.Large.Cost
+			case large:
+				cost += s.Large.Cost
+			default:
+				cost += s.Small.Cost
+			}
+			if large && s.Large.Pass || !large && s.Small.Pass {
+				pass++
+			}
+		}
+		passSum += pass
+		costSum += cost
+		rb.PassMin = min(rb.PassMin, pass)
+		rb.PassMax = max(rb.PassMax, pass)
+	}
+	rb.PassMean = float64(passSum) / float64(seeds)
+	rb.CostMean = costSum / float64(seeds)
+	return rb
+}
+
+// paired compares the policy with all-large task by task.
+func paired(policy string, samples []Sample, idx []int, t float64, resamples int, seed int64) Paired {
+	n := len(idx)
+	dp := make([]float64, n)
+	dc := make([]float64, n)
+	out := Paired{Resamples: resamples}
+	for k, i := range idx {
+		s := &samples[i]
+		useSmall, useLarge := calls(policy, s, t)
+		cost := 0.0
+		pass := s.Small.Pass
+		if useSmall {
+			cost += s.Small.Cost
+		}
+		if useLarge {
+			cost += s.Large.Cost
+			pass = s.Large.Pass
+		}
+		dp[k] = b2f(pass) - b2f(s.Large.Pass)
+		dc[k] = cost - s.Large.Cost
+		out.PassDiff += int(dp[k])
+		out.CostDiff += dc[k]
+	}
+	out.PassCI = bootstrapSumCI(dp, resamples, newRNG(seed, "bootstrap-pass:"+policy))
+	out.CostCI = bootstrapSumCI(dc, resamples, newRNG(seed, "bootstrap-cost:"+policy))
+	return out
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// bootstrapSumCI is the percentile 95% interval of the sum of x over
+// resamples of x with replacement (nearest rank: the 2.5th and 97.5th
+// percentiles of the sorted resampled sums).
+func bootstrapSumCI(x []float64, resamples int, g *rng) [2]float64 {
+	n := len(x)
+	if n == 0 || resamples == 0 {
+		return [2]float64{}
+	}
+	sums := make([]float64, resamples)
+	for r := range sums {
+		s := 0.0
+		for range n {
+			s += x[g.below(uint64(n))]
+		}
+		sums[r] = s
+	}
+	sort.Float64s(sums)
+	rank := func(q float64) int { return max(int(math.Ceil(q*float64(resamples)/100))-1, 0) }
+	return [2]float64{sums[rank(2.5)], sums[rank(97.5)]}
+}
+
+// folds tunes the policy on cfg.Folds splits and reports the spread.
+func folds(policy string, samples []Sample, cfg TuneConfig) (*Folds, error) {
+	f := &Folds{}
+	var th, loss, saving, share []float64
+	for k := 0; k < cfg.Folds; k++ {
+		seed := cfg.Seed + int64(k)
+		calib, hold, err := Split(samples, cfg.Holdout, seed)
+		if err != nil {
+			return nil, err
+		}
+		sweep := Sweep(policy, samples, calib)
+		cal := side(policy, samples, calib, 0)
+		ch := Choose(sweep, cal.PassAllLarge, cfg.Rule)
+		h := side(policy, samples, hold, ch.Threshold)
+		run := Fold{Seed: seed, Threshold: ch.Threshold, Holdout: h.N, Pass: h.Pass, PassAllLarge: h.PassAllLarge,
+			PassLoss: h.PassAllLarge - h.Pass, Cost: h.Cost, CostAllLarge: h.CostAllLarge, StrongShare: h.StrongShare}
+		f.Runs = append(f.Runs, run)
+		if cfg.Rule.Budget > 0 || run.PassLoss <= cfg.Rule.MaxPassLoss {
+			f.Within++
+		}
+		th = append(th, run.Threshold)
+		loss = append(loss, float64(run.PassLoss))
+		sv := 0.0
+		if h.CostAllLarge > 0 {
+			sv = 1 - h.Cost/h.CostAllLarge
+		}
+		saving = append(saving, sv)
+		share = append(share, run.StrongShare)
+	}
+	f.Threshold, f.PassLoss, f.CostSaving, f.StrongShare = spread(th), spread(loss), spread(saving), spread(share)
+	return f, nil
+}
+
+// spread is min, median (nearest rank) and max.
+func spread(x []float64) [3]float64 {
+	s := append([]float64(nil), x...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return [3]float64{}
+	}
+	return [3]float64{s[0], s[(len(s)+1)/2-1], s[len(s)-1]}
+}
+
+// FeatureTags names the features a report tallies for misrouted requests:
+// late (first issue cue beyond the small model's window), neg (a negated
+// issue), non_english, tool (a lookup is needed), multi_issue (two or more
+// issue families), no_issue (no issue keyword), long (longer than the
+// default 90-rune window), late_risk (a risk cue beyond the window).
+func FeatureTags(f Features) []string {
+	var out []string
+	add := func(on bool, tag string) {
+		if on {
+			out = append(out, tag)
+		}
+	}
+	add(f.Late, "late")
+	add(f.LateRisk, "late_risk")
+	add(f.Negation, "neg")
+	add(f.NonEnglish, "non_english")
+	add(f.Tool, "tool")
+	add(f.Cues >= 2, "multi_issue")
+	add(f.Cues == 0, "no_issue")
+	add(f.Runes > DefaultLongFrom, "long")
+	if len(out) == 0 {
+		out = append(out, "none")
+	}
+	return out
+}

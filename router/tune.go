@@ -1,0 +1,535 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// This file is the tuning logic of `crab tune`: given an outcome table (what
+// each model did with each task), it splits the tasks into a calibration and
+// a holdout side, sweeps a routing policy's threshold on the calibration
+// side only, chooses one, and evaluates that single choice on the holdout.
+// It calls no model: every figure is replayed from the table.
+
+// Policies a tuner sweeps.
+const (
+	// PolicyThreshold is the threshold router (New): a request whose score
+	// is at or above the threshold goes to the large model, every other
+	// one to the small model. One call per request.
+	PolicyThreshold = "threshold"
+	// PolicyCascade is the cascade router (NewCascade): the small model
+	// answers first; the large model is asked as well when that answer
+	// failed (the contract, the backend) or its confidence is below the
+	// threshold. Both calls count.
+	PolicyCascade = "cascade"
+)
+
+// Errors of the tuner.
+var (
+	// ErrTuneConfig is a tuning setting out of range.
+	ErrTuneConfig = errors.New("router: bad tuning config")
+	// ErrTooFewSamples is a task set that cannot be split into a
+	// non-empty calibration and a non-empty holdout side.
+	ErrTooFewSamples = errors.New("router: too few distinct questions to split")
+)
+
+// OutcomeTimeout is the outcome of a call that ran out of its deadline
+// (DESIGN §1.2); a cascade does not escalate it.
+const OutcomeTimeout = "timeout"
+
+// Outcome is what one model did with one task when called through the
+// experiment's contract and retry layers.
+type Outcome struct {
+	Outcome    string  `json:"outcome"`    // ok, error, timeout, contract_fail, ...
+	OK         bool    `json:"ok"`         // the answer came back and met the contract
+	Pass       bool    `json:"pass"`       // OK, category (and review flag) right, own scope
+	Cost       float64 `json:"cost"`       // every attempt
+	LatencyMs  float64 `json:"latency_ms"` // model time of every attempt
+	Confidence float64 `json:"confidence"` // the model's stated confidence; 0 = unknown
+}
+
+// Sample is one task of an outcome table: what a router sees of it (score
+// and features, computed from the request alone), what each model did with
+// it, and the labels a report groups by. Key groups samples that ask the
+// same question (see QuestionKey): a split keeps them on one side.
+type Sample struct {
+	ID       string
+	Group    string
+	Key      string
+	Score    float64
+	Features Features
+	Small    Outcome
+	Large    Outcome
+}
+
+// QuestionKey normalises a ticket text for grouping repeats: case folded,
+// runs of white space collapsed, leading and trailing space and
+// punctuation removed. Translations of one question are different texts
+// and get different keys.
+func QuestionKey(text string) string {
+	var b strings.Builder
+	b.Grow(len(text))
+	space := false
+	for _, r := range strings.ToLower(text) {
+		if unicode.IsSpace(r) {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return strings.TrimFunc(b.String(), func(r rune) bool { return unicode.IsPunct(r) || unicode.IsSpace(r) })
+}
+
+// calls says which models a policy calls for s at threshold t.
+func calls(policy string, s *Sample, t float64) (small, large bool) {
+	if policy == PolicyCascade {
+		// As NewCascade: a small call that used up the request's deadline
+		// is not escalated.
+		return true, s.Small.Outcome != OutcomeTimeout && (CascadeConfig{Confidence: t}).Escalate(s.Small.OK, s.Small.Confidence)
+	}
+	if Clamp(s.Score) >= t {
+		return false, true
+	}
+	return true, false
+}
+
+// Misroutes counts routing mistakes, judged by what the other model did
+// (DESIGN §3), and their cost.
+//
+//   - Under: answered by the small model, which failed where the large one
+//     passes. Cost: the large calls that would have fixed them.
+//   - Over: answered by the large model where the small one passes. Cost:
+//     what the large call cost beyond the small one (for a cascade, the
+//     whole escalation).
+//   - Hopeless: both models fail. Cost: everything spent on them.
+type Misroutes struct {
+	Under    int `json:"under"`
+	Over     int `json:"over"`
+	Hopeless int `json:"hopeless"`
+}
+
+// MisrouteCost is the cost attached to each misroute kind (see Misroutes).
+type MisrouteCost struct {
+	Under    float64 `json:"under"`
+	Over     float64 `json:"over"`
+	Hopeless float64 `json:"hopeless"`
+}
+
+// Point is a policy at one threshold over one side of a split.
+type Point struct {
+	Threshold   float64  `json:"threshold"`
+	N           int      `json:"n"`
+	Large       int      `json:"large"`        // requests that called the large model
+	StrongShare float64  `json:"strong_share"` // Large / N
+	Pass        int      `json:"pass"`
+	Cost        float64  `json:"cost"`
+	CostPerPass *float64 `json:"cost_per_pass"` // nil when nothing passes
+	// LatencyMeanMs is the mean of the calls' latencies (a cascade's
+	// escalated request counts both calls).
+	LatencyMeanMs float64      `json:"latency_mean_ms"`
+	Misroutes     Misroutes    `json:"misroutes"`
+	MisrouteCost  MisrouteCost `json:"misroute_cost"`
+	// Frontier is true when no other point of the same curve is at least
+	// as cheap and passes more, or is cheaper and passes as many.
+	Frontier bool `json:"frontier,omitempty"`
+}
+
+// CostPerRequest is Cost / N (0 for an empty side).
+func (p *Point) CostPerRequest() float64 {
+	if p.N == 0 {
+		return 0
+	}
+	return p.Cost / float64(p.N)
+}
+
+// PassRate is Pass / N (0 for an empty side).
+func (p *Point) PassRate() float64 {
+	if p.N == 0 {
+		return 0
+	}
+	return float64(p.Pass) / float64(p.N)
+}
+
+// class of a sample by what both models do: which of them pass.
+const (
+	classBoth      = iota // both pass
+	classSmallOnly        // only the small model passes
+	classLargeOnly        // only the large model passes
+	classNeither          // both fail
+	numClasses
+)
+
+func classOf(s *Sample) int {
+	switch {
+	case s.Small.Pass && s.Large.Pass:
+		return classBoth
+	case s.Small.Pass:
+		return classSmallOnly
+	case s.Large.Pass:
+		return classLargeOnly
+	}
+	return classNeither
+}
+
+// ClassNames label the columns of a Matrix.
+var ClassNames = [numClasses]string{"both_pass", "small_only", "large_only", "both_fail"}
+
+// Cell is one cell of a misroute matrix.
+type Cell struct {
+	N    int     `json:"n"`
+	Pass int     `json:"pass"` // requests of the cell the policy got right
+	Cost float64 `json:"cost"` // what the policy spent on them
+}
+
+// Matrix crosses where a policy sent requests (rows: answered by the small
+// model, answered by the large model) with what the two models do on them
+// (columns, ClassNames: both pass, only small passes, only large passes,
+// both fail). Under-routes are small × large_only, over-routes large ×
+// (both_pass, small_only), hopeless requests are the both_fail column.
+type Matrix struct {
+	Small [numClasses]Cell `json:"small"`
+	Large [numClasses]Cell `json:"large"`
+}
+
+// eval computes the point of a policy at threshold t over samples[idx]; it
+// fills m when m is not nil.
+func eval(policy string, samples []Sample, idx []int, t float64, m *Matrix) Point {
+	p := Point{Threshold: t, N: len(idx)}
+	lat := 0.0
+	for _, i := range idx {
+		s := &samples[i]
+		useSmall, useLarge := calls(policy, s, t)
+		cost, ms := 0.0, 0.0
+		if useSmall {
+			cost += s.Small.Cost
+			ms += s.Small.LatencyMs
+		}
+		final := &s.Small
+		if useLarge {
+			p.Large++
+			cost += s.Large.Cost
+			ms += s.Large.LatencyMs
+			final = &s.Large
+		}
+		p.Cost += cost
+		lat += ms
+		if final.Pass {
+			p.Pass++
+		}
+		c := classOf(s)
+		switch {
+		case c == classNeither:
+			p.Misroutes.Hopeless++
+			p.MisrouteCost.Hopeless += cost
+		case !useLarge && c == classLargeOnly:
+			p.Misroutes.Under++
+			p.MisrouteCost.Under += s.Large.Cost
+		case useLarge && (c == classBoth || c == classSmallOnly):
+			p.Misroutes.Over++
+			if useSmall {
+				p.MisrouteCost.Over += s.Large.Cost
+			} else {
+				p.MisrouteCost.Over += s.Large.Cost - s.Small.Cost
+			}
+		}
+		if m != nil {
+			row := &m.Small
+			if useLarge {
+				row = &m.Large
+			}
+			row[c].N++
+			row[c].Cost += cost
+			if final.Pass {
+				row[c].Pass++
+			}
+		}
+	}
+	if p.N > 0 {
+		p.StrongShare = float64(p.Large) / float64(p.N)
+		p.LatencyMeanMs = lat / float64(p.N)
+	}
+	if p.Pass > 0 {
+		cpp := p.Cost / float64(p.Pass)
+		p.CostPerPass = &cpp
+	}
+	return p
+}
+
+// Candidates are the thresholds a sweep tries over samples[idx]: for the
+// threshold router every distinct score (each sends that score and every
+// higher one to the large model; the lowest sends everything) and 1 (no
+// score of the built-in scorer reaches it: everything small); for the
+// cascade 0 (escalate only failed answers), every distinct confidence of
+// the small model's answers (escalate those below it) and 1 (escalate
+// every answer below full confidence). Sorted ascending.
+func Candidates(policy string, samples []Sample, idx []int) []float64 {
+	seen := map[float64]bool{1: true}
+	out := []float64{1}
+	add := func(v float64) {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	if policy == PolicyCascade {
+		add(0)
+	}
+	for _, i := range idx {
+		if policy == PolicyCascade {
+			add(min(max(samples[i].Small.Confidence, 0), 1))
+		} else {
+			add(Clamp(samples[i].Score))
+		}
+	}
+	sort.Float64s(out)
+	return out
+}
+
+// Sweep evaluates the policy at every candidate threshold over
+// samples[idx] and marks the cost–pass Pareto frontier.
+func Sweep(policy string, samples []Sample, idx []int) []Point {
+	ts := Candidates(policy, samples, idx)
+	pts := make([]Point, len(ts))
+	for i, t := range ts {
+		pts[i] = eval(policy, samples, idx, t, nil)
+	}
+	markFrontier(pts)
+	return pts
+}
+
+// markFrontier sets Frontier on the points no other point dominates: none
+// is at most as costly and passes more, or is cheaper and passes as many.
+// Of several points with the same cost and passes only the first is marked.
+func markFrontier(pts []Point) {
+	for i := range pts {
+		pts[i].Frontier = true
+		for j := range pts {
+			a, b := &pts[j], &pts[i]
+			if a.Cost <= b.Cost && a.Pass >= b.Pass && (a.Cost < b.Cost || a.Pass > b.Pass || j < i) {
+				pts[i].Frontier = false
+				break
+			}
+		}
+	}
+}
+
+// Rule is how a threshold is chosen from a calibration sweep.
+type Rule struct {
+	// MaxPassLoss: the cheapest threshold whose pass count is at least the
+	// all-large pass count minus MaxPassLoss wins.
+	MaxPassLoss int `json:"max_pass_loss"`
+	// Budget, when > 0, replaces MaxPassLoss: the threshold with the most
+	// passes whose cost per request is at most Budget wins (the cheaper on
+	// a tie). When no threshold fits, the cheapest one is chosen and the
+	// choice says so.
+	Budget float64 `json:"budget,omitempty"`
+}
+
+// Choice is a chosen threshold and why it was chosen.
+type Choice struct {
+	Index     int // into the sweep
+	Threshold float64
+	Met       bool   // false: no threshold met the rule, the fallback was taken
+	Why       string // one sentence
+}
+
+// Choose picks a threshold from a sweep by rule. allLargePass is the
+// all-large pass count on the same side. Ties go to the cheaper point,
+// then to the one with more passes, then to the one calling the large
+// model less.
+func Choose(sweep []Point, allLargePass int, rule Rule) Choice {
+	better := func(a, b *Point) bool { // a is preferred to b on a tie of the rule's target
+		if a.Cost != b.Cost {
+			return a.Cost < b.Cost
+		}
+		if a.Pass != b.Pass {
+			return a.Pass > b.Pass
+		}
+		return a.Large < b.Large
+	}
+	best := -1
+	if rule.Budget > 0 {
+		for i := range sweep {
+			p := &sweep[i]
+			if p.CostPerRequest() > rule.Budget {
+				continue
+			}
+			if best < 0 || p.Pass > sweep[best].Pass || p.Pass == sweep[best].Pass && better(p, &sweep[best]) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			return Choice{Index: best, Threshold: sweep[best].Threshold, Met: true,
+				Why: fmt.Sprintf("most passes (%d) at a cost per request of at most %s (budget %s)", sweep[best].Pass, fmtFloat(sweep[best].CostPerRequest()), fmtFloat(rule.Budget))}
+		}
+		for i := range sweep {
+			if best < 0 || better(&sweep[i], &sweep[best]) {
+				best = i
+			}
+		}
+		return Choice{Index: best, Threshold: sweep[best].Threshold,
+			Why: fmt.Sprintf("no threshold fits the budget %s per request; the cheapest (%s per request) is chosen", fmtFloat(rule.Budget), fmtFloat(sweep[best].CostPerRequest()))}
+	}
+	need := allLargePass - rule.MaxPassLoss
+	for i := range sweep {
+		p := &sweep[i]
+		if p.Pass < need {
+			continue
+		}
+		if best < 0 || better(p, &sweep[best]) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		return Choice{Index: best, Threshold: sweep[best].Threshold, Met: true,
+			Why: fmt.Sprintf("cheapest threshold passing at least %d (all-large %d minus --max-pass-loss %d)", max(need, 0), allLargePass, rule.MaxPassLoss)}
+	}
+	// Cannot happen with a sweep that includes the all-large point; kept
+	// for sweeps built by hand.
+	for i := range sweep {
+		if best < 0 || sweep[i].Pass > sweep[best].Pass || sweep[i].Pass == sweep[best].Pass && better(&sweep[i], &sweep[best]) {
+			best = i
+		}
+	}
+	return Choice{Index: best, Threshold: sweep[best].Threshold, Why: "no threshold reaches the required pass count; the one with most passes is chosen"}
+}
+
+func fmtFloat(v float64) string {
+	return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.4f", v), "0"), ".")
+}
+
+// Split divides samples into a calibration and a holdout side, seeded. The
+// holdout gets about the given fraction of every group (stratified), and
+// all samples sharing a Key land on the same side, so a repeated question
+// cannot leak from calibration into holdout. A key's side is decided for
+// the group most of its samples belong to. Both sides are in sample order.
+func Split(samples []Sample, holdout float64, seed int64) (calib, hold []int, err error) {
+	if !(holdout > 0 && holdout < 1) {
+		return nil, nil, fmt.Errorf("%w: holdout fraction %v, want between 0 and 1", ErrTuneConfig, holdout)
+	}
+	type cluster struct {
+		members []int
+		group   string
+	}
+	byKey := map[string]*cluster{}
+	var order []*cluster
+	for i := range samples {
+		k := samples[i].Key
+		if k == "" {
+			k = "\x00id:" + samples[i].ID
+		}
+		c := byKey[k]
+		if c == nil {
+			c = &cluster{}
+			byKey[k] = c
+			order = append(order, c)
+		}
+		c.members = append(c.members, i)
+	}
+	groups := map[string][]*cluster{}
+	var names []string
+	for _, c := range order {
+		count := map[string]int{}
+		for _, i := range c.members {
+			count[samples[i].Group]++
+		}
+		best := samples[c.members[0]].Group
+		for _, i := range c.members {
+			g := samples[i].Group
+			if count[g] > count[best] {
+				best = g
+			}
+		}
+		c.group = best
+		if groups[best] == nil {
+			names = append(names, best)
+		}
+		groups[best] = append(groups[best], c)
+	}
+	if len(order) < 2 {
+		return nil, nil, fmt.Errorf("%w: %d task(s), %d distinct question(s); need at least 2", ErrTooFewSamples, len(samples), len(order))
+	}
+	sort.Strings(names)
+	side := map[*cluster]bool{} // true: holdout
+	var shuffled []*cluster
+	for _, g := range names {
+		cs := append([]*cluster(nil), groups[g]...)
+		rng := newRNG(seed, "split:"+g)
+		for i := len(cs) - 1; i > 0; i-- {
+			j := int(rng.below(uint64(i + 1)))
+			cs[i], cs[j] = cs[j], cs[i]
+		}
+		size := 0
+		for _, c := range cs {
+			size += len(c.members)
+		}
+		target := math.Round(holdout * float64(size))
+		got := 0.0
+		for _, c := range cs {
+			n := float64(len(c.members))
+			if math.Abs(got+n-target) < math.Abs(got-target) {
+				side[c] = true
+				got += n
+			}
+		}
+		shuffled = append(shuffled, cs...)
+	}
+	// A side left empty (tiny task sets) takes one question from the other.
+	nHold := len(side)
+	if nHold == 0 {
+		side[shuffled[0]] = true
+	} else if nHold == len(order) {
+		delete(side, shuffled[0])
+	}
+	for _, c := range order {
+		for _, i := range c.members {
+			if side[c] {
+				hold = append(hold, i)
+			} else {
+				calib = append(calib, i)
+			}
+		}
+	}
+	sort.Ints(hold)
+	sort.Ints(calib)
+	return calib, hold, nil
+}
+
+// rng is a seeded splitmix64 stream; streams are separated by a label so
+// that the split, the random baseline and the bootstrap never share draws.
+type rng struct{ s uint64 }
+
+func newRNG(seed int64, label string) *rng {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(label); i++ {
+		h ^= uint64(label[i])
+		h *= 1099511628211
+	}
+	return &rng{s: uint64(seed)*0x9e3779b97f4a7c15 ^ h}
+}
+
+func (g *rng) next() uint64 {
+	g.s += 0x9e3779b97f4a7c15
+	z := g.s
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// below returns a uniform integer in [0,n), n > 0, without modulo bias.
+func (g *rng) below(n uint64) uint64 {
+	limit := -n % n // 2^64 mod n
+	for {
+		if x := g.next(); x >= limit {
+			return x % n
+		}
+	}
+}

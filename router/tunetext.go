@@ -1,0 +1,244 @@
+package router
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// WriteText writes the tuning report for a terminal: the split, each
+// policy's choice on calibration, its one holdout report, the misrouted
+// tasks and the Pareto frontier.
+func (r *TuneReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	c := r.Config
+	fmt.Fprintf(&b, "crab tune: %d tasks: %d calibration, %d holdout (holdout %s, seed %d; %s)\n",
+		r.Tasks, r.Calibrated, r.Held, fmtFloat(c.Holdout), c.Seed, r.SplitNote)
+	if c.Rule.Budget > 0 {
+		fmt.Fprintf(&b, "rule: most passes at a cost per request of at most %s (--budget)\n", fmtCost(c.Rule.Budget))
+	} else {
+		fmt.Fprintf(&b, "rule: cheapest threshold whose calibration pass count is at least all-large minus %d (--max-pass-loss)\n", c.Rule.MaxPassLoss)
+	}
+	writePolicy(&b, &r.PolicyReport)
+	if r.Cascade != nil {
+		writePolicy(&b, r.Cascade)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func policyTitle(p string) (title, param string) {
+	if p == PolicyCascade {
+		return "cascade (small first, escalate on a failed or unconfident answer)", "confidence"
+	}
+	return "threshold router (score >= threshold goes to the large model)", "threshold"
+}
+
+func writePolicy(b *strings.Builder, p *PolicyReport) {
+	title, param := policyTitle(p.Policy)
+	fmt.Fprintf(b, "\n== %s ==\n", title)
+	cal := &p.Calibration
+	fmt.Fprintf(b, "chosen on calibration: %s %s: %s\n", param, fmtThreshold(p.Threshold), cal.ChosenBy)
+	fmt.Fprintf(b, "calibration: pass %d/%d (all-large %d, all-small %d), cost %s (all-large %s), %s %s\n",
+		cal.Pass, cal.N, cal.PassAllLarge, cal.PassAllSmall, fmtCost(cal.Cost), fmtCost(cal.CostAllLarge), shareName(p.Policy), fmtPct(cal.StrongShare))
+
+	h := &p.Holdout
+	fmt.Fprintf(b, "\nholdout (%d tasks, reported once for the chosen %s):\n", h.N, param)
+	t := &textTable{header: []string{"policy", "pass", "cost", "cost/pass", shareName(p.Policy), "mean latency"}}
+	name := "router @" + fmtThreshold(p.Threshold)
+	if p.Policy == PolicyCascade {
+		name = "cascade @" + fmtThreshold(p.Threshold)
+	}
+	t.add(name, passOf(h.Pass, h.N), fmtCost(h.Cost), cpp(h.Cost, h.Pass), fmtPct(h.StrongShare), fmtMs(h.LatencyMeanMs))
+	t.add("all-large", passOf(h.PassAllLarge, h.N), fmtCost(h.CostAllLarge), cpp(h.CostAllLarge, h.PassAllLarge), "100%", fmtMs(h.LatencyMeanAllLarge))
+	t.add("all-small", passOf(h.PassAllSmall, h.N), fmtCost(h.CostAllSmall), cpp(h.CostAllSmall, h.PassAllSmall), "0%", fmtMs(h.LatencyMeanAllSmall))
+	rb := &h.Random
+	t.add(fmt.Sprintf("random @%s (mean of %d seeds)", fmtPct(rb.StrongShare), rb.Seeds),
+		fmt.Sprintf("%.1f (%d..%d)", rb.PassMean, rb.PassMin, rb.PassMax), fmtCost(rb.CostMean), "-", fmtPct(rb.StrongShare), "-")
+	t.write(b)
+	pd := &h.Paired
+	fmt.Fprintf(b, "vs all-large, task by task (bootstrap 95%%, %d resamples): pass %+d [%+g, %+g], cost %s [%s, %s]\n",
+		pd.Resamples, pd.PassDiff, pd.PassCI[0], pd.PassCI[1], fmtSigned(pd.CostDiff), fmtSigned(pd.CostCI[0]), fmtSigned(pd.CostCI[1]))
+	fmt.Fprintf(b, "%s: %s on holdout vs %s on calibration (drift %+.1f points)\n", shareName(p.Policy),
+		fmtPct(h.StrongShare), fmtPct(h.StrongShareCalibration), 100*h.StrongShareDrift)
+	if p.Policy == PolicyCascade {
+		fmt.Fprintf(b, "escalations: %d of %d requests, costing %s (both calls count: small %s + large %s)\n",
+			h.Escalated, h.N, fmtCost(h.EscalationCost), fmtCost(h.Cost-h.EscalationCost), fmtCost(h.EscalationCost))
+	}
+	rc := &h.Recovery
+	fmt.Fprintf(b, "hard-sample recovery: the small model fails %d holdout tasks; %d went to the large model, which passes %d of them\n",
+		rc.SmallFails, rc.SentLarge, rc.Recovered)
+	mc := &h.MisrouteCost
+	fmt.Fprintf(b, "misroutes: under %d (large calls that would fix them: %s), over %d (wasted: %s), hopeless %d (spent: %s)\n",
+		h.Misroutes.Under, fmtCost(mc.Under), h.Misroutes.Over, fmtCost(mc.Over), h.Misroutes.Hopeless, fmtCost(mc.Hopeless))
+	b.WriteString("misroute matrix (requests, passes, cost), rows: model that answered, columns: which models pass the task\n")
+	mt := &textTable{header: append([]string{"answered by"}, ClassNames[:]...)}
+	for _, row := range []struct {
+		name  string
+		cells [numClasses]Cell
+	}{{"small", h.Matrix.Small}, {"large", h.Matrix.Large}} {
+		cells := []string{row.name}
+		for _, c := range row.cells {
+			cells = append(cells, fmt.Sprintf("%d, %d, %s", c.N, c.Pass, fmtCost(c.Cost)))
+		}
+		mt.add(cells...)
+	}
+	mt.write(b)
+	fmt.Fprintf(b, "verdict: %s\n", h.Verdict)
+	if len(h.Lost) > 0 {
+		fmt.Fprintf(b, "lost tasks (all-large passes, %s fails):\n", strings.SplitN(name, " ", 2)[0])
+		taskTable(h.Lost, false).write(b)
+	}
+	if len(h.Misrouted) > 0 {
+		b.WriteString("misrouted tasks:\n")
+		taskTable(h.Misrouted, true).write(b)
+		var kinds []string
+		for _, k := range []string{"under", "hopeless", "over"} {
+			fc := h.MisrouteFeatures[k]
+			if len(fc) == 0 {
+				continue
+			}
+			tags := make([]string, 0, len(fc))
+			for tag := range fc {
+				tags = append(tags, tag)
+			}
+			sort.Slice(tags, func(i, j int) bool {
+				if fc[tags[i]] != fc[tags[j]] {
+					return fc[tags[i]] > fc[tags[j]]
+				}
+				return tags[i] < tags[j]
+			})
+			var parts []string
+			for _, tag := range tags {
+				parts = append(parts, fmt.Sprintf("%s %d", tag, fc[tag]))
+			}
+			kinds = append(kinds, k+": "+strings.Join(parts, ", "))
+		}
+		fmt.Fprintf(b, "features of misrouted tasks: %s\n", strings.Join(kinds, "; "))
+	}
+	if f := p.Folds; f != nil {
+		fmt.Fprintf(b, "folds (%d splits, seeds %d..%d): %s min/median/max %s/%s/%s; holdout pass loss %g/%g/%g; cost saving vs all-large %s/%s/%s; %s %s/%s/%s; within the allowed loss in %d of %d\n",
+			len(f.Runs), f.Runs[0].Seed, f.Runs[len(f.Runs)-1].Seed, param,
+			fmtThreshold(f.Threshold[0]), fmtThreshold(f.Threshold[1]), fmtThreshold(f.Threshold[2]),
+			f.PassLoss[0], f.PassLoss[1], f.PassLoss[2],
+			fmtPct(f.CostSaving[0]), fmtPct(f.CostSaving[1]), fmtPct(f.CostSaving[2]),
+			shareName(p.Policy), fmtPct(f.StrongShare[0]), fmtPct(f.StrongShare[1]), fmtPct(f.StrongShare[2]), f.Within, len(f.Runs))
+	}
+	fmt.Fprintf(b, "cost-pass Pareto frontier on calibration (* chosen), each point replayed on the holdout:\n")
+	pt := &textTable{header: []string{"", param, shareName(p.Policy), "cal pass", "cal cost", "holdout pass", "holdout cost"}}
+	for i := range p.Sweep {
+		s := &p.Sweep[i]
+		if !s.Frontier && s.Threshold != p.Threshold {
+			continue
+		}
+		mark := ""
+		if s.Threshold == p.Threshold {
+			mark = "*"
+		}
+		hp := &h.Curve[i]
+		pt.add(mark, fmtThreshold(s.Threshold), fmtPct(s.StrongShare), passOf(s.Pass, s.N), fmtCost(s.Cost), passOf(hp.Pass, hp.N), fmtCost(hp.Cost))
+	}
+	pt.write(b)
+}
+
+func shareName(policy string) string {
+	if policy == PolicyCascade {
+		return "escalated"
+	}
+	return "strong share"
+}
+
+func taskTable(ts []Task, kind bool) *textTable {
+	h := []string{"id", "group", "score", "features", "to", "small", "large"}
+	if kind {
+		h = append([]string{"kind"}, h...)
+	}
+	t := &textTable{header: h}
+	for _, x := range ts {
+		row := []string{x.ID, x.Group, strconv.FormatFloat(x.Score, 'f', 3, 64), x.Features, x.To, outcomeText(x.Small), outcomeText(x.Large)}
+		if kind {
+			row = append([]string{x.Kind}, row...)
+		}
+		t.add(row...)
+	}
+	return t
+}
+
+// outcomeText is "pass", "ok, wrong" or the failed outcome, with the
+// confidence when known.
+func outcomeText(o Outcome) string {
+	s := o.Outcome
+	switch {
+	case o.Pass:
+		s = "pass"
+	case o.OK:
+		s = "ok, wrong"
+	}
+	if o.Confidence > 0 {
+		s += " (conf " + strconv.FormatFloat(o.Confidence, 'f', 2, 64) + ")"
+	}
+	return s
+}
+
+type textTable struct {
+	header []string
+	rows   [][]string
+}
+
+func (t *textTable) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *textTable) write(b *strings.Builder) {
+	width := make([]int, len(t.header))
+	for _, r := range append([][]string{t.header}, t.rows...) {
+		for i, c := range r {
+			width[i] = max(width[i], len([]rune(c)))
+		}
+	}
+	for _, r := range append([][]string{t.header}, t.rows...) {
+		b.WriteString("  ")
+		for i, c := range r {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", width[i]-len([]rune(c))))
+			}
+		}
+		b.WriteByte('\n')
+	}
+}
+
+// fmtThreshold prints a threshold with enough digits to tell neighbours
+// apart in a report (the JSON keeps full precision).
+func fmtThreshold(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+
+// fmtCost prints a cost with 4 significant digits.
+func fmtCost(v float64) string {
+	if v == 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+func fmtSigned(v float64) string {
+	if v >= 0 {
+		return "+" + fmtCost(v)
+	}
+	return fmtCost(v)
+}
+
+func cpp(cost float64, pass int) string {
+	if pass == 0 {
+		return "-"
+	}
+	return fmtCost(cost / float64(pass))
+}
+
+func passOf(pass, n int) string { return fmt.Sprintf("%d/%d", pass, n) }
+
+func fmtPct(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" }
+
+func fmtMs(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + " ms" }

@@ -1,0 +1,545 @@
+package serve
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/model"
+)
+
+// Config is the configuration file of crab serve (YAML). Paths are
+// relative to the file. Example:
+//
+//	listen: 127.0.0.1:8080
+//	keys: keys.yaml
+//	max_body_bytes: 1048576
+//	timeout: 60s
+//	concurrency: 64
+//	retry: {max_attempts: 2, backoff: 200ms}
+//	models:
+//	  - name: small
+//	    base_url: http://127.0.0.1:8000/v1
+//	    model: Qwen/Qwen2.5-1.5B-Instruct
+//	    price_in_per_mtok: 0.15
+//	    price_out_per_mtok: 0.60
+//	  - name: large
+//	    base_url: https://api.openai.com/v1
+//	    model: gpt-4o
+//	    api_key_env: OPENAI_API_KEY
+//	    crab_headers: false
+//	default_model: large
+//	contract: {file: triage.schema.json, policy: escalate, escalate_to: large}
+//	cache: {key: full, ttl: 10m}
+//	router: {threshold: 0.5, small: small, large: large}
+type Config struct {
+	// Listen is the address to listen on when --listen is not given.
+	Listen string `yaml:"listen"`
+	// Keys is the API key file (see Keys); required.
+	Keys string `yaml:"keys"`
+	// MaxBodyBytes bounds a request body; larger bodies get 413. Default 1 MiB.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// Timeout is the deadline of one request through the whole stack,
+	// retries and re-asks included. Default 60s.
+	Timeout Duration `yaml:"timeout"`
+	// Concurrency is how many upstream calls may be in flight; more wait
+	// in a queue (queue time). Default 64.
+	Concurrency int `yaml:"concurrency"`
+	// Retry is the policy for upstream calls that fail.
+	Retry RetryConfig `yaml:"retry"`
+	// Models are the upstream OpenAI-compatible backends.
+	Models []ModelConfig `yaml:"models"`
+	// DefaultModel answers requests for model "auto" when there is no
+	// router. Default: the first model.
+	DefaultModel string `yaml:"default_model"`
+	// Mode is the output mode asked of the upstream when the client sends
+	// no X-Crab-Mode: full (default), short or over_short.
+	Mode string `yaml:"mode"`
+	// DefaultLang and DefaultDocVersion are the scope's language and
+	// document version when neither the client nor its key give one.
+	DefaultLang       string `yaml:"default_lang"`
+	DefaultDocVersion string `yaml:"default_doc_version"`
+	// Contract, when set, is checked on every answer.
+	Contract *ContractConfig `yaml:"contract"`
+	// Cache, when set, puts a scoped response cache in front of the stack.
+	Cache *CacheConfig `yaml:"cache"`
+	// Router, when set, routes requests for model "auto" by difficulty.
+	Router *RouterConfig `yaml:"router"`
+
+	File string `yaml:"-"` // path the configuration was read from
+}
+
+// ModelConfig is one upstream backend.
+type ModelConfig struct {
+	Name            string  `yaml:"name"`               // name clients use in "model" and crab reports
+	BaseURL         string  `yaml:"base_url"`           // API root, e.g. http://127.0.0.1:8000/v1
+	Model           string  `yaml:"model"`              // model name sent upstream (default: name)
+	APIKeyEnv       string  `yaml:"api_key_env"`        // environment variable holding the upstream API key
+	Stream          *bool   `yaml:"stream"`             // stream from the upstream (default true)
+	CrabHeaders     *bool   `yaml:"crab_headers"`       // send the scope in X-Crab-* headers upstream (default true)
+	PriceInPerMTok  float64 `yaml:"price_in_per_mtok"`  // cost units per million input tokens
+	PriceOutPerMTok float64 `yaml:"price_out_per_mtok"` // cost units per million output tokens
+}
+
+// RetryConfig is the upstream retry policy.
+type RetryConfig struct {
+	MaxAttempts int      `yaml:"max_attempts"` // total attempts, first included (default 1: no retry)
+	Backoff     Duration `yaml:"backoff"`      // wait before the second attempt, doubled after
+}
+
+// ContractConfig is the output contract and what happens to an answer
+// that breaks it.
+type ContractConfig struct {
+	File       string `yaml:"file"`        // JSON Schema, sent upstream as response_format and checked locally
+	Policy     string `yaml:"policy"`      // fail (default), reask or escalate
+	EscalateTo string `yaml:"escalate_to"` // model for policy escalate
+}
+
+// CacheConfig is the response cache.
+type CacheConfig struct {
+	Key        string   `yaml:"key"`          // "full" (default), "text", or a comma list of key fields
+	TTL        Duration `yaml:"ttl"`          // 0 = no expiry
+	CheckOnHit *bool    `yaml:"check_on_hit"` // refuse hits built for another scope (default true)
+	MaxCost    int64    `yaml:"max_cost"`     // store capacity in bytes of answers (default: the store's)
+}
+
+// RouterConfig is the threshold router.
+type RouterConfig struct {
+	Threshold float64 `yaml:"threshold"` // score >= threshold goes to large
+	Small     string  `yaml:"small"`
+	Large     string  `yaml:"large"`
+}
+
+// Duration is a time.Duration written as "250ms" or "10s".
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: want a duration such as 250ms or 10s, got %q", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Std returns the time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
+// ConfigError is a problem in a configuration or keys file, naming the
+// file, the line and the field.
+type ConfigError struct {
+	File  string
+	Line  int // 0 when not tied to a line
+	Field string
+	Msg   string
+}
+
+// ErrBadConfig matches every *ConfigError with errors.Is.
+var ErrBadConfig = errors.New("serve: bad configuration")
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, ": field %q", e.Field)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Is reports ErrBadConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrBadConfig }
+
+// Setup is a configuration with everything it names loaded and checked.
+type Setup struct {
+	Config   *Config
+	Keys     *Keys
+	Contract *contract.Contract // nil without a contract
+	APIKeys  map[string]string  // upstream API keys by model name, read from api_key_env
+}
+
+// Load reads the configuration file at path and the keys and contract
+// files it names, and checks all of it. Every error is a *ConfigError.
+func Load(path string) (*Setup, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Msg: readErr(err)}
+	}
+	cfg, root, err := ParseConfig(raw, path)
+	if err != nil {
+		return nil, err
+	}
+	s := &Setup{Config: cfg, APIKeys: map[string]string{}}
+	base := filepath.Dir(path)
+	rel := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(base, p)
+	}
+	kp := rel(cfg.Keys)
+	kraw, err := os.ReadFile(kp)
+	if err != nil {
+		return nil, &ConfigError{File: path, Line: lineOf(root, "keys"), Field: "keys", Msg: readErr(err)}
+	}
+	if s.Keys, err = ParseKeys(kraw, kp); err != nil {
+		return nil, err
+	}
+	if c := cfg.Contract; c != nil {
+		cp := rel(c.File)
+		craw, err := os.ReadFile(cp)
+		if err != nil {
+			return nil, &ConfigError{File: path, Line: lineOf(root, "contract", "file"), Field: "contract.file", Msg: readErr(err)}
+		}
+		if s.Contract, err = contract.Load(cp, craw); err != nil {
+			var le *contract.LoadError
+			if errors.As(err, &le) {
+				return nil, &ConfigError{File: le.File, Line: le.Line, Field: le.Pointer, Msg: le.Msg}
+			}
+			return nil, &ConfigError{File: cp, Msg: err.Error()}
+		}
+	}
+	for i, m := range cfg.Models {
+		if m.APIKeyEnv == "" {
+			continue
+		}
+		v, ok := os.LookupEnv(m.APIKeyEnv)
+		if !ok || v == "" {
+			return nil, &ConfigError{File: path, Line: lineOf(root, "models", strconv.Itoa(i), "api_key_env"), Field: "models.api_key_env",
+				Msg: fmt.Sprintf("model %s: environment variable %s is not set", m.Name, m.APIKeyEnv)}
+		}
+		s.APIKeys[m.Name] = v
+	}
+	return s, nil
+}
+
+func readErr(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("cannot read %s: %v", pe.Path, pe.Err)
+	}
+	return err.Error()
+}
+
+var (
+	yamlLineRE  = regexp.MustCompile(`line (\d+): (.*)`)
+	yamlFieldRE = regexp.MustCompile(`field (\S+) not found`)
+	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// ParseConfig decodes and validates a configuration file and fills its
+// defaults. name is used in errors; every error is a *ConfigError. It also
+// returns the YAML tree, to point at lines later.
+func ParseConfig(raw []byte, name string) (*Config, *yaml.Node, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(raw, &root); err != nil {
+		return nil, nil, yamlErr(name, err)
+	}
+	if len(root.Content) == 0 {
+		return nil, nil, &ConfigError{File: name, Msg: "empty configuration file"}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	var c Config
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, yamlErr(name, err)
+	}
+	c.File = name
+	if err := c.validate(root.Content[0]); err != nil {
+		return nil, nil, err
+	}
+	return &c, root.Content[0], nil
+}
+
+func yamlErr(name string, err error) error {
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	ce := &ConfigError{File: name, Msg: strings.TrimPrefix(msg, "yaml: ")}
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		ce.Line, _ = strconv.Atoi(m[1])
+		ce.Msg = m[2]
+		if f := yamlFieldRE.FindStringSubmatch(m[2]); f != nil {
+			ce.Field, ce.Msg = f[1], "unknown field"
+		}
+	}
+	return ce
+}
+
+// lineOf returns the line of the value at a path of mapping keys and
+// sequence indexes (decimal strings), or of the deepest node found.
+func lineOf(n *yaml.Node, path ...string) int {
+	cur := n
+	for _, p := range path {
+		var next *yaml.Node
+		switch cur.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(cur.Content); i += 2 {
+				if cur.Content[i].Value == p {
+					next = cur.Content[i+1]
+				}
+			}
+		case yaml.SequenceNode:
+			if i, err := strconv.Atoi(p); err == nil && i < len(cur.Content) {
+				next = cur.Content[i]
+			}
+		}
+		if next == nil {
+			break
+		}
+		cur = next
+	}
+	return cur.Line
+}
+
+var validModes = map[string]bool{model.ModeFull: true, model.ModeShort: true, model.ModeOverShort: true}
+
+func (c *Config) validate(root *yaml.Node) error {
+	bad := func(field string, path []string, format string, args ...any) error {
+		return &ConfigError{File: c.File, Line: lineOf(root, path...), Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	if c.Keys == "" {
+		return bad("keys", nil, "required: the API key file")
+	}
+	if c.MaxBodyBytes < 0 {
+		return bad("max_body_bytes", []string{"max_body_bytes"}, "must not be negative")
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	if c.Timeout == 0 {
+		c.Timeout = Duration(60 * time.Second)
+	}
+	if c.Concurrency < 0 {
+		return bad("concurrency", []string{"concurrency"}, "must be at least 1")
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 64
+	}
+	if c.Retry.MaxAttempts == 0 {
+		c.Retry.MaxAttempts = 1
+	}
+	if c.Retry.MaxAttempts < 0 || c.Retry.MaxAttempts > 10 {
+		return bad("retry.max_attempts", []string{"retry", "max_attempts"}, "must be 1 to 10")
+	}
+	if len(c.Models) == 0 {
+		return bad("models", nil, "at least one upstream model is required")
+	}
+	names := map[string]bool{}
+	for i, m := range c.Models {
+		p := func(f string) []string { return []string{"models", strconv.Itoa(i), f} }
+		switch {
+		case m.Name == "":
+			return bad("models.name", p("name"), "required")
+		case m.Name == AutoModel:
+			return bad("models.name", p("name"), "%q is reserved for routed requests", AutoModel)
+		case names[m.Name]:
+			return bad("models.name", p("name"), "duplicate model %q", m.Name)
+		}
+		names[m.Name] = true
+		u, err := url.Parse(m.BaseURL)
+		if m.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("models.base_url", p("base_url"), "want an http:// or https:// URL such as http://127.0.0.1:8000/v1, got %q", m.BaseURL)
+		}
+		if m.APIKeyEnv != "" && !envNameRE.MatchString(m.APIKeyEnv) {
+			return bad("models.api_key_env", p("api_key_env"), "want the name of an environment variable, got %q", m.APIKeyEnv)
+		}
+		if m.PriceInPerMTok < 0 || m.PriceOutPerMTok < 0 || math.IsNaN(m.PriceInPerMTok) || math.IsNaN(m.PriceOutPerMTok) {
+			return bad("models.price_in_per_mtok", p("price_in_per_mtok"), "prices must not be negative")
+		}
+	}
+	if c.DefaultModel == "" {
+		c.DefaultModel = c.Models[0].Name
+	} else if !names[c.DefaultModel] {
+		return bad("default_model", []string{"default_model"}, "unknown model %q", c.DefaultModel)
+	}
+	if c.Mode == "" {
+		c.Mode = model.ModeFull
+	} else if !validModes[c.Mode] {
+		return bad("mode", []string{"mode"}, "unknown mode %q (want full, short or over_short)", c.Mode)
+	}
+	if c.DefaultLang != "" && !langRE.MatchString(c.DefaultLang) {
+		return bad("default_lang", []string{"default_lang"}, "want a language tag such as en or pt-BR, got %q", c.DefaultLang)
+	}
+	if c.DefaultDocVersion != "" && !docVersionRE.MatchString(c.DefaultDocVersion) {
+		return bad("default_doc_version", []string{"default_doc_version"}, "want letters, digits and . _ : - (at most 64), got %q", c.DefaultDocVersion)
+	}
+	if k := c.Contract; k != nil {
+		if k.File == "" {
+			return bad("contract.file", []string{"contract"}, "required")
+		}
+		switch k.Policy {
+		case "":
+			k.Policy = string(contract.PolicyFail)
+		case string(contract.PolicyFail), string(contract.PolicyReask):
+		case string(contract.PolicyEscalate):
+			if !names[k.EscalateTo] {
+				return bad("contract.escalate_to", []string{"contract", "escalate_to"}, "unknown model %q", k.EscalateTo)
+			}
+		default:
+			return bad("contract.policy", []string{"contract", "policy"}, "unknown policy %q (want fail, reask or escalate)", k.Policy)
+		}
+	}
+	if k := c.Cache; k != nil {
+		if k.Key == "" {
+			k.Key = cache.PresetFull
+		} else if _, err := cache.ParseFields(k.Key); err != nil {
+			return bad("cache.key", []string{"cache", "key"}, "%v", err)
+		}
+		if k.CheckOnHit == nil {
+			t := true
+			k.CheckOnHit = &t
+		}
+		if k.MaxCost < 0 {
+			return bad("cache.max_cost", []string{"cache", "max_cost"}, "must not be negative")
+		}
+	}
+	if r := c.Router; r != nil {
+		if !names[r.Small] {
+			return bad("router.small", []string{"router", "small"}, "unknown model %q", r.Small)
+		}
+		if !names[r.Large] {
+			return bad("router.large", []string{"router", "large"}, "unknown model %q", r.Large)
+		}
+		if math.IsNaN(r.Threshold) || r.Threshold < 0 || r.Threshold > 1 {
+			return bad("router.threshold", []string{"router", "threshold"}, "must be in [0,1], got %v", r.Threshold)
+		}
+	}
+	return nil
+}
+
+// Identity is who an API key belongs to: the tenant and permission every
+// request made with it is scoped to, and optional defaults for the
+// language and document version.
+type Identity struct {
+	Tenant     string `yaml:"tenant"`
+	Permission string `yaml:"permission"`
+	Lang       string `yaml:"lang"`
+	DocVersion string `yaml:"doc_version"`
+}
+
+// Keys maps API keys to identities. Keys are held only as SHA-256 hashes.
+//
+// The keys file (YAML):
+//
+//	keys:
+//	  - key: sk-crab-acme-agent      # the key itself, or
+//	    tenant: acme
+//	    permission: agent
+//	    lang: en                     # optional defaults for the scope
+//	    doc_version: v2
+//	  - key_sha256: 9f86d08...       # its SHA-256 in hex, to keep the key out of the file
+//	    tenant: globex
+//	    permission: admin
+type Keys struct {
+	byHash map[[sha256.Size]byte]Identity
+}
+
+type keysFile struct {
+	Keys []keyEntry `yaml:"keys"`
+}
+
+type keyEntry struct {
+	Key       string `yaml:"key"`
+	KeySHA256 string `yaml:"key_sha256"`
+	Identity  `yaml:",inline"`
+}
+
+// ParseKeys decodes and checks a keys file; every error is a *ConfigError.
+func ParseKeys(raw []byte, name string) (*Keys, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(raw, &root); err != nil {
+		return nil, yamlErr(name, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	var f keysFile
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, yamlErr(name, err)
+	}
+	var doc *yaml.Node
+	if len(root.Content) > 0 {
+		doc = root.Content[0]
+	}
+	bad := func(i int, field, format string, args ...any) error {
+		line := 0
+		if doc != nil {
+			line = lineOf(doc, "keys", strconv.Itoa(i), field)
+		}
+		return &ConfigError{File: name, Line: line, Field: "keys." + field, Msg: fmt.Sprintf(format, args...)}
+	}
+	if len(f.Keys) == 0 {
+		return nil, &ConfigError{File: name, Field: "keys", Msg: "no keys: every request would get 401"}
+	}
+	k := &Keys{byHash: make(map[[sha256.Size]byte]Identity, len(f.Keys))}
+	for i, e := range f.Keys {
+		var h [sha256.Size]byte
+		switch {
+		case e.Key != "" && e.KeySHA256 != "":
+			return nil, bad(i, "key", "give key or key_sha256, not both")
+		case e.Key != "":
+			h = sha256.Sum256([]byte(e.Key))
+		case e.KeySHA256 != "":
+			b, err := hex.DecodeString(e.KeySHA256)
+			if err != nil || len(b) != sha256.Size {
+				return nil, bad(i, "key_sha256", "want 64 hex digits")
+			}
+			copy(h[:], b)
+		default:
+			return nil, bad(i, "key", "required (or key_sha256)")
+		}
+		switch {
+		case e.Tenant == "":
+			return nil, bad(i, "tenant", "required")
+		case e.Permission == "":
+			return nil, bad(i, "permission", "required")
+		case e.Lang != "" && !langRE.MatchString(e.Lang):
+			return nil, bad(i, "lang", "want a language tag such as en or pt-BR, got %q", e.Lang)
+		case e.DocVersion != "" && !docVersionRE.MatchString(e.DocVersion):
+			return nil, bad(i, "doc_version", "want letters, digits and . _ : - (at most 64), got %q", e.DocVersion)
+		}
+		if _, dup := k.byHash[h]; dup {
+			return nil, bad(i, "key", "duplicate key")
+		}
+		k.byHash[h] = e.Identity
+	}
+	return k, nil
+}
+
+// Lookup returns the identity of an API key.
+func (k *Keys) Lookup(key string) (Identity, bool) {
+	if key == "" {
+		return Identity{}, false
+	}
+	id, ok := k.byHash[sha256.Sum256([]byte(key))]
+	return id, ok
+}
+
+// Validation of the scope a client may set.
+var (
+	langRE       = regexp.MustCompile(`^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})*$`)
+	docVersionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
+	requestIDRE  = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+)

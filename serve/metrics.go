@@ -1,0 +1,92 @@
+package serve
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Bucket boundaries, in seconds, comparable with vLLM's production
+// metrics: TTFTBuckets are vLLM's vllm:time_to_first_token_seconds
+// buckets; LatencyBuckets are vLLM's request latency buckets
+// (vllm:e2e_request_latency_seconds, request_queue_time_seconds,
+// request_inference_time_seconds) preceded by the sub-0.3 s boundaries of
+// the TTFT buckets, because a cache hit answers in microseconds and would
+// otherwise fall into vLLM's first bucket with every fast miss. Every vLLM
+// boundary is kept, so the two can be compared bucket by bucket.
+var (
+	TTFTBuckets = []float64{
+		0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
+		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+	}
+	LatencyBuckets = []float64{
+		0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25,
+		0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
+		40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
+	}
+)
+
+// metrics are crab serve's Prometheus metrics, registered on the registry
+// the server is given (never the global default one).
+type metrics struct {
+	inFlight       prometheus.Gauge
+	requests       *prometheus.CounterVec   // by HTTP status code
+	e2e            *prometheus.HistogramVec // by cache status
+	ttft           *prometheus.HistogramVec // by cache status
+	upstreamTTFT   prometheus.Histogram
+	queue          prometheus.Histogram
+	modelTime      prometheus.Histogram
+	cacheHits      prometheus.Counter
+	cacheMisses    prometheus.Counter
+	cacheBypasses  prometheus.Counter
+	scopeMismatch  prometheus.Counter
+	leaks          *prometheus.CounterVec // by leak kind
+	routes         *prometheus.CounterVec // by model
+	contractFails  *prometheus.CounterVec // by rule
+	upstreamErrors *prometheus.CounterVec // by status
+	tokens         *prometheus.CounterVec // by direction
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	const ns = "crab_serve"
+	m := &metrics{
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "requests_in_flight",
+			Help: "Chat completion requests being answered."}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "requests_total",
+			Help: "Chat completion requests answered, by HTTP status code (499: the client left)."}, []string{"code"}),
+		e2e: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "e2e_request_latency_seconds",
+			Help: "Time from receiving a request to the end of its response, by cache status.", Buckets: LatencyBuckets}, []string{"cache"}),
+		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "time_to_first_token_seconds",
+			Help:    "Time from receiving a request to the first content byte sent to the client, by cache status (answers are checked against the contract before any byte is sent).",
+			Buckets: TTFTBuckets}, []string{"cache"}),
+		upstreamTTFT: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "upstream_time_to_first_token_seconds",
+			Help: "Time from the start of the final upstream call to its first content chunk.", Buckets: TTFTBuckets}),
+		queue: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "request_queue_time_seconds",
+			Help: "Time a request waited for a free upstream slot (the concurrency cap), all attempts.", Buckets: LatencyBuckets}),
+		modelTime: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "request_model_time_seconds",
+			Help: "Time spent inside upstream model calls, all attempts (requests that called a model).", Buckets: LatencyBuckets}),
+		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "cache_hits_total",
+			Help: "Requests answered from the cache."}),
+		cacheMisses: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "cache_misses_total",
+			Help: "Requests the cache could not answer."}),
+		cacheBypasses: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "cache_bypasses_total",
+			Help: "Requests that could not be keyed safely and skipped the cache."}),
+		scopeMismatch: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "cache_scope_mismatches_total",
+			Help: "Cache hits refused because the stored answer was built for another scope (served as misses)."}),
+		leaks: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cache_leaks_total",
+			Help: "Cache hits served although built for another scope (only with check_on_hit: false), by leak kind."}, []string{"kind"}),
+		routes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "route_decisions_total",
+			Help: "Routing decisions of the difficulty router, by chosen model."}, []string{"model"}),
+		contractFails: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "contract_failures_total",
+			Help: "Answers refused because they break the contract (after the policy's re-ask or escalation), by rule broken."}, []string{"kind"}),
+		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_errors_total",
+			Help: "Failed upstream calls, every attempt, by HTTP status (network: no status; timeout: the deadline)."}, []string{"status"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tokens_total",
+			Help: "Tokens billed by upstream models, every attempt, by direction (prompt, generation)."}, []string{"direction"}),
+	}
+	for _, c := range []prometheus.Collector{m.inFlight, m.requests, m.e2e, m.ttft, m.upstreamTTFT, m.queue, m.modelTime,
+		m.cacheHits, m.cacheMisses, m.cacheBypasses, m.scopeMismatch, m.leaks, m.routes, m.contractFails, m.upstreamErrors, m.tokens} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,645 @@
+// Package serve is crab's OpenAI-compatible proxy: it answers
+// POST /v1/chat/completions (streaming and not) and GET /v1/models by
+// running crab's stack — scoped cache, difficulty router, output contract,
+// retries — in front of upstream OpenAI-compatible backends, so the stack
+// can be tried on live traffic. GET /metrics serves Prometheus metrics and
+// GET /healthz a liveness check.
+//
+// Identity: the API key (Authorization: Bearer KEY) names the tenant and
+// permission, from the keys file; an unknown key gets 401. The client can
+// never set them: X-Crab-Tenant and X-Crab-Permission from a client are
+// ignored. The language and document version come from the X-Crab-Lang and
+// X-Crab-Doc-Version headers, or the metadata keys lang and doc_version,
+// or the key's defaults, and are validated. The output mode comes from
+// X-Crab-Mode (or metadata mode), else the configured mode.
+//
+// Models: a client asks for a configured model by name (the router is
+// bypassed: an explicit choice), or for "auto" to let the router choose
+// (the default model without a router).
+//
+// Every answer says what happened in response headers: X-Crab-Cache (HIT,
+// MISS or BYPASS), X-Crab-Model, X-Crab-Route-Score (the router's score,
+// or "none"), X-Crab-Contract (ok, fail or none) and X-Crab-Attempts.
+// Because an answer must meet the contract before any of it is sent, a
+// streamed answer (cache hits included) is streamed once it is complete
+// and checked; an answer that breaks the contract is never sent with 200
+// but, after the configured re-ask or escalation, as 502 in the OpenAI
+// error format. Upstream errors keep their status (429 stays 429, 503 stays
+// 503; an upstream 401/403 becomes 502, since it is crab's credential that
+// failed) and are never cached.
+package serve
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/model/openai"
+	"github.com/crab-testbed/crab/router"
+)
+
+// AutoModel is the model name that asks the router to choose.
+const AutoModel = "auto"
+
+// Options are what a Server is given beside its setup.
+type Options struct {
+	// Registry receives the server's metrics and is served on /metrics.
+	// Required: crab never uses the global default registry.
+	Registry *prometheus.Registry
+	// HTTPClient replaces the upstream client (tests); nil means a tuned
+	// transport per upstream model.
+	HTTPClient *http.Client
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is the proxy, an http.Handler. Build it with New, serve it, and
+// Close it after the HTTP server has shut down.
+type Server struct {
+	cfg      *Config
+	keys     *Keys
+	contract *contract.Contract
+	stack    model.Model
+	names    []string // models clients may ask for, "auto" included
+	models   map[string]bool
+	backends []*openai.Backend
+	store    *cache.Ristretto
+	m        *metrics
+	reg      *prometheus.Registry
+	now      func() time.Time
+	created  int64
+	seq      atomic.Uint64
+	routes   *http.ServeMux
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New builds the stack of setup — cache → router → contract → retry →
+// concurrency cap → upstream models — and the server around it.
+func New(setup *Setup, o Options) (*Server, error) {
+	if o.Registry == nil {
+		return nil, errors.New("serve: a metrics registry is required")
+	}
+	cfg := setup.Config
+	s := &Server{cfg: cfg, keys: setup.Keys, contract: setup.Contract, reg: o.Registry, now: o.Now, models: map[string]bool{}}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.created = s.now().Unix()
+	var err error
+	if s.m, err = newMetrics(o.Registry); err != nil {
+		return nil, err
+	}
+	upstream := make(map[string]model.Model, len(cfg.Models))
+	for _, mc := range cfg.Models {
+		name := mc.Model
+		if name == "" {
+			name = mc.Name
+		}
+		b, err := openai.New(openai.Config{
+			Name: mc.Name, BaseURL: mc.BaseURL, Model: name, APIKey: setup.APIKeys[mc.Name],
+			NoStream: mc.Stream != nil && !*mc.Stream, NoCrabHeaders: mc.CrabHeaders != nil && !*mc.CrabHeaders,
+			PriceIn: mc.PriceInPerMTok / 1e6, PriceOut: mc.PriceOutPerMTok / 1e6,
+			MaxConns: cfg.Concurrency, HTTPClient: o.HTTPClient,
+		})
+		if err != nil {
+			s.Close()
+			return nil, &ConfigError{File: cfg.File, Field: "models", Msg: fmt.Sprintf("model %s: %v", mc.Name, err)}
+		}
+		s.backends = append(s.backends, b)
+		upstream[mc.Name] = s.observeUpstream(b)
+		s.names = append(s.names, mc.Name)
+		s.models[mc.Name] = true
+	}
+	s.names = append(s.names, AutoModel)
+	def := cfg.DefaultModel
+	if cfg.Router != nil {
+		def = cfg.Router.Large
+	}
+	mux, err := model.NewMux(def, upstream)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	var mws []model.Middleware
+	if c := cfg.Cache; c != nil {
+		fields, err := cache.ParseFields(c.Key)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		if s.store, err = cache.NewRistretto(cache.RistrettoConfig{MaxCost: c.MaxCost}); err != nil {
+			s.Close()
+			return nil, err
+		}
+		cl, err := cache.New(cache.Config{Fields: fields, TTL: c.TTL.Std(), CheckOnHit: *c.CheckOnHit}, s.store)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		mws = append(mws, cl.Middleware())
+	}
+	if r := cfg.Router; r != nil {
+		rmw, err := router.New(router.Config{Threshold: r.Threshold, Small: r.Small, Large: r.Large}, nil)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		mws = append(mws, rmw)
+	}
+	if s.contract != nil {
+		k := cfg.Contract
+		cmw, err := contract.New(s.contract, contract.Config{Policy: contract.Policy(k.Policy), EscalateTo: k.EscalateTo})
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		mws = append(mws, cmw)
+	}
+	mws = append(mws, model.Retry(model.RetryPolicy{MaxAttempts: cfg.Retry.MaxAttempts, Backoff: cfg.Retry.Backoff.Std()}))
+	mws = append(mws, limiter(make(chan struct{}, cfg.Concurrency), s.now))
+	s.stack = model.Chain(mux, mws...)
+
+	s.routes = http.NewServeMux()
+	s.routes.HandleFunc("/v1/chat/completions", s.chat)
+	s.routes.HandleFunc("/v1/models", s.listModels)
+	s.routes.Handle("/metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry}))
+	s.routes.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Write([]byte("ok\n"))
+	})
+	s.routes.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		openai.WriteError(w, http.StatusNotFound, openai.ErrTypeNotFound, "not_found", "", "no such endpoint: "+r.URL.Path)
+	})
+	return s, nil
+}
+
+// ServeHTTP routes a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.routes.ServeHTTP(w, r) }
+
+// Models lists the model names clients may ask for, "auto" last.
+func (s *Server) Models() []string { return append([]string(nil), s.names...) }
+
+// Close releases the cache store and idle upstream connections.
+func (s *Server) Close() {
+	if s.store != nil {
+		s.store.Close()
+		s.store = nil
+	}
+	for _, b := range s.backends {
+		b.Close()
+	}
+}
+
+// identify returns the caller's identity from its API key.
+func (s *Server) identify(w http.ResponseWriter, r *http.Request) (Identity, bool) {
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if id, found := s.keys.Lookup(strings.TrimSpace(key)); ok && found {
+		return id, true
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="crab"`)
+	openai.WriteError(w, http.StatusUnauthorized, openai.ErrTypeInvalidRequest, "invalid_api_key", "", "Incorrect or missing API key: send Authorization: Bearer KEY with a key from crab serve's keys file.")
+	return Identity{}, false
+}
+
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		openai.WriteError(w, http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use GET")
+		return
+	}
+	if _, ok := s.identify(w, r); !ok {
+		return
+	}
+	openai.WriteModels(w, s.names, s.created)
+}
+
+// reqInfo is what the stack's layers report to the handler beside the
+// response: the time spent waiting for an upstream slot.
+type reqInfo struct {
+	queue time.Duration
+}
+
+type infoKey struct{}
+
+// limiter caps the upstream calls in flight; the wait is queue time.
+func limiter(sem chan struct{}, now func() time.Time) model.Middleware {
+	return func(next model.Model) model.Model {
+		return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+			start := now()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			defer func() { <-sem }()
+			if info, ok := ctx.Value(infoKey{}).(*reqInfo); ok {
+				info.queue += now().Sub(start)
+			}
+			return next.Complete(ctx, req)
+		})
+	}
+}
+
+// observeUpstream counts the tokens of every upstream attempt and every
+// failed attempt by status.
+func (s *Server) observeUpstream(next model.Model) model.Model {
+	return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		resp, err := next.Complete(ctx, req)
+		if resp != nil {
+			s.m.tokens.WithLabelValues("prompt").Add(float64(resp.Usage.TokensIn))
+			s.m.tokens.WithLabelValues("generation").Add(float64(resp.Usage.TokensOut))
+		}
+		if err != nil {
+			var se *openai.StatusError
+			switch {
+			case errors.As(err, &se):
+				s.m.upstreamErrors.WithLabelValues(strconv.Itoa(se.Status)).Inc()
+			case errors.Is(err, context.DeadlineExceeded):
+				s.m.upstreamErrors.WithLabelValues("timeout").Inc()
+			case errors.Is(err, context.Canceled):
+			default:
+				s.m.upstreamErrors.WithLabelValues("network").Inc()
+			}
+		}
+		return resp, err
+	})
+}
+
+// call is one decoded client request.
+type call struct {
+	req          *model.Request
+	stream       bool
+	includeUsage bool
+}
+
+// chat answers POST /v1/chat/completions.
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	start := s.now()
+	s.m.inFlight.Inc()
+	defer s.m.inFlight.Dec()
+	rec := &statusRecorder{ResponseWriter: w}
+	w = rec
+	cacheLabel := "" // set once the request went through the stack
+	var firstByte time.Time
+	defer func() {
+		end := s.now()
+		code := rec.status
+		if code == 0 {
+			code = 499 // the client left before any answer
+		}
+		s.m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
+		if cacheLabel == "" {
+			return // refused before the stack: not a model request
+		}
+		s.m.e2e.WithLabelValues(cacheLabel).Observe(end.Sub(start).Seconds())
+		if !firstByte.IsZero() {
+			s.m.ttft.WithLabelValues(cacheLabel).Observe(firstByte.Sub(start).Seconds())
+		}
+	}()
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		openai.WriteError(w, http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
+		return
+	}
+	id, ok := s.identify(w, r)
+	if !ok {
+		return
+	}
+	c, status, code, param, err := s.decode(r, id)
+	if err != nil {
+		typ := openai.ErrTypeInvalidRequest
+		if status == http.StatusNotFound {
+			typ = openai.ErrTypeNotFound
+		}
+		openai.WriteError(w, status, typ, code, param, err.Error())
+		return
+	}
+
+	info := &reqInfo{}
+	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), infoKey{}, info), s.cfg.Timeout.Std())
+	defer cancel()
+	resp, err := s.stack.Complete(ctx, c.req)
+	timedOut := ctx.Err() == context.DeadlineExceeded
+	cancel()
+
+	cacheLabel = s.observe(resp, info)
+	s.setHeaders(w.Header(), resp, err)
+	if err != nil {
+		s.fail(w, r, resp, err, timedOut)
+		return
+	}
+	firstByte = s.reply(w, c, resp)
+}
+
+// decode reads and checks the request and builds the stack's request.
+func (s *Server) decode(r *http.Request, id Identity) (c call, status int, code, param string, err error) {
+	creq, err := openai.ReadRequest(r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		if errors.Is(err, openai.ErrTooLarge) {
+			return c, http.StatusRequestEntityTooLarge, "request_too_large", "", err
+		}
+		return c, http.StatusBadRequest, "invalid_request", "", err
+	}
+	if len(creq.Tools) > 0 || len(creq.Functions) > 0 {
+		return c, http.StatusBadRequest, "unsupported_parameter", "tools", errors.New("tools and function calling are not supported by crab serve")
+	}
+	system, text, err := openai.Prompt(creq.Messages)
+	if err != nil {
+		return c, http.StatusBadRequest, "invalid_request", "messages", err
+	}
+	name := creq.Model
+	if name == AutoModel {
+		name = ""
+		if s.cfg.Router == nil {
+			name = s.cfg.DefaultModel
+		}
+	} else if !s.models[name] {
+		return c, http.StatusNotFound, "model_not_found", "model", fmt.Errorf("model %q does not exist (available: %s)", creq.Model, strings.Join(s.names, ", "))
+	}
+	pick := func(header, key, fallback string) string {
+		if v := r.Header.Get(header); v != "" {
+			return v
+		}
+		if v := creq.Metadata[key]; v != "" {
+			return v
+		}
+		return fallback
+	}
+	scope := model.Scope{
+		Tenant: id.Tenant, Permission: id.Permission,
+		Lang:       pick(openai.HeaderLang, "lang", firstNonEmpty(id.Lang, s.cfg.DefaultLang)),
+		DocVersion: pick(openai.HeaderDocVersion, "doc_version", firstNonEmpty(id.DocVersion, s.cfg.DefaultDocVersion)),
+	}
+	if scope.Lang != "" && !langRE.MatchString(scope.Lang) {
+		return c, http.StatusBadRequest, "invalid_lang", openai.HeaderLang, fmt.Errorf("language %q: want a tag such as en or pt-BR", scope.Lang)
+	}
+	if scope.DocVersion != "" && !docVersionRE.MatchString(scope.DocVersion) {
+		return c, http.StatusBadRequest, "invalid_doc_version", openai.HeaderDocVersion, fmt.Errorf("document version %q: want letters, digits and . _ : - (at most 64)", scope.DocVersion)
+	}
+	mode := pick(openai.HeaderMode, "mode", s.cfg.Mode)
+	if !validModes[mode] {
+		return c, http.StatusBadRequest, "invalid_mode", openai.HeaderMode, fmt.Errorf("mode %q: want full, short or over_short", mode)
+	}
+	reqID := r.Header.Get(openai.HeaderRequestID)
+	if reqID == "" {
+		reqID = fmt.Sprintf("crab-%x-%d", s.created, s.seq.Add(1))
+	} else if !requestIDRE.MatchString(reqID) {
+		return c, http.StatusBadRequest, "invalid_request_id", openai.HeaderRequestID, errors.New("request id: want 1 to 128 letters, digits and . _ : -")
+	}
+	req := &model.Request{
+		TaskID: reqID, Text: text, System: system, User: creq.User, Scope: scope, Model: name,
+		Mode: mode, MaxTokens: openai.MaxTokens(creq), Temperature: float64(creq.Temperature),
+	}
+	if creq.Seed != nil {
+		req.Seed = int64(*creq.Seed)
+	}
+	if s.contract == nil {
+		if schema := openai.Schema(creq); schema != nil {
+			sum := sha256.Sum256(schema)
+			req.Contract, req.ContractHash = schema, hex.EncodeToString(sum[:])
+		}
+	}
+	c = call{req: req, stream: creq.Stream, includeUsage: creq.StreamOptions != nil && creq.StreamOptions.IncludeUsage}
+	return c, 0, "", "", nil
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// observe records the stack's decisions in the metrics and returns the
+// cache label.
+func (s *Server) observe(resp *model.Response, info *reqInfo) string {
+	label := "bypass"
+	if resp == nil {
+		s.m.cacheBypasses.Inc()
+		return label
+	}
+	tr := &resp.Trace
+	switch tr.Cache {
+	case model.CacheHit:
+		label = "hit"
+		s.m.cacheHits.Inc()
+		if tr.Leak != "" {
+			s.m.leaks.WithLabelValues(tr.Leak).Inc()
+		}
+	case model.CacheMiss:
+		label = "miss"
+		s.m.cacheMisses.Inc()
+	default:
+		s.m.cacheBypasses.Inc()
+	}
+	if tr.ScopeMismatch {
+		s.m.scopeMismatch.Inc()
+	}
+	if tr.Routed {
+		s.m.routes.WithLabelValues(tr.RouteModel).Inc()
+	}
+	if tr.Attempts > 0 {
+		s.m.queue.Observe(info.queue.Seconds())
+		s.m.modelTime.Observe(tr.ModelDur.Seconds())
+		if !tr.FirstByteAt.IsZero() {
+			s.m.upstreamTTFT.Observe(tr.TTFT.Seconds())
+		}
+	}
+	if tr.Validated && !tr.ContractOK {
+		seen := map[string]bool{}
+		for _, v := range tr.Violations {
+			kind := violationRule(v)
+			if !seen[kind] {
+				seen[kind] = true
+				s.m.contractFails.WithLabelValues(kind).Inc()
+			}
+		}
+		if len(tr.Violations) == 0 {
+			s.m.contractFails.WithLabelValues("unknown").Inc()
+		}
+	}
+	return label
+}
+
+// violationRule extracts the rule of a "pointer: rule: message" violation.
+func violationRule(v string) string {
+	parts := strings.SplitN(v, ": ", 3)
+	if len(parts) < 2 || parts[1] == "" {
+		return "unknown"
+	}
+	return parts[1]
+}
+
+// setHeaders writes the X-Crab-* response headers.
+func (s *Server) setHeaders(h http.Header, resp *model.Response, err error) {
+	cacheStatus, modelName, score, contractResult, attempts := "BYPASS", "", "none", "none", 0
+	if resp != nil {
+		switch resp.Trace.Cache {
+		case model.CacheHit:
+			cacheStatus = "HIT"
+		case model.CacheMiss:
+			cacheStatus = "MISS"
+		}
+		modelName = resp.Model
+		if resp.Trace.Routed {
+			score = strconv.FormatFloat(resp.Trace.RouteScore, 'f', 3, 64)
+			if modelName == "" {
+				modelName = resp.Trace.RouteModel
+			}
+		}
+		attempts = resp.Trace.Attempts
+		if s.contract != nil && resp.Trace.Validated {
+			contractResult = "fail"
+			if resp.Trace.ContractOK && err == nil {
+				contractResult = "ok"
+			}
+		}
+		if resp.Trace.Leak != "" {
+			h.Set("X-Crab-Leak", resp.Trace.Leak)
+		}
+	}
+	if s.contract != nil && errors.Is(err, contract.ErrViolation) {
+		contractResult = "fail"
+	}
+	h.Set(openai.HeaderCache, cacheStatus)
+	if modelName != "" {
+		h.Set(openai.HeaderModel, modelName)
+	}
+	h.Set(openai.HeaderRouteScore, score)
+	h.Set(openai.HeaderContract, contractResult)
+	h.Set("X-Crab-Attempts", strconv.Itoa(attempts))
+}
+
+// fail writes the error response for a failed stack call.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, resp *model.Response, err error, timedOut bool) {
+	var se *openai.StatusError
+	switch {
+	case errors.Is(err, contract.ErrViolation):
+		msg := "the answer does not meet the output contract"
+		if resp != nil && len(resp.Trace.Violations) > 0 {
+			msg += ": " + strings.Join(resp.Trace.Violations, "; ")
+		}
+		openai.WriteError(w, http.StatusBadGateway, openai.ErrTypeServer, "contract_violation", "", msg)
+	case timedOut || errors.Is(err, context.DeadlineExceeded):
+		openai.WriteError(w, http.StatusGatewayTimeout, openai.ErrTypeServer, "timeout", "",
+			fmt.Sprintf("no answer within %v", s.cfg.Timeout.Std()))
+	case r.Context().Err() != nil:
+		// The client left: nobody to answer.
+	case errors.As(err, &se):
+		status, typ, code := se.Status, se.Type, se.Code
+		if status == http.StatusUnauthorized || status == http.StatusForbidden {
+			status, typ, code = http.StatusBadGateway, openai.ErrTypeServer, "upstream_auth"
+		}
+		if typ == "" {
+			typ = openai.ErrTypeServer
+			if status < 500 {
+				typ = openai.ErrTypeInvalidRequest
+			}
+		}
+		if code == "" {
+			code = "upstream_error"
+		}
+		openai.WriteError(w, status, typ, code, "", fmt.Sprintf("upstream %s: HTTP %d: %s", se.Backend, se.Status, se.Message))
+	case errors.Is(err, model.ErrUnknownModel):
+		openai.WriteError(w, http.StatusNotFound, openai.ErrTypeNotFound, "model_not_found", "model", err.Error())
+	default:
+		openai.WriteError(w, http.StatusBadGateway, openai.ErrTypeServer, "upstream_error", "", err.Error())
+	}
+}
+
+// reply writes a successful answer, streamed in chunks when asked, and
+// returns when its first content byte was sent.
+func (s *Server) reply(w http.ResponseWriter, c call, resp *model.Response) time.Time {
+	id := "chatcmpl-crab-" + strconv.FormatUint(s.seq.Add(1), 10)
+	refusal := resp.FinishReason == model.FinishRefusal
+	finish := resp.FinishReason
+	if refusal || finish == "" {
+		finish = model.FinishStop
+	}
+	if !c.stream {
+		openai.WriteCompletion(w, openai.Completion{
+			ID: id, Model: resp.Model, Created: s.now().Unix(), Content: resp.Content, Refusal: refusal,
+			FinishReason: finish, TokensIn: resp.Usage.TokensIn, TokensOut: resp.Usage.TokensOut,
+		})
+		return s.now()
+	}
+	st := openai.NewStream(w, id, s.now().Unix(), resp.Model)
+	if st.Role() != nil {
+		return time.Time{}
+	}
+	var first time.Time
+	for _, piece := range chunks(resp.Content, 64) {
+		if first.IsZero() {
+			first = s.now()
+		}
+		if st.Content(piece, refusal) != nil {
+			return first
+		}
+	}
+	if st.Finish(finish) != nil {
+		return first
+	}
+	if c.includeUsage && st.Usage(resp.Usage.TokensIn, resp.Usage.TokensOut) != nil {
+		return first
+	}
+	st.Done()
+	return first
+}
+
+// chunks splits s into pieces of at most n bytes, on rune boundaries.
+func chunks(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		i := n
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		if i == 0 {
+			i = n
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// statusRecorder remembers the status written, for the metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flushing).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/crab-testbed/crab/model/sim"
+	"github.com/crab-testbed/crab/model/simserver"
+)
+
+// simServerOptions are the inputs of `crab sim-server`.
+type simServerOptions struct {
+	Listen          string
+	TimeScale       float64
+	Seed            int64
+	Models          []string // NAME=KIND
+	Faults          sim.Config
+	Net             simserver.Faults
+	MaxBodyBytes    int64
+	ShutdownTimeout time.Duration
+	Quiet           bool
+	Stderr          io.Writer
+	// Ready, if set, is called with the bound address once the server
+	// accepts connections (tests listen on port 0).
+	Ready func(addr string)
+}
+
+func simServerCmd() *cli.Command {
+	rate := func(name, usage string) cli.Flag {
+		return &cli.Float64Flag{Name: name, Usage: usage + " (a rate in [0,1])", Category: "faults"}
+	}
+	return &cli.Command{
+		Name:  "sim-server",
+		Usage: "serve the simulated models over the OpenAI chat completion API",
+		UsageText: "crab sim-server [--listen ADDR] [--time-scale F] [--seed N] [--model NAME=KIND ...] [fault flags]\n\n" +
+			"Answers POST /v1/chat/completions (streaming and not) and GET /v1/models. Scope and call id come\n" +
+			"from the X-Crab-* headers crab's openai backend sends; with --seed equal to an experiment's seed and\n" +
+			"the same --time-scale, an experiment with backend openai pointed here meets the same answers,\n" +
+			"faults and pacing as the in-process simulated models.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8081", Usage: "`ADDR` to listen on (port 0 picks a free port)"},
+			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "pace answers at this fraction of the simulated latency (0: no waiting)"},
+			&cli.Int64Flag{Name: "seed", Usage: "seed of every random draw (use the experiment's seed to reproduce an in-process run)"},
+			&cli.StringSliceFlag{Name: "model", Usage: "serve a simulated model as `NAME=KIND` (small or large); repeatable (default small=small, large=large)"},
+			&cli.Int64Flag{Name: "max-body-bytes", Value: 4 << 20, Usage: "largest request body accepted"},
+			&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "on SIGTERM, how long in-flight answers may take to finish"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
+			rate("error-rate", "answer HTTP 500 after the base latency (the model's server error)"),
+			rate("hang-rate", "never answer; only the client's deadline ends the call"),
+			rate("refusal-rate", "refuse to answer"),
+			rate("malformed-rate", "answer with content that is not JSON"),
+			rate("missing-field-rate", "leave a required field out"),
+			rate("wrong-enum-rate", "write a category outside the enum"),
+			rate("empty-evidence-rate", "write an empty evidence list"),
+			rate("rate-limit-rate", "answer HTTP 429 at once"),
+			rate("server-error-rate", "answer HTTP 503 at once"),
+			rate("disconnect-rate", "close the connection half-way through the answer"),
+			rate("stall-rate", "stop the answer half-way and never finish it"),
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return badUsage("sim-server takes no arguments, got %q", c.Args().First())
+			}
+			o := simServerOptions{
+				Listen: c.String("listen"), TimeScale: c.Float64("time-scale"), Seed: c.Int64("seed"),
+				Models: c.StringSlice("model"), MaxBodyBytes: c.Int64("max-body-bytes"),
+				ShutdownTimeout: c.Duration("shutdown-timeout"), Quiet: c.Bool("quiet"), Stderr: c.App.ErrWriter,
+			}
+			f := &o.Faults
+			f.ErrorRate, f.HangRate, f.RefusalRate = c.Float64("error-rate"), c.Float64("hang-rate"), c.Float64("refusal-rate")
+			f.MalformedRate, f.MissingFieldRate = c.Float64("malformed-rate"), c.Float64("missing-field-rate")
+			f.WrongEnumRate, f.EmptyEvidenceRate = c.Float64("wrong-enum-rate"), c.Float64("empty-evidence-rate")
+			o.Net = simserver.Faults{
+				RateLimit: c.Float64("rate-limit-rate"), ServerError: c.Float64("server-error-rate"),
+				Disconnect: c.Float64("disconnect-rate"), Stall: c.Float64("stall-rate"),
+			}
+			return simServe(c.Context, o)
+		},
+	}
+}
+
+// newSimServer builds the server from the options; errors are bad usage.
+func newSimServer(o simServerOptions) (*simserver.Server, error) {
+	specs := o.Models
+	if len(specs) == 0 {
+		specs = []string{"small=small", "large=large"}
+	}
+	var models []*sim.Model
+	for _, spec := range specs {
+		name, kind, ok := strings.Cut(spec, "=")
+		if !ok || name == "" {
+			return nil, badUsage("--model %q: want NAME=KIND, e.g. large=large", spec)
+		}
+		var cfg sim.Config
+		switch kind {
+		case sim.KindSmall:
+			cfg = sim.Small()
+		case sim.KindLarge:
+			cfg = sim.Large()
+		default:
+			return nil, badUsage("--model %q: kind %q, want small or large", spec, kind)
+		}
+		f := o.Faults
+		cfg.Name, cfg.TimeScale, cfg.Seed = name, o.TimeScale, o.Seed
+		cfg.ErrorRate, cfg.HangRate, cfg.RefusalRate, cfg.MalformedRate = f.ErrorRate, f.HangRate, f.RefusalRate, f.MalformedRate
+		cfg.MissingFieldRate, cfg.WrongEnumRate, cfg.EmptyEvidenceRate = f.MissingFieldRate, f.WrongEnumRate, f.EmptyEvidenceRate
+		m, err := sim.New(cfg)
+		if err != nil {
+			return nil, badUsage("--model %s: %v", name, err)
+		}
+		models = append(models, m)
+	}
+	s, err := simserver.New(simserver.Config{Models: models, Faults: o.Net, Seed: o.Seed, MaxBodyBytes: o.MaxBodyBytes})
+	if err != nil {
+		return nil, badUsage("%v", err)
+	}
+	return s, nil
+}
+
+// simServe runs the sim server until ctx ends (SIGTERM or Ctrl-C), then
+// stops accepting connections and lets in-flight answers finish.
+func simServe(ctx context.Context, o simServerOptions) error {
+	s, err := newSimServer(o)
+	if err != nil {
+		return err
+	}
+	logf := func(format string, args ...any) {
+		if !o.Quiet {
+			fmt.Fprintf(o.Stderr, "crab: sim-server: "+format+"\n", args...)
+		}
+	}
+	err = listenAndServe(ctx, o.Listen, s, o.ShutdownTimeout, func(addr string) {
+		logf("listening on http://%s/v1 (models %s; time-scale %g; seed %d)", addr, strings.Join(s.Names(), ", "), o.TimeScale, o.Seed)
+		if o.Ready != nil {
+			o.Ready(addr)
+		}
+	})
+	logf("stopped: %s", s.Stats())
+	return err
+}
+
+// listenAndServe serves h on addr until ctx ends, then shuts down
+// gracefully: no new connections, in-flight requests get up to grace to
+// finish, then the remaining connections are closed. ready is called with
+// the bound address.
+func listenAndServe(ctx context.Context, addr string, h http.Handler, grace time.Duration, ready func(string)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return badUsage("--listen %s: %v", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	ready(ln.Addr().String())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		srv.Close()
+		err = fmt.Errorf("shutdown: in-flight requests did not finish within %v and were cut", grace)
+	}
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/router"
+)
+
+// tuneOptions are the inputs of `crab tune`.
+type tuneOptions struct {
+	Experiment  string  // path; empty = the embedded default experiment
+	Tasks       string  // task file replacing the experiment's; empty = the experiment's
+	Holdout     float64 // fraction of every group held out
+	Seed        *int64  // split seed; nil = the experiment's seed
+	Folds       int
+	MaxPassLoss int
+	Budget      float64 // cost per request; 0 = off
+	Format      string  // text or json
+	OutDir      string  // writes sweep.csv, tune.json, pareto*.svg, tuned.yaml; empty = none
+	Outcomes    string  // outcome table file; empty = beside the tasks (or under CacheDir)
+	CacheDir    string  // where the embedded task set's table goes
+	Refresh     bool
+	Quiet       bool
+	Stdout      io.Writer
+	Stderr      io.Writer
+}
+
+func tuneCmd() *cli.Command {
+	return &cli.Command{
+		Name:  "tune",
+		Usage: "choose a router threshold on a calibration split and report it once on a frozen holdout",
+		UsageText: "crab tune [-c EXPERIMENT.yaml] [--tasks FILE] [--holdout 0.3] [--seed N] [--folds K] [--max-pass-loss N | --budget COST]\n" +
+			"          [--format text|json] [-o DIR] [--refresh] [--outcomes FILE]\n\n" +
+			"The first run calls each model once per task (through the experiment's contract and retry layers) and\n" +
+			"stores the outcomes in a table beside the task file (for the embedded task set: under .crab/outcomes/);\n" +
+			"every later run with the same tasks and models replays that table and calls no model.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "experiment `FILE` giving the models, prices, contract and retry policy (default: the embedded default)"},
+			&cli.StringFlag{Name: "tasks", Usage: "task `FILE` (JSONL) instead of the experiment's"},
+			&cli.Float64Flag{Name: "holdout", Value: 0.3, Usage: "`FRACTION` of every group kept out of calibration"},
+			&cli.Int64Flag{Name: "seed", Usage: "split seed `N`; fold k uses N+k", DefaultText: "the experiment's seed"},
+			&cli.IntFlag{Name: "folds", Value: 1, Usage: "repeat the tuning over `K` splits and report the spread"},
+			&cli.IntFlag{Name: "max-pass-loss", Usage: "`N` passes the chosen threshold may lose against all-large on calibration"},
+			&cli.Float64Flag{Name: "budget", Usage: "instead of --max-pass-loss: the most passes at a `COST` per request at most", DefaultText: "off"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "`DIR` to write sweep.csv, tune.json, pareto.svg, pareto-cascade.svg and tuned.yaml into"},
+			&cli.BoolFlag{Name: "refresh", Usage: "rebuild the outcome table even if one exists"},
+			&cli.StringFlag{Name: "outcomes", Usage: "outcome table `FILE` to read or build (default: beside the task file)"},
+			&cli.StringFlag{Name: "cache-dir", Value: eval.DefaultTuneCacheDir, Usage: "`DIR` for the embedded task set's outcome table"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return badUsage("tune takes no arguments, got %q", c.Args().First())
+			}
+			o := tuneOptions{
+				Experiment: c.String("config"), Tasks: c.String("tasks"), Holdout: c.Float64("holdout"),
+				Folds: c.Int("folds"), MaxPassLoss: c.Int("max-pass-loss"), Budget: c.Float64("budget"),
+				Format: c.String("format"), OutDir: c.String("out"), Outcomes: c.String("outcomes"),
+				CacheDir: c.String("cache-dir"), Refresh: c.Bool("refresh"), Quiet: c.Bool("quiet"),
+				Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
+			}
+			if c.IsSet("seed") {
+				s := c.Int64("seed")
+				o.Seed = &s
+			}
+			if c.IsSet("budget") && c.IsSet("max-pass-loss") {
+				return badUsage("give --max-pass-loss or --budget, not both")
+			}
+			return tune(c.Context, o)
+		},
+	}
+}
+
+// tune checks every input, gets the outcome table (read, or built by
+// calling each model once per task), tunes both routing policies and
+// writes the report; with -o it writes the output files atomically, and
+// only after everything else succeeded.
+func tune(ctx context.Context, o tuneOptions) error {
+	if o.Format != "text" && o.Format != "json" {
+		return badUsage("unknown --format %q (want text or json)", o.Format)
+	}
+	if !(o.Holdout > 0 && o.Holdout < 1) {
+		return badUsage("--holdout %v: want a fraction between 0 and 1", o.Holdout)
+	}
+	if o.Folds < 1 || o.Folds > 1000 {
+		return badUsage("--folds %d: want 1 to 1000", o.Folds)
+	}
+	if o.MaxPassLoss < 0 {
+		return badUsage("--max-pass-loss %d: want 0 or more", o.MaxPassLoss)
+	}
+	if o.Budget < 0 || math.IsNaN(o.Budget) || math.IsInf(o.Budget, 0) {
+		return badUsage("--budget %v: want a cost per request > 0", o.Budget)
+	}
+	setup, err := eval.LoadSetup(o.Experiment, fixtures.FS)
+	if err != nil {
+		return err
+	}
+	if o.Tasks != "" {
+		if err := setup.UseTasks(o.Tasks); err != nil {
+			return err
+		}
+	}
+	target, err := setup.Target()
+	if err != nil {
+		return err
+	}
+	seed := setup.Exp.Seed
+	if o.Seed != nil {
+		seed = *o.Seed
+	}
+	var log io.Writer
+	if !o.Quiet {
+		log = o.Stderr
+	}
+	tab, err := setup.OutcomeTableFor(ctx, target, eval.TableOptions{Path: o.Outcomes, CacheDir: o.CacheDir, Refresh: o.Refresh, Log: log})
+	if err != nil {
+		return err
+	}
+	samples, err := setup.Samples(tab.Table, nil, tab.Path)
+	if err != nil {
+		return err
+	}
+	rep, err := router.Tune(samples, router.TuneConfig{
+		Holdout: o.Holdout, Seed: seed, Folds: o.Folds,
+		Rule: router.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
+	})
+	if errors.Is(err, router.ErrTooFewSamples) || errors.Is(err, router.ErrTuneConfig) {
+		return badUsage("%w", err)
+	}
+	if err != nil {
+		return err
+	}
+	if log != nil && !tab.Built {
+		fmt.Fprintf(log, "crab: outcome table %s (read, no model calls)\n", tab.Path)
+	}
+	out := tuneOutput{Outcomes: tab.Path, Small: target.Small, Large: target.Large, TuneReport: rep}
+	if o.OutDir != "" {
+		if err := writeTuneDir(o.OutDir, setup, target, &out, seed); err != nil {
+			return err
+		}
+		if log != nil {
+			fmt.Fprintf(log, "crab: wrote %s (sweep.csv, tune.json, pareto.svg, pareto-cascade.svg, tuned.yaml)\n", o.OutDir)
+		}
+	}
+	if o.Format == "json" {
+		enc := json.NewEncoder(o.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(&out)
+	}
+	fmt.Fprintf(o.Stdout, "models: %s (small) vs %s (large); outcome table %s\n", target.Small, target.Large, tab.Path)
+	return rep.WriteText(o.Stdout)
+}
+
+// tuneOutput is tune.json: the report plus where its outcomes came from.
+type tuneOutput struct {
+	Outcomes string `json:"outcomes"`
+	Small    string `json:"small"`
+	Large    string `json:"large"`
+	*router.TuneReport
+}
+
+// writeTuneDir writes the output files of -o DIR.
+func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tuneOutput, seed int64) error {
+	snippet, err := setup.TunedExperiment(target, out.TuneReport, seed)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(dir, "tune.json"), out); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error { return writeSweepCSV(w, out.TuneReport) }); err != nil {
+		return err
+	}
+	svgs := []struct {
+		name  string
+		p     *router.PolicyReport
+		title string
+	}{{"pareto.svg", &out.PolicyReport, "threshold router: cost vs pass"}}
+	if out.Cascade != nil {
+		svgs = append(svgs, struct {
+			name  string
+			p     *router.PolicyReport
+			title string
+		}{"pareto-cascade.svg", out.Cascade, "cascade: cost vs pass"})
+	}
+	for _, s := range svgs {
+		title := fmt.Sprintf("%s (%d calibration, %d holdout tasks)", s.title, out.Calibrated, out.Held)
+		if err := writeFileAtomic(filepath.Join(dir, s.name), func(w io.Writer) error { return s.p.WriteSVG(w, title) }); err != nil {
+			return err
+		}
+	}
+	return writeFileAtomic(filepath.Join(dir, "tuned.yaml"), func(w io.Writer) error {
+		_, err := w.Write(snippet)
+		return err
+	})
+}
+
+// writeSweepCSV writes every policy's calibration sweep, one row per
+// threshold, with the same threshold replayed on the holdout beside it.
+func writeSweepCSV(w io.Writer, rep *router.TuneReport) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"policy", "threshold", "chosen", "frontier", "n", "large", "strong_share", "pass", "cost", "cost_per_pass",
+		"latency_mean_ms", "under", "over", "hopeless", "under_cost", "over_cost", "hopeless_cost",
+		"holdout_n", "holdout_large", "holdout_pass", "holdout_cost"})
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	for _, p := range []*router.PolicyReport{&rep.PolicyReport, rep.Cascade} {
+		if p == nil {
+			continue
+		}
+		for i, s := range p.Sweep {
+			h := p.Holdout.Curve[i]
+			cppStr := ""
+			if s.CostPerPass != nil {
+				cppStr = f(*s.CostPerPass)
+			}
+			cw.Write([]string{p.Policy, f(s.Threshold), strconv.FormatBool(s.Threshold == p.Threshold), strconv.FormatBool(s.Frontier),
+				strconv.Itoa(s.N), strconv.Itoa(s.Large), f(s.StrongShare), strconv.Itoa(s.Pass), f(s.Cost), cppStr,
+				f(s.LatencyMeanMs), strconv.Itoa(s.Misroutes.Under), strconv.Itoa(s.Misroutes.Over), strconv.Itoa(s.Misroutes.Hopeless),
+				f(s.MisrouteCost.Under), f(s.MisrouteCost.Over), f(s.MisrouteCost.Hopeless),
+				strconv.Itoa(h.N), strconv.Itoa(h.Large), strconv.Itoa(h.Pass), f(h.Cost)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
