@@ -39,6 +39,9 @@ type Experiment struct {
 	Timeout     Duration    `yaml:"timeout"`     // per request, from its actual send time (default 30s)
 	Retry       RetrySpec   `yaml:"retry"`
 	Shadow      *bool       `yaml:"shadow"` // ask the other model on routed requests to judge misroutes (default true)
+	// RecordOutput writes each answer's text into records.jsonl (default
+	// true); false keeps a large run's records small (statistics never read it).
+	RecordOutput *bool `yaml:"record_output"`
 	Models      []ModelSpec `yaml:"models"`
 	Arms        []ArmSpec   `yaml:"arms"`
 
@@ -361,6 +364,10 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	if e.Shadow == nil {
 		t := true
 		e.Shadow = &t
+	}
+	if e.RecordOutput == nil {
+		t := true
+		e.RecordOutput = &t
 	}
 	models := map[string]bool{}
 	if len(e.Models) == 0 {

@@ -349,7 +349,7 @@ func (s *FeatureScorer) Extract(req *model.Request) Features {
 	f.Runes = ro
 	f.Cues = f.Families.Count()
 	f.Late = f.FirstCue >= s.cfg.LateAfter || f.FirstCue < 0 && f.Runes > s.cfg.LateAfter
-	if !f.Tool && digit && s.ids.MatchString(text) {
+	if !f.Tool && digit && s.hasID(text) {
 		f.Tool = true
 	}
 	f.Lang = normLang(req.Scope.Lang)
@@ -417,4 +417,30 @@ func guessLang(han bool, hits [4]int) string {
 		return ""
 	}
 	return langCodes[best]
+}
+
+// idWindow is how far before a run of digits an identifier's prefix can
+// start ("referencia número: 12345" and the like fit well inside it).
+const idWindow = 64
+
+// hasID reports whether text holds an order, invoice or ticket number. Every
+// alternative of idPattern ends in digits, so the pattern is tried only on a
+// short window ending at each run of digits: on a long ticket that is a
+// fraction of matching the whole text, whose cost grows with its length.
+func (s *FeatureScorer) hasID(text string) bool {
+	for i := 0; i < len(text); {
+		if text[i] < '0' || text[i] > '9' {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && text[j] >= '0' && text[j] <= '9' {
+			j++
+		}
+		if s.ids.MatchString(text[max(0, i-idWindow):j]) {
+			return true
+		}
+		i = j
+	}
+	return false
 }
