@@ -3,12 +3,13 @@ package cache
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/crab-testbed/crab/internal/inputerr"
 
 	"github.com/crab-testbed/crab/model"
 )
@@ -28,17 +29,7 @@ type ScenarioError struct {
 // Error names the file, the line and the field, e.g.
 // "scenarios.jsonl:12: field \"mode\": unknown mode \"tiny\" ...".
 func (e *ScenarioError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	if e.Field != "" {
-		fmt.Fprintf(&b, ": field %q", e.Field)
-	}
-	b.WriteString(": ")
-	b.WriteString(e.Msg)
-	return b.String()
+	return inputerr.Format(e.File, e.Line, e.Field, e.Msg)
 }
 
 // Is reports ErrBadScenario.
@@ -164,7 +155,7 @@ func ReadScenarios(r io.Reader, name string, rules ScenarioRules) ([]ScenarioLin
 			continue
 		}
 		var l ScenarioLine
-		if err := decodeStrict(raw, &l); err != nil {
+		if err := inputerr.DecodeStrict(raw, &l); err != nil {
 			return nil, scenarioJSONError(name, n, err)
 		}
 		l.Line = n
@@ -325,29 +316,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// decodeStrict decodes one JSON value, rejecting unknown fields and
-// trailing data.
-func decodeStrict(raw []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
-}
-
 // scenarioJSONError names the field of a decoding error where it can.
 func scenarioJSONError(name string, line int, err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return &ScenarioError{File: name, Line: line, Field: te.Field, Msg: fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)}
-	}
-	msg := err.Error()
-	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return &ScenarioError{File: name, Line: line, Field: strings.Trim(f, `"`), Msg: "unknown field"}
-	}
-	return &ScenarioError{File: name, Line: line, Msg: "invalid JSON: " + msg}
+	field, msg := inputerr.JSONField(err)
+	return &ScenarioError{File: name, Line: line, Field: field, Msg: msg}
 }

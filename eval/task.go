@@ -3,11 +3,12 @@ package eval
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/crab-testbed/crab/internal/inputerr"
 
 	"github.com/crab-testbed/crab/model"
 )
@@ -50,17 +51,7 @@ type InputError struct {
 }
 
 func (e *InputError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	if e.Field != "" {
-		fmt.Fprintf(&b, ": field %q", e.Field)
-	}
-	b.WriteString(": ")
-	b.WriteString(e.Msg)
-	return b.String()
+	return inputerr.Format(e.File, e.Line, e.Field, e.Msg)
 }
 
 // ErrBadInput matches every *InputError with errors.Is.
@@ -114,27 +105,10 @@ func ReadTasks(r io.Reader, name string) ([]Task, error) {
 
 // DecodeStrict decodes one JSON value into v, rejecting unknown fields and
 // trailing data.
-func DecodeStrict(raw []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("trailing data after the JSON value")
-	}
-	return nil
-}
+func DecodeStrict(raw []byte, v any) error { return inputerr.DecodeStrict(raw, v) }
 
 // jsonLineError turns a decoding error into an InputError naming the field.
 func jsonLineError(name string, line int, err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return &InputError{File: name, Line: line, Field: te.Field, Msg: fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)}
-	}
-	msg := err.Error()
-	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return &InputError{File: name, Line: line, Field: strings.Trim(f, `"`), Msg: "unknown field"}
-	}
-	return &InputError{File: name, Line: line, Msg: "invalid JSON: " + msg}
+	field, msg := inputerr.JSONField(err)
+	return &InputError{File: name, Line: line, Field: field, Msg: msg}
 }

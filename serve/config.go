@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crab-testbed/crab/internal/inputerr"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/crab-testbed/crab/cache"
@@ -154,17 +156,7 @@ type ConfigError struct {
 var ErrBadConfig = errors.New("serve: bad configuration")
 
 func (e *ConfigError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
-	}
-	if e.Field != "" {
-		fmt.Fprintf(&b, ": field %q", e.Field)
-	}
-	b.WriteString(": ")
-	b.WriteString(e.Msg)
-	return b.String()
+	return inputerr.Format(e.File, e.Line, e.Field, e.Msg)
 }
 
 // Is reports ErrBadConfig.
