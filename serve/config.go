@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/crab-testbed/crab/internal/inputerr"
@@ -233,11 +232,7 @@ func readErr(err error) string {
 	return err.Error()
 }
 
-var (
-	yamlLineRE  = regexp.MustCompile(`line (\d+): (.*)`)
-	yamlFieldRE = regexp.MustCompile(`field (\S+) not found`)
-	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // ParseConfig decodes and validates a configuration file and fills its
 // defaults. name is used in errors; every error is a *ConfigError. It also
@@ -264,20 +259,8 @@ func ParseConfig(raw []byte, name string) (*Config, *yaml.Node, error) {
 }
 
 func yamlErr(name string, err error) error {
-	msg := err.Error()
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	ce := &ConfigError{File: name, Msg: strings.TrimPrefix(msg, "yaml: ")}
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		ce.Line, _ = strconv.Atoi(m[1])
-		ce.Msg = m[2]
-		if f := yamlFieldRE.FindStringSubmatch(m[2]); f != nil {
-			ce.Field, ce.Msg = f[1], "unknown field"
-		}
-	}
-	return ce
+	line, field, msg := inputerr.YAML(err, nil)
+	return &ConfigError{File: name, Line: line, Field: field, Msg: msg}
 }
 
 // lineOf returns the line of the value at a path of mapping keys and

@@ -9,7 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Format writes "file[:line][: field "f"]: msg".
@@ -53,4 +57,62 @@ func JSONField(err error) (field, msg string) {
 		return strings.Trim(f, `"`), "unknown field"
 	}
 	return "", "invalid JSON: " + m
+}
+
+var (
+	yamlLineRE  = regexp.MustCompile(`line (\d+): (.*)`)
+	yamlFieldRE = regexp.MustCompile(`field (\S+) not found`)
+)
+
+// YAML splits a yaml.v3 decoding error into its line, the field it names
+// and a message. A type error names no field itself; root, when given, is
+// searched for the key standing on the error's line.
+func YAML(err error, root *yaml.Node) (line int, field, msg string) {
+	msg = err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	m := yamlLineRE.FindStringSubmatch(msg)
+	if m == nil {
+		return 0, "", msg
+	}
+	line, _ = strconv.Atoi(m[1])
+	msg = m[2]
+	if f := yamlFieldRE.FindStringSubmatch(msg); f != nil {
+		return line, f[1], "unknown field"
+	}
+	if root != nil {
+		field = fieldAtLine(root, line, "")
+	}
+	return line, field, msg
+}
+
+// fieldAtLine returns the dotted path of the mapping key with a scalar value
+// on a line (sequence items add no element), or "" when there is none.
+func fieldAtLine(n *yaml.Node, line int, prefix string) string {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			if f := fieldAtLine(c, line, prefix); f != "" {
+				return f
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			path := k.Value
+			if prefix != "" {
+				path = prefix + "." + k.Value
+			}
+			if k.Line == line && v.Kind == yaml.ScalarNode {
+				return path
+			}
+			if f := fieldAtLine(v, line, path); f != "" {
+				return f
+			}
+		}
+	}
+	return ""
 }
