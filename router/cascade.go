@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/crab-testbed/crab/model"
@@ -39,17 +38,7 @@ func (c CascadeConfig) Validate() error {
 	if math.IsNaN(c.Confidence) || c.Confidence < 0 || c.Confidence > 1 {
 		return fmt.Errorf("%w, got %v", ErrBadConfidence, c.Confidence)
 	}
-	var missing []string
-	if strings.TrimSpace(c.Small) == "" {
-		missing = append(missing, "small")
-	}
-	if strings.TrimSpace(c.Large) == "" {
-		missing = append(missing, "large")
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s empty", ErrNoModel, strings.Join(missing, " and "))
-	}
-	return nil
+	return checkModels(c.Small, c.Large)
 }
 
 // Escalate reports whether a small answer with the given outcome (ok: it

@@ -46,17 +46,7 @@ func (c Config) Validate() error {
 	if math.IsNaN(c.Threshold) || c.Threshold < 0 || c.Threshold > 1 {
 		return fmt.Errorf("%w, got %v", ErrBadThreshold, c.Threshold)
 	}
-	var missing []string
-	if strings.TrimSpace(c.Small) == "" {
-		missing = append(missing, "small")
-	}
-	if strings.TrimSpace(c.Large) == "" {
-		missing = append(missing, "large")
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s empty", ErrNoModel, strings.Join(missing, " and "))
-	}
-	return nil
+	return checkModels(c.Small, c.Large)
 }
 
 // Choose returns the model a request with the given score goes to: Large
@@ -134,4 +124,19 @@ func New(cfg Config, s Scorer) (model.Middleware, error) {
 			return resp, err
 		})
 	}, nil
+}
+
+// checkModels reports an empty small or large model name, wrapping ErrNoModel.
+func checkModels(small, large string) error {
+	var missing []string
+	if strings.TrimSpace(small) == "" {
+		missing = append(missing, "small")
+	}
+	if strings.TrimSpace(large) == "" {
+		missing = append(missing, "large")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s empty", ErrNoModel, strings.Join(missing, " and "))
+	}
+	return nil
 }
