@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Proxy overhead: vegeta at one fixed rate against the same crab sim-server
+# (time-scale 0) directly, through an nginx reverse proxy, and through
+# crab serve on its cache-miss path (every body distinct) and its cache-hit
+# path (one body repeated); latency added over direct at p50 and p99.
+#   bench/proxy.sh                   (RATE=500 per second, DURATION=10 seconds)
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+RATE=${RATE:-500}
+DURATION=${DURATION:-10}
+build_tools
+need_vegeta
+if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then
+	echo "== installing nginx (apt-get)" >&2
+	if [ "$(id -u)" = 0 ]; then apt-get install -y nginx >/dev/null; else sudo apt-get install -y nginx >/dev/null; fi
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+start_simserver
+d=$WORK/proxy
+mkdir -p "$d/nginx"
+
+# nginx: reverse proxy with upstream keep-alive, no access log, temp paths in $d.
+NGINX_PORT=$(free_port)
+user_line=""
+[ "$(id -u)" = 0 ] && user_line="user root;"
+cat >"$d/nginx/nginx.conf" <<CONF
+$user_line
+worker_processes auto;
+daemon off;
+pid $d/nginx/nginx.pid;
+error_log $d/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $d/nginx/body;
+	proxy_temp_path $d/nginx/proxy;
+	fastcgi_temp_path $d/nginx/fastcgi;
+	uwsgi_temp_path $d/nginx/uwsgi;
+	scgi_temp_path $d/nginx/scgi;
+	upstream sim { server 127.0.0.1:$SIM_PORT; keepalive 256; }
+	server {
+		listen 127.0.0.1:$NGINX_PORT;
+		location / {
+			proxy_pass http://sim;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+		}
+	}
+}
+CONF
+"$NGINX" -p "$d/nginx" -e "$d/nginx/error.log" -c "$d/nginx/nginx.conf" &
+NGINX_PID=$!
+PIDS+=($NGINX_PID)
+wait_http "http://127.0.0.1:$NGINX_PORT/v1/models"
+
+# crab serve: full scoped cache, contract checked (policy fail), upstream not streamed.
+SERVE_PORT=$(free_port)
+cp "$ROOT/fixtures/triage.schema.json" "$d/triage.schema.json"
+cat >"$d/keys.yaml" <<'YAML'
+keys:
+  - {key: sk-bench, tenant: acme, permission: agent, lang: en, doc_version: v1}
+YAML
+cat >"$d/serve.yaml" <<YAML
+keys: keys.yaml
+timeout: 10s
+concurrency: 1024
+models:
+  - {name: large, base_url: "$SIM_URL", stream: false}
+default_model: large
+contract: {file: triage.schema.json, policy: fail}
+cache: {key: full, ttl: 10m}
+YAML
+"$CRAB" serve --config "$d/serve.yaml" --listen 127.0.0.1:$SERVE_PORT >"$d/serve.log" 2>&1 &
+SERVE_PID=$!
+PIDS+=($SERVE_PID)
+wait_http "http://127.0.0.1:$SERVE_PORT/healthz"
+
+# The four paths take turns in ROUNDS short slices (direct, nginx, miss, hit,
+# direct, ...), so background load on the machine falls on all of them alike;
+# each path's slices are reported together.
+ROUNDS=${ROUNDS:-5}
+slice=$((DURATION / ROUNDS))
+[ "$slice" -ge 1 ] || slice=1
+n=$((RATE * slice))
+"$BT" targets -url "http://127.0.0.1:$SERVE_PORT/v1/chat/completions" -key sk-bench -n 1 >"$d/serve-hit.json"
+# Warm the hit path: the first request of the repeated body is a miss.
+"$VEGETA" attack -format=json -targets="$d/serve-hit.json" -rate=10/s -duration=1s | "$VEGETA" report -type=json >"$d/warm.json"
+
+# proxy_cpu PATH prints the CPU ms used so far by the proxy of PATH (nginx:
+# master and workers; direct: none).
+proxy_cpu() {
+	case $1 in
+	nginx) local t=0 p; for p in $NGINX_PID $(pgrep -P "$NGINX_PID"); do t=$((t + $(cpu_ms "$p"))); done; echo $t ;;
+	serve-*) cpu_ms "$SERVE_PID" ;;
+	*) echo 0 ;;
+	esac
+}
+rm -f "$d"/*.cpu
+
+echo "== proxy overhead: vegeta at $RATE/s, $ROUNDS interleaved rounds of ${slice} s per path, upstream crab sim-server --time-scale 0; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+for r in $(seq 1 "$ROUNDS"); do
+	s=$(((r - 1) * n))
+	"$BT" targets -url "$SIM_URL/chat/completions" -n "$n" -start "$s" -distinct >"$d/direct.json"
+	"$BT" targets -url "http://127.0.0.1:$NGINX_PORT/v1/chat/completions" -n "$n" -start "$s" -distinct >"$d/nginx.json"
+	"$BT" targets -url "http://127.0.0.1:$SERVE_PORT/v1/chat/completions" -key sk-bench -n "$n" -start "$s" -distinct >"$d/serve-miss.json"
+	for path in direct nginx serve-miss serve-hit; do
+		a=$(proxy_cpu "$path")
+		timeout $((slice + 30)) "$VEGETA" attack -format=json -targets="$d/$path.json" -rate="$RATE/s" -duration="${slice}s" -timeout=10s >"$d/$path.$r.bin"
+		echo $(($(proxy_cpu "$path") - a)) >>"$d/$path.cpu"
+	done
+done
+"$BT" header
+for path in direct nginx serve-miss serve-hit; do
+	for f in "$d/$path".*.bin; do "$VEGETA" report -type=json "$f" >"${f%.bin}.json"; done
+	"$VEGETA" report -type=json "$d/$path".*.bin >"$d/$path.report.json"
+	"$BT" vegeta -label "$path" -target "$RATE" "$d/$path.report.json" "$d/$path".[0-9]*.json
+done
+echo "== added over direct (ms; negative = faster than direct)"
+"$BT" added "$d/direct.report.json" "$d/nginx.report.json" "$d/serve-miss.report.json" "$d/serve-hit.report.json"
+for path in nginx serve-miss serve-hit; do
+	awk -v p="$path" -v n=$((n * ROUNDS)) '{ t += $1 } END { printf "   %s: proxy CPU %.1f s for %d requests = %.0f µs per request\n", p, t / 1000, n, t * 1000 / n }' "$d/$path.cpu"
+done
+hits=$(curl -s "http://127.0.0.1:$SERVE_PORT/metrics" | awk '/^crab_serve_cache_hits_total/ {print $2}')
+misses=$(curl -s "http://127.0.0.1:$SERVE_PORT/metrics" | awk '/^crab_serve_cache_misses_total/ {print $2}')
+echo "   crab serve cache: $hits hits, $misses misses (serve-miss must be all misses, serve-hit all hits after one warm-up miss)"
