@@ -55,12 +55,8 @@ func report(_ context.Context, o reportOptions) error {
 	if !validFormat(o.Format) {
 		return badUsage("unknown --format %q (want text, md, json, csv or html)", o.Format)
 	}
-	recs, err := eval.ReadPaths(o.Paths, o.Stdin)
-	if err != nil {
-		return err
-	}
 	opt := eval.Options{Baseline: o.Baseline, LargeModels: largeModels(o.Paths), AllowContractChange: o.AllowContractChange}
-	sum, err := eval.Summarize(recs, opt)
+	sum, recs, err := eval.SummarizePaths(o.Paths, o.Stdin, opt)
 	if errors.Is(err, eval.ErrUnknownBaseline) {
 		return badUsage("%w", err)
 	}
@@ -87,9 +83,9 @@ func validFormat(f string) bool {
 
 // writeFormat writes a report; html gets the records, which its latency
 // charts are drawn from.
-func writeFormat(w io.Writer, sum *eval.Summary, recs []eval.Record, format string) error {
+func writeFormat(w io.Writer, sum *eval.Summary, recs *eval.RecordSet, format string) error {
 	if format == "html" {
-		return eval.WriteHTML(w, sum, recs)
+		return eval.WriteHTMLSet(w, sum, recs)
 	}
 	return eval.WriteReport(w, sum, format)
 }

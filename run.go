@@ -110,11 +110,7 @@ func run(ctx context.Context, o runOptions) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	recs, err := eval.ReadPaths([]string{dir}, nil)
-	if err != nil {
-		return err
-	}
-	sum, err := eval.Summarize(recs, setup.SummaryOptions())
+	sum, recs, err := eval.SummarizePaths([]string{dir}, nil, setup.SummaryOptions())
 	if err != nil {
 		return err
 	}
@@ -154,7 +150,7 @@ func progressBar(w io.Writer) func(done, total int) {
 	}
 }
 
-func writeReports(dir string, sum *eval.Summary, recs []eval.Record) error {
+func writeReports(dir string, sum *eval.Summary, recs *eval.RecordSet) error {
 	for _, r := range []struct{ name, format string }{{"summary.json", "json"}, {"report.md", "md"}, {"report.txt", "text"}, {"report.html", "html"}} {
 		if err := writeFileAtomic(filepath.Join(dir, r.name), func(w io.Writer) error { return writeFormat(w, sum, recs, r.format) }); err != nil {
 			return err

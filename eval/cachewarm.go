@@ -8,7 +8,7 @@ import (
 // coldCache adds to a cache arm the figures of its warm-up requests
 // (CacheStats.Cold): the cache while cold. Nothing is added when the arm
 // has no cache or no warm-up request went through it.
-func coldCache(a *ArmSummary, warmRecs []*Record, large map[string]bool) {
+func coldCache(a *ArmSummary, warmRecs []*statRec, large map[string]bool) {
 	if a.CacheStats == nil || len(warmRecs) == 0 {
 		return
 	}

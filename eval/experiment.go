@@ -11,11 +11,11 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/crab-testbed/crab/internal/inputerr"
 
 	"github.com/crab-testbed/crab/cache"
 )
@@ -34,16 +34,16 @@ type Experiment struct {
 	Warmup    int      `yaml:"warmup"`     // first N scheduled requests of each pass run but are excluded from statistics
 	TimeScale *float64 `yaml:"time_scale"` // simulated models: 1 = real time, 0 = no sleeping (default 1)
 
-	Arrival     Arrival     `yaml:"arrival"`
-	Concurrency int         `yaml:"concurrency"` // requests in flight at most (default 64); waiting for a slot is queue time
-	Timeout     Duration    `yaml:"timeout"`     // per request, from its actual send time (default 30s)
-	Retry       RetrySpec   `yaml:"retry"`
-	Shadow      *bool       `yaml:"shadow"` // ask the other model on routed requests to judge misroutes (default true)
+	Arrival     Arrival   `yaml:"arrival"`
+	Concurrency int       `yaml:"concurrency"` // requests in flight at most (default 64); waiting for a slot is queue time
+	Timeout     Duration  `yaml:"timeout"`     // per request, from its actual send time (default 30s)
+	Retry       RetrySpec `yaml:"retry"`
+	Shadow      *bool     `yaml:"shadow"` // ask the other model on routed requests to judge misroutes (default true)
 	// RecordOutput writes each answer's text into records.jsonl (default
 	// true); false keeps a large run's records small (statistics never read it).
-	RecordOutput *bool `yaml:"record_output"`
-	Models      []ModelSpec `yaml:"models"`
-	Arms        []ArmSpec   `yaml:"arms"`
+	RecordOutput *bool       `yaml:"record_output"`
+	Models       []ModelSpec `yaml:"models"`
+	Arms         []ArmSpec   `yaml:"arms"`
 
 	// Set by LoadExperiment, not read from the file.
 	File string `yaml:"-"` // path the experiment was read from
@@ -203,56 +203,11 @@ func ParseExperiment(raw []byte, name string) (*Experiment, error) {
 	return &e, nil
 }
 
-var yamlLineRE = regexp.MustCompile(`line (\d+): (.*)`)
-var yamlFieldRE = regexp.MustCompile(`field (\S+) not found`)
-
 // yamlError turns a yaml.v3 error into an InputError with a line and field.
 // root, when known, is searched for the key standing on the error's line.
 func yamlError(name string, err error, root *yaml.Node) error {
-	msg := err.Error()
-	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	ie := &InputError{File: name, Msg: strings.TrimPrefix(msg, "yaml: ")}
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		ie.Line, _ = strconv.Atoi(m[1])
-		ie.Msg = m[2]
-		if f := yamlFieldRE.FindStringSubmatch(m[2]); f != nil {
-			ie.Field, ie.Msg = f[1], "unknown field"
-		} else if root != nil {
-			ie.Field = fieldAtLine(root, ie.Line, "")
-		}
-	}
-	return ie
-}
-
-// fieldAtLine returns the dotted path of the mapping key on a line
-// (sequence items add no element), or "" when there is none.
-func fieldAtLine(n *yaml.Node, line int, prefix string) string {
-	switch n.Kind {
-	case yaml.DocumentNode, yaml.SequenceNode:
-		for _, c := range n.Content {
-			if f := fieldAtLine(c, line, prefix); f != "" {
-				return f
-			}
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			path := k.Value
-			if prefix != "" {
-				path = prefix + "." + k.Value
-			}
-			if k.Line == line && v.Kind == yaml.ScalarNode {
-				return path
-			}
-			if f := fieldAtLine(v, line, path); f != "" {
-				return f
-			}
-		}
-	}
-	return ""
+	line, field, msg := inputerr.YAML(err, root)
+	return &InputError{File: name, Line: line, Field: field, Msg: msg}
 }
 
 // node finds the YAML node at a path of mapping keys and sequence indexes,

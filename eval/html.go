@@ -33,6 +33,19 @@ import (
 // records left out, as in s). With no records the page says that those
 // charts need them and draws the rest from s alone.
 func WriteHTML(w io.Writer, s *Summary, recs []Record) error {
+	set := NewRecordSet()
+	for i := range recs {
+		set.push(&recs[i])
+	}
+	return WriteHTMLSet(w, s, set)
+}
+
+// WriteHTMLSet is WriteHTML drawing the latency charts from records in
+// compact form (see ReadSet); recs may be nil.
+func WriteHTMLSet(w io.Writer, s *Summary, recs *RecordSet) error {
+	if recs == nil {
+		recs = NewRecordSet()
+	}
 	var md strings.Builder
 	if err := writeDoc(&md, s, true); err != nil {
 		return err
@@ -143,18 +156,11 @@ func verdictClass(v string) string {
 }
 
 // runLine names the runs and counts the records behind the page.
-func runLine(recs []Record) string {
-	if len(recs) == 0 {
+func runLine(recs *RecordSet) string {
+	if recs.Len() == 0 {
 		return "drawn from the summary alone (no records)"
 	}
-	ids := map[string]bool{}
-	warm := 0
-	for i := range recs {
-		ids[recs[i].RunID] = true
-		if recs[i].Warmup {
-			warm++
-		}
-	}
+	ids, warm := recs.runIDs, recs.warm
 	var names []string
 	for id := range ids {
 		if id != "" {
@@ -162,7 +168,7 @@ func runLine(recs []Record) string {
 		}
 	}
 	sort.Strings(names)
-	line := countNoun(len(recs), "record")
+	line := countNoun(recs.Len(), "record")
 	if warm > 0 {
 		line += fmt.Sprintf(" (%d warm-up, left out)", warm)
 	}
@@ -452,28 +458,27 @@ type armLatencies struct {
 
 // buildCharts draws every chart the data supports, in page order; note
 // says which charts are left out and why.
-func buildCharts(s *Summary, recs []Record) ([]htmlChart, string) {
+func buildCharts(s *Summary, recs *RecordSet) ([]htmlChart, string) {
 	idx := map[string]int{}
 	for i := range s.Arms {
 		idx[s.Arms[i].Name] = i
 	}
 	lat := make([]armLatencies, len(s.Arms))
 	n := 0
-	for i := range recs {
-		r := &recs[i]
-		j, ok := idx[r.Arm]
+	recs.each(func(r *statRec) {
+		j, ok := idx[r.Arm.str()]
 		if !ok || r.Warmup || math.IsNaN(r.E2EMs) || math.IsInf(r.E2EMs, 0) {
-			continue
+			return
 		}
 		n++
 		lat[j].all = append(lat[j].all, r.E2EMs)
-		switch r.Cache {
+		switch r.Cache.str() {
 		case "hit":
 			lat[j].hit = append(lat[j].hit, r.E2EMs)
 		case "miss":
 			lat[j].miss = append(lat[j].miss, r.E2EMs)
 		}
-	}
+	})
 	for i := range lat {
 		slices.Sort(lat[i].all)
 		slices.Sort(lat[i].hit)

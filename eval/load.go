@@ -27,7 +27,7 @@ const queuedThresholdMs = 1.0
 
 // loadStats summarises lag and queue time; nil when the records carry
 // neither (e.g. interchange CSV).
-func loadStats(recs []*Record) *LoadStats {
+func loadStats(recs []*statRec) *LoadStats {
 	lag := make([]float64, 0, len(recs))
 	queue := make([]float64, 0, len(recs))
 	seen := false
@@ -36,7 +36,7 @@ func loadStats(recs []*Record) *LoadStats {
 		if r.Warmup {
 			continue
 		}
-		seen = seen || r.LagMs != 0 || r.QueueMs != 0 || !r.IntendedAt.IsZero()
+		seen = seen || r.LagMs != 0 || r.QueueMs != 0 || r.Timed
 		lag = append(lag, r.LagMs)
 		queue = append(queue, r.QueueMs)
 		if r.QueueMs > queuedThresholdMs {

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -149,6 +150,31 @@ func keyOf(r *Record) recordKey { return recordKey{r.Arm, r.TaskID, r.Repeat} }
 // readRecords detects the format and returns the records with the line each
 // came from.
 func readRecords(r io.Reader, name string) ([]Record, []int, error) {
+	var (
+		recs  []Record
+		lines []int
+	)
+	seen := map[recordKey]int{}
+	err := streamRecords(r, name, func(rec *Record, line int) error {
+		k := keyOf(rec)
+		if prev, dup := seen[k]; dup {
+			return &InputError{File: name, Line: line, Field: "task_id", Msg: fmt.Sprintf("duplicate record %s, first on line %d", k, prev)}
+		}
+		seen[k] = line
+		recs = append(recs, *rec)
+		lines = append(lines, line)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return recs, lines, nil
+}
+
+// streamRecords detects the format and hands each checked record, with the
+// line it came from, to emit; the record is reused after emit returns.
+// Duplicates are emit's to find.
+func streamRecords(r io.Reader, name string, emit func(rec *Record, line int) error) error {
 	br := bufio.NewReader(r)
 	// Skip a UTF-8 byte order mark (spreadsheet exports) and leading blanks,
 	// keeping the blanks so line numbers stay right.
@@ -160,10 +186,10 @@ func readRecords(r io.Reader, name string) ([]Record, []int, error) {
 	for {
 		c, err := br.ReadByte()
 		if err == io.EOF {
-			return nil, nil, &InputError{File: name, Msg: "no records"}
+			return &InputError{File: name, Msg: "no records"}
 		}
 		if err != nil {
-			return nil, nil, &InputError{File: name, Msg: "read error: " + err.Error()}
+			return &InputError{File: name, Msg: "read error: " + err.Error()}
 		}
 		if c == ' ' || c == '\t' || c == '\r' || c == '\n' {
 			lead = append(lead, c)
@@ -175,49 +201,112 @@ func readRecords(r io.Reader, name string) ([]Record, []int, error) {
 	}
 	in := io.MultiReader(bytes.NewReader(lead), br)
 	if first == '{' {
-		return readJSONL(in, name)
+		return readJSONL(in, name, emit)
 	}
-	return readCSV(in, name)
+	return readCSV(in, name, emit)
 }
 
 // readJSONL reads records.jsonl, one strict JSON object per line.
-func readJSONL(r io.Reader, name string) ([]Record, []int, error) {
-	var (
-		recs  []Record
+func readJSONL(r io.Reader, name string, emit func(*Record, int) error) error {
+	// Lines are decoded in batches by one worker per CPU (JSON decoding is
+	// most of the time a large report takes) and handed to emit in file
+	// order, so the first fault reported is the first in the file, as with
+	// one reader.
+	type batch struct {
+		raw   [][]byte
 		lines []int
+		recs  []Record
+		errs  []error
+		done  chan struct{}
+	}
+	const batchLines = 256
+	workers := max(1, runtime.GOMAXPROCS(0))
+	work := make(chan *batch, 2*workers)
+	ordered := make(chan *batch, 2*workers)
+	stop := make(chan struct{})
+	defer close(stop)
+	var (
+		scanErr  error
+		lastLine int
 	)
-	seen := map[recordKey]int{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		raw := bytes.TrimSpace(sc.Bytes())
-		if len(raw) == 0 {
-			continue
+	go func() {
+		defer close(ordered)
+		defer close(work)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+		line := 0
+		b := &batch{done: make(chan struct{})}
+		send := func() bool {
+			select {
+			case work <- b:
+			case <-stop:
+				return false
+			}
+			select {
+			case ordered <- b:
+			case <-stop:
+				return false
+			}
+			b = &batch{done: make(chan struct{})}
+			return true
 		}
-		var rec Record
-		if err := DecodeStrict(raw, &rec); err != nil {
-			return nil, nil, jsonLineError(name, line, err)
+		for sc.Scan() {
+			line++
+			raw := bytes.TrimSpace(sc.Bytes())
+			if len(raw) == 0 {
+				continue
+			}
+			b.raw = append(b.raw, bytes.Clone(raw))
+			b.lines = append(b.lines, line)
+			if len(b.raw) == batchLines && !send() {
+				return
+			}
 		}
-		if err := checkRecord(&rec, name, line); err != nil {
-			return nil, nil, err
+		scanErr, lastLine = sc.Err(), line
+		if len(b.raw) > 0 {
+			send()
 		}
-		k := keyOf(&rec)
-		if prev, dup := seen[k]; dup {
-			return nil, nil, &InputError{File: name, Line: line, Field: "task_id", Msg: fmt.Sprintf("duplicate record %s, first on line %d", k, prev)}
-		}
-		seen[k] = line
-		recs = append(recs, rec)
-		lines = append(lines, line)
+	}()
+	for range workers {
+		go func() {
+			for b := range work {
+				b.recs = make([]Record, len(b.raw))
+				b.errs = make([]error, len(b.raw))
+				for i, raw := range b.raw {
+					if err := DecodeStrict(raw, &b.recs[i]); err != nil {
+						b.errs[i] = jsonLineError(name, b.lines[i], err)
+						break
+					}
+					if err := checkRecord(&b.recs[i], name, b.lines[i]); err != nil {
+						b.errs[i] = err
+						break
+					}
+				}
+				b.raw = nil
+				close(b.done)
+			}
+		}()
 	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, &InputError{File: name, Line: line + 1, Msg: err.Error()}
+	n := 0
+	for b := range ordered {
+		<-b.done
+		for i := range b.recs {
+			if b.errs[i] != nil {
+				return b.errs[i]
+			}
+			if err := emit(&b.recs[i], b.lines[i]); err != nil {
+				return err
+			}
+			n++
+		}
 	}
-	if len(recs) == 0 {
-		return nil, nil, &InputError{File: name, Msg: "no records"}
+	if scanErr != nil {
+		return &InputError{File: name, Line: lastLine + 1, Msg: scanErr.Error()}
 	}
-	return recs, lines, nil
+	if n == 0 {
+		return &InputError{File: name, Msg: "no records"}
+	}
+	return nil
 }
 
 // checkRecord validates the fields a JSONL record must get right.
@@ -255,15 +344,15 @@ func checkRecord(rec *Record, name string, line int) error {
 }
 
 // readCSV reads interchange CSV.
-func readCSV(r io.Reader, name string) ([]Record, []int, error) {
+func readCSV(r io.Reader, name string, emit func(*Record, int) error) error {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err == io.EOF {
-		return nil, nil, &InputError{File: name, Msg: "no records"}
+		return &InputError{File: name, Msg: "no records"}
 	}
 	if err != nil {
-		return nil, nil, csvError(name, err)
+		return csvError(name, err)
 	}
 	headerLine, _ := cr.FieldPos(0)
 	col := map[string]int{}
@@ -277,32 +366,28 @@ func readCSV(r io.Reader, name string) ([]Record, []int, error) {
 	for i, h := range header {
 		h = strings.ToLower(strings.TrimSpace(h))
 		if !known[h] {
-			return nil, nil, &InputError{File: name, Line: headerLine, Field: h,
+			return &InputError{File: name, Line: headerLine, Field: h,
 				Msg: "unknown column (want " + strings.Join(csvRequired, ",") + " and optionally " + strings.Join(csvOptional, ",") + ")"}
 		}
 		if _, dup := col[h]; dup {
-			return nil, nil, &InputError{File: name, Line: headerLine, Field: h, Msg: "column appears twice"}
+			return &InputError{File: name, Line: headerLine, Field: h, Msg: "column appears twice"}
 		}
 		col[h] = i
 	}
 	for _, c := range csvRequired {
 		if _, ok := col[c]; !ok {
-			return nil, nil, &InputError{File: name, Line: headerLine, Field: c, Msg: "required column missing"}
+			return &InputError{File: name, Line: headerLine, Field: c, Msg: "required column missing"}
 		}
 	}
 
-	var (
-		recs  []Record
-		lines []int
-	)
-	seen := map[recordKey]int{}
+	n := 0
 	for row := 0; ; row++ {
 		fields, err := cr.Read()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, nil, csvError(name, err)
+			return csvError(name, err)
 		}
 		line, _ := cr.FieldPos(0)
 		p := csvRow{name: name, cr: cr, col: col, fields: fields}
@@ -322,35 +407,32 @@ func readCSV(r io.Reader, name string) ([]Record, []int, error) {
 		rec.Repeat = p.integer("repeat")
 		rec.Attempts = p.integer("attempts")
 		if p.err != nil {
-			return nil, nil, p.err
+			return p.err
 		}
 		switch {
 		case rec.Arm == "":
-			return nil, nil, p.fail("arm", "required and empty")
+			return p.fail("arm", "required and empty")
 		case rec.TaskID == "":
-			return nil, nil, p.fail("task_id", "required and empty")
+			return p.fail("task_id", "required and empty")
 		case !validOutcomes[rec.Outcome]:
-			return nil, nil, p.fail("outcome", fmt.Sprintf("unknown outcome %q (want ok, error, timeout, contract_fail or cancelled)", rec.Outcome))
+			return p.fail("outcome", fmt.Sprintf("unknown outcome %q (want ok, error, timeout, contract_fail or cancelled)", rec.Outcome))
 		case !validCache[rec.Cache]:
-			return nil, nil, p.fail("cache", fmt.Sprintf("unknown cache status %q (want hit, miss, bypass or empty)", rec.Cache))
+			return p.fail("cache", fmt.Sprintf("unknown cache status %q (want hit, miss, bypass or empty)", rec.Cache))
 		case rec.Pass && rec.Outcome != OutcomeOK:
-			return nil, nil, p.fail("pass", "true on a request whose outcome is "+rec.Outcome+": only an ok request can pass")
+			return p.fail("pass", "true on a request whose outcome is "+rec.Outcome+": only an ok request can pass")
 		}
 		// CSV carries no contract result: only a contract_fail outcome says
 		// the contract was broken.
 		rec.ContractOK = rec.Outcome != OutcomeContractFail
-		k := keyOf(&rec)
-		if prev, dup := seen[k]; dup {
-			return nil, nil, &InputError{File: name, Line: line, Field: "task_id", Msg: fmt.Sprintf("duplicate record %s, first on line %d", k, prev)}
+		if err := emit(&rec, line); err != nil {
+			return err
 		}
-		seen[k] = line
-		recs = append(recs, rec)
-		lines = append(lines, line)
+		n++
 	}
-	if len(recs) == 0 {
-		return nil, nil, &InputError{File: name, Line: headerLine, Msg: "header but no records"}
+	if n == 0 {
+		return &InputError{File: name, Line: headerLine, Msg: "header but no records"}
 	}
-	return recs, lines, nil
+	return nil
 }
 
 // csvError turns an encoding/csv error into an InputError.

@@ -73,6 +73,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	emit := func(rec Record) {
 		mu.Lock()
 		defer mu.Unlock()
+		if r.Exp.RecordOutput != nil && !*r.Exp.RecordOutput {
+			rec.Output = ""
+		}
 		if emitErr == nil {
 			emitErr = r.Emit(rec)
 		}

@@ -229,34 +229,37 @@ func (a *ArmSummary) LeakCount() int {
 // the order they first appear in recs, the baseline first. recs is not
 // modified.
 func Summarize(recs []Record, opt Options) (*Summary, error) {
+	set, err := setOf(recs)
+	if err != nil {
+		return nil, err
+	}
+	return SummarizeSet(set, opt)
+}
+
+// SummarizeSet is Summarize on records in compact form (see ReadSet and
+// SummarizePaths).
+func SummarizeSet(set *RecordSet, opt Options) (*Summary, error) {
 	if opt.Resamples <= 0 {
 		opt.Resamples = DefaultResamples
 	}
 	var order []string
-	byArm := map[string][]*Record{}
+	byArm := map[string][]*statRec{}
 	warm := map[string]int{}
-	warmRecs := map[string][]*Record{} // for the cold-cache figures
-	seen := map[recordKey]bool{}
+	warmRecs := map[string][]*statRec{} // for the cold-cache figures
 	repeats := map[int]bool{}
-	for i := range recs {
-		r := &recs[i]
-		if _, ok := byArm[r.Arm]; !ok {
-			order = append(order, r.Arm)
-			byArm[r.Arm] = nil
+	set.each(func(r *statRec) {
+		if _, ok := byArm[r.Arm.str()]; !ok {
+			order = append(order, r.Arm.str())
+			byArm[r.Arm.str()] = nil
 		}
-		k := keyOf(r)
-		if seen[k] {
-			return nil, fmt.Errorf("%w: %s", ErrDuplicateRecord, k)
-		}
-		seen[k] = true
 		if r.Warmup {
-			warm[r.Arm]++
-			warmRecs[r.Arm] = append(warmRecs[r.Arm], r)
-			continue
+			warm[r.Arm.str()]++
+			warmRecs[r.Arm.str()] = append(warmRecs[r.Arm.str()], r)
+			return
 		}
-		byArm[r.Arm] = append(byArm[r.Arm], r)
+		byArm[r.Arm.str()] = append(byArm[r.Arm.str()], r)
 		repeats[r.Repeat] = true
-	}
+	})
 	if len(order) == 0 {
 		return nil, ErrNoRecords
 	}
@@ -306,8 +309,17 @@ func Summarize(recs []Record, opt Options) (*Summary, error) {
 		if multiRepeat {
 			per = "task and repeat"
 		}
-		s.Notes = append(s.Notes, fmt.Sprintf("paired deltas are candidate - baseline per %s; intervals are percentile-bootstrap 95%% intervals of the mean delta (%d resamples, seed %d)",
-			per, opt.Resamples, opt.Seed))
+		maxPairs := 0
+		for i := 1; i < len(s.Arms); i++ {
+			maxPairs = max(maxPairs, s.Arms[i].Paired.Pairs)
+		}
+		if maxPairs > PairBootstrapMaxN {
+			s.Notes = append(s.Notes, fmt.Sprintf("paired deltas are candidate - baseline per %s; intervals are 95%% intervals of the mean delta: normal (mean ± 1.96 standard errors) for comparisons of more than %d pairs, percentile-bootstrap (%d resamples, seed %d) below",
+				per, PairBootstrapMaxN, opt.Resamples, opt.Seed))
+		} else {
+			s.Notes = append(s.Notes, fmt.Sprintf("paired deltas are candidate - baseline per %s; intervals are percentile-bootstrap 95%% intervals of the mean delta (%d resamples, seed %d)",
+				per, opt.Resamples, opt.Seed))
+		}
 	}
 	nWarm := 0
 	for _, v := range warm {
@@ -332,7 +344,7 @@ func Summarize(recs []Record, opt Options) (*Summary, error) {
 }
 
 // summarizeArm computes one arm's figures; recs holds no warm-up records.
-func summarizeArm(name string, recs []*Record, warm int, large map[string]bool) ArmSummary {
+func summarizeArm(name string, recs []*statRec, warm int, large map[string]bool) ArmSummary {
 	a := ArmSummary{Name: name, N: len(recs), Warmup: warm, Outcomes: map[string]int{}, Reasons: []string{}, Groups: map[string]GroupSummary{}}
 	var all, okLat, ttft, hit, miss []float64
 	groups := map[string][]float64{}
@@ -341,8 +353,8 @@ func summarizeArm(name string, recs []*Record, warm int, large map[string]bool) 
 	for _, r := range recs {
 		all = append(all, r.E2EMs)
 		sum += r.E2EMs
-		a.Outcomes[r.Outcome]++
-		switch r.Outcome {
+		a.Outcomes[r.Outcome.str()]++
+		switch r.Outcome.str() {
 		case OutcomeOK:
 			a.OK++
 			okLat = append(okLat, r.E2EMs)
@@ -356,8 +368,8 @@ func summarizeArm(name string, recs []*Record, warm int, large map[string]bool) 
 		if r.Pass {
 			a.Pass++
 		}
-		if r.Contract != "" && !slices.Contains(a.Contracts, r.Contract) {
-			a.Contracts = append(a.Contracts, r.Contract)
+		if r.Contract.str() != "" && !slices.Contains(a.Contracts, r.Contract.str()) {
+			a.Contracts = append(a.Contracts, r.Contract.str())
 		}
 		if r.TTFTMs > 0 {
 			ttft = append(ttft, r.TTFTMs)
@@ -365,34 +377,34 @@ func summarizeArm(name string, recs []*Record, warm int, large map[string]bool) 
 		tokOut += float64(r.TokensOut)
 		cost += r.Cost
 		a.ShadowCost += r.ShadowCost
-		a.Attempts += r.Attempts
+		a.Attempts += int(r.Attempts)
 		if r.Escalated {
 			a.Escalated++
 		}
 		a.EscalationCost += r.EscalationCost
-		if r.Group != "" {
-			groups[r.Group] = append(groups[r.Group], r.E2EMs)
+		if r.Group.str() != "" {
+			groups[r.Group.str()] = append(groups[r.Group.str()], r.E2EMs)
 			if r.Pass {
-				groupPass[r.Group]++
+				groupPass[r.Group.str()]++
 			}
 		}
-		if r.Cache != "" || r.Leak != "" || r.ScopeMismatch {
+		if r.Cache.str() != "" || r.Leak.str() != "" || r.ScopeMismatch {
 			if a.CacheStats == nil {
 				a.CacheStats = &CacheStats{Leaks: map[string]int{}}
 			}
 			c := a.CacheStats
-			if r.Cache != "" {
+			if r.Cache.str() != "" {
 				c.CacheRequests++
 			}
-			switch r.Cache {
+			switch r.Cache.str() {
 			case "hit":
 				c.Hits++
 				hit = append(hit, r.E2EMs)
 			case "miss":
 				miss = append(miss, r.E2EMs)
 			}
-			if r.Leak != "" {
-				c.Leaks[r.Leak]++
+			if r.Leak.str() != "" {
+				c.Leaks[r.Leak.str()]++
 			}
 			if r.ScopeMismatch {
 				c.ScopeMismatches++
@@ -447,29 +459,29 @@ func summarizeArm(name string, recs []*Record, warm int, large map[string]bool) 
 }
 
 // routeStats summarizes routed requests; nil when none was routed.
-func routeStats(recs []*Record, large map[string]bool) *RouteStats {
+func routeStats(recs []*statRec, large map[string]bool) *RouteStats {
 	var rs *RouteStats
 	scoreSum := map[string]float64{}
 	scoreN := map[string]int{}
 	for _, r := range recs {
-		if !r.Routed && r.Misroute == "" {
+		if !r.Routed && r.Misroute.str() == "" {
 			continue
 		}
 		if rs == nil {
 			rs = &RouteStats{RoutedModels: map[string]int{}, Misroutes: map[string]int{MisrouteUnder: 0, MisrouteOver: 0, MisrouteHopeless: 0}}
 		}
-		if r.Misroute != "" {
-			rs.Misroutes[r.Misroute]++
+		if r.Misroute.str() != "" {
+			rs.Misroutes[r.Misroute.str()]++
 		}
 		if !r.Routed {
 			continue
 		}
 		rs.Routed++
-		if r.Model != "" {
-			rs.RoutedModels[r.Model]++
+		if r.Model.str() != "" {
+			rs.RoutedModels[r.Model.str()]++
 			if !r.Escalated {
-				scoreSum[r.Model] += r.RouteScore
-				scoreN[r.Model]++
+				scoreSum[r.Model.str()] += r.RouteScore
+				scoreN[r.Model.str()]++
 			}
 		}
 	}

@@ -67,7 +67,7 @@ const (
 )
 
 // uncertainty computes an arm's intervals over its non-warm-up records.
-func uncertainty(recs []*Record, seed int64) *Uncertainty {
+func uncertainty(recs []*statRec, seed int64) *Uncertainty {
 	sorted := make([]float64, 0, len(recs))
 	for _, r := range recs {
 		if !r.Warmup {
@@ -156,7 +156,7 @@ func binomialBounds(n int, q float64) (l, u int) {
 }
 
 // costPerPassCI bounds cost / passes over resampled requests.
-func costPerPassCI(recs []*Record, seed int64) Interval {
+func costPerPassCI(recs []*statRec, seed int64) Interval {
 	n := len(recs)
 	cost := make([]float64, n)
 	pass := make([]float64, n)

@@ -39,10 +39,10 @@ func TestBinomialBounds(t *testing.T) {
 
 func TestUncertainty(t *testing.T) {
 	t.Parallel()
-	var recs []*Record
+	var recs []*statRec
 	for rep := 0; rep < 3; rep++ {
 		for i := 0; i < 100; i++ {
-			recs = append(recs, &Record{Repeat: rep, TaskID: fmt.Sprint(i), E2EMs: float64(i + 1 + 10*rep), Cost: 1, Pass: i%4 != 0})
+			recs = append(recs, &statRec{Repeat: rep, TaskID: symOf(fmt.Sprint(i)), E2EMs: float64(i + 1 + 10*rep), Cost: 1, Pass: i%4 != 0})
 		}
 	}
 	u := uncertainty(recs, 1)
@@ -60,7 +60,7 @@ func TestUncertainty(t *testing.T) {
 	if u.Repeats == nil || u.Repeats.N != 3 || u.Repeats.P50.Min != 50 || u.Repeats.P50.Median != 60 || u.Repeats.P50.Max != 70 {
 		t.Errorf("repeat spread %+v; want 3 repeats, p50 50/60/70", u.Repeats)
 	}
-	none := uncertainty([]*Record{{E2EMs: 5, Cost: 1}}, 1)
+	none := uncertainty([]*statRec{{E2EMs: 5, Cost: 1}}, 1)
 	if none.CostPerPassCI.Lo != nil || none.P50CI.Lo != nil {
 		t.Errorf("one failed request: got %s and %s; want unbounded intervals", none.P50CI, none.CostPerPassCI)
 	}

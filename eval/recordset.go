@@ -1,0 +1,260 @@
+package eval
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+)
+
+// RecordSet is records in the compact form statistics and charts need:
+// per request only the figures Summarize reads (latencies, cost, outcome,
+// flags), with arm, task, group, model, cache status and the other strings
+// stored once (see sym). Answer text, violations, error text and timestamps
+// are never kept, so a RecordSet costs about 120 bytes per request, none of
+// them pointers: a million-request run fits in a few hundred megabytes where
+// full records would need several gigabytes.
+type RecordSet struct {
+	chunks  [][]statRec
+	n       int
+	warm    int
+	seen    map[setKey]uint64 // duplicate check: file index << 32 | line
+	files   []string
+	runIDs  map[string]bool
+	current int // index in files of the input being read
+}
+
+// statRec is one request in a RecordSet. Field names follow Record, so the
+// statistics read the same names in both forms.
+type statRec struct {
+	Arm, TaskID, Group, Outcome, Cache, Leak, Model, Misroute, Contract sym
+
+	Repeat int
+
+	E2EMs, TTFTMs, LagMs, QueueMs                float64
+	Cost, ShadowCost, EscalationCost, RouteScore float64
+
+	TokensOut, Attempts int32
+
+	Warmup, ContractOK, Pass, Routed, Escalated, ScopeMismatch bool
+	// Timed is set when the record carries an intended send time (a run's
+	// records; interchange CSV has none).
+	Timed bool
+}
+
+// sym stands for a string in the process-wide table of the distinct
+// strings records have carried (arm and task ids, groups, models, cache and
+// outcome names...): four bytes and no pointer per field, so the
+// collector never scans the records of a large set. The table only grows;
+// it holds each distinct string once.
+type sym uint32
+
+var symtab struct {
+	mu    sync.RWMutex
+	ids   map[string]sym
+	names []string
+}
+
+// symOf returns the sym of v, adding v to the table if it is new.
+func symOf(v string) sym {
+	symtab.mu.RLock()
+	id, ok := symtab.ids[v]
+	symtab.mu.RUnlock()
+	if ok {
+		return id
+	}
+	symtab.mu.Lock()
+	defer symtab.mu.Unlock()
+	if id, ok := symtab.ids[v]; ok {
+		return id
+	}
+	if symtab.ids == nil {
+		symtab.ids = map[string]sym{}
+	}
+	v = strings.Clone(v)
+	id = sym(len(symtab.names))
+	symtab.names = append(symtab.names, v)
+	symtab.ids[v] = id
+	return id
+}
+
+// str is the string y stands for.
+func (y sym) str() string {
+	symtab.mu.RLock()
+	defer symtab.mu.RUnlock()
+	return symtab.names[y]
+}
+
+type setKey struct {
+	arm, task uint32
+	repeat    int64
+}
+
+const setChunk = 4096
+
+// summarizeGCPercent is the garbage collector's target (GOGC) while
+// SummarizePaths runs.
+const summarizeGCPercent = 20
+
+// NewRecordSet returns an empty set.
+func NewRecordSet() *RecordSet {
+	return &RecordSet{seen: map[setKey]uint64{}, runIDs: map[string]bool{}, files: []string{""}}
+}
+
+// Len is the number of records in the set, warm-up ones included.
+func (s *RecordSet) Len() int { return s.n }
+
+// add stores the compact form of r. When another record already has r's
+// (arm, task_id, repeat), it stores nothing and returns that record's file
+// index and line.
+func (s *RecordSet) add(r *Record, line int) (dupFile int, dupLine int, dup bool) {
+	k := setKey{uint32(symOf(r.Arm)), uint32(symOf(r.TaskID)), int64(r.Repeat)}
+	if prev, ok := s.seen[k]; ok {
+		return int(prev >> 32), int(uint32(prev)), true
+	}
+	s.seen[k] = uint64(s.current)<<32 | uint64(uint32(line))
+	s.push(r)
+	return 0, 0, false
+}
+
+// push stores the compact form of r without the duplicate check.
+func (s *RecordSet) push(r *Record) {
+	if len(s.chunks) == 0 || len(s.chunks[len(s.chunks)-1]) == setChunk {
+		s.chunks = append(s.chunks, make([]statRec, 0, setChunk))
+	}
+	c := &s.chunks[len(s.chunks)-1]
+	*c = append(*c, statRec{
+		Arm: symOf(r.Arm), TaskID: symOf(r.TaskID), Group: symOf(r.Group), Outcome: symOf(r.Outcome),
+		Cache: symOf(r.Cache), Leak: symOf(r.Leak), Model: symOf(r.Model), Misroute: symOf(r.Misroute),
+		Contract: symOf(r.Contract), Repeat: r.Repeat,
+		E2EMs: r.E2EMs, TTFTMs: r.TTFTMs, LagMs: r.LagMs, QueueMs: r.QueueMs,
+		Cost: r.Cost, ShadowCost: r.ShadowCost, EscalationCost: r.EscalationCost, RouteScore: r.RouteScore,
+		TokensOut: int32(r.TokensOut), Attempts: int32(r.Attempts),
+		Warmup: r.Warmup, ContractOK: r.ContractOK, Pass: r.Pass, Routed: r.Routed, Escalated: r.Escalated,
+		ScopeMismatch: r.ScopeMismatch, Timed: !r.IntendedAt.IsZero(),
+	})
+	if r.RunID != "" && !s.runIDs[r.RunID] {
+		s.runIDs[strings.Clone(r.RunID)] = true
+	}
+	if r.Warmup {
+		s.warm++
+	}
+	s.n++
+}
+
+// each calls f on every record in the order they were added.
+func (s *RecordSet) each(f func(r *statRec)) {
+	for _, c := range s.chunks {
+		for i := range c {
+			f(&c[i])
+		}
+	}
+}
+
+// setOf converts records; a duplicate (arm, task_id, repeat) is an
+// ErrDuplicateRecord error.
+func setOf(recs []Record) (*RecordSet, error) {
+	s := NewRecordSet()
+	for i := range recs {
+		if _, _, dup := s.add(&recs[i], i+1); dup {
+			return nil, fmt.Errorf("%w: %s", ErrDuplicateRecord, keyOf(&recs[i]))
+		}
+	}
+	return s, nil
+}
+
+// setPtrs converts records without the duplicate check, for
+// ComparePaired, which takes any records.
+func setPtrs(recs []Record) []*statRec {
+	s := NewRecordSet()
+	for i := range recs {
+		s.push(&recs[i])
+	}
+	out := make([]*statRec, 0, len(recs))
+	s.each(func(r *statRec) { out = append(out, r) })
+	return out
+}
+
+// ReadSet reads and merges records from several inputs into the compact
+// form, one record at a time, with the checks and errors of ReadPaths: each
+// path is a run directory, a records.jsonl file or an interchange CSV file,
+// "-" reads stdin (at most once), and every fault is an *InputError.
+func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
+	if len(paths) == 0 {
+		return nil, &InputError{File: "-", Msg: "no input: name a run directory, a records.jsonl, a CSV file, or - for stdin"}
+	}
+	s := NewRecordSet()
+	usedStdin := false
+	for _, p := range paths {
+		var r io.Reader
+		name := p
+		if p == "-" {
+			if usedStdin {
+				return nil, &InputError{File: "-", Msg: "stdin named more than once"}
+			}
+			usedStdin = true
+			name = "<stdin>"
+			if stdin == nil {
+				return nil, &InputError{File: name, Msg: "no standard input to read"}
+			}
+			r = stdin
+		} else {
+			st, err := os.Stat(p)
+			if err != nil {
+				return nil, &InputError{File: name, Msg: "cannot read: " + errText(err)}
+			}
+			if st.IsDir() {
+				name = filepath.Join(p, RecordsFile)
+			}
+			f, err := os.Open(name)
+			if err != nil {
+				return nil, &InputError{File: name, Msg: "cannot read: " + errText(err)}
+			}
+			defer f.Close()
+			r = f
+		}
+		s.files = append(s.files, name)
+		s.current = len(s.files) - 1
+		err := streamRecords(r, name, func(rec *Record, line int) error {
+			file, prev, dup := s.add(rec, line)
+			if !dup {
+				return nil
+			}
+			if file == s.current {
+				return &InputError{File: name, Line: line, Field: "task_id", Msg: fmt.Sprintf("duplicate record %s, first on line %d", keyOf(rec), prev)}
+			}
+			return &InputError{File: name, Line: line, Field: "task_id",
+				Msg: fmt.Sprintf("duplicate record %s, also in %s:%d", keyOf(rec), s.files[file], prev)}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	s.seen = nil // the duplicate check is done: free it for the statistics
+	return s, nil
+}
+
+// SummarizePaths reads the records of paths (see ReadSet) in compact form
+// and summarizes them: Summarize without holding full records, for runs of
+// any size. The set is returned for the charts of the HTML report.
+//
+// While it works the garbage collector's target is lowered to
+// summarizeGCPercent (and restored on return): a set holds no pointers, so
+// collecting more often costs little time and keeps peak memory near what
+// is live (about 130 bytes per record plus the duplicate check while
+// reading) instead of twice that.
+func SummarizePaths(paths []string, stdin io.Reader, opt Options) (*Summary, *RecordSet, error) {
+	defer debug.SetGCPercent(debug.SetGCPercent(summarizeGCPercent))
+	set, err := ReadSet(paths, stdin)
+	if err != nil {
+		return nil, nil, err
+	}
+	sum, err := SummarizeSet(set, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sum, set, nil
+}
