@@ -753,6 +753,35 @@ func armLine(xy plotter.XYs, i int, step plotter.StepKind) (*plotter.Line, error
 	return l, nil
 }
 
+// slowest is the largest latency of the sorted sets, at least floor.
+func slowest(floor float64, sets [][]float64) float64 {
+	hi := floor
+	for _, v := range sets {
+		if len(v) > 0 {
+			hi = math.Max(hi, v[len(v)-1])
+		}
+	}
+	return hi
+}
+
+// armLinesSVG draws one line per arm with a non-empty set, with a legend,
+// and renders the chart.
+func armLinesSVG(p *plot.Plot, s *Summary, sets [][]float64, xy func([]float64) plotter.XYs, step plotter.StepKind) (template.HTML, error) {
+	l := chartLegend()
+	for i, v := range sets {
+		if len(v) == 0 {
+			continue
+		}
+		line, err := armLine(xy(v), i, step)
+		if err != nil {
+			return "", err
+		}
+		p.Add(line)
+		l.Add(s.Arms[i].Name, line)
+	}
+	return renderSVG(p, &l)
+}
+
 func cdfChart(s *Summary, lat []armLatencies) (*htmlChart, error) {
 	var sets [][]float64
 	for _, l := range lat {
@@ -760,28 +789,11 @@ func cdfChart(s *Summary, lat []armLatencies) (*htmlChart, error) {
 	}
 	floor, zeros := logFloor(sets...)
 	p := newChart("Latency CDF per arm, every request", "end-to-end latency (ms, log scale)", "share of requests at or below")
-	hi := floor
-	for _, v := range sets {
-		if len(v) > 0 {
-			hi = math.Max(hi, v[len(v)-1])
-		}
-	}
+	hi := slowest(floor, sets)
 	logAxis(&p.X, floor, hi, fmtMsTick)
 	p.Y.Min, p.Y.Max = 0, 1
 	p.Y.Tick.Marker = plot.ConstantTicks(shareTicks(0, 0.25, 0.5, 0.75, 0.9, 1))
-	l := chartLegend()
-	for i, v := range sets {
-		if len(v) == 0 {
-			continue
-		}
-		line, err := armLine(cdfXY(v, floor), i, plotter.PostStep)
-		if err != nil {
-			return nil, err
-		}
-		p.Add(line)
-		l.Add(s.Arms[i].Name, line)
-	}
-	svg, err := renderSVG(p, &l)
+	svg, err := armLinesSVG(p, s, sets, func(v []float64) plotter.XYs { return cdfXY(v, floor) }, plotter.PostStep)
 	if err != nil {
 		return nil, err
 	}
@@ -808,12 +820,7 @@ func tailChart(s *Summary, lat []armLatencies) (*htmlChart, error) {
 		maxN = max(maxN, len(l.all))
 	}
 	floor, _ := logFloor(sets...)
-	hi := floor
-	for _, v := range sets {
-		if len(v) > 0 {
-			hi = math.Max(hi, v[len(v)-1])
-		}
-	}
+	hi := slowest(floor, sets)
 	// No y-axis label: gonum/plot centres it by the arithmetic midpoint,
 	// which on a log axis pushes the plot down; the title says it instead.
 	p := newChart("Latency tail per arm: share of requests at least this slow (log scale)", "end-to-end latency (ms, log scale)", "")
@@ -825,19 +832,7 @@ func tailChart(s *Summary, lat []armLatencies) (*htmlChart, error) {
 		yt = append(yt, plot.Tick{Value: v, Label: fmtShareTick(v)})
 	}
 	p.Y.Tick.Marker = plot.ConstantTicks(yt)
-	l := chartLegend()
-	for i, v := range sets {
-		if len(v) == 0 {
-			continue
-		}
-		line, err := armLine(tailXY(v, floor), i, plotter.PreStep)
-		if err != nil {
-			return nil, err
-		}
-		p.Add(line)
-		l.Add(s.Arms[i].Name, line)
-	}
-	svg, err := renderSVG(p, &l)
+	svg, err := armLinesSVG(p, s, sets, func(v []float64) plotter.XYs { return tailXY(v, floor) }, plotter.PreStep)
 	if err != nil {
 		return nil, err
 	}
