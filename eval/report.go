@@ -115,7 +115,7 @@ func writeDoc(w io.Writer, s *Summary, md bool) error {
 		t.write(&b, md)
 	}
 	if t := uncertaintyTable(s); t != nil {
-		heading("Uncertainty: 95% intervals (order statistics for percentiles, bootstrap for cost per pass)")
+		heading("Uncertainty: 95% intervals (order statistics for percentiles; cost per pass by bootstrap, or the delta method above 20,000 requests)")
 		t.write(&b, md)
 	}
 	if t := loadTable(s); t != nil {
