@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/urfave/cli/v2"
 
@@ -56,6 +57,7 @@ func report(_ context.Context, o reportOptions) error {
 		return badUsage("unknown --format %q (want text, md, json, csv or html)", o.Format)
 	}
 	opt := eval.Options{Baseline: o.Baseline, LargeModels: largeModels(o.Paths), AllowContractChange: o.AllowContractChange}
+	defer debug.SetGCPercent(debug.SetGCPercent(eval.SummarizeGCPercent))
 	sum, recs, err := eval.SummarizePaths(o.Paths, o.Stdin, opt)
 	if errors.Is(err, eval.ErrUnknownBaseline) {
 		return badUsage("%w", err)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -110,6 +111,7 @@ func run(ctx context.Context, o runOptions) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
+	defer debug.SetGCPercent(debug.SetGCPercent(eval.SummarizeGCPercent))
 	sum, recs, err := eval.SummarizePaths([]string{dir}, nil, setup.SummaryOptions())
 	if err != nil {
 		return err

@@ -466,13 +466,13 @@ func buildCharts(s *Summary, recs *RecordSet) ([]htmlChart, string) {
 	lat := make([]armLatencies, len(s.Arms))
 	n := 0
 	recs.each(func(r *statRec) {
-		j, ok := idx[r.Arm.str()]
+		j, ok := idx[recs.syms.str(r.Arm)]
 		if !ok || r.Warmup || math.IsNaN(r.E2EMs) || math.IsInf(r.E2EMs, 0) {
 			return
 		}
 		n++
 		lat[j].all = append(lat[j].all, r.E2EMs)
-		switch r.Cache.str() {
+		switch recs.syms.str(r.Cache) {
 		case "hit":
 			lat[j].hit = append(lat[j].hit, r.E2EMs)
 		case "miss":

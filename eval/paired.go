@@ -75,12 +75,13 @@ type PairOptions struct {
 // and unmatched ids are sorted; the result depends only on the records and
 // opt, never on their order.
 func ComparePaired(baseline, candidate []Record, opt PairOptions) Paired {
-	return comparePaired(setPtrs(baseline), setPtrs(candidate), opt)
+	set, b, c := setPtrs(baseline, candidate)
+	return comparePaired(set.syms, b, c, opt)
 }
 
 // comparePaired is ComparePaired on pointers, so Summarize need not copy
 // records.
-func comparePaired(baseline, candidate []*statRec, opt PairOptions) Paired {
+func comparePaired(t *symbols, baseline, candidate []*statRec, opt PairOptions) Paired {
 	if opt.Resamples <= 0 {
 		opt.Resamples = DefaultResamples
 	}
@@ -106,7 +107,7 @@ func comparePaired(baseline, candidate []*statRec, opt PairOptions) Paired {
 	for t := range rank {
 		tasks = append(tasks, t)
 	}
-	slices.SortFunc(tasks, func(a, b sym) int { return strings.Compare(a.str(), b.str()) })
+	slices.SortFunc(tasks, func(a, b sym) int { return strings.Compare(t.str(a), t.str(b)) })
 	for i, t := range tasks {
 		rank[t] = i
 	}
@@ -129,10 +130,10 @@ func comparePaired(baseline, candidate []*statRec, opt PairOptions) Paired {
 		return out
 	}
 	bs, cs := sortedSide(baseline), sortedSide(candidate)
-	keyOfRec := func(r *statRec) pk { return pk{r.TaskID.str(), r.Repeat} }
+	keyOfRec := func(r *statRec) pk { return pk{t.str(r.TaskID), r.Repeat} }
 	p := Paired{Lost: []string{}, Gained: []string{}, Unmatched: []string{}, Groups: map[string]GroupDelta{}}
 	if len(baseline) > 0 {
-		p.Baseline = baseline[0].Arm.str()
+		p.Baseline = t.str(baseline[0].Arm)
 	}
 	var pairs [][2]*statRec
 	for i, j := 0, 0; i < len(bs) || j < len(cs); {
@@ -161,7 +162,7 @@ func comparePaired(baseline, candidate []*statRec, opt PairOptions) Paired {
 		d := c.E2EMs - b.E2EMs
 		lat = append(lat, d)
 		cost = append(cost, c.Cost-b.Cost)
-		g := b.Group.str()
+		g := t.str(b.Group)
 		gd := p.Groups[g]
 		gd.Pairs++
 		switch {

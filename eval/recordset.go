@@ -5,9 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
-	"sync"
 )
 
 // RecordSet is records in the compact form statistics and charts need:
@@ -18,6 +16,7 @@ import (
 // them pointers: a million-request run fits in a few hundred megabytes where
 // full records would need several gigabytes.
 type RecordSet struct {
+	syms    *symbols
 	chunks  [][]statRec
 	n       int
 	warm    int
@@ -45,48 +44,35 @@ type statRec struct {
 	Timed bool
 }
 
-// sym stands for a string in the process-wide table of the distinct
-// strings records have carried (arm and task ids, groups, models, cache and
-// outcome names...): four bytes and no pointer per field, so the
-// collector never scans the records of a large set. The table only grows;
-// it holds each distinct string once.
+// sym stands for a string in its RecordSet's table of the distinct strings
+// its records carry (arm and task ids, groups, models, cache and outcome
+// names...): four bytes and no pointer per field, so the collector never
+// scans the records of a large set.
 type sym uint32
 
-var symtab struct {
-	mu    sync.RWMutex
+// symbols is a RecordSet's string table. A set is filled by one goroutine
+// at a time, so the table needs no lock.
+type symbols struct {
 	ids   map[string]sym
 	names []string
 }
 
-// symOf returns the sym of v, adding v to the table if it is new.
-func symOf(v string) sym {
-	symtab.mu.RLock()
-	id, ok := symtab.ids[v]
-	symtab.mu.RUnlock()
-	if ok {
+func newSymbols() *symbols { return &symbols{ids: map[string]sym{}} }
+
+// of returns the sym of v, adding v to the table if it is new.
+func (t *symbols) of(v string) sym {
+	if id, ok := t.ids[v]; ok {
 		return id
-	}
-	symtab.mu.Lock()
-	defer symtab.mu.Unlock()
-	if id, ok := symtab.ids[v]; ok {
-		return id
-	}
-	if symtab.ids == nil {
-		symtab.ids = map[string]sym{}
 	}
 	v = strings.Clone(v)
-	id = sym(len(symtab.names))
-	symtab.names = append(symtab.names, v)
-	symtab.ids[v] = id
+	id := sym(len(t.names))
+	t.names = append(t.names, v)
+	t.ids[v] = id
 	return id
 }
 
 // str is the string y stands for.
-func (y sym) str() string {
-	symtab.mu.RLock()
-	defer symtab.mu.RUnlock()
-	return symtab.names[y]
-}
+func (t *symbols) str(y sym) string { return t.names[y] }
 
 type setKey struct {
 	arm, task uint32
@@ -95,13 +81,17 @@ type setKey struct {
 
 const setChunk = 4096
 
-// summarizeGCPercent is the garbage collector's target (GOGC) while
-// SummarizePaths runs.
-const summarizeGCPercent = 20
+// SummarizeGCPercent is the garbage collector target (GOGC) commands set
+// while they read and summarise records: a RecordSet holds no pointers, so
+// collecting more often costs little time and keeps peak memory near what
+// is live (about 130 bytes per record plus the duplicate check while
+// reading) instead of twice that. The library never changes the setting
+// itself; the process owner does (see run.go and report.go).
+const SummarizeGCPercent = 20
 
 // NewRecordSet returns an empty set.
 func NewRecordSet() *RecordSet {
-	return &RecordSet{seen: map[setKey]uint64{}, runIDs: map[string]bool{}, files: []string{""}}
+	return &RecordSet{seen: map[setKey]uint64{}, runIDs: map[string]bool{}, files: []string{""}, syms: newSymbols()}
 }
 
 // Len is the number of records in the set, warm-up ones included.
@@ -111,7 +101,7 @@ func (s *RecordSet) Len() int { return s.n }
 // (arm, task_id, repeat), it stores nothing and returns that record's file
 // index and line.
 func (s *RecordSet) add(r *Record, line int) (dupFile int, dupLine int, dup bool) {
-	k := setKey{uint32(symOf(r.Arm)), uint32(symOf(r.TaskID)), int64(r.Repeat)}
+	k := setKey{uint32(s.syms.of(r.Arm)), uint32(s.syms.of(r.TaskID)), int64(r.Repeat)}
 	if prev, ok := s.seen[k]; ok {
 		return int(prev >> 32), int(uint32(prev)), true
 	}
@@ -127,9 +117,9 @@ func (s *RecordSet) push(r *Record) {
 	}
 	c := &s.chunks[len(s.chunks)-1]
 	*c = append(*c, statRec{
-		Arm: symOf(r.Arm), TaskID: symOf(r.TaskID), Group: symOf(r.Group), Outcome: symOf(r.Outcome),
-		Cache: symOf(r.Cache), Leak: symOf(r.Leak), Model: symOf(r.Model), Misroute: symOf(r.Misroute),
-		Contract: symOf(r.Contract), Repeat: r.Repeat,
+		Arm: s.syms.of(r.Arm), TaskID: s.syms.of(r.TaskID), Group: s.syms.of(r.Group), Outcome: s.syms.of(r.Outcome),
+		Cache: s.syms.of(r.Cache), Leak: s.syms.of(r.Leak), Model: s.syms.of(r.Model), Misroute: s.syms.of(r.Misroute),
+		Contract: s.syms.of(r.Contract), Repeat: r.Repeat,
 		E2EMs: r.E2EMs, TTFTMs: r.TTFTMs, LagMs: r.LagMs, QueueMs: r.QueueMs,
 		Cost: r.Cost, ShadowCost: r.ShadowCost, EscalationCost: r.EscalationCost, RouteScore: r.RouteScore,
 		TokensOut: int32(r.TokensOut), Attempts: int32(r.Attempts),
@@ -166,16 +156,19 @@ func setOf(recs []Record) (*RecordSet, error) {
 	return s, nil
 }
 
-// setPtrs converts records without the duplicate check, for
-// ComparePaired, which takes any records.
-func setPtrs(recs []Record) []*statRec {
+// setPtrs converts two lists of records into one set (one string table)
+// without the duplicate check, for ComparePaired, which takes any records.
+func setPtrs(a, b []Record) (*RecordSet, []*statRec, []*statRec) {
 	s := NewRecordSet()
-	for i := range recs {
-		s.push(&recs[i])
+	for i := range a {
+		s.push(&a[i])
 	}
-	out := make([]*statRec, 0, len(recs))
-	s.each(func(r *statRec) { out = append(out, r) })
-	return out
+	for i := range b {
+		s.push(&b[i])
+	}
+	all := make([]*statRec, 0, len(a)+len(b))
+	s.each(func(r *statRec) { all = append(all, r) })
+	return s, all[:len(a)], all[len(a):]
 }
 
 // ReadSet reads and merges records from several inputs into the compact
@@ -240,14 +233,7 @@ func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
 // SummarizePaths reads the records of paths (see ReadSet) in compact form
 // and summarizes them: Summarize without holding full records, for runs of
 // any size. The set is returned for the charts of the HTML report.
-//
-// While it works the garbage collector's target is lowered to
-// summarizeGCPercent (and restored on return): a set holds no pointers, so
-// collecting more often costs little time and keeps peak memory near what
-// is live (about 130 bytes per record plus the duplicate check while
-// reading) instead of twice that.
 func SummarizePaths(paths []string, stdin io.Reader, opt Options) (*Summary, *RecordSet, error) {
-	defer debug.SetGCPercent(debug.SetGCPercent(summarizeGCPercent))
 	set, err := ReadSet(paths, stdin)
 	if err != nil {
 		return nil, nil, err

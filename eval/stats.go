@@ -242,22 +242,23 @@ func SummarizeSet(set *RecordSet, opt Options) (*Summary, error) {
 	if opt.Resamples <= 0 {
 		opt.Resamples = DefaultResamples
 	}
+	t := set.syms
 	var order []string
 	byArm := map[string][]*statRec{}
 	warm := map[string]int{}
 	warmRecs := map[string][]*statRec{} // for the cold-cache figures
 	repeats := map[int]bool{}
 	set.each(func(r *statRec) {
-		if _, ok := byArm[r.Arm.str()]; !ok {
-			order = append(order, r.Arm.str())
-			byArm[r.Arm.str()] = nil
+		if _, ok := byArm[t.str(r.Arm)]; !ok {
+			order = append(order, t.str(r.Arm))
+			byArm[t.str(r.Arm)] = nil
 		}
 		if r.Warmup {
-			warm[r.Arm.str()]++
-			warmRecs[r.Arm.str()] = append(warmRecs[r.Arm.str()], r)
+			warm[t.str(r.Arm)]++
+			warmRecs[t.str(r.Arm)] = append(warmRecs[t.str(r.Arm)], r)
 			return
 		}
-		byArm[r.Arm.str()] = append(byArm[r.Arm.str()], r)
+		byArm[t.str(r.Arm)] = append(byArm[t.str(r.Arm)], r)
 		repeats[r.Repeat] = true
 	})
 	if len(order) == 0 {
@@ -290,13 +291,13 @@ func SummarizeSet(set *RecordSet, opt Options) (*Summary, error) {
 		large[m] = true
 	}
 	for _, name := range arms {
-		s.Arms = append(s.Arms, summarizeArm(name, byArm[name], warm[name], large))
-		coldCache(&s.Arms[len(s.Arms)-1], warmRecs[name], large)
+		s.Arms = append(s.Arms, summarizeArm(t, name, byArm[name], warm[name], large))
+		coldCache(t, &s.Arms[len(s.Arms)-1], warmRecs[name], large)
 		s.Arms[len(s.Arms)-1].Uncertainty = uncertainty(byArm[name], opt.Seed)
 	}
 	multiRepeat := len(repeats) > 1
 	for i := 1; i < len(s.Arms); i++ {
-		p := comparePaired(byArm[base], byArm[s.Arms[i].Name], PairOptions{Seed: opt.Seed, Resamples: opt.Resamples, ShowRepeat: multiRepeat})
+		p := comparePaired(t, byArm[base], byArm[s.Arms[i].Name], PairOptions{Seed: opt.Seed, Resamples: opt.Resamples, ShowRepeat: multiRepeat})
 		s.Arms[i].Paired = &p
 	}
 	decide(s, opt)
@@ -344,7 +345,7 @@ func SummarizeSet(set *RecordSet, opt Options) (*Summary, error) {
 }
 
 // summarizeArm computes one arm's figures; recs holds no warm-up records.
-func summarizeArm(name string, recs []*statRec, warm int, large map[string]bool) ArmSummary {
+func summarizeArm(t *symbols, name string, recs []*statRec, warm int, large map[string]bool) ArmSummary {
 	a := ArmSummary{Name: name, N: len(recs), Warmup: warm, Outcomes: map[string]int{}, Reasons: []string{}, Groups: map[string]GroupSummary{}}
 	var all, okLat, ttft, hit, miss []float64
 	groups := map[string][]float64{}
@@ -353,8 +354,8 @@ func summarizeArm(name string, recs []*statRec, warm int, large map[string]bool)
 	for _, r := range recs {
 		all = append(all, r.E2EMs)
 		sum += r.E2EMs
-		a.Outcomes[r.Outcome.str()]++
-		switch r.Outcome.str() {
+		a.Outcomes[t.str(r.Outcome)]++
+		switch t.str(r.Outcome) {
 		case OutcomeOK:
 			a.OK++
 			okLat = append(okLat, r.E2EMs)
@@ -368,8 +369,8 @@ func summarizeArm(name string, recs []*statRec, warm int, large map[string]bool)
 		if r.Pass {
 			a.Pass++
 		}
-		if r.Contract.str() != "" && !slices.Contains(a.Contracts, r.Contract.str()) {
-			a.Contracts = append(a.Contracts, r.Contract.str())
+		if t.str(r.Contract) != "" && !slices.Contains(a.Contracts, t.str(r.Contract)) {
+			a.Contracts = append(a.Contracts, t.str(r.Contract))
 		}
 		if r.TTFTMs > 0 {
 			ttft = append(ttft, r.TTFTMs)
@@ -382,29 +383,29 @@ func summarizeArm(name string, recs []*statRec, warm int, large map[string]bool)
 			a.Escalated++
 		}
 		a.EscalationCost += r.EscalationCost
-		if r.Group.str() != "" {
-			groups[r.Group.str()] = append(groups[r.Group.str()], r.E2EMs)
+		if t.str(r.Group) != "" {
+			groups[t.str(r.Group)] = append(groups[t.str(r.Group)], r.E2EMs)
 			if r.Pass {
-				groupPass[r.Group.str()]++
+				groupPass[t.str(r.Group)]++
 			}
 		}
-		if r.Cache.str() != "" || r.Leak.str() != "" || r.ScopeMismatch {
+		if t.str(r.Cache) != "" || t.str(r.Leak) != "" || r.ScopeMismatch {
 			if a.CacheStats == nil {
 				a.CacheStats = &CacheStats{Leaks: map[string]int{}}
 			}
 			c := a.CacheStats
-			if r.Cache.str() != "" {
+			if t.str(r.Cache) != "" {
 				c.CacheRequests++
 			}
-			switch r.Cache.str() {
+			switch t.str(r.Cache) {
 			case "hit":
 				c.Hits++
 				hit = append(hit, r.E2EMs)
 			case "miss":
 				miss = append(miss, r.E2EMs)
 			}
-			if r.Leak.str() != "" {
-				c.Leaks[r.Leak.str()]++
+			if t.str(r.Leak) != "" {
+				c.Leaks[t.str(r.Leak)]++
 			}
 			if r.ScopeMismatch {
 				c.ScopeMismatches++
@@ -452,36 +453,36 @@ func summarizeArm(name string, recs []*statRec, warm int, large map[string]bool)
 			c.SavedPerHit = f64p(roundDec(1 - *c.HitP50Ms / *c.MissP50Ms, 4))
 		}
 	}
-	a.RouteStats = routeStats(recs, large)
+	a.RouteStats = routeStats(t, recs, large)
 	a.Load = loadStats(recs)
 	a.TailNote = tailNote(a.N)
 	return a
 }
 
 // routeStats summarizes routed requests; nil when none was routed.
-func routeStats(recs []*statRec, large map[string]bool) *RouteStats {
+func routeStats(t *symbols, recs []*statRec, large map[string]bool) *RouteStats {
 	var rs *RouteStats
 	scoreSum := map[string]float64{}
 	scoreN := map[string]int{}
 	for _, r := range recs {
-		if !r.Routed && r.Misroute.str() == "" {
+		if !r.Routed && t.str(r.Misroute) == "" {
 			continue
 		}
 		if rs == nil {
 			rs = &RouteStats{RoutedModels: map[string]int{}, Misroutes: map[string]int{MisrouteUnder: 0, MisrouteOver: 0, MisrouteHopeless: 0}}
 		}
-		if r.Misroute.str() != "" {
-			rs.Misroutes[r.Misroute.str()]++
+		if t.str(r.Misroute) != "" {
+			rs.Misroutes[t.str(r.Misroute)]++
 		}
 		if !r.Routed {
 			continue
 		}
 		rs.Routed++
-		if r.Model.str() != "" {
-			rs.RoutedModels[r.Model.str()]++
+		if t.str(r.Model) != "" {
+			rs.RoutedModels[t.str(r.Model)]++
 			if !r.Escalated {
-				scoreSum[r.Model.str()] += r.RouteScore
-				scoreN[r.Model.str()]++
+				scoreSum[t.str(r.Model)] += r.RouteScore
+				scoreN[t.str(r.Model)]++
 			}
 		}
 	}

@@ -40,9 +40,10 @@ func TestBinomialBounds(t *testing.T) {
 func TestUncertainty(t *testing.T) {
 	t.Parallel()
 	var recs []*statRec
+	syms := newSymbols()
 	for rep := 0; rep < 3; rep++ {
 		for i := 0; i < 100; i++ {
-			recs = append(recs, &statRec{Repeat: rep, TaskID: symOf(fmt.Sprint(i)), E2EMs: float64(i + 1 + 10*rep), Cost: 1, Pass: i%4 != 0})
+			recs = append(recs, &statRec{Repeat: rep, TaskID: syms.of(fmt.Sprint(i)), E2EMs: float64(i + 1 + 10*rep), Cost: 1, Pass: i%4 != 0})
 		}
 	}
 	u := uncertainty(recs, 1)
