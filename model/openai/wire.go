@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	goopenai "github.com/sashabaranov/go-openai"
 )
@@ -46,46 +50,53 @@ type ErrorDetail struct {
 }
 
 // WriteError writes an error in the OpenAI format with the given status.
-// param and code may be empty (written as null).
+// param and code may be empty (written as null). The body is what
+// json.Marshal makes of an ErrorBody, and a newline.
 func WriteError(w http.ResponseWriter, status int, typ, code, param, msg string) {
-	d := ErrorDetail{Message: msg, Type: typ}
-	if code != "" {
-		d.Code = &code
-	}
-	if param != "" {
-		d.Param = &param
-	}
-	b, _ := json.Marshal(ErrorBody{Error: d})
+	b := make([]byte, 0, 80+len(msg)+len(typ)+len(code)+len(param))
+	b = append(b, `{"error":{"message":`...)
+	b = appendString(b, msg, true)
+	b = append(b, `,"type":`...)
+	b = appendString(b, typ, true)
+	b = append(b, `,"param":`...)
+	b = appendNullable(b, param)
+	b = append(b, `,"code":`...)
+	b = appendNullable(b, code)
+	b = append(b, "}}\n"...)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Del("Content-Length")
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	w.Write(b)
+}
+
+// appendNullable appends s as a JSON string (HTML-escaped), or null when
+// it is empty.
+func appendNullable(b []byte, s string) []byte {
+	if s == "" {
+		return append(b, "null"...)
+	}
+	return appendString(b, s, true)
 }
 
 // ReadRequest reads and decodes a chat completion request of at most limit
 // bytes (0: no limit). Errors wrap ErrTooLarge or ErrBadRequest and say
 // what is wrong; the request must name a model and hold at least one
 // message, and asks for one choice.
+//
+// The body decodes to what encoding/json makes of it with go-openai's
+// types (DecodeRequest).
 func ReadRequest(r *http.Request, limit int64) (*goopenai.ChatCompletionRequest, error) {
-	body := io.Reader(r.Body)
-	if limit > 0 {
-		body = io.LimitReader(r.Body, limit+1)
-	}
-	raw, err := io.ReadAll(body)
+	raw, err := readBody(r.Body, r.ContentLength, limit)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading the body: %v", ErrBadRequest, err)
 	}
 	if limit > 0 && int64(len(raw)) > limit {
 		return nil, fmt.Errorf("%w: the limit is %d bytes", ErrTooLarge, limit)
 	}
-	var req goopenai.ChatCompletionRequest
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := dec.Decode(&req); err != nil {
-		return nil, fmt.Errorf("%w: the body is not valid JSON for a chat completion request: %v", ErrBadRequest, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: the body holds more than one JSON value", ErrBadRequest)
+	req, err := DecodeRequest(raw)
+	if err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(req.Model) == "" {
 		return nil, fmt.Errorf("%w: model is required", ErrBadRequest)
@@ -96,7 +107,805 @@ func ReadRequest(r *http.Request, limit int64) (*goopenai.ChatCompletionRequest,
 	if req.N > 1 {
 		return nil, fmt.Errorf("%w: n=%d: only one choice per request is supported", ErrBadRequest, req.N)
 	}
+	return req, nil
+}
+
+// readBody reads body to its end, but no more than limit+1 bytes when
+// limit > 0. size is the declared length (-1 or 0 when unknown): a body
+// of that length is read into one buffer of the right size.
+func readBody(body io.Reader, size, limit int64) ([]byte, error) {
+	if body == nil {
+		return nil, nil
+	}
+	if limit > 0 {
+		body = io.LimitReader(body, limit+1)
+	}
+	n := int64(512)
+	if size > 0 && (limit <= 0 || size <= limit) {
+		n = size + 1 // room for the read that meets the end
+	}
+	buf := make([]byte, 0, n)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		m, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// DecodeRequest decodes a chat completion request body into go-openai's
+// request type, with the result and the error encoding/json gives (one
+// JSON value, then only white space). Bodies of the usual shape — the
+// fields crab's clients and common OpenAI clients send, plain string
+// message contents — are read by a lean decoder without reflection; any
+// other body (tools, multi-part content, unknown or repeated keys, nulls,
+// numbers out of a field's range, malformed JSON) goes through
+// encoding/json. Errors wrap ErrBadRequest.
+func DecodeRequest(raw []byte) (*goopenai.ChatCompletionRequest, error) {
+	if req, ok := leanDecode(raw); ok {
+		return req, nil
+	}
+	return stdDecode(raw)
+}
+
+// stdDecode decodes raw with encoding/json.
+func stdDecode(raw []byte) (*goopenai.ChatCompletionRequest, error) {
+	var req goopenai.ChatCompletionRequest
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&req); err != nil {
+		return nil, fmt.Errorf("%w: the body is not valid JSON for a chat completion request: %v", ErrBadRequest, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: the body holds more than one JSON value", ErrBadRequest)
+	}
 	return &req, nil
+}
+
+// Top-level keys the lean decoder reads, as bits of a seen-set.
+const (
+	kModel = 1 << iota
+	kMessages
+	kMaxTokens
+	kMaxCompletionTokens
+	kTemperature
+	kTopP
+	kN
+	kStream
+	kStop
+	kPresencePenalty
+	kResponseFormat
+	kSeed
+	kFrequencyPenalty
+	kLogProbs
+	kTopLogProbs
+	kUser
+	kStreamOptions
+	kStore
+	kReasoningEffort
+	kMetadata
+	kServiceTier
+	kVerbosity
+	kSafetyIdentifier
+)
+
+// leanDecode decodes the usual shapes of a request body without
+// reflection; ok is false for anything else, and for any body it cannot
+// vouch to decode exactly as encoding/json does.
+func leanDecode(raw []byte) (req *goopenai.ChatCompletionRequest, ok bool) {
+	d := lexer{s: string(raw), raw: raw}
+	req = new(goopenai.ChatCompletionRequest)
+	seen := 0
+	ok = d.object(func(key string) bool {
+		var bit int
+		switch key {
+		case "model":
+			bit = kModel
+			req.Model, ok = d.str()
+		case "messages":
+			bit = kMessages
+			ok = d.messages(req)
+		case "max_tokens":
+			bit = kMaxTokens
+			req.MaxTokens, ok = d.int()
+		case "max_completion_tokens":
+			bit = kMaxCompletionTokens
+			req.MaxCompletionTokens, ok = d.int()
+		case "temperature":
+			bit = kTemperature
+			req.Temperature, ok = d.float32()
+		case "top_p":
+			bit = kTopP
+			req.TopP, ok = d.float32()
+		case "n":
+			bit = kN
+			req.N, ok = d.int()
+		case "stream":
+			bit = kStream
+			req.Stream, ok = d.bool()
+		case "stop":
+			bit = kStop
+			req.Stop, ok = d.strings()
+		case "presence_penalty":
+			bit = kPresencePenalty
+			req.PresencePenalty, ok = d.float32()
+		case "response_format":
+			bit = kResponseFormat
+			req.ResponseFormat, ok = d.responseFormat()
+		case "seed":
+			bit = kSeed
+			var v int
+			v, ok = d.int()
+			req.Seed = &v
+		case "frequency_penalty":
+			bit = kFrequencyPenalty
+			req.FrequencyPenalty, ok = d.float32()
+		case "logprobs":
+			bit = kLogProbs
+			req.LogProbs, ok = d.bool()
+		case "top_logprobs":
+			bit = kTopLogProbs
+			req.TopLogProbs, ok = d.int()
+		case "user":
+			bit = kUser
+			req.User, ok = d.str()
+		case "stream_options":
+			bit = kStreamOptions
+			req.StreamOptions, ok = d.streamOptions()
+		case "store":
+			bit = kStore
+			req.Store, ok = d.bool()
+		case "reasoning_effort":
+			bit = kReasoningEffort
+			req.ReasoningEffort, ok = d.str()
+		case "metadata":
+			bit = kMetadata
+			req.Metadata, ok = d.stringMap()
+		case "service_tier":
+			bit = kServiceTier
+			var v string
+			v, ok = d.str()
+			req.ServiceTier = goopenai.ServiceTier(v)
+		case "verbosity":
+			bit = kVerbosity
+			req.Verbosity, ok = d.str()
+		case "safety_identifier":
+			bit = kSafetyIdentifier
+			req.SafetyIdentifier, ok = d.str()
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false // a repeated key merges in encoding/json
+		}
+		seen |= bit
+		return ok
+	})
+	if !ok || !d.end() {
+		return nil, false
+	}
+	return req, true
+}
+
+// messages reads the messages array: objects of string fields only.
+func (d *lexer) messages(req *goopenai.ChatCompletionRequest) bool {
+	msgs := make([]goopenai.ChatCompletionMessage, 0, 4)
+	ok := d.array(func() bool {
+		var m goopenai.ChatCompletionMessage
+		seen := 0
+		if !d.object(func(key string) bool {
+			var bit int
+			var ok bool
+			switch key {
+			case "role":
+				bit = 1
+				m.Role, ok = d.str()
+			case "content":
+				bit = 2
+				m.Content, ok = d.str()
+			case "name":
+				bit = 4
+				m.Name, ok = d.str()
+			case "refusal":
+				bit = 8
+				m.Refusal, ok = d.str()
+			case "reasoning_content":
+				bit = 16
+				m.ReasoningContent, ok = d.str()
+			case "tool_call_id":
+				bit = 32
+				m.ToolCallID, ok = d.str()
+			default:
+				return false
+			}
+			if seen&bit != 0 {
+				return false
+			}
+			seen |= bit
+			return ok
+		}) {
+			return false
+		}
+		msgs = append(msgs, m)
+		return true
+	})
+	req.Messages = msgs
+	return ok
+}
+
+// responseFormat reads {"type": ..., "json_schema": {...}}.
+func (d *lexer) responseFormat() (*goopenai.ChatCompletionResponseFormat, bool) {
+	rf := new(goopenai.ChatCompletionResponseFormat)
+	seen := 0
+	ok := d.object(func(key string) bool {
+		var bit int
+		var ok bool
+		switch key {
+		case "type":
+			bit = 1
+			var v string
+			v, ok = d.str()
+			rf.Type = goopenai.ChatCompletionResponseFormatType(v)
+		case "json_schema":
+			bit = 2
+			rf.JSONSchema, ok = d.jsonSchema()
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return ok
+	})
+	return rf, ok
+}
+
+// jsonSchema reads a json_schema response format: the schema must be an
+// object and is kept verbatim, as go-openai keeps it.
+func (d *lexer) jsonSchema() (*goopenai.ChatCompletionResponseFormatJSONSchema, bool) {
+	js := new(goopenai.ChatCompletionResponseFormatJSONSchema)
+	seen := 0
+	ok := d.object(func(key string) bool {
+		var bit int
+		var ok bool
+		switch key {
+		case "name":
+			bit = 1
+			js.Name, ok = d.str()
+		case "description":
+			bit = 2
+			js.Description, ok = d.str()
+		case "strict":
+			bit = 4
+			js.Strict, ok = d.bool()
+		case "schema":
+			bit = 8
+			d.ws()
+			start := d.i
+			if !d.schemaObject() {
+				return false
+			}
+			js.Schema = json.RawMessage(d.raw[start:d.i:d.i])
+			ok = true
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return ok
+	})
+	return js, ok
+}
+
+// lastSchema is the last schema text the lean decoder checked, so that
+// the schema every request of an experiment repeats is checked once.
+var lastSchema atomic.Pointer[string]
+
+// maxCachedSchema bounds the schema kept in lastSchema.
+const maxCachedSchema = 64 << 10
+
+// schemaObject checks and passes over a schema, which must be an object.
+// A complete JSON object ends at its closing brace, so a text starting
+// with the last checked schema holds that same, valid, object.
+func (d *lexer) schemaObject() bool {
+	if d.i >= len(d.s) || d.s[d.i] != '{' {
+		return false
+	}
+	if last := lastSchema.Load(); last != nil && strings.HasPrefix(d.s[d.i:], *last) {
+		d.i += len(*last)
+		return true
+	}
+	start := d.i
+	if !d.skip(0) {
+		return false
+	}
+	if d.i-start <= maxCachedSchema {
+		text := strings.Clone(d.s[start:d.i])
+		lastSchema.Store(&text)
+	}
+	return true
+}
+
+// streamOptions reads {"include_usage": bool}.
+func (d *lexer) streamOptions() (*goopenai.StreamOptions, bool) {
+	so := new(goopenai.StreamOptions)
+	seen := false
+	ok := d.object(func(key string) bool {
+		if key != "include_usage" || seen {
+			return false
+		}
+		seen = true
+		var ok bool
+		so.IncludeUsage, ok = d.bool()
+		return ok
+	})
+	return so, ok
+}
+
+// stringMap reads an object of strings (a repeated key keeps the last
+// value, as in encoding/json).
+func (d *lexer) stringMap() (map[string]string, bool) {
+	m := map[string]string{}
+	ok := d.object(func(key string) bool {
+		v, ok := d.str()
+		m[key] = v
+		return ok
+	})
+	return m, ok
+}
+
+// strings reads an array of strings.
+func (d *lexer) strings() ([]string, bool) {
+	out := []string{}
+	ok := d.array(func() bool {
+		v, ok := d.str()
+		out = append(out, v)
+		return ok
+	})
+	return out, ok
+}
+
+// maxLeanDepth bounds the nesting the lean decoder follows in a schema;
+// deeper bodies go through encoding/json.
+const maxLeanDepth = 256
+
+// lexer reads JSON from s (raw is the same bytes, for schemas kept
+// verbatim). Every method reports false for input it does not accept;
+// strings without escapes are substrings of s.
+type lexer struct {
+	s   string
+	raw []byte
+	i   int
+}
+
+// ws skips white space.
+func (d *lexer) ws() {
+	for d.i < len(d.s) {
+		switch d.s[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// end reports whether only white space is left.
+func (d *lexer) end() bool {
+	d.ws()
+	return d.i == len(d.s)
+}
+
+// eat skips white space and then c.
+func (d *lexer) eat(c byte) bool {
+	d.ws()
+	if d.i < len(d.s) && d.s[d.i] == c {
+		d.i++
+		return true
+	}
+	return false
+}
+
+// object reads an object, calling member after each key's colon to read
+// the value.
+func (d *lexer) object(member func(key string) bool) bool {
+	if !d.eat('{') {
+		return false
+	}
+	if d.eat('}') {
+		return true
+	}
+	for {
+		k, ok := d.str()
+		if !ok || !d.eat(':') || !member(k) {
+			return false
+		}
+		d.ws()
+		if d.i >= len(d.s) {
+			return false
+		}
+		c := d.s[d.i]
+		d.i++
+		switch c {
+		case ',':
+		case '}':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// array reads an array, calling elem to read each element.
+func (d *lexer) array(elem func() bool) bool {
+	if !d.eat('[') {
+		return false
+	}
+	if d.eat(']') {
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		d.ws()
+		if d.i >= len(d.s) {
+			return false
+		}
+		c := d.s[d.i]
+		d.i++
+		switch c {
+		case ',':
+		case ']':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// str reads a string. It refuses invalid UTF-8 and unpaired surrogate
+// escapes (encoding/json replaces them).
+func (d *lexer) str() (string, bool) {
+	if !d.eat('"') {
+		return "", false
+	}
+	start := d.i
+	for d.i < len(d.s) {
+		c := d.s[d.i]
+		switch {
+		case c == '"':
+			v := d.s[start:d.i]
+			d.i++
+			return v, true
+		case c == '\\':
+			return d.escaped(start)
+		case c < 0x20:
+			return "", false
+		case c < utf8.RuneSelf:
+			d.i++
+		default:
+			r, n := utf8.DecodeRuneInString(d.s[d.i:])
+			if r == utf8.RuneError && n == 1 {
+				return "", false
+			}
+			d.i += n
+		}
+	}
+	return "", false
+}
+
+// escaped reads the rest of a string that has escapes; start is where its
+// text began and d.i is at the first backslash.
+func (d *lexer) escaped(start int) (string, bool) {
+	b := make([]byte, 0, d.i-start+32)
+	b = append(b, d.s[start:d.i]...)
+	for d.i < len(d.s) {
+		c := d.s[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			return string(b), true
+		case c == '\\':
+			if d.i+1 >= len(d.s) {
+				return "", false
+			}
+			e := d.s[d.i+1]
+			d.i += 2
+			switch e {
+			case '"', '\\', '/':
+				b = append(b, e)
+			case 'b':
+				b = append(b, '\b')
+			case 'f':
+				b = append(b, '\f')
+			case 'n':
+				b = append(b, '\n')
+			case 'r':
+				b = append(b, '\r')
+			case 't':
+				b = append(b, '\t')
+			case 'u':
+				r, ok := d.hex4()
+				if !ok {
+					return "", false
+				}
+				if utf16.IsSurrogate(r) {
+					if d.i+1 >= len(d.s) || d.s[d.i] != '\\' || d.s[d.i+1] != 'u' {
+						return "", false
+					}
+					d.i += 2
+					r2, ok := d.hex4()
+					if !ok {
+						return "", false
+					}
+					if r = utf16.DecodeRune(r, r2); r == utf8.RuneError {
+						return "", false
+					}
+				}
+				b = utf8.AppendRune(b, r)
+			default:
+				return "", false
+			}
+		case c < 0x20:
+			return "", false
+		case c < utf8.RuneSelf:
+			b = append(b, c)
+			d.i++
+		default:
+			r, n := utf8.DecodeRuneInString(d.s[d.i:])
+			if r == utf8.RuneError && n == 1 {
+				return "", false
+			}
+			b = append(b, d.s[d.i:d.i+n]...)
+			d.i += n
+		}
+	}
+	return "", false
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func (d *lexer) hex4() (rune, bool) {
+	if d.i+4 > len(d.s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(d.s[d.i : d.i+4]) {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	d.i += 4
+	return r, true
+}
+
+// number reads a number as JSON writes it and returns its text.
+func (d *lexer) number() (string, bool) {
+	d.ws()
+	start := d.i
+	s := d.s
+	i := d.i
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && '1' <= s[i] && s[i] <= '9':
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+	default:
+		return "", false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if i >= len(s) || s[i] < '0' || s[i] > '9' {
+			return "", false
+		}
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i >= len(s) || s[i] < '0' || s[i] > '9' {
+			return "", false
+		}
+		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+			i++
+		}
+	}
+	d.i = i
+	return s[start:i], true
+}
+
+// int reads an integer that fits an int (encoding/json refuses a fraction
+// or exponent for an integer field).
+func (d *lexer) int() (int, bool) {
+	t, ok := d.number()
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || int64(int(v)) != v {
+		return 0, false
+	}
+	return int(v), true
+}
+
+// float32 reads a number into a float32 as encoding/json does.
+func (d *lexer) float32() (float32, bool) {
+	t, ok := d.number()
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(t, 32)
+	if err != nil {
+		return 0, false
+	}
+	return float32(v), true
+}
+
+// bool reads true or false.
+func (d *lexer) bool() (bool, bool) {
+	d.ws()
+	switch {
+	case strings.HasPrefix(d.s[d.i:], "true"):
+		d.i += 4
+		return true, true
+	case strings.HasPrefix(d.s[d.i:], "false"):
+		d.i += 5
+		return false, true
+	}
+	return false, false
+}
+
+// skip checks and passes over any JSON value, as encoding/json's scanner
+// accepts it (strings may hold any bytes from 0x20 up).
+func (d *lexer) skip(depth int) bool {
+	d.ws()
+	if d.i >= len(d.s) {
+		return false
+	}
+	switch c := d.s[d.i]; c {
+	case '{':
+		if depth >= maxLeanDepth {
+			return false
+		}
+		d.i++
+		if d.eat('}') {
+			return true
+		}
+		for {
+			if d.ws(); !d.skipString() || !d.eat(':') || !d.skip(depth+1) {
+				return false
+			}
+			d.ws()
+			if d.i >= len(d.s) {
+				return false
+			}
+			c := d.s[d.i]
+			d.i++
+			switch c {
+			case ',':
+			case '}':
+				return true
+			default:
+				return false
+			}
+		}
+	case '[':
+		if depth >= maxLeanDepth {
+			return false
+		}
+		d.i++
+		if d.eat(']') {
+			return true
+		}
+		for {
+			if !d.skip(depth + 1) {
+				return false
+			}
+			d.ws()
+			if d.i >= len(d.s) {
+				return false
+			}
+			c := d.s[d.i]
+			d.i++
+			switch c {
+			case ',':
+			case ']':
+				return true
+			default:
+				return false
+			}
+		}
+	case '"':
+		return d.skipString()
+	case 't', 'f', 'n':
+		for _, lit := range [...]string{"true", "false", "null"} {
+			if strings.HasPrefix(d.s[d.i:], lit) {
+				d.i += len(lit)
+				return d.delimited()
+			}
+		}
+		return false
+	default:
+		if _, ok := d.number(); !ok {
+			return false
+		}
+		return d.delimited()
+	}
+}
+
+// delimited reports whether a literal or number ended where a value may
+// end (so that "truex" or "12a" is refused).
+func (d *lexer) delimited() bool {
+	if d.i >= len(d.s) {
+		return true
+	}
+	switch d.s[d.i] {
+	case ' ', '\t', '\n', '\r', ',', '}', ']':
+		return true
+	}
+	return false
+}
+
+// skipString checks and passes over a string at d.i.
+func (d *lexer) skipString() bool {
+	if d.i >= len(d.s) || d.s[d.i] != '"' {
+		return false
+	}
+	d.i++
+	for d.i < len(d.s) {
+		c := d.s[d.i]
+		switch {
+		case c == '"':
+			d.i++
+			return true
+		case c == '\\':
+			if d.i+1 >= len(d.s) {
+				return false
+			}
+			switch d.s[d.i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				d.i += 2
+			case 'u':
+				d.i += 2
+				if _, ok := d.hex4(); !ok {
+					return false
+				}
+			default:
+				return false
+			}
+		case c < 0x20:
+			return false
+		default:
+			d.i++
+		}
+	}
+	return false
 }
 
 // Prompt turns a conversation into crab's request shape: the system and
@@ -169,58 +978,14 @@ func MaxTokens(req *goopenai.ChatCompletionRequest) int {
 	return req.MaxTokens
 }
 
-// Wire shapes of answers, kept to the fields OpenAI clients read.
-type (
-	wireUsage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-		TotalTokens      int `json:"total_tokens"`
-	}
-	wireDelta struct {
-		Role    string `json:"role,omitempty"`
-		Content string `json:"content,omitempty"`
-		Refusal string `json:"refusal,omitempty"`
-	}
-	wireChunkChoice struct {
-		Index        int       `json:"index"`
-		Delta        wireDelta `json:"delta"`
-		FinishReason *string   `json:"finish_reason"`
-	}
-	wireChunk struct {
-		ID      string            `json:"id"`
-		Object  string            `json:"object"`
-		Created int64             `json:"created"`
-		Model   string            `json:"model"`
-		Choices []wireChunkChoice `json:"choices"`
-		Usage   *wireUsage        `json:"usage,omitempty"`
-	}
-	wireMessage struct {
-		Role    string  `json:"role"`
-		Content *string `json:"content"`
-		Refusal *string `json:"refusal"`
-	}
-	wireChoice struct {
-		Index        int         `json:"index"`
-		Message      wireMessage `json:"message"`
-		FinishReason string      `json:"finish_reason"`
-	}
-	wireCompletion struct {
-		ID      string       `json:"id"`
-		Object  string       `json:"object"`
-		Created int64        `json:"created"`
-		Model   string       `json:"model"`
-		Choices []wireChoice `json:"choices"`
-		Usage   wireUsage    `json:"usage"`
-	}
-)
-
-// Stream writes a chat completion as server-sent events.
+// Stream writes a chat completion as server-sent events. Each event is
+// "data: " and one chat.completion.chunk object, as encoding/json writes
+// it (without HTML escaping), then a blank line.
 type Stream struct {
-	w     http.ResponseWriter
-	rc    *http.ResponseController
-	chunk wireChunk // ID, Object, Created and Model set once
-	buf   bytes.Buffer
-	enc   *json.Encoder
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	pre []byte // `data: {"id":...,"model":...,"choices":` of every chunk
+	buf []byte
 }
 
 // NewStream starts an event stream on w: it writes the event-stream
@@ -232,38 +997,48 @@ func NewStream(w http.ResponseWriter, id string, created int64, modelName string
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	s := &Stream{
-		w: w, rc: http.NewResponseController(w),
-		chunk: wireChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: modelName},
-	}
-	s.enc = json.NewEncoder(&s.buf)
-	s.enc.SetEscapeHTML(false)
-	return s
+	pre := make([]byte, 0, 96+len(id)+len(modelName))
+	pre = append(pre, `data: {"id":`...)
+	pre = appendString(pre, id, false)
+	pre = append(pre, `,"object":"chat.completion.chunk","created":`...)
+	pre = strconv.AppendInt(pre, created, 10)
+	pre = append(pre, `,"model":`...)
+	pre = appendString(pre, modelName, false)
+	pre = append(pre, `,"choices":`...)
+	return &Stream{w: w, rc: http.NewResponseController(w), pre: pre, buf: make([]byte, 0, 256)}
 }
 
 // Role writes the opening chunk that carries only the assistant role.
 func (s *Stream) Role() error {
-	return s.send([]wireChunkChoice{{Delta: wireDelta{Role: "assistant"}}}, nil)
+	return s.send(append(s.start(), `[{"index":0,"delta":{"role":"assistant"},"finish_reason":null}]`...))
 }
 
 // Content writes a chunk of content (refusal text when refusal is set).
 func (s *Stream) Content(text string, refusal bool) error {
-	d := wireDelta{Content: text}
-	if refusal {
-		d = wireDelta{Refusal: text}
+	b := append(s.start(), `[{"index":0,"delta":{`...)
+	if text != "" {
+		if refusal {
+			b = append(b, `"refusal":`...)
+		} else {
+			b = append(b, `"content":`...)
+		}
+		b = appendString(b, text, false)
 	}
-	return s.send([]wireChunkChoice{{Delta: d}}, nil)
+	return s.send(append(b, `},"finish_reason":null}]`...))
 }
 
 // Finish writes the chunk with the finish reason.
 func (s *Stream) Finish(reason string) error {
-	return s.send([]wireChunkChoice{{FinishReason: &reason}}, nil)
+	b := append(s.start(), `[{"index":0,"delta":{},"finish_reason":`...)
+	b = appendString(b, reason, false)
+	return s.send(append(b, "}]"...))
 }
 
 // Usage writes the usage chunk (no choices), sent last when the client
 // asked for stream_options.include_usage.
 func (s *Stream) Usage(in, out int) error {
-	return s.send([]wireChunkChoice{}, &wireUsage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out})
+	b := append(s.start(), `[],"usage":`...)
+	return s.send(appendUsage(b, in, out))
 }
 
 // Done writes the closing data: [DONE] event.
@@ -274,20 +1049,28 @@ func (s *Stream) Done() error {
 	return s.rc.Flush()
 }
 
-func (s *Stream) send(choices []wireChunkChoice, u *wireUsage) error {
-	c := s.chunk
-	c.Choices = choices
-	c.Usage = u
-	s.buf.Reset()
-	s.buf.WriteString("data: ")
-	if err := s.enc.Encode(c); err != nil {
-		return err
-	}
-	s.buf.WriteByte('\n') // Encode ended the line; a blank line ends the event
-	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
+// start begins a chunk in the stream's buffer, up to its choices.
+func (s *Stream) start() []byte { return append(s.buf[:0], s.pre...) }
+
+// send ends the chunk's object and its event, writes and flushes it.
+func (s *Stream) send(b []byte) error {
+	b = append(b, "}\n\n"...)
+	s.buf = b
+	if _, err := s.w.Write(b); err != nil {
 		return err
 	}
 	return s.rc.Flush()
+}
+
+// appendUsage appends a usage object.
+func appendUsage(b []byte, in, out int) []byte {
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(in), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(out), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(in+out), 10)
+	return append(b, '}')
 }
 
 // Completion is a non-streaming answer.
@@ -302,27 +1085,92 @@ type Completion struct {
 }
 
 // WriteCompletion writes c as a chat.completion object with status 200
-// (headers set on w before are kept).
+// (headers set on w before are kept): one JSON object as encoding/json
+// writes it (without HTML escaping), then a newline.
 func WriteCompletion(w http.ResponseWriter, c Completion) error {
-	msg := wireMessage{Role: "assistant", Content: &c.Content}
-	if c.Refusal {
-		msg = wireMessage{Role: "assistant", Refusal: &c.Content}
-	}
-	out := wireCompletion{
-		ID: c.ID, Object: "chat.completion", Created: c.Created, Model: c.Model,
-		Choices: []wireChoice{{Message: msg, FinishReason: c.FinishReason}},
-		Usage:   wireUsage{PromptTokens: c.TokensIn, CompletionTokens: c.TokensOut, TotalTokens: c.TokensIn + c.TokensOut},
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
-		return err
-	}
+	b := AppendCompletion(make([]byte, 0, 256+len(c.Content)+len(c.Content)/8), c)
 	w.Header().Set("Content-Type", "application/json")
-	_, err := w.Write(buf.Bytes())
+	_, err := w.Write(b)
 	return err
 }
+
+// AppendCompletion appends the body WriteCompletion writes for c.
+func AppendCompletion(b []byte, c Completion) []byte {
+	b = append(b, `{"id":`...)
+	b = appendString(b, c.ID, false)
+	b = append(b, `,"object":"chat.completion","created":`...)
+	b = strconv.AppendInt(b, c.Created, 10)
+	b = append(b, `,"model":`...)
+	b = appendString(b, c.Model, false)
+	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
+	if c.Refusal {
+		b = append(b, `null,"refusal":`...)
+		b = appendString(b, c.Content, false)
+	} else {
+		b = appendString(b, c.Content, false)
+		b = append(b, `,"refusal":null`...)
+	}
+	b = append(b, `},"finish_reason":`...)
+	b = appendString(b, c.FinishReason, false)
+	b = append(b, `}],"usage":`...)
+	b = appendUsage(b, c.TokensIn, c.TokensOut)
+	return append(b, "}\n"...)
+}
+
+// appendString appends s as a JSON string exactly as encoding/json writes
+// it: invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped, and <, > and &
+// escaped when html is set.
+func appendString(b []byte, s string, html bool) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && (!html || c != '<' && c != '>' && c != '&') {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', wireHex[c>>4], wireHex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', wireHex[r&0xF])
+		default:
+			i += n
+			continue
+		}
+		i += n
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+const wireHex = "0123456789abcdef"
 
 // ModelList is the body of GET /v1/models.
 type ModelList struct {

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"bytes"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/crab-testbed/crab/model"
@@ -64,7 +66,7 @@ func (m *Model) Plan(req *model.Request) (Plan, error) {
 	if u[drawTail] < cfg.TailRate {
 		mult *= cfg.TailFactor
 	}
-	tin := Tokens(req.System) + Tokens(req.Text) + jsonSize(req.Contract)/8
+	tin := Tokens(req.System) + Tokens(req.Text) + contractSize(req.Contract)/8
 	p := Plan{Model: cfg.Name, Sleep: !cfg.NoSleep}
 	p.InputUsage = model.Usage{TokensIn: tin, Cost: float64(tin) * cfg.PriceIn}
 
@@ -122,6 +124,31 @@ func (m *Model) Plan(req *model.Request) (Plan, error) {
 	return p, nil
 }
 
+// sizedContract is a contract and its jsonSize.
+type sizedContract struct {
+	text []byte
+	size int
+}
+
+// lastContract is the last contract sized, so that the contract every
+// call of an experiment repeats is scanned once.
+var lastContract atomic.Pointer[sizedContract]
+
+// contractSize is jsonSize(c), remembered for the last contract seen.
+func contractSize(c []byte) int {
+	if len(c) < 256 {
+		return jsonSize(c)
+	}
+	if last := lastContract.Load(); last != nil && bytes.Equal(last.text, c) {
+		return last.size
+	}
+	n := jsonSize(c)
+	if len(c) <= 64<<10 {
+		lastContract.Store(&sizedContract{text: bytes.Clone(c), size: n})
+	}
+	return n
+}
+
 // jsonSize is the size of a JSON text as sent on the wire in compact form:
 // its bytes without the whitespace between tokens, with the HTML-safe
 // escapes \u003c, \u003e and \u0026 counted as the one character they
@@ -131,31 +158,52 @@ func (m *Model) Plan(req *model.Request) (Plan, error) {
 // not JSON are counted as they are.
 func jsonSize(b []byte) int {
 	n := 0
-	inStr := false
-	for i := 0; i < len(b); i++ {
+	for i := 0; i < len(b); {
 		c := b[i]
-		if !inStr {
-			switch c {
-			case ' ', '\t', '\n', '\r':
-				continue
-			case '"':
-				inStr = true
-			}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			i++
+			continue
+		case '"':
+		default:
 			n++
+			i++
 			continue
 		}
-		switch c {
-		case '"':
-			inStr = false
-		case '\\':
-			if i+5 < len(b) && b[i+1] == 'u' && b[i+2] == '0' && b[i+3] == '0' && isHTMLEscape(b[i+4], b[i+5]) {
-				i += 5
-			} else if i+1 < len(b) {
-				n++ // the escaped character
+		// A string: every byte counts but an HTML-safe escape, which
+		// counts as one; an escaped quote does not end it.
+		n++
+		i++
+		for i < len(b) {
+			q := bytes.IndexByte(b[i:], '"')
+			seg := b[i:]
+			if q >= 0 {
+				seg = seg[:q]
+			}
+			if k := bytes.IndexByte(seg, '\\'); k >= 0 {
+				n += k
+				i += k
+				switch {
+				case i+5 < len(b) && b[i+1] == 'u' && b[i+2] == '0' && b[i+3] == '0' && isHTMLEscape(b[i+4], b[i+5]):
+					n++
+					i += 6
+				case i+1 < len(b):
+					n += 2
+					i += 2
+				default:
+					n++
+					i++
+				}
+				continue
+			}
+			n += len(seg)
+			i += len(seg)
+			if q >= 0 {
+				n++ // the closing quote
 				i++
 			}
+			break
 		}
-		n++
 	}
 	return n
 }

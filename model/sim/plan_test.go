@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/crab-testbed/crab/model"
@@ -107,5 +108,80 @@ func TestJSONSize(t *testing.T) {
 	}
 	if got := jsonSize(make([]byte, 800)); got != 800 {
 		t.Errorf("non-JSON bytes: got %d; want 800", got)
+	}
+}
+
+// jsonSizeByByte is jsonSize written as a byte-by-byte state machine: the
+// reference the faster scan is checked against.
+func jsonSizeByByte(b []byte) int {
+	n := 0
+	inStr := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !inStr {
+			switch c {
+			case ' ', '\t', '\n', '\r':
+				continue
+			case '"':
+				inStr = true
+			}
+			n++
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = false
+		case '\\':
+			if i+5 < len(b) && b[i+1] == 'u' && b[i+2] == '0' && b[i+3] == '0' && isHTMLEscape(b[i+4], b[i+5]) {
+				i += 5
+			} else if i+1 < len(b) {
+				n++
+				i++
+			}
+		}
+		n++
+	}
+	return n
+}
+
+var jsonSizeCases = []string{
+	``, ` `, `"`, `"\`, `"\"`, `"\""`, `"a\"b" c`, `{"a": "b<\u003c\u003C\u003e\u003E\u0026>", "c" : [1, 2]}`,
+	`"\u003`, `"\u003c`, `"\u003c"`, `\u003c outside`, `"unterminated \n string`, "{\n\t\"k\": \"v\\\\\" }\r\n", `"\\"x"`,
+	`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","required":["category"]}`,
+}
+
+func TestJSONSizeMatchesByteScan(t *testing.T) {
+	for _, s := range jsonSizeCases {
+		if got, want := jsonSize([]byte(s)), jsonSizeByByte([]byte(s)); got != want {
+			t.Errorf("jsonSize(%q) = %d; want %d", s, got, want)
+		}
+	}
+}
+
+func FuzzJSONSize(f *testing.F) {
+	for _, s := range jsonSizeCases {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := jsonSize(b), jsonSizeByByte(b); got != want {
+			t.Fatalf("jsonSize(%q) = %d; want %d", b, got, want)
+		}
+	})
+}
+
+func TestContractSizeRemembersOnlyEqualContracts(t *testing.T) {
+	a := []byte(`{"type": "object", "properties": {"category": {"type": "string", "enum": ["billing", "account", "bug"]}}, "description": "` + strings.Repeat("x", 300) + `"}`)
+	b := bytes.Replace(a, []byte(`"bug"`), []byte(`"bugs"`), 1)
+	small := []byte(`{"a": 1}`)
+	for _, c := range [][]byte{a, a, b, a, small, b, b, a} {
+		if got, want := contractSize(c), jsonSizeByByte(c); got != want {
+			t.Errorf("contractSize(%.40q...) = %d; want %d", c, got, want)
+		}
+	}
+	c := bytes.Clone(a)
+	want := contractSize(c)
+	c[len(c)-3] = ' ' // the caller changing its bytes afterwards changes nothing remembered
+	if got := contractSize(a); got != want {
+		t.Errorf("after the caller's change: got %d; want %d", got, want)
 	}
 }

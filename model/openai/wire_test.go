@@ -1,0 +1,560 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/crab-testbed/crab/fixtures"
+)
+
+// wireSchema is the triage contract, the schema crab's clients send.
+func wireSchema(t testing.TB) []byte {
+	t.Helper()
+	b, err := fixtures.FS.ReadFile("triage.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// leanBodies are bodies the lean decoder must read itself.
+func leanBodies(t testing.TB) []string {
+	schema := wireSchema(t)
+	bodies := []string{
+		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+		` {"model":"m","messages":[{"role":"user","content":"hi"}]} ` + "\n\t",
+		`{"model":"m","messages":[]}`,
+		`{"model":"","messages":[{"role":"user","content":""}]}`,
+		`{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"a","name":"n"},{"role":"assistant","content":"b","refusal":"r","reasoning_content":"x","tool_call_id":"t"}],"model":"small"}`,
+		`{"model":"m","messages":[{"role":"user","content":"caf\u00e9 \ud83d\ude00 \"q\" \\ \/ \b\f\n\r\t"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"日本語のテキスト 😀"}]}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"stream":false,"stream_options":{}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":100,"max_completion_tokens":-3,"n":1,"top_logprobs":0,"logprobs":true,"store":false}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":1e-45,"top_p":0.5,"presence_penalty":-1.25E+1,"frequency_penalty":0}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":0.7000000000000001,"seed":-9223372036854775808}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"seed":0,"user":"u1","reasoning_effort":"low","service_tier":"auto","verbosity":"low","safety_identifier":"s"}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"metadata":{"tenant":"acme","lang":"en","tenant":"globex"}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"metadata":{}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"stop":["a","\n"]}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"stop":[]}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"n":2}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{}}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"c","description":"d","strict":true,"schema":{ "a" : [1, -2.5e3, true, false, null, "s\u0041\n", {}, []] , "b":{"c":{"d":"\ud800"}} }}}}`,
+		`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"crab_contract","strict":true,"schema":` + string(schema) + `}}}`,
+		"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"response_format\":{\"json_schema\":{\"schema\":{\"k\":\"\xff\x7fbad utf-8 inside a schema is kept\"}}}}",
+	}
+	// Bodies as crab's openai backend and go-openai write them.
+	for i := range 40 {
+		req := goopenai.ChatCompletionRequest{
+			Model:       []string{"small", "large", "gpt-4o-mini"}[i%3],
+			Messages:    []goopenai.ChatCompletionMessage{{Role: "user", Content: fmt.Sprintf("ticket %d: <b>&</b> \u2028 naïve", i)}},
+			Temperature: []float32{0, math.SmallestNonzeroFloat32, 0.2, 1}[i%4],
+			Stream:      i%2 == 0,
+			User:        "user-" + strconv.Itoa(i),
+			MaxTokens:   i * 7,
+		}
+		if i%3 == 0 {
+			req.Messages = append([]goopenai.ChatCompletionMessage{{Role: "system", Content: "Answer in JSON.\n\nmode: short"}}, req.Messages...)
+		}
+		if i%4 == 1 {
+			seed := i * 1000
+			req.Seed = &seed
+			req.Metadata = map[string]string{"tenant": "acme", "permission": "agent", "doc_version": "v" + strconv.Itoa(i)}
+		}
+		if i%5 == 2 {
+			req.ResponseFormat = &goopenai.ChatCompletionResponseFormat{Type: goopenai.ChatCompletionResponseFormatTypeJSONSchema,
+				JSONSchema: &goopenai.ChatCompletionResponseFormatJSONSchema{Name: "crab_contract", Strict: true, Schema: json.RawMessage(schema)}}
+		}
+		if req.Stream && i%4 == 0 {
+			req.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
+		}
+		b, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies = append(bodies, string(b))
+	}
+	return bodies
+}
+
+// otherBodies are bodies the lean decoder leaves to encoding/json: the
+// result and the error must still be encoding/json's.
+var otherBodies = []string{
+	``, ` `, `null`, `[]`, `{`, `{}x`, `{} {}`, `{}]`, `{"model":"m"}}`, `"s"`,
+	`{"Model":"m","messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"m","model":"n","messages":[{"role":"user","content":"x"}]}`,
+	`{"model":null,"messages":[{"role":"user","content":"x"}]}`,
+	`{"model":"m","messages":null}`,
+	`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]}`,
+	`{"model":"m","messages":[{"role":"user","content":"x","content":"y"}]}`,
+	`{"model":"m","messages":[{"role":"user","MultiContent":[{"type":"text","text":"a"}]}]}`,
+	`{"model":"m","messages":[{"role":"user","content":"x","tool_calls":[]}]}`,
+	`{"model":"m","messages":[{"role":"user","content":"\ud800"}]}`,
+	`{"model":"m","messages":[{"role":"user","content":"\ud83d\u0041"}]}`,
+	"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}",
+	"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"a\x01\"}]}",
+	`{"model":"m","messages":[{"role":"user","content":"\x"}]}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":1.5}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":1e2}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":99999999999999999999}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":"5"}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":1e40}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":01}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":-}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"stream":1}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"stream":truex}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f"}}]}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"seed":null}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"stop":"end"}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"metadata":{"a":1}}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"schema":null}}}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"schema":[1]}}}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"schema":{"a":tru}}}}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"schema":{"a":1,}}}}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"Name":"c"}}}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"a"},"response_format":{}}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"unknown":{"nested":[1,2]}}`,
+	`{"model":"m","messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":true,"include_usage":false}}`,
+}
+
+// checkDecode compares DecodeRequest with encoding/json on body; lean
+// reports whether the lean decoder read it.
+func checkDecode(t *testing.T, body string) (lean bool) {
+	t.Helper()
+	want, wantErr := stdDecode([]byte(body))
+	got, gotErr := DecodeRequest([]byte(body))
+	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+		t.Fatalf("body %q: got error %v; want %v", body, gotErr, wantErr)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("body %q:\ngot  %+v\nwant %+v", body, got, want)
+	}
+	lreq, ok := leanDecode([]byte(body))
+	if ok {
+		if wantErr != nil {
+			t.Fatalf("body %q: the lean decoder accepted what encoding/json refuses (%v)", body, wantErr)
+		}
+		if !reflect.DeepEqual(lreq, want) {
+			t.Fatalf("body %q: lean:\ngot  %+v\nwant %+v", body, lreq, want)
+		}
+	}
+	return ok
+}
+
+func TestDecodeRequestMatchesEncodingJSON(t *testing.T) {
+	for _, body := range leanBodies(t) {
+		if !checkDecode(t, body) {
+			t.Errorf("body %q: the lean decoder left it to encoding/json; want it read lean", body)
+		}
+	}
+	for _, body := range otherBodies {
+		if checkDecode(t, body) {
+			t.Errorf("body %q: read lean; want it left to encoding/json", body)
+		}
+	}
+}
+
+// TestDecodeRequestRandom checks many generated bodies: random member
+// order, white space, escapes and values.
+func TestDecodeRequestRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	ws := []string{"", " ", "\n", "\t ", "\r\n  "}
+	strs := []string{"", "a", "hello world", `\"q\"`, `\\`, `\u00e9\u4e2d`, `\ud83d\ude00`, "é中", `\n\t\/`, "<&>", `\u2028`}
+	nums := []string{"0", "-0", "1", "42", "-7", "0.5", "1e3", "1E-2", "3.4028235e38", "1e39", "123456789012", "-0.0"}
+	pick := func(a []string) string { return a[r.IntN(len(a))] }
+	lean := 0
+	for range 3000 {
+		var members []string
+		add := func(k, v string) {
+			members = append(members, pick(ws)+`"`+k+`"`+pick(ws)+":"+pick(ws)+v+pick(ws))
+		}
+		add("model", `"`+pick(strs)+`"`)
+		var msgs []string
+		for range r.IntN(4) {
+			m := []string{`"role":"` + pick([]string{"user", "system", "assistant", "developer"}) + `"`, `"content":"` + pick(strs) + `"`}
+			if r.IntN(3) == 0 {
+				m = append(m, `"name":"`+pick(strs)+`"`)
+			}
+			r.Shuffle(len(m), func(i, j int) { m[i], m[j] = m[j], m[i] })
+			msgs = append(msgs, "{"+strings.Join(m, ",")+"}")
+		}
+		add("messages", "["+strings.Join(msgs, ","+pick(ws))+"]")
+		for _, k := range []string{"temperature", "top_p", "max_tokens", "seed", "n"} {
+			if r.IntN(2) == 0 {
+				add(k, pick(nums))
+			}
+		}
+		if r.IntN(2) == 0 {
+			add("stream", pick([]string{"true", "false"}))
+		}
+		if r.IntN(3) == 0 {
+			add("metadata", `{"tenant":"`+pick(strs)+`","lang":"`+pick(strs)+`"}`)
+		}
+		if r.IntN(3) == 0 {
+			add("response_format", `{"type":"json_schema","json_schema":{"name":"`+pick(strs)+`","schema":{"x":[`+pick(nums)+`,"`+pick(strs)+`"]}}}`)
+		}
+		if r.IntN(10) == 0 {
+			add("user", pick(nums)) // a type error: left to encoding/json
+		}
+		r.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
+		if checkDecode(t, pick(ws)+"{"+strings.Join(members, ",")+"}"+pick(ws)) {
+			lean++
+		}
+	}
+	if lean < 1000 {
+		t.Errorf("the lean decoder read %d of 3000 generated bodies; want at least 1000", lean)
+	}
+}
+
+func FuzzDecodeRequest(f *testing.F) {
+	for _, b := range leanBodies(f) {
+		f.Add(b)
+	}
+	for _, b := range otherBodies {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		checkDecode(t, body)
+	})
+}
+
+func TestReadRequestErrors(t *testing.T) {
+	body := `{"model":"m","messages":[{"role":"user","content":"x"}]}`
+	for _, tc := range []struct {
+		name, body string
+		limit      int64
+		want       string
+	}{
+		{"ok", body, 0, ""},
+		{"at limit", body, int64(len(body)), ""},
+		{"over limit", body, int64(len(body)) - 1, "openai: request body too large: the limit is 55 bytes"},
+		{"no model", `{"model":" ","messages":[{"role":"user","content":"x"}]}`, 0, "openai: bad request: model is required"},
+		{"no messages", `{"model":"m","messages":[]}`, 0, "openai: bad request: messages must hold at least one message"},
+		{"n", `{"model":"m","messages":[{"role":"user","content":"x"}],"n":3}`, 0, "openai: bad request: n=3: only one choice per request is supported"},
+		{"bad json", `{"model":`, 0, "openai: bad request: the body is not valid JSON for a chat completion request: unexpected EOF"},
+		{"two values", body + body, 0, "openai: bad request: the body holds more than one JSON value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, declared := range []bool{true, false} {
+				r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(tc.body))
+				if !declared {
+					r.ContentLength = -1
+				}
+				req, err := ReadRequest(r, tc.limit)
+				if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+					t.Fatalf("declared length %v: got error %v; want %q", declared, err, tc.want)
+				}
+				if tc.want == "" && req.Model != "m" {
+					t.Fatalf("got model %q; want m", req.Model)
+				}
+			}
+		})
+	}
+}
+
+func TestReadBody(t *testing.T) {
+	long := strings.Repeat("abcdefgh", 1000)
+	for _, tc := range []struct {
+		size, limit int64
+		want        string
+	}{
+		{int64(len(long)), 0, long},
+		{-1, 0, long},
+		{10, 0, long}, // a declared length shorter than the body
+		{int64(len(long)), 100, long[:101]},
+		{int64(len(long)) + 50, 0, long},
+	} {
+		got, err := readBody(strings.NewReader(long), tc.size, tc.limit)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("size %d limit %d: got %d bytes, %v; want %d bytes", tc.size, tc.limit, len(got), err, len(tc.want))
+		}
+	}
+}
+
+// The answer shapes as encoding/json writes them: the reference the
+// hand-written writers are checked against.
+type (
+	refUsage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+		TotalTokens      int `json:"total_tokens"`
+	}
+	refDelta struct {
+		Role    string `json:"role,omitempty"`
+		Content string `json:"content,omitempty"`
+		Refusal string `json:"refusal,omitempty"`
+	}
+	refChunkChoice struct {
+		Index        int      `json:"index"`
+		Delta        refDelta `json:"delta"`
+		FinishReason *string  `json:"finish_reason"`
+	}
+	refChunk struct {
+		ID      string           `json:"id"`
+		Object  string           `json:"object"`
+		Created int64            `json:"created"`
+		Model   string           `json:"model"`
+		Choices []refChunkChoice `json:"choices"`
+		Usage   *refUsage        `json:"usage,omitempty"`
+	}
+	refMessage struct {
+		Role    string  `json:"role"`
+		Content *string `json:"content"`
+		Refusal *string `json:"refusal"`
+	}
+	refChoice struct {
+		Index        int        `json:"index"`
+		Message      refMessage `json:"message"`
+		FinishReason string     `json:"finish_reason"`
+	}
+	refCompletion struct {
+		ID      string      `json:"id"`
+		Object  string      `json:"object"`
+		Created int64       `json:"created"`
+		Model   string      `json:"model"`
+		Choices []refChoice `json:"choices"`
+		Usage   refUsage    `json:"usage"`
+	}
+)
+
+// encodeNoHTML encodes v as an Encoder without HTML escaping does.
+func encodeNoHTML(t testing.TB, v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// wireStrings are strings that exercise every escape.
+var wireStrings = []string{
+	"", "plain", `{"category":"billing","evidence":["a \"b\""]}`, "tab\tnl\ncr\rbs\bff\f", "\x00\x01\x1f\x7f",
+	"<script>&amp;</script>", "\u2028\u2029", "\xff\xfe broken \xc3", "é中😀", `back\slash`, "\u00e9\U0001F600",
+}
+
+func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	for _, s := range wireStrings {
+		checkString(t, s)
+	}
+}
+
+func checkString(t *testing.T, s string) {
+	t.Helper()
+	html, _ := json.Marshal(s)
+	if got := string(appendString(nil, s, true)); got != string(html) {
+		t.Fatalf("%q with HTML escaping: got %s; want %s", s, got, html)
+	}
+	plain := strings.TrimSuffix(encodeNoHTML(t, s), "\n")
+	if got := string(appendString(nil, s, false)); got != plain {
+		t.Fatalf("%q: got %s; want %s", s, got, plain)
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range wireStrings {
+		f.Add(s)
+	}
+	f.Fuzz(checkString)
+}
+
+func TestWriteCompletionMatchesEncodingJSON(t *testing.T) {
+	for i, s := range wireStrings {
+		for _, refusal := range []bool{false, true} {
+			c := Completion{ID: "chatcmpl-" + s, Model: "large" + s, Created: int64(i) * 1e9, Content: s, Refusal: refusal,
+				FinishReason: []string{"stop", "length", s}[i%3], TokensIn: i, TokensOut: 1000 * i}
+			msg := refMessage{Role: "assistant", Content: &c.Content}
+			if refusal {
+				msg = refMessage{Role: "assistant", Refusal: &c.Content}
+			}
+			want := encodeNoHTML(t, refCompletion{ID: c.ID, Object: "chat.completion", Created: c.Created, Model: c.Model,
+				Choices: []refChoice{{Message: msg, FinishReason: c.FinishReason}},
+				Usage:   refUsage{PromptTokens: c.TokensIn, CompletionTokens: c.TokensOut, TotalTokens: c.TokensIn + c.TokensOut}})
+			rec := httptest.NewRecorder()
+			if err := WriteCompletion(rec, c); err != nil {
+				t.Fatal(err)
+			}
+			if got := rec.Body.String(); got != want {
+				t.Fatalf("got  %s\nwant %s", got, want)
+			}
+			if got := rec.Header().Get("Content-Type"); got != "application/json" {
+				t.Fatalf("got Content-Type %q; want application/json", got)
+			}
+		}
+	}
+}
+
+func TestStreamMatchesEncodingJSON(t *testing.T) {
+	for i, s := range wireStrings {
+		rec := httptest.NewRecorder()
+		st := NewStream(rec, "id-"+s, int64(i), "m"+s)
+		var want strings.Builder
+		event := func(c refChunk) {
+			c.ID, c.Object, c.Created, c.Model = "id-"+s, "chat.completion.chunk", int64(i), "m"+s
+			want.WriteString("data: " + encodeNoHTML(t, c) + "\n")
+		}
+		must := func(err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(st.Role())
+		event(refChunk{Choices: []refChunkChoice{{Delta: refDelta{Role: "assistant"}}}})
+		must(st.Content(s, false))
+		event(refChunk{Choices: []refChunkChoice{{Delta: refDelta{Content: s}}}})
+		must(st.Content(s+"!", true))
+		event(refChunk{Choices: []refChunkChoice{{Delta: refDelta{Refusal: s + "!"}}}})
+		reason := "stop" + s
+		must(st.Finish(reason))
+		event(refChunk{Choices: []refChunkChoice{{FinishReason: &reason}}})
+		must(st.Usage(i, 2*i))
+		event(refChunk{Choices: []refChunkChoice{}, Usage: &refUsage{PromptTokens: i, CompletionTokens: 2 * i, TotalTokens: 3 * i}})
+		must(st.Done())
+		want.WriteString("data: [DONE]\n\n")
+		if got := rec.Body.String(); got != want.String() {
+			t.Fatalf("got  %s\nwant %s", got, want.String())
+		}
+		if got := rec.Header().Get("Content-Type"); got != "text/event-stream" || rec.Code != http.StatusOK {
+			t.Fatalf("got status %d, Content-Type %q; want 200, text/event-stream", rec.Code, got)
+		}
+	}
+}
+
+func TestWriteErrorMatchesEncodingJSON(t *testing.T) {
+	for _, s := range wireStrings {
+		for _, empty := range []bool{false, true} {
+			code, param := "code"+s, "param"+s
+			if empty {
+				code, param = "", ""
+			}
+			d := ErrorDetail{Message: "msg " + s, Type: "type" + s}
+			if code != "" {
+				d.Code, d.Param = &code, &param
+			}
+			want, _ := json.Marshal(ErrorBody{Error: d})
+			rec := httptest.NewRecorder()
+			rec.Header().Set("Content-Length", "3")
+			WriteError(rec, http.StatusTeapot, d.Type, code, param, d.Message)
+			if got := rec.Body.String(); got != string(want)+"\n" {
+				t.Fatalf("got  %s\nwant %s", got, want)
+			}
+			if rec.Code != http.StatusTeapot || rec.Header().Get("Content-Length") != "" {
+				t.Fatalf("got status %d, Content-Length %q; want 418 and none", rec.Code, rec.Header().Get("Content-Length"))
+			}
+		}
+	}
+}
+
+// benchBody is a request as the bench targets send it.
+func benchBody(b *testing.B) []byte {
+	body, err := json.Marshal(map[string]any{
+		"model":       "large",
+		"messages":    []map[string]string{{"role": "user", "content": strings.Repeat("My invoice is wrong, I was charged twice. ", 14)}},
+		"temperature": math.SmallestNonzeroFloat32, "seed": 42, "user": "u1",
+		"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{
+			"name": "crab_contract", "strict": true, "schema": json.RawMessage(wireSchema(b))}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
+}
+
+func BenchmarkDecodeRequest(b *testing.B) {
+	body := benchBody(b)
+	b.Run("lean", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := DecodeRequest(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, err := stdDecode(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// nopWriter is a ResponseWriter that drops what is written.
+type nopWriter struct{ h http.Header }
+
+func (w nopWriter) Header() http.Header         { return w.h }
+func (w nopWriter) WriteHeader(int)             {}
+func (w nopWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w nopWriter) Flush()                      {}
+
+func BenchmarkWriteCompletion(b *testing.B) {
+	c := Completion{ID: "chatcmpl-sim-1", Model: "large", Created: 1796212800, FinishReason: "stop", TokensIn: 120, TokensOut: 255,
+		Content: `{"category":"billing","reason":"The customer questions a charge or an invoice: the ticket describes an amount.","evidence":["My invoice is wrong, charged twice"],"risk_flags":[],"suggested_action":"Draft for agent confirmation: review the disputed charge.","needs_human_review":false}`}
+	b.ReportAllocs()
+	w := nopWriter{h: http.Header{}}
+	for b.Loop() {
+		if err := WriteCompletion(w, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkStream(b *testing.B) {
+	b.ReportAllocs()
+	w := nopWriter{h: http.Header{}}
+	for b.Loop() {
+		st := NewStream(w, "chatcmpl-sim-1", 1796212800, "large")
+		st.Role()
+		for range 16 {
+			st.Content(`{"category":"bil`, false)
+		}
+		st.Finish("stop")
+		st.Usage(120, 255)
+		st.Done()
+	}
+}
+
+func TestSchemaCheckedOnce(t *testing.T) {
+	schema := strings.TrimSpace(string(wireSchema(t)))
+	body := func(s string) string {
+		return `{"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"schema":` + s + `}}}`
+	}
+	for _, tc := range []struct {
+		schema string
+		lean   bool
+	}{
+		{schema, true},
+		{schema, true},                  // the remembered schema
+		{schema + `x`, false},           // the remembered schema, then junk
+		{schema[:len(schema)-1], false}, // cut short
+		{`{"a":1}`, true},               // another schema
+		{schema + ` `, true},            // white space after it
+		{`{"a":1}` + `,"b":2}`, false},  // the remembered one, then more members
+		{`{"a":1,"b":2}`, true},         // a longer one with the same start
+		{`{"a":1,"b":2}` + `}`, false},  // then a brace too many
+		{`{"a":1,"b":[}`, false},        // invalid
+		{`{"a":1,"b":2}`, true},         // remembered
+		{"{\"a\":\"\x01\"}", false},     // a control character
+	} {
+		if got := checkDecode(t, body(tc.schema)); got != tc.lean {
+			t.Errorf("schema %.60q: read lean %v; want %v", tc.schema, got, tc.lean)
+		}
+	}
+}
