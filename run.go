@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -25,6 +26,9 @@ type runOptions struct {
 	OutDir     string // run directory; empty = runs/<run id>
 	Format     string // printed summary format
 	Quiet      bool
+	// CPUProfile, if set, is a file to write a CPU profile of the run
+	// (the requests, then the summary and reports) to.
+	CPUProfile string
 	Stdout     io.Writer
 	Stderr     io.Writer
 }
@@ -39,6 +43,7 @@ func runCmd() *cli.Command {
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "run `DIR` to write records, manifest and reports into (default: runs/RUN_ID)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "printed summary: text, md, json, csv or html"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary"},
+			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile of the run and its reports to `FILE`"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -46,7 +51,7 @@ func runCmd() *cli.Command {
 			}
 			return run(c.Context, runOptions{
 				Experiment: c.String("config"), OutDir: c.String("out"), Format: c.String("format"),
-				Quiet: c.Bool("quiet"), Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
+				Quiet: c.Bool("quiet"), CPUProfile: c.String("cpuprofile"), Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 			})
 		},
 	}
@@ -90,6 +95,11 @@ func run(ctx context.Context, o runOptions) error {
 		fmt.Fprintf(o.Stderr, "crab: run %s: %d arms x %d tasks x %d repeats -> %s\n",
 			runID, len(setup.Exp.Arms), len(setup.Tasks), setup.Exp.Repeats, dir)
 	}
+	stopProfile, err := startCPUProfile(o.CPUProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	res, runErr := runner.Run(ctx)
 	if err := bw.Flush(); err != nil && runErr == nil {
 		runErr = err
@@ -130,6 +140,26 @@ func run(ctx context.Context, o runOptions) error {
 		return checkFailed("run interrupted: the records and reports cover the requests made so far")
 	}
 	return nil
+}
+
+// startCPUProfile starts a CPU profile into path and returns the function
+// that ends it; an empty path profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // progressBar returns a progress callback drawing a bar with rate, elapsed

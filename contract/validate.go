@@ -87,6 +87,9 @@ func decodeAnswer(content string) (any, error) {
 	if strings.TrimSpace(content) == "" {
 		return nil, errors.New("empty answer")
 	}
+	if doc, ok := parseLean(content); ok {
+		return doc, nil
+	}
 	doc, err := decodeJSON(strings.NewReader(content), len(content))
 	if err != nil {
 		var se *syntaxError

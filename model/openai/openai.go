@@ -17,6 +17,13 @@
 // in-process simulated model would. Config.NoCrabHeaders turns them off,
 // e.g. for a hosted API that should not learn tenant names.
 //
+// Non-streaming calls of the usual shape skip go-openai's reflective
+// encoding and decoding: the backend writes the same request bytes and
+// reads the answer with a lean decoder that hands anything unusual back to
+// go-openai's types (client_encode.go, client_decode.go; both tested for
+// equivalence). Streams, and every request or answer outside that shape,
+// go through go-openai.
+//
 // The backend makes exactly one attempt per call; retries and re-asks are the
 // stack's job (model.Retry, the contract layer), and every attempt is
 // recorded in the trace they accumulate.
@@ -104,10 +111,12 @@ type Config struct {
 // Backend is a model.Model that calls an OpenAI-compatible server. It is
 // safe for concurrent use.
 type Backend struct {
-	cfg    Config
-	client *goopenai.Client
-	http   *http.Client
-	now    func() time.Time
+	cfg     Config
+	client  *goopenai.Client
+	http    *http.Client
+	now     func() time.Time
+	lean    *leanCall // non-streaming calls without go-openai; nil: all through go-openai
+	schemas schemaCache
 }
 
 var _ model.Model = (*Backend)(nil)
@@ -147,6 +156,9 @@ func New(cfg Config) (*Backend, error) {
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	oc.HTTPClient = headerDoer{hc}
 	b := &Backend{cfg: cfg, client: goopenai.NewClientWithConfig(oc), http: hc, now: cfg.Now}
+	if cfg.NoStream {
+		b.lean = probeLean(oc, cfg.Model)
+	}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -214,17 +226,23 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 		return nil, err
 	}
 	creq := b.request(req)
-	if !b.cfg.NoCrabHeaders {
-		ctx = context.WithValue(ctx, headersKey{}, crabHeaders(req))
-	}
 	resp := &model.Response{Model: b.cfg.Name, Scope: req.Scope}
 	resp.Trace.Attempts = 1
 	start := b.now()
 	var err error
-	if b.cfg.NoStream {
-		err = b.once(ctx, creq, resp, start)
-	} else {
-		err = b.stream(ctx, creq, resp, start)
+	handled := false
+	if b.lean != nil {
+		handled, err = b.onceLean(ctx, req, &creq, resp, start)
+	}
+	if !handled {
+		if !b.cfg.NoCrabHeaders {
+			ctx = context.WithValue(ctx, headersKey{}, crabHeaders(req))
+		}
+		if b.cfg.NoStream {
+			err = b.once(ctx, creq, resp, start)
+		} else {
+			err = b.stream(ctx, creq, resp, start)
+		}
 	}
 	resp.Trace.ModelDur = b.now().Sub(start)
 	if err != nil {
@@ -305,18 +323,7 @@ func (b *Backend) once(ctx context.Context, creq goopenai.ChatCompletionRequest,
 	resp.Trace.TTFT = at.Sub(start)
 	resp.Trace.FirstByteAt = at
 	resp.Confidence = confidence(out.Header())
-	if len(out.Choices) == 0 {
-		return errors.New("answer without choices")
-	}
-	ch := out.Choices[0]
-	resp.Content = ch.Message.Content
-	resp.FinishReason = finishReason(ch.FinishReason)
-	if resp.Content == "" && ch.Message.Refusal != "" {
-		resp.Content = ch.Message.Refusal
-		resp.FinishReason = model.FinishRefusal
-	}
-	resp.Usage = model.Usage{TokensIn: out.Usage.PromptTokens, TokensOut: out.Usage.CompletionTokens}
-	return nil
+	return fillCompletion(resp, completionOf(&out))
 }
 
 // stream makes a streaming call and reassembles the answer.
@@ -458,20 +465,7 @@ func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
 // crabHeaders are the X-Crab-* headers of req.
 func crabHeaders(req *model.Request) http.Header {
 	h := make(http.Header, 7)
-	set := func(k, v string) {
-		if v != "" {
-			h[k] = []string{v}
-		}
-	}
-	set(HeaderTenant, req.Scope.Tenant)
-	set(HeaderPermission, req.Scope.Permission)
-	set(HeaderLang, req.Scope.Lang)
-	set(HeaderDocVersion, req.Scope.DocVersion)
-	set(HeaderRequestID, req.TaskID)
-	set(HeaderMode, req.Mode)
-	if req.Attempt != 0 {
-		set(HeaderAttempt, strconv.Itoa(req.Attempt))
-	}
+	setCrabHeaders(h, req)
 	return h
 }
 

@@ -1,0 +1,122 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	goopenai "github.com/sashabaranov/go-openai"
+)
+
+// simAnswer is a chat completion as crab sim-server writes it: a triage
+// answer with escaped quotes, a null refusal and a usage report.
+const simAnswer = `{"id":"chatcmpl-sim-2","object":"chat.completion","created":1796212800,"model":"large","choices":[{"index":0,"message":{"role":"assistant","content":"{\"category\":\"billing\",\"reason\":\"The customer questions a charge or an invoice: the ticket describes an amount, payment or invoice detail that they believe is wrong.\",\"evidence\":[\"My invoice is wrong, charged twice\"],\"risk_flags\":[],\"suggested_action\":\"Draft for agent confirmation: review the disputed charge and issue a corrected invoice for the acme account (internal account details withheld for viewer access), per acme billing terms .\",\"needs_human_review\":false,\"background\":\"This answer was prepared for tenant acme under acme billing terms . The whole ticket was read and classified from its own wording; no order, billing or account system was queried.\"}","refusal":null},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":255,"total_tokens":264}}`
+
+// BenchmarkCompleteNoStream measures one non-streaming call through the
+// backend against a loopback server that answers with a fixed body: the
+// client's request building, HTTP round trip and response decoding, with
+// the lean path and through go-openai (the server's share is the same in
+// both).
+func BenchmarkCompleteNoStream(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set(HeaderConfidence, "0.97")
+		io.WriteString(w, simAnswer)
+	}))
+	defer srv.Close()
+	benchComplete(b, Config{Name: "large", BaseURL: srv.URL + "/v1", Model: "large", NoStream: true})
+}
+
+// BenchmarkCompleteCodec measures the backend's own work per
+// non-streaming call without a network: the HTTP client's transport
+// answers from memory, so what remains is building, encoding, decoding and
+// net/http's client bookkeeping.
+func BenchmarkCompleteCodec(b *testing.B) {
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		return &http.Response{
+			StatusCode: 200, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header:        http.Header{"Content-Type": {"application/json"}, HeaderConfidence: {"0.97"}},
+			Body:          io.NopCloser(strings.NewReader(simAnswer)),
+			ContentLength: int64(len(simAnswer)), Request: r,
+		}, nil
+	})}
+	benchComplete(b, Config{Name: "large", BaseURL: "http://127.0.0.1:1/v1", Model: "large", NoStream: true, HTTPClient: hc})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func benchComplete(b *testing.B, cfg Config) {
+	for _, v := range []struct {
+		name string
+		lean bool
+	}{{"lean", true}, {"go-openai", false}} {
+		b.Run(v.name, func(b *testing.B) {
+			be, err := New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer be.Close()
+			if !v.lean {
+				be.lean = nil
+			}
+			req := *testReq
+			req.Contract = benchSchema
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := be.Complete(ctx, &req)
+				if err != nil || resp.Usage.TokensOut != 255 {
+					b.Fatalf("got %+v, %v", resp, err)
+				}
+			}
+		})
+	}
+}
+
+// benchSchema is a contract the size of crab's triage schema.
+var benchSchema = func() []byte {
+	s := `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","additionalProperties":false,` +
+		`"required":["category","reason","evidence","risk_flags","suggested_action","needs_human_review"],"properties":{` +
+		`"category":{"type":"string","enum":["billing","shipping","account","technical","other"]},` +
+		`"reason":{"type":"string","minLength":1,"maxLength":400},` +
+		`"evidence":{"type":"array","items":{"type":"string","minLength":1},"minItems":1,"maxItems":3},` +
+		`"risk_flags":{"type":"array","items":{"type":"string","enum":["legal","safety","churn","fraud","pii"]}},` +
+		`"suggested_action":{"type":"string","minLength":1,"maxLength":600},` +
+		`"needs_human_review":{"type":"boolean"},"background":{"type":"string","description":"Optional context <= 2 paragraphs & no secrets."}}}`
+	return []byte(s)
+}()
+
+// BenchmarkDecodeCompletion measures reading sim-server's answer: the lean
+// scanner and go-openai's decoding.
+func BenchmarkDecodeCompletion(b *testing.B) {
+	body := []byte(simAnswer)
+	b.Run("lean", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if c, err := decodeCompletion(body); err != nil || c.CompletionTokens != 255 {
+				b.Fatal(c, err)
+			}
+		}
+	})
+	b.Run("go-openai", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			var out goopenai.ChatCompletionResponse
+			if err := json.NewDecoder(bytes.NewReader(body)).Decode(&out); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
