@@ -285,22 +285,19 @@ func judgeAnswer(outcome string, contractOK bool, resp *model.Response, req *mod
 	if resp == nil {
 		return "", false, false
 	}
-	var a struct {
-		Category         string `json:"category"`
-		NeedsHumanReview *bool  `json:"needs_human_review"`
-	}
-	if json.Unmarshal([]byte(resp.Content), &a) != nil {
+	category, review, ok := answerFields(resp.Content)
+	if !ok {
 		return "", false, false
 	}
-	correct = t.Expected != nil && a.Category == t.Expected.Category
+	correct = t.Expected != nil && category == t.Expected.Category
 	if correct && t.Expected.NeedsHumanReview != nil {
-		correct = a.NeedsHumanReview != nil && *a.NeedsHumanReview == *t.Expected.NeedsHumanReview
+		correct = review != nil && *review == *t.Expected.NeedsHumanReview
 	}
 	if t.Expected == nil {
 		correct = true // nothing to compare against: only the contract and scope decide
 	}
 	sameScope := scopeKey(resp.Scope) == scopeKey(req.Scope)
-	return a.Category, correct, outcome == OutcomeOK && contractOK && correct && sameScope
+	return category, correct, outcome == OutcomeOK && contractOK && correct && sameScope
 }
 
 // judge asks the model the router did not choose, to classify the routing
