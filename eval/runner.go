@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/crab-testbed/crab/contract"
@@ -122,23 +123,25 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 
 // pass runs one arm over the schedule, open loop: request i is released at
 // its intended time whatever happened to earlier requests. Released requests
-// wait in a FIFO for one of Concurrency workers; that wait is queue time,
-// inside the latency, which is measured from the intended send time. The
-// FIFO holds a few words per request, so even a burst of a million requests
-// costs tens of megabytes, not a goroutine each.
+// wait in a FIFO for one of at most Concurrency workers; that wait is queue
+// time, inside the latency, which is measured from the intended send time.
+// The FIFO holds a few words per request, so even a burst of a million
+// requests costs tens of megabytes, not a goroutine each. Workers start as
+// releases find none idle, so a fast target is served by a few warm
+// goroutines rather than Concurrency cold ones.
 func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, offsets []time.Duration, emit func(Record)) {
 	jobs := make(chan job, len(r.Tasks))
 	var wg sync.WaitGroup
-	for range r.Exp.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				rec, shadow := r.one(ctx, arm, rep, seed, j)
-				if shadow == nil {
-					emit(rec)
-					continue
-				}
+	// idle counts workers that will receive a job without being claimed
+	// yet: the generator claims one per release, or starts a worker.
+	var idle atomic.Int64
+	worker := func() {
+		defer wg.Done()
+		for j := range jobs {
+			rec, shadow := r.one(ctx, arm, rep, seed, j)
+			if shadow == nil {
+				emit(rec)
+			} else {
 				// Judging a routing decision calls the other model; it
 				// runs beside the workers so it never holds a slot that a
 				// scheduled request is waiting for.
@@ -149,19 +152,37 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, o
 					emit(rec)
 				}()
 			}
-		}()
+			idle.Add(1)
+		}
+	}
+	started := 0
+	if !lazyWorkers {
+		started = r.Exp.Concurrency
+		idle.Store(int64(started))
+		wg.Add(started)
+		for range started {
+			go worker()
+		}
 	}
 	start := time.Now().Add(5 * time.Millisecond)
-	timer := time.NewTimer(0)
-	<-timer.C
-	for i := range r.Tasks {
-		intended := start.Add(offsets[i])
-		waitUntil(ctx, timer, intended)
+	generate(ctx, generatorWait, start, offsets[:len(r.Tasks)], func(i int, intended time.Time) {
+		if idle.Add(-1) < 0 {
+			idle.Add(1)
+			if started < r.Exp.Concurrency {
+				started++
+				wg.Add(1)
+				go worker()
+			}
+		}
 		jobs <- job{seq: i, intended: intended, released: time.Now()}
-	}
+	})
 	close(jobs)
 	wg.Wait()
 }
+
+// lazyWorkers starts workers on demand; false starts all Concurrency
+// workers before the first release (the lag harness compares both).
+var lazyWorkers = true
 
 // job is one released request waiting for a worker.
 type job struct {
@@ -170,9 +191,9 @@ type job struct {
 	released time.Time
 }
 
-// spinWindow is how long before a send time the generator stops sleeping
-// and polls the clock instead: a timer alone wakes up to a millisecond late
-// on a loaded machine, which would show up as schedule lag.
+// spinWindow is how long before a send time the waitYield generator stops
+// sleeping on a timer and polls the clock instead: a Go timer alone wakes up
+// to a millisecond late on a loaded machine.
 const spinWindow = 300 * time.Microsecond
 
 // waitUntil returns at t (or when ctx ends): a timer for the bulk of the

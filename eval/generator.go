@@ -1,0 +1,130 @@
+package eval
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// waitMode is how the generator waits for each intended send time.
+type waitMode int
+
+const (
+	// waitThread runs the generator on its own OS thread, holding one extra
+	// P (GOMAXPROCS is raised by one for the pass), and sleeps in the kernel
+	// with a fine timer slack. Waking never waits for the Go scheduler: the
+	// thread already holds its P, so a busy machine delays a release only by
+	// the kernel's wake-up latency. Linux only; elsewhere it is waitYield.
+	waitThread waitMode = iota
+	// waitThreadSyscall is waitThread with a sleep that lets the scheduler
+	// take the P away while the thread sleeps (no extra P).
+	waitThreadSyscall
+	// waitYield sleeps on a Go timer until spinWindow before the send time
+	// and then polls the clock, yielding between polls.
+	waitYield
+)
+
+func (m waitMode) String() string {
+	switch m {
+	case waitThread:
+		return "thread"
+	case waitThreadSyscall:
+		return "thread-syscall"
+	case waitYield:
+		return "yield"
+	}
+	return "?"
+}
+
+// generatorWait is the wait mode passes use; tests and the lag harness
+// switch it.
+var generatorWait = waitThread
+
+// generatorRealtime asks for real-time scheduling (SCHED_FIFO, lowest
+// priority) of the generator thread where the process may have it (root or
+// CAP_SYS_NICE); elsewhere the request is refused and the thread keeps its
+// normal priority. The thread only sleeps and hands jobs over, so it takes
+// little CPU, but when it wakes it runs at once instead of waiting behind
+// the target's and the workers' threads on a busy machine.
+var generatorRealtime = true
+
+// threadHook, if set, runs on the generator thread as it ends (the lag
+// harness reads the thread's scheduler statistics).
+var threadHook func()
+
+// sleepChunk bounds one kernel sleep of the generator thread, so that it
+// notices a cancelled run promptly.
+const sleepChunk = 5 * time.Millisecond
+
+// generate calls release(i, intended) for every offset, in order, never
+// before intended = start+offsets[i]. When ctx ends it stops waiting and
+// releases the remaining requests at once (their workers record them as
+// cancelled), so every scheduled request is released exactly once.
+func generate(ctx context.Context, mode waitMode, start time.Time, offsets []time.Duration, release func(i int, intended time.Time)) {
+	if mode == waitYield || !threadSleepSupported {
+		timer := time.NewTimer(time.Hour)
+		timer.Stop()
+		for i, off := range offsets {
+			intended := start.Add(off)
+			waitUntil(ctx, timer, intended)
+			release(i, intended)
+		}
+		return
+	}
+	raw := mode == waitThread
+	if raw {
+		reserveP()
+		defer unreserveP()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// The goroutine ends without unlocking, so the thread, with its
+		// changed timer slack, ends with it.
+		lockGeneratorThread(generatorRealtime)
+		if threadHook != nil {
+			defer threadHook()
+		}
+		var s threadSleeper
+		for i, off := range offsets {
+			intended := start.Add(off)
+			for ctx.Err() == nil {
+				d := time.Until(intended)
+				if d <= 0 {
+					break
+				}
+				s.sleep(min(d, sleepChunk), raw)
+			}
+			release(i, intended)
+		}
+	}()
+	<-done
+}
+
+// reservedPs counts the passes holding an extra P; the first raises
+// GOMAXPROCS by one and the last restores it.
+var (
+	reservedMu  sync.Mutex
+	reservedPs  int
+	reservedOld int
+)
+
+func reserveP() {
+	reservedMu.Lock()
+	defer reservedMu.Unlock()
+	if reservedPs == 0 {
+		reservedOld = runtime.GOMAXPROCS(0)
+		runtime.GOMAXPROCS(reservedOld + 1)
+	}
+	reservedPs++
+}
+
+func unreserveP() {
+	reservedMu.Lock()
+	defer reservedMu.Unlock()
+	reservedPs--
+	if reservedPs == 0 {
+		runtime.GOMAXPROCS(reservedOld)
+	}
+}

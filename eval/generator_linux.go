@@ -1,0 +1,48 @@
+//go:build linux
+
+package eval
+
+import (
+	"runtime"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+const threadSleepSupported = true
+
+// prSetTimerslack is PR_SET_TIMERSLACK from <linux/prctl.h>.
+const prSetTimerslack = 29
+
+// lockGeneratorThread wires the calling goroutine to its OS thread and sets
+// that thread's timer slack to 1 ns (the default 50 us would be added to
+// every wake-up). With realtime it also asks for SCHED_FIFO at the lowest
+// real-time priority, which a process without the privilege is refused.
+func lockGeneratorThread(realtime bool) {
+	runtime.LockOSThread()
+	syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerslack, 1, 0)
+	if realtime {
+		param := struct{ priority int32 }{1}
+		syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, 0, schedFIFO, uintptr(unsafe.Pointer(&param)))
+	}
+}
+
+// schedFIFO is SCHED_FIFO from <sched.h>.
+const schedFIFO = 1
+
+// threadSleeper sleeps the generator thread in the kernel.
+type threadSleeper struct{ ts syscall.Timespec }
+
+// sleep sleeps for d or until a signal arrives. raw keeps the goroutine's P
+// while the thread sleeps (the scheduler sees a running goroutine; a
+// preemption signal ends the sleep early, and the caller's loop reaches a
+// preemption point); otherwise the sleep is an ordinary system call whose P
+// the scheduler may hand to other goroutines.
+func (s *threadSleeper) sleep(d time.Duration, raw bool) {
+	s.ts = syscall.NsecToTimespec(int64(d))
+	if raw {
+		syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&s.ts)), 0, 0)
+		return
+	}
+	syscall.Syscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&s.ts)), 0, 0)
+}

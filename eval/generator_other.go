@@ -1,0 +1,14 @@
+//go:build !linux
+
+package eval
+
+import "time"
+
+const threadSleepSupported = false
+
+func lockGeneratorThread(bool) {}
+
+// threadSleeper is unused where the generator has no thread of its own.
+type threadSleeper struct{}
+
+func (s *threadSleeper) sleep(d time.Duration, raw bool) { time.Sleep(d) }

@@ -1,0 +1,134 @@
+package eval
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crab-testbed/crab/model"
+)
+
+var waitModes = []waitMode{waitThread, waitThreadSyscall, waitYield}
+
+// earlyOffsets is a schedule whose gaps range from none to a few
+// milliseconds, with runs of equal offsets, so that a generator that wakes
+// early, rounds, or skips a wait releases some request before its time.
+func earlyOffsets() []time.Duration {
+	var offs []time.Duration
+	t := time.Duration(0)
+	gaps := []time.Duration{0, 1, 999, 10 * time.Microsecond, 0, 77 * time.Microsecond, 250 * time.Microsecond,
+		301 * time.Microsecond, time.Millisecond, 3*time.Millisecond + 7, 6 * time.Millisecond}
+	for i := range 120 {
+		t += gaps[i%len(gaps)]
+		offs = append(offs, t)
+	}
+	return offs
+}
+
+// No request is ever released before its intended time, in every wait
+// mode; each is released once, in schedule order.
+func TestGenerateNeverEarly(t *testing.T) {
+	offs := earlyOffsets()
+	for _, mode := range waitModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			start := time.Now().Add(time.Millisecond)
+			var got []int
+			generate(context.Background(), mode, start, offs, func(i int, intended time.Time) {
+				now := time.Now()
+				if want := start.Add(offs[i]); !intended.Equal(want) {
+					t.Errorf("request %d: intended %v; want %v", i, intended, want)
+				}
+				if now.Before(intended) {
+					t.Errorf("request %d released %v before its intended time", i, intended.Sub(now))
+				}
+				got = append(got, i)
+			})
+			if len(got) != len(offs) {
+				t.Fatalf("released %d requests; want %d", len(got), len(offs))
+			}
+			for k, i := range got {
+				if i != k {
+					t.Fatalf("release %d was request %d; want %d (schedule order)", k, i, k)
+				}
+			}
+		})
+	}
+}
+
+// A cancelled generator still releases every request exactly once.
+func TestGenerateCancelledReleasesAll(t *testing.T) {
+	for _, mode := range waitModes {
+		t.Run(mode.String(), func(t *testing.T) {
+			offs := make([]time.Duration, 50)
+			for i := range offs {
+				offs[i] = time.Duration(i) * 20 * time.Millisecond // a second in all
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			seen := make([]int, len(offs))
+			began := time.Now()
+			generate(ctx, mode, time.Now(), offs, func(i int, _ time.Time) {
+				seen[i]++
+				if i == 3 {
+					cancel()
+				}
+			})
+			for i, n := range seen {
+				if n != 1 {
+					t.Errorf("request %d released %d times; want 1", i, n)
+				}
+			}
+			if el := time.Since(began); el > 500*time.Millisecond {
+				t.Errorf("cancelled generator took %v; want it to stop waiting (schedule lasts 1 s)", el)
+			}
+		})
+	}
+}
+
+// Through the runner, in every wait mode and with workers started on demand
+// or up front, every record has a non-negative lag, a send no earlier than
+// its release, and the concurrency cap is never exceeded.
+func TestRunnerNeverReleasesEarly(t *testing.T) {
+	defer func(m waitMode, l bool) { generatorWait, lazyWorkers = m, l }(generatorWait, lazyWorkers)
+	for _, mode := range waitModes {
+		for _, lazy := range []bool{true, false} {
+			generatorWait, lazyWorkers = mode, lazy
+			name := fmt.Sprintf("%s/lazy=%v", mode, lazy)
+			var mu sync.Mutex
+			inflight, peak := 0, 0
+			stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+				mu.Lock()
+				inflight++
+				peak = max(peak, inflight)
+				mu.Unlock()
+				time.Sleep(2 * time.Millisecond)
+				mu.Lock()
+				inflight--
+				mu.Unlock()
+				return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
+			})
+			exp := testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"})
+			exp.Arrival = Arrival{Pattern: "poisson", Rate: 4000}
+			exp.Concurrency = 3
+			exp.Timeout = Duration(time.Second)
+			r := &Runner{Exp: exp, Tasks: fakeTasks(200),
+				Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
+					return &ArmStack{Spec: spec, Stack: stack}, nil, nil
+				}}
+			got, _ := collect(t, context.Background(), r)
+			if len(got) != 200 {
+				t.Errorf("%s: %d records; want 200", name, len(got))
+			}
+			for id, rec := range got {
+				if rec.LagMs < 0 || rec.SentAt.Before(rec.IntendedAt) || rec.QueueMs < 0 {
+					t.Errorf("%s: %s released early: lag %v ms, queue %v ms, intended %v, sent %v",
+						name, id, rec.LagMs, rec.QueueMs, rec.IntendedAt, rec.SentAt)
+				}
+			}
+			if peak > exp.Concurrency || peak < 2 {
+				t.Errorf("%s: peak in flight %d; want 2..%d (queueing under the cap)", name, peak, exp.Concurrency)
+			}
+		}
+	}
+}
