@@ -4,6 +4,8 @@
 # crab serve on its cache-miss path (every body distinct) and its cache-hit
 # path (one body repeated); latency added over direct at p50 and p99.
 #   bench/proxy.sh                   (RATE=500 per second, DURATION=10 seconds)
+#   PROFILE=1 bench/proxy.sh         (also a CPU profile of crab serve, written
+#                                     to $WORK/proxy/serve.pprof when it stops)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 RATE=${RATE:-500}
 DURATION=${DURATION:-10}
@@ -69,7 +71,9 @@ default_model: large
 contract: {file: triage.schema.json, policy: fail}
 cache: {key: full, ttl: 10m}
 YAML
-"$CRAB" serve --config "$d/serve.yaml" --listen 127.0.0.1:$SERVE_PORT >"$d/serve.log" 2>&1 &
+profile=()
+[ -n "${PROFILE:-}" ] && profile=(env CRAB_SERVE_CPUPROFILE="$d/serve.pprof")
+"${profile[@]}" "$CRAB" serve --config "$d/serve.yaml" --listen 127.0.0.1:$SERVE_PORT >"$d/serve.log" 2>&1 &
 SERVE_PID=$!
 PIDS+=($SERVE_PID)
 wait_http "http://127.0.0.1:$SERVE_PORT/healthz"
@@ -122,3 +126,6 @@ done
 hits=$(curl -s "http://127.0.0.1:$SERVE_PORT/metrics" | awk '/^crab_serve_cache_hits_total/ {print $2}')
 misses=$(curl -s "http://127.0.0.1:$SERVE_PORT/metrics" | awk '/^crab_serve_cache_misses_total/ {print $2}')
 echo "   crab serve cache: $hits hits, $misses misses (serve-miss must be all misses, serve-hit all hits after one warm-up miss)"
+if [ -n "${PROFILE:-}" ]; then
+	echo "   crab serve CPU profile (written when serve stops): go tool pprof -top $CRAB $d/serve.pprof"
+fi

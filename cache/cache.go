@@ -61,6 +61,16 @@ type Config struct {
 	// Hash maps a key encoding to the store key. Default xxhash64; tests
 	// inject a colliding one to prove CheckOnHit catches collisions.
 	Hash func([]byte) uint64
+	// NoWait, when true, answers a miss as soon as its entry is handed to
+	// the store, without waiting for the store to make it visible
+	// (Store.Wait): the wait leaves the response path, and an identical
+	// request arriving within microseconds of the first answer may miss
+	// once more (and be stored again). Scope checks and invalidation are
+	// unaffected: an entry is stamped before it is handed over and checked
+	// when served. A proxy wants it; a run that must be deterministic (the
+	// evaluator, the audit) keeps the default, so an entry is visible to
+	// the very next request.
+	NoWait bool
 }
 
 // Cache is the cache layer of a stack. Build it with New, put
@@ -97,6 +107,7 @@ type Cache struct {
 	spec   KeySpec
 	ttl    time.Duration
 	check  bool
+	noWait bool
 	now    func() time.Time
 	hash   func([]byte) uint64
 	store  Store
@@ -128,7 +139,7 @@ func New(cfg Config, store Store) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{spec: spec, ttl: cfg.TTL, check: cfg.CheckOnHit, now: cfg.Now, hash: cfg.Hash, store: store}
+	c := &Cache{spec: spec, ttl: cfg.TTL, check: cfg.CheckOnHit, noWait: cfg.NoWait, now: cfg.Now, hash: cfg.Hash, store: store}
 	if g, ok := store.(Generations); ok {
 		c.gens = g
 		c.getGen, _ = store.(genGetter)
@@ -240,7 +251,9 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 			e.Scope = req.Scope
 		}
 		if c.store.Set(ctx, h, e, c.ttl) {
-			c.store.Wait()
+			if !c.noWait {
+				c.store.Wait()
+			}
 			c.st.stored.Add(1)
 		} else {
 			c.st.dropped.Add(1)

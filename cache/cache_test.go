@@ -725,3 +725,65 @@ func TestRistrettoStore(t *testing.T) {
 		t.Fatalf("Metrics after Close = %+v; want zero", m)
 	}
 }
+
+// waitCounter is a Ristretto that counts the middleware's calls to Wait.
+type waitCounter struct {
+	*Ristretto
+	waits atomic.Int64
+}
+
+func (w *waitCounter) Wait() {
+	w.waits.Add(1)
+	w.Ristretto.Wait()
+}
+
+// TestNoWait: by default a stored miss waits for the store, so the very
+// next identical request hits; with NoWait the miss does not wait, and the
+// entry is served once the store has applied it.
+func TestNoWait(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		noWait    bool
+		wantWaits int64
+	}{
+		{"default waits", false, 1},
+		{"no wait", true, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := NewRistretto(RistrettoConfig{NumCounters: 1 << 12, MaxCost: 8 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(r.Close)
+			store := &waitCounter{Ristretto: r}
+			c, err := New(Config{CheckOnHit: true, NoWait: tc.noWait, Now: newClock().Now}, store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := &fakeNext{}
+			stack := model.Chain(next.model(), c.Middleware())
+			req := scopeReq("I was charged twice", "acme", "agent", "en", "v1")
+			resp, err := stack.Complete(context.Background(), req)
+			if err != nil || resp.Trace.Cache != model.CacheMiss {
+				t.Fatalf("first Complete = %+v, %v; want a miss", resp, err)
+			}
+			if got := store.waits.Load(); got != tc.wantWaits {
+				t.Fatalf("Wait called %d times; want %d", got, tc.wantWaits)
+			}
+			if st := c.Stats(); st.Stored != 1 {
+				t.Fatalf("Stored = %d; want 1", st.Stored)
+			}
+			r.Wait() // what the middleware skipped with NoWait
+			resp, err = stack.Complete(context.Background(), req)
+			if err != nil || resp.Trace.Cache != model.CacheHit || resp.Content != answer(req) {
+				t.Fatalf("second Complete = %+v, %v; want a hit with %q", resp, err, answer(req))
+			}
+			if got := next.calls.Load(); got != 1 {
+				t.Fatalf("inner stack called %d times; want 1", got)
+			}
+		})
+	}
+}

@@ -1,11 +1,17 @@
 package serve
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/crab-testbed/crab/fixtures"
 
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/model/simserver"
@@ -37,6 +43,83 @@ func BenchmarkProxy(b *testing.B) {
 				resp.Body.Close()
 				if resp.StatusCode != 200 {
 					b.Fatalf("status %d", resp.StatusCode)
+				}
+			}
+			do(-1) // warm the cache for the hit path
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				do(i)
+			}
+		})
+	}
+}
+
+// benchBody is a chat completion body shaped as crab's openai backend and
+// bench/proxy.sh send it: one user message, the contract as
+// response_format, temperature, seed and user.
+func benchBody(b testing.TB, text string) []byte {
+	schema, err := fixtures.FS.ReadFile("triage.schema.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	body, err := json.Marshal(map[string]any{
+		"model":       "large",
+		"messages":    []map[string]string{{"role": "user", "content": text}},
+		"temperature": math.SmallestNonzeroFloat32,
+		"seed":        42,
+		"user":        "u-17",
+		"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{
+			"name": "crab_contract", "strict": true, "schema": json.RawMessage(schema)}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
+}
+
+// discardWriter is a reusable http.ResponseWriter that keeps nothing but
+// the status.
+type discardWriter struct {
+	h      http.Header
+	status int
+}
+
+func (w *discardWriter) Header() http.Header { return w.h }
+func (w *discardWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+func (w *discardWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return len(p), nil
+}
+
+// BenchmarkHandler measures the proxy's handler alone, without the HTTP
+// server and client around it: the hit path (answered from the cache) and
+// the miss path (through the contract to an in-process sim server).
+func BenchmarkHandler(b *testing.B) {
+	for _, path := range []string{"hit", "miss"} {
+		b.Run(path, func(b *testing.B) {
+			_, url := upstream(b, sim.Config{}, simserver.Faults{})
+			s, _, _ := proxy(b, url, url, "contract: {file: triage.schema.json}\ncache: {key: full}\n")
+			w := &discardWriter{h: http.Header{}}
+			hit := benchBody(b, ticket)
+			do := func(i int) {
+				body := hit
+				if path == "miss" {
+					body = bytes.Replace(hit, []byte(ticket), fmt.Appendf(nil, "%s (order %d)", ticket, i), 1)
+				}
+				req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))
+				req.Header.Set("Authorization", "Bearer sk-acme")
+				req.Header.Set("X-Crab-Lang", "en")
+				clear(w.h)
+				w.status = 0
+				s.ServeHTTP(w, req)
+				if w.status != 200 {
+					b.Fatalf("status %d", w.status)
 				}
 			}
 			do(-1) // warm the cache for the hit path

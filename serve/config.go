@@ -117,6 +117,11 @@ type CacheConfig struct {
 	TTL        Duration `yaml:"ttl"`          // 0 = no expiry
 	CheckOnHit *bool    `yaml:"check_on_hit"` // refuse hits built for another scope (default true)
 	MaxCost    int64    `yaml:"max_cost"`     // store capacity in bytes of answers (default: the store's)
+	// WaitForStore makes a miss answer only once its entry is visible to
+	// the next request. Default false: the store applies the entry in the
+	// background, off the response path, so an identical request arriving
+	// within microseconds of the first answer may miss once more.
+	WaitForStore bool `yaml:"wait_for_store"`
 }
 
 // RouterConfig is the threshold router.
@@ -355,10 +360,10 @@ func (c *Config) validate(root *yaml.Node) error {
 	} else if !validModes[c.Mode] {
 		return bad("mode", []string{"mode"}, "unknown mode %q (want full, short or over_short)", c.Mode)
 	}
-	if c.DefaultLang != "" && !langRE.MatchString(c.DefaultLang) {
+	if c.DefaultLang != "" && !validLang(c.DefaultLang) {
 		return bad("default_lang", []string{"default_lang"}, "want a language tag such as en or pt-BR, got %q", c.DefaultLang)
 	}
-	if c.DefaultDocVersion != "" && !docVersionRE.MatchString(c.DefaultDocVersion) {
+	if c.DefaultDocVersion != "" && !validDocVersion(c.DefaultDocVersion) {
 		return bad("default_doc_version", []string{"default_doc_version"}, "want letters, digits and . _ : - (at most 64), got %q", c.DefaultDocVersion)
 	}
 	if k := c.Contract; k != nil {
@@ -490,9 +495,9 @@ func ParseKeys(raw []byte, name string) (*Keys, error) {
 			return nil, bad(i, "tenant", "required")
 		case e.Permission == "":
 			return nil, bad(i, "permission", "required")
-		case e.Lang != "" && !langRE.MatchString(e.Lang):
+		case e.Lang != "" && !validLang(e.Lang):
 			return nil, bad(i, "lang", "want a language tag such as en or pt-BR, got %q", e.Lang)
-		case e.DocVersion != "" && !docVersionRE.MatchString(e.DocVersion):
+		case e.DocVersion != "" && !validDocVersion(e.DocVersion):
 			return nil, bad(i, "doc_version", "want letters, digits and . _ : - (at most 64), got %q", e.DocVersion)
 		}
 		if _, dup := k.byHash[h]; dup {
@@ -511,10 +516,3 @@ func (k *Keys) Lookup(key string) (Identity, bool) {
 	id, ok := k.byHash[sha256.Sum256([]byte(key))]
 	return id, ok
 }
-
-// Validation of the scope a client may set.
-var (
-	langRE       = regexp.MustCompile(`^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8})*$`)
-	docVersionRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
-	requestIDRE  = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-)

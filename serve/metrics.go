@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -43,6 +45,23 @@ type metrics struct {
 	contractFails  *prometheus.CounterVec // by rule
 	upstreamErrors *prometheus.CounterVec // by status
 	tokens         *prometheus.CounterVec // by direction
+
+	// Children resolved once, so the common path does no label lookup.
+	requestsOK              prometheus.Counter             // requests{code="200"}
+	e2eBy, ttftBy           map[string]prometheus.Observer // by cache label
+	promptTok, generatedTok prometheus.Counter             // tokens by direction
+}
+
+// cacheLabels are the values of the cache label of e2e and ttft.
+var cacheLabels = []string{"hit", "miss", "bypass"}
+
+// request counts one answered request by status code.
+func (m *metrics) request(code int) {
+	if code == 200 {
+		m.requestsOK.Inc()
+		return
+	}
+	m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -82,6 +101,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tokens_total",
 			Help: "Tokens billed by upstream models, every attempt, by direction (prompt, generation)."}, []string{"direction"}),
 	}
+	m.requestsOK = m.requests.WithLabelValues("200")
+	m.e2eBy, m.ttftBy = map[string]prometheus.Observer{}, map[string]prometheus.Observer{}
+	for _, l := range cacheLabels {
+		m.e2eBy[l], m.ttftBy[l] = m.e2e.WithLabelValues(l), m.ttft.WithLabelValues(l)
+	}
+	m.promptTok, m.generatedTok = m.tokens.WithLabelValues("prompt"), m.tokens.WithLabelValues("generation")
 	for _, c := range []prometheus.Collector{m.inFlight, m.requests, m.e2e, m.ttft, m.upstreamTTFT, m.queue, m.modelTime,
 		m.cacheHits, m.cacheMisses, m.cacheBypasses, m.scopeMismatch, m.leaks, m.routes, m.contractFails, m.upstreamErrors, m.tokens} {
 		if err := reg.Register(c); err != nil {

@@ -83,7 +83,9 @@ type Server struct {
 	now      func() time.Time
 	created  int64
 	seq      atomic.Uint64
+	idPrefix string // of the request ids crab gives: "crab-<created, hex>-"
 	routes   *http.ServeMux
+	profile  func() // stops the CPU profile of ProfileEnv
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -100,6 +102,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 		s.now = time.Now
 	}
 	s.created = s.now().Unix()
+	s.idPrefix = "crab-" + strconv.FormatInt(s.created, 16) + "-"
 	var err error
 	if s.m, err = newMetrics(o.Registry); err != nil {
 		return nil, err
@@ -146,13 +149,14 @@ func New(setup *Setup, o Options) (*Server, error) {
 			s.Close()
 			return nil, err
 		}
-		cl, err := cache.New(cache.Config{Fields: fields, TTL: c.TTL.Std(), CheckOnHit: *c.CheckOnHit}, s.store)
+		cl, err := cache.New(cache.Config{Fields: fields, TTL: c.TTL.Std(), CheckOnHit: *c.CheckOnHit, NoWait: !c.WaitForStore}, s.store)
 		if err != nil {
 			s.Close()
 			return nil, err
 		}
 		mws = append(mws, cl.Middleware())
 	}
+	mws = append(mws, deadline(cfg.Timeout.Std()))
 	if r := cfg.Router; r != nil {
 		rmw, err := router.New(router.Config{Threshold: r.Threshold, Small: r.Small, Large: r.Large}, nil)
 		if err != nil {
@@ -185,6 +189,10 @@ func New(setup *Setup, o Options) (*Server, error) {
 	s.routes.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		openai.WriteError(w, http.StatusNotFound, openai.ErrTypeNotFound, "not_found", "", "no such endpoint: "+r.URL.Path)
 	})
+	if s.profile, err = startProfile(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -202,6 +210,10 @@ func (s *Server) Close() {
 	}
 	for _, b := range s.backends {
 		b.Close()
+	}
+	if s.profile != nil {
+		s.profile()
+		s.profile = nil
 	}
 }
 
@@ -229,12 +241,35 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 }
 
 // reqInfo is what the stack's layers report to the handler beside the
-// response: the time spent waiting for an upstream slot.
+// response: the time spent waiting for an upstream slot, and whether the
+// request's deadline passed.
 type reqInfo struct {
-	queue time.Duration
+	queue    time.Duration
+	timedOut bool
 }
 
 type infoKey struct{}
+
+// deadline gives the rest of the stack the request's timeout. It sits
+// right inside the cache, whose in-process lookup never blocks, so a hit
+// costs no timer; everything that can wait (router, contract, retries,
+// the concurrency cap, upstream calls) runs under the deadline. Whether it
+// passed is reported in the request's reqInfo.
+func deadline(timeout time.Duration) model.Middleware {
+	return func(next model.Model) model.Model {
+		return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			resp, err := next.Complete(ctx, req)
+			if ctx.Err() == context.DeadlineExceeded {
+				if info, ok := ctx.Value(infoKey{}).(*reqInfo); ok {
+					info.timedOut = true
+				}
+			}
+			return resp, err
+		})
+	}
+}
 
 // limiter caps the upstream calls in flight; the wait is queue time.
 func limiter(sem chan struct{}, now func() time.Time) model.Middleware {
@@ -261,8 +296,8 @@ func (s *Server) observeUpstream(next model.Model) model.Model {
 	return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		resp, err := next.Complete(ctx, req)
 		if resp != nil {
-			s.m.tokens.WithLabelValues("prompt").Add(float64(resp.Usage.TokensIn))
-			s.m.tokens.WithLabelValues("generation").Add(float64(resp.Usage.TokensOut))
+			s.m.promptTok.Add(float64(resp.Usage.TokensIn))
+			s.m.generatedTok.Add(float64(resp.Usage.TokensOut))
 		}
 		if err != nil {
 			var se *openai.StatusError
@@ -302,13 +337,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		if code == 0 {
 			code = 499 // the client left before any answer
 		}
-		s.m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
+		s.m.request(code)
 		if cacheLabel == "" {
 			return // refused before the stack: not a model request
 		}
-		s.m.e2e.WithLabelValues(cacheLabel).Observe(end.Sub(start).Seconds())
+		s.m.e2eBy[cacheLabel].Observe(end.Sub(start).Seconds())
 		if !firstByte.IsZero() {
-			s.m.ttft.WithLabelValues(cacheLabel).Observe(firstByte.Sub(start).Seconds())
+			s.m.ttftBy[cacheLabel].Observe(firstByte.Sub(start).Seconds())
 		}
 	}()
 	if r.Method != http.MethodPost {
@@ -331,16 +366,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	info := &reqInfo{}
-	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), infoKey{}, info), s.cfg.Timeout.Std())
-	defer cancel()
-	resp, err := s.stack.Complete(ctx, c.req)
-	timedOut := ctx.Err() == context.DeadlineExceeded
-	cancel()
+	resp, err := s.stack.Complete(context.WithValue(r.Context(), infoKey{}, info), c.req)
 
 	cacheLabel = s.observe(resp, info)
 	s.setHeaders(w.Header(), resp, err)
 	if err != nil {
-		s.fail(w, r, resp, err, timedOut)
+		s.fail(w, r, resp, err, info.timedOut)
 		return
 	}
 	firstByte = s.reply(w, c, resp)
@@ -385,10 +416,10 @@ func (s *Server) decode(r *http.Request, id Identity) (c call, status int, code,
 		Lang:       pick(openai.HeaderLang, "lang", firstNonEmpty(id.Lang, s.cfg.DefaultLang)),
 		DocVersion: pick(openai.HeaderDocVersion, "doc_version", firstNonEmpty(id.DocVersion, s.cfg.DefaultDocVersion)),
 	}
-	if scope.Lang != "" && !langRE.MatchString(scope.Lang) {
+	if scope.Lang != "" && !validLang(scope.Lang) {
 		return c, http.StatusBadRequest, "invalid_lang", openai.HeaderLang, fmt.Errorf("language %q: want a tag such as en or pt-BR", scope.Lang)
 	}
-	if scope.DocVersion != "" && !docVersionRE.MatchString(scope.DocVersion) {
+	if scope.DocVersion != "" && !validDocVersion(scope.DocVersion) {
 		return c, http.StatusBadRequest, "invalid_doc_version", openai.HeaderDocVersion, fmt.Errorf("document version %q: want letters, digits and . _ : - (at most 64)", scope.DocVersion)
 	}
 	mode := pick(openai.HeaderMode, "mode", s.cfg.Mode)
@@ -397,8 +428,8 @@ func (s *Server) decode(r *http.Request, id Identity) (c call, status int, code,
 	}
 	reqID := r.Header.Get(openai.HeaderRequestID)
 	if reqID == "" {
-		reqID = fmt.Sprintf("crab-%x-%d", s.created, s.seq.Add(1))
-	} else if !requestIDRE.MatchString(reqID) {
+		reqID = s.idPrefix + strconv.FormatUint(s.seq.Add(1), 10)
+	} else if !validRequestID(reqID) {
 		return c, http.StatusBadRequest, "invalid_request_id", openai.HeaderRequestID, errors.New("request id: want 1 to 128 letters, digits and . _ : -")
 	}
 	req := &model.Request{

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -95,7 +96,7 @@ default_model: large
 }
 
 const fullStack = `contract: {file: triage.schema.json}
-cache: {key: full}
+cache: {key: full, wait_for_store: true}
 router: {threshold: 0.5, small: small, large: large}
 `
 
@@ -374,6 +375,8 @@ func TestMetrics(t *testing.T) {
 	m := string(raw)
 	for _, want := range []string{
 		`crab_serve_e2e_request_latency_seconds_bucket{cache="hit",le="0.001"}`,
+		`crab_serve_e2e_request_latency_seconds_count{cache="hit"} 1`,
+		`crab_serve_e2e_request_latency_seconds_count{cache="bypass"} 0`,
 		`crab_serve_e2e_request_latency_seconds_bucket{cache="miss",le="7680"} 1`,
 		`crab_serve_time_to_first_token_seconds_bucket{cache="miss",le="2560"} 1`,
 		`crab_serve_request_queue_time_seconds_count 1`,
@@ -396,6 +399,50 @@ func TestMetrics(t *testing.T) {
 		}
 	} else {
 		t.Log("promtool not installed: lint skipped")
+	}
+}
+
+// TestStoreInBackground: by default a miss is answered without waiting for
+// the store, and its entry is served to a later identical request; with
+// wait_for_store the very next request hits.
+func TestStoreInBackground(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		cache     string
+		wantWait  bool
+		wantFirst bool // the request right after the miss must hit
+	}{
+		{"default", "cache: {key: full}\n", false, false},
+		{"wait_for_store", "cache: {key: full, wait_for_store: true}\n", true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sim, url := upstream(t, sim.Config{}, simserver.Faults{})
+			s, ps, _ := proxy(t, url, url, tc.cache)
+			if got := s.cfg.Cache.WaitForStore; got != tc.wantWait {
+				t.Fatalf("WaitForStore = %v; want %v", got, tc.wantWait)
+			}
+			body := chatBody("large", ticket, false, "")
+			if got := post(t, ps.URL, "sk-acme", body, nil).header.Get(openai.HeaderCache); got != "MISS" {
+				t.Fatalf("first request: got cache %q; want MISS", got)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for i := 0; ; i++ {
+				got := post(t, ps.URL, "sk-acme", body, nil).header.Get(openai.HeaderCache)
+				if got == "HIT" {
+					break
+				}
+				if tc.wantFirst || time.Now().After(deadline) {
+					t.Fatalf("request %d after the miss: got cache %q; want HIT", i+1, got)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if calls := sim.Stats().Requests; tc.wantFirst && calls != 1 {
+				t.Fatalf("upstream calls: got %d; want 1", calls)
+			}
+		})
 	}
 }
 
