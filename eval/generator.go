@@ -37,21 +37,28 @@ func (m waitMode) String() string {
 	return "?"
 }
 
-// generatorWait is the wait mode passes use; tests and the lag harness
-// switch it.
-var generatorWait = waitThread
-
-// generatorRealtime asks for real-time scheduling (SCHED_FIFO, lowest
-// priority) of the generator thread where the process may have it (root or
-// CAP_SYS_NICE); elsewhere the request is refused and the thread keeps its
-// normal priority. The thread only sleeps and hands jobs over, so it takes
-// little CPU, but when it wakes it runs at once instead of waiting behind
-// the target's and the workers' threads on a busy machine.
-var generatorRealtime = true
-
-// threadHook, if set, runs on the generator thread as it ends (the lag
-// harness reads the thread's scheduler statistics).
-var threadHook func()
+// generatorOptions are the generator's settings; the zero value is the
+// default (a thread-sleeping generator asking for real-time priority, with
+// workers started on demand). Tests and the lag harness set them on a
+// Runner to compare variants.
+type generatorOptions struct {
+	// wait is how the generator waits for each intended send time.
+	wait waitMode
+	// eagerWorkers starts all Concurrency workers before the first
+	// release instead of on demand.
+	eagerWorkers bool
+	// noRealtime keeps the generator thread at normal priority. Otherwise
+	// it asks for real-time scheduling (SCHED_FIFO, lowest priority) where
+	// the process may have it (root or CAP_SYS_NICE); elsewhere the request
+	// is refused and the thread keeps its normal priority. The thread only
+	// sleeps and hands jobs over, so it takes little CPU, but when it wakes
+	// it runs at once instead of waiting behind the target's and the
+	// workers' threads on a busy machine.
+	noRealtime bool
+	// threadHook, if set, runs on the generator thread as it ends (the lag
+	// harness reads the thread's scheduler statistics).
+	threadHook func()
+}
 
 // sleepChunk bounds one kernel sleep of the generator thread, so that it
 // notices a cancelled run promptly.
@@ -61,7 +68,8 @@ const sleepChunk = 5 * time.Millisecond
 // before intended = start+offsets[i]. When ctx ends it stops waiting and
 // releases the remaining requests at once (their workers record them as
 // cancelled), so every scheduled request is released exactly once.
-func generate(ctx context.Context, mode waitMode, start time.Time, offsets []time.Duration, release func(i int, intended time.Time)) {
+func generate(ctx context.Context, o generatorOptions, start time.Time, offsets []time.Duration, release func(i int, intended time.Time)) {
+	mode := o.wait
 	if mode == waitYield || !threadSleepSupported {
 		timer := time.NewTimer(time.Hour)
 		timer.Stop()
@@ -82,9 +90,9 @@ func generate(ctx context.Context, mode waitMode, start time.Time, offsets []tim
 		defer close(done)
 		// The goroutine ends without unlocking, so the thread, with its
 		// changed timer slack, ends with it.
-		lockGeneratorThread(generatorRealtime)
-		if threadHook != nil {
-			defer threadHook()
+		lockGeneratorThread(!o.noRealtime)
+		if o.threadHook != nil {
+			defer o.threadHook()
 		}
 		var s threadSleeper
 		for i, off := range offsets {

@@ -37,7 +37,6 @@ func TestGeneratorLagHarness(t *testing.T) {
 	if os.Getenv("CRAB_LAG_HARNESS") == "" {
 		t.Skip("set CRAB_LAG_HARNESS=1 to run the generator lag harness")
 	}
-	defer func(m waitMode, l bool) { generatorWait, lazyWorkers = m, l }(generatorWait, lazyWorkers)
 	rates := strings.Fields(envOr("CRAB_LAG_RATES", "1000 5000"))
 	secs := envInt("CRAB_LAG_SECONDS", 2)
 	burn := envInt("CRAB_LAG_BURN", 1)
@@ -71,12 +70,11 @@ func TestGeneratorLagHarness(t *testing.T) {
 		}
 		return &model.Response{Content: string(b), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
 	})
-	defer func(rt bool) { generatorRealtime, threadHook = rt, nil }(generatorRealtime)
 	// Each variant is MODE/WORKERS[/rt]: MODE a wait mode, WORKERS lazy or
 	// eager, rt for a real-time generator thread.
 	variants := strings.Fields(envOr("CRAB_LAG_VARIANTS", "yield/eager yield/lazy thread/eager thread/lazy thread/lazy/rt thread-syscall/lazy"))
 	var osWait string
-	threadHook = func() {
+	threadHook := func() {
 		b, _ := os.ReadFile("/proc/thread-self/schedstat")
 		if f := strings.Fields(string(b)); len(f) == 3 {
 			w, _ := strconv.ParseFloat(f[1], 64)
@@ -98,24 +96,24 @@ func TestGeneratorLagHarness(t *testing.T) {
 		for round := range rounds {
 			for _, name := range variants {
 				f := strings.Split(name, "/")
-				generatorWait = -1
+				gen := generatorOptions{wait: -1, threadHook: threadHook}
 				for _, m := range waitModes {
 					if m.String() == f[0] {
-						generatorWait = m
+						gen.wait = m
 					}
 				}
-				if generatorWait < 0 || len(f) < 2 {
+				if gen.wait < 0 || len(f) < 2 {
 					t.Fatalf("variant %q: want MODE/lazy|eager[/rt]", name)
 				}
-				lazyWorkers = f[1] == "lazy"
-				generatorRealtime = len(f) > 2 && f[2] == "rt"
+				gen.eagerWorkers = f[1] != "lazy"
+				gen.noRealtime = len(f) < 3 || f[2] != "rt"
 				osWait = ""
 				exp := testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"})
 				exp.Arrival = Arrival{Pattern: "constant", Rate: float64(rate)}
 				exp.Concurrency = conc
 				exp.Timeout = Duration(10 * time.Second)
 				var lags, queues []float64
-				r := &Runner{Exp: exp, Tasks: tasks,
+				r := &Runner{Exp: exp, Tasks: tasks, gen: gen,
 					Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
 						return &ArmStack{Spec: spec, Stack: stack}, nil, nil
 					},

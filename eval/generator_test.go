@@ -35,7 +35,7 @@ func TestGenerateNeverEarly(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			start := time.Now().Add(time.Millisecond)
 			var got []int
-			generate(context.Background(), mode, start, offs, func(i int, intended time.Time) {
+			generate(context.Background(), generatorOptions{wait: mode}, start, offs, func(i int, intended time.Time) {
 				now := time.Now()
 				if want := start.Add(offs[i]); !intended.Equal(want) {
 					t.Errorf("request %d: intended %v; want %v", i, intended, want)
@@ -68,7 +68,7 @@ func TestGenerateCancelledReleasesAll(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			seen := make([]int, len(offs))
 			began := time.Now()
-			generate(ctx, mode, time.Now(), offs, func(i int, _ time.Time) {
+			generate(ctx, generatorOptions{wait: mode}, time.Now(), offs, func(i int, _ time.Time) {
 				seen[i]++
 				if i == 3 {
 					cancel()
@@ -90,10 +90,8 @@ func TestGenerateCancelledReleasesAll(t *testing.T) {
 // or up front, every record has a non-negative lag, a send no earlier than
 // its release, and the concurrency cap is never exceeded.
 func TestRunnerNeverReleasesEarly(t *testing.T) {
-	defer func(m waitMode, l bool) { generatorWait, lazyWorkers = m, l }(generatorWait, lazyWorkers)
 	for _, mode := range waitModes {
 		for _, lazy := range []bool{true, false} {
-			generatorWait, lazyWorkers = mode, lazy
 			name := fmt.Sprintf("%s/lazy=%v", mode, lazy)
 			var mu sync.Mutex
 			inflight, peak := 0, 0
@@ -112,7 +110,7 @@ func TestRunnerNeverReleasesEarly(t *testing.T) {
 			exp.Arrival = Arrival{Pattern: "poisson", Rate: 4000}
 			exp.Concurrency = 3
 			exp.Timeout = Duration(time.Second)
-			r := &Runner{Exp: exp, Tasks: fakeTasks(200),
+			r := &Runner{Exp: exp, Tasks: fakeTasks(200), gen: generatorOptions{wait: mode, eagerWorkers: !lazy},
 				Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
 					return &ArmStack{Spec: spec, Stack: stack}, nil, nil
 				}}

@@ -43,6 +43,8 @@ type Runner struct {
 	Emit func(Record) error
 	// Progress, if set, is called after every record with the counts so far.
 	Progress func(done, total int)
+
+	gen generatorOptions
 }
 
 // PassMetrics is what one arm's pass reports beside its records.
@@ -156,7 +158,7 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, o
 		}
 	}
 	started := 0
-	if !lazyWorkers {
+	if r.gen.eagerWorkers {
 		started = r.Exp.Concurrency
 		idle.Store(int64(started))
 		wg.Add(started)
@@ -165,7 +167,7 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, o
 		}
 	}
 	start := time.Now().Add(5 * time.Millisecond)
-	generate(ctx, generatorWait, start, offsets[:len(r.Tasks)], func(i int, intended time.Time) {
+	generate(ctx, r.gen, start, offsets[:len(r.Tasks)], func(i int, intended time.Time) {
 		if idle.Add(-1) < 0 {
 			idle.Add(1)
 			if started < r.Exp.Concurrency {
@@ -179,10 +181,6 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, o
 	close(jobs)
 	wg.Wait()
 }
-
-// lazyWorkers starts workers on demand; false starts all Concurrency
-// workers before the first release (the lag harness compares both).
-var lazyWorkers = true
 
 // job is one released request waiting for a worker.
 type job struct {
