@@ -6,8 +6,8 @@ import (
 	"math"
 	"strconv"
 	"sync/atomic"
-	"unicode/utf8"
 
+	"github.com/crab-testbed/crab/internal/jsonw"
 	goopenai "github.com/sashabaranov/go-openai"
 )
 
@@ -26,7 +26,7 @@ func appendRequest(dst []byte, c *goopenai.ChatCompletionRequest, schema []byte)
 		return dst, false
 	}
 	dst = append(dst, `{"model":`...)
-	dst = appendJSONString(dst, c.Model)
+	dst = jsonw.AppendString(dst, c.Model, true)
 	dst = append(dst, `,"messages":`...)
 	if c.Messages == nil {
 		dst = append(dst, "null"...)
@@ -38,10 +38,10 @@ func appendRequest(dst []byte, c *goopenai.ChatCompletionRequest, schema []byte)
 				dst = append(dst, ',')
 			}
 			dst = append(dst, `{"role":`...)
-			dst = appendJSONString(dst, m.Role)
+			dst = jsonw.AppendString(dst, m.Role, true)
 			if m.Content != "" {
 				dst = append(dst, `,"content":`...)
-				dst = appendJSONString(dst, m.Content)
+				dst = jsonw.AppendString(dst, m.Content, true)
 			}
 			dst = append(dst, '}')
 		}
@@ -57,7 +57,7 @@ func appendRequest(dst []byte, c *goopenai.ChatCompletionRequest, schema []byte)
 	}
 	if c.Temperature != 0 {
 		dst = append(dst, `,"temperature":`...)
-		dst = appendFloat32(dst, c.Temperature)
+		dst = jsonw.AppendFloat(dst, float64(c.Temperature), 32)
 	}
 	if c.Stream {
 		dst = append(dst, `,"stream":true`...)
@@ -69,13 +69,13 @@ func appendRequest(dst []byte, c *goopenai.ChatCompletionRequest, schema []byte)
 		sep := ""
 		if rf.Type != "" {
 			dst = append(dst, `"type":`...)
-			dst = appendJSONString(dst, string(rf.Type))
+			dst = jsonw.AppendString(dst, string(rf.Type), true)
 			sep = ","
 		}
 		if js := rf.JSONSchema; js != nil {
 			dst = append(dst, sep...)
 			dst = append(dst, `"json_schema":{"name":`...)
-			dst = appendJSONString(dst, js.Name)
+			dst = jsonw.AppendString(dst, js.Name, true)
 			dst = append(dst, `,"schema":`...)
 			dst = append(dst, schema...)
 			if js.Strict {
@@ -92,7 +92,7 @@ func appendRequest(dst []byte, c *goopenai.ChatCompletionRequest, schema []byte)
 	}
 	if c.User != "" {
 		dst = append(dst, `,"user":`...)
-		dst = appendJSONString(dst, c.User)
+		dst = jsonw.AppendString(dst, c.User, true)
 	}
 	return append(dst, '}'), true
 }
@@ -147,78 +147,4 @@ func (c *schemaCache) encoded(raw []byte) ([]byte, bool) {
 	}
 	c.last.Store(&schemaEntry{raw: bytes.Clone(raw), enc: enc})
 	return enc, true
-}
-
-// appendFloat32 appends f as encoding/json writes a float32.
-func appendFloat32(dst []byte, f float32) []byte {
-	abs := float32(math.Abs(float64(f)))
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	dst = strconv.AppendFloat(dst, float64(f), format, -1, 32)
-	if format == 'e' {
-		// clean up e-09 to e-9
-		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
-			dst[n-2] = dst[n-1]
-			dst = dst[:n-1]
-		}
-	}
-	return dst
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string the way json.Marshal writes
-// it: HTML-sensitive characters (<, >, &), U+2028 and U+2029 escaped,
-// invalid UTF-8 replaced by \ufffd.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

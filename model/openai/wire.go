@@ -10,9 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"unicode/utf16"
-	"unicode/utf8"
 
+	"github.com/crab-testbed/crab/internal/jsonw"
 	goopenai "github.com/sashabaranov/go-openai"
 )
 
@@ -55,9 +54,9 @@ type ErrorDetail struct {
 func WriteError(w http.ResponseWriter, status int, typ, code, param, msg string) {
 	b := make([]byte, 0, 80+len(msg)+len(typ)+len(code)+len(param))
 	b = append(b, `{"error":{"message":`...)
-	b = appendString(b, msg, true)
+	b = jsonw.AppendString(b, msg, true)
 	b = append(b, `,"type":`...)
-	b = appendString(b, typ, true)
+	b = jsonw.AppendString(b, typ, true)
 	b = append(b, `,"param":`...)
 	b = appendNullable(b, param)
 	b = append(b, `,"code":`...)
@@ -76,7 +75,7 @@ func appendNullable(b []byte, s string) []byte {
 	if s == "" {
 		return append(b, "null"...)
 	}
-	return appendString(b, s, true)
+	return jsonw.AppendString(b, s, true)
 }
 
 // ReadRequest reads and decodes a chat completion request of at most limit
@@ -199,24 +198,24 @@ const (
 // reflection; ok is false for anything else, and for any body it cannot
 // vouch to decode exactly as encoding/json does.
 func leanDecode(raw []byte) (req *goopenai.ChatCompletionRequest, ok bool) {
-	d := lexer{s: string(raw), raw: raw}
+	d := lexer{Lexer: jsonw.New(string(raw), jsonw.SurrogatePairs), raw: raw}
 	req = new(goopenai.ChatCompletionRequest)
 	seen := 0
-	ok = d.object(func(key string) bool {
+	ok = d.Object(func(key string) bool {
 		var bit int
 		switch key {
 		case "model":
 			bit = kModel
-			req.Model, ok = d.str()
+			req.Model, ok = d.String()
 		case "messages":
 			bit = kMessages
 			ok = d.messages(req)
 		case "max_tokens":
 			bit = kMaxTokens
-			req.MaxTokens, ok = d.int()
+			req.MaxTokens, ok = d.Int()
 		case "max_completion_tokens":
 			bit = kMaxCompletionTokens
-			req.MaxCompletionTokens, ok = d.int()
+			req.MaxCompletionTokens, ok = d.Int()
 		case "temperature":
 			bit = kTemperature
 			req.Temperature, ok = d.float32()
@@ -225,10 +224,10 @@ func leanDecode(raw []byte) (req *goopenai.ChatCompletionRequest, ok bool) {
 			req.TopP, ok = d.float32()
 		case "n":
 			bit = kN
-			req.N, ok = d.int()
+			req.N, ok = d.Int()
 		case "stream":
 			bit = kStream
-			req.Stream, ok = d.bool()
+			req.Stream, ok = d.Bool()
 		case "stop":
 			bit = kStop
 			req.Stop, ok = d.strings()
@@ -241,53 +240,49 @@ func leanDecode(raw []byte) (req *goopenai.ChatCompletionRequest, ok bool) {
 		case "seed":
 			bit = kSeed
 			var v int
-			v, ok = d.int()
+			v, ok = d.Int()
 			req.Seed = &v
 		case "frequency_penalty":
 			bit = kFrequencyPenalty
 			req.FrequencyPenalty, ok = d.float32()
 		case "logprobs":
 			bit = kLogProbs
-			req.LogProbs, ok = d.bool()
+			req.LogProbs, ok = d.Bool()
 		case "top_logprobs":
 			bit = kTopLogProbs
-			req.TopLogProbs, ok = d.int()
+			req.TopLogProbs, ok = d.Int()
 		case "user":
 			bit = kUser
-			req.User, ok = d.str()
+			req.User, ok = d.String()
 		case "stream_options":
 			bit = kStreamOptions
 			req.StreamOptions, ok = d.streamOptions()
 		case "store":
 			bit = kStore
-			req.Store, ok = d.bool()
+			req.Store, ok = d.Bool()
 		case "reasoning_effort":
 			bit = kReasoningEffort
-			req.ReasoningEffort, ok = d.str()
+			req.ReasoningEffort, ok = d.String()
 		case "metadata":
 			bit = kMetadata
 			req.Metadata, ok = d.stringMap()
 		case "service_tier":
 			bit = kServiceTier
 			var v string
-			v, ok = d.str()
+			v, ok = d.String()
 			req.ServiceTier = goopenai.ServiceTier(v)
 		case "verbosity":
 			bit = kVerbosity
-			req.Verbosity, ok = d.str()
+			req.Verbosity, ok = d.String()
 		case "safety_identifier":
 			bit = kSafetyIdentifier
-			req.SafetyIdentifier, ok = d.str()
+			req.SafetyIdentifier, ok = d.String()
 		default:
 			return false
 		}
-		if seen&bit != 0 {
-			return false // a repeated key merges in encoding/json
-		}
-		seen |= bit
-		return ok
+		return jsonw.Once(&seen, bit) && ok
 	})
-	if !ok || !d.end() {
+	if !ok || !d.End() {
 		return nil, false
 	}
 	return req, true
@@ -296,39 +291,35 @@ func leanDecode(raw []byte) (req *goopenai.ChatCompletionRequest, ok bool) {
 // messages reads the messages array: objects of string fields only.
 func (d *lexer) messages(req *goopenai.ChatCompletionRequest) bool {
 	msgs := make([]goopenai.ChatCompletionMessage, 0, 4)
-	ok := d.array(func() bool {
+	ok := d.Array(func() bool {
 		var m goopenai.ChatCompletionMessage
 		seen := 0
-		if !d.object(func(key string) bool {
+		if !d.Object(func(key string) bool {
 			var bit int
 			var ok bool
 			switch key {
 			case "role":
 				bit = 1
-				m.Role, ok = d.str()
+				m.Role, ok = d.String()
 			case "content":
 				bit = 2
-				m.Content, ok = d.str()
+				m.Content, ok = d.String()
 			case "name":
 				bit = 4
-				m.Name, ok = d.str()
+				m.Name, ok = d.String()
 			case "refusal":
 				bit = 8
-				m.Refusal, ok = d.str()
+				m.Refusal, ok = d.String()
 			case "reasoning_content":
 				bit = 16
-				m.ReasoningContent, ok = d.str()
+				m.ReasoningContent, ok = d.String()
 			case "tool_call_id":
 				bit = 32
-				m.ToolCallID, ok = d.str()
+				m.ToolCallID, ok = d.String()
 			default:
 				return false
 			}
-			if seen&bit != 0 {
-				return false
-			}
-			seen |= bit
-			return ok
+			return jsonw.Once(&seen, bit) && ok
 		}) {
 			return false
 		}
@@ -343,14 +334,14 @@ func (d *lexer) messages(req *goopenai.ChatCompletionRequest) bool {
 func (d *lexer) responseFormat() (*goopenai.ChatCompletionResponseFormat, bool) {
 	rf := new(goopenai.ChatCompletionResponseFormat)
 	seen := 0
-	ok := d.object(func(key string) bool {
+	ok := d.Object(func(key string) bool {
 		var bit int
 		var ok bool
 		switch key {
 		case "type":
 			bit = 1
 			var v string
-			v, ok = d.str()
+			v, ok = d.String()
 			rf.Type = goopenai.ChatCompletionResponseFormatType(v)
 		case "json_schema":
 			bit = 2
@@ -358,11 +349,7 @@ func (d *lexer) responseFormat() (*goopenai.ChatCompletionResponseFormat, bool) 
 		default:
 			return false
 		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return ok
+		return jsonw.Once(&seen, bit) && ok
 	})
 	return rf, ok
 }
@@ -372,36 +359,33 @@ func (d *lexer) responseFormat() (*goopenai.ChatCompletionResponseFormat, bool) 
 func (d *lexer) jsonSchema() (*goopenai.ChatCompletionResponseFormatJSONSchema, bool) {
 	js := new(goopenai.ChatCompletionResponseFormatJSONSchema)
 	seen := 0
-	ok := d.object(func(key string) bool {
+	ok := d.Object(func(key string) bool {
 		var bit int
 		var ok bool
 		switch key {
 		case "name":
 			bit = 1
-			js.Name, ok = d.str()
+			js.Name, ok = d.String()
 		case "description":
 			bit = 2
-			js.Description, ok = d.str()
+			js.Description, ok = d.String()
 		case "strict":
 			bit = 4
-			js.Strict, ok = d.bool()
+			js.Strict, ok = d.Bool()
 		case "schema":
 			bit = 8
-			d.ws()
-			start := d.i
+			d.WS()
+			start := d.Pos()
 			if !d.schemaObject() {
 				return false
 			}
-			js.Schema = json.RawMessage(d.raw[start:d.i:d.i])
+			end := d.Pos()
+			js.Schema = json.RawMessage(d.raw[start:end:end])
 			ok = true
 		default:
 			return false
 		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return ok
+		return jsonw.Once(&seen, bit) && ok
 	})
 	return js, ok
 }
@@ -417,19 +401,19 @@ const maxCachedSchema = 64 << 10
 // A complete JSON object ends at its closing brace, so a text starting
 // with the last checked schema holds that same, valid, object.
 func (d *lexer) schemaObject() bool {
-	if d.i >= len(d.s) || d.s[d.i] != '{' {
+	rest := d.Rest()
+	if d.Peek() != '{' {
 		return false
 	}
-	if last := lastSchema.Load(); last != nil && strings.HasPrefix(d.s[d.i:], *last) {
-		d.i += len(*last)
+	if last := lastSchema.Load(); last != nil && strings.HasPrefix(rest, *last) {
+		d.Advance(len(*last))
 		return true
 	}
-	start := d.i
-	if !d.skip(0) {
+	if !d.Skip(maxLeanDepth) {
 		return false
 	}
-	if d.i-start <= maxCachedSchema {
-		text := strings.Clone(d.s[start:d.i])
+	if n := len(rest) - len(d.Rest()); n <= maxCachedSchema {
+		text := strings.Clone(rest[:n])
 		lastSchema.Store(&text)
 	}
 	return true
@@ -439,13 +423,13 @@ func (d *lexer) schemaObject() bool {
 func (d *lexer) streamOptions() (*goopenai.StreamOptions, bool) {
 	so := new(goopenai.StreamOptions)
 	seen := false
-	ok := d.object(func(key string) bool {
+	ok := d.Object(func(key string) bool {
 		if key != "include_usage" || seen {
 			return false
 		}
 		seen = true
 		var ok bool
-		so.IncludeUsage, ok = d.bool()
+		so.IncludeUsage, ok = d.Bool()
 		return ok
 	})
 	return so, ok
@@ -455,8 +439,8 @@ func (d *lexer) streamOptions() (*goopenai.StreamOptions, bool) {
 // value, as in encoding/json).
 func (d *lexer) stringMap() (map[string]string, bool) {
 	m := map[string]string{}
-	ok := d.object(func(key string) bool {
-		v, ok := d.str()
+	ok := d.Object(func(key string) bool {
+		v, ok := d.String()
 		m[key] = v
 		return ok
 	})
@@ -466,8 +450,8 @@ func (d *lexer) stringMap() (map[string]string, bool) {
 // strings reads an array of strings.
 func (d *lexer) strings() ([]string, bool) {
 	out := []string{}
-	ok := d.array(func() bool {
-		v, ok := d.str()
+	ok := d.Array(func() bool {
+		v, ok := d.String()
 		out = append(out, v)
 		return ok
 	})
@@ -478,285 +462,16 @@ func (d *lexer) strings() ([]string, bool) {
 // deeper bodies go through encoding/json.
 const maxLeanDepth = 256
 
-// lexer reads JSON from s (raw is the same bytes, for schemas kept
-// verbatim). Every method reports false for input it does not accept;
-// strings without escapes are substrings of s.
+// lexer reads a request body: jsonw's lexer over a copy of the body as a
+// string, and raw, the body itself, for schemas kept verbatim.
 type lexer struct {
-	s   string
+	jsonw.Lexer
 	raw []byte
-	i   int
-}
-
-// ws skips white space.
-func (d *lexer) ws() {
-	for d.i < len(d.s) {
-		switch d.s[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
-
-// end reports whether only white space is left.
-func (d *lexer) end() bool {
-	d.ws()
-	return d.i == len(d.s)
-}
-
-// eat skips white space and then c.
-func (d *lexer) eat(c byte) bool {
-	d.ws()
-	if d.i < len(d.s) && d.s[d.i] == c {
-		d.i++
-		return true
-	}
-	return false
-}
-
-// object reads an object, calling member after each key's colon to read
-// the value.
-func (d *lexer) object(member func(key string) bool) bool {
-	if !d.eat('{') {
-		return false
-	}
-	if d.eat('}') {
-		return true
-	}
-	for {
-		k, ok := d.str()
-		if !ok || !d.eat(':') || !member(k) {
-			return false
-		}
-		d.ws()
-		if d.i >= len(d.s) {
-			return false
-		}
-		c := d.s[d.i]
-		d.i++
-		switch c {
-		case ',':
-		case '}':
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// array reads an array, calling elem to read each element.
-func (d *lexer) array(elem func() bool) bool {
-	if !d.eat('[') {
-		return false
-	}
-	if d.eat(']') {
-		return true
-	}
-	for {
-		if !elem() {
-			return false
-		}
-		d.ws()
-		if d.i >= len(d.s) {
-			return false
-		}
-		c := d.s[d.i]
-		d.i++
-		switch c {
-		case ',':
-		case ']':
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// str reads a string. It refuses invalid UTF-8 and unpaired surrogate
-// escapes (encoding/json replaces them).
-func (d *lexer) str() (string, bool) {
-	if !d.eat('"') {
-		return "", false
-	}
-	start := d.i
-	for d.i < len(d.s) {
-		c := d.s[d.i]
-		switch {
-		case c == '"':
-			v := d.s[start:d.i]
-			d.i++
-			return v, true
-		case c == '\\':
-			return d.escaped(start)
-		case c < 0x20:
-			return "", false
-		case c < utf8.RuneSelf:
-			d.i++
-		default:
-			r, n := utf8.DecodeRuneInString(d.s[d.i:])
-			if r == utf8.RuneError && n == 1 {
-				return "", false
-			}
-			d.i += n
-		}
-	}
-	return "", false
-}
-
-// escaped reads the rest of a string that has escapes; start is where its
-// text began and d.i is at the first backslash.
-func (d *lexer) escaped(start int) (string, bool) {
-	b := make([]byte, 0, d.i-start+32)
-	b = append(b, d.s[start:d.i]...)
-	for d.i < len(d.s) {
-		c := d.s[d.i]
-		switch {
-		case c == '"':
-			d.i++
-			return string(b), true
-		case c == '\\':
-			if d.i+1 >= len(d.s) {
-				return "", false
-			}
-			e := d.s[d.i+1]
-			d.i += 2
-			switch e {
-			case '"', '\\', '/':
-				b = append(b, e)
-			case 'b':
-				b = append(b, '\b')
-			case 'f':
-				b = append(b, '\f')
-			case 'n':
-				b = append(b, '\n')
-			case 'r':
-				b = append(b, '\r')
-			case 't':
-				b = append(b, '\t')
-			case 'u':
-				r, ok := d.hex4()
-				if !ok {
-					return "", false
-				}
-				if utf16.IsSurrogate(r) {
-					if d.i+1 >= len(d.s) || d.s[d.i] != '\\' || d.s[d.i+1] != 'u' {
-						return "", false
-					}
-					d.i += 2
-					r2, ok := d.hex4()
-					if !ok {
-						return "", false
-					}
-					if r = utf16.DecodeRune(r, r2); r == utf8.RuneError {
-						return "", false
-					}
-				}
-				b = utf8.AppendRune(b, r)
-			default:
-				return "", false
-			}
-		case c < 0x20:
-			return "", false
-		case c < utf8.RuneSelf:
-			b = append(b, c)
-			d.i++
-		default:
-			r, n := utf8.DecodeRuneInString(d.s[d.i:])
-			if r == utf8.RuneError && n == 1 {
-				return "", false
-			}
-			b = append(b, d.s[d.i:d.i+n]...)
-			d.i += n
-		}
-	}
-	return "", false
-}
-
-// hex4 reads the four hex digits of a \u escape.
-func (d *lexer) hex4() (rune, bool) {
-	if d.i+4 > len(d.s) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range []byte(d.s[d.i : d.i+4]) {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	d.i += 4
-	return r, true
-}
-
-// number reads a number as JSON writes it and returns its text.
-func (d *lexer) number() (string, bool) {
-	d.ws()
-	start := d.i
-	s := d.s
-	i := d.i
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && '1' <= s[i] && s[i] <= '9':
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-	default:
-		return "", false
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		if i >= len(s) || s[i] < '0' || s[i] > '9' {
-			return "", false
-		}
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if i >= len(s) || s[i] < '0' || s[i] > '9' {
-			return "", false
-		}
-		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			i++
-		}
-	}
-	d.i = i
-	return s[start:i], true
-}
-
-// int reads an integer that fits an int (encoding/json refuses a fraction
-// or exponent for an integer field).
-func (d *lexer) int() (int, bool) {
-	t, ok := d.number()
-	if !ok {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || int64(int(v)) != v {
-		return 0, false
-	}
-	return int(v), true
 }
 
 // float32 reads a number into a float32 as encoding/json does.
 func (d *lexer) float32() (float32, bool) {
-	t, ok := d.number()
+	t, ok := d.Number()
 	if !ok {
 		return 0, false
 	}
@@ -765,147 +480,6 @@ func (d *lexer) float32() (float32, bool) {
 		return 0, false
 	}
 	return float32(v), true
-}
-
-// bool reads true or false.
-func (d *lexer) bool() (bool, bool) {
-	d.ws()
-	switch {
-	case strings.HasPrefix(d.s[d.i:], "true"):
-		d.i += 4
-		return true, true
-	case strings.HasPrefix(d.s[d.i:], "false"):
-		d.i += 5
-		return false, true
-	}
-	return false, false
-}
-
-// skip checks and passes over any JSON value, as encoding/json's scanner
-// accepts it (strings may hold any bytes from 0x20 up).
-func (d *lexer) skip(depth int) bool {
-	d.ws()
-	if d.i >= len(d.s) {
-		return false
-	}
-	switch c := d.s[d.i]; c {
-	case '{':
-		if depth >= maxLeanDepth {
-			return false
-		}
-		d.i++
-		if d.eat('}') {
-			return true
-		}
-		for {
-			if d.ws(); !d.skipString() || !d.eat(':') || !d.skip(depth+1) {
-				return false
-			}
-			d.ws()
-			if d.i >= len(d.s) {
-				return false
-			}
-			c := d.s[d.i]
-			d.i++
-			switch c {
-			case ',':
-			case '}':
-				return true
-			default:
-				return false
-			}
-		}
-	case '[':
-		if depth >= maxLeanDepth {
-			return false
-		}
-		d.i++
-		if d.eat(']') {
-			return true
-		}
-		for {
-			if !d.skip(depth + 1) {
-				return false
-			}
-			d.ws()
-			if d.i >= len(d.s) {
-				return false
-			}
-			c := d.s[d.i]
-			d.i++
-			switch c {
-			case ',':
-			case ']':
-				return true
-			default:
-				return false
-			}
-		}
-	case '"':
-		return d.skipString()
-	case 't', 'f', 'n':
-		for _, lit := range [...]string{"true", "false", "null"} {
-			if strings.HasPrefix(d.s[d.i:], lit) {
-				d.i += len(lit)
-				return d.delimited()
-			}
-		}
-		return false
-	default:
-		if _, ok := d.number(); !ok {
-			return false
-		}
-		return d.delimited()
-	}
-}
-
-// delimited reports whether a literal or number ended where a value may
-// end (so that "truex" or "12a" is refused).
-func (d *lexer) delimited() bool {
-	if d.i >= len(d.s) {
-		return true
-	}
-	switch d.s[d.i] {
-	case ' ', '\t', '\n', '\r', ',', '}', ']':
-		return true
-	}
-	return false
-}
-
-// skipString checks and passes over a string at d.i.
-func (d *lexer) skipString() bool {
-	if d.i >= len(d.s) || d.s[d.i] != '"' {
-		return false
-	}
-	d.i++
-	for d.i < len(d.s) {
-		c := d.s[d.i]
-		switch {
-		case c == '"':
-			d.i++
-			return true
-		case c == '\\':
-			if d.i+1 >= len(d.s) {
-				return false
-			}
-			switch d.s[d.i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				d.i += 2
-			case 'u':
-				d.i += 2
-				if _, ok := d.hex4(); !ok {
-					return false
-				}
-			default:
-				return false
-			}
-		case c < 0x20:
-			return false
-		default:
-			d.i++
-		}
-	}
-	return false
 }
 
 // Prompt turns a conversation into crab's request shape: the system and
@@ -999,11 +573,11 @@ func NewStream(w http.ResponseWriter, id string, created int64, modelName string
 	w.WriteHeader(http.StatusOK)
 	pre := make([]byte, 0, 96+len(id)+len(modelName))
 	pre = append(pre, `data: {"id":`...)
-	pre = appendString(pre, id, false)
+	pre = jsonw.AppendString(pre, id, false)
 	pre = append(pre, `,"object":"chat.completion.chunk","created":`...)
 	pre = strconv.AppendInt(pre, created, 10)
 	pre = append(pre, `,"model":`...)
-	pre = appendString(pre, modelName, false)
+	pre = jsonw.AppendString(pre, modelName, false)
 	pre = append(pre, `,"choices":`...)
 	return &Stream{w: w, rc: http.NewResponseController(w), pre: pre, buf: make([]byte, 0, 256)}
 }
@@ -1022,7 +596,7 @@ func (s *Stream) Content(text string, refusal bool) error {
 		} else {
 			b = append(b, `"content":`...)
 		}
-		b = appendString(b, text, false)
+		b = jsonw.AppendString(b, text, false)
 	}
 	return s.send(append(b, `},"finish_reason":null}]`...))
 }
@@ -1030,7 +604,7 @@ func (s *Stream) Content(text string, refusal bool) error {
 // Finish writes the chunk with the finish reason.
 func (s *Stream) Finish(reason string) error {
 	b := append(s.start(), `[{"index":0,"delta":{},"finish_reason":`...)
-	b = appendString(b, reason, false)
+	b = jsonw.AppendString(b, reason, false)
 	return s.send(append(b, "}]"...))
 }
 
@@ -1097,80 +671,25 @@ func WriteCompletion(w http.ResponseWriter, c Completion) error {
 // AppendCompletion appends the body WriteCompletion writes for c.
 func AppendCompletion(b []byte, c Completion) []byte {
 	b = append(b, `{"id":`...)
-	b = appendString(b, c.ID, false)
+	b = jsonw.AppendString(b, c.ID, false)
 	b = append(b, `,"object":"chat.completion","created":`...)
 	b = strconv.AppendInt(b, c.Created, 10)
 	b = append(b, `,"model":`...)
-	b = appendString(b, c.Model, false)
+	b = jsonw.AppendString(b, c.Model, false)
 	b = append(b, `,"choices":[{"index":0,"message":{"role":"assistant","content":`...)
 	if c.Refusal {
 		b = append(b, `null,"refusal":`...)
-		b = appendString(b, c.Content, false)
+		b = jsonw.AppendString(b, c.Content, false)
 	} else {
-		b = appendString(b, c.Content, false)
+		b = jsonw.AppendString(b, c.Content, false)
 		b = append(b, `,"refusal":null`...)
 	}
 	b = append(b, `},"finish_reason":`...)
-	b = appendString(b, c.FinishReason, false)
+	b = jsonw.AppendString(b, c.FinishReason, false)
 	b = append(b, `}],"usage":`...)
 	b = appendUsage(b, c.TokensIn, c.TokensOut)
 	return append(b, "}\n"...)
 }
-
-// appendString appends s as a JSON string exactly as encoding/json writes
-// it: invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped, and <, > and &
-// escaped when html is set.
-func appendString(b []byte, s string, html bool) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && (!html || c != '<' && c != '>' && c != '&') {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', wireHex[c>>4], wireHex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', wireHex[r&0xF])
-		default:
-			i += n
-			continue
-		}
-		i += n
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-const wireHex = "0123456789abcdef"
 
 // ModelList is the body of GET /v1/models.
 type ModelList struct {

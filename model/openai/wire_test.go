@@ -347,31 +347,6 @@ var wireStrings = []string{
 	"<script>&amp;</script>", "\u2028\u2029", "\xff\xfe broken \xc3", "é中😀", `back\slash`, "\u00e9\U0001F600",
 }
 
-func TestAppendStringMatchesEncodingJSON(t *testing.T) {
-	for _, s := range wireStrings {
-		checkString(t, s)
-	}
-}
-
-func checkString(t *testing.T, s string) {
-	t.Helper()
-	html, _ := json.Marshal(s)
-	if got := string(appendString(nil, s, true)); got != string(html) {
-		t.Fatalf("%q with HTML escaping: got %s; want %s", s, got, html)
-	}
-	plain := strings.TrimSuffix(encodeNoHTML(t, s), "\n")
-	if got := string(appendString(nil, s, false)); got != plain {
-		t.Fatalf("%q: got %s; want %s", s, got, plain)
-	}
-}
-
-func FuzzAppendString(f *testing.F) {
-	for _, s := range wireStrings {
-		f.Add(s)
-	}
-	f.Fuzz(checkString)
-}
-
 func TestWriteCompletionMatchesEncodingJSON(t *testing.T) {
 	for i, s := range wireStrings {
 		for _, refusal := range []bool{false, true} {
