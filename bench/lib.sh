@@ -57,11 +57,13 @@ wait_http() {
 	return 1
 }
 
-# start_simserver sets SIM_PORT and SIM_URL and starts crab sim-server at time-scale 0.
+# start_simserver sets SIM_PORT and SIM_URL and starts crab sim-server at
+# time-scale SIM_TIME_SCALE (default 0: answers as fast as the server can
+# build them; 0.01 gives the simulated models' latency shape at 1/100 scale).
 start_simserver() {
 	SIM_PORT=$(free_port)
 	SIM_URL=http://127.0.0.1:$SIM_PORT/v1
-	"$CRAB" sim-server --listen 127.0.0.1:$SIM_PORT --time-scale 0 --seed 42 --quiet >"$WORK/sim-server.log" 2>&1 &
+	"$CRAB" sim-server --listen 127.0.0.1:$SIM_PORT --time-scale "${SIM_TIME_SCALE:-0}" --seed 42 --quiet >"$WORK/sim-server.log" 2>&1 &
 	SIM_PID=$!
 	PIDS+=($SIM_PID)
 	wait_http "$SIM_URL/models"

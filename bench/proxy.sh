@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Proxy overhead: vegeta at one fixed rate against the same crab sim-server
-# (time-scale 0) directly, through an nginx reverse proxy, and through
+# (time-scale 0, or SIM_TIME_SCALE) directly, through an nginx reverse proxy, and through
 # crab serve on its cache-miss path (every body distinct) and its cache-hit
 # path (one body repeated); latency added over direct at p50 and p99.
 #   bench/proxy.sh                   (RATE=500 per second, DURATION=10 seconds)
+#   SIM_TIME_SCALE=0.01 bench/proxy.sh (an upstream that takes model-like time)
 #   PROFILE=1 bench/proxy.sh         (also a CPU profile of crab serve, written
 #                                     to $WORK/proxy/serve.pprof when it stops)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -100,7 +101,7 @@ proxy_cpu() {
 }
 rm -f "$d"/*.cpu
 
-echo "== proxy overhead: vegeta at $RATE/s, $ROUNDS interleaved rounds of ${slice} s per path, upstream crab sim-server --time-scale 0; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== proxy overhead: vegeta at $RATE/s, $ROUNDS interleaved rounds of ${slice} s per path, upstream crab sim-server --time-scale ${SIM_TIME_SCALE:-0}; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$ROUNDS"); do
 	s=$(((r - 1) * n))
 	"$BT" targets -url "$SIM_URL/chat/completions" -n "$n" -start "$s" -distinct >"$d/direct.json"

@@ -2,7 +2,9 @@
 # crab's benchmarks, all three, in one run (about 2-3 minutes on 2 CPUs):
 #   1. stack overhead per request (Go benchmarks with allocations),
 #   2. load-generator fidelity: crab run vs vegeta against crab sim-server,
-#   3. proxy overhead: direct vs nginx vs crab serve (miss and hit path).
+#   3. proxy overhead: direct vs nginx vs crab serve (miss and hit path), in
+#      front of an instant upstream and again in front of one at 1/100 of the
+#      simulated models' latency.
 # All traffic stays on 127.0.0.1. Installs vegeta (go install) and nginx
 # (apt-get) when missing. Not run by CI: the figures depend on the machine.
 #   bench/run.sh                     (env: WORK=DIR keeps the raw outputs there;
@@ -19,5 +21,9 @@ echo
 "$here/fidelity.sh" 1000 2000 5000
 echo
 "$here/proxy.sh"
+echo
+# The same paths in front of an upstream with the simulated models' latency
+# at 1/100 scale: what a cache hit saves when the model takes time.
+WORK=$WORK/ts001 SIM_TIME_SCALE=0.01 DURATION=${DURATION_SLOW:-5} "$here/proxy.sh"
 echo
 echo "== total $(($(date +%s) - start)) s"
