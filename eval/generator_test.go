@@ -130,3 +130,64 @@ func TestRunnerNeverReleasesEarly(t *testing.T) {
 		}
 	}
 }
+
+// A burst larger than the concurrency cap: the first Concurrency releases
+// find a slot, every later one is marked as waiting for a slot, and the
+// load summary counts exactly those. The model answers only after the
+// generator has released the whole burst, so no slot frees up early.
+func TestSlotWaitMarksCapWaits(t *testing.T) {
+	if !threadSleepSupported {
+		t.Skip("the release hook runs on the generator thread (Linux)")
+	}
+	tests := []struct {
+		name        string
+		concurrency int
+		eager       bool
+		wantWaits   int
+	}{
+		{"cap 3 of 10, workers on demand", 3, false, 7},
+		{"cap 3 of 10, workers up front", 3, true, 7},
+		{"cap 10 of 10", 10, false, 0},
+		{"cap 64 of 10", 64, false, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			gate := make(chan struct{})
+			stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+				<-gate
+				return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
+			})
+			exp := testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"})
+			exp.Arrival = Arrival{Pattern: "burst"}
+			exp.Concurrency = tc.concurrency
+			exp.Timeout = Duration(10 * time.Second)
+			r := &Runner{Exp: exp, Tasks: fakeTasks(10),
+				gen: generatorOptions{eagerWorkers: tc.eager, threadHook: func() { close(gate) }},
+				Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
+					return &ArmStack{Spec: spec, Stack: stack}, nil, nil
+				}}
+			got, _ := collect(t, context.Background(), r)
+			waits := 0
+			for _, rec := range got {
+				if rec.SlotWait {
+					waits++
+					if rec.Seq < tc.concurrency {
+						t.Errorf("seq %d marked as a slot wait; want only releases after the first %d", rec.Seq, tc.concurrency)
+					}
+				}
+			}
+			if waits != tc.wantWaits {
+				t.Errorf("got %d slot waits; want %d", waits, tc.wantWaits)
+			}
+			set := NewRecordSet()
+			for _, rec := range got {
+				set.push(&rec)
+			}
+			var recs []*statRec
+			set.each(func(r *statRec) { recs = append(recs, r) })
+			if ls := loadStats(recs); ls == nil || ls.Queued != tc.wantWaits {
+				t.Errorf("load stats %+v; want queued %d", ls, tc.wantWaits)
+			}
+		})
+	}
+}

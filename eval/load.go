@@ -17,13 +17,10 @@ type LoadStats struct {
 	QueueP50Ms float64 `json:"queue_p50_ms"`
 	QueueP99Ms float64 `json:"queue_p99_ms"`
 	QueueMaxMs float64 `json:"queue_max_ms"`
-	// Queued counts requests that waited more than a millisecond for a slot.
+	// Queued counts requests released while every concurrency slot was
+	// taken (slot_wait in the records): they waited for a slot.
 	Queued int `json:"queued"`
 }
-
-// queuedThresholdMs is the slot wait above which a request counts as queued:
-// below it the wait is scheduling noise, not the cap at work.
-const queuedThresholdMs = 1.0
 
 // loadStats summarises lag and queue time; nil when the records carry
 // neither (e.g. interchange CSV).
@@ -39,7 +36,7 @@ func loadStats(recs []*statRec) *LoadStats {
 		seen = seen || r.LagMs != 0 || r.QueueMs != 0 || r.Timed
 		lag = append(lag, r.LagMs)
 		queue = append(queue, r.QueueMs)
-		if r.QueueMs > queuedThresholdMs {
+		if r.SlotWait {
 			ls.Queued++
 		}
 	}

@@ -48,13 +48,18 @@ type Record struct {
 	DoneAt      time.Time `json:"done_at,omitzero"`
 
 	LagMs      float64 `json:"lag_ms"`      // intended send to release by the generator: the load generator's own lateness
-	QueueMs    float64 `json:"queue_ms"`    // release to actual send: waiting for a slot under the concurrency cap
+	QueueMs    float64 `json:"queue_ms"`    // release to actual send: the hand-off to a worker, and the wait for a slot when SlotWait
 	CacheMs    float64 `json:"cache_ms"`    // key building and lookup
 	RouteMs    float64 `json:"route_ms"`    // scoring and routing
 	ModelMs    float64 `json:"model_ms"`    // inside model calls, every attempt
 	TTFTMs     float64 `json:"ttft_ms"`     // intended send to first content byte
 	ValidateMs float64 `json:"validate_ms"` // contract validation, every attempt
 	E2EMs      float64 `json:"e2e_ms"`      // intended send to validated result (or to failure)
+	// SlotWait is set when every concurrency slot was taken as the request
+	// was released, so that its queue_ms includes waiting for a slot: the
+	// cap made the open loop partly closed. Without it queue_ms is only the
+	// hand-off from the generator to an idle worker.
+	SlotWait bool `json:"slot_wait,omitempty"`
 
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
@@ -135,6 +140,9 @@ func (rec *Record) AppendJSON(dst []byte) ([]byte, bool) {
 		{`,"model_ms":`, rec.ModelMs}, {`,"ttft_ms":`, rec.TTFTMs}, {`,"validate_ms":`, rec.ValidateMs}, {`,"e2e_ms":`, rec.E2EMs},
 	} {
 		b, ok = appendFloat(b, f.key, f.v, ok)
+	}
+	if rec.SlotWait {
+		b = append(b, `,"slot_wait":true`...)
 	}
 	b = append(b, `,"outcome":`...)
 	b = jsonw.AppendString(b, rec.Outcome, false)

@@ -38,7 +38,7 @@ type statRec struct {
 
 	TokensOut, Attempts int32
 
-	Warmup, ContractOK, Pass, Routed, Escalated, ScopeMismatch bool
+	Warmup, ContractOK, Pass, Routed, Escalated, ScopeMismatch, SlotWait bool
 	// Timed is set when the record carries an intended send time (a run's
 	// records; interchange CSV has none).
 	Timed bool
@@ -124,7 +124,7 @@ func (s *RecordSet) push(r *Record) {
 		Cost: r.Cost, ShadowCost: r.ShadowCost, EscalationCost: r.EscalationCost, RouteScore: r.RouteScore,
 		TokensOut: int32(r.TokensOut), Attempts: int32(r.Attempts),
 		Warmup: r.Warmup, ContractOK: r.ContractOK, Pass: r.Pass, Routed: r.Routed, Escalated: r.Escalated,
-		ScopeMismatch: r.ScopeMismatch, Timed: !r.IntendedAt.IsZero(),
+		ScopeMismatch: r.ScopeMismatch, SlotWait: r.SlotWait, Timed: !r.IntendedAt.IsZero(),
 	})
 	if r.RunID != "" && !s.runIDs[r.RunID] {
 		s.runIDs[strings.Clone(r.RunID)] = true

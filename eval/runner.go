@@ -134,33 +134,34 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, offsets []time.Duration, emit func(Record)) {
 	jobs := make(chan job, len(r.Tasks))
 	var wg sync.WaitGroup
-	// idle counts workers that will receive a job without being claimed
-	// yet: the generator claims one per release, or starts a worker.
-	var idle atomic.Int64
+	// outstanding counts released requests not yet answered: those in
+	// flight and those waiting in the FIFO. A release that makes it exceed
+	// Concurrency finds every slot taken (a slot wait); otherwise there is
+	// a worker for it, idle or started now.
+	var outstanding atomic.Int64
 	worker := func() {
 		defer wg.Done()
 		for j := range jobs {
 			rec, shadow := r.one(ctx, arm, rep, seed, j)
+			outstanding.Add(-1)
 			if shadow == nil {
 				emit(rec)
-			} else {
-				// Judging a routing decision calls the other model; it
-				// runs beside the workers so it never holds a slot that a
-				// scheduled request is waiting for.
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					shadow(&rec)
-					emit(rec)
-				}()
+				continue
 			}
-			idle.Add(1)
+			// Judging a routing decision calls the other model; it runs
+			// beside the workers so it never holds a slot that a scheduled
+			// request is waiting for.
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				shadow(&rec)
+				emit(rec)
+			}()
 		}
 	}
 	started := 0
 	if r.gen.eagerWorkers {
 		started = r.Exp.Concurrency
-		idle.Store(int64(started))
 		wg.Add(started)
 		for range started {
 			go worker()
@@ -168,15 +169,13 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, o
 	}
 	start := time.Now().Add(5 * time.Millisecond)
 	generate(ctx, r.gen, start, offsets[:len(r.Tasks)], func(i int, intended time.Time) {
-		if idle.Add(-1) < 0 {
-			idle.Add(1)
-			if started < r.Exp.Concurrency {
-				started++
-				wg.Add(1)
-				go worker()
-			}
+		n := int(outstanding.Add(1))
+		if n > started && started < r.Exp.Concurrency {
+			started++
+			wg.Add(1)
+			go worker()
 		}
-		jobs <- job{seq: i, intended: intended, released: time.Now()}
+		jobs <- job{seq: i, intended: intended, released: time.Now(), slotWait: n > r.Exp.Concurrency}
 	})
 	close(jobs)
 	wg.Wait()
@@ -187,6 +186,7 @@ type job struct {
 	seq      int
 	intended time.Time
 	released time.Time
+	slotWait bool // every concurrency slot was taken at release
 }
 
 // spinWindow is how long before a send time the waitYield generator stops
@@ -254,6 +254,7 @@ func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j 
 	req := r.request(arm.Spec, t, seed)
 	rec.SentAt = time.Now()
 	rec.QueueMs = ms(rec.SentAt.Sub(j.released))
+	rec.SlotWait = j.slotWait
 	cctx, cancel := context.WithTimeout(ctx, r.Exp.Timeout.Std())
 	resp, err := arm.Stack.Complete(cctx, req)
 	rec.DoneAt = time.Now()
