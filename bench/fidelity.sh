@@ -3,7 +3,7 @@
 # crab sim-server (time-scale 0, loopback) at the same constant rates for the
 # same duration, summarised side by side.
 #   bench/fidelity.sh [RATE ...]     (default 1000 2000 5000; DURATION=10 seconds;
-#                                     CONCURRENCY=4096, crab's cap on requests in flight)
+#                                     CONCURRENCY=256, crab's cap on requests in flight)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 RATES=("$@")
 [ ${#RATES[@]} -gt 0 ] || RATES=(1000 2000 5000)
@@ -25,7 +25,7 @@ contract: embedded:triage.schema.json
 seed: 42
 repeats: 1
 arrival: {pattern: constant, rate: $rate}
-concurrency: ${CONCURRENCY:-4096}
+concurrency: ${CONCURRENCY:-256}
 timeout: 10s
 shadow: false
 models:
