@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"time"
@@ -67,8 +68,10 @@ const sleepChunk = 5 * time.Millisecond
 // generate calls release(i, intended) for every offset, in order, never
 // before intended = start+offsets[i]. When ctx ends it stops waiting and
 // releases the remaining requests at once (their workers record them as
-// cancelled), so every scheduled request is released exactly once.
-func generate(ctx context.Context, o generatorOptions, start time.Time, offsets []time.Duration, release func(i int, intended time.Time)) {
+// cancelled), so every scheduled request is released exactly once. It
+// returns how the generator waited, for the run's manifest (e.g. "thread,
+// SCHED_FIFO, GOMAXPROCS 3"), since the lag a run can reach depends on it.
+func generate(ctx context.Context, o generatorOptions, start time.Time, offsets []time.Duration, release func(i int, intended time.Time)) string {
 	mode := o.wait
 	if mode == waitYield || !threadSleepSupported {
 		timer := time.NewTimer(time.Hour)
@@ -78,19 +81,23 @@ func generate(ctx context.Context, o generatorOptions, start time.Time, offsets 
 			waitUntil(ctx, timer, intended)
 			release(i, intended)
 		}
-		return
+		return fmt.Sprintf("%s, GOMAXPROCS %d", waitYield, runtime.GOMAXPROCS(0))
 	}
 	raw := mode == waitThread
 	if raw {
 		reserveP()
 		defer unreserveP()
 	}
+	procs := runtime.GOMAXPROCS(0)
+	priority := "normal priority"
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		// The goroutine ends without unlocking, so the thread, with its
 		// changed timer slack, ends with it.
-		lockGeneratorThread(!o.noRealtime)
+		if lockGeneratorThread(!o.noRealtime) {
+			priority = "SCHED_FIFO"
+		}
 		if o.threadHook != nil {
 			defer o.threadHook()
 		}
@@ -108,6 +115,7 @@ func generate(ctx context.Context, o generatorOptions, start time.Time, offsets 
 		}
 	}()
 	<-done
+	return fmt.Sprintf("%s, %s, GOMAXPROCS %d", mode, priority, procs)
 }
 
 // reservedPs counts the passes holding an extra P; the first raises

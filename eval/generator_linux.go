@@ -17,14 +17,17 @@ const prSetTimerslack = 29
 // lockGeneratorThread wires the calling goroutine to its OS thread and sets
 // that thread's timer slack to 1 ns (the default 50 us would be added to
 // every wake-up). With realtime it also asks for SCHED_FIFO at the lowest
-// real-time priority, which a process without the privilege is refused.
-func lockGeneratorThread(realtime bool) {
+// real-time priority, which a process without the privilege is refused; it
+// reports whether the thread got it.
+func lockGeneratorThread(realtime bool) bool {
 	runtime.LockOSThread()
 	syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerslack, 1, 0)
-	if realtime {
-		param := struct{ priority int32 }{1}
-		syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, 0, schedFIFO, uintptr(unsafe.Pointer(&param)))
+	if !realtime {
+		return false
 	}
+	param := struct{ priority int32 }{1}
+	_, _, errno := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, 0, schedFIFO, uintptr(unsafe.Pointer(&param)))
+	return errno == 0
 }
 
 // schedFIFO is SCHED_FIFO from <sched.h>.

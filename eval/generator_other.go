@@ -6,7 +6,7 @@ import "time"
 
 const threadSleepSupported = false
 
-func lockGeneratorThread(bool) {}
+func lockGeneratorThread(bool) bool { return false }
 
 // threadSleeper is unused where the generator has no thread of its own.
 type threadSleeper struct{}

@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestGenerateNeverEarly(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			start := time.Now().Add(time.Millisecond)
 			var got []int
-			generate(context.Background(), generatorOptions{wait: mode}, start, offs, func(i int, intended time.Time) {
+			how := generate(context.Background(), generatorOptions{wait: mode}, start, offs, func(i int, intended time.Time) {
 				now := time.Now()
 				if want := start.Add(offs[i]); !intended.Equal(want) {
 					t.Errorf("request %d: intended %v; want %v", i, intended, want)
@@ -52,6 +53,13 @@ func TestGenerateNeverEarly(t *testing.T) {
 				if i != k {
 					t.Fatalf("release %d was request %d; want %d (schedule order)", k, i, k)
 				}
+			}
+			wantMode := mode
+			if !threadSleepSupported {
+				wantMode = waitYield
+			}
+			if !strings.HasPrefix(how, wantMode.String()+", ") || !strings.Contains(how, "GOMAXPROCS ") {
+				t.Errorf("generator described as %q; want it to start with %q and give GOMAXPROCS", how, wantMode.String()+", ")
 			}
 		})
 	}

@@ -49,9 +49,14 @@ type Runner struct {
 
 // PassMetrics is what one arm's pass reports beside its records.
 type PassMetrics struct {
-	Arm     string `json:"arm"`
-	Repeat  int    `json:"repeat"`
-	Metrics any    `json:"metrics,omitempty"`
+	Arm    string `json:"arm"`
+	Repeat int    `json:"repeat"`
+	// Generator says how the load generator waited for send times in this
+	// pass (wait mode, thread priority, GOMAXPROCS): the schedule lag a pass
+	// can reach depends on it, so a reviewer re-running the pass can tell
+	// whether it ran the same way.
+	Generator string `json:"generator,omitempty"`
+	Metrics   any    `json:"metrics,omitempty"`
 }
 
 // Result is what Run reports beside the streamed records.
@@ -102,8 +107,8 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 			if err != nil {
 				return nil, fmt.Errorf("arm %s: %w", spec.Name, err)
 			}
-			r.pass(ctx, arm, rep, seed, offsets, emit)
-			pm := PassMetrics{Arm: spec.Name, Repeat: rep}
+			gen := r.pass(ctx, arm, rep, seed, offsets, emit)
+			pm := PassMetrics{Arm: spec.Name, Repeat: rep, Generator: gen}
 			if arm.Metrics != nil {
 				pm.Metrics = arm.Metrics()
 			}
@@ -130,8 +135,9 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 // The FIFO holds a few words per request, so even a burst of a million
 // requests costs tens of megabytes, not a goroutine each. Workers start as
 // releases find none idle, so a fast target is served by a few warm
-// goroutines rather than Concurrency cold ones.
-func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, offsets []time.Duration, emit func(Record)) {
+// goroutines rather than Concurrency cold ones. It returns how the
+// generator waited (see generate).
+func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, offsets []time.Duration, emit func(Record)) string {
 	jobs := make(chan job, len(r.Tasks))
 	var wg sync.WaitGroup
 	// outstanding counts released requests not yet answered: those in
@@ -168,7 +174,7 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, o
 		}
 	}
 	start := time.Now().Add(5 * time.Millisecond)
-	generate(ctx, r.gen, start, offsets[:len(r.Tasks)], func(i int, intended time.Time) {
+	gen := generate(ctx, r.gen, start, offsets[:len(r.Tasks)], func(i int, intended time.Time) {
 		n := int(outstanding.Add(1))
 		if n > started && started < r.Exp.Concurrency {
 			started++
@@ -179,6 +185,7 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, o
 	})
 	close(jobs)
 	wg.Wait()
+	return gen
 }
 
 // job is one released request waiting for a worker.
