@@ -21,6 +21,7 @@ type serveOptions struct {
 	Listen          string // overrides the configuration's listen
 	ShutdownTimeout time.Duration
 	Quiet           bool
+	CPUProfile      string // a file for a CPU profile of the server's life ("" for none)
 	Stderr          io.Writer
 	// Ready, if set, is called with the bound address once the proxy
 	// accepts connections (tests listen on port 0).
@@ -42,6 +43,7 @@ func serveCmd() *cli.Command {
 			&cli.StringFlag{Name: "listen", Usage: "`ADDR` to listen on (default: the configuration's listen, else 127.0.0.1:8080; port 0 picks a free port)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "on SIGTERM, how long in-flight requests may take to finish"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
+			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile of the server's whole life to `FILE` when it stops"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -49,7 +51,7 @@ func serveCmd() *cli.Command {
 			}
 			return serveProxy(c.Context, serveOptions{
 				Config: c.String("config"), Listen: c.String("listen"), ShutdownTimeout: c.Duration("shutdown-timeout"),
-				Quiet: c.Bool("quiet"), Stderr: c.App.ErrWriter,
+				Quiet: c.Bool("quiet"), CPUProfile: c.String("cpuprofile"), Stderr: c.App.ErrWriter,
 			})
 		},
 	}
@@ -75,6 +77,11 @@ func serveProxy(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer srv.Close()
+	stopProfile, err := startCPUProfile(o.CPUProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	addr := o.Listen
 	if addr == "" {
 		addr = setup.Config.Listen

@@ -73,8 +73,8 @@ contract: {file: triage.schema.json, policy: fail}
 cache: {key: full, ttl: 10m}
 YAML
 profile=()
-[ -n "${PROFILE:-}" ] && profile=(env CRAB_SERVE_CPUPROFILE="$d/serve.pprof")
-"${profile[@]}" "$CRAB" serve --config "$d/serve.yaml" --listen 127.0.0.1:$SERVE_PORT >"$d/serve.log" 2>&1 &
+[ -n "${PROFILE:-}" ] && profile=(--cpuprofile "$d/serve.pprof")
+"$CRAB" serve --config "$d/serve.yaml" --listen 127.0.0.1:$SERVE_PORT "${profile[@]}" >"$d/serve.log" 2>&1 &
 SERVE_PID=$!
 PIDS+=($SERVE_PID)
 wait_http "http://127.0.0.1:$SERVE_PORT/healthz"

@@ -85,7 +85,6 @@ type Server struct {
 	seq      atomic.Uint64
 	idPrefix string // of the request ids crab gives: "crab-<created, hex>-"
 	routes   *http.ServeMux
-	profile  func() // stops the CPU profile of ProfileEnv
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -189,10 +188,6 @@ func New(setup *Setup, o Options) (*Server, error) {
 	s.routes.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		openai.WriteError(w, http.StatusNotFound, openai.ErrTypeNotFound, "not_found", "", "no such endpoint: "+r.URL.Path)
 	})
-	if s.profile, err = startProfile(); err != nil {
-		s.Close()
-		return nil, err
-	}
 	return s, nil
 }
 
@@ -210,10 +205,6 @@ func (s *Server) Close() {
 	}
 	for _, b := range s.backends {
 		b.Close()
-	}
-	if s.profile != nil {
-		s.profile()
-		s.profile = nil
 	}
 }
 
