@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -29,8 +30,11 @@ type runOptions struct {
 	// CPUProfile, if set, is a file to write a CPU profile of the run
 	// (the requests, then the summary and reports) to.
 	CPUProfile string
-	Stdout     io.Writer
-	Stderr     io.Writer
+	// Trace, if set, is a file to write an execution trace of the requests
+	// (runtime/trace) to.
+	Trace  string
+	Stdout io.Writer
+	Stderr io.Writer
 }
 
 func runCmd() *cli.Command {
@@ -44,6 +48,7 @@ func runCmd() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "printed summary: text, md, json, csv or html"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile of the run and its reports to `FILE`"},
+			&cli.StringFlag{Name: "trace", Hidden: true, Usage: "write an execution trace of the requests to `FILE`"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -51,7 +56,7 @@ func runCmd() *cli.Command {
 			}
 			return run(c.Context, runOptions{
 				Experiment: c.String("config"), OutDir: c.String("out"), Format: c.String("format"),
-				Quiet: c.Bool("quiet"), CPUProfile: c.String("cpuprofile"), Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
+				Quiet: c.Bool("quiet"), CPUProfile: c.String("cpuprofile"), Trace: c.String("trace"), Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 			})
 		},
 	}
@@ -100,7 +105,12 @@ func run(ctx context.Context, o runOptions) error {
 		return err
 	}
 	defer stopProfile()
+	stopTrace, err := startTrace(o.Trace)
+	if err != nil {
+		return err
+	}
 	res, runErr := runner.Run(ctx)
+	stopTrace()
 	if err := bw.Flush(); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -145,6 +155,19 @@ func run(ctx context.Context, o runOptions) error {
 // startCPUProfile starts a CPU profile into path and returns the function
 // that ends it; an empty path profiles nothing.
 func startCPUProfile(path string) (stop func(), err error) {
+	return startRecording(path, pprof.StartCPUProfile, pprof.StopCPUProfile)
+}
+
+// startTrace starts an execution trace into path and returns the function
+// that ends it; an empty path traces nothing.
+func startTrace(path string) (stop func(), err error) {
+	return startRecording(path, trace.Start, trace.Stop)
+}
+
+// startRecording creates path, starts a runtime recorder (CPU profile,
+// execution trace) writing to it, and returns the function that stops the
+// recorder and closes the file; an empty path records nothing.
+func startRecording(path string, start func(io.Writer) error, end func()) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}
@@ -152,12 +175,12 @@ func startCPUProfile(path string) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return func() {
-		pprof.StopCPUProfile()
+		end()
 		f.Close()
 	}, nil
 }
