@@ -18,9 +18,6 @@ const (
 	// thread already holds its P, so a busy machine delays a release only by
 	// the kernel's wake-up latency. Linux only; elsewhere it is waitYield.
 	waitThread waitMode = iota
-	// waitThreadSyscall is waitThread with a sleep that lets the scheduler
-	// take the P away while the thread sleeps (no extra P).
-	waitThreadSyscall
 	// waitYield sleeps on a Go timer until spinWindow before the send time
 	// and then polls the clock, yielding between polls.
 	waitYield
@@ -30,8 +27,6 @@ func (m waitMode) String() string {
 	switch m {
 	case waitThread:
 		return "thread"
-	case waitThreadSyscall:
-		return "thread-syscall"
 	case waitYield:
 		return "yield"
 	}
@@ -83,11 +78,8 @@ func generate(ctx context.Context, o generatorOptions, start time.Time, offsets 
 		}
 		return fmt.Sprintf("%s, GOMAXPROCS %d", waitYield, runtime.GOMAXPROCS(0))
 	}
-	raw := mode == waitThread
-	if raw {
-		reserveP()
-		defer unreserveP()
-	}
+	reserveP()
+	defer unreserveP()
 	procs := runtime.GOMAXPROCS(0)
 	priority := "normal priority"
 	done := make(chan struct{})
@@ -109,7 +101,7 @@ func generate(ctx context.Context, o generatorOptions, start time.Time, offsets 
 				if d <= 0 {
 					break
 				}
-				s.sleep(min(d, sleepChunk), raw)
+				s.sleep(min(d, sleepChunk))
 			}
 			release(i, intended)
 		}

@@ -72,7 +72,7 @@ func TestGeneratorLagHarness(t *testing.T) {
 	})
 	// Each variant is MODE/WORKERS[/rt]: MODE a wait mode, WORKERS lazy or
 	// eager, rt for a real-time generator thread.
-	variants := strings.Fields(envOr("CRAB_LAG_VARIANTS", "yield/eager yield/lazy thread/eager thread/lazy thread/lazy/rt thread-syscall/lazy"))
+	variants := strings.Fields(envOr("CRAB_LAG_VARIANTS", "yield/eager yield/lazy thread/eager thread/lazy thread/lazy/rt"))
 	var osWait string
 	threadHook := func() {
 		b, _ := os.ReadFile("/proc/thread-self/schedstat")

@@ -36,16 +36,13 @@ const schedFIFO = 1
 // threadSleeper sleeps the generator thread in the kernel.
 type threadSleeper struct{ ts syscall.Timespec }
 
-// sleep sleeps for d or until a signal arrives. raw keeps the goroutine's P
-// while the thread sleeps (the scheduler sees a running goroutine; a
-// preemption signal ends the sleep early, and the caller's loop reaches a
-// preemption point); otherwise the sleep is an ordinary system call whose P
-// the scheduler may hand to other goroutines.
-func (s *threadSleeper) sleep(d time.Duration, raw bool) {
+// sleep sleeps for d or until a signal arrives, keeping the goroutine's P
+// while the thread sleeps: the scheduler sees a running goroutine, so waking
+// never waits for a P. A preemption signal ends the sleep early, and the
+// caller's loop reaches a preemption point. (An ordinary system call, which
+// lets the scheduler hand the P away, was measured and wakes no better: the
+// P must then be won back.)
+func (s *threadSleeper) sleep(d time.Duration) {
 	s.ts = syscall.NsecToTimespec(int64(d))
-	if raw {
-		syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&s.ts)), 0, 0)
-		return
-	}
-	syscall.Syscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&s.ts)), 0, 0)
+	syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&s.ts)), 0, 0)
 }

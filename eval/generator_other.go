@@ -11,4 +11,4 @@ func lockGeneratorThread(bool) bool { return false }
 // threadSleeper is unused where the generator has no thread of its own.
 type threadSleeper struct{}
 
-func (s *threadSleeper) sleep(d time.Duration, raw bool) { time.Sleep(d) }
+func (s *threadSleeper) sleep(d time.Duration) { time.Sleep(d) }

@@ -11,7 +11,7 @@ import (
 	"github.com/crab-testbed/crab/model"
 )
 
-var waitModes = []waitMode{waitThread, waitThreadSyscall, waitYield}
+var waitModes = []waitMode{waitThread, waitYield}
 
 // earlyOffsets is a schedule whose gaps range from none to a few
 // milliseconds, with runs of equal offsets, so that a generator that wakes
