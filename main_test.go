@@ -39,7 +39,7 @@ type summaryJSON struct {
 	Arms []armJSON `json:"arms"`
 }
 
-// The six-request exercise of DESIGN §7, through the command line.
+// The six-request exercise, through the command line.
 func TestReportExercise(t *testing.T) {
 	t.Parallel()
 	code, out, errs := crab(t, "", "report", "--format", "json", "fixtures/exercise.csv")

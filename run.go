@@ -13,6 +13,8 @@ import (
 	"runtime/trace"
 	"time"
 
+	"github.com/crab-testbed/crab/internal/atomicfile"
+
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
@@ -207,7 +209,7 @@ func progressBar(w io.Writer) func(done, total int) {
 
 func writeReports(dir string, sum *eval.Summary, recs *eval.RecordSet) error {
 	for _, r := range []struct{ name, format string }{{"summary.json", "json"}, {"report.md", "md"}, {"report.txt", "text"}, {"report.html", "html"}} {
-		if err := writeFileAtomic(filepath.Join(dir, r.name), func(w io.Writer) error { return writeFormat(w, sum, recs, r.format) }); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, r.name), func(w io.Writer) error { return writeFormat(w, sum, recs, r.format) }); err != nil {
 			return err
 		}
 	}
@@ -215,34 +217,9 @@ func writeReports(dir string, sum *eval.Summary, recs *eval.RecordSet) error {
 }
 
 func writeJSON(path string, v any) error {
-	return writeFileAtomic(path, func(w io.Writer) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	})
-}
-
-// writeFileAtomic writes through a temporary file and renames it, so a
-// reader never sees a half-written file.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(tmp)
-	if err := write(bw); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/internal/atomicfile"
 	"github.com/crab-testbed/crab/router"
 )
 
@@ -185,7 +186,7 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 	if err := writeJSON(filepath.Join(dir, "tune.json"), out); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error { return writeSweepCSV(w, out.TuneReport) }); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error { return writeSweepCSV(w, out.TuneReport) }); err != nil {
 		return err
 	}
 	svgs := []struct {
@@ -202,11 +203,11 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 	}
 	for _, s := range svgs {
 		title := fmt.Sprintf("%s (%d calibration, %d holdout tasks)", s.title, out.Calibrated, out.Held)
-		if err := writeFileAtomic(filepath.Join(dir, s.name), func(w io.Writer) error { return s.p.WriteSVG(w, title) }); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, s.name), func(w io.Writer) error { return s.p.WriteSVG(w, title) }); err != nil {
 			return err
 		}
 	}
-	return writeFileAtomic(filepath.Join(dir, "tuned.yaml"), func(w io.Writer) error {
+	return atomicfile.Write(filepath.Join(dir, "tuned.yaml"), func(w io.Writer) error {
 		_, err := w.Write(snippet)
 		return err
 	})

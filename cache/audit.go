@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crab-testbed/crab/internal/quantile"
+
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -531,14 +533,10 @@ func percentiles(v []float64) (p50, p95 *float64) {
 	return &a, &b
 }
 
-// nearestRank is x[ceil(q·n/100)] of sorted x (1-based), as DESIGN §1.6
-// states, with q a whole percent.
+// nearestRank is the nearest-rank percentile q of sorted values, rounded to
+// 4 decimals for the audit's tables.
 func nearestRank(sorted []float64, q int) float64 {
-	r := (q*len(sorted) + 99) / 100
-	if r < 1 {
-		r = 1
-	}
-	return roundTo(sorted[r-1], 4)
+	return roundTo(quantile.NearestRank(sorted, float64(q)), 4)
 }
 
 func roundTo(v float64, dec int) float64 {

@@ -14,7 +14,7 @@ import (
 	"github.com/crab-testbed/crab/model"
 )
 
-// Leak kinds (DESIGN §3), written into Trace.Leak on a hit served for
+// Leak kinds, written into Trace.Leak on a hit served for
 // another scope. One label per hit, the first that applies in this order.
 const (
 	LeakCrossTenant = "cross_tenant" // built for another tenant

@@ -1,7 +1,7 @@
 // Package cache is crab's response cache: a key built from a configurable set
 // of request fields, a store (ristretto in process), and a middleware that
 // serves hits, stores cacheable misses and records, for every hit, whether
-// the answer was built for another scope (a leak, DESIGN §3).
+// the answer was built for another scope (a leak).
 //
 // Which fields go into the key is configured per arm, so a deliberately naive
 // key (text only) can run beside the scoped one (full) on the same workload;

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/crab-testbed/crab/internal/quantile"
 )
 
 // Statuses an Answer can carry (Answer.Status). They match the outcomes of
@@ -549,19 +551,10 @@ func (t *sideTotals) totals() Totals {
 			sum += v
 		}
 		mean := sum / float64(len(lat))
-		p50, p95 := nearestRank(lat, 50), nearestRank(lat, 95)
+		p50, p95 := quantile.NearestRank(lat, 50), quantile.NearestRank(lat, 95)
 		out.LatencyMeanMs, out.LatencyP50Ms, out.LatencyP95Ms = &mean, &p50, &p95
 	}
 	return out
-}
-
-// nearestRank is the nearest-rank percentile q of sorted values:
-// x[ceil(q·n/100)], 1-based, computed in integers.
-func nearestRank(sorted []float64, q int) float64 {
-	n := len(sorted)
-	r := (q*n + 99) / 100
-	r = max(1, min(r, n))
-	return sorted[r-1]
 }
 
 // show renders a decoded JSON value compactly and briefly for a message.

@@ -7,7 +7,7 @@ import (
 )
 
 // Decision is the verdict over every candidate: quality gate first, speed
-// and cost second (DESIGN §1.4).
+// and cost second.
 type Decision struct {
 	Accepted []string `json:"accepted"`
 	Rejected []string `json:"rejected"`

@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// Paired is a candidate compared with the baseline task by task (DESIGN
-// §1.10): each pair is the same task in the same repeat on both sides.
+// Paired is a candidate compared with the baseline task by task: each pair
+// is the same task in the same repeat on both sides.
 type Paired struct {
 	Baseline string   `json:"baseline"`
 	Pairs    int      `json:"pairs"`

@@ -18,7 +18,7 @@ import (
 // RecordsFile is the name of the records file inside a run directory.
 const RecordsFile = "records.jsonl"
 
-// Interchange CSV columns (DESIGN §5). Required columns must all be in the
+// Interchange CSV columns. Required columns must all be in the
 // header; optional ones may be left out or left empty on a row.
 var (
 	csvRequired = []string{"arm", "task_id", "latency_ms", "outcome", "pass", "cost"}

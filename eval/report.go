@@ -17,7 +17,7 @@ import (
 var ErrUnknownReportFormat = errors.New("eval: unknown report format")
 
 // WriteReport writes s as text (aligned tables, the default), md (the same
-// tables in Markdown), json (the Summary, DESIGN §5 field names) or csv (one
+// tables in Markdown), json (the Summary, with the documented field names) or csv (one
 // row per arm with the main figures). html is the page of WriteHTML drawn
 // from s alone; given the records, WriteHTML also draws the latency
 // distributions.

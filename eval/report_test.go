@@ -36,7 +36,7 @@ func golden(t *testing.T, got []byte) {
 	}
 }
 
-// TestExerciseReport is the six-request exercise of DESIGN §7.
+// TestExerciseReport is the six-request exercise.
 func TestExerciseReport(t *testing.T) {
 	s, err := Summarize(exerciseRecords(t), Options{})
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/crab-testbed/crab/internal/quantile"
 )
 
 // Errors Summarize returns.
@@ -33,42 +35,15 @@ const (
 // it zero.
 const DefaultResamples = 2000
 
-// PercentileNR is the nearest-rank percentile of sorted (ascending) values,
-// the method DESIGN §1.6 states: p_q = x[ceil(q·n/100)] with x 1-based and
-// p0 = x[1]. q is in percent and is rounded to hundredths of a percent
-// (99.9 → 9990), so that the rank is computed in integers and p95 of 20
-// values is exactly the 19th. q outside [0, 100] is clamped. It returns NaN
-// for no values or a NaN q.
-func PercentileNR(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 || math.IsNaN(q) {
-		return math.NaN()
-	}
-	return sorted[nearestRank(len(sorted), q)-1]
-}
+// PercentileNR is the nearest-rank percentile q (in percent) of sorted
+// (ascending) values: p_q = x[ceil(q·n/100)], 1-based, p0 = x[1]; NaN for no
+// values or a NaN q. See package quantile.
+func PercentileNR(sorted []float64, q float64) float64 { return quantile.NearestRank(sorted, q) }
 
-// TailIsMax reports whether percentile q of n values is the sample maximum
-// (its nearest rank is n). A report shows such a figure as what it is: the
-// largest value seen, which says nothing about how far the tail goes.
-func TailIsMax(n int, q float64) bool {
-	return n > 0 && !math.IsNaN(q) && nearestRank(n, q) == n
-}
-
-// nearestRank is ceil(q·n/100) in integers, with q in hundredths of a
-// percent, at least 1.
-func nearestRank(n int, q float64) int {
-	h := math.Round(q * 100)
-	switch {
-	case h < 0:
-		h = 0
-	case h > 10000:
-		h = 10000
-	}
-	r := (int64(h)*int64(n) + 9999) / 10000
-	if r < 1 {
-		r = 1
-	}
-	return int(r)
-}
+// TailIsMax reports whether percentile q of n values is the sample maximum.
+// A report shows such a figure as what it is: the largest value seen, which
+// says nothing about how far the tail goes.
+func TailIsMax(n int, q float64) bool { return quantile.TailIsMax(n, q) }
 
 // Options tune Summarize.
 type Options struct {
@@ -102,7 +77,7 @@ type Summary struct {
 }
 
 // ArmSummary is the figures of one arm over its non-warm-up requests. JSON
-// names follow DESIGN §5. Latency figures are in milliseconds; the
+// names follow Latency figures are in milliseconds; the
 // all-requests ones (p50_ms ... mean_ms) count a failed request at the time
 // it ended, the ok_* ones count successful requests only.
 //
@@ -181,7 +156,7 @@ type GroupSummary struct {
 }
 
 // CacheStats pairs hit rate with what a hit saves and whether it was right
-// (DESIGN §1.9). Present only for arms whose requests went through a cache.
+// . Present only for arms whose requests went through a cache.
 type CacheStats struct {
 	CacheRequests int      `json:"cache_requests"` // requests with a cache status (hit, miss or bypass)
 	Hits          int      `json:"hits"`

@@ -432,7 +432,7 @@ func TestArmSummaryJSONFields(t *testing.T) {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		t.Fatal(err)
 	}
-	// DESIGN §5 names.
+	// documented summary.json names.
 	for _, k := range []string{"name", "n", "ok", "failed", "timeouts", "pass", "p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms",
 		"ok_p50_ms", "ok_p95_ms", "ok_mean_ms", "cost", "cost_per_pass", "verdict", "reasons", "groups"} {
 		if _, ok := raw.Arms[0][k]; !ok {

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crab-testbed/crab/internal/atomicfile"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/crab-testbed/crab/model"
@@ -475,31 +477,10 @@ func (s *Setup) OutcomeTableFor(ctx context.Context, t TuneTarget, o TableOption
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(path, func(w io.Writer) error { return WriteOutcomeTable(w, tab) }); err != nil {
+	if err := atomicfile.Write(path, func(w io.Writer) error { return WriteOutcomeTable(w, tab) }); err != nil {
 		return nil, err
 	}
 	return &TableResult{Table: tab, Path: path, Built: true, Reason: reason}, nil
-}
-
-// writeAtomic writes through a temporary file and renames it.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(tmp)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // routerFieldError is a problem with one field of an arm's router block.

@@ -37,8 +37,8 @@ var (
 	ErrTooFewSamples = errors.New("router: too few distinct questions to split")
 )
 
-// OutcomeTimeout is the outcome of a call that ran out of its deadline
-// (DESIGN §1.2); a cascade does not escalate it.
+// OutcomeTimeout is the outcome of a call that ran out of its deadline; a
+// cascade does not escalate it.
 const OutcomeTimeout = "timeout"
 
 // Outcome is what one model did with one task when called through the
@@ -101,8 +101,8 @@ func calls(policy string, s *Sample, t float64) (small, large bool) {
 	return true, false
 }
 
-// Misroutes counts routing mistakes, judged by what the other model did
-// (DESIGN §3), and their cost.
+// Misroutes counts routing mistakes, judged by what the other model did,
+// and their cost.
 //
 //   - Under: answered by the small model, which failed where the large one
 //     passes. Cost: the large calls that would have fixed them.

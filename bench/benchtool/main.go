@@ -22,6 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crab-testbed/crab/internal/quantile"
+
 	"github.com/crab-testbed/crab/fixtures"
 )
 
@@ -214,18 +216,6 @@ func row(label string, target float64, n int, rate float64, okFrac float64, lag 
 		label, target, n, rate, rerr, 100*okFrac, lags, lat[0], lat[1], lat[2], lat[3], mean)
 }
 
-// nearestRank is the p-th percentile of sorted xs by nearest rank.
-func nearestRank(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	k := int(math.Ceil(p / 100 * float64(len(xs))))
-	if k < 1 {
-		k = 1
-	}
-	return xs[k-1]
-}
-
 // records summarises a crab records.jsonl: achieved rate = (n-1) / span of
 // sent_at, schedule lag (lag_ms) and end-to-end latency (e2e_ms, measured
 // from the intended send time) by nearest rank, over all requests.
@@ -284,8 +274,8 @@ func records(args []string) error {
 	}
 	rate := float64(n-1) / last.Sub(first).Seconds()
 	row(*label, *target, n, rate, float64(ok)/float64(n),
-		[]float64{nearestRank(lag, 50), nearestRank(lag, 99), lag[n-1]},
-		[]float64{nearestRank(e2e, 50), nearestRank(e2e, 90), nearestRank(e2e, 99), e2e[n-1]}, sum/float64(n))
+		[]float64{quantile.NearestRank(lag, 50), quantile.NearestRank(lag, 99), lag[n-1]},
+		[]float64{quantile.NearestRank(e2e, 50), quantile.NearestRank(e2e, 90), quantile.NearestRank(e2e, 99), e2e[n-1]}, sum/float64(n))
 	// The same requests timed from the actual send (sent_at to done_at), as
 	// vegeta times its own: without the generator's lag.
 	slices.Sort(fromSend)
@@ -294,7 +284,7 @@ func records(args []string) error {
 		sum += x
 	}
 	row(*label+"@send", *target, n, rate, float64(ok)/float64(n), nil,
-		[]float64{nearestRank(fromSend, 50), nearestRank(fromSend, 90), nearestRank(fromSend, 99), fromSend[n-1]}, sum/float64(n))
+		[]float64{quantile.NearestRank(fromSend, 50), quantile.NearestRank(fromSend, 90), quantile.NearestRank(fromSend, 99), fromSend[n-1]}, sum/float64(n))
 	return nil
 }
 
