@@ -56,6 +56,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	}
 	for _, c := range cmds {
 		c.OnUsageError = usageError
+		checkRequiredFlags(c)
 	}
 	return &cli.App{
 		Name:         "crab",
@@ -67,6 +68,47 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		// Exit codes are decided in main, never inside the library.
 		ExitErrHandler: func(*cli.Context, error) {},
 		Commands:       cmds,
+		// A word that names no command is bad usage (exit 2), with the
+		// nearest command named, not a help page and exit 1.
+		Action: func(c *cli.Context) error {
+			if c.NArg() == 0 {
+				return cli.ShowAppHelp(c)
+			}
+			name := c.Args().First()
+			msg := fmt.Sprintf("unknown command %q (see crab --help)", name)
+			if cli.SuggestCommand != nil {
+				msg = fmt.Sprintf("unknown command %q. %s (see crab --help)", name, cli.SuggestCommand(cmds, name))
+			}
+			return badUsage("%s", msg)
+		},
+	}
+}
+
+// checkRequiredFlags moves the check of a command's required flags into
+// the command itself: a missing one is one line on stderr and exit 2, where
+// urfave/cli would print the whole help page on stdout and exit 1.
+func checkRequiredFlags(c *cli.Command) {
+	var names []string
+	for _, f := range c.Flags {
+		if sf, ok := f.(*cli.StringFlag); ok && sf.Required {
+			sf.Required = false
+			names = append(names, sf.Name)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	before := c.Before
+	c.Before = func(ctx *cli.Context) error {
+		for _, n := range names {
+			if !ctx.IsSet(n) {
+				return badUsage("%s needs --%s (see crab %s --help)", c.Name, n, c.Name)
+			}
+		}
+		if before != nil {
+			return before(ctx)
+		}
+		return nil
 	}
 }
 

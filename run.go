@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,6 +27,7 @@ type runOptions struct {
 	Experiment string // path; empty = the embedded default experiment
 	OutDir     string // run directory; empty = runs/<run id>
 	Format     string // printed summary format
+	Overwrite  bool   // replace a run already in OutDir
 	Quiet      bool
 	// CPUProfile, if set, is a file to write a CPU profile of the run
 	// (the requests, then the summary and reports) to.
@@ -43,10 +43,11 @@ func runCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "run every arm of an experiment and compare them with the baseline",
-		UsageText: "crab run [-c EXPERIMENT.yaml] [-o DIR] [--format text|md|json|csv|html] [--quiet]",
+		UsageText: "crab run [-c EXPERIMENT.yaml] [-o DIR [--overwrite]] [--format text|md|json|csv|html] [--quiet]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "experiment `FILE` (default: the embedded default experiment on simulated models)"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "run `DIR` to write records, manifest and reports into (default: runs/RUN_ID)"},
+			&cli.BoolFlag{Name: "overwrite", Usage: "replace the run already in the -o DIR (without it, such a directory is refused)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "printed summary: text, md, json, csv or html"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile of the run and its reports to `FILE`"},
@@ -57,7 +58,7 @@ func runCmd() *cli.Command {
 				return badUsage("run takes no arguments, got %q", c.Args().First())
 			}
 			return run(c.Context, runOptions{
-				Experiment: c.String("config"), OutDir: c.String("out"), Format: c.String("format"),
+				Experiment: c.String("config"), OutDir: c.String("out"), Format: c.String("format"), Overwrite: c.Bool("overwrite"),
 				Quiet: c.Bool("quiet"), CPUProfile: c.String("cpuprofile"), Trace: c.String("trace"), Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 			})
 		},
@@ -81,7 +82,7 @@ func run(ctx context.Context, o runOptions) error {
 	if dir == "" {
 		dir = filepath.Join("runs", runID)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := prepareRunDir(dir, o.Overwrite); err != nil {
 		return err
 	}
 	manifest := setup.Manifest(runID)
@@ -93,8 +94,10 @@ func run(ctx context.Context, o runOptions) error {
 		return err
 	}
 	defer f.Close()
-	bw := bufio.NewWriterSize(f, 256<<10)
-	runner := setup.Runner(runID, eval.JSONLWriter(bw))
+	ticker := time.NewTicker(flushInterval)
+	defer ticker.Stop()
+	sink := newRecordSink(f, ticker.C)
+	runner := setup.Runner(runID, sink.Emit)
 	if !o.Quiet {
 		runner.Progress = progressBar(o.Stderr)
 	}
@@ -113,7 +116,7 @@ func run(ctx context.Context, o runOptions) error {
 	}
 	res, runErr := runner.Run(ctx)
 	stopTrace()
-	if err := bw.Flush(); err != nil && runErr == nil {
+	if err := sink.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
 	if res != nil {

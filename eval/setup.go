@@ -51,9 +51,18 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 	if path == "" {
 		name = embeddedPrefix + DefaultExperiment
 	}
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, &InputError{File: path, Msg: "cannot read: " + err.Error()}
+		}
+	}
 	raw, err = s.read(name, "")
 	if err != nil {
-		return nil, err
+		return nil, &InputError{File: name, Msg: err.Error()}
 	}
 	if s.Exp, err = ParseExperiment(raw, name); err != nil {
 		return nil, err

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/crab-testbed/crab/eval"
+)
+
+// Usage faults are bad input: exit 2, one line on stderr naming the fault,
+// nothing on stdout (no help page dumped).
+func TestUsageExitCodes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown command", []string{"rnu"}, `unknown command "rnu". Did you mean "run"?`},
+		{"missing required flag", []string{"serve"}, "serve needs --config"},
+		{"missing experiment file", []string{"run", "-c", filepath.Join(t.TempDir(), "missing.yaml")}, "missing.yaml: cannot read: "},
+		{"missing records", []string{"report", filepath.Join(t.TempDir(), "none.jsonl")}, "none.jsonl"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := crab(t, "", tc.args...)
+			if code != exitBadInput {
+				t.Errorf("exit %d; want %d (stderr %q)", code, exitBadInput, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q; want nothing", stdout)
+			}
+			if n := strings.Count(strings.TrimRight(stderr, "\n"), "\n"); n != 0 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q; want one line containing %q", stderr, tc.want)
+			}
+		})
+	}
+}
+
+// A directory that holds a run is refused before anything is written, and
+// replaced whole with --overwrite.
+func TestRunRefusesRunDirectory(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "quick.yaml")
+	if err := os.WriteFile(exp, []byte(quickExperiment), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := []byte("{\"old\":true}\n")
+	if err := os.WriteFile(filepath.Join(out, "records.jsonl"), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := crab(t, "", "run", "-q", "-c", exp, "-o", out)
+	if code != exitBadInput || !strings.Contains(stderr, "holds a run (records.jsonl)") {
+		t.Fatalf("exit %d, stderr %q; want %d and the held file named", code, stderr, exitBadInput)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "records.jsonl")); !bytes.Equal(b, old) {
+		t.Errorf("refused run changed records.jsonl")
+	}
+	if _, err := os.Stat(filepath.Join(out, "manifest.json")); err == nil {
+		t.Errorf("refused run wrote manifest.json")
+	}
+	if code, _, stderr := crab(t, "", "run", "-q", "--overwrite", "-c", exp, "-o", out); code != 0 && code != exitCheck {
+		t.Fatalf("--overwrite: exit %d, stderr %q", code, stderr)
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "records.jsonl"))
+	if bytes.Contains(b, []byte(`"old"`)) {
+		t.Errorf("--overwrite kept the old records")
+	}
+	for _, f := range []string{"manifest.json", "summary.json", "report.md"} {
+		fi, err := os.Stat(filepath.Join(out, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s mode %v; want 0644", f, fi.Mode().Perm())
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the sink's flushing goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) lines() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Count(s.b.Bytes(), []byte("\n"))
+}
+
+// Records reach the file every flushRecords records and on every tick, so a
+// killed run loses at most the last tick's worth.
+func TestRecordSinkFlushes(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	tick := make(chan time.Time)
+	s := newRecordSink(&out, tick)
+	rec := eval.Record{RunID: "r", Arm: "a", TaskID: "t", Outcome: "ok"}
+	for range flushRecords - 1 {
+		if err := s.Emit(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := out.lines(); n != 0 {
+		t.Fatalf("%d lines written before the %dth record; want 0 (buffered)", n, flushRecords)
+	}
+	if err := s.Emit(rec); err != nil {
+		t.Fatal(err)
+	}
+	if n := out.lines(); n != flushRecords {
+		t.Fatalf("after %d records: %d lines; want %d", flushRecords, n, flushRecords)
+	}
+	if err := s.Emit(rec); err != nil {
+		t.Fatal(err)
+	}
+	tick <- time.Time{} // handed over: the flush runs before the next receive
+	tick <- time.Time{}
+	if n := out.lines(); n != flushRecords+1 {
+		t.Fatalf("after a tick: %d lines; want %d", n, flushRecords+1)
+	}
+	if err := s.Emit(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := out.lines(); n != flushRecords+2 {
+		t.Fatalf("after Close: %d lines; want %d", n, flushRecords+2)
+	}
+}
