@@ -34,11 +34,16 @@ type Experiment struct {
 	Warmup    int      `yaml:"warmup"`     // first N scheduled requests of each pass run but are excluded from statistics
 	TimeScale *float64 `yaml:"time_scale"` // simulated models: 1 = real time, 0 = no sleeping (default 1)
 
-	Arrival     Arrival   `yaml:"arrival"`
-	Concurrency int       `yaml:"concurrency"` // requests in flight at most (default 64); waiting for a slot is queue time
-	Timeout     Duration  `yaml:"timeout"`     // per request, from its actual send time (default 30s)
-	Retry       RetrySpec `yaml:"retry"`
-	Shadow      *bool     `yaml:"shadow"` // ask the other model on routed requests to judge misroutes (default true)
+	Arrival     Arrival `yaml:"arrival"`
+	Concurrency int     `yaml:"concurrency"` // requests in flight at most (default 64); waiting for a slot is queue time
+	// Order is how arms share the schedule: interleaved (default; blocks of
+	// the schedule, each played by every arm in a random order) or
+	// sequential (each arm plays the whole schedule in turn).
+	Order   string    `yaml:"order"`
+	Block   Duration  `yaml:"block"`   // interleaved: schedule time per block (default 500ms)
+	Timeout Duration  `yaml:"timeout"` // per request, from its actual send time (default 30s)
+	Retry   RetrySpec `yaml:"retry"`
+	Shadow  *bool     `yaml:"shadow"` // ask the other model on routed requests to judge misroutes (default true)
 	// RecordOutput writes each answer's text into records.jsonl (default
 	// true); false keeps a large run's records small (statistics never read it).
 	RecordOutput *bool       `yaml:"record_output"`
@@ -300,6 +305,19 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	}
 	if ar.Pattern == PatternRamp && (!(ar.RateEnd > 0) || math.IsInf(ar.RateEnd, 0)) {
 		return bad("arrival.rate_end", []any{"arrival", "rate_end"}, "a ramp needs rate_end > 0 requests per second")
+	}
+	switch e.Order {
+	case "":
+		e.Order = OrderInterleaved
+	case OrderInterleaved, OrderSequential:
+	default:
+		return bad("order", []any{"order"}, "unknown order %q (want interleaved or sequential)", e.Order)
+	}
+	if e.Block != 0 && e.Order != OrderInterleaved {
+		return bad("block", []any{"block"}, "only for order interleaved")
+	}
+	if e.Block == 0 && e.Order == OrderInterleaved {
+		e.Block = Duration(DefaultBlock)
 	}
 	if e.Concurrency == 0 {
 		e.Concurrency = 64

@@ -31,6 +31,9 @@ func TestParseExperimentDefaults(t *testing.T) {
 		t.Errorf("defaults: got repeats=%d conc=%d timeout=%v attempts=%d scale=%v shadow=%v",
 			e.Repeats, e.Concurrency, e.Timeout.Std(), e.Retry.MaxAttempts, *e.TimeScale, *e.Shadow)
 	}
+	if e.Order != OrderInterleaved || e.Block.Std() != DefaultBlock {
+		t.Errorf("order: got %q block %v; want %q block %v", e.Order, e.Block.Std(), OrderInterleaved, DefaultBlock)
+	}
 	if e.Arms[0].Mode != "full" {
 		t.Errorf("arm mode: got %q; want full", e.Arms[0].Mode)
 	}
@@ -60,6 +63,8 @@ func TestParseExperimentErrors(t *testing.T) {
 			return strings.Replace(s, "{name: small, kind: small}", "{name: small, kind: small, faults: {error: 2}}", 1)
 		}, 6, "models.faults.error"},
 		{"duplicate arm", func(s string) string { return strings.Replace(s, "name: router", "name: baseline", 1) }, 11, "arms.name"},
+		{"unknown order", func(s string) string { return s + "order: shuffled\n" }, 13, "order"},
+		{"block without interleaving", func(s string) string { return s + "order: sequential\nblock: 1s\n" }, 14, "block"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,6 +44,8 @@ type Manifest struct {
 	TimeScale   float64     `json:"time_scale"`
 	Arrival     Arrival     `json:"arrival"`
 	Concurrency int         `json:"concurrency"`
+	Order       string      `json:"order"`           // how arms shared the schedule: interleaved or sequential
+	Block       Duration    `json:"block,omitempty"` // interleaved: schedule time per block
 	Timeout     Duration    `json:"timeout"`
 	Retry       RetrySpec   `json:"retry"`
 	Shadow      bool        `json:"shadow"`
@@ -63,7 +65,7 @@ func NewManifest(runID string, e *Experiment, tasksName string, tasksRaw []byte,
 		Tasks: tasksName, TasksHash: HashBytes(tasksRaw), TaskCount: nTasks,
 		Contract: contractName, ContractHash: contractHash,
 		Seed: e.Seed, Repeats: e.Repeats, Warmup: e.Warmup, TimeScale: *e.TimeScale,
-		Arrival: e.Arrival, Concurrency: e.Concurrency, Timeout: e.Timeout, Retry: e.Retry,
+		Arrival: e.Arrival, Concurrency: e.Concurrency, Order: e.Order, Block: e.Block, Timeout: e.Timeout, Retry: e.Retry,
 		Shadow: *e.Shadow, Models: e.Models, Arms: e.Arms,
 	}
 	m.Hostname, _ = os.Hostname()

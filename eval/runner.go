@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -67,11 +68,19 @@ type Result struct {
 	Ended       time.Time
 }
 
-// Run executes every arm in every repeat, one arm at a time so that arms do
-// not compete for the machine. When ctx is cancelled it stops scheduling,
-// records the requests it did not complete as cancelled, and returns with
-// Interrupted set: every scheduled request of a started pass appears exactly
-// once in the records.
+// Run executes every arm in every repeat and streams the records. Arms
+// never compete for the machine: one arm plays at a time. In the default
+// interleaved order (Order), each repeat's seeded schedule is cut into
+// blocks of Block schedule time, and every block is played by every arm in
+// a fresh random order (a randomised block design; the first block keeps
+// the experiment's order, so records list the baseline first), so drift, other load
+// and outages of a real backend fall on all arms alike; within a block an
+// arm sees the declared arrival process, and the next arm starts once the
+// block's requests are answered. In sequential order each arm plays the
+// whole schedule before the next starts. When ctx is cancelled the runner
+// stops sending, records the requests it did not complete as cancelled,
+// and returns with Interrupted set: every scheduled request of a started
+// pass appears exactly once in the records.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	res := &Result{Started: time.Now()}
 	total := r.Exp.Repeats * len(r.Exp.Arms) * len(r.Tasks)
@@ -98,27 +107,15 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, spec := range r.Exp.Arms {
-			if ctx.Err() != nil {
-				res.Interrupted = true
-				break
-			}
-			arm, release, err := r.Build(spec, rep)
-			if err != nil {
-				return nil, fmt.Errorf("arm %s: %w", spec.Name, err)
-			}
-			gen := r.pass(ctx, arm, rep, seed, offsets, emit)
-			pm := PassMetrics{Arm: spec.Name, Repeat: rep, Generator: gen}
-			if arm.Metrics != nil {
-				pm.Metrics = arm.Metrics()
-			}
-			if release != nil {
-				release()
-			}
-			res.Passes = append(res.Passes, pm)
-			if ctx.Err() != nil {
-				res.Interrupted = true
-			}
+		play := r.interleaved
+		if r.Exp.Order == OrderSequential {
+			play = r.sequential
+		}
+		if err := play(ctx, res, rep, seed, offsets, emit); err != nil {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			res.Interrupted = true
 		}
 	}
 	res.Ended = time.Now()
@@ -128,17 +125,139 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
-// pass runs one arm over the schedule, open loop: request i is released at
-// its intended time whatever happened to earlier requests. Released requests
-// wait in a FIFO for one of at most Concurrency workers; that wait is queue
-// time, inside the latency, which is measured from the intended send time.
-// The FIFO holds a few words per request, so even a burst of a million
-// requests costs tens of megabytes, not a goroutine each. Workers start as
-// releases find none idle, so a fast target is served by a few warm
-// goroutines rather than Concurrency cold ones. It returns how the
-// generator waited (see generate).
-func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, offsets []time.Duration, emit func(Record)) string {
-	jobs := make(chan job, len(r.Tasks))
+// Orders in which arms share the schedule (Experiment.Order).
+const (
+	OrderInterleaved = "interleaved"
+	OrderSequential  = "sequential"
+)
+
+// DefaultBlock is the schedule time of one block in interleaved order.
+const DefaultBlock = 500 * time.Millisecond
+
+// sequential plays the whole schedule on each arm in turn.
+func (r *Runner) sequential(ctx context.Context, res *Result, rep int, seed int64, offsets []time.Duration, emit func(Record)) error {
+	all := make([]int, len(r.Tasks))
+	for i := range all {
+		all[i] = i
+	}
+	for _, spec := range r.Exp.Arms {
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			break
+		}
+		arm, release, err := r.Build(spec, rep)
+		if err != nil {
+			return fmt.Errorf("arm %s: %w", spec.Name, err)
+		}
+		gen := r.pass(ctx, arm, rep, seed, all, offsets[:len(r.Tasks)], emit)
+		res.Passes = append(res.Passes, r.passMetrics(arm, rep, gen))
+		if release != nil {
+			release()
+		}
+	}
+	return nil
+}
+
+// interleaved builds every arm of the repeat, then plays the schedule block
+// by block, each block on every arm in a random order drawn from seed (the
+// first block in the experiment's order).
+func (r *Runner) interleaved(ctx context.Context, res *Result, rep int, seed int64, offsets []time.Duration, emit func(Record)) error {
+	arms := make([]*ArmStack, len(r.Exp.Arms))
+	releases := make([]func(), 0, len(arms))
+	defer func() {
+		for _, rel := range releases {
+			rel()
+		}
+	}()
+	for i, spec := range r.Exp.Arms {
+		arm, release, err := r.Build(spec, rep)
+		if err != nil {
+			return fmt.Errorf("arm %s: %w", spec.Name, err)
+		}
+		arms[i] = arm
+		if release != nil {
+			releases = append(releases, release)
+		}
+	}
+	gens := make([]string, len(arms))
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x626c6f636b73)) // "blocks"
+	for bi, b := range Blocks(offsets[:len(r.Tasks)], r.block()) {
+		order := rng.Perm(len(arms))
+		if bi == 0 {
+			// The first block keeps the experiment's order, so the records
+			// list the arms (the baseline first) as the experiment does and
+			// a report rebuilt from them alone names the same baseline.
+			for i := range order {
+				order[i] = i
+			}
+		}
+		for _, ai := range order {
+			gens[ai] = r.pass(ctx, arms[ai], rep, seed, b.Seqs, b.Offsets, emit)
+		}
+	}
+	for i, arm := range arms {
+		res.Passes = append(res.Passes, r.passMetrics(arm, rep, gens[i]))
+	}
+	return nil
+}
+
+func (r *Runner) block() time.Duration {
+	if b := r.Exp.Block.Std(); b > 0 {
+		return b
+	}
+	return DefaultBlock
+}
+
+func (r *Runner) passMetrics(arm *ArmStack, rep int, gen string) PassMetrics {
+	pm := PassMetrics{Arm: arm.Spec.Name, Repeat: rep, Generator: gen}
+	if arm.Metrics != nil {
+		pm.Metrics = arm.Metrics()
+	}
+	return pm
+}
+
+// Block is a run of consecutive scheduled requests: their sequence numbers
+// and their send offsets from the block's start.
+type Block struct {
+	Seqs    []int
+	Offsets []time.Duration
+}
+
+// Blocks cuts a schedule into blocks of at most span schedule time each.
+// A block's offsets are measured from the previous block's last send time,
+// so the gap before its first request is the schedule's own and every arm
+// sees the declared arrival process inside the block. A schedule whose
+// requests all fall within span (a burst) is one block.
+func Blocks(offsets []time.Duration, span time.Duration) []Block {
+	var out []Block
+	var base, end time.Duration
+	for i, off := range offsets {
+		if len(out) == 0 || off >= end {
+			if len(out) > 0 {
+				base = offsets[i-1]
+			}
+			end = off + span
+			out = append(out, Block{})
+		}
+		b := &out[len(out)-1]
+		b.Seqs = append(b.Seqs, i)
+		b.Offsets = append(b.Offsets, off-base)
+	}
+	return out
+}
+
+// pass plays the requests seqs, released at offsets from the pass's start,
+// through one arm, open loop: request i is released at its intended time
+// whatever happened to earlier requests. Released requests wait in a FIFO
+// for one of at most Concurrency workers; that wait is queue time, inside
+// the latency, which is measured from the intended send time. The FIFO
+// holds a few words per request, so even a burst of a million requests
+// costs tens of megabytes, not a goroutine each. Workers start as releases
+// find none idle, so a fast target is served by a few warm goroutines
+// rather than Concurrency cold ones. It returns once every request is
+// answered, with how the generator waited (see generate).
+func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, seqs []int, offsets []time.Duration, emit func(Record)) string {
+	jobs := make(chan job, len(seqs))
 	var wg sync.WaitGroup
 	// outstanding counts released requests not yet answered: those in
 	// flight and those waiting in the FIFO. A release that makes it exceed
@@ -174,14 +293,14 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, o
 		}
 	}
 	start := time.Now().Add(5 * time.Millisecond)
-	gen := generate(ctx, r.gen, start, offsets[:len(r.Tasks)], func(i int, intended time.Time) {
+	gen := generate(ctx, r.gen, start, offsets, func(i int, intended time.Time) {
 		n := int(outstanding.Add(1))
 		if n > started && started < r.Exp.Concurrency {
 			started++
 			wg.Add(1)
 			go worker()
 		}
-		jobs <- job{seq: i, intended: intended, released: time.Now(), slotWait: n > r.Exp.Concurrency}
+		jobs <- job{seq: seqs[i], intended: intended, released: time.Now(), slotWait: n > r.Exp.Concurrency}
 	})
 	close(jobs)
 	wg.Wait()

@@ -139,45 +139,56 @@ func TestRunnerOpenLoopQueueing(t *testing.T) {
 	}
 }
 
-// On cancellation every scheduled request still appears exactly once.
+// On cancellation every scheduled request of a started pass still appears
+// exactly once: in sequential order the second arm never starts, in
+// interleaved order every arm has started with the first block.
 func TestRunnerInterrupt(t *testing.T) {
 	t.Parallel()
-	tasks := fakeTasks(20)
-	exp := testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"}, ArmSpec{Name: "b", Model: "m", Mode: "full"})
-	exp.Arrival = Arrival{Pattern: "constant", Rate: 200}
-	exp.Timeout = Duration(time.Second)
-	ctx, cancel := context.WithCancel(context.Background())
-	var calls atomic.Int32
-	stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
-		if calls.Add(1) == 5 {
-			cancel()
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Millisecond):
-		}
-		return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
-	})
-	r := &Runner{Exp: exp, Tasks: tasks,
-		Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
-			return &ArmStack{Spec: spec, Stack: stack}, nil, nil
-		}}
-	got, res := collect(t, ctx, r)
-	if !res.Interrupted {
-		t.Error("interrupted = false; want true")
-	}
-	if len(got) != 20 {
-		t.Errorf("got %d records; want 20 (the started arm's whole schedule, the second arm never started)", len(got))
-	}
-	cancelled := 0
-	for _, rec := range got {
-		if rec.Outcome == OutcomeCancelled {
-			cancelled++
-		}
-	}
-	if cancelled < 10 {
-		t.Errorf("cancelled records = %d; want most of the 20", cancelled)
+	for _, tc := range []struct {
+		order string
+		want  int
+	}{{OrderSequential, 20}, {OrderInterleaved, 40}} {
+		t.Run(tc.order, func(t *testing.T) {
+			t.Parallel()
+			tasks := fakeTasks(20)
+			exp := testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"}, ArmSpec{Name: "b", Model: "m", Mode: "full"})
+			exp.Arrival = Arrival{Pattern: "constant", Rate: 200}
+			exp.Timeout = Duration(time.Second)
+			exp.Order = tc.order
+			ctx, cancel := context.WithCancel(context.Background())
+			var calls atomic.Int32
+			stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+				if calls.Add(1) == 5 {
+					cancel()
+				}
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Millisecond):
+				}
+				return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
+			})
+			r := &Runner{Exp: exp, Tasks: tasks,
+				Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
+					return &ArmStack{Spec: spec, Stack: stack}, nil, nil
+				}}
+			got, res := collect(t, ctx, r)
+			if !res.Interrupted {
+				t.Error("interrupted = false; want true")
+			}
+			if len(got) != tc.want {
+				t.Errorf("got %d records; want %d", len(got), tc.want)
+			}
+			cancelled := 0
+			for _, rec := range got {
+				if rec.Outcome == OutcomeCancelled {
+					cancelled++
+				}
+			}
+			if cancelled < tc.want/2 {
+				t.Errorf("cancelled records = %d; want most of the %d", cancelled, tc.want)
+			}
+		})
 	}
 }
 
