@@ -144,3 +144,31 @@ func TestRecordSinkFlushes(t *testing.T) {
 		t.Fatalf("after Close: %d lines; want %d", n, flushRecords+2)
 	}
 }
+
+// Values that used to surface only after the run are bad input before
+// anything is written.
+func TestRunRejectsBeforeWriting(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, edit, want string
+	}{
+		{"warm-up covers every task", "seed: 7\nwarmup: 100000\n", `quick.yaml:5: field "warmup": 100000 warm-up requests leave none of the`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			exp := filepath.Join(dir, "quick.yaml")
+			if err := os.WriteFile(exp, []byte(strings.Replace(quickExperiment, "seed: 7\n", tc.edit, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "run")
+			code, _, stderr := crab(t, "", "run", "-q", "-c", exp, "-o", out)
+			if code != exitBadInput || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, exitBadInput, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("run directory created for bad input")
+			}
+		})
+	}
+}

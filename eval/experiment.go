@@ -53,6 +53,8 @@ type Experiment struct {
 	// Set by LoadExperiment, not read from the file.
 	File string `yaml:"-"` // path the experiment was read from
 	Hash string `yaml:"-"` // sha256 of the file's bytes
+
+	warmupLine int // line of warmup, for the check against the task count
 }
 
 // Arrival is the open-loop schedule of request send times (see Schedule).
@@ -272,6 +274,7 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	if e.Warmup < 0 {
 		return bad("warmup", []any{"warmup"}, "must not be negative")
 	}
+	e.warmupLine = node(root, "warmup").Line
 	if e.TimeScale == nil {
 		one := 1.0
 		e.TimeScale = &one

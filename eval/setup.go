@@ -87,6 +87,10 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 	if s.Tasks, err = ReadTasks(bytes.NewReader(s.TasksRaw), s.TasksName); err != nil {
 		return nil, err
 	}
+	if s.Exp.Warmup >= len(s.Tasks) {
+		return nil, &InputError{File: s.Exp.File, Line: s.Exp.warmupLine, Field: "warmup",
+			Msg: fmt.Sprintf("%d warm-up requests leave none of the %d tasks measured", s.Exp.Warmup, len(s.Tasks))}
+	}
 	if ar := &s.Exp.Arrival; ar.Pattern == PatternReplay {
 		name := resolve(ar.Trace)
 		raw, err := s.read(name, base)
