@@ -58,7 +58,7 @@ func TestReportExercise(t *testing.T) {
 	}{
 		{"baseline", 6, 900, 120, 20.00, "baseline"},
 		{"candidate_a", 5, 300, 80, 16.00, "reject"},
-		{"candidate_b", 6, 500, 100, 16.67, "accept"},
+		{"candidate_b", 6, 500, 100, 100.0 / 6, "accept"},
 	}
 	if len(s.Arms) != len(want) {
 		t.Fatalf("got %d arms; want %d", len(s.Arms), len(want))

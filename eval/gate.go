@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -127,8 +128,10 @@ func decide(s *Summary, opt Options) {
 		a.Verdict = VerdictAccept
 		a.Reasons = append(a.Reasons, passReason(base, a), latencyReason(base, a), costReason(base, a))
 		d.Accepted = append(d.Accepted, a.Name)
+		ap95, bp95 := fmtPair(a.P95Ms, base.P95Ms, fmtMs)
+		acpp, bcpp := fmtCostPerPassPair(a.CostPerPass, base.CostPerPass)
 		sentences = append(sentences, fmt.Sprintf("%s accepted: passes %d of %d vs %d of %d for %s; p95 %s vs %s ms; cost per pass %s vs %s.",
-			a.Name, a.Pass, a.N, base.Pass, base.N, base.Name, fmtMs(a.P95Ms), fmtMs(base.P95Ms), fmtCostPerPass(a.CostPerPass), fmtCostPerPass(base.CostPerPass)))
+			a.Name, a.Pass, a.N, base.Pass, base.N, base.Name, ap95, bp95, acpp, bcpp))
 		d.WhatWouldChange[a.Name] = changeAccept(base, a)
 	}
 	if len(sentences) == 0 {
@@ -159,7 +162,7 @@ func passReason(base, a *ArmSummary) string {
 		if len(p.Gained) > 0 {
 			parts = append(parts, "gains "+idList(p.Gained))
 		}
-		diff = fmt.Sprintf(": %s (McNemar p = %s)", strings.Join(parts, ", "), fmtNum(p.McNemarP, 4))
+		diff = fmt.Sprintf(": %s (McNemar p = %s)", strings.Join(parts, ", "), fmtP(p.McNemarP))
 	}
 	switch {
 	case a.Pass == base.Pass && diff == "":
@@ -172,26 +175,41 @@ func passReason(base, a *ArmSummary) string {
 }
 
 // latencyReason compares latency, claiming a difference only when the
-// paired interval excludes zero.
+// paired interval excludes zero, and naming p95 as better or worse only
+// when it is (decided on unrounded figures).
 func latencyReason(base, a *ArmSummary) string {
-	p95 := fmt.Sprintf("p95 %s vs %s ms%s", fmtMs(a.P95Ms), fmtMs(base.P95Ms), relChange(a.P95Ms, base.P95Ms))
+	ap95, bp95 := fmtPair(a.P95Ms, base.P95Ms, fmtMs)
+	p95 := fmt.Sprintf("p95 %s vs %s ms%s", ap95, bp95, relChange(a.P95Ms, base.P95Ms))
 	d := a.Paired.LatencyDeltaMs
 	if d == nil {
 		return "latency not compared task by task (no matched tasks): " + p95
 	}
 	delta := fmt.Sprintf("per-task delta mean %s ms, 95%% CI %s to %s", fmtMs(d.Mean), fmtMs(d.CILow), fmtMs(d.CIHigh))
+	return directionReason(d, a.P95Ms, base.P95Ms, "faster", "slower", "at p95", p95, delta, "latency")
+}
+
+// directionReason words a paired comparison. better and worse are the
+// words for a delta interval wholly below or above zero; the named figure
+// (a against b, lower is better) is called better or worse in the same
+// word only when it is, else the sentence says that it disagrees.
+func directionReason(d *Delta, a, b float64, better, worse, at, figure, delta, what string) string {
 	switch {
+	case d.CIHigh < 0 && a < b:
+		return better + ": " + figure + "; " + delta
 	case d.CIHigh < 0:
-		return "faster: " + p95 + "; " + delta
+		return better + " per task (" + delta + "), but not " + at + ": " + figure
+	case d.CILow > 0 && a > b:
+		return worse + ": " + figure + "; " + delta
 	case d.CILow > 0:
-		return "slower: " + p95 + "; " + delta
+		return worse + " per task (" + delta + "), but not " + at + ": " + figure
 	}
-	return "no clear latency difference: " + delta + " includes 0 (" + p95 + ")"
+	return "no clear " + what + " difference: " + delta + " includes 0 (" + figure + ")"
 }
 
 // costReason compares cost per pass and the paired cost delta.
 func costReason(base, a *ArmSummary) string {
-	cpp := fmt.Sprintf("cost per pass %s vs %s", fmtCostPerPass(a.CostPerPass), fmtCostPerPass(base.CostPerPass))
+	acpp, bcpp := fmtCostPerPassPair(a.CostPerPass, base.CostPerPass)
+	cpp := fmt.Sprintf("cost per pass %s vs %s", acpp, bcpp)
 	if a.CostPerPass != nil && base.CostPerPass != nil {
 		cpp += relChange(*a.CostPerPass, *base.CostPerPass)
 	}
@@ -200,13 +218,11 @@ func costReason(base, a *ArmSummary) string {
 		return "cost not compared task by task (no matched tasks): " + cpp
 	}
 	delta := fmt.Sprintf("per-task delta mean %s, 95%% CI %s to %s", fmtCost(d.Mean), fmtCost(d.CILow), fmtCost(d.CIHigh))
-	switch {
-	case d.CIHigh < 0:
-		return "cheaper: " + cpp + "; " + delta
-	case d.CILow > 0:
-		return "more expensive: " + cpp + "; " + delta
+	ac, bc := math.Inf(1), math.Inf(1) // nothing passed: no cost per pass to call better
+	if a.CostPerPass != nil && base.CostPerPass != nil {
+		ac, bc = *a.CostPerPass, *base.CostPerPass
 	}
-	return "no clear cost difference: " + delta + " includes 0 (" + cpp + ")"
+	return directionReason(d, ac, bc, "cheaper", "more expensive", "per pass", cpp, delta, "cost")
 }
 
 // notRescued tells, for a rejected candidate that is faster or cheaper,
@@ -214,10 +230,12 @@ func costReason(base, a *ArmSummary) string {
 func notRescued(base, a *ArmSummary) string {
 	var wins []string
 	if a.P95Ms < base.P95Ms {
-		wins = append(wins, fmt.Sprintf("p95 %s vs %s ms", fmtMs(a.P95Ms), fmtMs(base.P95Ms)))
+		ap95, bp95 := fmtPair(a.P95Ms, base.P95Ms, fmtMs)
+		wins = append(wins, fmt.Sprintf("p95 %s vs %s ms", ap95, bp95))
 	}
 	if a.CostPerPass != nil && base.CostPerPass != nil && *a.CostPerPass < *base.CostPerPass {
-		wins = append(wins, fmt.Sprintf("cost per pass %s vs %s", fmtCostPerPass(a.CostPerPass), fmtCostPerPass(base.CostPerPass)))
+		acpp, bcpp := fmtCostPerPassPair(a.CostPerPass, base.CostPerPass)
+		wins = append(wins, fmt.Sprintf("cost per pass %s vs %s", acpp, bcpp))
 	}
 	if len(wins) == 0 {
 		return ""
@@ -260,11 +278,11 @@ func changeReject(base, a *ArmSummary, contractBlocks bool) string {
 // weakLoss warns when a rejection for lost tasks is not statistically clear.
 func weakLoss(a *ArmSummary) string {
 	p := a.Paired
-	if p == nil || len(p.Lost) == 0 || p.McNemarP < 0.05 {
+	if p == nil || len(p.Lost) == 0 || p.McNemarP < pThreshold {
 		return ""
 	}
 	return fmt.Sprintf("%s: losing %s and gaining %d is not statistically clear (McNemar p = %s); the gate rejects any loss, and repeats would show whether it is noise",
-		a.Name, countNoun(len(p.Lost), "task"), len(p.Gained), fmtNum(p.McNemarP, 4))
+		a.Name, countNoun(len(p.Lost), "task"), len(p.Gained), fmtP(p.McNemarP))
 }
 
 // tailWarnings groups arms whose tail percentiles are the sample maximum.
@@ -330,10 +348,23 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// relChange writes " (-44%)" for v against ref; empty when ref is 0.
+// relChange writes " (-44%)" for v against ref, from the unrounded
+// figures: whole percents, or one significant digit when a real change is
+// under half a percent (" (+0.02%)"); empty when ref is 0.
 func relChange(v, ref float64) string {
 	if ref == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%+.0f%%)", (v/ref-1)*100)
+	pct := (v/ref - 1) * 100
+	s := fmt.Sprintf("%+.0f", pct)
+	if (s == "+0" || s == "-0") && pct != 0 {
+		s = fmtSigFixed(pct, 1)
+		if pct > 0 {
+			s = "+" + s
+		}
+	}
+	if s == "-0" {
+		s = "+0"
+	}
+	return " (" + s + "%)"
 }

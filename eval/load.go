@@ -45,8 +45,8 @@ func loadStats(recs []*statRec) *LoadStats {
 	}
 	slices.Sort(lag)
 	slices.Sort(queue)
-	ls.LagP50Ms, ls.LagP99Ms, ls.LagMaxMs = roundDec(PercentileNR(lag, 50), 3), roundDec(PercentileNR(lag, 99), 3), roundDec(lag[len(lag)-1], 3)
-	ls.QueueP50Ms, ls.QueueP99Ms, ls.QueueMaxMs = roundDec(PercentileNR(queue, 50), 3), roundDec(PercentileNR(queue, 99), 3), roundDec(queue[len(queue)-1], 3)
+	ls.LagP50Ms, ls.LagP99Ms, ls.LagMaxMs = PercentileNR(lag, 50), PercentileNR(lag, 99), lag[len(lag)-1]
+	ls.QueueP50Ms, ls.QueueP99Ms, ls.QueueMaxMs = PercentileNR(queue, 50), PercentileNR(queue, 99), queue[len(queue)-1]
 	return ls
 }
 
@@ -80,7 +80,10 @@ func loadTable(s *Summary) *table {
 // lag target lives) and like other latencies above.
 func fmtSmallMs(v float64) string {
 	if v < 1 {
-		return strconv.FormatFloat(v, 'f', 3, 64)
+		if s := strconv.FormatFloat(v, 'f', 3, 64); v == 0 || s != "0.000" {
+			return s
+		}
+		return fmtSigFixed(v, 2)
 	}
 	return fmtMs(v)
 }

@@ -180,13 +180,13 @@ func comparePaired(t *symbols, baseline, candidate []*statRec, opt PairOptions) 
 	}
 	for g, ds := range groupLat {
 		gd := p.Groups[g]
-		gd.LatencyDeltaMs = roundDec(medianOf(ds), 3)
+		gd.LatencyDeltaMs = medianOf(ds)
 		p.Groups[g] = gd
 	}
-	p.McNemarP = roundSig(McNemarExact(len(p.Lost), len(p.Gained)), 4)
+	p.McNemarP = McNemarExact(len(p.Lost), len(p.Gained))
 	if len(pairs) > 0 {
-		p.LatencyDeltaMs = describeDelta(lat, opt.Seed, 1, opt.Resamples, func(v float64) float64 { return roundDec(v, 3) })
-		p.CostDelta = describeDelta(cost, opt.Seed, 2, opt.Resamples, func(v float64) float64 { return roundSig(v, 6) })
+		p.LatencyDeltaMs = describeDelta(lat, opt.Seed, 1, opt.Resamples)
+		p.CostDelta = describeDelta(cost, opt.Seed, 2, opt.Resamples)
 	}
 	return p
 }
@@ -194,14 +194,14 @@ func comparePaired(t *symbols, baseline, candidate []*statRec, opt PairOptions) 
 // describeDelta computes median, mean and the bootstrap interval of the mean.
 // Each kind of delta uses its own random stream, so adding one does not
 // shift the others.
-func describeDelta(x []float64, seed int64, stream uint64, resamples int, round func(float64) float64) *Delta {
+func describeDelta(x []float64, seed int64, stream uint64, resamples int) *Delta {
 	var lo, hi float64
 	if len(x) > PairBootstrapMaxN {
 		lo, hi = normalMeanCI(x)
 	} else {
 		lo, hi = bootstrapMeanCI(x, seed, stream, resamples)
 	}
-	return &Delta{Median: round(medianOf(x)), Mean: round(meanOf(x)), CILow: round(lo), CIHigh: round(hi)}
+	return &Delta{Median: medianOf(x), Mean: meanOf(x), CILow: lo, CIHigh: hi}
 }
 
 // PairBootstrapMaxN is the number of pairs above which a paired delta's

@@ -22,7 +22,7 @@ const RecordsFile = "records.jsonl"
 // header; optional ones may be left out or left empty on a row.
 var (
 	csvRequired = []string{"arm", "task_id", "latency_ms", "outcome", "pass", "cost"}
-	csvOptional = []string{"group", "repeat", "ttft_ms", "cache", "model", "correct", "attempts", "contract"}
+	csvOptional = []string{"group", "repeat", "ttft_ms", "cache", "model", "correct", "attempts", "contract", "contract_ok"}
 )
 
 var validOutcomes = map[string]bool{
@@ -38,10 +38,11 @@ var validMisroute = map[string]bool{"": true, MisrouteUnder: true, MisrouteOver:
 // name is the file name used in error messages.
 //
 // records.jsonl is decoded strictly: an unknown field is an error. In CSV,
-// latency_ms becomes E2EMs and, because CSV has no contract_ok column,
-// ContractOK is set to outcome != contract_fail: an answer that broke the
-// contract but was delivered as ok cannot be seen in CSV, so CSV input
-// always shows zero silent violations. The optional contract column names
+// latency_ms becomes E2EMs. The optional contract_ok column says whether
+// the answer met the contract; left out or empty it is taken as outcome !=
+// contract_fail, so an answer that broke the contract but was delivered as
+// ok shows (as a silent violation) only where contract_ok says so. The
+// optional contract column names
 // the contract (its hash or any other identifier) the answers were validated
 // against; crab report flags a candidate whose contract differs from the
 // baseline's.
@@ -404,6 +405,13 @@ func readCSV(r io.Reader, name string, emit func(*Record, int) error) error {
 		rec.TTFTMs = p.num("ttft_ms", false)
 		rec.Pass = p.boolean("pass", true)
 		rec.Correct = p.boolean("correct", false)
+		// Without a contract_ok value only a contract_fail outcome says the
+		// contract was broken; with one, an ok row whose answer broke the
+		// contract shows as a silent violation.
+		rec.ContractOK = rec.Outcome != OutcomeContractFail
+		if p.str("contract_ok") != "" {
+			rec.ContractOK = p.boolean("contract_ok", false)
+		}
 		rec.Repeat = p.integer("repeat")
 		rec.Attempts = p.integer("attempts")
 		if p.err != nil {
@@ -420,10 +428,11 @@ func readCSV(r io.Reader, name string, emit func(*Record, int) error) error {
 			return p.fail("cache", fmt.Sprintf("unknown cache status %q (want hit, miss, bypass or empty)", rec.Cache))
 		case rec.Pass && rec.Outcome != OutcomeOK:
 			return p.fail("pass", "true on a request whose outcome is "+rec.Outcome+": only an ok request can pass")
+		case rec.Pass && !rec.ContractOK:
+			return p.fail("pass", "true on a request whose answer broke the contract (contract_ok false): such an answer cannot pass")
+		case rec.Outcome == OutcomeContractFail && rec.ContractOK:
+			return p.fail("contract_ok", "true on a request whose outcome is contract_fail")
 		}
-		// CSV carries no contract result: only a contract_fail outcome says
-		// the contract was broken.
-		rec.ContractOK = rec.Outcome != OutcomeContractFail
 		if err := emit(&rec, line); err != nil {
 			return err
 		}

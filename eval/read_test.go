@@ -69,6 +69,33 @@ func TestReadRecordsCSVVariants(t *testing.T) {
 	}
 }
 
+// The contract_ok column lets CSV show an answer delivered as ok that broke
+// the contract; without it (or left empty) only contract_fail says so.
+func TestReadCSVContractOK(t *testing.T) {
+	t.Parallel()
+	in := "arm,task_id,latency_ms,outcome,pass,cost,contract_ok\n" +
+		"a,t1,1,ok,false,1,false\n" + // silent violation
+		"a,t2,1,ok,true,1,\n" + // empty: valid
+		"a,t3,1,contract_fail,false,1,\n" // empty: broken
+	recs, err := ReadRecords(strings.NewReader(in), "in.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{false, true, false}
+	for i, r := range recs {
+		if r.ContractOK != want[i] {
+			t.Errorf("%s contract_ok = %v; want %v", r.TaskID, r.ContractOK, want[i])
+		}
+	}
+	s, err := Summarize(recs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Arms[0].SilentViolations; got != 1 {
+		t.Errorf("silent violations = %d; want 1", got)
+	}
+}
+
 func TestReadRecordsErrors(t *testing.T) {
 	t.Parallel()
 	const hdr = "arm,task_id,latency_ms,outcome,pass,cost\n"
@@ -92,6 +119,9 @@ func TestReadRecordsErrors(t *testing.T) {
 		{"bad pass", hdr + "a,t1,1,ok,yes,1\n", 2, "pass", `got "yes"`},
 		{"pass on a timeout", hdr + "a,t1,1,timeout,true,1\n", 2, "pass", "only an ok request can pass"},
 		{"empty arm", hdr + ",t1,1,ok,true,1\n", 2, "arm", "required"},
+		{"bad contract_ok", "arm,task_id,latency_ms,outcome,pass,cost,contract_ok\na,t1,1,ok,true,1,maybe\n", 2, "contract_ok", `got "maybe"`},
+		{"pass with contract broken", "arm,task_id,latency_ms,outcome,pass,cost,contract_ok\na,t1,1,ok,true,1,false\n", 2, "pass", "broke the contract"},
+		{"contract_fail with contract ok", "arm,task_id,latency_ms,outcome,pass,cost,contract_ok\na,t1,1,contract_fail,false,1,true\n", 2, "contract_ok", "contract_fail"},
 		{"bad repeat", "arm,task_id,repeat,latency_ms,outcome,pass,cost\na,t1,-1,1,ok,true,1\n", 2, "repeat", "whole number"},
 		{"bad cache", "arm,task_id,latency_ms,outcome,pass,cost,cache\na,t1,1,ok,true,1,warm\n", 2, "cache", "unknown cache status"},
 		{"duplicate", hdr + "a,t1,1,ok,true,1\na,t2,1,ok,true,1\na,t1,2,ok,true,1\n", 4, "task_id", "first on line 2"},

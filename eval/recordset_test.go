@@ -135,7 +135,7 @@ func TestPairedDeltaNormalAboveBootstrapSize(t *testing.T) {
 	for i := range x {
 		x[i] = float64(i%10) - 4 // mean 0.5, sd about 2.87
 	}
-	d := describeDelta(x, 1, 1, 200, func(v float64) float64 { return v })
+	d := describeDelta(x, 1, 1, 200)
 	se := math.Sqrt(8.25*float64(n)/float64(n-1)) / math.Sqrt(float64(n))
 	if got, want := d.CIHigh-d.CILow, 2*1.959964*se; math.Abs(got-want) > 1e-9 {
 		t.Errorf("interval width %v; want the normal width %v", got, want)

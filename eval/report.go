@@ -115,7 +115,7 @@ func writeDoc(w io.Writer, s *Summary, md bool) error {
 		t.write(&b, md)
 	}
 	if t := uncertaintyTable(s); t != nil {
-		heading("Uncertainty: 95% intervals (order statistics for percentiles; cost per pass by bootstrap, or the delta method above 20,000 requests)")
+		heading("Uncertainty: 95% intervals (order statistics for percentiles, exact binomial ranks up to 10,000 requests and their normal approximation above; cost per pass by bootstrap, or the delta method above 20,000 requests)")
 		t.write(&b, md)
 	}
 	if t := loadTable(s); t != nil {
@@ -321,7 +321,7 @@ func pairedTable(s *Summary) *table {
 	for i := 1; i < len(s.Arms); i++ {
 		a := &s.Arms[i]
 		p := a.Paired
-		row := []string{a.Name, itoa(p.Pairs), itoa(len(p.Unmatched)), itoa(len(p.Lost)), itoa(len(p.Gained)), fmtNum(p.McNemarP, 4)}
+		row := []string{a.Name, itoa(p.Pairs), itoa(len(p.Unmatched)), itoa(len(p.Lost)), itoa(len(p.Gained)), fmtP(p.McNemarP)}
 		if d := p.LatencyDeltaMs; d != nil {
 			row = append(row, fmtMs(d.Median), fmtMs(d.Mean), "["+fmtMs(d.CILow)+", "+fmtMs(d.CIHigh)+"]")
 		} else {
@@ -404,8 +404,24 @@ func writeCSV(w io.Writer, s *Summary) error {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// fmtMs prints milliseconds with at most one decimal.
-func fmtMs(v float64) string { return trimNum(strconv.FormatFloat(v, 'f', 1, 64)) }
+// Every figure is computed unrounded; these functions round it once, for
+// display. A non-zero figure never prints as 0 (it gets significant digits
+// instead), and each function is monotone in its argument, so a mean
+// printed between its min and max stays between them.
+
+// fmtMs prints milliseconds with at most one decimal, or two significant
+// digits where one decimal would print a non-zero value as 0.
+func fmtMs(v float64) string { return fmtFixed(v, 1, 2) }
+
+// fmtFixed prints v with dec decimals, trailing zeros trimmed; a non-zero v
+// that would print as 0 gets sig significant digits instead.
+func fmtFixed(v float64, dec, sig int) string {
+	s := trimNum(strconv.FormatFloat(v, 'f', dec, 64))
+	if s == "0" && v != 0 && !math.IsNaN(v) {
+		return fmtSigFixed(v, sig)
+	}
+	return s
+}
 
 func fmtMsP(v *float64) string {
 	if v == nil {
@@ -430,6 +446,15 @@ func fmtCostPerPass(v *float64) string {
 	return fmtSigFixed(*v, 3)
 }
 
+// fmtCostPerPassPair prints two costs per pass that a sentence compares
+// (see fmtPair); "-" for one where nothing passed.
+func fmtCostPerPassPair(a, b *float64) (string, string) {
+	if a == nil || b == nil {
+		return fmtCostPerPass(a), fmtCostPerPass(b)
+	}
+	return fmtPair(*a, *b, func(v float64) string { return fmtCostPerPass(&v) })
+}
+
 // fmtSigFixed prints sig significant digits in fixed notation, trimming
 // trailing zeros.
 func fmtSigFixed(v float64, sig int) string {
@@ -437,14 +462,64 @@ func fmtSigFixed(v float64, sig int) string {
 		return trimNum(strconv.FormatFloat(v, 'f', 0, 64))
 	}
 	dec := sig - 1 - int(math.Floor(math.Log10(math.Abs(v))))
-	dec = max(0, min(dec, 12))
+	if dec > 20 {
+		return strconv.FormatFloat(v, 'g', sig, 64) // below 1e-20: exponent form rather than 0
+	}
+	dec = max(0, dec)
 	return trimNum(strconv.FormatFloat(v, 'f', dec, 64))
 }
 
-// fmtNum prints v with up to sig significant digits (p-values).
-func fmtNum(v float64, sig int) string { return strconv.FormatFloat(v, 'g', sig, 64) }
+// pThreshold is the significance level the reports test p-values against.
+const pThreshold = 0.05
 
-func fmtPct(v float64) string { return trimNum(strconv.FormatFloat(v*100, 'f', 1, 64)) + "%" }
+// fmtP prints a p-value with 4 significant digits, or more where 4 would
+// print a value below pThreshold at or above it (0.0499974 is never
+// printed as 0.05).
+func fmtP(p float64) string {
+	for sig := 4; ; sig++ {
+		s := strconv.FormatFloat(p, 'g', sig, 64)
+		if v, _ := strconv.ParseFloat(s, 64); sig >= 17 || !(p < pThreshold) || v < pThreshold {
+			return s
+		}
+	}
+}
+
+// fmtPct prints a share in [0,1] as a percentage with one decimal (two
+// significant digits where that would print a non-zero share as 0%).
+func fmtPct(v float64) string { return fmtFixed(v*100, 1, 2) + "%" }
+
+// fmtPair prints two figures that a sentence compares ("p95 X vs Y ms
+// (+Z%)") with f, or with as many more significant digits as it takes for
+// the printed pair to tell the truth: in the same order as the figures, and
+// with the percent change between the printed figures reading as the true
+// one. So 1.0051 against 1.0049 prints "1.0051 vs 1.0049 (+0.02%)", never
+// "1.01 vs 1 (+0.02%)".
+func fmtPair(a, b float64, f func(float64) string) (string, string) {
+	sa, sb := f(a), f(b)
+	for sig := 3; sig <= 17 && !pairHonest(a, b, sa, sb); sig++ {
+		sa, sb = fmtSigFixed(a, sig), fmtSigFixed(b, sig)
+	}
+	return sa, sb
+}
+
+func pairHonest(a, b float64, sa, sb string) bool {
+	pa, errA := strconv.ParseFloat(sa, 64)
+	pb, errB := strconv.ParseFloat(sb, 64)
+	if errA != nil || errB != nil {
+		return true // not a number (e.g. "-"): nothing to compare
+	}
+	return cmpFloat(a, b) == cmpFloat(pa, pb) && relChange(a, b) == relChange(pa, pb)
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
 
 // trimNum drops trailing fractional zeros and a negative zero.
 func trimNum(s string) string {

@@ -118,7 +118,7 @@ func TestExerciseReport(t *testing.T) {
 		}{
 			{"baseline", 6, 900, 120, 20, "baseline"},
 			{"candidate_a", 5, 300, 80, 16, "reject"},
-			{"candidate_b", 6, 500, 100, 16.67, "accept"},
+			{"candidate_b", 6, 500, 100, 100.0 / 6, "accept"},
 		}
 		if got.Baseline != "baseline" || len(got.Arms) != len(want) {
 			t.Fatalf("baseline %q, %d arms; want baseline, %d", got.Baseline, len(got.Arms), len(want))
@@ -132,8 +132,8 @@ func TestExerciseReport(t *testing.T) {
 		if !strings.Contains(strings.Join(got.Arms[1].Reasons, " "), "loses 1 passing task: t6") {
 			t.Errorf("candidate_a reasons %q; want the lost task t6", got.Arms[1].Reasons)
 		}
-		if !strings.Contains(buf.String(), `"cost_per_pass": 16.67`) {
-			t.Error(`JSON lacks "cost_per_pass": 16.67`)
+		if !strings.Contains(buf.String(), `"cost_per_pass": 16.666666666666668`) {
+			t.Error(`JSON lacks the unrounded "cost_per_pass": 16.666666666666668`)
 		}
 	})
 }
@@ -163,8 +163,8 @@ func TestWriteReportFormats(t *testing.T) {
 	for i, h := range rows[0] {
 		col[h] = i
 	}
-	if got := rows[3][col["cost_per_pass"]]; got != "16.67" {
-		t.Errorf("candidate_b cost_per_pass in csv = %q; want 16.67", got)
+	if got := rows[3][col["cost_per_pass"]]; got != "16.666666666666668" {
+		t.Errorf("candidate_b cost_per_pass in csv = %q; want the unrounded 16.666666666666668", got)
 	}
 	if got := rows[1][col["lost"]]; got != "" {
 		t.Errorf("baseline lost in csv = %q; want empty", got)
@@ -225,7 +225,10 @@ func TestFormatters(t *testing.T) {
 	tests := []struct{ got, want string }{
 		{fmtMs(133.333), "133.3"},
 		{fmtMs(900), "900"},
-		{fmtMs(-0.01), "0"},
+		{fmtMs(-0.01), "-0.01"},
+		{fmtMs(0.0004), "0.0004"},
+		{fmtMs(0), "0"},
+		{fmtPct(0.000004), "0.0004%"},
 		{fmtCost(120), "120"},
 		{fmtCost(-6.666667), "-6.667"},
 		{fmtCost(0.0012346), "0.001235"},

@@ -109,9 +109,7 @@ type ArmSummary struct {
 
 	Outcomes map[string]int `json:"outcomes"` // outcome → requests, only outcomes that occur
 	Cost     float64        `json:"cost"`     // every request and attempt, failed ones included
-	// CostPerPass is Cost / Pass rounded as printed (2 decimals, 3
-	// significant digits below 1); cost and pass give the exact figure.
-	// Null when nothing passed.
+	// CostPerPass is Cost / Pass, unrounded. Null when nothing passed.
 	CostPerPass *float64 `json:"cost_per_pass"`
 
 	TTFTP50Ms     *float64 `json:"ttft_p50_ms,omitempty"` // over records with a first byte
@@ -392,21 +390,21 @@ func summarizeArm(t *symbols, name string, recs []*statRec, warm int, large map[
 	slices.Sort(all)
 	a.P50Ms, a.P90Ms, a.P95Ms, a.P99Ms = PercentileNR(all, 50), PercentileNR(all, 90), PercentileNR(all, 95), PercentileNR(all, 99)
 	a.MinMs, a.MaxMs = all[0], all[len(all)-1]
-	a.MeanMs = roundDec(sum/float64(a.N), 3)
+	a.MeanMs = meanWithin(sum, a.N, a.MinMs, a.MaxMs)
 	if len(okLat) > 0 {
 		slices.Sort(okLat)
 		a.OKP50Ms, a.OKP95Ms = f64p(PercentileNR(okLat, 50)), f64p(PercentileNR(okLat, 95))
-		a.OKMeanMs = f64p(roundDec(okSum/float64(len(okLat)), 3))
+		a.OKMeanMs = f64p(meanWithin(okSum, len(okLat), okLat[0], okLat[len(okLat)-1]))
 	}
 	if len(ttft) > 0 {
 		slices.Sort(ttft)
 		a.TTFTP50Ms, a.TTFTP95Ms = f64p(PercentileNR(ttft, 50)), f64p(PercentileNR(ttft, 95))
 	}
-	a.TokensOutMean = roundDec(tokOut/float64(a.N), 3)
+	a.TokensOutMean = tokOut / float64(a.N)
 	a.Cost = roundSig(cost, 12)
 	a.ShadowCost = roundSig(a.ShadowCost, 12)
 	if a.Pass > 0 {
-		a.CostPerPass = f64p(roundCostPerPass(cost / float64(a.Pass)))
+		a.CostPerPass = f64p(a.Cost / float64(a.Pass))
 	}
 	for g, lat := range groups {
 		slices.Sort(lat)
@@ -414,7 +412,7 @@ func summarizeArm(t *symbols, name string, recs []*statRec, warm int, large map[
 	}
 	if c := a.CacheStats; c != nil {
 		if c.CacheRequests > 0 {
-			c.HitRate = roundDec(float64(c.Hits)/float64(c.CacheRequests), 4)
+			c.HitRate = float64(c.Hits) / float64(c.CacheRequests)
 		}
 		if len(hit) > 0 {
 			slices.Sort(hit)
@@ -425,7 +423,7 @@ func summarizeArm(t *symbols, name string, recs []*statRec, warm int, large map[
 			c.MissP50Ms, c.MissP95Ms = f64p(PercentileNR(miss, 50)), f64p(PercentileNR(miss, 95))
 		}
 		if c.HitP50Ms != nil && c.MissP50Ms != nil && *c.MissP50Ms > 0 {
-			c.SavedPerHit = f64p(roundDec(1 - *c.HitP50Ms / *c.MissP50Ms, 4))
+			c.SavedPerHit = f64p(1 - *c.HitP50Ms / *c.MissP50Ms)
 		}
 	}
 	a.RouteStats = routeStats(t, recs, large)
@@ -488,7 +486,7 @@ func routeStats(t *symbols, recs []*statRec, large map[string]bool) *RouteStats 
 				n += c
 			}
 		}
-		rs.RoutedLargeShare = f64p(roundDec(float64(n)/float64(rs.Routed), 4))
+		rs.RoutedLargeShare = f64p(float64(n) / float64(rs.Routed))
 	}
 	return rs
 }
@@ -531,31 +529,20 @@ func countNoun(n int, noun string) string {
 
 func f64p(v float64) *float64 { return &v }
 
-// roundDec rounds to dec decimals through the decimal text, so the JSON
-// shows 16.67, not 16.670000000000002.
-func roundDec(v float64, dec int) float64 {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return v
-	}
-	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', dec, 64), 64)
-	return r
+// meanWithin is sum/n kept inside [lo, hi], the smallest and largest of
+// the n values: floating-point summation can put the quotient a hair
+// outside, and a mean is never outside its own min and max.
+func meanWithin(sum float64, n int, lo, hi float64) float64 {
+	return min(max(sum/float64(n), lo), hi)
 }
 
-// roundSig rounds to sig significant digits (removes summation noise such
-// as 80.00000000000001).
+// roundSig rounds to sig significant digits. It is used only to drop
+// floating-point summation noise (80.00000000000001 → 80) from a total, at
+// a precision (12 digits) far below anything a report compares or prints.
 func roundSig(v float64, sig int) float64 {
 	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 		return v
 	}
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', sig, 64), 64)
 	return r
-}
-
-// roundCostPerPass rounds as reports print cost per pass: 2 decimals, or 3
-// significant digits below 1 so that small per-token prices stay visible.
-func roundCostPerPass(v float64) float64 {
-	if math.Abs(v) >= 1 || v == 0 {
-		return roundDec(v, 2)
-	}
-	return roundSig(v, 3)
 }

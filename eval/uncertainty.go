@@ -102,7 +102,7 @@ func spread(v []float64) Spread {
 	if len(v)%2 == 0 {
 		med = (v[len(v)/2-1] + v[len(v)/2]) / 2
 	}
-	return Spread{Min: v[0], Median: roundDec(med, 3), Max: v[len(v)-1]}
+	return Spread{Min: v[0], Median: med, Max: v[len(v)-1]}
 }
 
 // quantileCI is the order-statistic 95% interval of the q-quantile.
@@ -189,7 +189,7 @@ func costPerPassCI(recs []*statRec, seed int64) Interval {
 		vc, vp, cv = vc/k, vp/k, cv/k
 		r := mc / mp
 		se := math.Sqrt((vc-2*r*cv+r*r*vp)/float64(n)) / mp
-		return Interval{Lo: f64p(roundCostPerPass(r - 1.959964*se)), Hi: f64p(roundCostPerPass(r + 1.959964*se))}
+		return Interval{Lo: f64p(r - 1.959964*se), Hi: f64p(r + 1.959964*se)}
 	}
 	src := rand.NewPCG(uint64(seed), 0xc057c057c057c057)
 	ratios := make([]float64, 0, costBootstrapResamples)
@@ -208,7 +208,7 @@ func costPerPassCI(recs []*statRec, seed int64) Interval {
 		return Interval{} // too many resamples without a pass to bound the ratio
 	}
 	slices.Sort(ratios)
-	return Interval{Lo: f64p(roundCostPerPass(PercentileNR(ratios, 2.5))), Hi: f64p(roundCostPerPass(PercentileNR(ratios, 97.5)))}
+	return Interval{Lo: f64p(PercentileNR(ratios, 2.5)), Hi: f64p(PercentileNR(ratios, 97.5))}
 }
 
 // uncertaintyTable lists each arm's intervals; nil when no arm has them.
