@@ -461,7 +461,6 @@ func TestArmSummaryJSONFields(t *testing.T) {
 	}
 }
 
-
 func BenchmarkSummarize(b *testing.B) {
 	for _, n := range []int{400, 10000} {
 		b.Run(fmt.Sprintf("tasks=%d/arms=6", n), func(b *testing.B) {
