@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -224,10 +225,14 @@ func TestReportContractChange(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	csv := filepath.Join(dir, "c.csv")
-	body := "arm,task_id,latency_ms,outcome,pass,cost,contract\n" +
-		"baseline,t1,100,ok,true,1,aaaaaaaaaaaaaaaa\nbaseline,t2,100,ok,true,1,aaaaaaaaaaaaaaaa\n" +
-		"cand,t1,50,ok,true,1,bbbbbbbbbbbbbbbb\ncand,t2,50,ok,true,1,bbbbbbbbbbbbbbbb\n" +
-		"same,t1,50,ok,true,1,aaaaaaaaaaaaaaaa\nsame,t2,50,ok,true,1,aaaaaaaaaaaaaaaa\n"
+	body := "arm,task_id,latency_ms,outcome,pass,cost,contract\n"
+	for _, arm := range []struct{ name, latency, contract string }{
+		{"baseline", "100", "aaaaaaaaaaaaaaaa"}, {"cand", "5", "bbbbbbbbbbbbbbbb"}, {"same", "5", "aaaaaaaaaaaaaaaa"},
+	} {
+		for i := range 6 { // enough pairs for a verdict
+			body += fmt.Sprintf("%s,t%d,%s%d,ok,true,1,%s\n", arm.name, i, arm.latency, i, arm.contract)
+		}
+	}
 	if err := os.WriteFile(csv, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}

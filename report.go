@@ -56,7 +56,8 @@ func report(_ context.Context, o reportOptions) error {
 	if !validFormat(o.Format) {
 		return badUsage("unknown --format %q (want text, md, json, csv or html)", o.Format)
 	}
-	opt := eval.Options{Baseline: o.Baseline, LargeModels: largeModels(o.Paths), AllowContractChange: o.AllowContractChange}
+	large, gate := fromManifests(o.Paths)
+	opt := eval.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, AllowContractChange: o.AllowContractChange}
 	defer debug.SetGCPercent(debug.SetGCPercent(eval.SummarizeGCPercent))
 	sum, recs, err := eval.SummarizePaths(o.Paths, o.Stdin, opt)
 	if errors.Is(err, eval.ErrUnknownBaseline) {
@@ -92,10 +93,11 @@ func writeFormat(w io.Writer, sum *eval.Summary, recs *eval.RecordSet, format st
 	return eval.WriteReport(w, sum, format)
 }
 
-// largeModels reads the routers' large models from the manifests of run
-// directories among paths, so the routed share is computed as in the run.
-func largeModels(paths []string) []string {
-	var out []string
+// fromManifests reads, from the manifests of run directories among paths,
+// the routers' large models (so the routed share is computed as in the run)
+// and the gate the run declared (the first one found), so a report rebuilt
+// from a run directory decides as the run did.
+func fromManifests(paths []string) (large []string, gate *eval.GateConfig) {
 	for _, p := range paths {
 		raw, err := os.ReadFile(filepath.Join(p, "manifest.json"))
 		if err != nil {
@@ -107,9 +109,13 @@ func largeModels(paths []string) []string {
 		}
 		for _, a := range m.Arms {
 			if a.Router != nil {
-				out = append(out, a.Router.Large)
+				large = append(large, a.Router.Large)
 			}
 		}
+		if gate == nil {
+			g := m.Gate
+			gate = &g
+		}
 	}
-	return out
+	return large, gate
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -46,9 +47,12 @@ type Experiment struct {
 	Shadow  *bool     `yaml:"shadow"` // ask the other model on routed requests to judge misroutes (default true)
 	// RecordOutput writes each answer's text into records.jsonl (default
 	// true); false keeps a large run's records small (statistics never read it).
-	RecordOutput *bool       `yaml:"record_output"`
-	Models       []ModelSpec `yaml:"models"`
-	Arms         []ArmSpec   `yaml:"arms"`
+	RecordOutput *bool `yaml:"record_output"`
+	// Gate is the decision rule the candidates are held to (defaults: see
+	// GateConfig).
+	Gate   GateConfig  `yaml:"gate"`
+	Models []ModelSpec `yaml:"models"`
+	Arms   []ArmSpec   `yaml:"arms"`
 
 	// Set by LoadExperiment, not read from the file.
 	File string `yaml:"-"` // path the experiment was read from
@@ -322,6 +326,9 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	if e.Block == 0 && e.Order == OrderInterleaved {
 		e.Block = Duration(DefaultBlock)
 	}
+	if f, msg := e.Gate.check(); f != "" {
+		return bad("gate."+f, append([]any{"gate"}, gatePath(f)...), "%s", msg)
+	}
 	if e.Concurrency == 0 {
 		e.Concurrency = 64
 	}
@@ -493,4 +500,13 @@ func validOpenAI(m ModelSpec) *fieldMsg {
 		return &fieldMsg{"faults", "faults are injected by simulated models; give them to crab sim-server instead"}
 	}
 	return nil
+}
+
+// gatePath turns a gate field ("slo.e2e_ms") into a YAML path.
+func gatePath(field string) []any {
+	var out []any
+	for _, k := range strings.Split(field, ".") {
+		out = append(out, k)
+	}
+	return out
 }

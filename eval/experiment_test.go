@@ -64,6 +64,9 @@ func TestParseExperimentErrors(t *testing.T) {
 		}, 6, "models.faults.error"},
 		{"duplicate arm", func(s string) string { return strings.Replace(s, "name: router", "name: baseline", 1) }, 11, "arms.name"},
 		{"unknown order", func(s string) string { return s + "order: shuffled\n" }, 13, "order"},
+		{"unknown objective", func(s string) string { return s + "gate: {objective: speed}\n" }, 13, "gate.objective"},
+		{"goodput without an SLO", func(s string) string { return s + "gate:\n  objective: goodput\n" }, 14, "gate.slo"},
+		{"negative guardrail", func(s string) string { return s + "gate:\n  p95_regress_pct: -5\n" }, 14, "gate.p95_regress_pct"},
 		{"block without interleaving", func(s string) string { return s + "order: sequential\nblock: 1s\n" }, 14, "block"},
 	}
 	for _, tc := range cases {

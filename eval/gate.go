@@ -10,39 +10,75 @@ import (
 // Decision is the verdict over every candidate: quality gate first, speed
 // and cost second.
 type Decision struct {
-	Accepted []string `json:"accepted"`
-	Rejected []string `json:"rejected"`
-	Summary  string   `json:"summary"` // one sentence per candidate
+	Accepted     []string `json:"accepted"`
+	Rejected     []string `json:"rejected"`
+	NoGain       []string `json:"no_gain"`
+	Inconclusive []string `json:"inconclusive"`
+	Incomplete   []string `json:"incomplete"`
+	Summary      string   `json:"summary"` // one sentence per candidate
 	// Warnings say where the figures are weaker than they look: tail
 	// percentiles that are the sample maximum, few pairs, an interrupted
-	// run, a rejection that rests on a statistically weak loss.
+	// run, failures clustered in time, a rejection that rests on a
+	// statistically weak loss.
 	Warnings []string `json:"warnings"`
-	// WhatWouldChange says, per candidate, what evidence would flip its
+	// WhatWouldChange says, per candidate, what evidence would change its
 	// verdict.
 	WhatWouldChange map[string]string `json:"what_would_change"`
 }
 
-// Gate returns why candidate fails the quality gate against baseline; none
-// means it passes. candidate.Paired must hold its comparison with baseline.
-// A candidate fails when it passes fewer tasks, serves any leaking cache
-// hit, records any invalid answer as ok, or ran different tasks. Equal
-// passes on different tasks pass the gate; Summarize lists them in the
-// reasons.
+// Gate returns why candidate fails the quality gate against baseline under
+// the default gate (no passing task lost); none means it passes.
+// candidate.Paired must hold its comparison with baseline. A candidate
+// fails when it loses passing tasks, serves any leaking cache hit, records
+// any invalid answer as ok, or ran different tasks.
 func Gate(baseline, candidate *ArmSummary) []string {
+	fails := hardFails(candidate)
+	if f := qualityFail(baseline, candidate, GateConfig{}.Defaults()); f != "" {
+		fails = append([]string{f}, fails...)
+	}
+	return fails
+}
+
+// qualityFail says how candidate breaks the gate's rule on passing tasks;
+// "" when it does not.
+func qualityFail(baseline, candidate *ArmSummary, g GateConfig) string {
+	p := candidate.Paired
+	counts := fmt.Sprintf("passes %d of %d vs %d of %d for %s", candidate.Pass, candidate.N, baseline.Pass, baseline.N, baseline.Name)
+	if p == nil {
+		if candidate.Pass < baseline.Pass {
+			return "passes fewer tasks than the baseline: " + counts
+		}
+		return ""
+	}
+	lost := len(p.Lost)
+	if g.Rule == RuleNet {
+		lost -= len(p.Gained)
+	}
+	if lost <= g.MaxLost {
+		if len(p.Lost) == 0 && candidate.Pass < baseline.Pass {
+			return "passes fewer tasks than the baseline: " + counts // on tasks the baseline did not run
+		}
+		return ""
+	}
+	msg := fmt.Sprintf("loses %s: %s", countNoun(len(p.Lost), "passing task"), idList(p.Lost))
+	if len(p.Gained) > 0 {
+		msg += fmt.Sprintf(", gains %d: %s", len(p.Gained), idList(p.Gained))
+	}
+	if len(p.LostCauses) > 0 {
+		causes := make([]string, 0, len(p.LostCauses))
+		for _, k := range sortedKeys(p.LostCauses) {
+			causes = append(causes, fmt.Sprintf("%s %d", strings.ReplaceAll(k, "_", " "), p.LostCauses[k]))
+		}
+		msg += "; lost to " + strings.Join(causes, ", ")
+	}
+	return msg + " (" + counts + ")"
+}
+
+// hardFails are the failures no drift or interruption excuses: leaking
+// cache hits, invalid answers recorded ok, different work.
+func hardFails(candidate *ArmSummary) []string {
 	var fails []string
 	p := candidate.Paired
-	if candidate.Pass < baseline.Pass {
-		counts := fmt.Sprintf("passes %d of %d vs %d of %d for %s", candidate.Pass, candidate.N, baseline.Pass, baseline.N, baseline.Name)
-		if p != nil && len(p.Lost) > 0 {
-			msg := fmt.Sprintf("loses %s: %s", countNoun(len(p.Lost), "passing task"), idList(p.Lost))
-			if len(p.Gained) > 0 {
-				msg += fmt.Sprintf(", gains %d: %s", len(p.Gained), idList(p.Gained))
-			}
-			fails = append(fails, msg+" ("+counts+")")
-		} else {
-			fails = append(fails, "passes fewer tasks than the baseline: "+counts)
-		}
-	}
 	if n := candidate.LeakCount(); n > 0 {
 		kinds := make([]string, 0, len(candidate.Leaks))
 		for _, k := range sortedKeys(candidate.Leaks) {
@@ -59,6 +95,186 @@ func Gate(baseline, candidate *ArmSummary) []string {
 		fails = append(fails, fmt.Sprintf("ran different work: %s on one side only: %s", countNoun(len(p.Unmatched), "task"), idList(p.Unmatched)))
 	}
 	return fails
+}
+
+// guardrailFails lists the guardrails candidate breaks: figures that
+// regress beyond the gate's limit against the baseline.
+func guardrailFails(base, a *ArmSummary, g GateConfig) []string {
+	var fails []string
+	check := func(name, unit string, limit *float64, av, bv *float64) {
+		if limit == nil || av == nil || bv == nil || *bv <= 0 {
+			return
+		}
+		// av/bv - 1 > limit/100, multiplied out so that a figure exactly
+		// at the limit (110 against 100 at 10%) is not pushed over it by
+		// floating-point division.
+		if *av*100 > *bv*(100+*limit) {
+			sa, sb := fmtPair(*av, *bv, fmtMs)
+			if unit == "" {
+				sa, sb = fmtCostPerPassPair(av, bv)
+			}
+			fails = append(fails, fmt.Sprintf("breaks a guardrail: %s %s vs %s%s%s, beyond the +%s%% allowed", name, sa, sb, unit, relChange(*av, *bv), trimNum(fmt.Sprint(*limit))))
+		}
+	}
+	check("p95", " ms", g.P95RegressPct, &a.P95Ms, &base.P95Ms)
+	check("TTFT p95", " ms", g.TTFTP95RegressPct, a.TTFTP95Ms, base.TTFTP95Ms)
+	check("cost per pass", "", g.CostPerPassRegressPct, a.CostPerPass, base.CostPerPass)
+	return fails
+}
+
+// improves reports whether candidate improves the gate's objective: the
+// paired interval of its per-task delta excludes 0 on the better side.
+func improves(a *ArmSummary, g GateConfig) (bool, string) {
+	p := a.Paired
+	below := func(d *Delta) bool { return d != nil && d.CIHigh < 0 }
+	switch g.Objective {
+	case ObjectiveLatency:
+		return below(p.LatencyDeltaMs), "per-task latency"
+	case ObjectiveCost:
+		return below(p.CostDelta), "per-task cost"
+	case ObjectiveGoodput:
+		return p.GoodputDelta != nil && p.GoodputDelta.CILow > 0, "goodput"
+	}
+	return below(p.LatencyDeltaMs) || below(p.CostDelta), "per-task latency or cost"
+}
+
+// decide sets every arm's verdict and reasons and fills s.Decision, in
+// this order: failures nothing excuses (leaks, invalid answers, different
+// work) reject; an interrupted arm is incomplete; a comparison the data
+// cannot carry (baseline passing nothing, too few pairs, failures
+// clustered in time) is inconclusive; the quality rule and the guardrails
+// reject; what is left is accepted if it improves the objective, else
+// no_gain.
+func decide(s *Summary, opt Options) {
+	g := opt.gate()
+	d := Decision{Accepted: []string{}, Rejected: []string{}, NoGain: []string{}, Inconclusive: []string{}, Incomplete: []string{},
+		Warnings: []string{}, WhatWouldChange: map[string]string{}}
+	base := &s.Arms[0]
+	base.Verdict = VerdictBaseline
+	drift := map[string]bool{}
+	for _, c := range s.Clusters {
+		for _, a := range c.Arms {
+			drift[a] = true
+		}
+		d.Warnings = append(d.Warnings, "failures clustered in time: "+c.String()+"; arms affected: "+strings.Join(c.Arms, ", ")+
+			": an outage or drift of the backend, not evidence about an arm, so their verdicts are inconclusive")
+	}
+	var sentences []string
+	for i := 1; i < len(s.Arms); i++ {
+		a := &s.Arms[i]
+		fails := hardFails(a)
+		switch differ, unknown, msg := ContractChange(base, a); {
+		case differ && !opt.AllowContractChange:
+			fails = append(fails, "ran different work: "+msg+"; a changed contract changes what counts as done (allow the contract change to compare anyway)")
+			d.Warnings = append(d.Warnings, a.Name+": "+msg+": the comparison is of different work, so the gate rejects it")
+		case differ:
+			d.Warnings = append(d.Warnings, a.Name+": "+msg+": compared anyway because the contract change was allowed, but the two arms did different work")
+		case unknown:
+			d.Warnings = append(d.Warnings, a.Name+": "+msg)
+		}
+		var why []string // reasons for a verdict other than accept or reject
+		verdict := ""
+		switch {
+		case len(fails) > 0:
+			verdict = VerdictReject
+		case a.Outcomes[OutcomeCancelled] > 0 || base.Outcomes[OutcomeCancelled] > 0:
+			verdict = VerdictIncomplete
+			why = append(why, fmt.Sprintf("incomplete: the run was interrupted (%s and %s cancelled in this arm and the baseline); only a complete run decides",
+				countNoun(a.Outcomes[OutcomeCancelled], "request"), countNoun(base.Outcomes[OutcomeCancelled], "request")))
+		case base.Pass == 0:
+			verdict = VerdictInconclusive
+			why = append(why, "inconclusive: the baseline passes nothing, so there is no quality to hold a candidate to")
+		case a.Paired.Pairs < g.MinPairs:
+			verdict = VerdictInconclusive
+			why = append(why, fmt.Sprintf("inconclusive: %s, fewer than the %d a verdict needs", countNoun(a.Paired.Pairs, "matched pair"), g.MinPairs))
+		case drift[a.Name] || drift[base.Name]:
+			verdict = VerdictInconclusive
+			why = append(why, "inconclusive: failures clustered in time fall on this comparison (see the warnings); re-run when the backend is steady")
+		}
+		if verdict == "" {
+			if f := qualityFail(base, a, g); f != "" {
+				fails = append(fails, f)
+			}
+			if a.OK == 0 {
+				fails = append(fails, "no request succeeded")
+			}
+			fails = append(fails, guardrailFails(base, a, g)...)
+			if len(fails) > 0 {
+				verdict = VerdictReject
+			}
+		}
+		switch verdict {
+		case VerdictReject:
+			a.Verdict = VerdictReject
+			a.Reasons = append(a.Reasons, fails...)
+			if r := notRescued(base, a); r != "" {
+				a.Reasons = append(a.Reasons, r)
+			}
+			d.Rejected = append(d.Rejected, a.Name)
+			sentences = append(sentences, a.Name+" rejected: "+fails[0]+".")
+			d.WhatWouldChange[a.Name] = changeReject(base, a, g, !opt.AllowContractChange)
+			if w := weakLoss(a); w != "" {
+				d.Warnings = append(d.Warnings, w)
+			}
+			continue
+		case VerdictIncomplete, VerdictInconclusive:
+			a.Verdict = verdict
+			a.Reasons = append(a.Reasons, why...)
+			if verdict == VerdictIncomplete {
+				d.Incomplete = append(d.Incomplete, a.Name)
+				d.WhatWouldChange[a.Name] = "a complete run of " + a.Name + " and " + base.Name
+			} else {
+				d.Inconclusive = append(d.Inconclusive, a.Name)
+				d.WhatWouldChange[a.Name] = "a comparison the data can carry: " + strings.TrimPrefix(why[0], "inconclusive: ")
+			}
+			sentences = append(sentences, a.Name+" "+verdict+": "+strings.TrimPrefix(strings.TrimPrefix(why[0], "incomplete: "), "inconclusive: ")+".")
+			continue
+		}
+		a.Reasons = append(a.Reasons, passReason(base, a), latencyReason(base, a), costReason(base, a))
+		if g.Objective == ObjectiveGoodput {
+			a.Reasons = append(a.Reasons, goodputReason(a, g))
+		}
+		ap95, bp95 := fmtPair(a.P95Ms, base.P95Ms, fmtMs)
+		acpp, bcpp := fmtCostPerPassPair(a.CostPerPass, base.CostPerPass)
+		figures := fmt.Sprintf("passes %d of %d vs %d of %d for %s; p95 %s vs %s ms; cost per pass %s vs %s",
+			a.Pass, a.N, base.Pass, base.N, base.Name, ap95, bp95, acpp, bcpp)
+		if ok, what := improves(a, g); ok {
+			a.Verdict = VerdictAccept
+			d.Accepted = append(d.Accepted, a.Name)
+			sentences = append(sentences, a.Name+" accepted: "+figures+".")
+			d.WhatWouldChange[a.Name] = changeAccept(base, a, g)
+		} else {
+			a.Verdict = VerdictNoGain
+			a.Reasons = append([]string{"no gain: passes the gate, but " + what + " does not improve with a 95% interval that excludes 0"}, a.Reasons...)
+			d.NoGain = append(d.NoGain, a.Name)
+			sentences = append(sentences, a.Name+" no gain: "+figures+".")
+			d.WhatWouldChange[a.Name] = a.Name + " would be accepted with an improvement of " + what + " whose 95% interval excludes 0"
+		}
+	}
+	if len(sentences) == 0 {
+		d.Summary = "only one arm (" + base.Name + "): nothing to compare"
+	} else {
+		d.Summary = strings.Join(sentences, " ")
+	}
+	d.Warnings = append(tailWarnings(s.Arms), d.Warnings...)
+	d.Warnings = append(d.Warnings, fewPairsWarnings(s.Arms)...)
+	for i := range s.Arms {
+		if c := s.Arms[i].Outcomes[OutcomeCancelled]; c > 0 {
+			d.Warnings = append(d.Warnings, fmt.Sprintf("%s: %s cancelled: the run was interrupted, so its figures cover an incomplete pass",
+				s.Arms[i].Name, countNoun(c, "request")))
+		}
+	}
+	s.Decision = d
+}
+
+// goodputReason states the change in the share of tasks passing within the SLO.
+func goodputReason(a *ArmSummary, g GateConfig) string {
+	dl := a.Paired.GoodputDelta
+	if dl == nil {
+		return "goodput not compared task by task (no matched tasks)"
+	}
+	return fmt.Sprintf("goodput (%s): share of tasks passing within it changes by %s, 95%% CI %s to %s",
+		g.SLO.String(), fmtPct(dl.Mean), fmtPct(dl.CILow), fmtPct(dl.CIHigh))
 }
 
 // ContractChange says how candidate's contract differs from baseline's,
@@ -91,63 +307,6 @@ func hashList(hs []string) string {
 		out[i] = h
 	}
 	return strings.Join(out, "+")
-}
-
-// decide sets every arm's verdict and reasons and fills s.Decision.
-func decide(s *Summary, opt Options) {
-	d := Decision{Accepted: []string{}, Rejected: []string{}, Warnings: []string{}, WhatWouldChange: map[string]string{}}
-	base := &s.Arms[0]
-	base.Verdict = VerdictBaseline
-	var sentences []string
-	for i := 1; i < len(s.Arms); i++ {
-		a := &s.Arms[i]
-		fails := Gate(base, a)
-		switch differ, unknown, msg := ContractChange(base, a); {
-		case differ && !opt.AllowContractChange:
-			fails = append(fails, "ran different work: "+msg+"; a changed contract changes what counts as done (allow the contract change to compare anyway)")
-			d.Warnings = append(d.Warnings, a.Name+": "+msg+": the comparison is of different work, so the gate rejects it")
-		case differ:
-			d.Warnings = append(d.Warnings, a.Name+": "+msg+": compared anyway because the contract change was allowed, but the two arms did different work")
-		case unknown:
-			d.Warnings = append(d.Warnings, a.Name+": "+msg)
-		}
-		if len(fails) > 0 {
-			a.Verdict = VerdictReject
-			a.Reasons = append(a.Reasons, fails...)
-			if r := notRescued(base, a); r != "" {
-				a.Reasons = append(a.Reasons, r)
-			}
-			d.Rejected = append(d.Rejected, a.Name)
-			sentences = append(sentences, a.Name+" rejected: "+fails[0]+".")
-			d.WhatWouldChange[a.Name] = changeReject(base, a, !opt.AllowContractChange)
-			if w := weakLoss(a); w != "" {
-				d.Warnings = append(d.Warnings, w)
-			}
-			continue
-		}
-		a.Verdict = VerdictAccept
-		a.Reasons = append(a.Reasons, passReason(base, a), latencyReason(base, a), costReason(base, a))
-		d.Accepted = append(d.Accepted, a.Name)
-		ap95, bp95 := fmtPair(a.P95Ms, base.P95Ms, fmtMs)
-		acpp, bcpp := fmtCostPerPassPair(a.CostPerPass, base.CostPerPass)
-		sentences = append(sentences, fmt.Sprintf("%s accepted: passes %d of %d vs %d of %d for %s; p95 %s vs %s ms; cost per pass %s vs %s.",
-			a.Name, a.Pass, a.N, base.Pass, base.N, base.Name, ap95, bp95, acpp, bcpp))
-		d.WhatWouldChange[a.Name] = changeAccept(base, a)
-	}
-	if len(sentences) == 0 {
-		d.Summary = "only one arm (" + base.Name + "): nothing to compare"
-	} else {
-		d.Summary = strings.Join(sentences, " ")
-	}
-	d.Warnings = append(tailWarnings(s.Arms), d.Warnings...)
-	d.Warnings = append(d.Warnings, fewPairsWarnings(s.Arms)...)
-	for i := range s.Arms {
-		if c := s.Arms[i].Outcomes[OutcomeCancelled]; c > 0 {
-			d.Warnings = append(d.Warnings, fmt.Sprintf("%s: %s cancelled: the run was interrupted, so its figures cover an incomplete pass",
-				s.Arms[i].Name, countNoun(c, "request")))
-		}
-	}
-	s.Decision = d
 }
 
 // passReason states how the candidate's passes compare with the baseline's.
@@ -244,8 +403,8 @@ func notRescued(base, a *ArmSummary) string {
 }
 
 // changeAccept says what would reject an accepted candidate.
-func changeAccept(base, a *ArmSummary) string {
-	k := a.Pass - base.Pass + 1
+func changeAccept(base, a *ArmSummary, g GateConfig) string {
+	k := a.Pass - base.Pass + 1 + g.MaxLost
 	verb := "rejects"
 	if k > 1 {
 		verb = "reject"
@@ -255,10 +414,17 @@ func changeAccept(base, a *ArmSummary) string {
 }
 
 // changeReject says what would let a rejected candidate through the gate.
-func changeReject(base, a *ArmSummary, contractBlocks bool) string {
+func changeReject(base, a *ArmSummary, g GateConfig, contractBlocks bool) string {
 	var parts []string
-	if k := base.Pass - a.Pass; k > 0 {
-		parts = append(parts, countNoun(k, "more passing task")+" (level with the baseline)")
+	if qualityFail(base, a, g) != "" {
+		if k := base.Pass - a.Pass - g.MaxLost; k > 0 {
+			parts = append(parts, countNoun(k, "more passing task")+" (level with the baseline)")
+		} else {
+			parts = append(parts, "no passing task lost")
+		}
+	}
+	if len(guardrailFails(base, a, g)) > 0 {
+		parts = append(parts, "figures within the guardrails")
 	}
 	if a.LeakCount() > 0 {
 		parts = append(parts, "no leaking cache hits")
@@ -281,7 +447,7 @@ func weakLoss(a *ArmSummary) string {
 	if p == nil || len(p.Lost) == 0 || p.McNemarP < pThreshold {
 		return ""
 	}
-	return fmt.Sprintf("%s: losing %s and gaining %d is not statistically clear (McNemar p = %s); the gate rejects any loss, and repeats would show whether it is noise",
+	return fmt.Sprintf("%s: losing %s and gaining %d is not statistically clear (McNemar p = %s); the gate rejects the loss all the same, and repeats would show whether it is noise",
 		a.Name, countNoun(len(p.Lost), "task"), len(p.Gained), fmtP(p.McNemarP))
 }
 

@@ -36,6 +36,7 @@ func TestGate(t *testing.T) {
 		wantVerdict string
 		wantReasons []string // substrings, each in some reason
 		wantChange  string   // substring of WhatWouldChange
+		gate        *GateConfig
 	}{
 		{
 			name:        "fewer passes",
@@ -99,8 +100,57 @@ func TestGate(t *testing.T) {
 				}
 				return r
 			}),
+			gate:        &GateConfig{P95RegressPct: f64p(1000)},
 			wantVerdict: VerdictAccept,
 			wantReasons: []string{"no clear latency difference", "includes 0"},
+		},
+		{
+			name: "a broken guardrail",
+			recs: gateArms(all, 0, func(r []Record) []Record {
+				for i, v := range []float64{60, 140, 90, 110} {
+					r[i].E2EMs = v
+				}
+				return r
+			}),
+			wantVerdict: VerdictReject,
+			wantReasons: []string{"breaks a guardrail: p95 140 vs 100 ms (+40%), beyond the +10% allowed"},
+			wantChange:  "figures within the guardrails",
+		},
+		{
+			name: "no gain",
+			recs: gateArms(all, 0, func(r []Record) []Record {
+				for i, v := range []float64{60, 100, 90, 110} {
+					r[i].E2EMs, r[i].Cost = v, 10
+				}
+				return r
+			}),
+			gate:        &GateConfig{Objective: ObjectiveLatency},
+			wantVerdict: VerdictNoGain,
+			wantReasons: []string{"no gain: passes the gate, but per-task latency does not improve", "no clear latency difference"},
+			wantChange:  "accepted with an improvement of per-task latency",
+		},
+		{
+			name: "the baseline passes nothing",
+			recs: func() []Record {
+				r := gateArms(all, 50, nil)
+				for i := range 4 {
+					r[i] = mkRec("baseline", fmt.Sprint("t", i+1), 100, OutcomeError, false, 10)
+				}
+				return r
+			}(),
+			wantVerdict: VerdictInconclusive,
+			wantReasons: []string{"the baseline passes nothing"},
+		},
+		{
+			name: "rule any rejects a loss however much is gained",
+			recs: func() []Record {
+				r := gateArms([]bool{false, true, true, true}, 50, nil)
+				r[3] = mkRec("baseline", "t4", 100, OutcomeError, false, 10)
+				return r
+			}(),
+			gate:        &GateConfig{Rule: RuleAny},
+			wantVerdict: VerdictReject,
+			wantReasons: []string{"loses 1 passing task: t1, gains 1: t4; lost to error 1"},
 		},
 		{
 			name: "more passes than the baseline",
@@ -117,7 +167,7 @@ func TestGate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := Summarize(tt.recs, Options{Seed: 1, Resamples: 500})
+			s, err := Summarize(tt.recs, Options{Seed: 1, Resamples: 500, Gate: tt.gate})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,10 +184,8 @@ func TestGate(t *testing.T) {
 			if got := s.Decision.WhatWouldChange["cand"]; !strings.Contains(got, tt.wantChange) {
 				t.Errorf("what would change = %q; want it to contain %q", got, tt.wantChange)
 			}
-			list := s.Decision.Accepted
-			if tt.wantVerdict == VerdictReject {
-				list = s.Decision.Rejected
-			}
+			list := map[string][]string{VerdictAccept: s.Decision.Accepted, VerdictReject: s.Decision.Rejected,
+				VerdictNoGain: s.Decision.NoGain, VerdictInconclusive: s.Decision.Inconclusive, VerdictIncomplete: s.Decision.Incomplete}[tt.wantVerdict]
 			if len(list) != 1 || list[0] != "cand" {
 				t.Errorf("decision lists %v for %s; want [cand]", list, tt.wantVerdict)
 			}
@@ -161,7 +209,7 @@ func TestGateDirect(t *testing.T) {
 func TestDecisionWarnings(t *testing.T) {
 	t.Parallel()
 	recs := gateArms([]bool{true, true, true, true}, 50, func(r []Record) []Record {
-		r[3].Outcome, r[3].Pass = OutcomeCancelled, false
+		r[3].Outcome, r[3].Pass = OutcomeError, false
 		return r
 	})
 	s, err := Summarize(recs, Options{})
@@ -171,13 +219,26 @@ func TestDecisionWarnings(t *testing.T) {
 	joined := strings.Join(s.Decision.Warnings, "\n")
 	for _, w := range []string{
 		"p90, p95 and p99 of 4 requests are the sample maximum",
-		"cand: 1 request cancelled",
 		"rest on 4 pairs",
 		"not statistically clear (McNemar p = 1)",
 	} {
 		if !strings.Contains(joined, w) {
 			t.Errorf("warnings %q; want one containing %q", s.Decision.Warnings, w)
 		}
+	}
+	// A cancelled request: the run was interrupted, the verdict incomplete.
+	cancelled := gateArms([]bool{true, true, true, true}, 50, func(r []Record) []Record {
+		r[3].Outcome, r[3].Pass = OutcomeCancelled, false
+		return r
+	})
+	if s, err = Summarize(cancelled, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(s.Decision.Warnings, "\n"); !strings.Contains(w, "cand: 1 request cancelled") {
+		t.Errorf("warnings %q; want the cancelled request named", s.Decision.Warnings)
+	}
+	if v := s.Arms[1].Verdict; v != VerdictIncomplete {
+		t.Errorf("verdict with a cancelled request = %s; want %s", v, VerdictIncomplete)
 	}
 	// 20 requests: p95 is the 19th value, only p99 is the maximum.
 	var many []Record

@@ -48,6 +48,7 @@ type Manifest struct {
 	Block       Duration    `json:"block,omitempty"` // interleaved: schedule time per block
 	Timeout     Duration    `json:"timeout"`
 	Retry       RetrySpec   `json:"retry"`
+	Gate        GateConfig  `json:"gate"`
 	Shadow      bool        `json:"shadow"`
 	Models      []ModelSpec `json:"models"`
 	Arms        []ArmSpec   `json:"arms"`
@@ -65,7 +66,7 @@ func NewManifest(runID string, e *Experiment, tasksName string, tasksRaw []byte,
 		Tasks: tasksName, TasksHash: HashBytes(tasksRaw), TaskCount: nTasks,
 		Contract: contractName, ContractHash: contractHash,
 		Seed: e.Seed, Repeats: e.Repeats, Warmup: e.Warmup, TimeScale: *e.TimeScale,
-		Arrival: e.Arrival, Concurrency: e.Concurrency, Order: e.Order, Block: e.Block, Timeout: e.Timeout, Retry: e.Retry,
+		Arrival: e.Arrival, Concurrency: e.Concurrency, Order: e.Order, Block: e.Block, Timeout: e.Timeout, Retry: e.Retry, Gate: e.Gate.Defaults(),
 		Shadow: *e.Shadow, Models: e.Models, Arms: e.Arms,
 	}
 	m.Hostname, _ = os.Hostname()

@@ -16,6 +16,10 @@ type Paired struct {
 	Pairs    int      `json:"pairs"`
 	Lost     []string `json:"lost"`   // passing in the baseline, failing in the candidate
 	Gained   []string `json:"gained"` // failing in the baseline, passing in the candidate
+	// LostCauses counts the lost tasks by what the candidate's request did:
+	// its outcome (timeout, error, contract_fail, cancelled), or, for an ok
+	// request, contract (answer broke the contract) or wrong_answer.
+	LostCauses map[string]int `json:"lost_causes,omitempty"`
 	// McNemarP is the exact two-sided McNemar p-value on the discordant
 	// pairs (len(lost), len(gained)): how surprising the split is if the two
 	// arms were equally good. 1 when there are no discordant pairs.
@@ -26,6 +30,10 @@ type Paired struct {
 	// CostDelta is candidate - baseline cost per pair; negative means
 	// cheaper. Nil without pairs.
 	CostDelta *Delta `json:"cost_delta"`
+	// GoodputDelta is candidate - baseline of "passed within the SLO" (1 or
+	// 0) per pair: its mean is the change in the share of tasks that count
+	// toward goodput. Set when the gate's objective is goodput.
+	GoodputDelta *Delta `json:"goodput_delta,omitempty"`
 	// Unmatched lists tasks present on one side only: the arms ran
 	// different work, which rejects the candidate.
 	Unmatched []string `json:"unmatched"`
@@ -68,6 +76,8 @@ type PairOptions struct {
 	// ShowRepeat writes pair ids as "task#repeat"; set it when the records
 	// hold more than one repeat.
 	ShowRepeat bool
+	// SLO, when set, adds GoodputDelta.
+	SLO *SLO
 }
 
 // ComparePaired compares candidate records with baseline records by
@@ -155,6 +165,7 @@ func comparePaired(t *symbols, baseline, candidate []*statRec, opt PairOptions) 
 	p.Pairs = len(pairs)
 	lat := make([]float64, 0, len(pairs))
 	cost := make([]float64, 0, len(pairs))
+	var good []float64
 	groupLat := map[string][]float64{}
 	for _, bc := range pairs {
 		b, c := bc[0], bc[1]
@@ -162,6 +173,9 @@ func comparePaired(t *symbols, baseline, candidate []*statRec, opt PairOptions) 
 		d := c.E2EMs - b.E2EMs
 		lat = append(lat, d)
 		cost = append(cost, c.Cost-b.Cost)
+		if opt.SLO != nil {
+			good = append(good, b2f(opt.SLO.met(c))-b2f(opt.SLO.met(b)))
+		}
 		g := t.str(b.Group)
 		gd := p.Groups[g]
 		gd.Pairs++
@@ -169,6 +183,10 @@ func comparePaired(t *symbols, baseline, candidate []*statRec, opt PairOptions) 
 		case b.Pass && !c.Pass:
 			p.Lost = append(p.Lost, id(k))
 			gd.Lost++
+			if p.LostCauses == nil {
+				p.LostCauses = map[string]int{}
+			}
+			p.LostCauses[lostCause(t, c)]++
 		case !b.Pass && c.Pass:
 			p.Gained = append(p.Gained, id(k))
 			gd.Gained++
@@ -187,8 +205,29 @@ func comparePaired(t *symbols, baseline, candidate []*statRec, opt PairOptions) 
 	if len(pairs) > 0 {
 		p.LatencyDeltaMs = describeDelta(lat, opt.Seed, 1, opt.Resamples)
 		p.CostDelta = describeDelta(cost, opt.Seed, 2, opt.Resamples)
+		if opt.SLO != nil {
+			p.GoodputDelta = describeDelta(good, opt.Seed, 3, opt.Resamples)
+		}
 	}
 	return p
+}
+
+// lostCause names why a request did not pass.
+func lostCause(t *symbols, r *statRec) string {
+	switch o := t.str(r.Outcome); {
+	case o != OutcomeOK:
+		return o
+	case !r.ContractOK:
+		return "contract"
+	}
+	return "wrong_answer"
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // describeDelta computes median, mean and the bootstrap interval of the mean.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // RecordSet is records in the compact form statistics and charts need:
@@ -42,6 +43,9 @@ type statRec struct {
 	// Timed is set when the record carries an intended send time (a run's
 	// records; interchange CSV has none).
 	Timed bool
+	// At is the intended send time in Unix nanoseconds (0 when not Timed),
+	// for finding failures clustered in time.
+	At int64
 }
 
 // sym stands for a string in its RecordSet's table of the distinct strings
@@ -110,6 +114,14 @@ func (s *RecordSet) add(r *Record, line int) (dupFile int, dupLine int, dup bool
 	return 0, 0, false
 }
 
+// unixNano is t in Unix nanoseconds, 0 for the zero time.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
 // push stores the compact form of r without the duplicate check.
 func (s *RecordSet) push(r *Record) {
 	if len(s.chunks) == 0 || len(s.chunks[len(s.chunks)-1]) == setChunk {
@@ -124,7 +136,7 @@ func (s *RecordSet) push(r *Record) {
 		Cost: r.Cost, ShadowCost: r.ShadowCost, EscalationCost: r.EscalationCost, RouteScore: r.RouteScore,
 		TokensOut: int32(r.TokensOut), Attempts: int32(r.Attempts),
 		Warmup: r.Warmup, ContractOK: r.ContractOK, Pass: r.Pass, Routed: r.Routed, Escalated: r.Escalated,
-		ScopeMismatch: r.ScopeMismatch, SlotWait: r.SlotWait, Timed: !r.IntendedAt.IsZero(),
+		ScopeMismatch: r.ScopeMismatch, SlotWait: r.SlotWait, Timed: !r.IntendedAt.IsZero(), At: unixNano(r.IntendedAt),
 	})
 	if r.RunID != "" && !s.runIDs[r.RunID] {
 		s.runIDs[strings.Clone(r.RunID)] = true

@@ -338,5 +338,6 @@ func (s *Setup) SummaryOptions() Options {
 			large = append(large, a.Router.Large)
 		}
 	}
-	return Options{LargeModels: large}
+	g := s.Exp.Gate
+	return Options{LargeModels: large, Gate: &g}
 }

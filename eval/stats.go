@@ -47,6 +47,8 @@ func TailIsMax(n int, q float64) bool { return quantile.TailIsMax(n, q) }
 
 // Options tune Summarize.
 type Options struct {
+	// Gate is the decision rule; nil means the defaults (see GateConfig).
+	Gate *GateConfig
 	// Baseline names the arm candidates are compared against. Empty means
 	// the arm named "baseline" if there is one, else the first arm seen.
 	Baseline string
@@ -74,10 +76,14 @@ type Summary struct {
 	Arms     []ArmSummary `json:"arms"`
 	Decision Decision     `json:"decision"`
 	Notes    []string     `json:"notes,omitempty"`
+	// Clusters are windows of the run in which errors and timeouts
+	// clustered (an outage or drift); arms with failures in one get an
+	// inconclusive verdict.
+	Clusters []Cluster `json:"clusters,omitempty"`
 }
 
-// ArmSummary is the figures of one arm over its non-warm-up requests. JSON
-// names follow Latency figures are in milliseconds; the
+// ArmSummary is the figures of one arm over its non-warm-up requests, under
+// the documented summary.json names. Latency figures are in milliseconds; the
 // all-requests ones (p50_ms ... mean_ms) count a failed request at the time
 // it ended, the ok_* ones count successful requests only.
 //
@@ -197,6 +203,14 @@ func (a *ArmSummary) LeakCount() int {
 	return n
 }
 
+// gate is the gate in force, defaults filled.
+func (o Options) gate() GateConfig {
+	if o.Gate == nil {
+		return GateConfig{}.Defaults()
+	}
+	return o.Gate.Defaults()
+}
+
 // Summarize computes every arm's figures, compares each candidate with the
 // baseline task by task, and applies the quality gate. Arms are listed in
 // the order they first appear in recs, the baseline first. recs is not
@@ -269,15 +283,22 @@ func SummarizeSet(set *RecordSet, opt Options) (*Summary, error) {
 		s.Arms[len(s.Arms)-1].Uncertainty = uncertainty(byArm[name], opt.Seed)
 	}
 	multiRepeat := len(repeats) > 1
+	g := opt.gate()
+	var slo *SLO
+	if g.Objective == ObjectiveGoodput {
+		slo = &g.SLO
+	}
 	for i := 1; i < len(s.Arms); i++ {
-		p := comparePaired(t, byArm[base], byArm[s.Arms[i].Name], PairOptions{Seed: opt.Seed, Resamples: opt.Resamples, ShowRepeat: multiRepeat})
+		p := comparePaired(t, byArm[base], byArm[s.Arms[i].Name], PairOptions{Seed: opt.Seed, Resamples: opt.Resamples, ShowRepeat: multiRepeat, SLO: slo})
 		s.Arms[i].Paired = &p
 	}
+	s.Clusters = failureClusters(t, byArm, arms)
 	decide(s, opt)
 
 	s.Notes = append(s.Notes,
 		"percentiles are nearest rank (p_q = x[ceil(q·n/100)]); latency counts every request, a failed one at the time it ended; ok_* count successful requests only",
-		"cost per pass = cost of all requests, failed ones included, / passing requests")
+		"cost per pass = cost of all requests, failed ones included, / passing requests",
+		g.String())
 	if len(s.Arms) > 1 {
 		per := "task"
 		if multiRepeat {
