@@ -56,8 +56,8 @@ func report(_ context.Context, o reportOptions) error {
 	if !validFormat(o.Format) {
 		return badUsage("unknown --format %q (want text, md, json, csv or html)", o.Format)
 	}
-	large, gate := fromManifests(o.Paths)
-	opt := eval.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, AllowContractChange: o.AllowContractChange}
+	large, gate, incomplete := fromManifests(o.Paths)
+	opt := eval.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, Incomplete: incomplete, AllowContractChange: o.AllowContractChange}
 	defer debug.SetGCPercent(debug.SetGCPercent(eval.SummarizeGCPercent))
 	sum, recs, err := eval.SummarizePaths(o.Paths, o.Stdin, opt)
 	if errors.Is(err, eval.ErrUnknownBaseline) {
@@ -97,7 +97,7 @@ func writeFormat(w io.Writer, sum *eval.Summary, recs *eval.RecordSet, format st
 // the routers' large models (so the routed share is computed as in the run)
 // and the gate the run declared (the first one found), so a report rebuilt
 // from a run directory decides as the run did.
-func fromManifests(paths []string) (large []string, gate *eval.GateConfig) {
+func fromManifests(paths []string) (large []string, gate *eval.GateConfig, incomplete string) {
 	for _, p := range paths {
 		raw, err := os.ReadFile(filepath.Join(p, "manifest.json"))
 		if err != nil {
@@ -116,6 +116,9 @@ func fromManifests(paths []string) (large []string, gate *eval.GateConfig) {
 			g := m.Gate
 			gate = &g
 		}
+		if m.Status == "running" && incomplete == "" {
+			incomplete = "the run in " + p + " did not finish: its manifest still says running (the process died)"
+		}
 	}
-	return large, gate
+	return large, gate, incomplete
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,5 +171,75 @@ func TestRunRejectsBeforeWriting(t *testing.T) {
 				t.Errorf("run directory created for bad input")
 			}
 		})
+	}
+}
+
+// A run killed mid-write leaves a torn last line and a manifest that still
+// says running: crab report uses every complete record, calls every
+// candidate incomplete and says why, and exits 0 (never 2).
+func TestReportOnKilledRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "quick.yaml")
+	if err := os.WriteFile(exp, []byte(quickExperiment), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	if code, _, stderr := crab(t, "", "run", "-q", "-c", exp, "-o", out); code != 0 && code != exitCheck {
+		t.Fatalf("run: exit %d, stderr %q", code, stderr)
+	}
+	recPath := filepath.Join(out, "records.jsonl")
+	raw, err := os.ReadFile(recPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Count(raw, []byte("\n"))
+	// Cut the file in the middle of its last record.
+	last := bytes.LastIndexByte(raw[:len(raw)-1], '\n')
+	torn := raw[:last+1+(len(raw)-last-1)/2]
+	if err := os.WriteFile(recPath, torn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	man, _ := os.ReadFile(filepath.Join(out, "manifest.json"))
+	man = bytes.Replace(man, []byte(`"status": "finished"`), []byte(`"status": "running"`), 1)
+	if err := os.WriteFile(filepath.Join(out, "manifest.json"), man, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := crab(t, "", "report", "--format", "json", out)
+	if code != 0 {
+		t.Fatalf("report on a killed run: exit %d; want 0 (stderr %q)", code, stderr)
+	}
+	var s struct {
+		Arms []struct {
+			Name    string   `json:"name"`
+			N       int      `json:"n"`
+			Verdict string   `json:"verdict"`
+			Reasons []string `json:"reasons"`
+		} `json:"arms"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, a := range s.Arms {
+		n += a.N
+		if a.Name == "baseline" {
+			continue
+		}
+		if a.Name == "cache_naive" { // leaks: nothing excuses them, complete run or not
+			if a.Verdict != "reject" {
+				t.Errorf("cache_naive verdict %s; want reject (it leaks)", a.Verdict)
+			}
+			continue
+		}
+		if a.Verdict != "incomplete" {
+			t.Errorf("%s verdict %s; want incomplete", a.Name, a.Verdict)
+		}
+		if r := strings.Join(a.Reasons, " "); !strings.Contains(r, "still says running") || !strings.Contains(r, "cut short") {
+			t.Errorf("%s reasons %q; want the manifest and the torn line named", a.Name, a.Reasons)
+		}
+	}
+	if n != lines-1 {
+		t.Errorf("report used %d records; want the %d complete ones", n, lines-1)
 	}
 }

@@ -32,7 +32,7 @@ type Decision struct {
 // fails when it loses passing tasks, serves any leaking cache hit, records
 // any invalid answer as ok, or ran different tasks.
 func Gate(baseline, candidate *ArmSummary) []string {
-	fails := hardFails(candidate)
+	fails := hardFails(candidate, false)
 	if f := qualityFail(baseline, candidate, GateConfig{}.Defaults()); f != "" {
 		fails = append([]string{f}, fails...)
 	}
@@ -75,8 +75,9 @@ func qualityFail(baseline, candidate *ArmSummary, g GateConfig) string {
 }
 
 // hardFails are the failures no drift or interruption excuses: leaking
-// cache hits, invalid answers recorded ok, different work.
-func hardFails(candidate *ArmSummary) []string {
+// cache hits, invalid answers recorded ok, different work (unless
+// interrupted: an interrupted run leaves tasks on one side only).
+func hardFails(candidate *ArmSummary, interrupted bool) []string {
 	var fails []string
 	p := candidate.Paired
 	if n := candidate.LeakCount(); n > 0 {
@@ -91,7 +92,7 @@ func hardFails(candidate *ArmSummary) []string {
 	if candidate.SilentViolations > 0 {
 		fails = append(fails, fmt.Sprintf("lets invalid answers through: %s recorded ok that break the contract", countNoun(candidate.SilentViolations, "answer")))
 	}
-	if p != nil && len(p.Unmatched) > 0 {
+	if p != nil && len(p.Unmatched) > 0 && !interrupted {
 		fails = append(fails, fmt.Sprintf("ran different work: %s on one side only: %s", countNoun(len(p.Unmatched), "task"), idList(p.Unmatched)))
 	}
 	return fails
@@ -162,7 +163,7 @@ func decide(s *Summary, opt Options) {
 	var sentences []string
 	for i := 1; i < len(s.Arms); i++ {
 		a := &s.Arms[i]
-		fails := hardFails(a)
+		fails := hardFails(a, opt.Incomplete != "")
 		switch differ, unknown, msg := ContractChange(base, a); {
 		case differ && !opt.AllowContractChange:
 			fails = append(fails, "ran different work: "+msg+"; a changed contract changes what counts as done (allow the contract change to compare anyway)")
@@ -177,6 +178,9 @@ func decide(s *Summary, opt Options) {
 		switch {
 		case len(fails) > 0:
 			verdict = VerdictReject
+		case opt.Incomplete != "":
+			verdict = VerdictIncomplete
+			why = append(why, "incomplete: "+opt.Incomplete)
 		case a.Outcomes[OutcomeCancelled] > 0 || base.Outcomes[OutcomeCancelled] > 0:
 			verdict = VerdictIncomplete
 			why = append(why, fmt.Sprintf("incomplete: the run was interrupted (%s and %s cancelled in this arm and the baseline); only a complete run decides",
@@ -258,6 +262,9 @@ func decide(s *Summary, opt Options) {
 	}
 	d.Warnings = append(tailWarnings(s.Arms), d.Warnings...)
 	d.Warnings = append(d.Warnings, fewPairsWarnings(s.Arms)...)
+	if opt.Incomplete != "" {
+		d.Warnings = append(d.Warnings, "the run is incomplete: "+opt.Incomplete)
+	}
 	for i := range s.Arms {
 		if c := s.Arms[i].Outcomes[OutcomeCancelled]; c > 0 {
 			d.Warnings = append(d.Warnings, fmt.Sprintf("%s: %s cancelled: the run was interrupted, so its figures cover an incomplete pass",

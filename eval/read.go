@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -166,6 +167,9 @@ func readRecords(r io.Reader, name string) ([]Record, []int, error) {
 		lines = append(lines, line)
 		return nil
 	})
+	if te := (*TornError)(nil); errors.As(err, &te) {
+		err = te.Err // a single stream read strictly: a torn line is bad input
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -214,11 +218,12 @@ func readJSONL(r io.Reader, name string, emit func(*Record, int) error) error {
 	// order, so the first fault reported is the first in the file, as with
 	// one reader.
 	type batch struct {
-		raw   [][]byte
-		lines []int
-		recs  []Record
-		errs  []error
-		done  chan struct{}
+		raw    [][]byte
+		lines  []int
+		recs   []Record
+		errs   []error
+		syntax []bool // errs[i] is a JSON syntax error (a torn line looks like one)
+		done   chan struct{}
 	}
 	const batchLines = 256
 	workers := max(1, runtime.GOMAXPROCS(0))
@@ -227,8 +232,9 @@ func readJSONL(r io.Reader, name string, emit func(*Record, int) error) error {
 	stop := make(chan struct{})
 	defer close(stop)
 	var (
-		scanErr  error
-		lastLine int
+		scanErr     error
+		lastLine    int
+		lastContent int // the last line that is not blank
 	)
 	go func() {
 		defer close(ordered)
@@ -259,6 +265,7 @@ func readJSONL(r io.Reader, name string, emit func(*Record, int) error) error {
 			}
 			b.raw = append(b.raw, bytes.Clone(raw))
 			b.lines = append(b.lines, line)
+			lastContent = line
 			if len(b.raw) == batchLines && !send() {
 				return
 			}
@@ -273,9 +280,12 @@ func readJSONL(r io.Reader, name string, emit func(*Record, int) error) error {
 			for b := range work {
 				b.recs = make([]Record, len(b.raw))
 				b.errs = make([]error, len(b.raw))
+				b.syntax = make([]bool, len(b.raw))
 				for i, raw := range b.raw {
 					if err := DecodeStrict(raw, &b.recs[i]); err != nil {
 						b.errs[i] = jsonLineError(name, b.lines[i], err)
+						var se *json.SyntaxError
+						b.syntax[i] = errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF)
 						break
 					}
 					if err := checkRecord(&b.recs[i], name, b.lines[i]); err != nil {
@@ -293,6 +303,17 @@ func readJSONL(r io.Reader, name string, emit func(*Record, int) error) error {
 		<-b.done
 		for i := range b.recs {
 			if b.errs[i] != nil {
+				// A syntax error on the last line with content is a torn
+				// write: the process died mid-record. Every complete line
+				// before it counts; the caller is told with a *TornError.
+				torn := b.syntax[i] && i == len(b.recs)-1
+				for rest := range ordered {
+					<-rest.done
+					torn = torn && len(rest.lines) == 0
+				}
+				if torn && b.lines[i] == lastContent && n > 0 {
+					return &TornError{File: name, Line: b.lines[i], Err: b.errs[i]}
+				}
 				return b.errs[i]
 			}
 			if err := emit(&b.recs[i], b.lines[i]); err != nil {
@@ -538,4 +559,17 @@ func (p *csvRow) boolean(field string, required bool) bool {
 	}
 	p.setErr(field, fmt.Sprintf("want true, false, 1 or 0, got %q", p.str(field)))
 	return false
+}
+
+// TornError reports a records file whose last line is cut short, as a
+// process killed while writing leaves it. Readers keep every complete
+// record before it; reports call such a run incomplete.
+type TornError struct {
+	File string
+	Line int
+	Err  error // the line's decoding error, for readers that accept no torn file
+}
+
+func (e *TornError) Error() string {
+	return fmt.Sprintf("%s:%d: the last line is cut short (the writing process died mid-record); the complete records before it are used", e.File, e.Line)
 }

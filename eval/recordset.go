@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,7 @@ type RecordSet struct {
 	files   []string
 	runIDs  map[string]bool
 	current int // index in files of the input being read
+	torn    []*TornError
 }
 
 // statRec is one request in a RecordSet. Field names follow Record, so the
@@ -234,6 +236,11 @@ func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
 			return &InputError{File: name, Line: line, Field: "task_id",
 				Msg: fmt.Sprintf("duplicate record %s, also in %s:%d", keyOf(rec), s.files[file], prev)}
 		})
+		var te *TornError
+		if errors.As(err, &te) {
+			s.torn = append(s.torn, te)
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -49,6 +49,10 @@ func TailIsMax(n int, q float64) bool { return quantile.TailIsMax(n, q) }
 type Options struct {
 	// Gate is the decision rule; nil means the defaults (see GateConfig).
 	Gate *GateConfig
+	// Incomplete, when set, says why the records cannot hold a whole run
+	// (e.g. its manifest still says running: the process died); every
+	// candidate's verdict is then incomplete.
+	Incomplete string
 	// Baseline names the arm candidates are compared against. Empty means
 	// the arm named "baseline" if there is one, else the first arm seen.
 	Baseline string
@@ -293,6 +297,13 @@ func SummarizeSet(set *RecordSet, opt Options) (*Summary, error) {
 		s.Arms[i].Paired = &p
 	}
 	s.Clusters = failureClusters(t, byArm, arms)
+	for _, te := range set.torn {
+		why := te.Error()
+		if opt.Incomplete != "" {
+			why = opt.Incomplete + "; " + why
+		}
+		opt.Incomplete = why
+	}
 	decide(s, opt)
 
 	s.Notes = append(s.Notes,
