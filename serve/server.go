@@ -338,6 +338,14 @@ func (s *Server) decode(r *http.Request, id Identity) (c call, status int, code,
 		TaskID: reqID, Text: text, System: system, User: creq.User, Scope: scope, Model: name,
 		Mode: mode, MaxTokens: openai.MaxTokens(creq), Temperature: float64(creq.Temperature),
 	}
+	// A deployed arm's system prompt and output budget apply when the
+	// client sends none, as they did in the measured run.
+	if req.System == "" {
+		req.System = s.arm.System
+	}
+	if req.MaxTokens == 0 {
+		req.MaxTokens = s.arm.MaxTokens
+	}
 	if creq.Seed != nil {
 		req.Seed = int64(*creq.Seed)
 	}
