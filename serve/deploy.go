@@ -86,9 +86,17 @@ func Deploy(d Deployment) (*Setup, error) {
 	for _, m := range d.Models {
 		cfg.Models = append(cfg.Models, ModelConfig{Name: m.Name, BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv})
 	}
+	arm := d.Arm
+	if c := arm.Cache; c != nil {
+		// The run's cache made each entry visible before answering, so the
+		// next identical request hits; the deployment keeps that.
+		cc := *c
+		cc.WaitForStore = true
+		arm.Cache = &cc
+	}
 	return &Setup{
 		Config: cfg, Keys: keys, Contract: d.Contract, APIKeys: apiKeys,
-		Models: d.Models, Arm: d.Arm, Seed: d.Seed, TimeScale: d.TimeScale,
+		Models: d.Models, Arm: arm, Seed: d.Seed, TimeScale: d.TimeScale,
 		Store: cache.StoreConfig{Prefix: ServeStorePrefix + d.Arm.Name + ":"},
 	}, nil
 }
