@@ -199,11 +199,8 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	if e.Timeout == 0 {
 		e.Timeout = Duration(30 * time.Second)
 	}
-	if e.Retry.MaxAttempts == 0 {
-		e.Retry.MaxAttempts = 1
-	}
-	if e.Retry.MaxAttempts < 0 || e.Retry.MaxAttempts > 10 {
-		return bad("retry.max_attempts", []any{"retry", "max_attempts"}, "must be 1 to 10")
+	if errs := stack.ValidateRetry(&e.Retry, "retry"); len(errs) > 0 {
+		return bad(errs[0].Field, errs[0].Path, "%s", errs[0].Msg)
 	}
 	if e.Shadow == nil {
 		t := true

@@ -327,11 +327,8 @@ func (c *Config) validate(root *yaml.Node) error {
 	if c.Concurrency == 0 {
 		c.Concurrency = 64
 	}
-	if c.Retry.MaxAttempts == 0 {
-		c.Retry.MaxAttempts = 1
-	}
-	if c.Retry.MaxAttempts < 0 || c.Retry.MaxAttempts > 10 {
-		return bad("retry.max_attempts", []string{"retry", "max_attempts"}, "must be 1 to 10")
+	if errs := stack.ValidateRetry(&c.Retry, "retry"); len(errs) > 0 {
+		return bad(errs[0].Field, configPath(errs[0].Path), "%s", errs[0].Msg)
 	}
 	if len(c.Models) == 0 {
 		return bad("models", nil, "at least one upstream model is required")

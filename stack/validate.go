@@ -288,3 +288,17 @@ func validCache(l *errs, c *CacheSpec, p []any) {
 		l.add(at("max_cost"), "must not be negative")
 	}
 }
+
+// ValidateRetry checks a retry policy and fills its default (one attempt,
+// no retry); path leads to the policy in the file, e.g. "retry". The same
+// rule serves experiment files and serve configurations.
+func ValidateRetry(r *RetrySpec, path ...any) []*FieldError {
+	var l errs
+	if r.MaxAttempts == 0 {
+		r.MaxAttempts = 1
+	}
+	if r.MaxAttempts < 0 || r.MaxAttempts > 10 {
+		l.add(append(append([]any(nil), path...), "max_attempts"), "must be 1 to 10")
+	}
+	return l
+}

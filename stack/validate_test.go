@@ -155,3 +155,26 @@ func TestFieldErrorField(t *testing.T) {
 		t.Errorf("PathString: got %q; want %q", got, want)
 	}
 }
+
+func TestValidateRetry(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		attempts, want int
+		err            string
+	}{
+		{attempts: 0, want: 1},
+		{attempts: 3, want: 3},
+		{attempts: -1, want: -1, err: "retry.max_attempts: must be 1 to 10"},
+		{attempts: 11, want: 11, err: "retry.max_attempts: must be 1 to 10"},
+	} {
+		r := RetrySpec{MaxAttempts: tc.attempts}
+		errs := ValidateRetry(&r, "retry")
+		got := ""
+		if len(errs) > 0 {
+			got = errs[0].Error()
+		}
+		if got != tc.err || r.MaxAttempts != tc.want {
+			t.Errorf("max_attempts %d: got %q, %d; want %q, %d", tc.attempts, got, r.MaxAttempts, tc.err, tc.want)
+		}
+	}
+}
