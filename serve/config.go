@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -45,8 +44,13 @@ import (
 //	    crab_headers: false
 //	default_model: large
 //	contract: {file: triage.schema.json, policy: escalate, escalate_to: large}
-//	cache: {key: full, ttl: 10m}
-//	router: {threshold: 0.5, small: small, large: large}
+//	cache: {key: full, ttl: 10m, store: ristretto}   # store redis shares it between replicas
+//	router: {threshold: 0.5, small: small, large: large}   # or {mode: cascade, small: small, large: large, confidence: 0.8}
+//
+// The configuration is a thin layer over the stack package: its models,
+// default model, mode, cache, router and contract policy are one arm,
+// checked by the same validator and built by the same builder as the arms
+// crab run measures.
 type Config struct {
 	// Listen is the address to listen on when --listen is not given.
 	Listen string `yaml:"listen"`
@@ -247,8 +251,6 @@ func readErr(err error) string {
 	}
 	return err.Error()
 }
-
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // ParseConfig decodes and validates a configuration file and fills its
 // defaults. name is used in errors; every error is a *ConfigError. It also

@@ -1,7 +1,8 @@
 // Package serve is crab's OpenAI-compatible proxy: it answers
 // POST /v1/chat/completions (streaming and not) and GET /v1/models by
-// running crab's stack — scoped cache, difficulty router, output contract,
-// retries — in front of upstream OpenAI-compatible backends, so the stack
+// running crab's stack — scoped cache, difficulty router or cascade, output
+// contract, retries — in front of OpenAI-compatible backends (or, for an
+// arm of an experiment, its simulated models in process), so the stack
 // can be tried on live traffic. GET /metrics serves Prometheus metrics and
 // GET /healthz a liveness check.
 //
