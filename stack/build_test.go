@@ -246,3 +246,50 @@ func TestBuildStoreRegistry(t *testing.T) {
 		t.Errorf("store %T; want *cache.Ristretto", arm.Store)
 	}
 }
+
+// BenchmarkBuild measures the stack's own overhead per request over a
+// backend that answers at once: a cache hit, and a routed, validated miss.
+func BenchmarkBuild(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join("..", "fixtures", "triage.schema.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := contract.Load("triage.schema.json", raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	answer := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		return &model.Response{Content: validAnswer, Model: "large", FinishReason: model.FinishStop, Confidence: 1, Trace: model.Trace{Attempts: 1}}, nil
+	})
+	backends := map[string]model.Model{"small": answer, "large": answer}
+	for _, v := range []struct {
+		name  string
+		cache *CacheSpec
+	}{{"hit", &CacheSpec{}}, {"miss", nil}} {
+		b.Run(v.name, func(b *testing.B) {
+			arms := []ArmSpec{{Name: "a", Cache: v.cache, Router: &RouterSpec{Small: "small", Large: "large", Threshold: 0.5}}}
+			if errs := Validate(simModels, arms); errs != nil {
+				b.Fatal(errs)
+			}
+			arm, err := Build(arms[0], backends, Options{Contract: c, Retry: RetrySpec{MaxAttempts: 2}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer arm.Close()
+			if _, err := arm.Model.Complete(context.Background(), request("warm")); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				req := request("bench")
+				for pb.Next() {
+					if _, err := arm.Model.Complete(context.Background(), req); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
