@@ -173,32 +173,32 @@ func readScenarios(path string, stdin io.Reader) ([]byte, string, error) {
 	return b, path, nil
 }
 
-// storeFactory checks the store choice (and that Redis answers) and
-// returns a function making one private store per audited configuration:
-// a fresh ristretto, or a Redis prefix of its own that is deleted on close.
+// storeFactory checks the store choice (and that a shared store answers)
+// and returns a function making one private store per audited
+// configuration under a key prefix of its own, deleted on close. The
+// scenarios hold a few hundred entries: a small counter table.
 func storeFactory(ctx context.Context, kind, addr string) (func(string) (cache.Store, error), error) {
-	switch kind {
-	case "ristretto":
-		// The scenarios hold a few hundred entries: a small counter table.
-		return func(string) (cache.Store, error) {
-			return cache.NewRistretto(cache.RistrettoConfig{NumCounters: 1 << 14})
-		}, nil
-	case "redis":
-		var nonce [6]byte
-		if _, err := rand.Read(nonce[:]); err != nil {
-			return nil, err
-		}
-		run := "crab:audit:" + hex.EncodeToString(nonce[:]) + ":"
-		probe, err := cache.NewRedis(ctx, cache.RedisConfig{Addr: addr, Prefix: run + "probe:"})
-		if err != nil {
-			return nil, badUsage("--store redis: %w", err)
-		}
-		probe.Close()
-		return func(config string) (cache.Store, error) {
-			return cache.NewRedis(ctx, cache.RedisConfig{Addr: addr, Prefix: run + config + ":", DeleteOnClose: true})
-		}, nil
+	if !cache.KnownStore(kind) {
+		return nil, badUsage("unknown --store %q (want %s)", kind, cache.StoreChoices())
 	}
-	return nil, badUsage("unknown --store %q (want ristretto or redis)", kind)
+	var nonce [6]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, err
+	}
+	run := "crab:audit:" + hex.EncodeToString(nonce[:]) + ":"
+	base := cache.StoreConfig{Context: ctx, NumCounters: 1 << 14, Addr: addr}
+	probeCfg := base
+	probeCfg.Prefix = run + "probe:"
+	probe, err := cache.OpenStore(kind, probeCfg)
+	if err != nil {
+		return nil, badUsage("--store %s: %w", kind, err)
+	}
+	probe.Close()
+	return func(config string) (cache.Store, error) {
+		c := base
+		c.Prefix, c.DeleteOnClose = run+config+":", true
+		return cache.OpenStore(kind, c)
+	}, nil
 }
 
 // simBackend is the simulated small and large models behind one mux, the

@@ -12,12 +12,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/urfave/cli/v2"
 
+	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/router"
 	"github.com/crab-testbed/crab/serve"
 )
 
 // serveOptions are the inputs of `crab serve`.
 type serveOptions struct {
-	Config          string
+	Config string
+	// Experiment, Arm and Keys deploy an arm of an experiment instead of
+	// a configuration: Experiment empty is the embedded default.
+	Experiment      string
+	Arm             string
+	Keys            string
 	Listen          string // overrides the configuration's listen
 	ShutdownTimeout time.Duration
 	Quiet           bool
@@ -32,14 +40,21 @@ func serveCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "serve",
 		Usage: "run the configured stack as an OpenAI-compatible proxy with Prometheus /metrics",
-		UsageText: "crab serve --config FILE [--listen ADDR] [--shutdown-timeout D]\n\n" +
+		UsageText: "crab serve --config FILE [--listen ADDR] [--shutdown-timeout D]\n" +
+			"   crab serve [--experiment FILE] --arm NAME --keys FILE [--listen ADDR]\n\n" +
 			"Answers POST /v1/chat/completions (streaming and not) and GET /v1/models through the configured\n" +
 			"cache, router and contract in front of upstream OpenAI-compatible servers; GET /metrics (Prometheus)\n" +
 			"and GET /healthz. The API key (Authorization: Bearer KEY) names the tenant and permission; the\n" +
 			"language and document version come from X-Crab-Lang / X-Crab-Doc-Version or metadata lang /\n" +
-			"doc_version. SIGTERM stops accepting requests and lets those in flight finish.",
+			"doc_version. SIGTERM stops accepting requests and lets those in flight finish.\n\n" +
+			"--arm deploys exactly an arm that crab run measured: its models (simulated ones in process,\n" +
+			"openai ones over HTTP), cache and store, router or cascade, contract policy, and the experiment's\n" +
+			"retry policy, timeout and concurrency (without --experiment: the embedded default experiment).",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Required: true, Usage: "configuration `FILE` (YAML)"},
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "configuration `FILE` (YAML)"},
+			&cli.StringFlag{Name: "experiment", Usage: "experiment `FILE` whose --arm to deploy (default: the embedded default experiment)"},
+			&cli.StringFlag{Name: "arm", Usage: "`NAME` of the experiment's arm to deploy"},
+			&cli.StringFlag{Name: "keys", Usage: "API key `FILE` for --arm (see the configuration's keys)"},
 			&cli.StringFlag{Name: "listen", Usage: "`ADDR` to listen on (default: the configuration's listen, else 127.0.0.1:8080; port 0 picks a free port)"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "on SIGTERM, how long in-flight requests may take to finish"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
@@ -49,8 +64,17 @@ func serveCmd() *cli.Command {
 			if c.NArg() > 0 {
 				return badUsage("serve takes no arguments, got %q", c.Args().First())
 			}
+			switch {
+			case c.String("config") != "" && (c.String("arm") != "" || c.String("experiment") != "" || c.String("keys") != ""):
+				return badUsage("serve takes --config or --arm (with --experiment and --keys), not both")
+			case c.String("config") == "" && c.String("arm") == "":
+				return badUsage("serve needs --config FILE, or --arm NAME --keys FILE")
+			case c.String("arm") != "" && c.String("keys") == "":
+				return badUsage("serve --arm needs --keys FILE")
+			}
 			return serveProxy(c.Context, serveOptions{
-				Config: c.String("config"), Listen: c.String("listen"), ShutdownTimeout: c.Duration("shutdown-timeout"),
+				Config: c.String("config"), Experiment: c.String("experiment"), Arm: c.String("arm"), Keys: c.String("keys"),
+				Listen: c.String("listen"), ShutdownTimeout: c.Duration("shutdown-timeout"),
 				Quiet: c.Bool("quiet"), CPUProfile: c.String("cpuprofile"), Stderr: c.App.ErrWriter,
 			})
 		},
@@ -60,7 +84,7 @@ func serveCmd() *cli.Command {
 // serveProxy loads the configuration, then serves until ctx ends (SIGTERM
 // or Ctrl-C) and shuts down gracefully.
 func serveProxy(ctx context.Context, o serveOptions) error {
-	setup, err := serve.Load(o.Config)
+	setup, err := loadServeSetup(o)
 	if err != nil {
 		if errors.Is(err, serve.ErrBadConfig) {
 			return &exitError{code: exitBadInput, err: err}
@@ -94,24 +118,67 @@ func serveProxy(ctx context.Context, o serveOptions) error {
 			fmt.Fprintf(o.Stderr, "crab: serve: "+format+"\n", args...)
 		}
 	}
-	cfg := setup.Config
-	stack := []string{}
-	if c := cfg.Cache; c != nil {
-		stack = append(stack, "cache "+c.Key)
-	}
-	if r := cfg.Router; r != nil {
-		stack = append(stack, fmt.Sprintf("router %g (%s/%s)", r.Threshold, r.Small, r.Large))
-	}
-	if c := cfg.Contract; c != nil {
-		stack = append(stack, "contract "+c.File+" ("+c.Policy+")")
-	}
-	stack = append(stack, fmt.Sprintf("retry %d", cfg.Retry.MaxAttempts))
+	desc := describeArm(setup)
 	err = listenAndServe(ctx, addr, srv, o.ShutdownTimeout, func(bound string) {
-		logf("listening on http://%s/v1 (models %s; %s)", bound, strings.Join(srv.Models(), ", "), strings.Join(stack, ", "))
+		logf("listening on http://%s/v1 (models %s; %s)", bound, strings.Join(srv.Models(), ", "), desc)
 		if o.Ready != nil {
 			o.Ready(bound)
 		}
 	})
 	logf("stopped")
 	return err
+}
+
+// loadServeSetup reads the configuration, or the experiment and the arm
+// to deploy.
+func loadServeSetup(o serveOptions) (*serve.Setup, error) {
+	if o.Arm == "" {
+		return serve.Load(o.Config)
+	}
+	es, err := eval.LoadSetup(o.Experiment, fixtures.FS)
+	if err != nil {
+		return nil, err
+	}
+	exp := es.Exp
+	var names []string
+	for _, a := range exp.Arms {
+		if a.Name == o.Arm {
+			return serve.Deploy(serve.Deployment{
+				File: exp.File, Models: exp.Models, Arm: a, Contract: es.Contract(),
+				Retry: exp.Retry, Timeout: exp.Timeout.Std(), Concurrency: exp.Concurrency,
+				Seed: exp.Seed, TimeScale: *exp.TimeScale, KeysFile: o.Keys,
+			})
+		}
+		names = append(names, a.Name)
+	}
+	return nil, badUsage("experiment %s has no arm %q (arms: %s)", exp.File, o.Arm, strings.Join(names, ", "))
+}
+
+// describeArm says in one line what the served stack does.
+func describeArm(setup *serve.Setup) string {
+	arm := setup.Arm
+	var parts []string
+	if c := arm.Cache; c != nil {
+		parts = append(parts, "cache "+c.Key+" ("+c.Store+")")
+	}
+	if r := arm.Router; r != nil {
+		if r.Mode == router.PolicyCascade {
+			parts = append(parts, fmt.Sprintf("cascade %g (%s/%s)", r.Confidence, r.Small, r.Large))
+		} else {
+			parts = append(parts, fmt.Sprintf("router %g (%s/%s)", r.Threshold, r.Small, r.Large))
+		}
+	}
+	if setup.Contract != nil {
+		policy := "fail"
+		if arm.Contract != nil {
+			policy = arm.Contract.Policy
+		}
+		name := setup.Contract.Name()
+		if c := setup.Config.Contract; c != nil {
+			name = c.File
+		}
+		parts = append(parts, "contract "+name+" ("+policy+")")
+	}
+	parts = append(parts, fmt.Sprintf("retry %d", setup.Config.Retry.MaxAttempts))
+	return strings.Join(parts, ", ")
 }

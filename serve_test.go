@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crab-testbed/crab/serve"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestServeGracefulShutdown: on SIGTERM (the command's context ending) a
@@ -105,5 +109,83 @@ func TestServeBadConfig(t *testing.T) {
 	code, _, errs = crab(t, "", "sim-server", "--model", "x=medium")
 	if code != 2 || !strings.Contains(errs, `kind "medium"`) {
 		t.Errorf("sim-server: exit %d, stderr %q; want exit 2 naming the kind", code, errs)
+	}
+}
+
+// TestServeDeployArm: crab serve --arm deploys an arm of the embedded
+// default experiment as it was measured, simulated models in process: a
+// cache arm answers the repeat from its cache, the router and cascade arms
+// route, and every answer meets the contract.
+func TestServeDeployArm(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys.yaml")
+	os.WriteFile(keys, []byte("keys:\n  - {key: sk-test, tenant: acme, permission: agent, lang: en}\n"), 0o644)
+	for _, tc := range []struct {
+		arm       string
+		secondHit bool
+		routed    bool
+	}{
+		{arm: "cache_scoped", secondHit: true},
+		{arm: "combined", secondHit: true, routed: true},
+		{arm: "router", routed: true},
+		{arm: "cascade", routed: true},
+	} {
+		t.Run(tc.arm, func(t *testing.T) {
+			t.Parallel()
+			setup, err := loadServeSetup(serveOptions{Arm: tc.arm, Keys: keys})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if setup.Arm.Name != tc.arm {
+				t.Fatalf("deployed arm %q; want %q", setup.Arm.Name, tc.arm)
+			}
+			srv, err := serve.New(setup, serve.Options{Registry: prometheus.NewRegistry()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			ts := httptest.NewServer(srv)
+			defer ts.Close()
+			for i, wantCache := range []string{"MISS", map[bool]string{true: "HIT", false: "BYPASS"}[tc.secondHit]} {
+				if setup.Arm.Cache == nil {
+					wantCache = "BYPASS"
+				}
+				req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/chat/completions",
+					strings.NewReader(`{"model":"auto","messages":[{"role":"user","content":"My invoice was charged twice this month, please refund one."}]}`))
+				req.Header.Set("Authorization", "Bearer sk-test")
+				req.Header.Set("X-Crab-Request-Id", "deploy-1")
+				resp, err := ts.Client().Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("request %d: status %d; want 200: %s", i, resp.StatusCode, body)
+				}
+				if got := resp.Header.Get("X-Crab-Cache"); got != wantCache {
+					t.Errorf("request %d: X-Crab-Cache %q; want %q", i, got, wantCache)
+				}
+				if got := resp.Header.Get("X-Crab-Contract"); wantCache != "HIT" && got != "ok" {
+					t.Errorf("request %d: X-Crab-Contract %q; want ok", i, got)
+				}
+				if got := resp.Header.Get("X-Crab-Route-Score"); wantCache != "HIT" && tc.routed != (got != "none") {
+					t.Errorf("request %d: X-Crab-Route-Score %q; routed want %v", i, got, tc.routed)
+				}
+				if !strings.Contains(string(body), `"content"`) {
+					t.Errorf("request %d: no content in %s", i, body)
+				}
+			}
+		})
+	}
+}
+
+// TestServeDeployUnknownArm: an arm the experiment does not have is bad usage.
+func TestServeDeployUnknownArm(t *testing.T) {
+	t.Parallel()
+	_, err := loadServeSetup(serveOptions{Arm: "nope", Keys: "keys.yaml"})
+	if err == nil || !strings.Contains(err.Error(), `no arm "nope"`) {
+		t.Fatalf("got %v; want an unknown arm error", err)
 	}
 }

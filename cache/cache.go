@@ -111,16 +111,18 @@ type Cache struct {
 	now    func() time.Time
 	hash   func([]byte) uint64
 	store  Store
-	gens   Generations // the store's when it keeps them, else in-process
-	getGen genGetter   // the store's one-round-trip lookup, when it has one
-	bufs   sync.Pool   // *[]byte scratch buffers for key encodings
+	gens   Generations      // the store's when it keeps them, else in-process
+	getGen GenerationGetter // the store's one-round-trip lookup, when it has one
+	bufs   sync.Pool        // *[]byte scratch buffers for key encodings
 	st     counters
 }
 
-// genGetter is implemented by stores that fetch an entry and a scope's
-// generation in one round trip (Redis).
-type genGetter interface {
-	getWithGeneration(ctx context.Context, key uint64, tenant, permission string) (*Entry, bool, Generation, error)
+// GenerationGetter is the fast path of a store that keeps Generations: it
+// fetches an entry and the generation of (tenant, permission) in one round
+// trip (Redis does). A store outside this package implements it to spare
+// the cache a second call on every lookup.
+type GenerationGetter interface {
+	GetWithGeneration(ctx context.Context, key uint64, tenant, permission string) (*Entry, bool, Generation, error)
 }
 
 // New validates cfg, fills its defaults and returns the cache over store.
@@ -142,7 +144,7 @@ func New(cfg Config, store Store) (*Cache, error) {
 	c := &Cache{spec: spec, ttl: cfg.TTL, check: cfg.CheckOnHit, noWait: cfg.NoWait, now: cfg.Now, hash: cfg.Hash, store: store}
 	if g, ok := store.(Generations); ok {
 		c.gens = g
-		c.getGen, _ = store.(genGetter)
+		c.getGen, _ = store.(GenerationGetter)
 	} else {
 		c.gens = &localGenerations{}
 	}
@@ -197,7 +199,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 		genErr error
 	)
 	if c.getGen != nil {
-		e, found, gen, genErr = c.getGen.getWithGeneration(ctx, h, req.Scope.Tenant, req.Scope.Permission)
+		e, found, gen, genErr = c.getGen.GetWithGeneration(ctx, h, req.Scope.Tenant, req.Scope.Permission)
 	} else if gen, genErr = c.gens.Generation(ctx, req.Scope.Tenant, req.Scope.Permission); genErr == nil {
 		e, found = c.store.Get(ctx, h)
 	}

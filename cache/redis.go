@@ -71,9 +71,9 @@ type Redis struct {
 }
 
 var (
-	_ Store       = (*Redis)(nil)
-	_ Generations = (*Redis)(nil)
-	_ genGetter   = (*Redis)(nil)
+	_ Store            = (*Redis)(nil)
+	_ Generations      = (*Redis)(nil)
+	_ GenerationGetter = (*Redis)(nil)
 )
 
 // ErrStoreUnavailable wraps a failure to reach a shared store.
@@ -185,9 +185,9 @@ func (r *Redis) decoded(b []byte, err error) (*Entry, bool) {
 	return e, true
 }
 
-// getWithGeneration fetches the entry and the generation of (tenant,
+// GetWithGeneration fetches the entry and the generation of (tenant,
 // permission) in one round trip.
-func (r *Redis) getWithGeneration(ctx context.Context, key uint64, tenant, permission string) (*Entry, bool, Generation, error) {
+func (r *Redis) GetWithGeneration(ctx context.Context, key uint64, tenant, permission string) (*Entry, bool, Generation, error) {
 	pipe := r.client.Pipeline()
 	get := pipe.Get(ctx, r.entryKey(key))
 	gens := pipe.MGet(ctx, r.tenantKey(tenant), r.permKey(tenant, permission))

@@ -223,9 +223,9 @@ func TestRedisGenerations(t *testing.T) {
 		if err != nil || g != s.want {
 			t.Fatalf("step %d: Generation(%q, %q) = %+v, %v; want %+v", i, s.t, s.p, g, err, s.want)
 		}
-		e, ok, g2, err := r.getWithGeneration(ctx, 99, s.t, s.p)
+		e, ok, g2, err := r.GetWithGeneration(ctx, 99, s.t, s.p)
 		if err != nil || ok || e != nil || g2 != s.want {
-			t.Fatalf("step %d: getWithGeneration = %v, %v, %+v, %v; want a miss and %+v", i, e, ok, g2, err, s.want)
+			t.Fatalf("step %d: GetWithGeneration = %v, %v, %+v, %v; want a miss and %+v", i, e, ok, g2, err, s.want)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package eval
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,9 +14,7 @@ import (
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/model"
-	"github.com/crab-testbed/crab/model/openai"
-	"github.com/crab-testbed/crab/model/sim"
-	"github.com/crab-testbed/crab/router"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // DefaultExperiment is the embedded experiment `crab run` uses without -c.
@@ -167,62 +167,18 @@ func (s *Setup) Contract() *contract.Contract { return s.contract }
 
 // buildBackends makes one model per ModelSpec. Simulated models share the
 // experiment's seed and time scale, so every arm sees the same model
-// behaviour for the same request.
+// behaviour for the same request; openai ones keep enough connections for
+// the experiment's concurrency.
 func (s *Setup) buildBackends() (map[string]model.Model, error) {
-	out := make(map[string]model.Model, len(s.Exp.Models))
-	for _, ms := range s.Exp.Models {
-		if ms.Backend == "openai" {
-			b, err := s.openAIBackend(ms)
-			if err != nil {
-				return nil, err
-			}
-			out[ms.Name] = b
-			continue
-		}
-		cfg := sim.Small()
-		if ms.Kind == sim.KindLarge {
-			cfg = sim.Large()
-		}
-		cfg.Name = ms.Name
-		cfg.PriceIn = ms.PriceInPerMTok / 1e6
-		cfg.PriceOut = ms.PriceOutPerMTok / 1e6
-		cfg.TimeScale = *s.Exp.TimeScale
-		cfg.NoSleep = s.nominal
-		cfg.Seed = s.Exp.Seed
-		f := ms.Faults
-		cfg.ErrorRate, cfg.HangRate, cfg.MalformedRate, cfg.MissingFieldRate = f.Error, f.Hang, f.Malformed, f.MissingField
-		cfg.WrongEnumRate, cfg.EmptyEvidenceRate, cfg.RefusalRate = f.WrongEnum, f.EmptyEvidence, f.Refusal
-		m, err := sim.New(cfg)
-		if err != nil {
-			return nil, &InputError{File: s.Exp.File, Field: "models", Msg: fmt.Sprintf("model %s: %v", ms.Name, err)}
-		}
-		out[ms.Name] = m
-	}
-	return out, nil
-}
-
-// openAIBackend makes a backend openai model: an OpenAI-compatible server
-// called with the model's prices, enough keep-alive connections for the
-// experiment's concurrency, and the API key read from api_key_env.
-func (s *Setup) openAIBackend(ms ModelSpec) (model.Model, error) {
-	key := ""
-	if ms.APIKeyEnv != "" {
-		var ok bool
-		if key, ok = os.LookupEnv(ms.APIKeyEnv); !ok || key == "" {
-			return nil, &InputError{File: s.Exp.File, Field: "models.api_key_env", Msg: fmt.Sprintf("model %s: environment variable %s is not set", ms.Name, ms.APIKeyEnv)}
-		}
-	}
-	name := ms.Model
-	if name == "" {
-		name = ms.Name
-	}
-	b, err := openai.New(openai.Config{
-		Name: ms.Name, BaseURL: ms.BaseURL, Model: name, APIKey: key,
-		NoStream: ms.Stream != nil && !*ms.Stream, NoCrabHeaders: ms.CrabHeaders != nil && !*ms.CrabHeaders,
-		PriceIn: ms.PriceInPerMTok / 1e6, PriceOut: ms.PriceOutPerMTok / 1e6, MaxConns: s.Exp.Concurrency,
+	b, err := stack.Backends(s.Exp.Models, stack.BackendOptions{
+		Seed: s.Exp.Seed, TimeScale: *s.Exp.TimeScale, Nominal: s.nominal, MaxConns: s.Exp.Concurrency,
 	})
 	if err != nil {
-		return nil, &InputError{File: s.Exp.File, Field: "models", Msg: fmt.Sprintf("model %s: %v", ms.Name, err)}
+		var fe *stack.FieldError
+		if errors.As(err, &fe) {
+			return nil, &InputError{File: s.Exp.File, Field: fe.Field, Msg: fe.Msg}
+		}
+		return nil, err
 	}
 	return b, nil
 }
@@ -233,82 +189,37 @@ type BuiltArm struct {
 	Close func()
 }
 
-// BuildArm assembles an arm's stack, outermost first:
-// cache → router → contract → retry → model mux. The cache is new for every
-// call, so each pass starts cold. The judge stack used for misroute shadow
-// calls has the same contract and retry layers but no cache and no router.
+// BuildArm assembles an arm's stack through the stack package, outermost
+// first: cache → router → contract → retry → model mux. The runner keeps
+// the in-flight cap and the per-request timeout, so the stack gets
+// neither. The cache is new for every call, so each pass starts cold. The
+// judge stack used for misroute shadow calls has the same contract and
+// retry layers but no cache and no router.
 func (s *Setup) BuildArm(spec ArmSpec, repeat int) (*BuiltArm, error) {
-	def := spec.Model
-	if spec.Router != nil {
-		def = spec.Router.Large
+	o := stack.Options{Contract: s.contract, Retry: s.Exp.Retry}
+	if spec.Cache != nil && spec.Cache.Store == cache.StoreRedis {
+		// A key prefix of its own (arm, repeat and a random nonce), deleted
+		// when the pass ends, so arms, repeats and runs never share entries
+		// even on one server and each pass starts cold as with ristretto.
+		var nonce [6]byte
+		if _, err := rand.Read(nonce[:]); err != nil {
+			return nil, err
+		}
+		o.Store = cache.StoreConfig{Prefix: fmt.Sprintf("crab:run:%s:%d:%s:", spec.Name, repeat, hex.EncodeToString(nonce[:])), DeleteOnClose: true}
 	}
-	mux, err := model.NewMux(def, s.backends)
+	a, err := stack.Build(spec, s.backends, o)
 	if err != nil {
 		return nil, err
 	}
-	cpol := ContractSpec{Policy: "fail"}
-	if spec.Contract != nil {
-		cpol = *spec.Contract
-		if cpol.Policy == "" {
-			cpol.Policy = "fail"
-		}
+	arm := &BuiltArm{ArmStack: ArmStack{Spec: spec, Stack: a.Model, Judge: a.Judge}, Close: func() { a.Close() }}
+	if a.Cache != nil {
+		arm.Metrics = func() any { return *a.CacheMetrics() }
 	}
-	contractMW, err := contract.New(s.contract, contract.Config{Policy: contract.Policy(cpol.Policy), EscalateTo: cpol.EscalateTo})
-	if err != nil {
-		return nil, err
-	}
-	retry := model.Retry(model.RetryPolicy{MaxAttempts: s.Exp.Retry.MaxAttempts, Backoff: s.Exp.Retry.Backoff.Std()})
-	arm := &BuiltArm{ArmStack: ArmStack{Spec: spec}, Close: func() {}}
-	var mws []model.Middleware
-	if cs := spec.Cache; cs != nil {
-		fields, err := cache.ParseFields(cs.Key)
-		if err != nil {
-			return nil, err
-		}
-		store, err := newCacheStore(cs, spec.Name, repeat)
-		if err != nil {
-			return nil, err
-		}
-		c, err := cache.New(cache.Config{Fields: fields, TTL: cs.TTL.Std(), CheckOnHit: *cs.CheckOnHit}, store)
-		if err != nil {
-			store.Close()
-			return nil, err
-		}
-		mws = append(mws, c.Middleware())
-		arm.Metrics = func() any {
-			return CacheMetrics{Key: c.Key().String(), Cache: c.Stats(), Store: store.Metrics()}
-		}
-		arm.Close = store.Close
-	}
-	if rs := spec.Router; rs != nil {
-		scorer, err := router.NewFeatureScorer(router.DefaultFeatureConfig())
-		if err != nil {
-			arm.Close()
-			return nil, err
-		}
-		rmw, err := router.New(router.Config{Threshold: rs.Threshold, Small: rs.Small, Large: rs.Large}, scorer)
-		if rs.Mode == router.PolicyCascade {
-			rmw, err = router.NewCascade(router.CascadeConfig{Small: rs.Small, Large: rs.Large, Confidence: rs.Confidence})
-		}
-		if err != nil {
-			arm.Close()
-			return nil, err
-		}
-		mws = append(mws, rmw)
-		arm.Judge = model.Chain(mux, contractMW, retry)
-	}
-	mws = append(mws, contractMW, retry)
-	arm.Stack = model.Chain(mux, mws...)
 	return arm, nil
 }
 
-// CacheMetrics is what a cache arm's pass adds to the manifest, so a low hit
-// rate can be explained (dropped or rejected sets, evictions).
-type CacheMetrics struct {
-	Key   string             `json:"key"`
-	Cache cache.Stats        `json:"cache"`
-	Store cache.StoreMetrics `json:"store"`
-}
+// CacheMetrics is what a cache arm's pass adds to the manifest.
+type CacheMetrics = stack.CacheMetrics
 
 // Manifest describes a run of this setup.
 func (s *Setup) Manifest(runID string) *Manifest {

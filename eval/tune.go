@@ -535,7 +535,7 @@ func (s *Setup) applyTuned(resolve func(string) string, base string) error {
 			continue
 		}
 		bad := func(format string, args ...any) error {
-			return &InputError{File: s.Exp.File, Line: r.fromLine, Field: "arms.router.threshold_from", Msg: fmt.Sprintf("arm %s: ", a.Name) + fmt.Sprintf(format, args...)}
+			return &InputError{File: s.Exp.File, Line: r.FromLine, Field: "arms.router.threshold_from", Msg: fmt.Sprintf("arm %s: ", a.Name) + fmt.Sprintf(format, args...)}
 		}
 		raw, err := s.read(resolve(r.ThresholdFrom), base)
 		if err != nil {

@@ -7,21 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
+	"strings"
 	"time"
-
-	"github.com/crab-testbed/crab/internal/inputerr"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/internal/inputerr"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // Config is the configuration file of crab serve (YAML). Paths are
@@ -46,8 +44,13 @@ import (
 //	    crab_headers: false
 //	default_model: large
 //	contract: {file: triage.schema.json, policy: escalate, escalate_to: large}
-//	cache: {key: full, ttl: 10m}
-//	router: {threshold: 0.5, small: small, large: large}
+//	cache: {key: full, ttl: 10m, store: ristretto}   # store redis shares it between replicas
+//	router: {threshold: 0.5, small: small, large: large}   # or {mode: cascade, small: small, large: large, confidence: 0.8}
+//
+// The configuration is a thin layer over the stack package: its models,
+// default model, mode, cache, router and contract policy are one arm,
+// checked by the same validator and built by the same builder as the arms
+// crab run measures.
 type Config struct {
 	// Listen is the address to listen on when --listen is not given.
 	Listen string `yaml:"listen"`
@@ -97,11 +100,10 @@ type ModelConfig struct {
 	PriceOutPerMTok float64 `yaml:"price_out_per_mtok"` // cost units per million output tokens
 }
 
-// RetryConfig is the upstream retry policy.
-type RetryConfig struct {
-	MaxAttempts int      `yaml:"max_attempts"` // total attempts, first included (default 1: no retry)
-	Backoff     Duration `yaml:"backoff"`      // wait before the second attempt, doubled after
-}
+// RetryConfig is the upstream retry policy: max_attempts (total
+// attempts, first included; default 1, no retry) and backoff (the wait
+// before the second attempt, doubled after).
+type RetryConfig = stack.RetrySpec
 
 // ContractConfig is the output contract and what happens to an answer
 // that breaks it.
@@ -122,30 +124,26 @@ type CacheConfig struct {
 	// background, off the response path, so an identical request arriving
 	// within microseconds of the first answer may miss once more.
 	WaitForStore bool `yaml:"wait_for_store"`
+	// Store is a registered cache store: ristretto (default, in process)
+	// or redis (shared by every replica of the proxy).
+	Store     string `yaml:"store"`
+	RedisAddr string `yaml:"redis_addr"` // host:port for store redis (default 127.0.0.1:6379)
 }
 
-// RouterConfig is the threshold router.
+// RouterConfig is the difficulty router.
 type RouterConfig struct {
-	Threshold float64 `yaml:"threshold"` // score >= threshold goes to large
+	Mode      string  `yaml:"mode"`      // threshold (default) or cascade
+	Threshold float64 `yaml:"threshold"` // mode threshold: score >= threshold goes to large
 	Small     string  `yaml:"small"`
 	Large     string  `yaml:"large"`
+	// Confidence (mode cascade): a small answer less confident than this,
+	// or one that fails, is asked of large.
+	Confidence float64 `yaml:"confidence"`
+	Scorer     string  `yaml:"scorer"` // mode threshold: a registered scorer (default feature)
 }
 
 // Duration is a time.Duration written as "250ms" or "10s".
-type Duration time.Duration
-
-// UnmarshalYAML parses a Go duration string.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(n.Value)
-	if err != nil || v < 0 {
-		return fmt.Errorf("line %d: want a duration such as 250ms or 10s, got %q", n.Line, n.Value)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-// Std returns the time.Duration.
-func (d Duration) Std() time.Duration { return time.Duration(d) }
+type Duration = stack.Duration
 
 // ConfigError is a problem in a configuration or keys file, naming the
 // file, the line and the field.
@@ -172,7 +170,23 @@ type Setup struct {
 	Keys     *Keys
 	Contract *contract.Contract // nil without a contract
 	APIKeys  map[string]string  // upstream API keys by model name, read from api_key_env
+
+	// Models and Arm are the stack the server builds: the configuration's
+	// upstream models and cache, router and contract, or an arm of an
+	// experiment deployed as it was measured.
+	Models []stack.ModelSpec
+	Arm    stack.ArmSpec
+	// Seed and TimeScale drive simulated models (experiment deployments).
+	Seed      int64
+	TimeScale float64
+	// Store is the base of the cache store's configuration; a shared
+	// store's keys live under its prefix, so every replica of the proxy
+	// shares one cache.
+	Store cache.StoreConfig
 }
+
+// ServeStorePrefix is the key prefix of a shared cache store in crab serve.
+const ServeStorePrefix = "crab:serve:"
 
 // Load reads the configuration file at path and the keys and contract
 // files it names, and checks all of it. Every error is a *ConfigError.
@@ -185,7 +199,8 @@ func Load(path string) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Setup{Config: cfg, APIKeys: map[string]string{}}
+	s := &Setup{Config: cfg, APIKeys: map[string]string{}, TimeScale: 1, Store: cache.StoreConfig{Prefix: ServeStorePrefix}}
+	s.Models, s.Arm = cfg.specs()
 	base := filepath.Dir(path)
 	rel := func(p string) string {
 		if filepath.IsAbs(p) {
@@ -236,8 +251,6 @@ func readErr(err error) string {
 	}
 	return err.Error()
 }
-
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // ParseConfig decodes and validates a configuration file and fills its
 // defaults. name is used in errors; every error is a *ConfigError. It also
@@ -294,8 +307,6 @@ func lineOf(n *yaml.Node, path ...string) int {
 	return cur.Line
 }
 
-var validModes = map[string]bool{model.ModeFull: true, model.ModeShort: true, model.ModeOverShort: true}
-
 func (c *Config) validate(root *yaml.Node) error {
 	bad := func(field string, path []string, format string, args ...any) error {
 		return &ConfigError{File: c.File, Line: lineOf(root, path...), Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -318,37 +329,18 @@ func (c *Config) validate(root *yaml.Node) error {
 	if c.Concurrency == 0 {
 		c.Concurrency = 64
 	}
-	if c.Retry.MaxAttempts == 0 {
-		c.Retry.MaxAttempts = 1
-	}
-	if c.Retry.MaxAttempts < 0 || c.Retry.MaxAttempts > 10 {
-		return bad("retry.max_attempts", []string{"retry", "max_attempts"}, "must be 1 to 10")
+	if errs := stack.ValidateRetry(&c.Retry, "retry"); len(errs) > 0 {
+		return bad(errs[0].Field, configPath(errs[0].Path), "%s", errs[0].Msg)
 	}
 	if len(c.Models) == 0 {
 		return bad("models", nil, "at least one upstream model is required")
 	}
 	names := map[string]bool{}
 	for i, m := range c.Models {
-		p := func(f string) []string { return []string{"models", strconv.Itoa(i), f} }
-		switch {
-		case m.Name == "":
-			return bad("models.name", p("name"), "required")
-		case m.Name == AutoModel:
-			return bad("models.name", p("name"), "%q is reserved for routed requests", AutoModel)
-		case names[m.Name]:
-			return bad("models.name", p("name"), "duplicate model %q", m.Name)
+		if m.Name == AutoModel {
+			return bad("models.name", []string{"models", strconv.Itoa(i), "name"}, "%q is reserved for routed requests", AutoModel)
 		}
 		names[m.Name] = true
-		u, err := url.Parse(m.BaseURL)
-		if m.BaseURL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return bad("models.base_url", p("base_url"), "want an http:// or https:// URL such as http://127.0.0.1:8000/v1, got %q", m.BaseURL)
-		}
-		if m.APIKeyEnv != "" && !envNameRE.MatchString(m.APIKeyEnv) {
-			return bad("models.api_key_env", p("api_key_env"), "want the name of an environment variable, got %q", m.APIKeyEnv)
-		}
-		if m.PriceInPerMTok < 0 || m.PriceOutPerMTok < 0 || math.IsNaN(m.PriceInPerMTok) || math.IsNaN(m.PriceOutPerMTok) {
-			return bad("models.price_in_per_mtok", p("price_in_per_mtok"), "prices must not be negative")
-		}
 	}
 	if c.DefaultModel == "" {
 		c.DefaultModel = c.Models[0].Name
@@ -357,57 +349,91 @@ func (c *Config) validate(root *yaml.Node) error {
 	}
 	if c.Mode == "" {
 		c.Mode = model.ModeFull
-	} else if !validModes[c.Mode] {
-		return bad("mode", []string{"mode"}, "unknown mode %q (want full, short or over_short)", c.Mode)
 	}
+	if k := c.Contract; k != nil && k.File == "" {
+		return bad("contract.file", []string{"contract"}, "required")
+	}
+	models, arm := c.specs()
+	if errs := stack.Validate(models, []stack.ArmSpec{arm}); len(errs) > 0 {
+		path := configPath(errs[0].Path)
+		return bad(strings.Join(dropIndexes(path), "."), path, "%s", errs[0].Msg)
+	}
+	c.fill(arm)
 	if c.DefaultLang != "" && !validLang(c.DefaultLang) {
 		return bad("default_lang", []string{"default_lang"}, "want a language tag such as en or pt-BR, got %q", c.DefaultLang)
 	}
 	if c.DefaultDocVersion != "" && !validDocVersion(c.DefaultDocVersion) {
 		return bad("default_doc_version", []string{"default_doc_version"}, "want letters, digits and . _ : - (at most 64), got %q", c.DefaultDocVersion)
 	}
+	return nil
+}
+
+// specs maps the configuration onto the stack's specs: every upstream is
+// an openai model, and the configuration's cache, router, contract policy,
+// default model and mode are one arm named "serve".
+func (c *Config) specs() ([]stack.ModelSpec, stack.ArmSpec) {
+	models := make([]stack.ModelSpec, len(c.Models))
+	for i, m := range c.Models {
+		models[i] = stack.ModelSpec{
+			Name: m.Name, Backend: stack.BackendOpenAI, BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv,
+			Stream: m.Stream, CrabHeaders: m.CrabHeaders, PriceInPerMTok: m.PriceInPerMTok, PriceOutPerMTok: m.PriceOutPerMTok,
+		}
+	}
+	arm := stack.ArmSpec{Name: "serve", Model: c.DefaultModel, Mode: c.Mode}
 	if k := c.Contract; k != nil {
-		if k.File == "" {
-			return bad("contract.file", []string{"contract"}, "required")
-		}
-		switch k.Policy {
-		case "":
-			k.Policy = string(contract.PolicyFail)
-		case string(contract.PolicyFail), string(contract.PolicyReask):
-		case string(contract.PolicyEscalate):
-			if !names[k.EscalateTo] {
-				return bad("contract.escalate_to", []string{"contract", "escalate_to"}, "unknown model %q", k.EscalateTo)
-			}
-		default:
-			return bad("contract.policy", []string{"contract", "policy"}, "unknown policy %q (want fail, reask or escalate)", k.Policy)
-		}
+		arm.Contract = &stack.ContractSpec{Policy: k.Policy, EscalateTo: k.EscalateTo}
 	}
 	if k := c.Cache; k != nil {
-		if k.Key == "" {
-			k.Key = cache.PresetFull
-		} else if _, err := cache.ParseFields(k.Key); err != nil {
-			return bad("cache.key", []string{"cache", "key"}, "%v", err)
-		}
-		if k.CheckOnHit == nil {
-			t := true
-			k.CheckOnHit = &t
-		}
-		if k.MaxCost < 0 {
-			return bad("cache.max_cost", []string{"cache", "max_cost"}, "must not be negative")
-		}
+		arm.Cache = &stack.CacheSpec{Key: k.Key, TTL: k.TTL, CheckOnHit: k.CheckOnHit, Store: k.Store, RedisAddr: k.RedisAddr,
+			MaxCost: k.MaxCost, WaitForStore: k.WaitForStore}
 	}
 	if r := c.Router; r != nil {
-		if !names[r.Small] {
-			return bad("router.small", []string{"router", "small"}, "unknown model %q", r.Small)
+		arm.Router = &stack.RouterSpec{Mode: r.Mode, Threshold: r.Threshold, Small: r.Small, Large: r.Large, Confidence: r.Confidence, Scorer: r.Scorer}
+	}
+	return models, arm
+}
+
+// fill copies the defaults Validate chose back into the configuration.
+func (c *Config) fill(arm stack.ArmSpec) {
+	if k, a := c.Contract, arm.Contract; k != nil && a != nil {
+		k.Policy = a.Policy
+	}
+	if k, a := c.Cache, arm.Cache; k != nil && a != nil {
+		k.Key, k.CheckOnHit, k.Store, k.RedisAddr = a.Key, a.CheckOnHit, a.Store, a.RedisAddr
+	}
+	if r, a := c.Router, arm.Router; r != nil && a != nil {
+		r.Mode = a.Mode
+	}
+}
+
+// configPath maps a path in the stack's specs to the configuration's:
+// the one arm's fields stand at the top level.
+func configPath(p []any) []string {
+	var out []string
+	if len(p) >= 3 && p[0] == "arms" {
+		switch p[2] {
+		case "model":
+			return []string{"default_model"}
+		case "name":
+			return nil
 		}
-		if !names[r.Large] {
-			return bad("router.large", []string{"router", "large"}, "unknown model %q", r.Large)
-		}
-		if math.IsNaN(r.Threshold) || r.Threshold < 0 || r.Threshold > 1 {
-			return bad("router.threshold", []string{"router", "threshold"}, "must be in [0,1], got %v", r.Threshold)
+		p = p[2:]
+	}
+	for _, v := range p {
+		out = append(out, fmt.Sprint(v))
+	}
+	return out
+}
+
+// dropIndexes keeps the mapping keys of a path.
+func dropIndexes(p []string) []string {
+	var out []string
+	for _, v := range p {
+		if _, err := strconv.Atoi(v); err != nil {
+			out = append(out, v)
 		}
 	}
-	return nil
+	return out
 }
 
 // Identity is who an API key belongs to: the tenant and permission every

@@ -1,7 +1,8 @@
 // Package serve is crab's OpenAI-compatible proxy: it answers
 // POST /v1/chat/completions (streaming and not) and GET /v1/models by
-// running crab's stack — scoped cache, difficulty router, output contract,
-// retries — in front of upstream OpenAI-compatible backends, so the stack
+// running crab's stack — scoped cache, difficulty router or cascade, output
+// contract, retries — in front of OpenAI-compatible backends (or, for an
+// arm of an experiment, its simulated models in process), so the stack
 // can be tried on live traffic. GET /metrics serves Prometheus metrics and
 // GET /healthz a liveness check.
 //
@@ -45,11 +46,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
-	"github.com/crab-testbed/crab/router"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // AutoModel is the model name that asks the router to choose.
@@ -71,13 +71,14 @@ type Options struct {
 // Close it after the HTTP server has shut down.
 type Server struct {
 	cfg      *Config
+	arm      stack.ArmSpec
 	keys     *Keys
 	contract *contract.Contract
 	stack    model.Model
 	names    []string // models clients may ask for, "auto" included
 	models   map[string]bool
-	backends []*openai.Backend
-	store    *cache.Ristretto
+	backends stack.BackendSet
+	built    *stack.Arm
 	m        *metrics
 	reg      *prometheus.Registry
 	now      func() time.Time
@@ -89,14 +90,15 @@ type Server struct {
 
 var _ http.Handler = (*Server)(nil)
 
-// New builds the stack of setup — cache → router → contract → retry →
-// concurrency cap → upstream models — and the server around it.
+// New builds the stack of setup through the stack package, in its one
+// layer order — cache → deadline → router or cascade → contract → retry →
+// concurrency cap → models — and the server around it.
 func New(setup *Setup, o Options) (*Server, error) {
 	if o.Registry == nil {
 		return nil, errors.New("serve: a metrics registry is required")
 	}
 	cfg := setup.Config
-	s := &Server{cfg: cfg, keys: setup.Keys, contract: setup.Contract, reg: o.Registry, now: o.Now, models: map[string]bool{}}
+	s := &Server{cfg: cfg, arm: setup.Arm, keys: setup.Keys, contract: setup.Contract, reg: o.Registry, now: o.Now, models: map[string]bool{}}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -106,76 +108,39 @@ func New(setup *Setup, o Options) (*Server, error) {
 	if s.m, err = newMetrics(o.Registry); err != nil {
 		return nil, err
 	}
-	upstream := make(map[string]model.Model, len(cfg.Models))
-	for _, mc := range cfg.Models {
-		name := mc.Model
-		if name == "" {
-			name = mc.Name
+	keys := map[string]string{} // api_key_env → the key Load read
+	for _, m := range setup.Models {
+		if m.APIKeyEnv != "" {
+			keys[m.APIKeyEnv] = setup.APIKeys[m.Name]
 		}
-		b, err := openai.New(openai.Config{
-			Name: mc.Name, BaseURL: mc.BaseURL, Model: name, APIKey: setup.APIKeys[mc.Name],
-			NoStream: mc.Stream != nil && !*mc.Stream, NoCrabHeaders: mc.CrabHeaders != nil && !*mc.CrabHeaders,
-			PriceIn: mc.PriceInPerMTok / 1e6, PriceOut: mc.PriceOutPerMTok / 1e6,
-			MaxConns: cfg.Concurrency, HTTPClient: o.HTTPClient,
-		})
-		if err != nil {
-			s.Close()
-			return nil, &ConfigError{File: cfg.File, Field: "models", Msg: fmt.Sprintf("model %s: %v", mc.Name, err)}
+	}
+	s.backends, err = stack.Backends(setup.Models, stack.BackendOptions{
+		Seed: setup.Seed, TimeScale: setup.TimeScale, MaxConns: cfg.Concurrency, HTTPClient: o.HTTPClient,
+		LookupEnv: func(env string) (string, bool) { v, ok := keys[env]; return v, ok },
+	})
+	if err != nil {
+		var fe *stack.FieldError
+		if errors.As(err, &fe) {
+			return nil, &ConfigError{File: cfg.File, Field: "models", Msg: fe.Msg}
 		}
-		s.backends = append(s.backends, b)
-		upstream[mc.Name] = s.observeUpstream(b)
-		s.names = append(s.names, mc.Name)
-		s.models[mc.Name] = true
+		return nil, err
+	}
+	upstream := make(map[string]model.Model, len(s.backends))
+	for _, m := range setup.Models {
+		upstream[m.Name] = s.observeUpstream(s.backends[m.Name])
+		s.names = append(s.names, m.Name)
+		s.models[m.Name] = true
 	}
 	s.names = append(s.names, AutoModel)
-	def := cfg.DefaultModel
-	if cfg.Router != nil {
-		def = cfg.Router.Large
-	}
-	mux, err := model.NewMux(def, upstream)
+	s.built, err = stack.Build(setup.Arm, upstream, stack.Options{
+		Contract: setup.Contract, Retry: cfg.Retry, Timeout: cfg.Timeout.Std(), Concurrency: cfg.Concurrency,
+		Store: setup.Store, AsyncStore: true, Now: s.now,
+	})
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
-	var mws []model.Middleware
-	if c := cfg.Cache; c != nil {
-		fields, err := cache.ParseFields(c.Key)
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		if s.store, err = cache.NewRistretto(cache.RistrettoConfig{MaxCost: c.MaxCost}); err != nil {
-			s.Close()
-			return nil, err
-		}
-		cl, err := cache.New(cache.Config{Fields: fields, TTL: c.TTL.Std(), CheckOnHit: *c.CheckOnHit, NoWait: !c.WaitForStore}, s.store)
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		mws = append(mws, cl.Middleware())
-	}
-	mws = append(mws, deadline(cfg.Timeout.Std()))
-	if r := cfg.Router; r != nil {
-		rmw, err := router.New(router.Config{Threshold: r.Threshold, Small: r.Small, Large: r.Large}, nil)
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		mws = append(mws, rmw)
-	}
-	if s.contract != nil {
-		k := cfg.Contract
-		cmw, err := contract.New(s.contract, contract.Config{Policy: contract.Policy(k.Policy), EscalateTo: k.EscalateTo})
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		mws = append(mws, cmw)
-	}
-	mws = append(mws, model.Retry(model.RetryPolicy{MaxAttempts: cfg.Retry.MaxAttempts, Backoff: cfg.Retry.Backoff.Std()}))
-	mws = append(mws, limiter(make(chan struct{}, cfg.Concurrency), s.now))
-	s.stack = model.Chain(mux, mws...)
+	s.stack = s.built.Model
 
 	s.routes = http.NewServeMux()
 	s.routes.HandleFunc("/v1/chat/completions", s.chat)
@@ -199,13 +164,10 @@ func (s *Server) Models() []string { return append([]string(nil), s.names...) }
 
 // Close releases the cache store and idle upstream connections.
 func (s *Server) Close() {
-	if s.store != nil {
-		s.store.Close()
-		s.store = nil
+	if s.built != nil {
+		s.built.Close()
 	}
-	for _, b := range s.backends {
-		b.Close()
-	}
+	s.backends.Close()
 }
 
 // identify returns the caller's identity from its API key.
@@ -229,56 +191,6 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	openai.WriteModels(w, s.names, s.created)
-}
-
-// reqInfo is what the stack's layers report to the handler beside the
-// response: the time spent waiting for an upstream slot, and whether the
-// request's deadline passed.
-type reqInfo struct {
-	queue    time.Duration
-	timedOut bool
-}
-
-type infoKey struct{}
-
-// deadline gives the rest of the stack the request's timeout. It sits
-// right inside the cache, whose in-process lookup never blocks, so a hit
-// costs no timer; everything that can wait (router, contract, retries,
-// the concurrency cap, upstream calls) runs under the deadline. Whether it
-// passed is reported in the request's reqInfo.
-func deadline(timeout time.Duration) model.Middleware {
-	return func(next model.Model) model.Model {
-		return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
-			ctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			resp, err := next.Complete(ctx, req)
-			if ctx.Err() == context.DeadlineExceeded {
-				if info, ok := ctx.Value(infoKey{}).(*reqInfo); ok {
-					info.timedOut = true
-				}
-			}
-			return resp, err
-		})
-	}
-}
-
-// limiter caps the upstream calls in flight; the wait is queue time.
-func limiter(sem chan struct{}, now func() time.Time) model.Middleware {
-	return func(next model.Model) model.Model {
-		return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
-			start := now()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			defer func() { <-sem }()
-			if info, ok := ctx.Value(infoKey{}).(*reqInfo); ok {
-				info.queue += now().Sub(start)
-			}
-			return next.Complete(ctx, req)
-		})
-	}
 }
 
 // observeUpstream counts the tokens of every upstream attempt and every
@@ -356,13 +268,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	info := &reqInfo{}
-	resp, err := s.stack.Complete(context.WithValue(r.Context(), infoKey{}, info), c.req)
+	ctx, info := stack.WithInfo(r.Context())
+	resp, err := s.stack.Complete(ctx, c.req)
 
 	cacheLabel = s.observe(resp, info)
 	s.setHeaders(w.Header(), resp, err)
 	if err != nil {
-		s.fail(w, r, resp, err, info.timedOut)
+		s.fail(w, r, resp, err, info.TimedOut)
 		return
 	}
 	firstByte = s.reply(w, c, resp)
@@ -387,8 +299,8 @@ func (s *Server) decode(r *http.Request, id Identity) (c call, status int, code,
 	name := creq.Model
 	if name == AutoModel {
 		name = ""
-		if s.cfg.Router == nil {
-			name = s.cfg.DefaultModel
+		if s.arm.Router == nil {
+			name = s.arm.Model
 		}
 	} else if !s.models[name] {
 		return c, http.StatusNotFound, "model_not_found", "model", fmt.Errorf("model %q does not exist (available: %s)", creq.Model, strings.Join(s.names, ", "))
@@ -413,8 +325,8 @@ func (s *Server) decode(r *http.Request, id Identity) (c call, status int, code,
 	if scope.DocVersion != "" && !validDocVersion(scope.DocVersion) {
 		return c, http.StatusBadRequest, "invalid_doc_version", openai.HeaderDocVersion, fmt.Errorf("document version %q: want letters, digits and . _ : - (at most 64)", scope.DocVersion)
 	}
-	mode := pick(openai.HeaderMode, "mode", s.cfg.Mode)
-	if !validModes[mode] {
+	mode := pick(openai.HeaderMode, "mode", s.arm.Mode)
+	if !stack.ValidMode(mode) {
 		return c, http.StatusBadRequest, "invalid_mode", openai.HeaderMode, fmt.Errorf("mode %q: want full, short or over_short", mode)
 	}
 	reqID := r.Header.Get(openai.HeaderRequestID)
@@ -426,6 +338,14 @@ func (s *Server) decode(r *http.Request, id Identity) (c call, status int, code,
 	req := &model.Request{
 		TaskID: reqID, Text: text, System: system, User: creq.User, Scope: scope, Model: name,
 		Mode: mode, MaxTokens: openai.MaxTokens(creq), Temperature: float64(creq.Temperature),
+	}
+	// A deployed arm's system prompt and output budget apply when the
+	// client sends none, as they did in the measured run.
+	if req.System == "" {
+		req.System = s.arm.System
+	}
+	if req.MaxTokens == 0 {
+		req.MaxTokens = s.arm.MaxTokens
 	}
 	if creq.Seed != nil {
 		req.Seed = int64(*creq.Seed)
@@ -449,7 +369,7 @@ func firstNonEmpty(a, b string) string {
 
 // observe records the stack's decisions in the metrics and returns the
 // cache label.
-func (s *Server) observe(resp *model.Response, info *reqInfo) string {
+func (s *Server) observe(resp *model.Response, info *stack.Info) string {
 	label := "bypass"
 	if resp == nil {
 		s.m.cacheBypasses.Inc()
@@ -476,7 +396,7 @@ func (s *Server) observe(resp *model.Response, info *reqInfo) string {
 		s.m.routes.WithLabelValues(tr.RouteModel).Inc()
 	}
 	if tr.Attempts > 0 {
-		s.m.queue.Observe(info.queue.Seconds())
+		s.m.queue.Observe(info.Queue.Seconds())
 		s.m.modelTime.Observe(tr.ModelDur.Seconds())
 		if !tr.FirstByteAt.IsZero() {
 			s.m.upstreamTTFT.Observe(tr.TTFT.Seconds())

@@ -463,6 +463,11 @@ func TestConfigErrors(t *testing.T) {
 		{"duplicate key", good, "keys:\n  - {key: a, tenant: t, permission: p}\n  - {key: a, tenant: u, permission: p}\n", `field "keys.key": duplicate key`},
 		{"missing keys file", strings.Replace(good, "keys.yaml", "nokeys.yaml", 1), testKeys, `serve.yaml:1: field "keys": cannot read`},
 		{"broken contract", good + "contract: {file: c.json}\n", testKeys, `c.json:3`},
+		{"nan price", "keys: keys.yaml\nmodels:\n  - {name: large, base_url: http://x/v1, price_in_per_mtok: .nan}\n", testKeys, `serve.yaml:3: field "models.price_in_per_mtok": prices must be finite`},
+		{"unknown store", good + "cache: {store: floppy}\n", testKeys, `serve.yaml:4: field "cache.store": unknown store "floppy"`},
+		{"unknown scorer", good + "router: {small: large, large: large, scorer: astrology}\n", testKeys, `serve.yaml:4: field "router.scorer"`},
+		{"bad router mode", good + "router: {mode: dice, small: large, large: large}\n", testKeys, `serve.yaml:4: field "router.mode"`},
+		{"unknown default model", good + "default_model: huge\n", testKeys, `serve.yaml:4: field "default_model": unknown model "huge"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -513,4 +518,23 @@ func grep(s, pattern string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestCascade: a serve configuration reaches the cascade through the same
+// stack as crab run: small first, escalated to large on a failed answer.
+func TestCascade(t *testing.T) {
+	t.Parallel()
+	small, smallURL := upstream(t, sim.Config{ErrorRate: 1}, simserver.Faults{})
+	large, largeURL := upstream(t, sim.Config{}, simserver.Faults{})
+	_, hs, _ := proxy(t, smallURL, largeURL, "contract: {file: triage.schema.json}\nrouter: {mode: cascade, small: small, large: large}\n")
+	r := post(t, hs.URL, "sk-acme", chatBody("auto", "My invoice was charged twice.", false, ""), nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d; want 200: %s", r.status, r.body)
+	}
+	if got := r.header.Get("X-Crab-Model"); got != "large" {
+		t.Errorf("X-Crab-Model %q; want large (escalated)", got)
+	}
+	if s, l := small.Stats().Requests, large.Stats().Requests; s != 1 || l != 1 {
+		t.Errorf("upstream calls small %d, large %d; want 1 and 1", s, l)
+	}
 }

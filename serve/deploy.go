@@ -1,0 +1,102 @@
+package serve
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/stack"
+)
+
+// Deployment is one arm of an experiment, to be served exactly as it was
+// measured: the same models (simulated ones in process, openai ones over
+// HTTP), cache with its store, router or cascade, contract policy and
+// retry policy.
+type Deployment struct {
+	// File is the experiment file, named in errors.
+	File string
+	// Models and Arm are the experiment's validated specs; Arm is the
+	// one to serve.
+	Models []stack.ModelSpec
+	Arm    stack.ArmSpec
+	// Contract is the experiment's compiled contract, checked on every
+	// answer.
+	Contract *contract.Contract
+	// Retry, Timeout and Concurrency are the experiment's: the retry
+	// policy, the deadline of one request and the calls in flight.
+	Retry       stack.RetrySpec
+	Timeout     time.Duration
+	Concurrency int
+	// Seed and TimeScale drive the simulated models as in the run.
+	Seed      int64
+	TimeScale float64
+	// KeysFile is the API key file (see Keys).
+	KeysFile string
+	// LookupEnv reads the openai models' api_key_env; nil means
+	// os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// Deploy turns an arm of an experiment into a Setup for New. Every error
+// is a *ConfigError.
+func Deploy(d Deployment) (*Setup, error) {
+	kraw, err := os.ReadFile(d.KeysFile)
+	if err != nil {
+		return nil, &ConfigError{File: d.KeysFile, Field: "keys", Msg: readErr(err)}
+	}
+	keys, err := ParseKeys(kraw, d.KeysFile)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range d.Models {
+		if m.Name == AutoModel {
+			return nil, &ConfigError{File: d.File, Field: "models.name", Msg: fmt.Sprintf("%q is reserved for routed requests", AutoModel)}
+		}
+	}
+	lookup := d.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	apiKeys := map[string]string{}
+	for _, m := range d.Models {
+		if m.APIKeyEnv == "" {
+			continue
+		}
+		v, ok := lookup(m.APIKeyEnv)
+		if !ok || v == "" {
+			return nil, &ConfigError{File: d.File, Field: "models.api_key_env",
+				Msg: fmt.Sprintf("model %s: environment variable %s is not set", m.Name, m.APIKeyEnv)}
+		}
+		apiKeys[m.Name] = v
+	}
+	timeout, concurrency, retry := d.Timeout, d.Concurrency, d.Retry
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	if concurrency <= 0 {
+		concurrency = 64
+	}
+	retry.MaxAttempts = max(retry.MaxAttempts, 1)
+	cfg := &Config{
+		Keys: d.KeysFile, MaxBodyBytes: 1 << 20, Timeout: Duration(timeout), Concurrency: concurrency, Retry: retry,
+		DefaultModel: d.Arm.Model, Mode: d.Arm.Mode, File: d.File,
+	}
+	for _, m := range d.Models {
+		cfg.Models = append(cfg.Models, ModelConfig{Name: m.Name, BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv})
+	}
+	arm := d.Arm
+	if c := arm.Cache; c != nil {
+		// The run's cache made each entry visible before answering, so the
+		// next identical request hits; the deployment keeps that.
+		cc := *c
+		cc.WaitForStore = true
+		arm.Cache = &cc
+	}
+	return &Setup{
+		Config: cfg, Keys: keys, Contract: d.Contract, APIKeys: apiKeys,
+		Models: d.Models, Arm: arm, Seed: d.Seed, TimeScale: d.TimeScale,
+		Store: cache.StoreConfig{Prefix: ServeStorePrefix + d.Arm.Name + ":"},
+	}, nil
+}

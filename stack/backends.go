@@ -1,0 +1,111 @@
+package stack
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+
+	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/model/openai"
+	"github.com/crab-testbed/crab/model/sim"
+)
+
+// BackendOptions are what the backends of a set of model specs share.
+type BackendOptions struct {
+	// Seed is mixed into every simulated model's random draws, so every
+	// arm sees the same model behaviour for the same request.
+	Seed int64
+	// TimeScale stretches simulated latency: 1 real time, 0 no sleeping.
+	TimeScale float64
+	// Nominal makes simulated models sleep nothing and report their
+	// nominal durations (outcome tables).
+	Nominal bool
+	// MaxConns sizes the keep-alive pool of every openai backend.
+	MaxConns int
+	// HTTPClient replaces the openai backends' client (tests); nil means
+	// a tuned transport per backend.
+	HTTPClient *http.Client
+	// LookupEnv reads api_key_env; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// BackendSet is the models of a set of specs by name, the map a stack's
+// model mux dispatches on.
+type BackendSet map[string]model.Model
+
+// Close releases the idle connections of the openai backends.
+func (b BackendSet) Close() {
+	for _, m := range b {
+		if c, ok := m.(interface{ Close() }); ok {
+			c.Close()
+		}
+	}
+}
+
+// Backends makes one model per spec: a simulated model runs in process, an
+// openai one is called over HTTP with its prices and the API key read
+// from api_key_env. Specs must have passed Validate. An error is a
+// *FieldError naming the model.
+func Backends(models []ModelSpec, o BackendOptions) (BackendSet, error) {
+	lookup := o.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	out := make(BackendSet, len(models))
+	for i, ms := range models {
+		m, err := backend(ms, i, o, lookup)
+		if err != nil {
+			out.Close()
+			return nil, err
+		}
+		out[ms.Name] = m
+	}
+	return out, nil
+}
+
+func backend(ms ModelSpec, i int, o BackendOptions, lookup func(string) (string, bool)) (model.Model, error) {
+	bad := func(err error) error {
+		return &FieldError{Path: []any{"models", i}, Field: "models", Msg: fmt.Sprintf("model %s: %v", ms.Name, err)}
+	}
+	if ms.Backend == BackendOpenAI {
+		key := ""
+		if ms.APIKeyEnv != "" {
+			var ok bool
+			if key, ok = lookup(ms.APIKeyEnv); !ok || key == "" {
+				return nil, &FieldError{Path: []any{"models", i, "api_key_env"}, Field: "models.api_key_env",
+					Msg: fmt.Sprintf("model %s: environment variable %s is not set", ms.Name, ms.APIKeyEnv)}
+			}
+		}
+		name := ms.Model
+		if name == "" {
+			name = ms.Name
+		}
+		b, err := openai.New(openai.Config{
+			Name: ms.Name, BaseURL: ms.BaseURL, Model: name, APIKey: key,
+			NoStream: ms.Stream != nil && !*ms.Stream, NoCrabHeaders: ms.CrabHeaders != nil && !*ms.CrabHeaders,
+			PriceIn: ms.PriceInPerMTok / 1e6, PriceOut: ms.PriceOutPerMTok / 1e6, MaxConns: o.MaxConns, HTTPClient: o.HTTPClient,
+		})
+		if err != nil {
+			return nil, bad(err)
+		}
+		return b, nil
+	}
+	cfg := sim.Small()
+	if ms.Kind == sim.KindLarge {
+		cfg = sim.Large()
+	}
+	cfg.Name = ms.Name
+	cfg.PriceIn = ms.PriceInPerMTok / 1e6
+	cfg.PriceOut = ms.PriceOutPerMTok / 1e6
+	cfg.TimeScale = o.TimeScale
+	cfg.NoSleep = o.Nominal
+	cfg.Seed = o.Seed
+	f := ms.Faults
+	cfg.ErrorRate, cfg.HangRate, cfg.MalformedRate, cfg.MissingFieldRate = f.Error, f.Hang, f.Malformed, f.MissingField
+	cfg.WrongEnumRate, cfg.EmptyEvidenceRate, cfg.RefusalRate = f.WrongEnum, f.EmptyEvidence, f.Refusal
+	m, err := sim.New(cfg)
+	if err != nil {
+		return nil, bad(err)
+	}
+	return m, nil
+}

@@ -1,0 +1,221 @@
+package stack
+
+import (
+	"context"
+	"time"
+
+	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/router"
+)
+
+// Options are what an arm's stack is built with beside its spec.
+type Options struct {
+	// Contract is the compiled output contract; nil builds no contract
+	// layer (a serve configuration without one).
+	Contract *contract.Contract
+	// Retry is the policy for failed model calls (MaxAttempts 0 is 1).
+	Retry RetrySpec
+	// Timeout is the deadline of one request below the cache; 0 sets
+	// none (crab run times each request itself, from its send time).
+	Timeout time.Duration
+	// Concurrency caps the backend calls in flight, innermost, and the
+	// wait is queue time; 0 sets no cap (crab run caps requests in flight
+	// itself, as a load generator does).
+	Concurrency int
+	// Store is the base of the cache store's configuration: context,
+	// key prefix, delete on close. The spec's store kind, address and
+	// capacity are filled in.
+	Store cache.StoreConfig
+	// AsyncStore lets a miss answer before its entry is visible (unless
+	// the spec asks to wait_for_store), taking the store's apply time off
+	// the response path. crab run leaves it false.
+	AsyncStore bool
+	// Now is the clock of the concurrency cap; nil means time.Now.
+	Now func() time.Time
+}
+
+// Arm is an arm's built stack and what must be released after it.
+type Arm struct {
+	Spec ArmSpec
+	// Model is the whole stack, outermost layer first (see the package
+	// documentation).
+	Model model.Model
+	// Judge is the same backends behind the contract and retry layers but
+	// no cache and no router: the runner asks it what the other model
+	// would have answered to judge misroutes. Nil without a router.
+	Judge model.Model
+	// Cache and Store are nil when the arm has no cache.
+	Cache *cache.Cache
+	Store cache.Store
+}
+
+// Close releases the cache store (a shared store's keys go with it when
+// it was opened with DeleteOnClose). It is safe to call more than once.
+func (a *Arm) Close() error {
+	if a.Store != nil {
+		a.Store.Close()
+		a.Store = nil
+	}
+	return nil
+}
+
+// CacheMetrics is what a cache arm's pass adds to the manifest, so a low
+// hit rate can be explained (dropped or rejected sets, evictions).
+type CacheMetrics struct {
+	Key   string             `json:"key"`
+	Cache cache.Stats        `json:"cache"`
+	Store cache.StoreMetrics `json:"store"`
+}
+
+// CacheMetrics returns the cache's and its store's counters so far; nil
+// when the arm has no cache.
+func (a *Arm) CacheMetrics() *CacheMetrics {
+	if a.Cache == nil || a.Store == nil {
+		return nil
+	}
+	return &CacheMetrics{Key: a.Cache.Key().String(), Cache: a.Cache.Stats(), Store: a.Store.Metrics()}
+}
+
+// Build assembles the stack of spec over backends (see the package
+// documentation for the layer order). The spec must have passed Validate.
+// A cache arm opens a fresh store: Close the arm when done with it.
+func Build(spec ArmSpec, backends map[string]model.Model, o Options) (*Arm, error) {
+	def := spec.Model
+	if spec.Router != nil {
+		def = spec.Router.Large
+	}
+	mux, err := model.NewMux(def, backends)
+	if err != nil {
+		return nil, err
+	}
+	var inner []model.Middleware // contract → retry → concurrency cap
+	if o.Contract != nil {
+		cpol := ContractSpec{Policy: string(contract.PolicyFail)}
+		if spec.Contract != nil {
+			cpol = *spec.Contract
+			if cpol.Policy == "" {
+				cpol.Policy = string(contract.PolicyFail)
+			}
+		}
+		cmw, err := contract.New(o.Contract, contract.Config{Policy: contract.Policy(cpol.Policy), EscalateTo: cpol.EscalateTo})
+		if err != nil {
+			return nil, err
+		}
+		inner = append(inner, cmw)
+	}
+	inner = append(inner, model.Retry(model.RetryPolicy{MaxAttempts: max(o.Retry.MaxAttempts, 1), Backoff: o.Retry.Backoff.Std()}))
+	if o.Concurrency > 0 {
+		now := o.Now
+		if now == nil {
+			now = time.Now
+		}
+		inner = append(inner, limiter(make(chan struct{}, o.Concurrency), now))
+	}
+
+	arm := &Arm{Spec: spec}
+	var outer []model.Middleware // cache → deadline → router
+	if cs := spec.Cache; cs != nil {
+		fields, err := cache.ParseFields(cs.Key)
+		if err != nil {
+			return nil, err
+		}
+		sc := o.Store
+		sc.Addr, sc.MaxCost = cs.RedisAddr, cs.MaxCost
+		store, err := cache.OpenStore(cs.Store, sc)
+		if err != nil {
+			return nil, err
+		}
+		check := cs.CheckOnHit == nil || *cs.CheckOnHit
+		c, err := cache.New(cache.Config{Fields: fields, TTL: cs.TTL.Std(), CheckOnHit: check, NoWait: o.AsyncStore && !cs.WaitForStore}, store)
+		if err != nil {
+			store.Close()
+			return nil, err
+		}
+		arm.Cache, arm.Store = c, store
+		outer = append(outer, c.Middleware())
+	}
+	if o.Timeout > 0 {
+		outer = append(outer, deadline(o.Timeout))
+	}
+	if rs := spec.Router; rs != nil {
+		rmw, err := routerLayer(rs)
+		if err != nil {
+			arm.Close()
+			return nil, err
+		}
+		outer = append(outer, rmw)
+		arm.Judge = model.Chain(mux, inner...)
+	}
+	arm.Model = model.Chain(mux, append(outer, inner...)...)
+	return arm, nil
+}
+
+// routerLayer builds the arm's one routing policy: the cascade, or the
+// threshold router over its registered scorer.
+func routerLayer(rs *RouterSpec) (model.Middleware, error) {
+	if rs.Mode == router.PolicyCascade {
+		return router.NewCascade(router.CascadeConfig{Small: rs.Small, Large: rs.Large, Confidence: rs.Confidence})
+	}
+	scorer, err := router.NewScorer(rs.Scorer)
+	if err != nil {
+		return nil, err
+	}
+	return router.New(router.Config{Threshold: rs.Threshold, Small: rs.Small, Large: rs.Large}, scorer)
+}
+
+// Info is what the stack's layers report about one request beside its
+// response: the time spent waiting for a backend slot, and whether the
+// stack's deadline passed.
+type Info struct {
+	Queue    time.Duration
+	TimedOut bool
+}
+
+type infoKey struct{}
+
+// WithInfo returns a context under which the stack fills the returned Info.
+func WithInfo(ctx context.Context) (context.Context, *Info) {
+	info := &Info{}
+	return context.WithValue(ctx, infoKey{}, info), info
+}
+
+// deadline gives the rest of the stack the request's timeout. It sits
+// right inside the cache, whose in-process lookup never blocks, so a hit
+// costs no timer; everything that can wait (router, contract, retries,
+// the concurrency cap, backend calls) runs under the deadline.
+func deadline(timeout time.Duration) model.Middleware {
+	return func(next model.Model) model.Model {
+		return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			resp, err := next.Complete(ctx, req)
+			if ctx.Err() == context.DeadlineExceeded {
+				if info, ok := ctx.Value(infoKey{}).(*Info); ok {
+					info.TimedOut = true
+				}
+			}
+			return resp, err
+		})
+	}
+}
+
+// limiter caps the backend calls in flight; the wait is queue time.
+func limiter(sem chan struct{}, now func() time.Time) model.Middleware {
+	return func(next model.Model) model.Model {
+		return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+			start := now()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			defer func() { <-sem }()
+			if info, ok := ctx.Value(infoKey{}).(*Info); ok {
+				info.Queue += now().Sub(start)
+			}
+			return next.Complete(ctx, req)
+		})
+	}
+}

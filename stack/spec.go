@@ -1,0 +1,140 @@
+package stack
+
+import (
+	"fmt"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ModelSpec declares a model backend and its prices.
+type ModelSpec struct {
+	Name    string `yaml:"name"`
+	Backend string `yaml:"backend"` // sim (default) or openai
+	Kind    string `yaml:"kind"`    // sim: small or large
+
+	// Backend openai: an OpenAI-compatible server (vLLM, Ollama, llama.cpp,
+	// a hosted API, crab sim-server).
+	BaseURL     string `yaml:"base_url"`     // API root, e.g. http://127.0.0.1:8000/v1
+	Model       string `yaml:"model"`        // model name sent to the server (default: name)
+	APIKeyEnv   string `yaml:"api_key_env"`  // environment variable holding the API key (default: none sent)
+	Stream      *bool  `yaml:"stream"`       // stream answers, so TTFT is measured (default true)
+	CrabHeaders *bool  `yaml:"crab_headers"` // send the scope and call id in X-Crab-* headers (default true)
+
+	PriceInPerMTok  float64 `yaml:"price_in_per_mtok"`  // cost units per million input tokens
+	PriceOutPerMTok float64 `yaml:"price_out_per_mtok"` // cost units per million output tokens
+
+	Faults Faults `yaml:"faults"`
+}
+
+// Backends a ModelSpec may name.
+const (
+	BackendSim    = "sim"    // a simulated model, in process
+	BackendOpenAI = "openai" // an OpenAI-compatible server, over HTTP
+)
+
+// Faults are injected by simulated backends, each a rate in [0,1].
+type Faults struct {
+	Error         float64 `yaml:"error"`
+	Hang          float64 `yaml:"hang"`
+	Malformed     float64 `yaml:"malformed"`
+	MissingField  float64 `yaml:"missing_field"`
+	WrongEnum     float64 `yaml:"wrong_enum"`
+	EmptyEvidence float64 `yaml:"empty_evidence"`
+	Refusal       float64 `yaml:"refusal"`
+}
+
+// ArmSpec is one stack configuration: a baseline or a candidate.
+type ArmSpec struct {
+	Name        string         `yaml:"name"`
+	Model       string         `yaml:"model"`      // the model to call when there is no router
+	Mode        string         `yaml:"mode"`       // full (default), short, over_short
+	MaxTokens   int            `yaml:"max_tokens"` // output budget; 0 = backend default
+	Temperature float64        `yaml:"temperature"`
+	System      string         `yaml:"system"`
+	Cache       *CacheSpec     `yaml:"cache"`
+	Router      *RouterSpec    `yaml:"router"`
+	Contract    *ContractSpec  `yaml:"contract"`
+	Extra       map[string]any `yaml:",inline"` // rejected: unknown keys are reported with their line
+}
+
+// CacheSpec configures an arm's response cache.
+type CacheSpec struct {
+	Key        string   `yaml:"key"`                        // "full" (default), "text", or a comma list of key fields
+	TTL        Duration `yaml:"ttl"`                        // 0 = no expiry
+	CheckOnHit *bool    `yaml:"check_on_hit"`               // refuse hits built for another scope (default true)
+	Store      string   `yaml:"store"`                      // a registered store: "ristretto" (default, in process) or "redis" (shared)
+	RedisAddr  string   `yaml:"redis_addr"`                 // host:port for store redis (default 127.0.0.1:6379)
+	MaxCost    int64    `yaml:"max_cost" json:",omitempty"` // store capacity in bytes of answers (default: the store's)
+	// WaitForStore makes a miss answer only once its entry is visible to
+	// the next request. Default false in serve: the store applies the
+	// entry off the response path. crab run always waits, so a measured
+	// pass never misses an entry that is merely still in flight.
+	WaitForStore bool `yaml:"wait_for_store" json:",omitempty"`
+}
+
+// RouterSpec configures an arm's difficulty router.
+type RouterSpec struct {
+	Mode      string  `yaml:"mode"`      // threshold (default): route by score; cascade: small first, escalate to large
+	Threshold float64 `yaml:"threshold"` // mode threshold: score >= threshold goes to Large
+	Small     string  `yaml:"small"`
+	Large     string  `yaml:"large"`
+	// Confidence (mode cascade): a small answer less confident than this,
+	// or one that fails, is escalated to Large.
+	Confidence float64 `yaml:"confidence"`
+	// ThresholdFrom names a tune.json written by `crab tune` (relative to
+	// the experiment file); its chosen threshold (mode cascade: its
+	// cascade confidence) is used instead of threshold/confidence.
+	ThresholdFrom string `yaml:"threshold_from"`
+	// Scorer (mode threshold) is a registered scorer; default the
+	// feature scorer.
+	Scorer string `yaml:"scorer" json:",omitempty"`
+
+	// FromLine is the line of threshold_from, set by the file's loader
+	// for errors found when the tune.json is read.
+	FromLine int `yaml:"-" json:"-"`
+}
+
+// ContractSpec sets what an arm does with an answer that breaks the contract.
+type ContractSpec struct {
+	Policy     string `yaml:"policy"`      // fail (default), reask, escalate
+	EscalateTo string `yaml:"escalate_to"` // model for policy escalate
+}
+
+// RetrySpec is the retry policy for failed model calls.
+type RetrySpec struct {
+	MaxAttempts int      `yaml:"max_attempts"` // total attempts, first included (default 1: no retry)
+	Backoff     Duration `yaml:"backoff"`      // wait before the second attempt, doubled after
+}
+
+// Duration is a time.Duration written as "250ms", "10s" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: want a duration such as 250ms or 10s, got %q", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// MarshalText writes the duration string (JSON manifests).
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText parses the duration string (JSON manifests read back).
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Std returns the time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }

@@ -1,0 +1,304 @@
+package stack
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/model/sim"
+	"github.com/crab-testbed/crab/router"
+)
+
+// FieldError is one invalid field of the models or arms.
+type FieldError struct {
+	// Path leads from the document root to the field: mapping keys
+	// (string) and list indexes (int), e.g. "arms", 2, "router", "small".
+	// A loader follows it in its YAML tree to name the line.
+	Path []any
+	// Field is the field's name in one-line errors: the path's keys
+	// joined by dots, without indexes ("arms.router.small").
+	Field string
+	Msg   string
+}
+
+// PathString writes the path with its indexes, e.g. arms[2].router.small.
+func (e *FieldError) PathString() string {
+	var b strings.Builder
+	for _, p := range e.Path {
+		switch v := p.(type) {
+		case int:
+			b.WriteString("[" + strconv.Itoa(v) + "]")
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(v)
+		}
+	}
+	return b.String()
+}
+
+func (e *FieldError) Error() string { return e.PathString() + ": " + e.Msg }
+
+// fieldName joins the keys of a path.
+func fieldName(path []any) string {
+	var keys []string
+	for _, p := range path {
+		if s, ok := p.(string); ok {
+			keys = append(keys, s)
+		}
+	}
+	return strings.Join(keys, ".")
+}
+
+// errs collects field errors in the order they are found.
+type errs []*FieldError
+
+func (l *errs) add(path []any, format string, args ...any) {
+	*l = append(*l, &FieldError{Path: path, Field: fieldName(path), Msg: fmt.Sprintf(format, args...)})
+}
+
+// addAs records an error whose Field differs from its path (kept names).
+func (l *errs) addAs(field string, path []any, format string, args ...any) {
+	*l = append(*l, &FieldError{Path: path, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// Output modes an arm may ask for.
+var validModes = map[string]bool{model.ModeFull: true, model.ModeShort: true, model.ModeOverShort: true}
+
+// ValidMode reports whether mode is an output mode a stack may ask for.
+func ValidMode(mode string) bool { return validModes[mode] }
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Validate checks models and arms together — names, backends, prices,
+// faults, and every arm's model references, mode, cache, router and
+// contract policy — and fills their defaults in place (backend sim, mode
+// full, router mode threshold, cache key full, check_on_hit true, store
+// ristretto, the Redis address). It returns every problem found, each with
+// its path, in document order; nil means the arms can be built. The same
+// rules serve crab run, crab tune and crab serve.
+func Validate(models []ModelSpec, arms []ArmSpec) []*FieldError {
+	var l errs
+	for i, a := range arms {
+		if len(a.Extra) > 0 {
+			keys := make([]string, 0, len(a.Extra))
+			for k := range a.Extra {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				l.addAs(k, []any{"arms", i, k}, "unknown field")
+			}
+		}
+	}
+	names := map[string]bool{}
+	if len(models) == 0 {
+		l.add([]any{"models"}, "at least one model is required")
+	}
+	for i := range models {
+		validModel(&l, &models[i], i, names)
+	}
+	if len(arms) == 0 {
+		l.add([]any{"arms"}, "at least one arm is required")
+	}
+	seen := map[string]bool{}
+	for i := range arms {
+		validArm(&l, &arms[i], i, names, seen)
+	}
+	return l
+}
+
+func validModel(l *errs, m *ModelSpec, i int, names map[string]bool) {
+	p := func(f ...any) []any { return append([]any{"models", i}, f...) }
+	switch {
+	case m.Name == "":
+		l.add(p("name"), "required")
+	case names[m.Name]:
+		l.add(p("name"), "duplicate model %q", m.Name)
+	}
+	names[m.Name] = true
+	switch m.Backend {
+	case "", BackendSim:
+		m.Backend = BackendSim
+		if m.Kind != sim.KindSmall && m.Kind != sim.KindLarge {
+			l.add(p("kind"), "sim models are small or large, got %q", m.Kind)
+		}
+		for _, f := range []struct{ name, v string }{{"base_url", m.BaseURL}, {"model", m.Model}, {"api_key_env", m.APIKeyEnv}} {
+			if f.v != "" {
+				l.add(p(f.name), "only for backend openai")
+			}
+		}
+	case BackendOpenAI:
+		u, err := url.Parse(m.BaseURL)
+		switch {
+		case m.BaseURL == "":
+			l.add(p("base_url"), "required for backend openai, e.g. http://127.0.0.1:8000/v1")
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			l.add(p("base_url"), "want an http:// or https:// URL, got %q", m.BaseURL)
+		}
+		if m.Kind != "" {
+			l.add(p("kind"), "only for backend sim")
+		}
+		if m.APIKeyEnv != "" && !envNameRE.MatchString(m.APIKeyEnv) {
+			l.add(p("api_key_env"), "want the name of an environment variable, got %q", m.APIKeyEnv)
+		}
+		if m.Faults != (Faults{}) {
+			l.add(p("faults"), "faults are injected by simulated models; give them to crab sim-server instead")
+		}
+	default:
+		l.add(p("backend"), "unknown backend %q (want sim or openai)", m.Backend)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"price_in_per_mtok", m.PriceInPerMTok}, {"price_out_per_mtok", m.PriceOutPerMTok}} {
+		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			l.addAs("models.price", p(f.name), "prices must be finite and not negative, got %v", f.v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"error", m.Faults.Error}, {"hang", m.Faults.Hang}, {"malformed", m.Faults.Malformed}, {"missing_field", m.Faults.MissingField},
+		{"wrong_enum", m.Faults.WrongEnum}, {"empty_evidence", m.Faults.EmptyEvidence}, {"refusal", m.Faults.Refusal}} {
+		if f.v < 0 || f.v > 1 || math.IsNaN(f.v) {
+			l.add(p("faults", f.name), "a rate in [0,1], got %v", f.v)
+		}
+	}
+}
+
+func validArm(l *errs, a *ArmSpec, i int, models, seen map[string]bool) {
+	p := func(f ...any) []any { return append([]any{"arms", i}, f...) }
+	switch {
+	case a.Name == "":
+		l.add(p("name"), "required")
+	case seen[a.Name]:
+		l.add(p("name"), "duplicate arm %q", a.Name)
+	}
+	seen[a.Name] = true
+	if a.Mode == "" {
+		a.Mode = model.ModeFull
+	} else if !validModes[a.Mode] {
+		l.add(p("mode"), "unknown mode %q (want full, short or over_short)", a.Mode)
+	}
+	if a.MaxTokens < 0 {
+		l.add(p("max_tokens"), "must not be negative")
+	}
+	if a.Router == nil {
+		switch {
+		case a.Model == "":
+			l.add(p("model"), "required when the arm has no router")
+		case !models[a.Model]:
+			l.add(p("model"), "unknown model %q", a.Model)
+		}
+	} else {
+		validRouter(l, a.Router, p("router"), models)
+	}
+	if c := a.Contract; c != nil {
+		switch contract.Policy(c.Policy) {
+		case "":
+			c.Policy = string(contract.PolicyFail)
+		case contract.PolicyFail, contract.PolicyReask:
+		case contract.PolicyEscalate:
+			if !models[c.EscalateTo] {
+				l.add(p("contract", "escalate_to"), "unknown model %q", c.EscalateTo)
+			}
+		default:
+			l.add(p("contract", "policy"), "unknown policy %q (want fail, reask or escalate)", c.Policy)
+		}
+	}
+	if c := a.Cache; c != nil {
+		validCache(l, c, p("cache"))
+	}
+}
+
+func validRouter(l *errs, r *RouterSpec, p []any, models map[string]bool) {
+	at := func(f string) []any { return append(append([]any(nil), p...), f) }
+	if !models[r.Small] {
+		l.add(at("small"), "unknown model %q", r.Small)
+	}
+	if !models[r.Large] {
+		l.add(at("large"), "unknown model %q", r.Large)
+	}
+	switch r.Mode {
+	case "":
+		r.Mode = router.PolicyThreshold
+	case router.PolicyThreshold, router.PolicyCascade:
+	default:
+		l.add(at("mode"), "unknown mode %q (want threshold or cascade)", r.Mode)
+		return
+	}
+	switch {
+	case r.Confidence < 0 || r.Confidence > 1 || math.IsNaN(r.Confidence):
+		l.add(at("confidence"), "must be in [0,1], got %v", r.Confidence)
+	case r.Mode == router.PolicyThreshold && r.Confidence != 0:
+		l.add(at("confidence"), "only for mode cascade")
+	case r.Mode == router.PolicyCascade && r.Threshold != 0:
+		l.add(at("threshold"), "mode cascade escalates by confidence; use confidence")
+	case r.ThresholdFrom != "" && (r.Threshold != 0 || r.Confidence != 0):
+		field := "threshold"
+		if r.Mode == router.PolicyCascade {
+			field = "confidence"
+		}
+		l.add(at(field), "give %s or threshold_from, not both", field)
+	}
+	if r.Threshold < 0 || r.Threshold > 1 || math.IsNaN(r.Threshold) {
+		l.add(at("threshold"), "must be in [0,1], got %v", r.Threshold)
+	}
+	if r.Scorer != "" {
+		if r.Mode == router.PolicyCascade {
+			l.add(at("scorer"), "only for mode threshold")
+		} else if _, err := router.NewScorer(r.Scorer); err != nil {
+			l.add(at("scorer"), "%v", err)
+		}
+	}
+}
+
+func validCache(l *errs, c *CacheSpec, p []any) {
+	at := func(f string) []any { return append(append([]any(nil), p...), f) }
+	if c.Key == "" {
+		c.Key = cache.PresetFull
+	} else if _, err := cache.ParseFields(c.Key); err != nil {
+		l.add(at("key"), "%v", err)
+	}
+	if c.CheckOnHit == nil {
+		t := true
+		c.CheckOnHit = &t
+	}
+	if c.Store == "" {
+		c.Store = cache.DefaultStore
+	} else if !cache.KnownStore(c.Store) {
+		l.add(at("store"), "unknown store %q (want %s)", c.Store, cache.StoreChoices())
+	}
+	if c.RedisAddr != "" && c.Store != cache.StoreRedis {
+		l.add(at("redis_addr"), "only used with store: redis")
+	}
+	if c.Store == cache.StoreRedis && c.RedisAddr == "" {
+		c.RedisAddr = cache.DefaultRedisAddr
+	}
+	if c.MaxCost < 0 {
+		l.add(at("max_cost"), "must not be negative")
+	}
+}
+
+// ValidateRetry checks a retry policy and fills its default (one attempt,
+// no retry); path leads to the policy in the file, e.g. "retry". The same
+// rule serves experiment files and serve configurations.
+func ValidateRetry(r *RetrySpec, path ...any) []*FieldError {
+	var l errs
+	if r.MaxAttempts == 0 {
+		r.MaxAttempts = 1
+	}
+	if r.MaxAttempts < 0 || r.MaxAttempts > 10 {
+		l.add(append(append([]any(nil), path...), "max_attempts"), "must be 1 to 10")
+	}
+	return l
+}
