@@ -107,8 +107,8 @@ arms:
 					m = &cm
 				}
 			}
-			if m == nil || m.Store.KeysAdded == 0 || m.Store.Errors != 0 || m.Cache.Stored != m.Store.KeysAdded {
-				t.Fatalf("pass metrics = %+v; want the store's counters, keys added = answers stored, no errors", m)
+			if m == nil || m.Store.KeysAdded == 0 || m.Store.Errors != 0 || m.Cache.Stored != m.Store.KeysAdded+m.Store.KeysUpdated {
+				t.Fatalf("pass metrics = %+v; want the store's counters, keys added or updated = answers stored, no errors", m)
 			}
 		})
 	}

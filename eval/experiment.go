@@ -32,7 +32,7 @@ type Experiment struct {
 	TimeScale *float64 `yaml:"time_scale"` // simulated models: 1 = real time, 0 = no sleeping (default 1)
 
 	Arrival     Arrival `yaml:"arrival"`
-	Concurrency int     `yaml:"concurrency"` // requests in flight at most (default 64); waiting for a slot is queue time
+	Concurrency int     `yaml:"concurrency"` // model calls in flight at most (default 64); waiting for a slot is queue time, and a cache hit takes none
 	// Order is how arms share the schedule: interleaved (default; blocks of
 	// the schedule, each played by every arm in a random order) or
 	// sequential (each arm plays the whole schedule in turn).

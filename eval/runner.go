@@ -14,6 +14,7 @@ import (
 
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // ArmStack is one arm ready to run: its middleware stack and, for judging
@@ -249,20 +250,20 @@ func Blocks(offsets []time.Duration, span time.Duration) []Block {
 // pass plays the requests seqs, released at offsets from the pass's start,
 // through one arm, open loop: request i is released at its intended time
 // whatever happened to earlier requests. Released requests wait in a FIFO
-// for one of at most Concurrency workers; that wait is queue time, inside
-// the latency, which is measured from the intended send time. The FIFO
-// holds a few words per request, so even a burst of a million requests
-// costs tens of megabytes, not a goroutine each. Workers start as releases
-// find none idle, so a fast target is served by a few warm goroutines
-// rather than Concurrency cold ones. It returns once every request is
-// answered, with how the generator waited (see generate).
+// for a worker (see workerCap), and model calls wait for a slot of the
+// experiment's concurrency inside the stack; both waits are queue time,
+// inside the latency, which is measured from the intended send time. The
+// FIFO holds a few words per request, so even a burst of a million
+// requests costs tens of megabytes, not a goroutine each. Workers start as
+// releases find none idle, so a fast target is served by a few warm
+// goroutines. It returns once every request is answered, with how the
+// generator waited (see generate).
 func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, seqs []int, offsets []time.Duration, emit func(Record)) string {
 	jobs := make(chan job, len(seqs))
 	var wg sync.WaitGroup
 	// outstanding counts released requests not yet answered: those in
 	// flight and those waiting in the FIFO. A release that makes it exceed
-	// Concurrency finds every slot taken (a slot wait); otherwise there is
-	// a worker for it, idle or started now.
+	// the workers started starts one more, up to workerCap.
 	var outstanding atomic.Int64
 	worker := func() {
 		defer wg.Done()
@@ -274,8 +275,8 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, s
 				continue
 			}
 			// Judging a routing decision calls the other model; it runs
-			// beside the workers so it never holds a slot that a scheduled
-			// request is waiting for.
+			// beside the workers, and takes no model slot, so it never
+			// holds up a scheduled request.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -286,7 +287,7 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, s
 	}
 	started := 0
 	if r.gen.eagerWorkers {
-		started = r.Exp.Concurrency
+		started = r.workerCap()
 		wg.Add(started)
 		for range started {
 			go worker()
@@ -295,24 +296,29 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, s
 	start := time.Now().Add(5 * time.Millisecond)
 	gen := generate(ctx, r.gen, start, offsets, func(i int, intended time.Time) {
 		n := int(outstanding.Add(1))
-		if n > started && started < r.Exp.Concurrency {
+		if n > started && started < r.workerCap() {
 			started++
 			wg.Add(1)
 			go worker()
 		}
-		jobs <- job{seq: seqs[i], intended: intended, released: time.Now(), slotWait: n > r.Exp.Concurrency}
+		jobs <- job{seq: seqs[i], intended: intended, released: time.Now()}
 	})
 	close(jobs)
 	wg.Wait()
 	return gen
 }
 
+// workerCap bounds the workers of a pass. The experiment's concurrency caps
+// model calls inside the stack, not requests, so a cache hit is answered
+// while misses wait for a model slot; the workers are bounded only so that
+// a huge burst does not start a goroutine per request.
+func (r *Runner) workerCap() int { return max(16*r.Exp.Concurrency, 4096) }
+
 // job is one released request waiting for a worker.
 type job struct {
 	seq      int
 	intended time.Time
 	released time.Time
-	slotWait bool // every concurrency slot was taken at release
 }
 
 // spinWindow is how long before a send time the waitYield generator stops
@@ -380,10 +386,14 @@ func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j 
 	req := r.request(arm.Spec, t, seed)
 	rec.SentAt = time.Now()
 	rec.QueueMs = ms(rec.SentAt.Sub(j.released))
-	rec.SlotWait = j.slotWait
 	cctx, cancel := context.WithTimeout(ctx, r.Exp.Timeout.Std())
+	cctx, info := stack.WithInfo(cctx)
 	resp, err := arm.Stack.Complete(cctx, req)
 	rec.DoneAt = time.Now()
+	// A wait for a model slot (the stack's concurrency cap) is queue time
+	// too; hits never take a slot.
+	rec.QueueMs += ms(info.Queue)
+	rec.SlotWait = info.SlotWaits > 0
 	timedOut := cctx.Err() == context.DeadlineExceeded
 	cancel()
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/stack"
 )
 
 func fakeTasks(n int) []Task {
@@ -119,10 +120,7 @@ func TestRunnerOpenLoopQueueing(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
 	})
-	r := &Runner{Exp: exp, Tasks: tasks,
-		Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
-			return &ArmStack{Spec: spec, Stack: stack}, nil, nil
-		}}
+	r := &Runner{Exp: exp, Tasks: tasks, Build: capped(exp, stack)}
 	got, _ := collect(t, context.Background(), r)
 	var maxQueue float64
 	for _, rec := range got {
@@ -216,5 +214,63 @@ func TestOutcomeOf(t *testing.T) {
 		if got := outcomeOf(tc.ctx, tc.err, tc.timedOut); got != tc.want {
 			t.Errorf("%s: got %s; want %s", tc.name, got, tc.want)
 		}
+	}
+}
+
+// capped builds an arm over backend (model "m") through the stack, with the
+// experiment's concurrency cap on model calls, as crab run does.
+func capped(exp *Experiment, backend model.Model) func(ArmSpec, int) (*ArmStack, func(), error) {
+	return func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
+		a, err := stack.Build(spec, map[string]model.Model{"m": backend}, stack.Options{Concurrency: exp.Concurrency})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &ArmStack{Spec: spec, Stack: a.Model, Judge: a.Judge}, func() { a.Close() }, nil
+	}
+}
+
+// A cache hit is answered at once while every model slot is held by
+// misses: the concurrency cap holds model calls, not requests.
+func TestCacheHitTakesNoModelSlot(t *testing.T) {
+	t.Parallel()
+	tasks := fakeTasks(5)
+	tasks[4].Text = tasks[0].Text // t04 repeats t00: a hit once t00 is answered
+	backend := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		d := 300 * time.Millisecond
+		if req.Text == tasks[0].Text {
+			d = 5 * time.Millisecond
+		}
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
+	})
+	spec := ArmSpec{Name: "a", Model: "m", Mode: "full", Cache: &CacheSpec{Key: "full", Store: "ristretto"}}
+	exp := testExperiment(spec)
+	exp.Concurrency = 2
+	exp.Timeout = Duration(5 * time.Second)
+	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
+	// t00 at 0 (fast), three slow misses at 50 ms (two hold the slots, one
+	// waits), then t04, the repeat of t00, at 100 ms.
+	exp.Arrival = Arrival{Pattern: PatternReplay, Offsets: []time.Duration{0, ms(50), ms(50), ms(50), ms(100)}}
+	r := &Runner{Exp: exp, Tasks: tasks, Build: capped(exp, backend)}
+	got, _ := collect(t, context.Background(), r)
+	hit := got["a/t04"]
+	if hit.Cache != model.CacheHit {
+		t.Fatalf("t04 cache %q; want a hit", hit.Cache)
+	}
+	if hit.E2EMs > 150 || hit.SlotWait {
+		t.Errorf("hit took %.1f ms (slot wait %v) while misses held every slot; want it answered at once", hit.E2EMs, hit.SlotWait)
+	}
+	waited := 0
+	for _, id := range []string{"a/t01", "a/t02", "a/t03"} {
+		if got[id].SlotWait {
+			waited++
+		}
+	}
+	if waited != 1 {
+		t.Errorf("%d of the three slow misses waited for a slot; want 1 (cap 2)", waited)
 	}
 }

@@ -196,7 +196,9 @@ type BuiltArm struct {
 // judge stack used for misroute shadow calls has the same contract and
 // retry layers but no cache and no router.
 func (s *Setup) BuildArm(spec ArmSpec, repeat int) (*BuiltArm, error) {
-	o := stack.Options{Contract: s.contract, Retry: s.Exp.Retry}
+	// The concurrency cap holds model calls, as in a deployed service: a
+	// cache hit never waits for a slot that a model call holds.
+	o := stack.Options{Contract: s.contract, Retry: s.Exp.Retry, Concurrency: s.Exp.Concurrency}
 	if spec.Cache != nil && spec.Cache.Store == cache.StoreRedis {
 		// A key prefix of its own (arm, repeat and a random nonce), deleted
 		// when the pass ends, so arms, repeats and runs never share entries

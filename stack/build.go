@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/crab-testbed/crab/cache"
@@ -106,6 +107,7 @@ func Build(spec ArmSpec, backends map[string]model.Model, o Options) (*Arm, erro
 		inner = append(inner, cmw)
 	}
 	inner = append(inner, model.Retry(model.RetryPolicy{MaxAttempts: max(o.Retry.MaxAttempts, 1), Backoff: o.Retry.Backoff.Std()}))
+	judgeLayers := slices.Clip(inner) // the judge is evaluation overhead: it takes no slot of the cap
 	if o.Concurrency > 0 {
 		now := o.Now
 		if now == nil {
@@ -146,7 +148,7 @@ func Build(spec ArmSpec, backends map[string]model.Model, o Options) (*Arm, erro
 			return nil, err
 		}
 		outer = append(outer, rmw)
-		arm.Judge = model.Chain(mux, inner...)
+		arm.Judge = model.Chain(mux, judgeLayers...)
 	}
 	arm.Model = model.Chain(mux, append(outer, inner...)...)
 	return arm, nil
@@ -171,6 +173,9 @@ func routerLayer(rs *RouterSpec) (model.Middleware, error) {
 type Info struct {
 	Queue    time.Duration
 	TimedOut bool
+	// SlotWaits counts the backend calls that found every slot of the
+	// concurrency cap taken and had to wait.
+	SlotWaits int
 }
 
 type infoKey struct{}
@@ -206,14 +211,23 @@ func limiter(sem chan struct{}, now func() time.Time) model.Middleware {
 	return func(next model.Model) model.Model {
 		return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 			start := now()
+			waited := false
 			select {
 			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			default:
+				waited = true
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
 			}
 			defer func() { <-sem }()
 			if info, ok := ctx.Value(infoKey{}).(*Info); ok {
 				info.Queue += now().Sub(start)
+				if waited {
+					info.SlotWaits++
+				}
 			}
 			return next.Complete(ctx, req)
 		})
