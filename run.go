@@ -95,6 +95,10 @@ func run(ctx context.Context, o runOptions) error {
 	defer f.Close()
 	bw := bufio.NewWriterSize(f, 256<<10)
 	runner := setup.Runner(runID, eval.JSONLWriter(bw))
+	// A dedicated, real-time generator thread keeps the schedule lag low
+	// on a busy machine; crab run owns the process, so it may change
+	// GOMAXPROCS and ask for SCHED_FIFO for the pass.
+	runner.Generator = eval.GeneratorDedicated
 	if !o.Quiet {
 		runner.Progress = progressBar(o.Stderr)
 	}

@@ -170,7 +170,7 @@ func TestSlotWaitMarksCapWaits(t *testing.T) {
 			exp.Concurrency = tc.concurrency
 			exp.Timeout = Duration(10 * time.Second)
 			r := &Runner{Exp: exp, Tasks: fakeTasks(10),
-				gen: generatorOptions{eagerWorkers: tc.eager, threadHook: func() { close(gate) }},
+				gen: generatorOptions{wait: waitThread, eagerWorkers: tc.eager, threadHook: func() { close(gate) }},
 				Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
 					return &ArmStack{Spec: spec, Stack: stack}, nil, nil
 				}}
@@ -197,5 +197,28 @@ func TestSlotWaitMarksCapWaits(t *testing.T) {
 				t.Errorf("load stats %+v; want queued %d", ls, tc.wantWaits)
 			}
 		})
+	}
+}
+
+// TestGeneratorModeChoosesWait checks that the library default leaves
+// process-wide settings alone and that only an explicit choice, or a test's
+// own wait, runs the dedicated thread.
+func TestGeneratorModeChoosesWait(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		o    generatorOptions
+		mode GeneratorMode
+		want waitMode
+	}{
+		{"default", generatorOptions{}, GeneratorPortable, waitYield},
+		{"dedicated", generatorOptions{}, GeneratorDedicated, waitThread},
+		{"test-thread", generatorOptions{wait: waitThread}, GeneratorPortable, waitThread},
+		{"test-yield", generatorOptions{wait: waitYield}, GeneratorDedicated, waitYield},
+	}
+	for _, tc := range tests {
+		if got := tc.o.with(tc.mode).wait; got != tc.want {
+			t.Errorf("%s: got wait %v; want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -43,6 +43,9 @@ type Runner struct {
 	Emit func(Record) error
 	// Progress, if set, is called after every record with the counts so far.
 	Progress func(done, total int)
+	// Generator is how the load generator waits for send times; the zero
+	// value, GeneratorPortable, changes no process-wide setting.
+	Generator GeneratorMode
 
 	gen generatorOptions
 }
@@ -174,7 +177,7 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, o
 		}
 	}
 	start := time.Now().Add(5 * time.Millisecond)
-	gen := generate(ctx, r.gen, start, offsets[:len(r.Tasks)], func(i int, intended time.Time) {
+	gen := generate(ctx, r.gen.with(r.Generator), start, offsets[:len(r.Tasks)], func(i int, intended time.Time) {
 		n := int(outstanding.Add(1))
 		if n > started && started < r.Exp.Concurrency {
 			started++
