@@ -326,7 +326,7 @@ func judgeAnswer(outcome string, contractOK bool, resp *model.Response, req *mod
 	if t.Expected == nil {
 		correct = true // nothing to compare against: only the contract and scope decide
 	}
-	sameScope := scopeKey(resp.Scope) == scopeKey(req.Scope)
+	sameScope := resp.Scope.Equal(req.Scope)
 	return category, correct, outcome == OutcomeOK && contractOK && correct && sameScope
 }
 
@@ -362,24 +362,6 @@ func (r *Runner) judge(ctx context.Context, arm *ArmStack, t *Task, req *model.R
 	case !small && otherPass:
 		rec.Misroute = MisrouteOver
 	}
-}
-
-func scopeKey(s model.Scope) string {
-	return s.Tenant + "\x00" + s.Permission + "\x00" + normLang(s.Lang) + "\x00" + s.DocVersion
-}
-
-// normLang folds locale spellings (en-US, en_us, EN-us) to one form.
-func normLang(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		switch {
-		case c == '_':
-			b[i] = '-'
-		case c >= 'A' && c <= 'Z':
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // outcomeOf maps a stack error to a record outcome.
