@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/internal/jsonl"
 )
 
 // checkOptions are the inputs of `crab check`.
@@ -254,15 +254,9 @@ func readAnswers(path string, stdin io.Reader) ([]*answerLine, string, error) {
 	}
 	var out []*answerLine
 	seen := map[string]int{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	line := 0
+	sc := jsonl.NewScanner(r, false)
 	for sc.Scan() {
-		line++
-		raw := bytes.TrimSpace(sc.Bytes())
-		if len(raw) == 0 {
-			continue
-		}
+		raw, line := sc.Bytes(), sc.Line()
 		bad := func(field, format string, args ...any) error {
 			return &eval.InputError{File: name, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
 		}
@@ -295,7 +289,7 @@ func readAnswers(path string, stdin io.Reader) ([]*answerLine, string, error) {
 		out = append(out, a)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, name, &eval.InputError{File: name, Line: line + 1, Msg: err.Error()}
+		return nil, name, &eval.InputError{File: name, Line: sc.Line() + 1, Msg: err.Error()}
 	}
 	if len(out) == 0 {
 		return nil, name, &eval.InputError{File: name, Msg: "no answers"}
