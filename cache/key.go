@@ -12,10 +12,9 @@
 // Cache.InvalidatePermission) through generation counters that also catch
 // a write still in flight. Two stores implement Store: Ristretto, in
 // process (the default), and Redis, shared by several replicas with the
-// same check on hit and the same invalidations. Audit plays leak scenarios
-// (ReadScenarios) through several key configurations side by side, and
-// SideChannel measures whether latency tells a tenant that another tenant
-// asked first (a two-sample Kolmogorov–Smirnov test, KS2).
+// same check on hit and the same invalidations. The offline leak audit,
+// which plays scenarios through several key configurations side by side,
+// lives in the sub-package cache/audit, outside the request path.
 package cache
 
 import (
@@ -193,6 +192,9 @@ func (k KeySpec) Fields() []string {
 	}
 	return out
 }
+
+// Full reports whether the key holds every field (the full preset).
+func (k KeySpec) Full() bool { return k.mask == allFieldsMask }
 
 // String is the canonical comma list, e.g. "tenant,permission,text"; it is
 // what a manifest or an audit table should print as the key.

@@ -1,4 +1,4 @@
-package cache
+package audit
 
 import (
 	"errors"
@@ -9,12 +9,11 @@ import (
 
 	"github.com/crab-testbed/crab/internal/inputerr"
 	"github.com/crab-testbed/crab/internal/jsonl"
-
 	"github.com/crab-testbed/crab/model"
 )
 
 // ErrBadScenario matches every *ScenarioError with errors.Is.
-var ErrBadScenario = errors.New("cache: bad scenario")
+var ErrBadScenario = errors.New("audit: bad scenario")
 
 // ScenarioError is a fault in a scenario file: the file, the 1-based line
 // (0 when the fault is not tied to one) and the field at fault.
