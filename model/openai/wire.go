@@ -217,7 +217,7 @@ const (
 // leanDecode decodes the usual shapes of a request body without
 // reflection; ok is false for anything else, and for any body it cannot
 // vouch to decode exactly as encoding/json does.
-// lastSchema holds the last schema checked, or nil.
+// lastSchema holds the last schema checked; see RequestDecoder.
 func leanDecode(raw []byte, lastSchema *atomic.Pointer[string]) (req *goopenai.ChatCompletionRequest, ok bool) {
 	d := lexer{Lexer: jsonw.New(string(raw), jsonw.SurrogatePairs), raw: raw, lastSchema: lastSchema}
 	req = new(goopenai.ChatCompletionRequest)
