@@ -76,7 +76,7 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 	fmt.Fprintf(b, "misroutes: under %d (large calls that would fix them: %s), over %d (wasted: %s), hopeless %d (spent: %s)\n",
 		h.Misroutes.Under, fmtCost(mc.Under), h.Misroutes.Over, fmtCost(mc.Over), h.Misroutes.Hopeless, fmtCost(mc.Hopeless))
 	b.WriteString("misroute matrix (requests, passes, cost), rows: model that answered, columns: which models pass the task\n")
-	mt := &textTable{header: append([]string{"answered by"}, ClassNames[:]...)}
+	mt := &textTable{header: append([]string{"answered by"}, classNames[:]...)}
 	for _, row := range []struct {
 		name  string
 		cells [numClasses]Cell

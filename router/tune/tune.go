@@ -173,8 +173,12 @@ func classOf(s *Sample) int {
 	return classNeither
 }
 
-// ClassNames label the columns of a Matrix.
-var ClassNames = [numClasses]string{"both_pass", "small_only", "large_only", "both_fail"}
+// classNames label the columns of a Matrix.
+var classNames = [numClasses]string{"both_pass", "small_only", "large_only", "both_fail"}
+
+// ClassNames returns the labels of a Matrix's columns, in order, as a copy
+// the caller may change.
+func ClassNames() []string { return append([]string(nil), classNames[:]...) }
 
 // Cell is one cell of a misroute matrix.
 type Cell struct {
@@ -185,7 +189,7 @@ type Cell struct {
 
 // Matrix crosses where a policy sent requests (rows: answered by the small
 // model, answered by the large model) with what the two models do on them
-// (columns, ClassNames: both pass, only small passes, only large passes,
+// (columns, ClassNames(): both pass, only small passes, only large passes,
 // both fail). Under-routes are small × large_only, over-routes large ×
 // (both_pass, small_only), hopeless requests are the both_fail column.
 type Matrix struct {
