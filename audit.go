@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/crab-testbed/crab/cache"
+	cacheaudit "github.com/crab-testbed/crab/cache/audit"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/sim"
@@ -99,7 +100,7 @@ func audit(ctx context.Context, o auditOptions) error {
 	if err != nil {
 		return badUsage("%w", err)
 	}
-	lines, err := cache.ReadScenarios(bytes.NewReader(raw), name, cache.ScenarioRules{Models: []string{sim.KindSmall, sim.KindLarge}})
+	lines, err := cacheaudit.ReadScenarios(bytes.NewReader(raw), name, cacheaudit.ScenarioRules{Models: []string{sim.KindSmall, sim.KindLarge}})
 	if err != nil {
 		return badUsage("%w", err)
 	}
@@ -111,8 +112,8 @@ func audit(ctx context.Context, o auditOptions) error {
 	if err != nil {
 		return err
 	}
-	opts := cache.AuditOptions{
-		Audited: cache.AuditConfig{Fields: fields, CheckOnHit: o.CheckOnHit},
+	opts := cacheaudit.AuditOptions{
+		Audited: cacheaudit.AuditConfig{Fields: fields, CheckOnHit: o.CheckOnHit},
 		Backend: backend, DefaultModel: sim.KindLarge,
 		NewStore: newStore, StoreName: o.Store, TTL: o.TTL, Source: name, TimeScale: o.TimeScale,
 	}
@@ -124,12 +125,12 @@ func audit(ctx context.Context, o auditOptions) error {
 		if err != nil {
 			return err
 		}
-		opts.SideChannel = &cache.SideChannelOptions{
+		opts.SideChannel = &cacheaudit.SideChannelOptions{
 			Backend: probe, Trials: o.SideChannelTrials, Seed: o.Seed, Model: sim.KindSmall, Mode: model.ModeShort,
 			NewStore: newStore, TimeScale: o.SideChannelScale,
 		}
 	}
-	rep, err := cache.Audit(ctx, lines, opts)
+	rep, err := cacheaudit.Audit(ctx, lines, opts)
 	if err != nil {
 		if errors.Is(err, cache.ErrStoreUnavailable) {
 			return badUsage("%w", err)

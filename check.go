@@ -1,26 +1,24 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/internal/jsonl"
 )
 
 // checkOptions are the inputs of `crab check`.
@@ -256,15 +254,9 @@ func readAnswers(path string, stdin io.Reader) ([]*answerLine, string, error) {
 	}
 	var out []*answerLine
 	seen := map[string]int{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	line := 0
+	sc := jsonl.NewScanner(r, false)
 	for sc.Scan() {
-		line++
-		raw := bytes.TrimSpace(sc.Bytes())
-		if len(raw) == 0 {
-			continue
-		}
+		raw, line := sc.Bytes(), sc.Line()
 		bad := func(field, format string, args ...any) error {
 			return &eval.InputError{File: name, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
 		}
@@ -297,7 +289,7 @@ func readAnswers(path string, stdin io.Reader) ([]*answerLine, string, error) {
 		out = append(out, a)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, name, &eval.InputError{File: name, Line: line + 1, Msg: err.Error()}
+		return nil, name, &eval.InputError{File: name, Line: sc.Line() + 1, Msg: err.Error()}
 	}
 	if len(out) == 0 {
 		return nil, name, &eval.InputError{File: name, Msg: "no answers"}
@@ -413,31 +405,26 @@ func checkOutputs(c *contract.Contract, o checkOptions) error {
 	return nil
 }
 
-// proofSide is one side of the proof as read: answers by key, in order.
-type proofSide struct {
-	label   string // what the side is called in the output
-	source  string // where it was read from
-	order   []string
-	answers map[string]*answerLine
-}
-
-func newSide(label, source string, lines []*answerLine) (*proofSide, error) {
-	s := &proofSide{label: label, source: source, answers: map[string]*answerLine{}}
+// newSide builds one side of the proof from the answers read; a second
+// answer for the same task and repeat is bad input.
+func newSide(label, source string, lines []*answerLine) (*contract.ProofSide, error) {
+	s := &contract.ProofSide{Label: label, Source: source, Answers: make([]contract.SideAnswer, 0, len(lines))}
+	seen := map[string]*answerLine{}
 	for _, a := range lines {
 		k := a.key()
-		if prev, dup := s.answers[k]; dup {
+		if prev, dup := seen[k]; dup {
 			return nil, &eval.InputError{File: a.file, Line: a.line, Field: "task_id",
 				Msg: fmt.Sprintf("a second answer for %s (line %d has one, arm %q): give one arm per file, or use --run DIR --full ARM --short ARM", k, prev.line, prev.Arm)}
 		}
-		s.answers[k] = a
-		s.order = append(s.order, k)
+		seen[k] = a
+		s.Answers = append(s.Answers, contract.SideAnswer{Task: a.TaskID, Repeat: a.Repeat, Contract: a.Contract, Answer: a.answer()})
 	}
 	return s, nil
 }
 
 // checkProof runs the shortening proof and prints it; exit 1 if it fails.
 func checkProof(c *contract.Contract, o checkOptions) error {
-	var full, short *proofSide
+	var full, short *contract.ProofSide
 	if o.Run != "" {
 		lines, name, err := readAnswers(o.Run, nil)
 		if err != nil {
@@ -482,216 +469,14 @@ func checkProof(c *contract.Contract, o checkOptions) error {
 	if err != nil {
 		return err
 	}
-
-	keys := slices.Clone(full.order)
-	for _, k := range short.order {
-		if _, ok := full.answers[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	// Task order: by task id, then repeat, whatever order the answers came in.
-	slices.SortStableFunc(keys, func(x, y string) int {
-		ax, ay := full.answers[x], full.answers[y]
-		if ax == nil {
-			ax = short.answers[x]
-		}
-		if ay == nil {
-			ay = short.answers[y]
-		}
-		if c := strings.Compare(ax.TaskID, ay.TaskID); c != 0 {
-			return c
-		}
-		return ax.Repeat - ay.Repeat
-	})
-	pairs := make([]contract.Pair, len(keys))
-	for i, k := range keys {
-		p := contract.Pair{Task: k}
-		if a := full.answers[k]; a != nil {
-			p.Full = a.answer()
-			p.Ticket = tickets[a.TaskID]
-		}
-		if a := short.answers[k]; a != nil {
-			p.Short = a.answer()
-			p.Ticket = tickets[a.TaskID]
-		}
-		pairs[i] = p
-	}
-	cfg := contract.DefaultProofConfig()
-	proof := c.Prove(pairs, cfg)
-
-	var b strings.Builder
-	fmt.Fprintf(&b, "shortening proof: %s (short) against %s (full), contract %s (sha256 %s)\n",
-		short.label, full.label, o.Contract, hash12(c.Hash()))
-	if full.source == short.source {
-		fmt.Fprintf(&b, "answers: %s\n", full.source)
-	} else {
-		fmt.Fprintf(&b, "answers: %s (full), %s (short)\n", full.source, short.source)
-	}
-	fmt.Fprintf(&b, "rules: every required field present and non-empty (null only where the contract admits it); %s unchanged; %s kept; %s still supporting the category (an item shared, or quoting the same ticket span)\n",
-		strings.Join(cfg.Same, " and "), strings.Join(cfg.Superset, ", "), cfg.Evidence)
-	b.WriteString("ticket text: " + ticketNote + "\n")
-	for _, h := range otherContracts(c, full, short) {
-		b.WriteString("note: " + h + "\n")
-	}
-
-	listTasks(&b, proof, contract.ProofFail, "FAIL", o.MaxListed)
-	listTasks(&b, proof, contract.ProofNotCompared, "NOT COMPARED", o.MaxListed)
-
-	b.WriteString("\n")
-	writeSavings(&b, proof, full.label, short.label)
-	b.WriteString("\n")
-	fmt.Fprintf(&b, "tasks: %d proven, %d failed, %d not compared (of %d)\n", proof.Pass, proof.Fail, proof.NotCompared, len(proof.Tasks))
-	if len(proof.Dropped) > 0 {
-		b.WriteString("dropped fields: " + fieldCounts(c, proof.Dropped) + "\n")
-	}
-	if len(proof.Changed) > 0 {
-		b.WriteString("changed fields: " + fieldCounts(c, proof.Changed) + "\n")
-	}
-	switch {
-	case proof.OK:
-		fmt.Fprintf(&b, "verdict: PASS: every compared task's %s answer meets the contract and keeps what the %s answer decides and supports\n", short.label, full.label)
-	case proof.Fail == 0:
-		b.WriteString("verdict: FAIL: no task could be compared, so nothing is proven\n")
-	default:
-		fmt.Fprintf(&b, "verdict: FAIL: %d of %d tasks fail the proof\n", proof.Fail, len(proof.Tasks))
-	}
-	if _, err := io.WriteString(o.Stdout, b.String()); err != nil {
+	proof := c.ProveSides(full, short, tickets, contract.DefaultProofConfig())
+	if err := proof.WriteText(o.Stdout, contract.ProofText{ContractName: o.Contract, TicketNote: ticketNote, MaxListed: o.MaxListed}); err != nil {
 		return err
 	}
 	if proof.OK {
 		return nil
 	}
-	if len(proof.Dropped) > 0 {
-		return checkFailed("shortening proof failed for %s: %d of %d tasks fail; dropped fields: %s",
-			short.label, proof.Fail, len(proof.Tasks), strings.Join(orderedFields(c, proof.Dropped), ", "))
-	}
-	return checkFailed("shortening proof failed for %s: %d of %d tasks fail", short.label, proof.Fail, len(proof.Tasks))
-}
-
-// otherContracts notes answers a run validated against another contract.
-func otherContracts(c *contract.Contract, sides ...*proofSide) []string {
-	var notes []string
-	for _, s := range sides {
-		seen := map[string]int{}
-		for _, a := range s.answers {
-			if a.Contract != "" && a.Contract != c.Hash() {
-				seen[hash12(a.Contract)]++
-			}
-		}
-		if len(seen) > 0 {
-			notes = append(notes, fmt.Sprintf("%s: answers were validated during the run against contract %s, not this one", s.label, checkTally(seen)))
-		}
-	}
-	return notes
-}
-
-// listTasks writes the tasks with one verdict and their findings.
-func listTasks(b *strings.Builder, p *contract.Proof, verdict, title string, max int) {
-	n, shown := 0, 0
-	for _, t := range p.Tasks {
-		if t.Verdict != verdict {
-			continue
-		}
-		n++
-		if max > 0 && shown >= max {
-			continue
-		}
-		if shown == 0 {
-			b.WriteString("\n")
-		}
-		shown++
-		fmt.Fprintf(b, "%s %s", title, t.Task)
-		if len(t.Dropped) > 0 {
-			b.WriteString(": dropped " + strings.Join(t.Dropped, ", "))
-		}
-		if len(t.Changed) > 0 {
-			sep := ": "
-			if len(t.Dropped) > 0 {
-				sep = "; "
-			}
-			b.WriteString(sep + "changed " + strings.Join(t.Changed, ", "))
-		}
-		b.WriteString("\n")
-		for _, pr := range t.Problems {
-			b.WriteString("  - " + pr + "\n")
-		}
-	}
-	if n > shown {
-		fmt.Fprintf(b, "... and %d more %s (--max-listed 0 lists all)\n", n-shown, strings.ToLower(title))
-	}
-}
-
-// writeSavings writes the table of what shortening saved.
-func writeSavings(b *strings.Builder, p *contract.Proof, fullName, shortName string) {
-	f, s := p.Full, p.Short
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "over %d tasks on both sides\tfull (%s)\tshort (%s)\tsaved\n", f.N, fullName, shortName)
-	row := func(name string, fv, sv *float64, format func(float64) string) {
-		if fv == nil || sv == nil {
-			fmt.Fprintf(tw, "%s\tn/a\tn/a\tn/a\n", name)
-			return
-		}
-		saved := format(*fv - *sv)
-		if *fv != 0 {
-			saved += fmt.Sprintf(" (%.1f%%)", (*fv-*sv) / *fv * 100)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, format(*fv), format(*sv), saved)
-	}
-	intp := func(v *int) *float64 {
-		if v == nil {
-			return nil
-		}
-		x := float64(*v)
-		return &x
-	}
-	ms := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
-	tokens := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
-	cost := func(v float64) string { // four significant digits, fixed notation
-		if v == 0 {
-			return "0"
-		}
-		dec := max(0, min(12, 3-int(math.Floor(math.Log10(math.Abs(v))))))
-		s := strconv.FormatFloat(v, 'f', dec, 64)
-		if strings.Contains(s, ".") {
-			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-		}
-		return s
-	}
-	row("output tokens", intp(f.TokensOut), intp(s.TokensOut), tokens)
-	row("latency mean ms", f.LatencyMeanMs, s.LatencyMeanMs, ms)
-	row("latency p50 ms", f.LatencyP50Ms, s.LatencyP50Ms, ms)
-	row("latency p95 ms", f.LatencyP95Ms, s.LatencyP95Ms, ms)
-	row("cost", f.Cost, s.Cost, cost)
-	_ = tw.Flush()
-	b.WriteString("(every answer counts, failed requests included; latency from the intended send time; percentiles nearest rank)\n")
-}
-
-// fieldCounts writes "evidence (478 tasks), risk_flags (478 tasks)" in contract order.
-func fieldCounts(c *contract.Contract, m map[string]int) string {
-	var parts []string
-	for _, f := range orderedFields(c, m) {
-		parts = append(parts, fmt.Sprintf("%s (%s)", f, checkCount(m[f], "task")))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// orderedFields lists m's keys in contract order, others after, by name.
-func orderedFields(c *contract.Contract, m map[string]int) []string {
-	req := c.Required()
-	var out []string
-	for _, f := range req {
-		if _, ok := m[f]; ok {
-			out = append(out, f)
-		}
-	}
-	var rest []string
-	for f := range m {
-		if !slices.Contains(req, f) {
-			rest = append(rest, f)
-		}
-	}
-	slices.Sort(rest)
-	return append(out, rest...)
+	return checkFailed("%s", proof.Failure())
 }
 
 // proofTickets reads the ticket text of every task: from --tasks, else from

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-var updateCheck = flag.Bool("update-check", false, "rewrite crab check's golden files under testdata/check/golden/")
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 const (
 	checkContract = "fixtures/triage.schema.json"
@@ -20,7 +20,7 @@ const (
 
 // TestCheckGolden runs crab check on the files under testdata/check and
 // compares stdout, stderr and the exit code with golden files named after
-// the test (refresh them with go test -run TestCheckGolden -update-check).
+// the test (refresh them with go test -run TestCheckGolden -update).
 func TestCheckGolden(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -56,7 +56,7 @@ func TestCheckGolden(t *testing.T) {
 			}
 			got := out + "--- stderr\n" + errs + "--- exit " + strconv.Itoa(code) + "\n"
 			path := filepath.Join(checkData+"golden", filepath.FromSlash(t.Name())+".golden")
-			if *updateCheck {
+			if *update {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -67,7 +67,7 @@ func TestCheckGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v (run go test -run TestCheckGolden -update-check to create it)", err)
+				t.Fatalf("%v (run go test -run TestCheckGolden -update to create it)", err)
 			}
 			if got != string(want) {
 				t.Errorf("output differs from %s:\ngot\n%s\nwant\n%s", path, got, want)

@@ -98,6 +98,10 @@ func run(ctx context.Context, o runOptions) error {
 	defer ticker.Stop()
 	sink := newRecordSink(f, ticker.C)
 	runner := setup.Runner(runID, sink.Emit)
+	// A dedicated, real-time generator thread keeps the schedule lag low
+	// on a busy machine; crab run owns the process, so it may change
+	// GOMAXPROCS and ask for SCHED_FIFO for the pass.
+	runner.Generator = eval.GeneratorDedicated
 	if !o.Quiet {
 		runner.Progress = progressBar(o.Stderr)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/atomicfile"
-	"github.com/crab-testbed/crab/router"
+	routertune "github.com/crab-testbed/crab/router/tune"
 )
 
 // tuneOptions are the inputs of `crab tune`.
@@ -135,11 +135,11 @@ func tune(ctx context.Context, o tuneOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := router.Tune(samples, router.TuneConfig{
+	rep, err := routertune.Tune(samples, routertune.TuneConfig{
 		Holdout: o.Holdout, Seed: seed, Folds: o.Folds,
-		Rule: router.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
+		Rule: routertune.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
 	})
-	if errors.Is(err, router.ErrTooFewSamples) || errors.Is(err, router.ErrTuneConfig) {
+	if errors.Is(err, routertune.ErrTooFewSamples) || errors.Is(err, routertune.ErrTuneConfig) {
 		return badUsage("%w", err)
 	}
 	if err != nil {
@@ -171,7 +171,7 @@ type tuneOutput struct {
 	Outcomes string `json:"outcomes"`
 	Small    string `json:"small"`
 	Large    string `json:"large"`
-	*router.TuneReport
+	*routertune.TuneReport
 }
 
 // writeTuneDir writes the output files of -o DIR.
@@ -191,13 +191,13 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 	}
 	svgs := []struct {
 		name  string
-		p     *router.PolicyReport
+		p     *routertune.PolicyReport
 		title string
 	}{{"pareto.svg", &out.PolicyReport, "threshold router: cost vs pass"}}
 	if out.Cascade != nil {
 		svgs = append(svgs, struct {
 			name  string
-			p     *router.PolicyReport
+			p     *routertune.PolicyReport
 			title string
 		}{"pareto-cascade.svg", out.Cascade, "cascade: cost vs pass"})
 	}
@@ -215,13 +215,13 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 
 // writeSweepCSV writes every policy's calibration sweep, one row per
 // threshold, with the same threshold replayed on the holdout beside it.
-func writeSweepCSV(w io.Writer, rep *router.TuneReport) error {
+func writeSweepCSV(w io.Writer, rep *routertune.TuneReport) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"policy", "threshold", "chosen", "frontier", "n", "large", "strong_share", "pass", "cost", "cost_per_pass",
 		"latency_mean_ms", "under", "over", "hopeless", "under_cost", "over_cost", "hopeless_cost",
 		"holdout_n", "holdout_large", "holdout_pass", "holdout_cost"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	for _, p := range []*router.PolicyReport{&rep.PolicyReport, rep.Cascade} {
+	for _, p := range []*routertune.PolicyReport{&rep.PolicyReport, rep.Cascade} {
 		if p == nil {
 			continue
 		}

@@ -12,10 +12,9 @@
 // Cache.InvalidatePermission) through generation counters that also catch
 // a write still in flight. Two stores implement Store: Ristretto, in
 // process (the default), and Redis, shared by several replicas with the
-// same check on hit and the same invalidations. Audit plays leak scenarios
-// (ReadScenarios) through several key configurations side by side, and
-// SideChannel measures whether latency tells a tenant that another tenant
-// asked first (a two-sample Kolmogorov–Smirnov test, KS2).
+// same check on hit and the same invalidations. The offline leak audit,
+// which plays scenarios through several key configurations side by side,
+// lives in the sub-package cache/audit, outside the request path.
 package cache
 
 import (
@@ -194,6 +193,9 @@ func (k KeySpec) Fields() []string {
 	return out
 }
 
+// Full reports whether the key holds every field (the full preset).
+func (k KeySpec) Full() bool { return k.mask == allFieldsMask }
+
 // String is the canonical comma list, e.g. "tenant,permission,text"; it is
 // what a manifest or an audit table should print as the key.
 func (k KeySpec) String() string { return strings.Join(k.Fields(), ",") }
@@ -236,7 +238,7 @@ func (k KeySpec) AppendEncode(dst []byte, req *model.Request) []byte {
 		case fLang:
 			l := strings.TrimSpace(req.Scope.Lang)
 			dst = binary.AppendUvarint(dst, uint64(len(l)))
-			dst = appendLang(dst, l)
+			dst = model.AppendLang(dst, l)
 		case fModel:
 			dst = appendBytes(dst, req.Model)
 		case fMode:
@@ -356,52 +358,9 @@ func skipSpace(s string, i int) int {
 func asciiSpace(c byte) bool { return c == ' ' || ('\t' <= c && c <= '\r') }
 
 // NormalizeLang is the language normalisation of the key and of leak
-// detection: surrounding space trimmed, ASCII letters lowercased, '_' turned
-// into '-', so "en-US", "en_us" and "EN-us" are one language ("en-us").
-// A bare language and a regional one ("en" and "en-US") stay distinct: the
-// answer text or the policy quoted may differ by region, and merging them
-// would be a leak the audit could not see; keeping them apart only costs
-// hit rate.
-func NormalizeLang(s string) string {
-	s = strings.TrimSpace(s)
-	return string(appendLang(make([]byte, 0, len(s)), s))
-}
-
-// appendLang maps s byte for byte (its length is unchanged).
-func appendLang(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'A' <= c && c <= 'Z':
-			c += 'a' - 'A'
-		case c == '_':
-			c = '-'
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
+// detection: model.NormalizeLang, the one rule of scopes ("en-US", "en_us"
+// and " EN-us " are one language; "en" and "en-US" are two).
+func NormalizeLang(s string) string { return model.NormalizeLang(s) }
 
 // langEqual compares two languages after NormalizeLang without allocating.
-func langEqual(a, b string) bool {
-	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		if langByte(a[i]) != langByte(b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func langByte(c byte) byte {
-	switch {
-	case 'A' <= c && c <= 'Z':
-		return c + 'a' - 'A'
-	case c == '_':
-		return '-'
-	}
-	return c
-}
+func langEqual(a, b string) bool { return model.LangEqual(a, b) }

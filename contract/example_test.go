@@ -118,3 +118,32 @@ func ExampleContract_Prove() {
 	// t2 fail [evidence risk_flags]
 	// proof ok: false
 }
+
+func ExampleContract_ProveSides() {
+	raw, err := os.ReadFile("../fixtures/triage.schema.json")
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := contract.Load("triage.schema.json", raw)
+	if err != nil {
+		log.Fatal(err)
+	}
+	full := `{"category": "refund", "reason": "Charged twice for the annual plan; asks for one payment back.",
+		"evidence": ["charged twice for the annual plan"], "risk_flags": ["chargeback_threat"],
+		"suggested_action": "Refund one payment.", "needs_human_review": true, "background": "Refunds within 30 days."}`
+	short := `{"category": "refund", "reason": "Duplicate charge.", "evidence": ["charged twice"],
+		"risk_flags": [], "suggested_action": "Refund one payment.", "needs_human_review": true, "background": null}`
+	answer := func(s string) *contract.Answer { return &contract.Answer{Output: s, FinishReason: model.FinishStop} }
+	p := c.ProveSides(
+		&contract.ProofSide{Label: "full", Source: "records.jsonl", Answers: []contract.SideAnswer{{Task: "t1", Answer: answer(full)}}},
+		&contract.ProofSide{Label: "short", Source: "records.jsonl", Answers: []contract.SideAnswer{{Task: "t1", Answer: answer(short)}}},
+		nil, contract.DefaultProofConfig())
+	fmt.Println(p.Failure())
+	for _, t := range p.Tasks {
+		fmt.Println(t.Task, t.Verdict, t.Dropped)
+	}
+	// p.WriteText(os.Stdout, contract.ProofText{...}) prints the whole proof.
+	// Output:
+	// shortening proof failed for short: 1 of 1 tasks fail; dropped fields: risk_flags
+	// t1 fail [risk_flags]
+}

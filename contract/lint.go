@@ -38,7 +38,7 @@ func (p Problem) String() string {
 	return ptr + ": " + p.Keyword + ": " + p.Message
 }
 
-// AllowedKeywords is the allow-list Lint applies: the JSON Schema keywords
+// allowedKeywords is the allow-list Lint applies: the JSON Schema keywords
 // that strict structured-output APIs (OpenAI's response_format json_schema
 // with strict true, and the OpenAI-compatible servers that follow it) accept,
 // and that crab's validator enforces on every answer. A keyword outside it is
@@ -48,7 +48,7 @@ func (p Problem) String() string {
 // minLength and maxLength are in the list although not every server
 // enforces them while decoding: they are accepted in the schema, and crab
 // checks them locally on every answer, which is the contract's point.
-var AllowedKeywords = []string{
+var allowedKeywords = []string{
 	// identification and annotations ($schema, $id and $defs at the root only)
 	"$schema", "$id", "$defs", "$ref", "$comment", "title", "description",
 	// any type
@@ -63,8 +63,17 @@ var AllowedKeywords = []string{
 	"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
 }
 
-// AllowedFormats are the string formats Lint accepts for "format".
-var AllowedFormats = []string{"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+// allowedFormats are the string formats Lint accepts for "format".
+var allowedFormats = []string{"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+
+// AllowedKeywords returns the JSON Schema keywords Lint accepts: those
+// strict structured-output APIs accept and crab's validator enforces on
+// every answer. The slice is a copy the caller may change.
+func AllowedKeywords() []string { return slices.Clone(allowedKeywords) }
+
+// AllowedFormats returns the string formats Lint accepts for "format", as
+// a copy the caller may change.
+func AllowedFormats() []string { return slices.Clone(allowedFormats) }
 
 // Limits of the subset that Lint checks.
 const (
@@ -137,13 +146,13 @@ var keywordTypes = map[string][]string{
 //   - every object schema sets "additionalProperties": false and lists every
 //     one of its properties in "required"; an optional value is written as a
 //     union with null ("type": ["string", "null"]) and still listed;
-//   - only the keywords in AllowedKeywords appear (no allOf, oneOf, not,
+//   - only the keywords in AllowedKeywords() appear (no allOf, oneOf, not,
 //     if/then/else, patternProperties, ...); $schema, $id and $defs only at
 //     the root; $schema, when given, is draft 2020-12; $ref points inside
 //     the file ("#/$defs/NAME" or "#");
 //   - every schema states its type (unless it is an anyOf or a $ref), every
 //     array schema has one items schema, type-specific keywords match the
-//     type, format is one of AllowedFormats;
+//     type, format is one of AllowedFormats();
 //   - every pattern compiles with Go's regexp package (RE2 syntax: no
 //     look-around, no backreferences);
 //   - at most MaxNesting levels of objects, MaxProperties properties in all
@@ -261,14 +270,14 @@ func (l *linter) schema(ptr string, v any, depth int) {
 func (l *linter) body(ptr string, s map[string]any, depth int, isRoot bool) {
 	at := func(k string) string { return ptr + "/" + escapeToken(k) }
 	for _, k := range sortedNames(s) {
-		if slices.Contains(AllowedKeywords, k) {
+		if slices.Contains(allowedKeywords, k) {
 			continue
 		}
 		msg := "keyword " + strconv.Quote(k) + " is outside the strict subset"
 		if why, ok := whyNot[k]; ok {
 			msg += ": " + why
 		} else {
-			msg += " (allowed: " + strings.Join(AllowedKeywords, ", ") + ")"
+			msg += " (allowed: " + strings.Join(allowedKeywords, ", ") + ")"
 		}
 		kw := k
 		if kw == "" {
@@ -325,8 +334,8 @@ func (l *linter) body(ptr string, s map[string]any, depth int, isRoot bool) {
 		}
 	}
 	if v, ok := s["format"]; ok {
-		if f, _ := v.(string); !slices.Contains(AllowedFormats, f) {
-			l.add(at("format"), "format", fmt.Sprintf("format %s is not accepted (want one of %s)", display(v), strings.Join(AllowedFormats, ", ")))
+		if f, _ := v.(string); !slices.Contains(allowedFormats, f) {
+			l.add(at("format"), "format", fmt.Sprintf("format %s is not accepted (want one of %s)", display(v), strings.Join(allowedFormats, ", ")))
 		}
 	}
 	if slices.Contains(types, "object") {

@@ -134,6 +134,12 @@ type Proof struct {
 	Short       Totals         `json:"short"`
 	// OK is the verdict: no task fails and at least one was proven.
 	OK bool `json:"ok"`
+
+	// What ProveSides proved, for WriteText and Failure: the contract,
+	// the configuration and the two sides; nil after Prove alone.
+	c           *Contract
+	cfg         ProofConfig
+	full, short *ProofSide
 }
 
 // Prove checks, task by task, that a shortened answer still meets the

@@ -8,16 +8,36 @@ import (
 	"time"
 )
 
+// GeneratorMode is how a Runner's load generator waits for each intended
+// send time. The command that runs an experiment chooses it: the library
+// default changes nothing outside the run.
+type GeneratorMode int
+
+const (
+	// GeneratorPortable sleeps on a Go timer and polls the clock near each
+	// send time. It works everywhere and changes no process-wide setting.
+	GeneratorPortable GeneratorMode = iota
+	// GeneratorDedicated runs the generator on its own OS thread: for each
+	// pass it raises GOMAXPROCS by one and asks for real-time scheduling
+	// (SCHED_FIFO, lowest priority) where the process may have it (root or
+	// CAP_SYS_NICE), so a busy machine delays a release only by the
+	// kernel's wake-up latency. Linux only; elsewhere it is
+	// GeneratorPortable.
+	GeneratorDedicated
+)
+
 // waitMode is how the generator waits for each intended send time.
 type waitMode int
 
 const (
+	// waitUnset leaves the choice to the Runner's GeneratorMode.
+	waitUnset waitMode = iota
 	// waitThread runs the generator on its own OS thread, holding one extra
 	// P (GOMAXPROCS is raised by one for the pass), and sleeps in the kernel
 	// with a fine timer slack. Waking never waits for the Go scheduler: the
 	// thread already holds its P, so a busy machine delays a release only by
 	// the kernel's wake-up latency. Linux only; elsewhere it is waitYield.
-	waitThread waitMode = iota
+	waitThread
 	// waitYield sleeps on a Go timer until spinWindow before the send time
 	// and then polls the clock, yielding between polls.
 	waitYield
@@ -34,11 +54,12 @@ func (m waitMode) String() string {
 }
 
 // generatorOptions are the generator's settings; the zero value is the
-// default (a thread-sleeping generator asking for real-time priority, with
-// workers started on demand). Tests and the lag harness set them on a
-// Runner to compare variants.
+// default (the wait the Runner's GeneratorMode chooses, with workers started
+// on demand). Tests and the lag harness set them on a Runner to compare
+// variants.
 type generatorOptions struct {
-	// wait is how the generator waits for each intended send time.
+	// wait is how the generator waits for each intended send time;
+	// waitUnset: as the Runner's GeneratorMode says.
 	wait waitMode
 	// eagerWorkers starts all Concurrency workers before the first
 	// release instead of on demand.
@@ -56,6 +77,18 @@ type generatorOptions struct {
 	threadHook func()
 }
 
+// with fills an unset wait from the mode a Runner was given: a dedicated
+// thread asking for real-time priority, or the portable timer wait.
+func (o generatorOptions) with(mode GeneratorMode) generatorOptions {
+	if o.wait == waitUnset {
+		o.wait = waitYield
+		if mode == GeneratorDedicated {
+			o.wait = waitThread
+		}
+	}
+	return o
+}
+
 // sleepChunk bounds one kernel sleep of the generator thread, so that it
 // notices a cancelled run promptly.
 const sleepChunk = 5 * time.Millisecond
@@ -68,7 +101,7 @@ const sleepChunk = 5 * time.Millisecond
 // SCHED_FIFO, GOMAXPROCS 3"), since the lag a run can reach depends on it.
 func generate(ctx context.Context, o generatorOptions, start time.Time, offsets []time.Duration, release func(i int, intended time.Time)) string {
 	mode := o.wait
-	if mode == waitYield || !threadSleepSupported {
+	if mode != waitThread || !threadSleepSupported {
 		timer := time.NewTimer(time.Hour)
 		timer.Stop()
 		for i, off := range offsets {

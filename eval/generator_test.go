@@ -215,3 +215,26 @@ func TestSlotWaitMarksCapWaits(t *testing.T) {
 		})
 	}
 }
+
+// TestGeneratorModeChoosesWait checks that the library default leaves
+// process-wide settings alone and that only an explicit choice, or a test's
+// own wait, runs the dedicated thread.
+func TestGeneratorModeChoosesWait(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		o    generatorOptions
+		mode GeneratorMode
+		want waitMode
+	}{
+		{"default", generatorOptions{}, GeneratorPortable, waitYield},
+		{"dedicated", generatorOptions{}, GeneratorDedicated, waitThread},
+		{"test-thread", generatorOptions{wait: waitThread}, GeneratorPortable, waitThread},
+		{"test-yield", generatorOptions{wait: waitYield}, GeneratorDedicated, waitYield},
+	}
+	for _, tc := range tests {
+		if got := tc.o.with(tc.mode).wait; got != tc.want {
+			t.Errorf("%s: got wait %v; want %v", tc.name, got, tc.want)
+		}
+	}
+}

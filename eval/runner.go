@@ -45,6 +45,9 @@ type Runner struct {
 	Emit func(Record) error
 	// Progress, if set, is called after every record with the counts so far.
 	Progress func(done, total int)
+	// Generator is how the load generator waits for send times; the zero
+	// value, GeneratorPortable, changes no process-wide setting.
+	Generator GeneratorMode
 
 	gen generatorOptions
 }
@@ -294,7 +297,7 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, s
 		}
 	}
 	start := time.Now().Add(5 * time.Millisecond)
-	gen := generate(ctx, r.gen, start, offsets, func(i int, intended time.Time) {
+	gen := generate(ctx, r.gen.with(r.Generator), start, offsets, func(i int, intended time.Time) {
 		n := int(outstanding.Add(1))
 		if n > started && started < r.workerCap() {
 			started++
@@ -452,7 +455,7 @@ func judgeAnswer(outcome string, contractOK bool, resp *model.Response, req *mod
 	if t.Expected == nil {
 		correct = true // nothing to compare against: only the contract and scope decide
 	}
-	sameScope := scopeKey(resp.Scope) == scopeKey(req.Scope)
+	sameScope := resp.Scope.Equal(req.Scope)
 	return category, correct, outcome == OutcomeOK && contractOK && correct && sameScope
 }
 
@@ -488,24 +491,6 @@ func (r *Runner) judge(ctx context.Context, arm *ArmStack, t *Task, req *model.R
 	case !small && otherPass:
 		rec.Misroute = MisrouteOver
 	}
-}
-
-func scopeKey(s model.Scope) string {
-	return s.Tenant + "\x00" + s.Permission + "\x00" + normLang(s.Lang) + "\x00" + s.DocVersion
-}
-
-// normLang folds locale spellings (en-US, en_us, EN-us) to one form.
-func normLang(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		switch {
-		case c == '_':
-			b[i] = '-'
-		case c >= 'A' && c <= 'Z':
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // outcomeOf maps a stack error to a record outcome.

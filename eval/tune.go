@@ -22,6 +22,7 @@ import (
 
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/router"
+	routertune "github.com/crab-testbed/crab/router/tune"
 )
 
 // OutcomeFormat names the outcome-table file format. It changes when what a
@@ -377,7 +378,7 @@ func ReadOutcomeTable(r io.Reader, name string) (*OutcomeTable, error) {
 // Samples joins the table with the task set: one sample per task, scored
 // afresh by scorer (nil: the built-in scorer with its default config). It
 // fails when the table lacks a task or a model.
-func (s *Setup) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([]router.Sample, error) {
+func (s *Setup) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([]routertune.Sample, error) {
 	if scorer == nil {
 		fs, err := router.NewFeatureScorer(router.DefaultFeatureConfig())
 		if err != nil {
@@ -400,7 +401,7 @@ func (s *Setup) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([
 			p.large = row
 		}
 	}
-	out := make([]router.Sample, len(s.Tasks))
+	out := make([]routertune.Sample, len(s.Tasks))
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
 		p := rows[t.ID]
@@ -408,14 +409,14 @@ func (s *Setup) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([
 			return nil, &InputError{File: name, Field: "task_id", Msg: fmt.Sprintf("no outcome of task %q on both models (rebuild with --refresh)", t.ID)}
 		}
 		sc := scorer.Score(&model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()})
-		out[i] = router.Sample{ID: t.ID, Group: t.Group, Key: router.QuestionKey(t.Text), Score: sc.Value, Features: sc.Features,
+		out[i] = routertune.Sample{ID: t.ID, Group: t.Group, Key: routertune.QuestionKey(t.Text), Score: sc.Value, Features: sc.Features,
 			Small: rowOutcome(p.small), Large: rowOutcome(p.large)}
 	}
 	return out, nil
 }
 
-func rowOutcome(r *OutcomeRow) router.Outcome {
-	return router.Outcome{Outcome: r.Outcome, OK: r.Outcome == OutcomeOK && r.ContractOK, Pass: r.Pass, Cost: r.Cost,
+func rowOutcome(r *OutcomeRow) routertune.Outcome {
+	return routertune.Outcome{Outcome: r.Outcome, OK: r.Outcome == OutcomeOK && r.ContractOK, Pass: r.Pass, Cost: r.Cost,
 		LatencyMs: r.LatencyMs, Confidence: r.Confidence}
 }
 
@@ -576,7 +577,7 @@ func (s *Setup) applyTuned(resolve func(string) string, base string) error {
 // confidence, and a cascade arm is added when the experiment has none but
 // the report tuned one. Task, contract and trace references become absolute
 // (or stay embedded:), so the file runs from any directory.
-func (s *Setup) TunedExperiment(t TuneTarget, rep *router.TuneReport, seed int64) ([]byte, error) {
+func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed int64) ([]byte, error) {
 	raw, err := s.read(s.Exp.File, "")
 	if err != nil {
 		return nil, err

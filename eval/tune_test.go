@@ -14,6 +14,7 @@ import (
 
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/router"
+	routertune "github.com/crab-testbed/crab/router/tune"
 )
 
 // tuneDir writes the first n embedded tasks and an experiment on them
@@ -279,7 +280,7 @@ func TestTunedExperiment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := router.Tune(samples, router.TuneConfig{Seed: 3})
+	rep, err := routertune.Tune(samples, routertune.TuneConfig{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ package model
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 )
 
@@ -38,6 +39,88 @@ type Scope struct {
 	Permission string `json:"permission"`
 	Lang       string `json:"lang"`
 	DocVersion string `json:"doc_version"`
+}
+
+// Equal reports whether s and o are the same scope: tenant, permission and
+// document version byte for byte, languages after NormalizeLang. It is the
+// one scope equality of crab: the cache's leak check, the runner's pass
+// rule and the audit all use it. It does not allocate.
+func (s Scope) Equal(o Scope) bool {
+	return s.Tenant == o.Tenant && s.Permission == o.Permission &&
+		s.DocVersion == o.DocVersion && LangEqual(s.Lang, o.Lang)
+}
+
+// Normalized returns s with its language normalised (NormalizeLang).
+func (s Scope) Normalized() Scope {
+	s.Lang = NormalizeLang(s.Lang)
+	return s
+}
+
+// PrimaryLang is the lower-case primary subtag of the scope's language:
+// "en-US", "en_us" and " EN " are all "en"; "zh-Hans-CN" is "zh". Scopes
+// with different regions share it, so it suits features (which language a
+// ticket is in), never scope equality.
+func (s Scope) PrimaryLang() string {
+	tag := strings.TrimSpace(s.Lang)
+	if i := strings.IndexAny(tag, "-_"); i >= 0 {
+		tag = tag[:i]
+	}
+	for i := 0; i < len(tag); i++ {
+		if c := tag[i]; 'A' <= c && c <= 'Z' {
+			return strings.ToLower(tag)
+		}
+	}
+	return tag
+}
+
+// NormalizeLang is the language normalisation of scopes: surrounding space
+// trimmed, ASCII letters lowercased, '_' turned into '-', so "en-US",
+// "en_us", "EN-us" and " en-US " are one language ("en-us"). Space is
+// trimmed because a tag read from a hand-written CSV or YAML file often
+// carries it, and an answer must not count as built for another language
+// because of it. A bare language and a regional one ("en" and "en-US") stay
+// distinct: the answer text or the policy quoted may differ by region, and
+// merging them would be a leak an audit could not see; keeping them apart
+// only costs cache hit rate.
+func NormalizeLang(s string) string {
+	s = strings.TrimSpace(s)
+	return string(AppendLang(make([]byte, 0, len(s)), s))
+}
+
+// AppendLang appends NormalizeLang(s) to dst without allocating more than
+// dst's growth; for s without surrounding space it appends len(s) bytes.
+func AppendLang(dst []byte, s string) []byte {
+	s = strings.TrimSpace(s)
+	for i := 0; i < len(s); i++ {
+		dst = append(dst, langByte(s[i]))
+	}
+	return dst
+}
+
+// LangEqual reports whether NormalizeLang(a) == NormalizeLang(b), without
+// allocating.
+func LangEqual(a, b string) bool {
+	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		if langByte(a[i]) != langByte(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// langByte normalises one byte of a language tag.
+func langByte(c byte) byte {
+	switch {
+	case 'A' <= c && c <= 'Z':
+		return c + 'a' - 'A'
+	case c == '_':
+		return '-'
+	}
+	return c
 }
 
 // Request is one call into a stack. Layers copy it before changing it

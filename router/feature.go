@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/crab-testbed/crab/model"
@@ -386,19 +385,9 @@ func clauseBreak(r rune) bool {
 }
 
 // normLang reduces a language tag to its lower-case primary subtag:
-// "en-US", "en_us" and "EN" are all "en"; "zh-Hans-CN" is "zh".
-func normLang(tag string) string {
-	tag = strings.TrimSpace(tag)
-	if i := strings.IndexAny(tag, "-_"); i >= 0 {
-		tag = tag[:i]
-	}
-	for i := 0; i < len(tag); i++ {
-		if c := tag[i]; 'A' <= c && c <= 'Z' {
-			return strings.ToLower(tag)
-		}
-	}
-	return tag
-}
+// "en-US", "en_us" and "EN" are all "en"; "zh-Hans-CN" is "zh" (see
+// model.Scope.PrimaryLang).
+func normLang(tag string) string { return model.Scope{Lang: tag}.PrimaryLang() }
 
 // guessLang names the language of a text whose request states none: zh
 // when it has Han characters, else the language with the most keyword hits

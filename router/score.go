@@ -15,15 +15,9 @@
 // confidence (model.Response.Confidence) is below a threshold; both calls
 // count.
 //
-// Tune chooses either policy's threshold from an outcome table (what each
-// model did with each task): it splits the tasks into a calibration and a
-// holdout side (seeded, stratified by group, repeated questions kept on one
-// side), sweeps every candidate threshold on calibration only, picks one by
-// a Rule, and reports that one threshold once on the holdout — pass and cost
-// against all-small, all-large and random routing, the misroute matrix, the
-// misrouted tasks with their features, paired bootstrap intervals and the
-// cost–pass Pareto frontier. `crab tune` builds the outcome table and calls
-// it.
+// Choosing either policy's threshold from an outcome table is offline
+// analysis and lives in the sub-package router/tune, outside the request
+// path.
 package router
 
 import (

@@ -83,6 +83,8 @@ type Server struct {
 	reg      *prometheus.Registry
 	now      func() time.Time
 	created  int64
+	// dec reads request bodies, remembering the schema they repeat.
+	dec      openai.RequestDecoder
 	seq      atomic.Uint64
 	idPrefix string // of the request ids crab gives: "crab-<created, hex>-"
 	routes   *http.ServeMux
@@ -282,7 +284,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 
 // decode reads and checks the request and builds the stack's request.
 func (s *Server) decode(r *http.Request, id Identity) (c call, status int, code, param string, err error) {
-	creq, err := openai.ReadRequest(r, s.cfg.MaxBodyBytes)
+	creq, err := s.dec.ReadRequest(r, s.cfg.MaxBodyBytes)
 	if err != nil {
 		if errors.Is(err, openai.ErrTooLarge) {
 			return c, http.StatusRequestEntityTooLarge, "request_too_large", "", err

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crab-testbed/crab/internal/jsonl"
 	"github.com/crab-testbed/crab/internal/quantile"
 
 	"github.com/crab-testbed/crab/fixtures"
@@ -81,8 +81,7 @@ func loadTasks() ([]task, error) {
 	}
 	defer f.Close()
 	var out []task
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc := jsonl.NewScanner(f, false)
 	for sc.Scan() {
 		var t task
 		if err := json.Unmarshal(sc.Bytes(), &t); err != nil {
@@ -235,8 +234,8 @@ func records(args []string) error {
 	var lag, e2e, fromSend []float64
 	var first, last time.Time
 	ok := 0
-	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<20))
-	for {
+	sc := jsonl.NewScanner(f, false)
+	for sc.Scan() {
 		var r struct {
 			SentAt  time.Time `json:"sent_at"`
 			DoneAt  time.Time `json:"done_at"`
@@ -244,10 +243,8 @@ func records(args []string) error {
 			E2EMs   float64   `json:"e2e_ms"`
 			Outcome string    `json:"outcome"`
 		}
-		if err := dec.Decode(&r); err == io.EOF {
-			break
-		} else if err != nil {
-			return fmt.Errorf("%s: %w", fs.Arg(0), err)
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return fmt.Errorf("%s:%d: %w", fs.Arg(0), sc.Line(), err)
 		}
 		if first.IsZero() || r.SentAt.Before(first) {
 			first = r.SentAt
@@ -261,6 +258,9 @@ func records(args []string) error {
 		if r.Outcome == "ok" {
 			ok++
 		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("%s:%d: %w", fs.Arg(0), sc.Line()+1, err)
 	}
 	n := len(e2e)
 	if n < 2 {

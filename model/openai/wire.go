@@ -78,6 +78,21 @@ func appendNullable(b []byte, s string) []byte {
 	return jsonw.AppendString(b, s, true)
 }
 
+// A RequestDecoder reads chat completion requests. It remembers the last
+// response-format schema it checked, so that the schema every request of
+// an experiment repeats is checked once; a server keeps one for all its
+// requests. The zero value is ready to use, and it is safe for concurrent
+// use.
+type RequestDecoder struct {
+	lastSchema atomic.Pointer[string]
+}
+
+// ReadRequest reads and decodes a chat completion request with a
+// RequestDecoder of its own; see RequestDecoder.ReadRequest.
+func ReadRequest(r *http.Request, limit int64) (*goopenai.ChatCompletionRequest, error) {
+	return new(RequestDecoder).ReadRequest(r, limit)
+}
+
 // ReadRequest reads and decodes a chat completion request of at most limit
 // bytes (0: no limit). Errors wrap ErrTooLarge or ErrBadRequest and say
 // what is wrong; the request must name a model and hold at least one
@@ -85,7 +100,7 @@ func appendNullable(b []byte, s string) []byte {
 //
 // The body decodes to what encoding/json makes of it with go-openai's
 // types (DecodeRequest).
-func ReadRequest(r *http.Request, limit int64) (*goopenai.ChatCompletionRequest, error) {
+func (rd *RequestDecoder) ReadRequest(r *http.Request, limit int64) (*goopenai.ChatCompletionRequest, error) {
 	raw, err := readBody(r.Body, r.ContentLength, limit)
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading the body: %v", ErrBadRequest, err)
@@ -93,7 +108,7 @@ func ReadRequest(r *http.Request, limit int64) (*goopenai.ChatCompletionRequest,
 	if limit > 0 && int64(len(raw)) > limit {
 		return nil, fmt.Errorf("%w: the limit is %d bytes", ErrTooLarge, limit)
 	}
-	req, err := DecodeRequest(raw)
+	req, err := rd.Decode(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +163,12 @@ func readBody(body io.Reader, size, limit int64) ([]byte, error) {
 // numbers out of a field's range, malformed JSON) goes through
 // encoding/json. Errors wrap ErrBadRequest.
 func DecodeRequest(raw []byte) (*goopenai.ChatCompletionRequest, error) {
-	if req, ok := leanDecode(raw); ok {
+	return new(RequestDecoder).Decode(raw)
+}
+
+// Decode is DecodeRequest, remembering the last schema checked.
+func (rd *RequestDecoder) Decode(raw []byte) (*goopenai.ChatCompletionRequest, error) {
+	if req, ok := leanDecode(raw, &rd.lastSchema); ok {
 		return req, nil
 	}
 	return stdDecode(raw)
@@ -197,8 +217,9 @@ const (
 // leanDecode decodes the usual shapes of a request body without
 // reflection; ok is false for anything else, and for any body it cannot
 // vouch to decode exactly as encoding/json does.
-func leanDecode(raw []byte) (req *goopenai.ChatCompletionRequest, ok bool) {
-	d := lexer{Lexer: jsonw.New(string(raw), jsonw.SurrogatePairs), raw: raw}
+// lastSchema holds the last schema checked; see RequestDecoder.
+func leanDecode(raw []byte, lastSchema *atomic.Pointer[string]) (req *goopenai.ChatCompletionRequest, ok bool) {
+	d := lexer{Lexer: jsonw.New(string(raw), jsonw.SurrogatePairs), raw: raw, lastSchema: lastSchema}
 	req = new(goopenai.ChatCompletionRequest)
 	seen := 0
 	ok = d.Object(func(key string) bool {
@@ -390,11 +411,7 @@ func (d *lexer) jsonSchema() (*goopenai.ChatCompletionResponseFormatJSONSchema, 
 	return js, ok
 }
 
-// lastSchema is the last schema text the lean decoder checked, so that
-// the schema every request of an experiment repeats is checked once.
-var lastSchema atomic.Pointer[string]
-
-// maxCachedSchema bounds the schema kept in lastSchema.
+// maxCachedSchema bounds the schema a RequestDecoder keeps.
 const maxCachedSchema = 64 << 10
 
 // schemaObject checks and passes over a schema, which must be an object.
@@ -405,7 +422,7 @@ func (d *lexer) schemaObject() bool {
 	if d.Peek() != '{' {
 		return false
 	}
-	if last := lastSchema.Load(); last != nil && strings.HasPrefix(rest, *last) {
+	if last := d.lastSchema.Load(); last != nil && strings.HasPrefix(rest, *last) {
 		d.Advance(len(*last))
 		return true
 	}
@@ -414,7 +431,7 @@ func (d *lexer) schemaObject() bool {
 	}
 	if n := len(rest) - len(d.Rest()); n <= maxCachedSchema {
 		text := strings.Clone(rest[:n])
-		lastSchema.Store(&text)
+		d.lastSchema.Store(&text)
 	}
 	return true
 }
@@ -467,6 +484,9 @@ const maxLeanDepth = 256
 type lexer struct {
 	jsonw.Lexer
 	raw []byte
+	// lastSchema is the last schema text checked, so that a text starting
+	// with it is passed over without a second check.
+	lastSchema *atomic.Pointer[string]
 }
 
 // float32 reads a number into a float32 as encoding/json does.

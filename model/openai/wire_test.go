@@ -130,8 +130,13 @@ var otherBodies = []string{
 	`{"model":"m","messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":true,"include_usage":false}}`,
 }
 
-// checkDecode compares DecodeRequest with encoding/json on body; lean
-// reports whether the lean decoder read it.
+// testDecoder is shared by every checkDecode, so that bodies are also
+// decoded after a schema another body left remembered.
+var testDecoder RequestDecoder
+
+// checkDecode compares DecodeRequest, and a decoder that remembers
+// schemas, with encoding/json on body; lean reports whether the lean
+// decoder read it.
 func checkDecode(t *testing.T, body string) (lean bool) {
 	t.Helper()
 	want, wantErr := stdDecode([]byte(body))
@@ -142,7 +147,14 @@ func checkDecode(t *testing.T, body string) (lean bool) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("body %q:\ngot  %+v\nwant %+v", body, got, want)
 	}
-	lreq, ok := leanDecode([]byte(body))
+	got, gotErr = testDecoder.Decode([]byte(body))
+	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+		t.Fatalf("body %q: got error %v; want %v", body, gotErr, wantErr)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("body %q:\ngot  %+v\nwant %+v", body, got, want)
+	}
+	lreq, ok := leanDecode([]byte(body), &testDecoder.lastSchema)
 	if ok {
 		if wantErr != nil {
 			t.Fatalf("body %q: the lean decoder accepted what encoding/json refuses (%v)", body, wantErr)
@@ -454,8 +466,9 @@ func BenchmarkDecodeRequest(b *testing.B) {
 	b.Run("lean", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(body)))
+		var rd RequestDecoder
 		for b.Loop() {
-			if _, err := DecodeRequest(body); err != nil {
+			if _, err := rd.Decode(body); err != nil {
 				b.Fatal(err)
 			}
 		}

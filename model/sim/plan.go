@@ -66,7 +66,7 @@ func (m *Model) Plan(req *model.Request) (Plan, error) {
 	if u[drawTail] < cfg.TailRate {
 		mult *= cfg.TailFactor
 	}
-	tin := Tokens(req.System) + Tokens(req.Text) + contractSize(req.Contract)/8
+	tin := Tokens(req.System) + Tokens(req.Text) + m.sized.size(req.Contract)/8
 	p := Plan{Model: cfg.Name, Sleep: !cfg.NoSleep}
 	p.InputUsage = model.Usage{TokensIn: tin, Cost: float64(tin) * cfg.PriceIn}
 
@@ -130,21 +130,23 @@ type sizedContract struct {
 	size int
 }
 
-// lastContract is the last contract sized, so that the contract every
-// call of an experiment repeats is scanned once.
-var lastContract atomic.Pointer[sizedContract]
+// contractSizer remembers the last contract sized. Its zero value is ready
+// to use and it is safe for concurrent use.
+type contractSizer struct {
+	last atomic.Pointer[sizedContract]
+}
 
-// contractSize is jsonSize(c), remembered for the last contract seen.
-func contractSize(c []byte) int {
+// size is jsonSize(c), remembered for the last contract seen.
+func (z *contractSizer) size(c []byte) int {
 	if len(c) < 256 {
 		return jsonSize(c)
 	}
-	if last := lastContract.Load(); last != nil && bytes.Equal(last.text, c) {
+	if last := z.last.Load(); last != nil && bytes.Equal(last.text, c) {
 		return last.size
 	}
 	n := jsonSize(c)
 	if len(c) <= 64<<10 {
-		lastContract.Store(&sizedContract{text: bytes.Clone(c), size: n})
+		z.last.Store(&sizedContract{text: bytes.Clone(c), size: n})
 	}
 	return n
 }

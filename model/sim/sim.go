@@ -38,6 +38,9 @@ type Model struct {
 	neg   *vocab
 	sleep func(ctx context.Context, d time.Duration) error // real waiting, scaled
 	now   func() time.Time
+	// sized remembers the size of the last contract this model billed, so
+	// that the contract every call of an experiment repeats is scanned once.
+	sized contractSizer
 }
 
 var _ model.Model = (*Model)(nil)

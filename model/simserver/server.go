@@ -95,7 +95,9 @@ type Server struct {
 	now     func() time.Time
 	created int64
 	seq     atomic.Uint64
-	st      stats
+	// dec reads request bodies, remembering the schema they repeat.
+	dec openai.RequestDecoder
+	st  stats
 	// wait waits until a moment of the plan; false when ctx ended first.
 	// Tests replace it to step a fake clock instead of sleeping.
 	wait func(ctx context.Context, until time.Time) bool
@@ -239,7 +241,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 // decode reads the request into a call, or says what is wrong with it:
 // HTTP status, error code and parameter.
 func (s *Server) decode(r *http.Request) (c call, status int, code, param string, err error) {
-	creq, err := openai.ReadRequest(r, s.cfg.MaxBodyBytes)
+	creq, err := s.dec.ReadRequest(r, s.cfg.MaxBodyBytes)
 	if err != nil {
 		if errors.Is(err, openai.ErrTooLarge) {
 			return c, http.StatusRequestEntityTooLarge, "request_too_large", "", err

@@ -1,4 +1,4 @@
-package router
+package tune
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/crab-testbed/crab/router"
 )
 
 // WriteText writes the tuning report for a terminal: the split, each
@@ -30,7 +32,7 @@ func (r *TuneReport) WriteText(w io.Writer) error {
 }
 
 func policyTitle(p string) (title, param string) {
-	if p == PolicyCascade {
+	if p == router.PolicyCascade {
 		return "cascade (small first, escalate on a failed or unconfident answer)", "confidence"
 	}
 	return "threshold router (score >= threshold goes to the large model)", "threshold"
@@ -48,7 +50,7 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 	fmt.Fprintf(b, "\nholdout (%d tasks, reported once for the chosen %s):\n", h.N, param)
 	t := &textTable{header: []string{"policy", "pass", "cost", "cost/pass", shareName(p.Policy), "mean latency"}}
 	name := "router @" + fmtThreshold(p.Threshold)
-	if p.Policy == PolicyCascade {
+	if p.Policy == router.PolicyCascade {
 		name = "cascade @" + fmtThreshold(p.Threshold)
 	}
 	t.add(name, passOf(h.Pass, h.N), fmtCost(h.Cost), cpp(h.Cost, h.Pass), fmtPct(h.StrongShare), fmtMs(h.LatencyMeanMs))
@@ -63,7 +65,7 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 		pd.Resamples, pd.PassDiff, pd.PassCI[0], pd.PassCI[1], fmtSigned(pd.CostDiff), fmtSigned(pd.CostCI[0]), fmtSigned(pd.CostCI[1]))
 	fmt.Fprintf(b, "%s: %s on holdout vs %s on calibration (drift %+.1f points)\n", shareName(p.Policy),
 		fmtPct(h.StrongShare), fmtPct(h.StrongShareCalibration), 100*h.StrongShareDrift)
-	if p.Policy == PolicyCascade {
+	if p.Policy == router.PolicyCascade {
 		fmt.Fprintf(b, "escalations: %d of %d requests, costing %s (both calls count: small %s + large %s)\n",
 			h.Escalated, h.N, fmtCost(h.EscalationCost), fmtCost(h.Cost-h.EscalationCost), fmtCost(h.EscalationCost))
 	}
@@ -74,7 +76,7 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 	fmt.Fprintf(b, "misroutes: under %d (large calls that would fix them: %s), over %d (wasted: %s), hopeless %d (spent: %s)\n",
 		h.Misroutes.Under, fmtCost(mc.Under), h.Misroutes.Over, fmtCost(mc.Over), h.Misroutes.Hopeless, fmtCost(mc.Hopeless))
 	b.WriteString("misroute matrix (requests, passes, cost), rows: model that answered, columns: which models pass the task\n")
-	mt := &textTable{header: append([]string{"answered by"}, ClassNames[:]...)}
+	mt := &textTable{header: append([]string{"answered by"}, classNames[:]...)}
 	for _, row := range []struct {
 		name  string
 		cells [numClasses]Cell
@@ -144,7 +146,7 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 }
 
 func shareName(policy string) string {
-	if policy == PolicyCascade {
+	if policy == router.PolicyCascade {
 		return "escalated"
 	}
 	return "strong share"

@@ -1,10 +1,12 @@
-package cache
+package audit
 
 import (
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/crab-testbed/crab/cache"
 )
 
 // WriteText prints the report as aligned tables: the configurations side
@@ -94,7 +96,7 @@ func verdictText(c *ConfigResult) string {
 		for _, k := range []struct {
 			name string
 			n    uint64
-		}{{LeakCrossTenant, c.Leaks.CrossTenant}, {LeakPermission, c.Leaks.Permission}, {LeakStale, c.Leaks.Stale}, {LeakLanguage, c.Leaks.Language}} {
+		}{{cache.LeakCrossTenant, c.Leaks.CrossTenant}, {cache.LeakPermission, c.Leaks.Permission}, {cache.LeakStale, c.Leaks.Stale}, {cache.LeakLanguage, c.Leaks.Language}} {
 			if k.n > 0 {
 				kinds = append(kinds, fmt.Sprintf("%s %d", k.name, k.n))
 			}

@@ -1,4 +1,4 @@
-package router
+package tune
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/crab-testbed/crab/router"
 )
 
 func TestQuestionKey(t *testing.T) {
@@ -143,7 +145,7 @@ func TestSweepPointsAndMisroutes(t *testing.T) {
 		sample("hopeless", "short", "c", 0.9, false, false),
 	}
 	idx := []int{0, 1, 2}
-	pts := Sweep(PolicyThreshold, s, idx)
+	pts := Sweep(router.PolicyThreshold, s, idx)
 	type row struct {
 		th                    float64
 		large, pass           int
@@ -230,11 +232,11 @@ func TestCascadeReplay(t *testing.T) {
 		{"unknown confidence", mk("ok", true, 0), 0.6, true},
 		{"timeout is not escalated", mk("timeout", false, 0), 0.6, false},
 	} {
-		small, large := calls(PolicyCascade, &tc.s, tc.threshold)
+		small, large := calls(router.PolicyCascade, &tc.s, tc.threshold)
 		if !small || large != tc.large {
 			t.Errorf("%s: calls small %v large %v; want small true large %v", tc.name, small, large, tc.large)
 		}
-		p := eval(PolicyCascade, []Sample{tc.s}, []int{0}, tc.threshold, nil)
+		p := eval(router.PolicyCascade, []Sample{tc.s}, []int{0}, tc.threshold, nil)
 		wantCost := 1.0
 		if tc.large {
 			wantCost = 11
@@ -353,7 +355,7 @@ func TestRandomBaselineBounds(t *testing.T) {
 		pass float64
 		cost float64
 	}{{0, float64(allSmall), 90}, {90, float64(allLarge), 900}} {
-		rb := randomBaseline(PolicyThreshold, s, idx, tc.k, 20, 1)
+		rb := randomBaseline(router.PolicyThreshold, s, idx, tc.k, 20, 1)
 		if rb.PassMean != tc.pass || rb.CostMean != tc.cost || rb.PassMin != rb.PassMax {
 			t.Errorf("k=%d: got %+v; want pass %v cost %v every time", tc.k, rb, tc.pass, tc.cost)
 		}

@@ -1,9 +1,11 @@
-package router
+package tune
 
 import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/crab-testbed/crab/router"
 )
 
 // TuneConfig configures Tune. The zero value of every field but Seed takes
@@ -61,11 +63,11 @@ func (c *TuneConfig) fill() error {
 		return fmt.Errorf("%w: random seeds and resamples must be positive", ErrTuneConfig)
 	}
 	if len(c.Policies) == 0 {
-		c.Policies = []string{PolicyThreshold, PolicyCascade}
+		c.Policies = []string{router.PolicyThreshold, router.PolicyCascade}
 	}
 	for _, p := range c.Policies {
-		if p != PolicyThreshold && p != PolicyCascade {
-			return fmt.Errorf("%w: unknown policy %q (want %q or %q)", ErrTuneConfig, p, PolicyThreshold, PolicyCascade)
+		if p != router.PolicyThreshold && p != router.PolicyCascade {
+			return fmt.Errorf("%w: unknown policy %q (want %q or %q)", ErrTuneConfig, p, router.PolicyThreshold, router.PolicyCascade)
 		}
 	}
 	return nil
@@ -253,7 +255,7 @@ func Tune(samples []Sample, cfg TuneConfig) (*TuneReport, error) {
 		}
 		if i == 0 {
 			rep.PolicyReport = *pr
-		} else if policy == PolicyCascade {
+		} else if policy == router.PolicyCascade {
 			rep.Cascade = pr
 		}
 	}
@@ -361,7 +363,7 @@ func kindOrder(k string) int {
 // verdict says in one sentence whether the holdout kept its passes.
 func verdict(policy string, h *Holdout, rule Rule) string {
 	name := "the router"
-	if policy == PolicyCascade {
+	if policy == router.PolicyCascade {
 		name = "the cascade"
 	}
 	switch {
@@ -393,7 +395,7 @@ func side(policy string, samples []Sample, idx []int, t float64) Side {
 		s.CostAllSmall += x.Small.Cost
 		s.LatencyMeanAllLarge += x.Large.LatencyMs
 		s.LatencyMeanAllSmall += x.Small.LatencyMs
-		if policy == PolicyCascade {
+		if policy == router.PolicyCascade {
 			if _, large := calls(policy, x, t); large {
 				s.Escalated++
 				s.EscalationCost += x.Large.Cost
@@ -433,7 +435,7 @@ func randomBaseline(policy string, samples []Sample, idx []int, k, seeds int, se
 			s := &samples[si]
 			large := i < k
 			switch {
-			case policy == PolicyCascade && large:
+			case policy == router.PolicyCascade && large:
 				cost += s.Small.Cost + s.Large.Cost
 			case large:
 				cost += s.Large.Cost
@@ -558,7 +560,7 @@ func spread(x []float64) [3]float64 {
 // issue), non_english, tool (a lookup is needed), multi_issue (two or more
 // issue families), no_issue (no issue keyword), long (longer than the
 // default 90-rune window), late_risk (a risk cue beyond the window).
-func FeatureTags(f Features) []string {
+func FeatureTags(f router.Features) []string {
 	var out []string
 	add := func(on bool, tag string) {
 		if on {
@@ -572,7 +574,7 @@ func FeatureTags(f Features) []string {
 	add(f.Tool, "tool")
 	add(f.Cues >= 2, "multi_issue")
 	add(f.Cues == 0, "no_issue")
-	add(f.Runes > DefaultLongFrom, "long")
+	add(f.Runes > router.DefaultLongFrom, "long")
 	if len(out) == 0 {
 		out = append(out, "none")
 	}

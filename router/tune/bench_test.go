@@ -1,6 +1,10 @@
-package router
+package tune
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/crab-testbed/crab/router"
+)
 
 // BenchmarkTune replays both policies on a 480-task table: split, sweep,
 // choice and the holdout report (random baseline and bootstrap included).
@@ -27,6 +31,6 @@ func BenchmarkSweep(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		Sweep(PolicyThreshold, samples, idx)
+		Sweep(router.PolicyThreshold, samples, idx)
 	}
 }

@@ -1,4 +1,4 @@
-package cache
+package audit
 
 import (
 	"math"

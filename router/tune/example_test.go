@@ -1,4 +1,4 @@
-package router_test
+package tune_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/router"
+	"github.com/crab-testbed/crab/router/tune"
 )
 
 // A cascade asks the small model first and escalates an unconfident answer.
@@ -35,20 +36,20 @@ func ExampleNewCascade() {
 // Tune chooses a threshold on a calibration split of an outcome table and
 // reports it once on the holdout.
 func ExampleTune() {
-	var samples []router.Sample
+	var samples []tune.Sample
 	for i := range 40 {
 		hard := i%4 == 0
 		score := 0.1
 		if hard {
 			score = 0.8
 		}
-		samples = append(samples, router.Sample{
+		samples = append(samples, tune.Sample{
 			ID: fmt.Sprintf("t%02d", i), Group: "short", Key: fmt.Sprintf("question %d", i), Score: score,
-			Small: router.Outcome{Outcome: "ok", OK: true, Pass: !hard, Cost: 1, Confidence: 0.9},
-			Large: router.Outcome{Outcome: "ok", OK: true, Pass: true, Cost: 10, Confidence: 0.97},
+			Small: tune.Outcome{Outcome: "ok", OK: true, Pass: !hard, Cost: 1, Confidence: 0.9},
+			Large: tune.Outcome{Outcome: "ok", OK: true, Pass: true, Cost: 10, Confidence: 0.97},
 		})
 	}
-	rep, err := router.Tune(samples, router.TuneConfig{Seed: 1, Policies: []string{router.PolicyThreshold}})
+	rep, err := tune.Tune(samples, tune.TuneConfig{Seed: 1, Policies: []string{router.PolicyThreshold}})
 	if err != nil {
 		fmt.Println(err)
 		return

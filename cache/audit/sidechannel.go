@@ -1,4 +1,4 @@
-package cache
+package audit
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -24,7 +25,7 @@ type SideChannelOptions struct {
 	// checked on hit) and the naive key (text, unchecked).
 	Configs []AuditConfig
 	// NewStore makes each configuration's store. Default: a fresh Ristretto.
-	NewStore func(config string) (Store, error)
+	NewStore func(config string) (cache.Store, error)
 	// Alpha is the significance level of the verdict. Default 0.01.
 	Alpha float64
 	// TimeScale is the backend's time scale (printed only).
@@ -93,13 +94,15 @@ func SideChannel(ctx context.Context, opts SideChannelOptions) (*SideChannelRepo
 		opts.Alpha = 0.01
 	}
 	if opts.NewStore == nil {
-		opts.NewStore = func(string) (Store, error) { return NewRistretto(RistrettoConfig{NumCounters: 1 << 14}) }
+		opts.NewStore = func(string) (cache.Store, error) {
+			return cache.NewRistretto(cache.RistrettoConfig{NumCounters: 1 << 14})
+		}
 	}
 	configs := opts.Configs
 	if configs == nil {
 		configs = []AuditConfig{
-			{Name: AuditFull, Fields: []string{PresetFull}, CheckOnHit: true},
-			{Name: AuditText, Fields: []string{FieldText}},
+			{Name: AuditFull, Fields: []string{cache.PresetFull}, CheckOnHit: true},
+			{Name: AuditText, Fields: []string{cache.FieldText}},
 		}
 	}
 	rep := &SideChannelReport{Trials: opts.Trials, Alpha: opts.Alpha, TimeScale: opts.TimeScale, Model: opts.Model, Mode: opts.Mode}
@@ -114,7 +117,7 @@ func SideChannel(ctx context.Context, opts SideChannelOptions) (*SideChannelRepo
 }
 
 func sideChannelConfig(ctx context.Context, cfg AuditConfig, opts *SideChannelOptions) (SideChannelResult, error) {
-	spec, err := NewKeySpec(cfg.Fields)
+	spec, err := cache.NewKeySpec(cfg.Fields)
 	if err != nil {
 		return SideChannelResult{}, err
 	}
@@ -123,7 +126,7 @@ func sideChannelConfig(ctx context.Context, cfg AuditConfig, opts *SideChannelOp
 		return SideChannelResult{}, err
 	}
 	defer store.Close()
-	c, err := New(Config{Fields: cfg.Fields, CheckOnHit: cfg.CheckOnHit}, store)
+	c, err := cache.New(cache.Config{Fields: cfg.Fields, CheckOnHit: cfg.CheckOnHit}, store)
 	if err != nil {
 		return SideChannelResult{}, err
 	}

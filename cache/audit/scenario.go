@@ -1,8 +1,6 @@
-package cache
+package audit
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -10,12 +8,12 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/internal/inputerr"
-
+	"github.com/crab-testbed/crab/internal/jsonl"
 	"github.com/crab-testbed/crab/model"
 )
 
 // ErrBadScenario matches every *ScenarioError with errors.Is.
-var ErrBadScenario = errors.New("cache: bad scenario")
+var ErrBadScenario = errors.New("audit: bad scenario")
 
 // ScenarioError is a fault in a scenario file: the file, the 1-based line
 // (0 when the fault is not tied to one) and the field at fault.
@@ -145,15 +143,9 @@ func ReadScenarios(r io.Reader, name string, rules ScenarioRules) ([]ScenarioLin
 	var out []ScenarioLine
 	ids := map[string]int{}
 	held := map[string]int{} // label → line of the hold, while unreleased
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	n := 0
+	sc := jsonl.NewScanner(r, true)
 	for sc.Scan() {
-		n++
-		raw := bytes.TrimSpace(sc.Bytes())
-		if len(raw) == 0 || raw[0] == '#' {
-			continue
-		}
+		raw, n := sc.Bytes(), sc.Line()
 		var l ScenarioLine
 		if err := inputerr.DecodeStrict(raw, &l); err != nil {
 			return nil, scenarioJSONError(name, n, err)
@@ -184,7 +176,7 @@ func ReadScenarios(r io.Reader, name string, rules ScenarioRules) ([]ScenarioLin
 		out = append(out, l)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &ScenarioError{File: name, Line: n + 1, Msg: err.Error()}
+		return nil, &ScenarioError{File: name, Line: sc.Line() + 1, Msg: err.Error()}
 	}
 	first, firstLine := "", 0
 	for label, line := range held {

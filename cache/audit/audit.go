@@ -1,4 +1,11 @@
-package cache
+// Package audit is crab's offline leak audit of the response cache: Audit
+// plays leak scenarios (ReadScenarios) through several cache key
+// configurations side by side and counts, for each, the hits served to
+// another scope; SideChannel measures whether latency tells a tenant that
+// another tenant asked first (a two-sample Kolmogorov–Smirnov test, KS2).
+// It builds ordinary caches from package cache and adds nothing to their
+// request path.
+package audit
 
 import (
 	"context"
@@ -12,8 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/internal/quantile"
-
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -53,14 +60,14 @@ const (
 // rate the added fields cost.
 func StandardConfigs() []AuditConfig {
 	return []AuditConfig{
-		{Name: AuditText, Fields: []string{FieldText}},
-		{Name: AuditTenant, Fields: []string{FieldTenant, FieldText}, Base: AuditText},
-		{Name: AuditPermission, Fields: []string{FieldTenant, FieldPermission, FieldText}, Base: AuditTenant},
-		{Name: AuditDocVersion, Fields: []string{FieldTenant, FieldPermission, FieldDocVersion, FieldText}, Base: AuditPermission},
-		{Name: AuditLang, Fields: []string{FieldTenant, FieldPermission, FieldDocVersion, FieldLang, FieldText}, Base: AuditDocVersion},
-		{Name: AuditFull, Fields: []string{PresetFull}, CheckOnHit: true, Base: AuditLang},
-		{Name: AuditFullNoCheck, Fields: []string{PresetFull}, Base: AuditFull},
-		{Name: AuditTextChecked, Fields: []string{FieldText}, CheckOnHit: true, Base: AuditText},
+		{Name: AuditText, Fields: []string{cache.FieldText}},
+		{Name: AuditTenant, Fields: []string{cache.FieldTenant, cache.FieldText}, Base: AuditText},
+		{Name: AuditPermission, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldText}, Base: AuditTenant},
+		{Name: AuditDocVersion, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldDocVersion, cache.FieldText}, Base: AuditPermission},
+		{Name: AuditLang, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldDocVersion, cache.FieldLang, cache.FieldText}, Base: AuditDocVersion},
+		{Name: AuditFull, Fields: []string{cache.PresetFull}, CheckOnHit: true, Base: AuditLang},
+		{Name: AuditFullNoCheck, Fields: []string{cache.PresetFull}, Base: AuditFull},
+		{Name: AuditTextChecked, Fields: []string{cache.FieldText}, CheckOnHit: true, Base: AuditText},
 	}
 }
 
@@ -79,7 +86,7 @@ type AuditOptions struct {
 	DefaultModel string
 	// NewStore makes the store of one configuration (each gets its own, so
 	// configurations never share entries). Default: a fresh Ristretto.
-	NewStore func(config string) (Store, error)
+	NewStore func(config string) (cache.Store, error)
 	// StoreName is printed with the report. Default "ristretto".
 	StoreName string
 	// TTL is every entry's time to live. Default one hour (the built-in
@@ -148,9 +155,9 @@ type ConfigResult struct {
 	HitRate    float64 `json:"hit_rate"`
 	// HitCost is the base configuration's hit rate minus this one's: the
 	// hit rate the added key fields (or the check) cost. Nil without a base.
-	HitCost *float64   `json:"hit_cost,omitempty"`
-	Base    string     `json:"base,omitempty"`
-	Leaks   LeakCounts `json:"leaks"` // hits served to another scope, by kind
+	HitCost *float64         `json:"hit_cost,omitempty"`
+	Base    string           `json:"base,omitempty"`
+	Leaks   cache.LeakCounts `json:"leaks"` // hits served to another scope, by kind
 	// OtherRequest counts hits served in the right scope but built for
 	// another request: another model, mode, max tokens, sampling, contract,
 	// system prompt or (after a hash collision) text.
@@ -166,11 +173,11 @@ type ConfigResult struct {
 	MissP95Ms       *float64 `json:"miss_p95_ms"`
 	// Unexpected lists request lines whose expect (hit or miss) the
 	// configuration did not meet; checked for the full key only.
-	Unexpected []string         `json:"unexpected,omitempty"`
-	Verdict    string           `json:"verdict"`
-	Scenarios  []ScenarioResult `json:"scenarios"`
-	Cache      Stats            `json:"cache"`
-	Store      StoreMetrics     `json:"store"`
+	Unexpected []string           `json:"unexpected,omitempty"`
+	Verdict    string             `json:"verdict"`
+	Scenarios  []ScenarioResult   `json:"scenarios"`
+	Cache      cache.Stats        `json:"cache"`
+	Store      cache.StoreMetrics `json:"store"`
 	// Lines holds one result per scenario line, in file order (action
 	// lines have an empty Cache).
 	Lines []LineResult `json:"-"`
@@ -181,12 +188,12 @@ func (c *ConfigResult) LeakTotal() int { return int(c.Leaks.Total()) }
 
 // ScenarioResult is one scenario's share of a configuration's row.
 type ScenarioResult struct {
-	Name            string     `json:"name"`
-	Requests        int        `json:"requests"`
-	Hits            int        `json:"hits"`
-	Leaks           LeakCounts `json:"leaks"`
-	OtherRequest    int        `json:"other_request"`
-	ScopeMismatches int        `json:"scope_mismatches"`
+	Name            string           `json:"name"`
+	Requests        int              `json:"requests"`
+	Hits            int              `json:"hits"`
+	Leaks           cache.LeakCounts `json:"leaks"`
+	OtherRequest    int              `json:"other_request"`
+	ScopeMismatches int              `json:"scope_mismatches"`
 }
 
 // LineResult is what one scenario line did under one configuration.
@@ -204,7 +211,7 @@ type LineResult struct {
 }
 
 // ErrAuditConfig is returned for options Audit cannot run with.
-var ErrAuditConfig = errors.New("cache: bad audit options")
+var ErrAuditConfig = errors.New("audit: bad options")
 
 // Audit plays lines through every configuration (one fresh cache and
 // store each, one after the other so that their latencies do not mix) in
@@ -229,7 +236,9 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 		opts.TTL = 0
 	}
 	if opts.NewStore == nil {
-		opts.NewStore = func(string) (Store, error) { return NewRistretto(RistrettoConfig{NumCounters: 1 << 14}) }
+		opts.NewStore = func(string) (cache.Store, error) {
+			return cache.NewRistretto(cache.RistrettoConfig{NumCounters: 1 << 14})
+		}
 		opts.StoreName = "ristretto"
 	}
 	if opts.StoreName == "" {
@@ -290,7 +299,7 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 
 // auditConfig plays every line through one configuration.
 func auditConfig(ctx context.Context, lines []ScenarioLine, cfg AuditConfig, opts *AuditOptions) (ConfigResult, error) {
-	spec, err := NewKeySpec(cfg.Fields)
+	spec, err := cache.NewKeySpec(cfg.Fields)
 	if err != nil {
 		return ConfigResult{}, err
 	}
@@ -300,7 +309,7 @@ func auditConfig(ctx context.Context, lines []ScenarioLine, cfg AuditConfig, opt
 	}
 	defer store.Close()
 	clock := &offsetClock{}
-	c, err := New(Config{Fields: cfg.Fields, TTL: opts.TTL, CheckOnHit: cfg.CheckOnHit, Now: clock.Now}, store)
+	c, err := cache.New(cache.Config{Fields: cfg.Fields, TTL: opts.TTL, CheckOnHit: cfg.CheckOnHit, Now: clock.Now}, store)
 	if err != nil {
 		return ConfigResult{}, err
 	}
@@ -318,7 +327,7 @@ func auditConfig(ctx context.Context, lines []ScenarioLine, cfg AuditConfig, opt
 			lr.Cache = resp.Trace.Cache
 			lr.Mismatch = resp.Trace.ScopeMismatch
 			if lr.Cache == model.CacheHit {
-				lr.Leak = LeakKind(resp.Scope, req.Scope)
+				lr.Leak = cache.LeakKind(resp.Scope, req.Scope)
 				if lr.Leak == "" {
 					origin, ok := be.origin(resp.Model)
 					lr.OtherRequest = !ok || !sameRequest(origin, req)
@@ -402,7 +411,7 @@ func auditConfig(ctx context.Context, lines []ScenarioLine, cfg AuditConfig, opt
 
 	res := ConfigResult{Name: cfg.Name, Key: keyLabel(spec), CheckOnHit: cfg.CheckOnHit, Base: cfg.Base, Lines: results}
 	var hitLat, missLat []float64
-	checkExpect := spec.mask == allFieldsMask
+	checkExpect := spec.Full()
 	for i, lr := range results {
 		l := &lines[i]
 		if !l.IsRequest() {
@@ -427,7 +436,7 @@ func auditConfig(ctx context.Context, lines []ScenarioLine, cfg AuditConfig, opt
 		if lr.OtherRequest {
 			res.OtherRequest++
 		}
-		res.Leaks.addKind(lr.Leak)
+		addKind(&res.Leaks, lr.Leak)
 		if checkExpect && l.Expect != "" && l.Expect != lr.Cache {
 			res.Unexpected = append(res.Unexpected, fmt.Sprintf("line %d (%s, %s): got %s, want %s", l.Line, l.Scenario, l.ID, orDash(lr.Cache), l.Expect))
 		}
@@ -483,7 +492,7 @@ func scenarioResults(names []string, lines []ScenarioLine, results []LineResult)
 		if lr.Cache == model.CacheHit {
 			s.Hits++
 		}
-		s.Leaks.addKind(lr.Leak)
+		addKind(&s.Leaks, lr.Leak)
 		if lr.OtherRequest {
 			s.OtherRequest++
 		}
@@ -494,15 +503,16 @@ func scenarioResults(names []string, lines []ScenarioLine, results []LineResult)
 	return out
 }
 
-func (l *LeakCounts) addKind(kind string) {
+// addKind counts one hit of a leak kind; "" counts nothing.
+func addKind(l *cache.LeakCounts, kind string) {
 	switch kind {
-	case LeakCrossTenant:
+	case cache.LeakCrossTenant:
 		l.CrossTenant++
-	case LeakPermission:
+	case cache.LeakPermission:
 		l.Permission++
-	case LeakStale:
+	case cache.LeakStale:
 		l.Stale++
-	case LeakLanguage:
+	case cache.LeakLanguage:
 		l.Language++
 	}
 }
@@ -512,13 +522,13 @@ func (l *LeakCounts) addKind(kind string) {
 func sameRequest(origin, req *model.Request) bool {
 	return origin.Model == req.Model && origin.Mode == req.Mode && origin.MaxTokens == req.MaxTokens &&
 		origin.Temperature == req.Temperature && origin.ContractHash == req.ContractHash &&
-		NormalizeText(origin.System) == NormalizeText(req.System) && NormalizeText(origin.Text) == NormalizeText(req.Text)
+		cache.NormalizeText(origin.System) == cache.NormalizeText(req.System) && cache.NormalizeText(origin.Text) == cache.NormalizeText(req.Text)
 }
 
 // keyLabel is "full" for every field, else the canonical list.
-func keyLabel(k KeySpec) string {
-	if k.mask == allFieldsMask {
-		return PresetFull
+func keyLabel(k cache.KeySpec) string {
+	if k.Full() {
+		return cache.PresetFull
 	}
 	return k.String()
 }

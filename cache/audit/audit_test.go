@@ -1,4 +1,4 @@
-package cache
+package audit
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/sim"
 )
@@ -16,7 +17,7 @@ import (
 // builtinScenarios reads the embedded scenario file from the source tree.
 func builtinScenarios(t testing.TB) []ScenarioLine {
 	t.Helper()
-	raw, err := os.ReadFile("../fixtures/scenarios.jsonl")
+	raw, err := os.ReadFile("../../fixtures/scenarios.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,14 +51,14 @@ func simBackend(t testing.TB, timeScale float64) model.Model {
 // runAudit plays the built-in scenarios on one store kind.
 func runAudit(t *testing.T, st testStore, audited string) *AuditReport {
 	t.Helper()
-	fields, err := ParseFields(audited)
+	fields, err := cache.ParseFields(audited)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rep, err := Audit(context.Background(), builtinScenarios(t), AuditOptions{
 		Audited: AuditConfig{Fields: fields},
 		Backend: simBackend(t, 0),
-		NewStore: func(string) (Store, error) {
+		NewStore: func(string) (cache.Store, error) {
 			return st.make(t), nil
 		},
 		StoreName: st.name,
@@ -99,24 +100,24 @@ func scenarioOf(t *testing.T, c *ConfigResult, name string) ScenarioResult {
 var scenarioWant = []struct {
 	scenario  string
 	fullHits  int
-	textLeaks LeakCounts
+	textLeaks cache.LeakCounts
 	textOther int
 	atLeast   bool
 	// missEverywhere lists line ids that must miss under every key: answers
 	// invalidated before (or while) they were built must never come back.
 	missEverywhere []string
 }{
-	{scenario: "second_tenant", fullHits: 2, textLeaks: LeakCounts{CrossTenant: 2}},
-	{scenario: "client_namespace", fullHits: 1, textLeaks: LeakCounts{CrossTenant: 1}},
-	{scenario: "permission_lowered", fullHits: 3, textLeaks: LeakCounts{Permission: 1}, missEverywhere: []string{"pl5", "pl10"}},
-	{scenario: "doc_version_bump", fullHits: 2, textLeaks: LeakCounts{Stale: 2}},
-	{scenario: "doc_bump_in_flight", fullHits: 1, textLeaks: LeakCounts{Stale: 1}, missEverywhere: []string{"if4", "if9"}},
-	{scenario: "languages", fullHits: 3, textLeaks: LeakCounts{Language: 3}},
-	{scenario: "field_boundary", fullHits: 0, textLeaks: LeakCounts{Permission: 1}, missEverywhere: []string{"fb2"}},
+	{scenario: "second_tenant", fullHits: 2, textLeaks: cache.LeakCounts{CrossTenant: 2}},
+	{scenario: "client_namespace", fullHits: 1, textLeaks: cache.LeakCounts{CrossTenant: 1}},
+	{scenario: "permission_lowered", fullHits: 3, textLeaks: cache.LeakCounts{Permission: 1}, missEverywhere: []string{"pl5", "pl10"}},
+	{scenario: "doc_version_bump", fullHits: 2, textLeaks: cache.LeakCounts{Stale: 2}},
+	{scenario: "doc_bump_in_flight", fullHits: 1, textLeaks: cache.LeakCounts{Stale: 1}, missEverywhere: []string{"if4", "if9"}},
+	{scenario: "languages", fullHits: 3, textLeaks: cache.LeakCounts{Language: 3}},
+	{scenario: "field_boundary", fullHits: 0, textLeaks: cache.LeakCounts{Permission: 1}, missEverywhere: []string{"fb2"}},
 	{scenario: "request_params", fullHits: 2, textOther: 6},
 	{scenario: "ttl_expiry", fullHits: 2, missEverywhere: []string{"tt3"}},
 	{scenario: "faults_not_cached", fullHits: 3, missEverywhere: []string{"er2", "tr2", "cf2"}},
-	{scenario: "many_tenants_parallel", fullHits: 12, textLeaks: LeakCounts{CrossTenant: 11}, atLeast: true},
+	{scenario: "many_tenants_parallel", fullHits: 12, textLeaks: cache.LeakCounts{CrossTenant: 11}, atLeast: true},
 }
 
 // Every built-in scenario, on both stores.
@@ -128,7 +129,7 @@ func TestAuditBuiltinScenarios(t *testing.T) {
 	for _, st := range testStores(t) {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()
-			rep := runAudit(t, st, PresetFull)
+			rep := runAudit(t, st, cache.PresetFull)
 			full := configByName(t, rep, AuditFull)
 			text := configByName(t, rep, AuditText)
 			for _, w := range scenarioWant {
@@ -197,8 +198,8 @@ func TestAuditLadderAndVerdicts(t *testing.T) {
 				wantFailed  bool
 				wantVerdict string
 			}{
-				{PresetFull, false, VerdictOK},
-				{PresetText, true, VerdictLeaks},
+				{cache.PresetFull, false, VerdictOK},
+				{cache.PresetText, true, VerdictLeaks},
 				{"tenant,permission,doc_version,lang,text", true, VerdictWrong},
 			} {
 				rep := runAudit(t, st, tc.audited)
@@ -206,12 +207,12 @@ func TestAuditLadderAndVerdicts(t *testing.T) {
 				if rep.Failed != tc.wantFailed || a.Verdict != tc.wantVerdict {
 					t.Errorf("audited %s: failed %v, verdict %s; want %v, %s", tc.audited, rep.Failed, a.Verdict, tc.wantFailed, tc.wantVerdict)
 				}
-				if tc.audited == PresetText {
+				if tc.audited == cache.PresetText {
 					if l := a.Leaks; l.CrossTenant == 0 || l.Permission == 0 || l.Stale == 0 || l.Language == 0 {
 						t.Errorf("audited text: leaks %+v; want every kind counted", l)
 					}
 				}
-				if tc.audited != PresetFull {
+				if tc.audited != cache.PresetFull {
 					continue
 				}
 				ladder := []string{AuditText, AuditTenant, AuditPermission, AuditDocVersion, AuditLang, AuditFull}
@@ -221,11 +222,11 @@ func TestAuditLadderAndVerdicts(t *testing.T) {
 						t.Errorf("%s: hit rate %v (cost %v) after %s's %v; want no gain and the difference as cost", cur.Name, cur.HitRate, cur.HitCost, prev.Name, prev.HitRate)
 					}
 				}
-				gone := map[string]func(LeakCounts) uint64{
-					AuditTenant:     func(l LeakCounts) uint64 { return l.CrossTenant },
-					AuditPermission: func(l LeakCounts) uint64 { return l.CrossTenant + l.Permission },
-					AuditDocVersion: func(l LeakCounts) uint64 { return l.CrossTenant + l.Permission + l.Stale },
-					AuditLang:       func(l LeakCounts) uint64 { return l.Total() },
+				gone := map[string]func(cache.LeakCounts) uint64{
+					AuditTenant:     func(l cache.LeakCounts) uint64 { return l.CrossTenant },
+					AuditPermission: func(l cache.LeakCounts) uint64 { return l.CrossTenant + l.Permission },
+					AuditDocVersion: func(l cache.LeakCounts) uint64 { return l.CrossTenant + l.Permission + l.Stale },
+					AuditLang:       func(l cache.LeakCounts) uint64 { return l.Total() },
 				}
 				for name, f := range gone {
 					if n := f(configByName(t, rep, name).Leaks); n != 0 {
@@ -255,7 +256,7 @@ func TestAuditStoresAgree(t *testing.T) {
 	stores := testStores(t)
 	reps := make([]*AuditReport, len(stores))
 	for i, st := range stores {
-		reps[i] = runAudit(t, st, PresetFull)
+		reps[i] = runAudit(t, st, cache.PresetFull)
 	}
 	lines := builtinScenarios(t)
 	for ci := range reps[0].Configs {
@@ -283,7 +284,7 @@ func TestAuditUnexpected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Audit(context.Background(), lines, AuditOptions{Audited: AuditConfig{Fields: []string{PresetFull}}, Backend: simBackend(t, 0)})
+	rep, err := Audit(context.Background(), lines, AuditOptions{Audited: AuditConfig{Fields: []string{cache.PresetFull}}, Backend: simBackend(t, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +298,7 @@ func TestAuditOptionsErrors(t *testing.T) {
 	t.Parallel()
 	lines := builtinScenarios(t)
 	for _, opts := range []AuditOptions{
-		{Audited: AuditConfig{Fields: []string{PresetFull}}},
+		{Audited: AuditConfig{Fields: []string{cache.PresetFull}}},
 		{Backend: simBackend(t, 0)},
 	} {
 		if _, err := Audit(context.Background(), lines, opts); !errors.Is(err, ErrAuditConfig) {
@@ -310,7 +311,7 @@ func TestAuditOptionsErrors(t *testing.T) {
 // configuration and the verdict.
 func TestAuditReportOutput(t *testing.T) {
 	t.Parallel()
-	rep := runAudit(t, testStores(t)[0], PresetText)
+	rep := runAudit(t, testStores(t)[0], cache.PresetText)
 	raw, err := json.Marshal(rep)
 	if err != nil {
 		t.Fatal(err)
@@ -360,7 +361,7 @@ func TestSideChannel(t *testing.T) {
 				// time-scale 0.05 keeps every miss several milliseconds
 				// long, so a hit delayed by a busy machine still stands apart
 				Backend: simBackend(t, 0.05), Trials: 20, Seed: 1, Model: sim.KindSmall,
-				NewStore: func(string) (Store, error) { return st.make(t), nil },
+				NewStore: func(string) (cache.Store, error) { return st.make(t), nil },
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -436,16 +437,16 @@ func BenchmarkAudit(b *testing.B) {
 	lines := builtinScenarios(b)
 	for _, name := range []string{"ristretto", "redis"} {
 		b.Run(name, func(b *testing.B) {
-			newStore := func(string) (Store, error) {
-				return NewRistretto(RistrettoConfig{NumCounters: 1 << 12, MaxCost: 8 << 20})
+			newStore := func(string) (cache.Store, error) {
+				return cache.NewRistretto(cache.RistrettoConfig{NumCounters: 1 << 12, MaxCost: 8 << 20})
 			}
 			if name == "redis" {
-				newStore = func(string) (Store, error) { return newTestRedis(b), nil }
+				newStore = func(string) (cache.Store, error) { return newTestRedis(b), nil }
 			}
 			backend := simBackend(b, 0)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Audit(context.Background(), lines, AuditOptions{Audited: AuditConfig{Fields: []string{PresetFull}}, Backend: backend, NewStore: newStore}); err != nil {
+				if _, err := Audit(context.Background(), lines, AuditOptions{Audited: AuditConfig{Fields: []string{cache.PresetFull}}, Backend: backend, NewStore: newStore}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -456,7 +457,7 @@ func BenchmarkAudit(b *testing.B) {
 // FuzzReadScenarios: any input either parses into lines that satisfy the
 // format's rules or fails with a *ScenarioError; it never panics.
 func FuzzReadScenarios(f *testing.F) {
-	raw, err := os.ReadFile("../fixtures/scenarios.jsonl")
+	raw, err := os.ReadFile("../../fixtures/scenarios.jsonl")
 	if err != nil {
 		f.Fatal(err)
 	}

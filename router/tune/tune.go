@@ -1,4 +1,15 @@
-package router
+// Package tune chooses a routing policy's threshold from an outcome table
+// (what each model did with each task): Tune splits the tasks into a
+// calibration and a holdout side (seeded, stratified by group, repeated
+// questions kept on one side), sweeps every candidate threshold on
+// calibration only, picks one by a Rule, and reports that one threshold
+// once on the holdout — pass and cost against all-small, all-large and
+// random routing, the misroute matrix, the misrouted tasks with their
+// features, paired bootstrap intervals and the cost–pass Pareto frontier.
+// It calls no model: every figure is replayed from the table. `crab tune`
+// builds the outcome table and calls it; the thresholds it chooses
+// configure package router's threshold and cascade routers.
+package tune
 
 import (
 	"errors"
@@ -7,25 +18,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
-)
 
-// This file is the tuning logic of `crab tune`: given an outcome table (what
-// each model did with each task), it splits the tasks into a calibration and
-// a holdout side, sweeps a routing policy's threshold on the calibration
-// side only, chooses one, and evaluates that single choice on the holdout.
-// It calls no model: every figure is replayed from the table.
-
-// Policies a tuner sweeps.
-const (
-	// PolicyThreshold is the threshold router (New): a request whose score
-	// is at or above the threshold goes to the large model, every other
-	// one to the small model. One call per request.
-	PolicyThreshold = "threshold"
-	// PolicyCascade is the cascade router (NewCascade): the small model
-	// answers first; the large model is asked as well when that answer
-	// failed (the contract, the backend) or its confidence is below the
-	// threshold. Both calls count.
-	PolicyCascade = "cascade"
+	"github.com/crab-testbed/crab/router"
 )
 
 // Errors of the tuner.
@@ -61,7 +55,7 @@ type Sample struct {
 	Group    string
 	Key      string
 	Score    float64
-	Features Features
+	Features router.Features
 	Small    Outcome
 	Large    Outcome
 }
@@ -90,12 +84,12 @@ func QuestionKey(text string) string {
 
 // calls says which models a policy calls for s at threshold t.
 func calls(policy string, s *Sample, t float64) (small, large bool) {
-	if policy == PolicyCascade {
+	if policy == router.PolicyCascade {
 		// As NewCascade: a small call that used up the request's deadline
 		// is not escalated.
-		return true, s.Small.Outcome != OutcomeTimeout && (CascadeConfig{Confidence: t}).Escalate(s.Small.OK, s.Small.Confidence)
+		return true, s.Small.Outcome != OutcomeTimeout && (router.CascadeConfig{Confidence: t}).Escalate(s.Small.OK, s.Small.Confidence)
 	}
-	if Clamp(s.Score) >= t {
+	if router.Clamp(s.Score) >= t {
 		return false, true
 	}
 	return true, false
@@ -179,8 +173,12 @@ func classOf(s *Sample) int {
 	return classNeither
 }
 
-// ClassNames label the columns of a Matrix.
-var ClassNames = [numClasses]string{"both_pass", "small_only", "large_only", "both_fail"}
+// classNames label the columns of a Matrix.
+var classNames = [numClasses]string{"both_pass", "small_only", "large_only", "both_fail"}
+
+// ClassNames returns the labels of a Matrix's columns, in order, as a copy
+// the caller may change.
+func ClassNames() []string { return append([]string(nil), classNames[:]...) }
 
 // Cell is one cell of a misroute matrix.
 type Cell struct {
@@ -191,7 +189,7 @@ type Cell struct {
 
 // Matrix crosses where a policy sent requests (rows: answered by the small
 // model, answered by the large model) with what the two models do on them
-// (columns, ClassNames: both pass, only small passes, only large passes,
+// (columns, ClassNames(): both pass, only small passes, only large passes,
 // both fail). Under-routes are small × large_only, over-routes large ×
 // (both_pass, small_only), hopeless requests are the both_fail column.
 type Matrix struct {
@@ -279,14 +277,14 @@ func Candidates(policy string, samples []Sample, idx []int) []float64 {
 			out = append(out, v)
 		}
 	}
-	if policy == PolicyCascade {
+	if policy == router.PolicyCascade {
 		add(0)
 	}
 	for _, i := range idx {
-		if policy == PolicyCascade {
+		if policy == router.PolicyCascade {
 			add(min(max(samples[i].Small.Confidence, 0), 1))
 		} else {
-			add(Clamp(samples[i].Score))
+			add(router.Clamp(samples[i].Score))
 		}
 	}
 	sort.Float64s(out)

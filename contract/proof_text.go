@@ -1,0 +1,348 @@
+package contract
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// ProofSide is one side of a shortening proof as read: what it is called,
+// where its answers came from, and the answers in the order read.
+type ProofSide struct {
+	// Label names the side in the report (an arm or a file name).
+	Label string
+	// Source is where the answers were read from (a file or a run).
+	Source string
+	// Answers are the side's answers, at most one per Key.
+	Answers []SideAnswer
+}
+
+// SideAnswer is one answer of a side with what pairs it with the other
+// side's.
+type SideAnswer struct {
+	Task   string // task id
+	Repeat int    // repeat of the task, 0 for the first
+	// Contract is the hash of the contract the answer was validated
+	// against when it was produced; empty when not recorded.
+	Contract string
+	Answer   *Answer
+}
+
+// Key pairs answers across sides: the task id, and the repeat after the
+// first ("t1 repeat 2").
+func (a *SideAnswer) Key() string {
+	if a.Repeat > 0 {
+		return a.Task + " repeat " + strconv.Itoa(a.Repeat)
+	}
+	return a.Task
+}
+
+// ProveSides pairs the answers of two sides by task and repeat, in task id
+// then repeat order whatever order they were read in, gives each pair its
+// ticket text from tickets (task id to text; nil when unknown), and proves
+// them (see Prove). The proof keeps the sides, so WriteText can name them.
+func (c *Contract) ProveSides(full, short *ProofSide, tickets map[string]string, cfg ProofConfig) *Proof {
+	fm, sm := byKey(full), byKey(short)
+	keys := make([]string, 0, len(full.Answers)+len(short.Answers))
+	for i := range full.Answers {
+		keys = append(keys, full.Answers[i].Key())
+	}
+	for i := range short.Answers {
+		if k := short.Answers[i].Key(); fm[k] == nil {
+			keys = append(keys, k)
+		}
+	}
+	either := func(k string) *SideAnswer {
+		if a := fm[k]; a != nil {
+			return a
+		}
+		return sm[k]
+	}
+	slices.SortStableFunc(keys, func(x, y string) int {
+		ax, ay := either(x), either(y)
+		if c := strings.Compare(ax.Task, ay.Task); c != 0 {
+			return c
+		}
+		return ax.Repeat - ay.Repeat
+	})
+	pairs := make([]Pair, len(keys))
+	for i, k := range keys {
+		p := Pair{Task: k}
+		if a := fm[k]; a != nil {
+			p.Full = a.Answer
+			p.Ticket = tickets[a.Task]
+		}
+		if a := sm[k]; a != nil {
+			p.Short = a.Answer
+			p.Ticket = tickets[a.Task]
+		}
+		pairs[i] = p
+	}
+	if cfg.Evidence == "" && cfg.Same == nil && cfg.Superset == nil {
+		cfg = DefaultProofConfig()
+	}
+	p := c.Prove(pairs, cfg)
+	p.c, p.cfg, p.full, p.short = c, cfg, full, short
+	return p
+}
+
+// byKey indexes a side's answers by Key; the first answer of a key wins.
+func byKey(s *ProofSide) map[string]*SideAnswer {
+	m := make(map[string]*SideAnswer, len(s.Answers))
+	for i := range s.Answers {
+		a := &s.Answers[i]
+		if k := a.Key(); m[k] == nil {
+			m[k] = a
+		}
+	}
+	return m
+}
+
+// ProofText is what the text of a proof names beside the proof itself.
+type ProofText struct {
+	// ContractName names the contract file in the heading.
+	ContractName string
+	// TicketNote says where the ticket text came from, or why there is
+	// none.
+	TicketNote string
+	// MaxListed bounds the failed and the not compared tasks listed, each;
+	// 0 lists all.
+	MaxListed int
+}
+
+// WriteText prints a proof made by ProveSides: the heading (sides,
+// contract, rules, where the ticket text came from), every failed and not
+// compared task with its findings, what shortening saved, the counts and
+// the verdict.
+func (p *Proof) WriteText(w io.Writer, o ProofText) error {
+	full, short := p.full, p.short
+	if full == nil || short == nil || p.c == nil {
+		return fmt.Errorf("contract: WriteText needs a proof made by ProveSides")
+	}
+	cfg := p.cfg
+	var b strings.Builder
+	fmt.Fprintf(&b, "shortening proof: %s (short) against %s (full), contract %s (sha256 %s)\n",
+		short.Label, full.Label, o.ContractName, hash12(p.c.Hash()))
+	if full.Source == short.Source {
+		fmt.Fprintf(&b, "answers: %s\n", full.Source)
+	} else {
+		fmt.Fprintf(&b, "answers: %s (full), %s (short)\n", full.Source, short.Source)
+	}
+	fmt.Fprintf(&b, "rules: every required field present and non-empty (null only where the contract admits it); %s unchanged; %s kept; %s still supporting the category (an item shared, or quoting the same ticket span)\n",
+		strings.Join(cfg.Same, " and "), strings.Join(cfg.Superset, ", "), cfg.Evidence)
+	b.WriteString("ticket text: " + o.TicketNote + "\n")
+	for _, h := range p.otherContracts() {
+		b.WriteString("note: " + h + "\n")
+	}
+
+	p.listTasks(&b, ProofFail, "FAIL", o.MaxListed)
+	p.listTasks(&b, ProofNotCompared, "NOT COMPARED", o.MaxListed)
+
+	b.WriteString("\n")
+	p.writeSavings(&b, full.Label, short.Label)
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "tasks: %d proven, %d failed, %d not compared (of %d)\n", p.Pass, p.Fail, p.NotCompared, len(p.Tasks))
+	if len(p.Dropped) > 0 {
+		b.WriteString("dropped fields: " + p.fieldCounts(p.Dropped) + "\n")
+	}
+	if len(p.Changed) > 0 {
+		b.WriteString("changed fields: " + p.fieldCounts(p.Changed) + "\n")
+	}
+	switch {
+	case p.OK:
+		fmt.Fprintf(&b, "verdict: PASS: every compared task's %s answer meets the contract and keeps what the %s answer decides and supports\n", short.Label, full.Label)
+	case p.Fail == 0:
+		b.WriteString("verdict: FAIL: no task could be compared, so nothing is proven\n")
+	default:
+		fmt.Fprintf(&b, "verdict: FAIL: %d of %d tasks fail the proof\n", p.Fail, len(p.Tasks))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Failure is the one-line summary of a failed proof made by ProveSides
+// ("shortening proof failed for short: 3 of 10 tasks fail; dropped fields:
+// evidence"); empty when the proof is OK.
+func (p *Proof) Failure() string {
+	if p.OK {
+		return ""
+	}
+	label := "short"
+	if p.short != nil {
+		label = p.short.Label
+	}
+	msg := fmt.Sprintf("shortening proof failed for %s: %d of %d tasks fail", label, p.Fail, len(p.Tasks))
+	if len(p.Dropped) > 0 {
+		msg += "; dropped fields: " + strings.Join(p.orderedFields(p.Dropped), ", ")
+	}
+	return msg
+}
+
+// otherContracts notes answers a run validated against another contract.
+func (p *Proof) otherContracts() []string {
+	var notes []string
+	for _, s := range []*ProofSide{p.full, p.short} {
+		seen := map[string]int{}
+		for _, a := range s.Answers {
+			if a.Contract != "" && a.Contract != p.c.Hash() {
+				seen[hash12(a.Contract)]++
+			}
+		}
+		if len(seen) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: answers were validated during the run against contract %s, not this one", s.Label, tally(seen)))
+		}
+	}
+	return notes
+}
+
+// listTasks writes the tasks with one verdict and their findings.
+func (p *Proof) listTasks(b *strings.Builder, verdict, title string, max int) {
+	n, shown := 0, 0
+	for _, t := range p.Tasks {
+		if t.Verdict != verdict {
+			continue
+		}
+		n++
+		if max > 0 && shown >= max {
+			continue
+		}
+		if shown == 0 {
+			b.WriteString("\n")
+		}
+		shown++
+		fmt.Fprintf(b, "%s %s", title, t.Task)
+		if len(t.Dropped) > 0 {
+			b.WriteString(": dropped " + strings.Join(t.Dropped, ", "))
+		}
+		if len(t.Changed) > 0 {
+			sep := ": "
+			if len(t.Dropped) > 0 {
+				sep = "; "
+			}
+			b.WriteString(sep + "changed " + strings.Join(t.Changed, ", "))
+		}
+		b.WriteString("\n")
+		for _, pr := range t.Problems {
+			b.WriteString("  - " + pr + "\n")
+		}
+	}
+	if n > shown {
+		fmt.Fprintf(b, "... and %d more %s (--max-listed 0 lists all)\n", n-shown, strings.ToLower(title))
+	}
+}
+
+// writeSavings writes the table of what shortening saved.
+func (p *Proof) writeSavings(b *strings.Builder, fullName, shortName string) {
+	f, s := p.Full, p.Short
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "over %d tasks on both sides\tfull (%s)\tshort (%s)\tsaved\n", f.N, fullName, shortName)
+	row := func(name string, fv, sv *float64, format func(float64) string) {
+		if fv == nil || sv == nil {
+			fmt.Fprintf(tw, "%s\tn/a\tn/a\tn/a\n", name)
+			return
+		}
+		saved := format(*fv - *sv)
+		if *fv != 0 {
+			saved += fmt.Sprintf(" (%.1f%%)", (*fv-*sv) / *fv * 100)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, format(*fv), format(*sv), saved)
+	}
+	intp := func(v *int) *float64 {
+		if v == nil {
+			return nil
+		}
+		x := float64(*v)
+		return &x
+	}
+	ms := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	tokens := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+	cost := func(v float64) string { // four significant digits, fixed notation
+		if v == 0 {
+			return "0"
+		}
+		dec := max(0, min(12, 3-int(math.Floor(math.Log10(math.Abs(v))))))
+		s := strconv.FormatFloat(v, 'f', dec, 64)
+		if strings.Contains(s, ".") {
+			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+		}
+		return s
+	}
+	row("output tokens", intp(f.TokensOut), intp(s.TokensOut), tokens)
+	row("latency mean ms", f.LatencyMeanMs, s.LatencyMeanMs, ms)
+	row("latency p50 ms", f.LatencyP50Ms, s.LatencyP50Ms, ms)
+	row("latency p95 ms", f.LatencyP95Ms, s.LatencyP95Ms, ms)
+	row("cost", f.Cost, s.Cost, cost)
+	_ = tw.Flush()
+	b.WriteString("(every answer counts, failed requests included; latency from the intended send time; percentiles nearest rank)\n")
+}
+
+// fieldCounts writes "evidence (478 tasks), risk_flags (478 tasks)" in
+// contract order.
+func (p *Proof) fieldCounts(m map[string]int) string {
+	var parts []string
+	for _, f := range p.orderedFields(m) {
+		parts = append(parts, fmt.Sprintf("%s (%s)", f, count(m[f], "task")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// orderedFields lists m's keys in contract order, others after, by name.
+func (p *Proof) orderedFields(m map[string]int) []string {
+	var req []string
+	if p.c != nil {
+		req = p.c.Required()
+	}
+	var out []string
+	for _, f := range req {
+		if _, ok := m[f]; ok {
+			out = append(out, f)
+		}
+	}
+	var rest []string
+	for f := range m {
+		if !slices.Contains(req, f) {
+			rest = append(rest, f)
+		}
+	}
+	slices.Sort(rest)
+	return append(out, rest...)
+}
+
+// hash12 is the first 12 hex digits of a contract hash.
+func hash12(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// tally writes "a 3, b 1", largest first, then by name.
+func tally(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if m[a] != m[b] {
+			return m[b] - m[a]
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + strconv.Itoa(m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// count writes "1 task", "2 tasks".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
