@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/crab-testbed/crab/serve"
+)
+
+// The documentation shows real output of crab's commands. Every output block
+// whose figures are deterministic is marked with an HTML comment naming the
+// command, and this test re-runs the command and fails when the block no
+// longer matches, so the docs cannot go stale:
+//
+//	<!-- doc-test: crab audit --key text | exit 1 | skip hit_p50 hit_p95 -->
+//	```
+//	$ crab audit --key text
+//	...output lines...
+//	```
+//
+// The marker is "crab ARGS", then optional clauses: "exit N" is the expected
+// exit code (default 0), "skip COLUMN..." names table columns that carry
+// timings and are not compared. Each non-blank line of the block must appear
+// in the command's output (stdout, then stderr), in order; lines are compared
+// field by field, so column widths may change. A line "..." stands for lines
+// left out, and a first line "$ crab ARGS" must repeat the marker's command.
+// A table's header line is the one holding a skipped column's name; the skip
+// applies to the rows below it until the next blank line.
+
+// docFiles are the pages whose marked blocks are checked.
+var docFiles = []string{
+	"README.md",
+	"docs/cache-audit.md",
+	"docs/router-tuning.md",
+	"docs/contract.md",
+	"docs/backends-and-serve.md",
+	"docs/statistics.md",
+	"docs/formats.md",
+	"docs/performance.md",
+	"docs/scale.md",
+}
+
+// docBlock is one marked output block.
+type docBlock struct {
+	file  string
+	line  int // line of the marker
+	args  []string
+	exit  int
+	skip  map[string]bool
+	lines []string
+}
+
+const docMarker = "<!-- doc-test:"
+
+// readDocBlocks returns the marked blocks of one Markdown file.
+func readDocBlocks(path string) ([]docBlock, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var (
+		blocks []docBlock
+		cur    *docBlock
+		inside bool
+		n      int
+	)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		n++
+		text := sc.Text()
+		switch {
+		case cur == nil && strings.HasPrefix(text, docMarker):
+			b, err := parseDocMarker(text)
+			if err != nil {
+				return nil, fmt.Errorf("%s:%d: %v", path, n, err)
+			}
+			b.file, b.line = path, n
+			cur = &b
+		case cur != nil && !inside:
+			if !strings.HasPrefix(text, "```") {
+				return nil, fmt.Errorf("%s:%d: want a fenced block right after the doc-test marker", path, n)
+			}
+			inside = true
+		case cur != nil && inside:
+			if strings.HasPrefix(text, "```") {
+				blocks = append(blocks, *cur)
+				cur, inside = nil, false
+				continue
+			}
+			cur.lines = append(cur.lines, text)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if cur != nil {
+		return nil, fmt.Errorf("%s:%d: doc-test block not closed", path, cur.line)
+	}
+	return blocks, nil
+}
+
+func parseDocMarker(text string) (docBlock, error) {
+	body := strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(text, docMarker)), "-->")
+	parts := strings.Split(body, "|")
+	b := docBlock{skip: map[string]bool{}}
+	b.args = strings.Fields(parts[0])
+	if len(b.args) == 0 || b.args[0] != "crab" {
+		return b, fmt.Errorf("doc-test marker: want \"crab ARGS\", got %q", parts[0])
+	}
+	for _, p := range parts[1:] {
+		f := strings.Fields(p)
+		switch {
+		case len(f) == 2 && f[0] == "exit":
+			code, err := strconv.Atoi(f[1])
+			if err != nil {
+				return b, fmt.Errorf("doc-test marker: exit %q", f[1])
+			}
+			b.exit = code
+		case len(f) > 1 && f[0] == "skip":
+			for _, c := range f[1:] {
+				b.skip[c] = true
+			}
+		default:
+			return b, fmt.Errorf("doc-test marker: unknown clause %q", p)
+		}
+	}
+	return b, nil
+}
+
+// matchDocLines checks that want's lines occur in got's lines in order and
+// returns the first line that does not.
+func matchDocLines(want, got []string, skip map[string]bool) (string, bool) {
+	var skipCols map[int]bool
+	g := 0
+	for _, w := range want {
+		wf := strings.Fields(w)
+		if len(wf) == 0 {
+			skipCols = nil
+			continue
+		}
+		if w == "..." {
+			continue
+		}
+		cols := skipCols
+		if header := skippedColumns(wf, skip); header != nil {
+			skipCols, cols = header, nil // a header line is compared whole
+		}
+		found := false
+		for ; g < len(got); g++ {
+			if sameFields(wf, strings.Fields(got[g]), cols) {
+				found = true
+				g++
+				break
+			}
+		}
+		if !found {
+			return w, false
+		}
+	}
+	return "", true
+}
+
+// skippedColumns returns the indices of the skipped columns a header line
+// names, or nil when the line is not such a header.
+func skippedColumns(fields []string, skip map[string]bool) map[int]bool {
+	var cols map[int]bool
+	for i, f := range fields {
+		if skip[f] {
+			if cols == nil {
+				cols = map[int]bool{}
+			}
+			cols[i] = true
+		}
+	}
+	return cols
+}
+
+func sameFields(want, got []string, skip map[int]bool) bool {
+	if len(want) != len(got) {
+		return false
+	}
+	for i := range want {
+		if !skip[i] && want[i] != got[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestDocsOutputBlocks(t *testing.T) {
+	t.Parallel()
+	total := 0
+	for _, file := range docFiles {
+		blocks, err := readDocBlocks(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += len(blocks)
+		for _, b := range blocks {
+			name := fmt.Sprintf("%s:%d", filepath.Base(b.file), b.line)
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				want := b.lines
+				if len(want) > 0 && strings.HasPrefix(want[0], "$ ") {
+					if cmd := strings.Join(b.args, " "); strings.TrimPrefix(want[0], "$ ") != cmd {
+						t.Fatalf("%s:%d: block shows %q; the marker runs %q", b.file, b.line, want[0], cmd)
+					}
+					want = want[1:]
+				}
+				code, out, errs := crab(t, "", b.args[1:]...)
+				if code != b.exit {
+					t.Fatalf("%s:%d: %s: exit %d; want %d (stderr %s)", b.file, b.line, strings.Join(b.args, " "), code, b.exit, errs)
+				}
+				got := strings.Split(out+errs, "\n")
+				if line, ok := matchDocLines(want, got, b.skip); !ok {
+					t.Errorf("%s:%d: %s: the doc shows\n\t%s\nwhich its output no longer has, in that order; output:\n%s",
+						b.file, b.line, strings.Join(b.args, " "), line, out+errs)
+				}
+			})
+		}
+	}
+	if total == 0 {
+		t.Fatal("no doc-test blocks found")
+	}
+}
+
+func TestMatchDocLines(t *testing.T) {
+	t.Parallel()
+	got := []string{
+		"title",
+		"arm   n  p50   pass",
+		"base  6  130   6/6",
+		"cand  6  99.5  5/6",
+		"",
+		"done",
+	}
+	cases := []struct {
+		name string
+		want []string
+		skip map[string]bool
+		ok   bool
+	}{
+		{"exact subset in order", []string{"title", "done"}, nil, true},
+		{"column widths ignored", []string{"base 6 130 6/6"}, nil, true},
+		{"out of order", []string{"done", "title"}, nil, false},
+		{"changed figure", []string{"cand  6  99.5  6/6"}, nil, false},
+		{"skipped timing column", []string{"arm n p50 pass", "base 6 1 6/6", "cand 6 2 5/6"}, map[string]bool{"p50": true}, true},
+		{"skipped column still checks the rest", []string{"arm n p50 pass", "cand 6 2 6/6"}, map[string]bool{"p50": true}, false},
+		{"skip ends at a blank line", []string{"arm n p50 pass", "", "base 6 1 6/6"}, map[string]bool{"p50": true}, false},
+		{"elision", []string{"title", "...", "done"}, nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if _, ok := matchDocLines(tc.want, got, tc.skip); ok != tc.ok {
+				t.Errorf("got %v; want %v", ok, tc.ok)
+			}
+		})
+	}
+}
+
+// The example serve configuration loads through the same loader as
+// crab serve --config, keys included.
+func TestExampleServeConfig(t *testing.T) {
+	t.Parallel()
+	s, err := serve.Load(filepath.Join("examples", "serve", "crab-serve.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Config.Models) != 2 || s.Contract == nil || s.Config.Cache == nil || s.Config.Router == nil {
+		t.Errorf("got models %d, contract %v, cache %v, router %v; want two models, a contract, a cache and a router",
+			len(s.Config.Models), s.Contract != nil, s.Config.Cache != nil, s.Config.Router != nil)
+	}
+	for _, m := range s.Config.Models {
+		if !strings.HasPrefix(m.BaseURL, "http://127.0.0.1:") {
+			t.Errorf("model %s: base_url %q; want crab sim-server on loopback", m.Name, m.BaseURL)
+		}
+	}
+	for key, tenant := range map[string]string{
+		"sk-crab-acme-agent":    "acme",
+		"sk-crab-globex-admin":  "globex",
+		"sk-crab-initech-agent": "initech", // held as key_sha256
+	} {
+		id, ok := s.Keys.Lookup(key)
+		if !ok || id.Tenant != tenant {
+			t.Errorf("key %s: got %+v, %v; want tenant %s", key, id, ok, tenant)
+		}
+	}
+}
