@@ -25,7 +25,9 @@ import (
 //
 // The marker is "crab ARGS", then optional clauses: "exit N" is the expected
 // exit code (default 0), "skip COLUMN..." names table columns that carry
-// timings and are not compared. Each non-blank line of the block must appear
+// timings and are not compared, "vary WORD..." names lines (by their first
+// field) whose figures vary from run to run: such a line need only be
+// present. Each non-blank line of the block must appear
 // in the command's output (stdout, then stderr), in order; lines are compared
 // field by field, so column widths may change. A line "..." stands for lines
 // left out, and a first line "$ crab ARGS" must repeat the marker's command.
@@ -52,6 +54,7 @@ type docBlock struct {
 	args  []string
 	exit  int
 	skip  map[string]bool
+	vary  map[string]bool
 	lines []string
 }
 
@@ -109,7 +112,7 @@ func readDocBlocks(path string) ([]docBlock, error) {
 func parseDocMarker(text string) (docBlock, error) {
 	body := strings.TrimSuffix(strings.TrimSpace(strings.TrimPrefix(text, docMarker)), "-->")
 	parts := strings.Split(body, "|")
-	b := docBlock{skip: map[string]bool{}}
+	b := docBlock{skip: map[string]bool{}, vary: map[string]bool{}}
 	b.args = strings.Fields(parts[0])
 	if len(b.args) == 0 || b.args[0] != "crab" {
 		return b, fmt.Errorf("doc-test marker: want \"crab ARGS\", got %q", parts[0])
@@ -127,6 +130,10 @@ func parseDocMarker(text string) (docBlock, error) {
 			for _, c := range f[1:] {
 				b.skip[c] = true
 			}
+		case len(f) > 1 && f[0] == "vary":
+			for _, w := range f[1:] {
+				b.vary[w] = true
+			}
 		default:
 			return b, fmt.Errorf("doc-test marker: unknown clause %q", p)
 		}
@@ -136,7 +143,7 @@ func parseDocMarker(text string) (docBlock, error) {
 
 // matchDocLines checks that want's lines occur in got's lines in order and
 // returns the first line that does not.
-func matchDocLines(want, got []string, skip map[string]bool) (string, bool) {
+func matchDocLines(want, got []string, skip, vary map[string]bool) (string, bool) {
 	var skipCols map[int]bool
 	g := 0
 	for _, w := range want {
@@ -154,7 +161,8 @@ func matchDocLines(want, got []string, skip map[string]bool) (string, bool) {
 		}
 		found := false
 		for ; g < len(got); g++ {
-			if sameFields(wf, strings.Fields(got[g]), cols) {
+			gf := strings.Fields(got[g])
+			if vary[wf[0]] && len(gf) > 0 && gf[0] == wf[0] || sameFields(wf, gf, cols) {
 				found = true
 				g++
 				break
@@ -219,7 +227,7 @@ func TestDocsOutputBlocks(t *testing.T) {
 					t.Fatalf("%s:%d: %s: exit %d; want %d (stderr %s)", b.file, b.line, strings.Join(b.args, " "), code, b.exit, errs)
 				}
 				got := strings.Split(out+errs, "\n")
-				if line, ok := matchDocLines(want, got, b.skip); !ok {
+				if line, ok := matchDocLines(want, got, b.skip, b.vary); !ok {
 					t.Errorf("%s:%d: %s: the doc shows\n\t%s\nwhich its output no longer has, in that order; output:\n%s",
 						b.file, b.line, strings.Join(b.args, " "), line, out+errs)
 				}
@@ -245,21 +253,24 @@ func TestMatchDocLines(t *testing.T) {
 		name string
 		want []string
 		skip map[string]bool
+		vary map[string]bool
 		ok   bool
 	}{
-		{"exact subset in order", []string{"title", "done"}, nil, true},
-		{"column widths ignored", []string{"base 6 130 6/6"}, nil, true},
-		{"out of order", []string{"done", "title"}, nil, false},
-		{"changed figure", []string{"cand  6  99.5  6/6"}, nil, false},
-		{"skipped timing column", []string{"arm n p50 pass", "base 6 1 6/6", "cand 6 2 5/6"}, map[string]bool{"p50": true}, true},
-		{"skipped column still checks the rest", []string{"arm n p50 pass", "cand 6 2 6/6"}, map[string]bool{"p50": true}, false},
-		{"skip ends at a blank line", []string{"arm n p50 pass", "", "base 6 1 6/6"}, map[string]bool{"p50": true}, false},
-		{"elision", []string{"title", "...", "done"}, nil, true},
+		{"exact subset in order", []string{"title", "done"}, nil, nil, true},
+		{"column widths ignored", []string{"base 6 130 6/6"}, nil, nil, true},
+		{"out of order", []string{"done", "title"}, nil, nil, false},
+		{"changed figure", []string{"cand  6  99.5  6/6"}, nil, nil, false},
+		{"skipped timing column", []string{"arm n p50 pass", "base 6 1 6/6", "cand 6 2 5/6"}, map[string]bool{"p50": true}, nil, true},
+		{"skipped column still checks the rest", []string{"arm n p50 pass", "cand 6 2 6/6"}, map[string]bool{"p50": true}, nil, false},
+		{"skip ends at a blank line", []string{"arm n p50 pass", "", "base 6 1 6/6"}, map[string]bool{"p50": true}, nil, false},
+		{"elision", []string{"title", "...", "done"}, nil, nil, true},
+		{"varying row matched by its first field", []string{"cand 7 1 7/7"}, nil, map[string]bool{"cand": true}, true},
+		{"varying row must still be there", []string{"other 7 1 7/7"}, nil, map[string]bool{"other": true}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if _, ok := matchDocLines(tc.want, got, tc.skip); ok != tc.ok {
+			if _, ok := matchDocLines(tc.want, got, tc.skip, tc.vary); ok != tc.ok {
 				t.Errorf("got %v; want %v", ok, tc.ok)
 			}
 		})
