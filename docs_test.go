@@ -31,6 +31,8 @@ import (
 // in the command's output (stdout, then stderr), in order; lines are compared
 // field by field, so column widths may change. A line "..." stands for lines
 // left out, and a first line "$ crab ARGS" must repeat the marker's command.
+// Paths under /tmp/ in the command are moved to a fresh temporary directory,
+// so a block may show a command that writes a run directory.
 // A table's header line is the one holding a skipped column's name; the skip
 // applies to the rows below it until the next blank line.
 
@@ -222,7 +224,19 @@ func TestDocsOutputBlocks(t *testing.T) {
 					}
 					want = want[1:]
 				}
-				code, out, errs := crab(t, "", b.args[1:]...)
+				// Paths under /tmp/ (run directories the command writes)
+				// go to a fresh temporary directory, and back in the output.
+				tmp := t.TempDir()
+				args := make([]string, 0, len(b.args)-1)
+				for _, a := range b.args[1:] {
+					if strings.HasPrefix(a, "/tmp/") {
+						a = filepath.Join(tmp, strings.TrimPrefix(a, "/tmp/"))
+					}
+					args = append(args, a)
+				}
+				code, out, errs := crab(t, "", args...)
+				out = strings.ReplaceAll(out, tmp+string(filepath.Separator), "/tmp/")
+				errs = strings.ReplaceAll(errs, tmp+string(filepath.Separator), "/tmp/")
 				if code != b.exit {
 					t.Fatalf("%s:%d: %s: exit %d; want %d (stderr %s)", b.file, b.line, strings.Join(b.args, " "), code, b.exit, errs)
 				}
