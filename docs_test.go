@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -316,6 +317,48 @@ func TestExampleServeConfig(t *testing.T) {
 		id, ok := s.Keys.Lookup(key)
 		if !ok || id.Tenant != tenant {
 			t.Errorf("key %s: got %+v, %v; want tenant %s", key, id, ok, tenant)
+		}
+	}
+}
+
+// The README is a front page: short, and it keeps the exact test command
+// that CI looks for.
+func TestReadmeFrontPage(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(raw), "\n"); n > 400 {
+		t.Errorf("README.md has %d lines; want at most 400 (depth belongs in docs/)", n)
+	}
+	if !strings.Contains(string(raw), "go vet ./... && go test -race ./...") {
+		t.Error("README.md lost the test command go vet ./... && go test -race ./...")
+	}
+	for _, f := range docFiles[1:] {
+		if !strings.Contains(string(raw), "("+f+")") {
+			t.Errorf("README.md does not link %s", f)
+		}
+	}
+}
+
+// Every relative link in the docs points at a file of the repository.
+func TestDocsLinks(t *testing.T) {
+	t.Parallel()
+	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)\s]*)?\)`)
+	for _, file := range docFiles {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(raw), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(file), target)); err != nil {
+				t.Errorf("%s: link to %s: %v", file, target, err)
+			}
 		}
 	}
 }
