@@ -61,6 +61,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
 		Name:         "crab",
 		Usage:        "cache and router A/B testbed for LLM applications",
+		Version:      version(),
 		Reader:       stdin,
 		Writer:       stdout,
 		ErrWriter:    stderr,
