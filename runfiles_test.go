@@ -154,12 +154,17 @@ func TestRunRejectsBeforeWriting(t *testing.T) {
 		name, edit, want string
 	}{
 		{"warm-up covers every task", "seed: 7\nwarmup: 100000\n", `quick.yaml:5: field "warmup": 100000 warm-up requests leave none of the`},
+		{"NaN temperature", "seed: 7\n", "temperature"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			exp := filepath.Join(dir, "quick.yaml")
-			if err := os.WriteFile(exp, []byte(strings.Replace(quickExperiment, "seed: 7\n", tc.edit, 1)), 0o644); err != nil {
+			body := strings.Replace(quickExperiment, "seed: 7\n", tc.edit, 1)
+			if tc.name == "NaN temperature" {
+				body = strings.Replace(body, "mode: short, max_tokens: 160}", "mode: short, max_tokens: 160, temperature: .nan}", 1)
+			}
+			if err := os.WriteFile(exp, []byte(body), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			out := filepath.Join(dir, "run")

@@ -23,8 +23,9 @@ import (
 // parityExperiment runs every kind of arm on both models with faults that
 // exercise retries, re-asks and escalation. Requests 20 ms apart, far
 // longer than a simulated answer at this time scale, make the cache's hits
-// and misses independent of timing (the concurrency cap holds model calls,
-// not cache lookups), so the two runs can be compared request by request.
+// and misses independent of timing; a generous cap keeps a hanging request
+// from queueing the ones behind it (the cap holds model calls, not cache
+// lookups), so the two runs can be compared request by request.
 // %s is the models block.
 const parityExperiment = `name: parity
 tasks: tasks.jsonl
@@ -32,7 +33,7 @@ contract: triage.schema.json
 seed: 42
 time_scale: 0.001
 arrival: {pattern: constant, rate: 50}
-concurrency: 1
+concurrency: 64
 timeout: 5s
 retry: {max_attempts: 2, backoff: 1ms}
 models:

@@ -18,6 +18,7 @@ import (
 const (
 	StatusOK           = "ok"            // the answer was delivered as a success
 	StatusContractFail = "contract_fail" // the contract layer refused the answer
+	StatusCancelled    = "cancelled"     // the run was interrupted before the request ended
 )
 
 // Answer is one answer given to the shortening proof: what a full or a
@@ -132,7 +133,12 @@ type Proof struct {
 	Changed     map[string]int `json:"changed"` // field → tasks that changed it
 	Full        Totals         `json:"full"`
 	Short       Totals         `json:"short"`
-	// OK is the verdict: no task fails and at least one was proven.
+	// Cancelled counts the tasks whose full or short request was cancelled:
+	// the run was interrupted, and a proof over part of the work proves
+	// nothing about the rest.
+	Cancelled int `json:"cancelled"`
+	// OK is the verdict: no task fails, at least one was proven, and no
+	// request was cancelled.
 	OK bool `json:"ok"`
 
 	// What ProveSides proved, for WriteText and Failure: the contract,
@@ -168,8 +174,9 @@ type Proof struct {
 // compared when the short answer is valid (or ended without an answer for a
 // reason unrelated to the contract, such as a timeout) and the full answer
 // is not there to compare with, or when the short request ended that way:
-// neither says anything about shortening. The proof is OK when no task fails
-// and at least one passes.
+// neither says anything about shortening. The proof is OK when no task fails,
+// at least one passes, and no request was cancelled (an interrupted run
+// proves nothing about the tasks it did not finish).
 func (c *Contract) Prove(pairs []Pair, cfg ProofConfig) *Proof {
 	if cfg.Evidence == "" && cfg.Same == nil && cfg.Superset == nil {
 		cfg = DefaultProofConfig()
@@ -197,13 +204,16 @@ func (c *Contract) Prove(pairs []Pair, cfg ProofConfig) *Proof {
 			p.Changed[f]++
 		}
 		p.Tasks = append(p.Tasks, tp)
+		if (pr.Full != nil && pr.Full.Status == StatusCancelled) || (pr.Short != nil && pr.Short.Status == StatusCancelled) {
+			p.Cancelled++
+		}
 		if pr.Full != nil && pr.Short != nil {
 			full.add(pr.Full)
 			short.add(pr.Short)
 		}
 	}
 	p.Full, p.Short = full.totals(), short.totals()
-	p.OK = p.Fail == 0 && p.Pass > 0
+	p.OK = p.Fail == 0 && p.Pass > 0 && p.Cancelled == 0
 	return p
 }
 

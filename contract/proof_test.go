@@ -220,3 +220,23 @@ func TestNullable(t *testing.T) {
 		}
 	}
 }
+
+// An interrupted arm proves nothing: every compared task passes, but a
+// cancelled request makes the proof fail as incomplete.
+func TestProveIncomplete(t *testing.T) {
+	t.Parallel()
+	c := loadTriage(t)
+	full := render(t, fullFields(), nil)
+	short := render(t, shortFields(), nil)
+	pairs := []Pair{
+		{Task: "t1", Full: delivered(full), Short: delivered(short)},
+		{Task: "t2", Full: delivered(full), Short: &Answer{Status: StatusCancelled}},
+	}
+	p := c.Prove(pairs, DefaultProofConfig())
+	if p.Pass != 1 || p.Fail != 0 || p.Cancelled != 1 || p.OK {
+		t.Errorf("pass %d, fail %d, cancelled %d, OK %v; want 1, 0, 1, false", p.Pass, p.Fail, p.Cancelled, p.OK)
+	}
+	if p := c.Prove(pairs[:1], DefaultProofConfig()); !p.OK {
+		t.Errorf("the complete pair alone: OK false; want true")
+	}
+}

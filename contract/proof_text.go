@@ -153,6 +153,8 @@ func (p *Proof) WriteText(w io.Writer, o ProofText) error {
 		b.WriteString("changed fields: " + p.fieldCounts(p.Changed) + "\n")
 	}
 	switch {
+	case p.Cancelled > 0:
+		fmt.Fprintf(&b, "verdict: FAIL: incomplete: %d of %d tasks have a cancelled request (the run was interrupted), so the proof does not cover the work\n", p.Cancelled, len(p.Tasks))
 	case p.OK:
 		fmt.Fprintf(&b, "verdict: PASS: every compared task's %s answer meets the contract and keeps what the %s answer decides and supports\n", short.Label, full.Label)
 	case p.Fail == 0:
@@ -176,6 +178,9 @@ func (p *Proof) Failure() string {
 		label = p.short.Label
 	}
 	msg := fmt.Sprintf("shortening proof failed for %s: %d of %d tasks fail", label, p.Fail, len(p.Tasks))
+	if p.Cancelled > 0 {
+		msg = fmt.Sprintf("shortening proof failed for %s: incomplete, %d of %d tasks have a cancelled request", label, p.Cancelled, len(p.Tasks))
+	}
 	if len(p.Dropped) > 0 {
 		msg += "; dropped fields: " + strings.Join(p.orderedFields(p.Dropped), ", ")
 	}

@@ -138,3 +138,31 @@ func (c Cluster) String() string {
 	return fmt.Sprintf("%d errors and timeouts among %d requests between %s s and %s s of the run (%s expected at the run's failure rate, p = %s)",
 		c.Failures, c.Requests, fmtSigFixed(c.StartMs/1000, 3), fmtSigFixed(c.EndMs/1000, 3), fmtSigFixed(c.Expected, 2), fmtP(c.P))
 }
+
+// errorRateAlpha is how improbable a difference in error rate between a
+// candidate and the baseline must be, under equal rates, to be called
+// beyond chance.
+const errorRateAlpha = 1e-3
+
+// errorRateGap compares the share of errors and timeouts of a candidate
+// with the baseline's by the exact conditional test: given the failures of
+// both, the candidate's are Binomial(total, its share of the requests)
+// under equal rates. It returns a description and the two-sided p-value
+// when the difference is beyond chance, else "".
+func errorRateGap(base, a *ArmSummary) string {
+	fb, fa := base.Outcomes[OutcomeError]+base.Outcomes[OutcomeTimeout], a.Outcomes[OutcomeError]+a.Outcomes[OutcomeTimeout]
+	nb, na := base.N-base.Cancelled, a.N-a.Cancelled
+	total := fa + fb
+	if total < clusterMinFailures || na == 0 || nb == 0 {
+		return ""
+	}
+	share := float64(na) / float64(na+nb)
+	upper := binomialUpperTail(total, fa, share)
+	lower := 1 - binomialUpperTail(total, fa+1, share)
+	p := math.Min(1, 2*math.Min(upper, lower))
+	if p >= errorRateAlpha {
+		return ""
+	}
+	return fmt.Sprintf("%s's errors and timeouts (%d of %d) differ from %s's (%d of %d) beyond chance (p = %s)",
+		a.Name, fa, na, base.Name, fb, nb, fmtP(p))
+}

@@ -84,3 +84,36 @@ func TestBinomialUpperTail(t *testing.T) {
 		}
 	}
 }
+
+// A candidate whose errors and timeouts differ from the baseline's beyond
+// chance (here: a backend that failed during its pass only) is
+// inconclusive; a small difference is not.
+func TestErrorRateGap(t *testing.T) {
+	t.Parallel()
+	mk := func(candFails int) []Record {
+		var recs []Record
+		for i := range 200 {
+			id := fmt.Sprint("t", i)
+			recs = append(recs, Record{Arm: "baseline", TaskID: id, E2EMs: 50, Outcome: OutcomeOK, Pass: true, ContractOK: true, Cost: 1})
+			r := Record{Arm: "cand", TaskID: id, E2EMs: 40, Outcome: OutcomeOK, Pass: true, ContractOK: true, Cost: 1}
+			if i < candFails {
+				r.Outcome, r.Pass = OutcomeTimeout, false
+			}
+			recs = append(recs, r)
+		}
+		recs[0].Outcome, recs[0].Pass = OutcomeError, false // the baseline fails once
+		return recs
+	}
+	for _, tc := range []struct {
+		fails int
+		want  string
+	}{{40, VerdictInconclusive}, {2, VerdictReject}} {
+		s, err := Summarize(mk(tc.fails), Options{Gate: &GateConfig{Rule: RuleAny}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := s.Arms[1].Verdict; v != tc.want {
+			t.Errorf("%d failures against 1: verdict %s (%q); want %s", tc.fails, v, s.Arms[1].Reasons, tc.want)
+		}
+	}
+}

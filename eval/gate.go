@@ -194,6 +194,11 @@ func decide(s *Summary, opt Options) {
 		case drift[a.Name] || drift[base.Name]:
 			verdict = VerdictInconclusive
 			why = append(why, "inconclusive: failures clustered in time fall on this comparison (see the warnings); re-run when the backend is steady")
+		case errorRateGap(base, a) != "":
+			gap := errorRateGap(base, a)
+			verdict = VerdictInconclusive
+			why = append(why, "inconclusive: "+gap+": a backend that failed unevenly between arms, not evidence about the stack; re-run, interleaved, when it is steady")
+			d.Warnings = append(d.Warnings, gap)
 		}
 		if verdict == "" {
 			if f := qualityFail(base, a, g); f != "" {

@@ -240,6 +240,10 @@ func TestDecisionWarnings(t *testing.T) {
 	if v := s.Arms[1].Verdict; v != VerdictIncomplete {
 		t.Errorf("verdict with a cancelled request = %s; want %s", v, VerdictIncomplete)
 	}
+	// Counted apart: in n, not in latency.
+	if a := s.Arms[1]; a.N != 4 || a.Cancelled != 1 || a.MaxMs != 52 {
+		t.Errorf("cand n %d, cancelled %d, max %v ms; want 4, 1 and the max of the three measured (52)", a.N, a.Cancelled, a.MaxMs)
+	}
 	// 20 requests: p95 is the 19th value, only p99 is the maximum.
 	var many []Record
 	for i := range 20 {

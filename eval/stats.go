@@ -103,7 +103,10 @@ type ArmSummary struct {
 	OK       int    `json:"ok"`
 	Failed   int    `json:"failed"` // n - ok: every other outcome, timeouts included
 	Timeouts int    `json:"timeouts"`
-	Pass     int    `json:"pass"`
+	// Cancelled counts requests an interruption cancelled: part of n and
+	// failed, but left out of every latency figure.
+	Cancelled int `json:"cancelled,omitempty"`
+	Pass      int `json:"pass"`
 
 	P50Ms  float64 `json:"p50_ms"`
 	P90Ms  float64 `json:"p90_ms"`
@@ -327,6 +330,13 @@ func SummarizeSet(set *RecordSet, opt Options) (*Summary, error) {
 				per, opt.Resamples, opt.Seed))
 		}
 	}
+	cancelled := 0
+	for i := range s.Arms {
+		cancelled += s.Arms[i].Cancelled
+	}
+	if cancelled > 0 {
+		s.Notes = append(s.Notes, fmt.Sprintf("%s cancelled by an interruption count in n and as failed, but not in any latency figure (they measured no system)", countNoun(cancelled, "request")))
+	}
 	nWarm := 0
 	for _, v := range warm {
 		nWarm += v
@@ -357,8 +367,14 @@ func summarizeArm(t *symbols, name string, recs []*statRec, warm int, large map[
 	groupPass := map[string]int{}
 	var sum, okSum, tokOut, cost float64
 	for _, r := range recs {
-		all = append(all, r.E2EMs)
-		sum += r.E2EMs
+		if t.str(r.Outcome) == OutcomeCancelled {
+			// Never sent or cut short by an interruption: counted, but no
+			// latency of the system under test.
+			a.Cancelled++
+		} else {
+			all = append(all, r.E2EMs)
+			sum += r.E2EMs
+		}
 		a.Outcomes[t.str(r.Outcome)]++
 		switch t.str(r.Outcome) {
 		case OutcomeOK:
@@ -420,9 +436,11 @@ func summarizeArm(t *symbols, name string, recs []*statRec, warm int, large map[
 	a.Failed = a.N - a.OK
 	slices.Sort(a.Contracts)
 	slices.Sort(all)
-	a.P50Ms, a.P90Ms, a.P95Ms, a.P99Ms = PercentileNR(all, 50), PercentileNR(all, 90), PercentileNR(all, 95), PercentileNR(all, 99)
-	a.MinMs, a.MaxMs = all[0], all[len(all)-1]
-	a.MeanMs = meanWithin(sum, a.N, a.MinMs, a.MaxMs)
+	if len(all) > 0 { // else every request was cancelled: no latency to show (zeros)
+		a.P50Ms, a.P90Ms, a.P95Ms, a.P99Ms = PercentileNR(all, 50), PercentileNR(all, 90), PercentileNR(all, 95), PercentileNR(all, 99)
+		a.MinMs, a.MaxMs = all[0], all[len(all)-1]
+		a.MeanMs = meanWithin(sum, len(all), a.MinMs, a.MaxMs)
+	}
 	if len(okLat) > 0 {
 		slices.Sort(okLat)
 		a.OKP50Ms, a.OKP95Ms = f64p(PercentileNR(okLat, 50)), f64p(PercentileNR(okLat, 95))

@@ -192,6 +192,9 @@ func validArm(l *errs, a *ArmSpec, i int, models, seen map[string]bool) {
 	if a.MaxTokens < 0 {
 		l.add(p("max_tokens"), "must not be negative")
 	}
+	if a.Temperature < 0 || math.IsNaN(a.Temperature) || math.IsInf(a.Temperature, 0) {
+		l.add(p("temperature"), "a finite number, 0 or more, got %v", a.Temperature)
+	}
 	if a.Router == nil {
 		switch {
 		case a.Model == "":

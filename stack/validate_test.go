@@ -60,6 +60,8 @@ func TestValidate(t *testing.T) {
 		{name: "unknown field", arms: arm(ArmSpec{Model: "large", Extra: map[string]any{"colour": "red"}}), want: []string{"arms[1].colour: unknown field"}},
 		{name: "mode", arms: arm(ArmSpec{Model: "large", Mode: "loud"}), want: []string{`arms[1].mode: unknown mode "loud"`}},
 		{name: "max_tokens", arms: arm(ArmSpec{Model: "large", MaxTokens: -1}), want: []string{"arms[1].max_tokens: must not be negative"}},
+		{name: "negative temperature", arms: arm(ArmSpec{Model: "large", Temperature: -0.5}), want: []string{"arms[1].temperature: a finite number, 0 or more, got -0.5"}},
+		{name: "NaN temperature", arms: arm(ArmSpec{Model: "large", Temperature: math.NaN()}), want: []string{"arms[1].temperature: a finite number, 0 or more, got NaN"}},
 		{name: "model required", arms: arm(ArmSpec{}), want: []string{"arms[1].model: required when the arm has no router"}},
 		{name: "unknown model", arms: arm(ArmSpec{Model: "huge"}), want: []string{`arms[1].model: unknown model "huge"`}},
 		{name: "router models", arms: arm(ArmSpec{Router: &RouterSpec{Small: "tiny", Large: "huge"}}),
