@@ -19,6 +19,7 @@ import (
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/jsonl"
+	"github.com/crab-testbed/crab/internal/words"
 )
 
 // checkOptions are the inputs of `crab check`.
@@ -150,11 +151,11 @@ func checkLint(o checkOptions) error {
 		b.WriteString(": " + p.String() + "\n")
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(&b, "%s: %s: outside the subset strict structured-output APIs accept\n", o.Lint, checkCount(len(problems), "problem"))
+		fmt.Fprintf(&b, "%s: %s: outside the subset strict structured-output APIs accept\n", o.Lint, words.Count(len(problems), "problem"))
 		if _, err := io.WriteString(o.Stdout, b.String()); err != nil {
 			return err
 		}
-		return checkFailed("lint: %s has %s", o.Lint, checkCount(len(problems), "problem"))
+		return checkFailed("lint: %s has %s", o.Lint, words.Count(len(problems), "problem"))
 	}
 	c, err := contract.Load(o.Lint, raw)
 	if err != nil { // Lint reports every load failure; this is a guard
@@ -354,7 +355,7 @@ func checkOutputs(c *contract.Contract, o checkOptions) error {
 				continue
 			}
 			listed++
-			fmt.Fprintf(&b, "%s: %s\n", a.label(), checkCount(len(vs), "violation"))
+			fmt.Fprintf(&b, "%s: %s\n", a.label(), words.Count(len(vs), "violation"))
 			for _, v := range vs {
 				b.WriteString("  " + v.String() + "\n")
 			}
@@ -367,16 +368,16 @@ func checkOutputs(c *contract.Contract, o checkOptions) error {
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "checked %s against %s (sha256 %s): %d valid, %d invalid\n",
-		checkCount(checked, "answer"), o.Contract, hash12(c.Hash()), checked-invalid, invalid)
+		words.Count(checked, "answer"), o.Contract, hash12(c.Hash()), checked-invalid, invalid)
 	if len(byRule) > 0 {
-		b.WriteString("answers breaking each rule: " + checkTally(byRule) + "\n")
+		b.WriteString("answers breaking each rule: " + words.Tally(byRule) + "\n")
 	}
 	if len(notDelivered) > 0 {
 		n := 0
 		for _, v := range notDelivered {
 			n += v
 		}
-		fmt.Fprintf(&b, "not checked: %s ended without a delivered answer (%s)", checkCount(n, "request"), checkTally(notDelivered))
+		fmt.Fprintf(&b, "not checked: %s ended without a delivered answer (%s)", words.Count(n, "request"), words.Tally(notDelivered))
 		if notDelivered[eval.OutcomeContractFail] > 0 {
 			b.WriteString("; contract_fail ones were refused by the contract during the run")
 		}
@@ -391,7 +392,7 @@ func checkOutputs(c *contract.Contract, o checkOptions) error {
 		}
 		slices.Sort(hs)
 		fmt.Fprintf(&b, "note: %s carry another contract hash (%s) than %s: the run validated them against another contract\n",
-			checkCount(n, "answer"), strings.Join(hs, ", "), o.Contract)
+			words.Count(n, "answer"), strings.Join(hs, ", "), o.Contract)
 	}
 	if _, err := io.WriteString(o.Stdout, b.String()); err != nil {
 		return err
@@ -534,9 +535,15 @@ func readProofTasks(name, base string) ([]byte, error) {
 		}
 		return raw, nil
 	}
-	raw, err := os.ReadFile(name)
-	if err != nil && base != "" && !filepath.IsAbs(name) {
-		raw, err = os.ReadFile(filepath.Join(base, name))
+	// A manifest names the task file as the experiment did: relative to the
+	// experiment file, not to wherever crab check runs.
+	path := name
+	if base != "" && !filepath.IsAbs(name) {
+		path = filepath.Join(base, name)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil && path != name {
+		raw, err = os.ReadFile(name)
 	}
 	if err != nil {
 		return nil, errors.New("cannot read: " + checkPathErr(err))
@@ -554,31 +561,4 @@ func ticketMap(raw []byte, name string) (map[string]string, error) {
 		m[t.ID] = t.Text
 	}
 	return m, nil
-}
-
-// checkTally writes "a 3, b 1", largest first, then by name.
-func checkTally(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if m[a] != m[b] {
-			return m[b] - m[a]
-		}
-		return strings.Compare(a, b)
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + " " + strconv.Itoa(m[k])
-	}
-	return strings.Join(parts, ", ")
-}
-
-// checkCount writes "1 answer", "2 answers".
-func checkCount(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -21,19 +21,19 @@ import (
 )
 
 // parityExperiment runs every kind of arm on both models with faults that
-// exercise retries, re-asks and escalation. Requests 20 ms apart, far
-// longer than a simulated answer at this time scale, make the cache's hits
-// and misses independent of timing; a generous cap keeps a hanging request
-// from queueing the ones behind it (the cap holds model calls, not cache
-// lookups), so the two runs can be compared request by request.
+// exercise retries, re-asks and escalation. One request in flight at a time
+// (max_in_flight: 1), in schedule order, makes the cache's hits and misses
+// independent of timing, so the two runs can be compared request by
+// request.
 // %s is the models block.
 const parityExperiment = `name: parity
 tasks: tasks.jsonl
 contract: triage.schema.json
 seed: 42
 time_scale: 0.001
-arrival: {pattern: constant, rate: 50}
-concurrency: 64
+arrival: {pattern: burst}
+concurrency: 1
+max_in_flight: 1
 timeout: 5s
 retry: {max_attempts: 2, backoff: 1ms}
 models:

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/crab-testbed/crab/internal/words"
 )
 
 // ProofSide is one side of a shortening proof as read: what it is called,
@@ -198,7 +200,7 @@ func (p *Proof) otherContracts() []string {
 			}
 		}
 		if len(seen) > 0 {
-			notes = append(notes, fmt.Sprintf("%s: answers were validated during the run against contract %s, not this one", s.Label, tally(seen)))
+			notes = append(notes, fmt.Sprintf("%s: answers were validated during the run against contract %s, not this one", s.Label, words.Tally(seen)))
 		}
 	}
 	return notes
@@ -290,7 +292,7 @@ func (p *Proof) writeSavings(b *strings.Builder, fullName, shortName string) {
 func (p *Proof) fieldCounts(m map[string]int) string {
 	var parts []string
 	for _, f := range p.orderedFields(m) {
-		parts = append(parts, fmt.Sprintf("%s (%s)", f, count(m[f], "task")))
+		parts = append(parts, fmt.Sprintf("%s (%s)", f, words.Count(m[f], "task")))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -323,31 +325,4 @@ func hash12(h string) string {
 		return h[:12]
 	}
 	return h
-}
-
-// tally writes "a 3, b 1", largest first, then by name.
-func tally(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b string) int {
-		if m[a] != m[b] {
-			return m[b] - m[a]
-		}
-		return strings.Compare(a, b)
-	})
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + " " + strconv.Itoa(m[k])
-	}
-	return strings.Join(parts, ", ")
-}
-
-// count writes "1 task", "2 tasks".
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }

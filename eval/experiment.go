@@ -33,6 +33,10 @@ type Experiment struct {
 
 	Arrival     Arrival `yaml:"arrival"`
 	Concurrency int     `yaml:"concurrency"` // model calls in flight at most (default 64); waiting for a slot is queue time, and a cache hit takes none
+	// MaxInFlight, when set, caps the requests in flight on the client side,
+	// cache hits included, like a client pool of that size (0: no cap but
+	// the model calls' concurrency). 1 sends one request at a time.
+	MaxInFlight int `yaml:"max_in_flight"`
 	// Order is how arms share the schedule: interleaved (default; blocks of
 	// the schedule, each played by every arm in a random order) or
 	// sequential (each arm plays the whole schedule in turn).
@@ -223,6 +227,9 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	}
 	if e.Concurrency < 0 {
 		return bad("concurrency", []any{"concurrency"}, "must be at least 1")
+	}
+	if e.MaxInFlight < 0 {
+		return bad("max_in_flight", []any{"max_in_flight"}, "must not be negative")
 	}
 	if e.Timeout == 0 {
 		e.Timeout = Duration(30 * time.Second)

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/crab-testbed/crab/internal/words"
 )
 
 // Decision is the verdict over every candidate: quality gate first, speed
@@ -60,7 +62,7 @@ func qualityFail(baseline, candidate *ArmSummary, g GateConfig) string {
 		}
 		return ""
 	}
-	msg := fmt.Sprintf("loses %s: %s", countNoun(len(p.Lost), "passing task"), idList(p.Lost))
+	msg := fmt.Sprintf("loses %s: %s", words.Count(len(p.Lost), "passing task"), idList(p.Lost))
 	if len(p.Gained) > 0 {
 		msg += fmt.Sprintf(", gains %d: %s", len(p.Gained), idList(p.Gained))
 	}
@@ -87,13 +89,13 @@ func hardFails(candidate *ArmSummary, interrupted bool) []string {
 				kinds = append(kinds, fmt.Sprintf("%s %d", k, candidate.Leaks[k]))
 			}
 		}
-		fails = append(fails, fmt.Sprintf("leaks: %s served from another scope (%s)", countNoun(n, "cache hit"), strings.Join(kinds, ", ")))
+		fails = append(fails, fmt.Sprintf("leaks: %s served from another scope (%s)", words.Count(n, "cache hit"), strings.Join(kinds, ", ")))
 	}
 	if candidate.SilentViolations > 0 {
-		fails = append(fails, fmt.Sprintf("lets invalid answers through: %s recorded ok that break the contract", countNoun(candidate.SilentViolations, "answer")))
+		fails = append(fails, fmt.Sprintf("lets invalid answers through: %s recorded ok that break the contract", words.Count(candidate.SilentViolations, "answer")))
 	}
 	if p != nil && len(p.Unmatched) > 0 && !interrupted {
-		fails = append(fails, fmt.Sprintf("ran different work: %s on one side only: %s", countNoun(len(p.Unmatched), "task"), idList(p.Unmatched)))
+		fails = append(fails, fmt.Sprintf("ran different work: %s on one side only: %s", words.Count(len(p.Unmatched), "task"), idList(p.Unmatched)))
 	}
 	return fails
 }
@@ -184,13 +186,13 @@ func decide(s *Summary, opt Options) {
 		case a.Outcomes[OutcomeCancelled] > 0 || base.Outcomes[OutcomeCancelled] > 0:
 			verdict = VerdictIncomplete
 			why = append(why, fmt.Sprintf("incomplete: the run was interrupted (%s and %s cancelled in this arm and the baseline); only a complete run decides",
-				countNoun(a.Outcomes[OutcomeCancelled], "request"), countNoun(base.Outcomes[OutcomeCancelled], "request")))
+				words.Count(a.Outcomes[OutcomeCancelled], "request"), words.Count(base.Outcomes[OutcomeCancelled], "request")))
 		case base.Pass == 0:
 			verdict = VerdictInconclusive
 			why = append(why, "inconclusive: the baseline passes nothing, so there is no quality to hold a candidate to")
 		case a.Paired.Pairs < g.MinPairs:
 			verdict = VerdictInconclusive
-			why = append(why, fmt.Sprintf("inconclusive: %s, fewer than the %d a verdict needs", countNoun(a.Paired.Pairs, "matched pair"), g.MinPairs))
+			why = append(why, fmt.Sprintf("inconclusive: %s, fewer than the %d a verdict needs", words.Count(a.Paired.Pairs, "matched pair"), g.MinPairs))
 		case drift[a.Name] || drift[base.Name]:
 			verdict = VerdictInconclusive
 			why = append(why, "inconclusive: failures clustered in time fall on this comparison (see the warnings); re-run when the backend is steady")
@@ -273,7 +275,7 @@ func decide(s *Summary, opt Options) {
 	for i := range s.Arms {
 		if c := s.Arms[i].Outcomes[OutcomeCancelled]; c > 0 {
 			d.Warnings = append(d.Warnings, fmt.Sprintf("%s: %s cancelled: the run was interrupted, so its figures cover an incomplete pass",
-				s.Arms[i].Name, countNoun(c, "request")))
+				s.Arms[i].Name, words.Count(c, "request")))
 		}
 	}
 	s.Decision = d
@@ -422,7 +424,7 @@ func changeAccept(base, a *ArmSummary, g GateConfig) string {
 		verb = "reject"
 	}
 	return fmt.Sprintf("%s %s %s; so would any leaking cache hit, any invalid answer recorded ok, or a run on different tasks",
-		countNoun(k, "more failed task"), verb, a.Name)
+		words.Count(k, "more failed task"), verb, a.Name)
 }
 
 // changeReject says what would let a rejected candidate through the gate.
@@ -430,7 +432,7 @@ func changeReject(base, a *ArmSummary, g GateConfig, contractBlocks bool) string
 	var parts []string
 	if qualityFail(base, a, g) != "" {
 		if k := base.Pass - a.Pass - g.MaxLost; k > 0 {
-			parts = append(parts, countNoun(k, "more passing task")+" (level with the baseline)")
+			parts = append(parts, words.Count(k, "more passing task")+" (level with the baseline)")
 		} else {
 			parts = append(parts, "no passing task lost")
 		}
@@ -460,7 +462,7 @@ func weakLoss(a *ArmSummary) string {
 		return ""
 	}
 	return fmt.Sprintf("%s: losing %s and gaining %d is not statistically clear (McNemar p = %s); the gate rejects the loss all the same, and repeats would show whether it is noise",
-		a.Name, countNoun(len(p.Lost), "task"), len(p.Gained), fmtP(p.McNemarP))
+		a.Name, words.Count(len(p.Lost), "task"), len(p.Gained), fmtP(p.McNemarP))
 }
 
 // tailWarnings groups arms whose tail percentiles are the sample maximum.
@@ -503,7 +505,7 @@ func fewPairsWarnings(arms []ArmSummary) []string {
 	out := make([]string, 0, len(counts))
 	for _, n := range counts {
 		out = append(out, fmt.Sprintf("%s: the paired intervals rest on %s; more tasks or repeats would narrow them",
-			strings.Join(names[n], ", "), countNoun(n, "pair")))
+			strings.Join(names[n], ", "), words.Count(n, "pair")))
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crab-testbed/crab/internal/words"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -52,9 +53,9 @@ func WriteHTMLSet(w io.Writer, s *Summary, recs *RecordSet) error {
 	}
 	page := htmlPage{Baseline: s.Baseline, Decision: s.Decision.Summary}
 	if n := len(s.Decision.Warnings); n > 0 {
-		page.Warnings = countNoun(n, "warning")
+		page.Warnings = words.Count(n, "warning")
 	}
-	page.Title = fmt.Sprintf("crab report: %s against %s", countNoun(len(s.Arms)-1, "candidate"), s.Baseline)
+	page.Title = fmt.Sprintf("crab report: %s against %s", words.Count(len(s.Arms)-1, "candidate"), s.Baseline)
 	for i := range s.Arms {
 		page.Verdicts = append(page.Verdicts, htmlChip{Name: s.Arms[i].Name, Verdict: s.Arms[i].Verdict, Class: verdictClass(s.Arms[i].Verdict)})
 	}
@@ -168,7 +169,7 @@ func runLine(recs *RecordSet) string {
 		}
 	}
 	sort.Strings(names)
-	line := countNoun(recs.Len(), "record")
+	line := words.Count(recs.Len(), "record")
 	if warm > 0 {
 		line += fmt.Sprintf(" (%d warm-up, left out)", warm)
 	}
@@ -799,7 +800,7 @@ func cdfChart(s *Summary, lat []armLatencies) (*htmlChart, error) {
 	}
 	caption := "Each line climbs by one request at that request's latency: the further left, the faster; the height at a latency is the share of requests that took at most that long (p50 where a line crosses 50%). Failed requests count at the time they ended."
 	if zeros > 0 {
-		caption += fmt.Sprintf(" %s at 0 ms are drawn at %s ms, the axis floor.", countNoun(zeros, "request"), fmtMsTick(floor))
+		caption += fmt.Sprintf(" %s at 0 ms are drawn at %s ms, the axis floor.", words.Count(zeros, "request"), fmtMsTick(floor))
 	}
 	return &htmlChart{ID: "chart-latency-cdf", Title: "Latency distribution", Caption: caption, SVG: svg}, nil
 }
@@ -892,7 +893,7 @@ func cacheChart(s *Summary, lat []armLatencies) (*htmlChart, error) {
 	}
 	caption := "For each arm with a cache, the latency of requests answered from the cache (dotted) and of those that went on to a model (solid); the count of each is in the legend. The gap between the two lines of an arm is what a hit saves; the cache table gives the hit rate and any leaks."
 	if zeros > 0 {
-		caption += fmt.Sprintf(" %s at 0 ms are drawn at %s ms, the axis floor.", countNoun(zeros, "request"), fmtMsTick(floor))
+		caption += fmt.Sprintf(" %s at 0 ms are drawn at %s ms, the axis floor.", words.Count(zeros, "request"), fmtMsTick(floor))
 	}
 	return &htmlChart{ID: "chart-cache-paths", Title: "Cache: hit path and miss path", Caption: caption, SVG: svg}, nil
 }

@@ -44,6 +44,7 @@ type Manifest struct {
 	TimeScale   float64     `json:"time_scale"`
 	Arrival     Arrival     `json:"arrival"`
 	Concurrency int         `json:"concurrency"`
+	MaxInFlight int         `json:"max_in_flight,omitempty"`
 	Order       string      `json:"order"`           // how arms shared the schedule: interleaved or sequential
 	Block       Duration    `json:"block,omitempty"` // interleaved: schedule time per block
 	Timeout     Duration    `json:"timeout"`
@@ -66,7 +67,7 @@ func NewManifest(runID string, e *Experiment, tasksName string, tasksRaw []byte,
 		Tasks: tasksName, TasksHash: HashBytes(tasksRaw), TaskCount: nTasks,
 		Contract: contractName, ContractHash: contractHash,
 		Seed: e.Seed, Repeats: e.Repeats, Warmup: e.Warmup, TimeScale: *e.TimeScale,
-		Arrival: e.Arrival, Concurrency: e.Concurrency, Order: e.Order, Block: e.Block, Timeout: e.Timeout, Retry: e.Retry, Gate: e.Gate.Defaults(),
+		Arrival: e.Arrival, Concurrency: e.Concurrency, MaxInFlight: e.MaxInFlight, Order: e.Order, Block: e.Block, Timeout: e.Timeout, Retry: e.Retry, Gate: e.Gate.Defaults(),
 		Shadow: *e.Shadow, Models: e.Models, Arms: e.Arms,
 	}
 	m.Hostname, _ = os.Hostname()

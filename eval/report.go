@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/crab-testbed/crab/internal/words"
 )
 
 // ErrUnknownReportFormat: WriteReport was asked for a format it does not
@@ -99,7 +101,7 @@ func writeDoc(w io.Writer, s *Summary, md bool) error {
 		b.WriteString("# crab report\n\n")
 		fmt.Fprintf(&b, "Baseline: `%s`. Latency in ms, nearest rank, over every request (failed ones at the time they ended); `ok_p50` over successful requests only.\n", s.Baseline)
 	} else {
-		fmt.Fprintf(&b, "crab report: %s compared with %s\n", countNoun(len(s.Arms), "arm"), s.Baseline)
+		fmt.Fprintf(&b, "crab report: %s compared with %s\n", words.Count(len(s.Arms), "arm"), s.Baseline)
 		b.WriteString("latency in ms, nearest rank, over every request (failed ones at the time they ended); ok_p50 over successful requests only\n")
 	}
 

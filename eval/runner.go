@@ -315,7 +315,14 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, s
 // model calls inside the stack, not requests, so a cache hit is answered
 // while misses wait for a model slot; the workers are bounded only so that
 // a huge burst does not start a goroutine per request.
-func (r *Runner) workerCap() int { return max(16*r.Exp.Concurrency, 4096) }
+// MaxInFlight, when set, is a client-side cap instead: at most that many
+// requests, hits included, are in flight, as with a client pool of that size.
+func (r *Runner) workerCap() int {
+	if r.Exp.MaxInFlight > 0 {
+		return r.Exp.MaxInFlight
+	}
+	return max(16*r.Exp.Concurrency, 4096)
+}
 
 // job is one released request waiting for a worker.
 type job struct {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/crab-testbed/crab/internal/quantile"
+	"github.com/crab-testbed/crab/internal/words"
 )
 
 // Errors Summarize returns.
@@ -335,7 +336,7 @@ func SummarizeSet(set *RecordSet, opt Options) (*Summary, error) {
 		cancelled += s.Arms[i].Cancelled
 	}
 	if cancelled > 0 {
-		s.Notes = append(s.Notes, fmt.Sprintf("%s cancelled by an interruption count in n and as failed, but not in any latency figure (they measured no system)", countNoun(cancelled, "request")))
+		s.Notes = append(s.Notes, fmt.Sprintf("%s cancelled by an interruption count in n and as failed, but not in any latency figure (they measured no system)", words.Count(cancelled, "request")))
 	}
 	nWarm := 0
 	for _, v := range warm {
@@ -353,7 +354,7 @@ func SummarizeSet(set *RecordSet, opt Options) (*Summary, error) {
 		a := &s.Arms[i]
 		if len(a.Paired.Unmatched) > 0 {
 			s.Notes = append(s.Notes, fmt.Sprintf("%s and %s ran different work: %s on one side only; the comparison covers the %d matched pair(s)",
-				a.Name, base, countNoun(len(a.Paired.Unmatched), "task"), a.Paired.Pairs))
+				a.Name, base, words.Count(len(a.Paired.Unmatched), "task"), a.Paired.Pairs))
 		}
 	}
 	return s, nil
@@ -567,14 +568,6 @@ func joinAnd(s []string) string {
 		return s[0]
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
-}
-
-// countNoun writes "1 task", "3 tasks".
-func countNoun(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 func f64p(v float64) *float64 { return &v }

@@ -1,0 +1,18 @@
+package words
+
+import "testing"
+
+func TestWords(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ got, want string }{
+		{Count(1, "task"), "1 task"},
+		{Count(0, "task"), "0 tasks"},
+		{Count(3, "answer"), "3 answers"},
+		{Tally(map[string]int{"b": 1, "a": 3, "c": 1}), "a 3, b 1, c 1"},
+		{Tally(nil), ""},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q; want %q", c.got, c.want)
+		}
+	}
+}
