@@ -116,6 +116,7 @@ seed: 7
 time_scale: 0
 arrival: {pattern: burst}
 concurrency: 16
+max_in_flight: 16  # a client pool of 16: repeats in the burst find earlier answers cached
 timeout: 2s
 retry: {max_attempts: 2}
 # At time_scale 0 latency is scheduler noise: judge on cost, no p95 guardrail.
