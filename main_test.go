@@ -133,15 +133,22 @@ arms:
   - {name: cascade, router: {mode: cascade, small: small, large: large, confidence: 0.88}}
 `
 
+// quickDir writes quickExperiment into a fresh directory and returns both.
+func quickDir(t *testing.T) (dir, exp string) {
+	t.Helper()
+	dir = t.TempDir()
+	exp = filepath.Join(dir, "quick.yaml")
+	if err := os.WriteFile(exp, []byte(quickExperiment), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, exp
+}
+
 // A run writes its directory, and `crab report` on that directory rebuilds
 // exactly the summary the run wrote.
 func TestRunThenReportReproduces(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	exp := filepath.Join(dir, "quick.yaml")
-	if err := os.WriteFile(exp, []byte(quickExperiment), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, exp := quickDir(t)
 	out := filepath.Join(dir, "run")
 	code, stdout, errs := crab(t, "", "run", "-c", exp, "-o", out, "--quiet", "--format", "json")
 	if code != 0 {

@@ -21,11 +21,7 @@ func TestReportHTML(t *testing.T) {
 		}
 	}
 
-	dir := t.TempDir()
-	exp := filepath.Join(dir, "quick.yaml")
-	if err := os.WriteFile(exp, []byte(quickExperiment), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, exp := quickDir(t)
 	run := filepath.Join(dir, "run")
 	if code, _, errs := crab(t, "", "run", "-c", exp, "-o", run, "--quiet"); code != 0 {
 		t.Fatalf("run: exit %d; stderr %s", code, errs)

@@ -46,11 +46,7 @@ func TestUsageExitCodes(t *testing.T) {
 // replaced whole with --overwrite.
 func TestRunRefusesRunDirectory(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	exp := filepath.Join(dir, "quick.yaml")
-	if err := os.WriteFile(exp, []byte(quickExperiment), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, exp := quickDir(t)
 	out := filepath.Join(dir, "run")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
@@ -184,11 +180,7 @@ func TestRunRejectsBeforeWriting(t *testing.T) {
 // candidate incomplete and says why, and exits 0 (never 2).
 func TestReportOnKilledRun(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	exp := filepath.Join(dir, "quick.yaml")
-	if err := os.WriteFile(exp, []byte(quickExperiment), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dir, exp := quickDir(t)
 	out := filepath.Join(dir, "run")
 	if code, _, stderr := crab(t, "", "run", "-q", "-c", exp, "-o", out); code != 0 && code != exitCheck {
 		t.Fatalf("run: exit %d, stderr %q", code, stderr)
