@@ -43,7 +43,7 @@ func Example() {
 	// acme: miss, "answer for acme", leak=""
 	// acme: hit, "answer for acme", leak=""
 	// globex: miss, "answer for globex", leak=""
-	// key tenant,permission,doc_version,lang,model,mode,max_tokens,sampling,contract,system,text: hits=1 misses=2 leaks=0
+	// key tenant,permission,doc_version,lang,model,mode,max_tokens,sampling,contract,system,history,text: hits=1 misses=2 leaks=0
 }
 
 // The naive text-only key, run on purpose to measure what it leaks.

@@ -42,6 +42,7 @@ const (
 	FieldSampling   = "sampling"    // Request.Temperature
 	FieldContract   = "contract"    // Request.ContractHash: answers to another contract differ in shape
 	FieldSystem     = "system"      // Request.System, normalised like the text
+	FieldHistory    = "history"     // Request.History: a conversation's earlier turns, roles and normalised text
 	FieldText       = "text"        // Request.Text, normalised (see NormalizeText)
 )
 
@@ -54,7 +55,7 @@ const (
 // KeyVersion is the first byte of every key encoding. Changing the encoding
 // (a field added, a normalisation changed) bumps it, so entries written under
 // the old format can never be served under the new one.
-const KeyVersion = 1
+const KeyVersion = 2
 
 // Errors returned when key fields are configured wrongly.
 var (
@@ -76,6 +77,7 @@ const (
 	fSampling
 	fContract
 	fSystem
+	fHistory
 	fText
 	numFields
 )
@@ -104,6 +106,8 @@ func (f fieldID) name() string {
 		return FieldContract
 	case fSystem:
 		return FieldSystem
+	case fHistory:
+		return FieldHistory
 	case fText:
 		return FieldText
 	}
@@ -215,7 +219,8 @@ func (k KeySpec) Encode(req *model.Request) []byte {
 //
 // Values: tenant, permission, doc_version, model, mode and contract exactly as
 // given; lang per NormalizeLang; text and system per NormalizeText;
-// max_tokens in decimal; sampling as the shortest decimal that round-trips
+// history as its number of turns, then each turn's role and normalised
+// text; max_tokens in decimal; sampling as the shortest decimal that round-trips
 // the temperature (-0 written as 0). Tenant and permission are read from
 // req.Scope, which the caller's identity sets, never from the text.
 //
@@ -257,6 +262,12 @@ func (k KeySpec) AppendEncode(dst []byte, req *model.Request) []byte {
 			dst = appendBytes(dst, req.ContractHash)
 		case fSystem:
 			dst = appendNormalized(dst, req.System)
+		case fHistory:
+			dst = binary.AppendUvarint(dst, uint64(len(req.History)))
+			for _, m := range req.History {
+				dst = appendBytes(dst, m.Role)
+				dst = appendNormalized(dst, m.Content)
+			}
 		case fText:
 			dst = appendNormalized(dst, req.Text)
 		}

@@ -16,7 +16,7 @@ import (
 
 func TestParseFields(t *testing.T) {
 	t.Parallel()
-	full := []string{"tenant", "permission", "doc_version", "lang", "model", "mode", "max_tokens", "sampling", "contract", "system", "text"}
+	full := []string{"tenant", "permission", "doc_version", "lang", "model", "mode", "max_tokens", "sampling", "contract", "system", "history", "text"}
 	tests := []struct {
 		name    string
 		in      string
@@ -144,6 +144,24 @@ func TestEncodingDistinguishes(t *testing.T) {
 			modB: func(r *model.Request) { r.Temperature = math.Copysign(0, -1) }, wantEq: true},
 		{name: "contract differs", specA: full, specB: full, modB: func(r *model.Request) { r.ContractHash = "sha256:abd" }},
 		{name: "system differs", specA: full, specB: full, modB: func(r *model.Request) { r.System = "Be brief." }},
+		{name: "history differs", specA: full, specB: full,
+			modA: func(r *model.Request) { r.History = []model.Message{{Role: model.RoleUser, Content: "order 1"}} },
+			modB: func(r *model.Request) { r.History = []model.Message{{Role: model.RoleUser, Content: "order 2"}} }},
+		{name: "history vs none", specA: full, specB: full,
+			modA: func(r *model.Request) { r.History = []model.Message{{Role: model.RoleUser, Content: "hi"}} }},
+		{name: "history role differs", specA: full, specB: full,
+			modA: func(r *model.Request) { r.History = []model.Message{{Role: model.RoleUser, Content: "hi"}} },
+			modB: func(r *model.Request) { r.History = []model.Message{{Role: model.RoleAssistant, Content: "hi"}} }},
+		{name: "boundary history turns", specA: full, specB: full,
+			modA: func(r *model.Request) {
+				r.History = []model.Message{{Role: model.RoleUser, Content: "a"}, {Role: model.RoleAssistant, Content: "b"}}
+			},
+			modB: func(r *model.Request) { r.History = []model.Message{{Role: model.RoleUser, Content: "a b"}} }},
+		{name: "history whitespace collapses", specA: full, specB: full,
+			modA: func(r *model.Request) { r.History = []model.Message{{Role: model.RoleUser, Content: "a  b"}} },
+			modB: func(r *model.Request) { r.History = []model.Message{{Role: model.RoleUser, Content: " a b\n"}} }, wantEq: true},
+		{name: "text key ignores history", specA: text, specB: text,
+			modA: func(r *model.Request) { r.History = []model.Message{{Role: model.RoleUser, Content: "x"}} }, wantEq: true},
 		{name: "text case kept", specA: full, specB: full, modB: func(r *model.Request) { r.Text = "my invoice was charged twice" }},
 		{name: "lang en-US = en_us", specA: full, specB: full,
 			modA: func(r *model.Request) { r.Scope.Lang = "en-US" },
@@ -358,6 +376,7 @@ func (tp tuple) normalized() [][2]string {
 		FieldLang: NormalizeLang(tp.lang), FieldModel: tp.mdl, FieldMode: tp.mode,
 		FieldMaxTokens: strconv.Itoa(tp.maxTokens), FieldSampling: strconv.FormatFloat(temp, 'g', -1, 64),
 		FieldContract: tp.doc + "#c", FieldSystem: NormalizeText(tp.system), FieldText: NormalizeText(tp.text),
+		FieldHistory: "", // no history: a count of zero, which reads as an empty value
 	}
 	var out [][2]string
 	for _, f := range spec.Fields() {

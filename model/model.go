@@ -130,8 +130,14 @@ type Request struct {
 	// use it only to draw per-call faults and jitter; no model or router
 	// reads a task's labels (difficulty, expected answer).
 	TaskID string
-	Text   string // the user's message (the support ticket plus account context)
+	Text   string // the user's message: the last user turn of a conversation
 	System string // system prompt
+	// History holds a conversation's earlier turns, oldest first (user and
+	// assistant only; the system prompt is System and the last user turn is
+	// Text). It is nil for a single-turn request. Backends send it with its
+	// roles, and the cache key covers it: the same last message after
+	// another history is another question.
+	History []Message
 	User   string // end user, inside Scope.Tenant
 	Scope  Scope
 
@@ -147,8 +153,21 @@ type Request struct {
 	Attempt int   // 0 for the first call, counted up by retries and re-asks
 }
 
+// Roles of a conversation turn.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string `json:"role"` // RoleUser or RoleAssistant inside Request.History
+	Content string `json:"content"`
+}
+
 // Clone returns a shallow copy that a layer may change freely.
-// Contract bytes are shared: no layer writes to them.
+// Contract bytes and History are shared: no layer writes to them.
 func (r *Request) Clone() *Request {
 	c := *r
 	return &c

@@ -294,7 +294,7 @@ func (s *Server) decode(r *http.Request, id Identity) (c call, status int, code,
 	if len(creq.Tools) > 0 || len(creq.Functions) > 0 {
 		return c, http.StatusBadRequest, "unsupported_parameter", "tools", errors.New("tools and function calling are not supported by crab serve")
 	}
-	system, text, err := openai.Prompt(creq.Messages)
+	system, history, text, err := openai.Prompt(creq.Messages)
 	if err != nil {
 		return c, http.StatusBadRequest, "invalid_request", "messages", err
 	}
@@ -338,7 +338,7 @@ func (s *Server) decode(r *http.Request, id Identity) (c call, status int, code,
 		return c, http.StatusBadRequest, "invalid_request_id", openai.HeaderRequestID, errors.New("request id: want 1 to 128 letters, digits and . _ : -")
 	}
 	req := &model.Request{
-		TaskID: reqID, Text: text, System: system, User: creq.User, Scope: scope, Model: name,
+		TaskID: reqID, Text: text, System: system, History: history, User: creq.User, Scope: scope, Model: name,
 		Mode: mode, MaxTokens: openai.MaxTokens(creq), Temperature: float64(creq.Temperature),
 	}
 	// A deployed arm's system prompt and output budget apply when the

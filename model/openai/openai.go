@@ -269,9 +269,12 @@ func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
 		}
 		system += ins
 	}
-	msgs := make([]goopenai.ChatCompletionMessage, 0, 2)
+	msgs := make([]goopenai.ChatCompletionMessage, 0, 2+len(req.History))
 	if system != "" {
 		msgs = append(msgs, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleSystem, Content: system})
+	}
+	for _, m := range req.History {
+		msgs = append(msgs, goopenai.ChatCompletionMessage{Role: m.Role, Content: m.Content})
 	}
 	msgs = append(msgs, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleUser, Content: req.Text})
 	c := goopenai.ChatCompletionRequest{

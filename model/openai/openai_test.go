@@ -338,3 +338,41 @@ func TestSplitMode(t *testing.T) {
 		}
 	}
 }
+
+// A conversation reaches the upstream as its turns, with their roles, in
+// order, streaming or not.
+func TestCompleteSendsConversation(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []goopenai.ChatCompletionMessage
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var creq goopenai.ChatCompletionRequest
+		if err := json.NewDecoder(r.Body).Decode(&creq); err != nil {
+			t.Errorf("request body: %v", err)
+		}
+		mu.Lock()
+		got = creq.Messages
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"{}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
+	}))
+	defer srv.Close()
+	b := newBackend(t, srv.URL, func(c *Config) { c.NoStream = true })
+	req := &model.Request{TaskID: "t", System: "be kind", Text: "and now?",
+		History: []model.Message{{Role: model.RoleUser, Content: "hello"}, {Role: model.RoleAssistant, Content: "hi there"}}}
+	if _, err := b.Complete(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []goopenai.ChatCompletionMessage{{Role: "system", Content: "be kind"}, {Role: "user", Content: "hello"},
+		{Role: "assistant", Content: "hi there"}, {Role: "user", Content: "and now?"}}
+	if len(got) != len(want) {
+		t.Fatalf("messages: got %+v; want %+v", got, want)
+	}
+	for i := range want {
+		if got[i].Role != want[i].Role || got[i].Content != want[i].Content {
+			t.Fatalf("message %d: got %+v; want %+v", i, got[i], want[i])
+		}
+	}
+}

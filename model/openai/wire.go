@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/crab-testbed/crab/internal/jsonw"
+	"github.com/crab-testbed/crab/model"
 	goopenai "github.com/sashabaranov/go-openai"
 )
 
@@ -503,21 +504,20 @@ func (d *lexer) float32() (float32, bool) {
 }
 
 // Prompt turns a conversation into crab's request shape: the system and
-// developer messages joined into the system prompt, and the text. A single
-// user message is the text as it is; a longer conversation is written one
-// turn per paragraph as "role: content", so that every turn is part of the
-// text (and of a cache key built from it).
-func Prompt(msgs []goopenai.ChatCompletionMessage) (system, text string, err error) {
+// developer messages joined into the system prompt, the earlier user and
+// assistant turns as the history (roles kept, oldest first), and the last
+// message, which must be the user's, as the text. Tool messages and any
+// other role are refused: crab does not support tools yet, and dropping
+// them would change the question silently.
+func Prompt(msgs []goopenai.ChatCompletionMessage) (system string, history []model.Message, text string, err error) {
 	var sys []string
-	type turn struct{ role, content string }
-	var turns []turn
 	for i, m := range msgs {
 		c := m.Content
 		if len(m.MultiContent) > 0 {
 			var parts []string
 			for _, p := range m.MultiContent {
 				if p.Type != goopenai.ChatMessagePartTypeText {
-					return "", "", fmt.Errorf("%w: messages[%d]: only text content is supported, got %q", ErrBadRequest, i, p.Type)
+					return "", nil, "", fmt.Errorf("%w: messages[%d]: only text content is supported, got %q", ErrBadRequest, i, p.Type)
 				}
 				parts = append(parts, p.Text)
 			}
@@ -527,28 +527,26 @@ func Prompt(msgs []goopenai.ChatCompletionMessage) (system, text string, err err
 		case goopenai.ChatMessageRoleSystem, goopenai.ChatMessageRoleDeveloper:
 			sys = append(sys, c)
 		case goopenai.ChatMessageRoleUser, goopenai.ChatMessageRoleAssistant:
-			turns = append(turns, turn{m.Role, c})
+			history = append(history, model.Message{Role: m.Role, Content: c})
+		case goopenai.ChatMessageRoleTool, goopenai.ChatMessageRoleFunction:
+			return "", nil, "", fmt.Errorf("%w: messages[%d]: %s messages are not supported (crab does not pass tools yet)", ErrBadRequest, i, m.Role)
 		default:
-			return "", "", fmt.Errorf("%w: messages[%d]: role %q is not supported (want system, developer, user or assistant)", ErrBadRequest, i, m.Role)
+			return "", nil, "", fmt.Errorf("%w: messages[%d]: role %q is not supported (want system, developer, user or assistant)", ErrBadRequest, i, m.Role)
 		}
 	}
 	system = strings.Join(sys, "\n\n")
-	switch {
-	case len(turns) == 0:
-		return "", "", fmt.Errorf("%w: messages hold no user message", ErrBadRequest)
-	case len(turns) == 1 && turns[0].role == goopenai.ChatMessageRoleUser:
-		return system, turns[0].content, nil
+	if len(history) == 0 {
+		return "", nil, "", fmt.Errorf("%w: messages hold no user message", ErrBadRequest)
 	}
-	var b strings.Builder
-	for i, t := range turns {
-		if i > 0 {
-			b.WriteString("\n\n")
-		}
-		b.WriteString(t.role)
-		b.WriteString(": ")
-		b.WriteString(t.content)
+	last := history[len(history)-1]
+	if last.Role != goopenai.ChatMessageRoleUser {
+		return "", nil, "", fmt.Errorf("%w: messages[%d]: the last turn must be the user's, got %q", ErrBadRequest, len(msgs)-1, last.Role)
 	}
-	return system, b.String(), nil
+	history = history[:len(history)-1]
+	if len(history) == 0 {
+		history = nil
+	}
+	return system, history, last.Content, nil
 }
 
 // Schema returns the JSON schema of a json_schema response format, or nil.

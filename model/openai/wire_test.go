@@ -3,12 +3,14 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +18,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/model"
 )
 
 // wireSchema is the triage contract, the schema crab's clients send.
@@ -544,5 +547,50 @@ func TestSchemaCheckedOnce(t *testing.T) {
 		if got := checkDecode(t, body(tc.schema)); got != tc.lean {
 			t.Errorf("schema %.60q: read lean %v; want %v", tc.schema, got, tc.lean)
 		}
+	}
+}
+
+func TestPrompt(t *testing.T) {
+	t.Parallel()
+	msg := func(role, content string) goopenai.ChatCompletionMessage {
+		return goopenai.ChatCompletionMessage{Role: role, Content: content}
+	}
+	tests := []struct {
+		name        string
+		in          []goopenai.ChatCompletionMessage
+		wantSystem  string
+		wantHistory []model.Message
+		wantText    string
+		wantErr     string
+	}{
+		{name: "single user", in: []goopenai.ChatCompletionMessage{msg("user", "hi")}, wantText: "hi"},
+		{name: "system joined", in: []goopenai.ChatCompletionMessage{msg("system", "a"), msg("developer", "b"), msg("user", "q")},
+			wantSystem: "a\n\nb", wantText: "q"},
+		{name: "conversation keeps roles", in: []goopenai.ChatCompletionMessage{
+			msg("system", "s"), msg("user", "order 1"), msg("assistant", "shipped"), msg("user", "where is it?")},
+			wantSystem: "s", wantText: "where is it?",
+			wantHistory: []model.Message{{Role: "user", Content: "order 1"}, {Role: "assistant", Content: "shipped"}}},
+		{name: "tool refused", in: []goopenai.ChatCompletionMessage{msg("user", "q"), msg("tool", "r")}, wantErr: "tool messages are not supported"},
+		{name: "unknown role", in: []goopenai.ChatCompletionMessage{msg("robot", "q")}, wantErr: `role "robot"`},
+		{name: "assistant last", in: []goopenai.ChatCompletionMessage{msg("user", "q"), msg("assistant", "a")}, wantErr: "last turn must be the user's"},
+		{name: "no user", in: []goopenai.ChatCompletionMessage{msg("system", "s")}, wantErr: "no user message"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sys, hist, text, err := Prompt(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, ErrBadRequest) {
+					t.Fatalf("err = %v; want ErrBadRequest containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sys != tc.wantSystem || text != tc.wantText || !slices.Equal(hist, tc.wantHistory) {
+				t.Fatalf("got (%q, %v, %q); want (%q, %v, %q)", sys, hist, text, tc.wantSystem, tc.wantHistory, tc.wantText)
+			}
+		})
 	}
 }

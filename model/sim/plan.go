@@ -67,6 +67,9 @@ func (m *Model) Plan(req *model.Request) (Plan, error) {
 		mult *= cfg.TailFactor
 	}
 	tin := Tokens(req.System) + Tokens(req.Text) + m.sized.size(req.Contract)/8
+	for _, h := range req.History {
+		tin += Tokens(h.Content)
+	}
 	p := Plan{Model: cfg.Name, Sleep: !cfg.NoSleep}
 	p.InputUsage = model.Usage{TokensIn: tin, Cost: float64(tin) * cfg.PriceIn}
 

@@ -252,7 +252,7 @@ func (s *Server) decode(r *http.Request) (c call, status int, code, param string
 	if !ok {
 		return c, http.StatusNotFound, "model_not_found", "model", fmt.Errorf("model %q does not exist (served: %s)", creq.Model, strings.Join(s.names, ", "))
 	}
-	system, text, err := openai.Prompt(creq.Messages)
+	system, history, text, err := openai.Prompt(creq.Messages)
 	if err != nil {
 		return c, http.StatusBadRequest, "invalid_request", "messages", err
 	}
@@ -283,7 +283,7 @@ func (s *Server) decode(r *http.Request) (c call, status int, code, param string
 		return creq.Metadata[key]
 	}
 	req := &model.Request{
-		TaskID: id, Text: text, System: system, User: creq.User,
+		TaskID: id, Text: text, System: system, History: history, User: creq.User,
 		Scope: model.Scope{
 			Tenant: scope(openai.HeaderTenant, "tenant"), Permission: scope(openai.HeaderPermission, "permission"),
 			Lang: scope(openai.HeaderLang, "lang"), DocVersion: scope(openai.HeaderDocVersion, "doc_version"),
