@@ -138,8 +138,8 @@ type Request struct {
 	// roles, and the cache key covers it: the same last message after
 	// another history is another question.
 	History []Message
-	User   string // end user, inside Scope.Tenant
-	Scope  Scope
+	User    string // end user, inside Scope.Tenant
+	Scope   Scope
 
 	Model       string  // backend name; empty means the stack's default, set by a router
 	Mode        string  // output mode: ModeFull, ModeShort or ModeOverShort
