@@ -183,6 +183,13 @@ func (r *Runner) interleaved(ctx context.Context, res *Result, rep int, seed int
 			releases = append(releases, release)
 		}
 	}
+	if o := r.gen.with(r.Generator); o.wait == waitThread && threadSleepSupported {
+		// Hold the generator's extra P for the whole repeat: each block's
+		// pass then finds it reserved, and GOMAXPROCS (a stop-the-world)
+		// changes twice per repeat instead of twice per block and arm.
+		reserveP()
+		defer unreserveP()
+	}
 	gens := make([]string, len(arms))
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x626c6f636b73)) // "blocks"
 	for bi, b := range Blocks(offsets[:len(r.Tasks)], r.block()) {

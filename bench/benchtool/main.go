@@ -39,6 +39,8 @@ func main() {
 		err = targets(os.Args[2:])
 	case "records":
 		err = records(os.Args[2:])
+	case "arms":
+		err = arms(os.Args[2:])
 	case "vegeta":
 		err = vegeta(os.Args[2:])
 	case "added":
@@ -58,6 +60,7 @@ func usage() {
 	fmt.Fprintln(os.Stderr, `usage: benchtool tasks -n N
        benchtool targets -url URL -n N [-key KEY] [-model NAME] [-distinct [-start N]]
        benchtool records [-label L] [-target RATE] RECORDS.jsonl
+       benchtool arms [-label L] [-target RATE] RECORDS.jsonl
        benchtool vegeta [-label L] [-target RATE] REPORT.json [SLICE.json ...]
        benchtool added DIRECT.json OTHER.json ...
        benchtool header`)
