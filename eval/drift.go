@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/crab-testbed/crab/eval/internal/figure"
 )
 
 // Cluster is a window of a run in which errors and timeouts were far more
@@ -136,7 +138,7 @@ func binomialUpperTail(n, k int, p float64) float64 {
 // String describes the window for a warning.
 func (c Cluster) String() string {
 	return fmt.Sprintf("%d errors and timeouts among %d requests between %s s and %s s of the run (%s expected at the run's failure rate, p = %s)",
-		c.Failures, c.Requests, fmtSigFixed(c.StartMs/1000, 3), fmtSigFixed(c.EndMs/1000, 3), fmtSigFixed(c.Expected, 2), fmtP(c.P))
+		c.Failures, c.Requests, figure.Sig(c.StartMs/1000, 3), figure.Sig(c.EndMs/1000, 3), figure.Sig(c.Expected, 2), figure.P(c.P))
 }
 
 // errorRateAlpha is how improbable a difference in error rate between a
@@ -164,5 +166,5 @@ func errorRateGap(base, a *ArmSummary) string {
 		return ""
 	}
 	return fmt.Sprintf("%s's errors and timeouts (%d of %d) differ from %s's (%d of %d) beyond chance (p = %s)",
-		a.Name, fa, na, base.Name, fb, nb, fmtP(p))
+		a.Name, fa, na, base.Name, fb, nb, figure.P(p))
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/internal/words"
 )
 
@@ -62,9 +63,9 @@ func qualityFail(baseline, candidate *ArmSummary, g GateConfig) string {
 		}
 		return ""
 	}
-	msg := fmt.Sprintf("loses %s: %s", words.Count(len(p.Lost), "passing task"), idList(p.Lost))
+	msg := fmt.Sprintf("loses %s: %s", words.Count(len(p.Lost), "passing task"), words.Shortlist(p.Lost))
 	if len(p.Gained) > 0 {
-		msg += fmt.Sprintf(", gains %d: %s", len(p.Gained), idList(p.Gained))
+		msg += fmt.Sprintf(", gains %d: %s", len(p.Gained), words.Shortlist(p.Gained))
 	}
 	if len(p.LostCauses) > 0 {
 		causes := make([]string, 0, len(p.LostCauses))
@@ -95,7 +96,7 @@ func hardFails(candidate *ArmSummary, interrupted bool) []string {
 		fails = append(fails, fmt.Sprintf("lets invalid answers through: %s recorded ok that break the contract", words.Count(candidate.SilentViolations, "answer")))
 	}
 	if p != nil && len(p.Unmatched) > 0 && !interrupted {
-		fails = append(fails, fmt.Sprintf("ran different work: %s on one side only: %s", words.Count(len(p.Unmatched), "task"), idList(p.Unmatched)))
+		fails = append(fails, fmt.Sprintf("ran different work: %s on one side only: %s", words.Count(len(p.Unmatched), "task"), words.Shortlist(p.Unmatched)))
 	}
 	return fails
 }
@@ -112,11 +113,11 @@ func guardrailFails(base, a *ArmSummary, g GateConfig) []string {
 		// at the limit (110 against 100 at 10%) is not pushed over it by
 		// floating-point division.
 		if *av*100 > *bv*(100+*limit) {
-			sa, sb := fmtPair(*av, *bv, fmtMs)
+			sa, sb := figure.Pair(*av, *bv, figure.Ms)
 			if unit == "" {
-				sa, sb = fmtCostPerPassPair(av, bv)
+				sa, sb = figure.CostPerPassPair(av, bv)
 			}
-			fails = append(fails, fmt.Sprintf("breaks a guardrail: %s %s vs %s%s%s, beyond the +%s%% allowed", name, sa, sb, unit, relChange(*av, *bv), trimNum(fmt.Sprint(*limit))))
+			fails = append(fails, fmt.Sprintf("breaks a guardrail: %s %s vs %s%s%s, beyond the +%s%% allowed", name, sa, sb, unit, figure.RelChange(*av, *bv), figure.Trim(fmt.Sprint(*limit))))
 		}
 	}
 	check("p95", " ms", g.P95RegressPct, &a.P95Ms, &base.P95Ms)
@@ -245,8 +246,8 @@ func decide(s *Summary, opt Options) {
 		if g.Objective == ObjectiveGoodput {
 			a.Reasons = append(a.Reasons, goodputReason(a, g))
 		}
-		ap95, bp95 := fmtPair(a.P95Ms, base.P95Ms, fmtMs)
-		acpp, bcpp := fmtCostPerPassPair(a.CostPerPass, base.CostPerPass)
+		ap95, bp95 := figure.Pair(a.P95Ms, base.P95Ms, figure.Ms)
+		acpp, bcpp := figure.CostPerPassPair(a.CostPerPass, base.CostPerPass)
 		figures := fmt.Sprintf("passes %d of %d vs %d of %d for %s; p95 %s vs %s ms; cost per pass %s vs %s",
 			a.Pass, a.N, base.Pass, base.N, base.Name, ap95, bp95, acpp, bcpp)
 		if ok, what := improves(a, g); ok {
@@ -288,7 +289,7 @@ func goodputReason(a *ArmSummary, g GateConfig) string {
 		return "goodput not compared task by task (no matched tasks)"
 	}
 	return fmt.Sprintf("goodput (%s): share of tasks passing within it changes by %s, 95%% CI %s to %s",
-		g.SLO.String(), fmtPct(dl.Mean), fmtPct(dl.CILow), fmtPct(dl.CIHigh))
+		g.SLO.String(), figure.Pct(dl.Mean), figure.Pct(dl.CILow), figure.Pct(dl.CIHigh))
 }
 
 // ContractChange says how candidate's contract differs from baseline's,
@@ -330,12 +331,12 @@ func passReason(base, a *ArmSummary) string {
 	if len(p.Lost) > 0 || len(p.Gained) > 0 {
 		var parts []string
 		if len(p.Lost) > 0 {
-			parts = append(parts, "loses "+idList(p.Lost))
+			parts = append(parts, "loses "+words.Shortlist(p.Lost))
 		}
 		if len(p.Gained) > 0 {
-			parts = append(parts, "gains "+idList(p.Gained))
+			parts = append(parts, "gains "+words.Shortlist(p.Gained))
 		}
-		diff = fmt.Sprintf(": %s (McNemar p = %s)", strings.Join(parts, ", "), fmtP(p.McNemarP))
+		diff = fmt.Sprintf(": %s (McNemar p = %s)", strings.Join(parts, ", "), figure.P(p.McNemarP))
 	}
 	switch {
 	case a.Pass == base.Pass && diff == "":
@@ -351,13 +352,13 @@ func passReason(base, a *ArmSummary) string {
 // paired interval excludes zero, and naming p95 as better or worse only
 // when it is (decided on unrounded figures).
 func latencyReason(base, a *ArmSummary) string {
-	ap95, bp95 := fmtPair(a.P95Ms, base.P95Ms, fmtMs)
-	p95 := fmt.Sprintf("p95 %s vs %s ms%s", ap95, bp95, relChange(a.P95Ms, base.P95Ms))
+	ap95, bp95 := figure.Pair(a.P95Ms, base.P95Ms, figure.Ms)
+	p95 := fmt.Sprintf("p95 %s vs %s ms%s", ap95, bp95, figure.RelChange(a.P95Ms, base.P95Ms))
 	d := a.Paired.LatencyDeltaMs
 	if d == nil {
 		return "latency not compared task by task (no matched tasks): " + p95
 	}
-	delta := fmt.Sprintf("per-task delta mean %s ms, 95%% CI %s to %s", fmtMs(d.Mean), fmtMs(d.CILow), fmtMs(d.CIHigh))
+	delta := fmt.Sprintf("per-task delta mean %s ms, 95%% CI %s to %s", figure.Ms(d.Mean), figure.Ms(d.CILow), figure.Ms(d.CIHigh))
 	return directionReason(d, a.P95Ms, base.P95Ms, "faster", "slower", "at p95", p95, delta, "latency")
 }
 
@@ -381,16 +382,16 @@ func directionReason(d *Delta, a, b float64, better, worse, at, figure, delta, w
 
 // costReason compares cost per pass and the paired cost delta.
 func costReason(base, a *ArmSummary) string {
-	acpp, bcpp := fmtCostPerPassPair(a.CostPerPass, base.CostPerPass)
+	acpp, bcpp := figure.CostPerPassPair(a.CostPerPass, base.CostPerPass)
 	cpp := fmt.Sprintf("cost per pass %s vs %s", acpp, bcpp)
 	if a.CostPerPass != nil && base.CostPerPass != nil {
-		cpp += relChange(*a.CostPerPass, *base.CostPerPass)
+		cpp += figure.RelChange(*a.CostPerPass, *base.CostPerPass)
 	}
 	d := a.Paired.CostDelta
 	if d == nil {
 		return "cost not compared task by task (no matched tasks): " + cpp
 	}
-	delta := fmt.Sprintf("per-task delta mean %s, 95%% CI %s to %s", fmtCost(d.Mean), fmtCost(d.CILow), fmtCost(d.CIHigh))
+	delta := fmt.Sprintf("per-task delta mean %s, 95%% CI %s to %s", figure.Cost(d.Mean), figure.Cost(d.CILow), figure.Cost(d.CIHigh))
 	ac, bc := math.Inf(1), math.Inf(1) // nothing passed: no cost per pass to call better
 	if a.CostPerPass != nil && base.CostPerPass != nil {
 		ac, bc = *a.CostPerPass, *base.CostPerPass
@@ -403,11 +404,11 @@ func costReason(base, a *ArmSummary) string {
 func notRescued(base, a *ArmSummary) string {
 	var wins []string
 	if a.P95Ms < base.P95Ms {
-		ap95, bp95 := fmtPair(a.P95Ms, base.P95Ms, fmtMs)
+		ap95, bp95 := figure.Pair(a.P95Ms, base.P95Ms, figure.Ms)
 		wins = append(wins, fmt.Sprintf("p95 %s vs %s ms", ap95, bp95))
 	}
 	if a.CostPerPass != nil && base.CostPerPass != nil && *a.CostPerPass < *base.CostPerPass {
-		acpp, bcpp := fmtCostPerPassPair(a.CostPerPass, base.CostPerPass)
+		acpp, bcpp := figure.CostPerPassPair(a.CostPerPass, base.CostPerPass)
 		wins = append(wins, fmt.Sprintf("cost per pass %s vs %s", acpp, bcpp))
 	}
 	if len(wins) == 0 {
@@ -452,17 +453,17 @@ func changeReject(base, a *ArmSummary, g GateConfig, contractBlocks bool) string
 	if differ, _, _ := ContractChange(base, a); differ && contractBlocks {
 		parts = append(parts, "the baseline's contract (or the contract change allowed)")
 	}
-	return a.Name + " would pass the gate with " + joinAnd(parts)
+	return a.Name + " would pass the gate with " + words.And(parts)
 }
 
 // weakLoss warns when a rejection for lost tasks is not statistically clear.
 func weakLoss(a *ArmSummary) string {
 	p := a.Paired
-	if p == nil || len(p.Lost) == 0 || p.McNemarP < pThreshold {
+	if p == nil || len(p.Lost) == 0 || p.McNemarP < figure.PThreshold {
 		return ""
 	}
 	return fmt.Sprintf("%s: losing %s and gaining %d is not statistically clear (McNemar p = %s); the gate rejects the loss all the same, and repeats would show whether it is noise",
-		a.Name, words.Count(len(p.Lost), "task"), len(p.Gained), fmtP(p.McNemarP))
+		a.Name, words.Count(len(p.Lost), "task"), len(p.Gained), figure.P(p.McNemarP))
 }
 
 // tailWarnings groups arms whose tail percentiles are the sample maximum.
@@ -510,15 +511,6 @@ func fewPairsWarnings(arms []ArmSummary) []string {
 	return out
 }
 
-// idList writes ids, shortening long lists.
-func idList(ids []string) string {
-	const show = 10
-	if len(ids) <= show {
-		return strings.Join(ids, ", ")
-	}
-	return strings.Join(ids[:show], ", ") + fmt.Sprintf(" and %d more", len(ids)-show)
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -526,25 +518,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// relChange writes " (-44%)" for v against ref, from the unrounded
-// figures: whole percents, or one significant digit when a real change is
-// under half a percent (" (+0.02%)"); empty when ref is 0.
-func relChange(v, ref float64) string {
-	if ref == 0 {
-		return ""
-	}
-	pct := (v/ref - 1) * 100
-	s := fmt.Sprintf("%+.0f", pct)
-	if (s == "+0" || s == "-0") && pct != 0 {
-		s = fmtSigFixed(pct, 1)
-		if pct > 0 {
-			s = "+" + s
-		}
-	}
-	if s == "-0" {
-		s = "+0"
-	}
-	return " (" + s + "%)"
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/internal/words"
 )
 
 // Verdicts beyond baseline, accept and reject.
@@ -154,7 +157,7 @@ func (g GateConfig) String() string {
 		v    *float64
 	}{{"p95", g.P95RegressPct}, {"TTFT p95", g.TTFTP95RegressPct}, {"cost per pass", g.CostPerPassRegressPct}} {
 		if r.v != nil {
-			rails = append(rails, fmt.Sprintf("%s at most +%s%%", r.name, trimNum(fmt.Sprint(*r.v))))
+			rails = append(rails, fmt.Sprintf("%s at most +%s%%", r.name, figure.Trim(fmt.Sprint(*r.v))))
 		}
 	}
 	obj := map[string]string{
@@ -164,17 +167,17 @@ func (g GateConfig) String() string {
 		ObjectiveGoodput: "goodput (share of tasks passing within " + g.SLO.String() + ")",
 	}[g.Objective]
 	return fmt.Sprintf("gate: %s, no leaking cache hit, no invalid answer recorded ok, the same work as the baseline; guardrails: %s; accept only when %s improves with a 95%% interval that excludes 0; at least %d pairs",
-		lost, joinAnd(rails), obj, g.MinPairs)
+		lost, words.And(rails), obj, g.MinPairs)
 }
 
 // String writes "TTFT ≤ 200 ms and end to end ≤ 2000 ms".
 func (s SLO) String() string {
 	var parts []string
 	if s.TTFTMs > 0 {
-		parts = append(parts, "TTFT ≤ "+fmtMs(s.TTFTMs)+" ms")
+		parts = append(parts, "TTFT ≤ "+figure.Ms(s.TTFTMs)+" ms")
 	}
 	if s.E2EMs > 0 {
-		parts = append(parts, "end to end ≤ "+fmtMs(s.E2EMs)+" ms")
+		parts = append(parts, "end to end ≤ "+figure.Ms(s.E2EMs)+" ms")
 	}
 	return strings.Join(parts, " and ")
 }

@@ -169,7 +169,7 @@ func runLine(recs *RecordSet) string {
 	case len(names) == 1:
 		line = "run " + names[0] + " · " + line
 	case len(names) > 1:
-		line = fmt.Sprintf("%d runs (%s) · %s", len(names), idList(names), line)
+		line = fmt.Sprintf("%d runs (%s) · %s", len(names), words.Shortlist(names), line)
 	}
 	return line
 }

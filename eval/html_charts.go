@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/internal/words"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -294,7 +295,7 @@ func (t trimTicks) Ticks(lo, hi float64) []plot.Tick {
 	ticks := t.Ticker.Ticks(lo, hi)
 	for i := range ticks {
 		if ticks[i].Label != "" {
-			ticks[i].Label = trimNum(ticks[i].Label)
+			ticks[i].Label = figure.Trim(ticks[i].Label)
 		}
 	}
 	return ticks
@@ -335,7 +336,9 @@ func fmtMsTick(v float64) string {
 	return strconv.FormatFloat(v, 'g', 1, 64)
 }
 
-func fmtShareTick(v float64) string { return trimNum(strconv.FormatFloat(v*100, 'f', -1, 64)) + "%" }
+func fmtShareTick(v float64) string {
+	return figure.Trim(strconv.FormatFloat(v*100, 'f', -1, 64)) + "%"
+}
 
 // armLine is one arm's line in its colour.
 func armLine(xy plotter.XYs, i int, step plotter.StepKind) (*plotter.Line, error) {

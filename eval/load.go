@@ -3,7 +3,8 @@ package eval
 import (
 	"fmt"
 	"slices"
-	"strconv"
+
+	"github.com/crab-testbed/crab/eval/internal/figure"
 )
 
 // LoadStats shows whether the load generator kept its schedule and whether
@@ -56,34 +57,5 @@ func loadNote(a *ArmSummary) string {
 		return ""
 	}
 	return fmt.Sprintf("%s: %d of %d requests waited for a concurrency slot (queue p99 %s ms, max %s ms): the cap turned the open loop partly closed; that wait is inside their latency",
-		a.Name, a.Load.Queued, a.N, fmtMs(a.Load.QueueP99Ms), fmtMs(a.Load.QueueMaxMs))
-}
-
-// loadTable lists lag and queue per arm; nil when no arm has them.
-func loadTable(s *Summary) *table {
-	t := &table{header: []string{"arm", "lag_p50", "lag_p99", "lag_max", "queue_p50", "queue_p99", "queue_max", "queued"}}
-	for i := range s.Arms {
-		a := &s.Arms[i]
-		l := a.Load
-		if l == nil {
-			continue
-		}
-		t.add(a.Name, fmtSmallMs(l.LagP50Ms), fmtSmallMs(l.LagP99Ms), fmtSmallMs(l.LagMaxMs), fmtSmallMs(l.QueueP50Ms), fmtSmallMs(l.QueueP99Ms), fmtSmallMs(l.QueueMaxMs), itoa(l.Queued))
-	}
-	if len(t.rows) == 0 {
-		return nil
-	}
-	return t
-}
-
-// fmtSmallMs prints milliseconds with three decimals below 1 ms (where a
-// lag target lives) and like other latencies above.
-func fmtSmallMs(v float64) string {
-	if v < 1 {
-		if s := strconv.FormatFloat(v, 'f', 3, 64); v == 0 || s != "0.000" {
-			return s
-		}
-		return fmtSigFixed(v, 2)
-	}
-	return fmtMs(v)
+		a.Name, a.Load.Queued, a.N, figure.Ms(a.Load.QueueP99Ms), figure.Ms(a.Load.QueueMaxMs))
 }

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/internal/words"
 )
 
@@ -217,14 +217,14 @@ func arms(s *Summary) *table {
 	for i := range s.Arms {
 		a := &s.Arms[i]
 		row := []string{a.Name, itoa(a.N), itoa(a.OK), itoa(a.Failed), itoa(a.Timeouts), fmt.Sprintf("%d/%d", a.Pass, a.N),
-			fmtMs(a.P50Ms), fmtMs(a.P95Ms), fmtMs(a.P99Ms), fmtMs(a.MaxMs), fmtMs(a.MeanMs), fmtMsP(a.OKP50Ms),
-			fmtCost(a.Cost), fmtCostPerPass(a.CostPerPass)}
+			figure.Ms(a.P50Ms), figure.Ms(a.P95Ms), figure.Ms(a.P99Ms), figure.Ms(a.MaxMs), figure.Ms(a.MeanMs), figure.MsP(a.OKP50Ms),
+			figure.Cost(a.Cost), figure.CostPerPass(a.CostPerPass)}
 		if hasTTFT {
-			row = append(row, fmtMsP(a.TTFTP50Ms), fmtMsP(a.TTFTP95Ms))
+			row = append(row, figure.MsP(a.TTFTP50Ms), figure.MsP(a.TTFTP95Ms))
 		}
 		if hasCache {
 			if c := a.CacheStats; c != nil {
-				row = append(row, fmtPct(c.HitRate), fmtMsP(c.HitP50Ms), fmtMsP(c.MissP50Ms), itoa(a.LeakCount()))
+				row = append(row, figure.Pct(c.HitRate), figure.MsP(c.HitP50Ms), figure.MsP(c.MissP50Ms), itoa(a.LeakCount()))
 			} else {
 				row = append(row, "-", "-", "-", "-")
 			}
@@ -262,10 +262,10 @@ func cacheTable(s *Summary) *table {
 		}
 		saved := "-"
 		if c.SavedPerHit != nil {
-			saved = fmtPct(*c.SavedPerHit)
+			saved = figure.Pct(*c.SavedPerHit)
 		}
-		t.add(a.Name, itoa(c.CacheRequests), itoa(c.Hits), fmtPct(c.HitRate), fmtMsP(c.HitP50Ms), fmtMsP(c.HitP95Ms),
-			fmtMsP(c.MissP50Ms), fmtMsP(c.MissP95Ms), saved, leaks, itoa(c.ScopeMismatches))
+		t.add(a.Name, itoa(c.CacheRequests), itoa(c.Hits), figure.Pct(c.HitRate), figure.MsP(c.HitP50Ms), figure.MsP(c.HitP95Ms),
+			figure.MsP(c.MissP50Ms), figure.MsP(c.MissP95Ms), saved, leaks, itoa(c.ScopeMismatches))
 		if c.Cold != nil { // the experiment warmed the cache: cold and warm apart
 			t.rows[len(t.rows)-1][0] = a.Name + " (warm)"
 			t.add(cacheColdRow(a.Name+" (cold: warm-up)", c.Cold)...)
@@ -291,10 +291,10 @@ func routeTable(s *Summary) *table {
 		}
 		share := "-"
 		if r.RoutedLargeShare != nil {
-			share = fmtPct(*r.RoutedLargeShare)
+			share = figure.Pct(*r.RoutedLargeShare)
 		}
 		t.add(a.Name, itoa(r.Routed), orDash(strings.Join(models, ", ")), share, itoa(r.Misroutes[MisrouteUnder]), itoa(r.Misroutes[MisrouteOver]),
-			itoa(r.Misroutes[MisrouteHopeless]), itoa(a.Escalated), fmtCost(a.EscalationCost), itoa(a.Attempts), fmtCost(a.ShadowCost))
+			itoa(r.Misroutes[MisrouteHopeless]), itoa(a.Escalated), figure.Cost(a.EscalationCost), itoa(a.Attempts), figure.Cost(a.ShadowCost))
 	}
 	if len(t.rows) == 0 {
 		return nil
@@ -308,7 +308,7 @@ func groupTable(s *Summary) *table {
 		a := &s.Arms[i]
 		for _, g := range sortedKeys(a.Groups) {
 			gs := a.Groups[g]
-			t.add(a.Name, g, itoa(gs.N), fmt.Sprintf("%d/%d", gs.Pass, gs.N), fmtMs(gs.P50Ms), fmtMs(gs.P95Ms))
+			t.add(a.Name, g, itoa(gs.N), fmt.Sprintf("%d/%d", gs.Pass, gs.N), figure.Ms(gs.P50Ms), figure.Ms(gs.P95Ms))
 		}
 	}
 	if len(t.rows) == 0 {
@@ -323,14 +323,14 @@ func pairedTable(s *Summary) *table {
 	for i := 1; i < len(s.Arms); i++ {
 		a := &s.Arms[i]
 		p := a.Paired
-		row := []string{a.Name, itoa(p.Pairs), itoa(len(p.Unmatched)), itoa(len(p.Lost)), itoa(len(p.Gained)), fmtP(p.McNemarP)}
+		row := []string{a.Name, itoa(p.Pairs), itoa(len(p.Unmatched)), itoa(len(p.Lost)), itoa(len(p.Gained)), figure.P(p.McNemarP)}
 		if d := p.LatencyDeltaMs; d != nil {
-			row = append(row, fmtMs(d.Median), fmtMs(d.Mean), "["+fmtMs(d.CILow)+", "+fmtMs(d.CIHigh)+"]")
+			row = append(row, figure.Ms(d.Median), figure.Ms(d.Mean), "["+figure.Ms(d.CILow)+", "+figure.Ms(d.CIHigh)+"]")
 		} else {
 			row = append(row, "-", "-", "-")
 		}
 		if d := p.CostDelta; d != nil {
-			row = append(row, fmtCost(d.Median), fmtCost(d.Mean), "["+fmtCost(d.CILow)+", "+fmtCost(d.CIHigh)+"]")
+			row = append(row, figure.Cost(d.Median), figure.Cost(d.Mean), "["+figure.Cost(d.CILow)+", "+figure.Cost(d.CIHigh)+"]")
 		} else {
 			row = append(row, "-", "-", "-")
 		}
@@ -345,7 +345,7 @@ func groupDeltaTable(s *Summary) *table {
 		a := &s.Arms[i]
 		for _, g := range sortedKeys(a.Paired.Groups) {
 			gd := a.Paired.Groups[g]
-			t.add(a.Name, g, itoa(gd.Pairs), itoa(gd.Lost), itoa(gd.Gained), fmtMs(gd.LatencyDeltaMs))
+			t.add(a.Name, g, itoa(gd.Pairs), itoa(gd.Lost), itoa(gd.Gained), figure.Ms(gd.LatencyDeltaMs))
 		}
 	}
 	if len(t.rows) == 0 {
@@ -406,139 +406,11 @@ func writeCSV(w io.Writer, s *Summary) error {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// Every figure is computed unrounded; these functions round it once, for
-// display. A non-zero figure never prints as 0 (it gets significant digits
-// instead), and each function is monotone in its argument, so a mean
-// printed between its min and max stays between them.
-
-// fmtMs prints milliseconds with at most one decimal, or two significant
-// digits where one decimal would print a non-zero value as 0.
-func fmtMs(v float64) string { return fmtFixed(v, 1, 2) }
-
-// fmtFixed prints v with dec decimals, trailing zeros trimmed; a non-zero v
-// that would print as 0 gets sig significant digits instead.
-func fmtFixed(v float64, dec, sig int) string {
-	s := trimNum(strconv.FormatFloat(v, 'f', dec, 64))
-	if s == "0" && v != 0 && !math.IsNaN(v) {
-		return fmtSigFixed(v, sig)
-	}
-	return s
-}
-
-func fmtMsP(v *float64) string {
-	if v == nil {
-		return "-"
-	}
-	return fmtMs(*v)
-}
-
-// fmtCost prints a cost with four significant digits, never in exponent
-// form, so totals (120) and per-token prices (0.001235) both read plainly.
-func fmtCost(v float64) string { return fmtSigFixed(v, 4) }
-
-// fmtCostPerPass prints cost per pass with 2 decimals, or 3 significant
-// digits below 1; "-" when nothing passed.
-func fmtCostPerPass(v *float64) string {
-	if v == nil {
-		return "-"
-	}
-	if math.Abs(*v) >= 1 || *v == 0 {
-		return strconv.FormatFloat(*v, 'f', 2, 64)
-	}
-	return fmtSigFixed(*v, 3)
-}
-
-// fmtCostPerPassPair prints two costs per pass that a sentence compares
-// (see fmtPair); "-" for one where nothing passed.
-func fmtCostPerPassPair(a, b *float64) (string, string) {
-	if a == nil || b == nil {
-		return fmtCostPerPass(a), fmtCostPerPass(b)
-	}
-	return fmtPair(*a, *b, func(v float64) string { return fmtCostPerPass(&v) })
-}
-
-// fmtSigFixed prints sig significant digits in fixed notation, trimming
-// trailing zeros.
-func fmtSigFixed(v float64, sig int) string {
-	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-		return trimNum(strconv.FormatFloat(v, 'f', 0, 64))
-	}
-	dec := sig - 1 - int(math.Floor(math.Log10(math.Abs(v))))
-	if dec > 20 {
-		return strconv.FormatFloat(v, 'g', sig, 64) // below 1e-20: exponent form rather than 0
-	}
-	dec = max(0, dec)
-	return trimNum(strconv.FormatFloat(v, 'f', dec, 64))
-}
-
-// pThreshold is the significance level the reports test p-values against.
-const pThreshold = 0.05
-
-// fmtP prints a p-value with 4 significant digits, or more where 4 would
-// print a value below pThreshold at or above it (0.0499974 is never
-// printed as 0.05).
-func fmtP(p float64) string {
-	for sig := 4; ; sig++ {
-		s := strconv.FormatFloat(p, 'g', sig, 64)
-		if v, _ := strconv.ParseFloat(s, 64); sig >= 17 || !(p < pThreshold) || v < pThreshold {
-			return s
-		}
-	}
-}
-
-// fmtPct prints a share in [0,1] as a percentage with one decimal (two
-// significant digits where that would print a non-zero share as 0%).
-func fmtPct(v float64) string { return fmtFixed(v*100, 1, 2) + "%" }
-
-// fmtPair prints two figures that a sentence compares ("p95 X vs Y ms
-// (+Z%)") with f, or with as many more significant digits as it takes for
-// the printed pair to tell the truth: in the same order as the figures, and
-// with the percent change between the printed figures reading as the true
-// one. So 1.0051 against 1.0049 prints "1.0051 vs 1.0049 (+0.02%)", never
-// "1.01 vs 1 (+0.02%)".
-func fmtPair(a, b float64, f func(float64) string) (string, string) {
-	sa, sb := f(a), f(b)
-	for sig := 3; sig <= 17 && !pairHonest(a, b, sa, sb); sig++ {
-		sa, sb = fmtSigFixed(a, sig), fmtSigFixed(b, sig)
-	}
-	return sa, sb
-}
-
-func pairHonest(a, b float64, sa, sb string) bool {
-	pa, errA := strconv.ParseFloat(sa, 64)
-	pb, errB := strconv.ParseFloat(sb, 64)
-	if errA != nil || errB != nil {
-		return true // not a number (e.g. "-"): nothing to compare
-	}
-	return cmpFloat(a, b) == cmpFloat(pa, pb) && relChange(a, b) == relChange(pa, pb)
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// trimNum drops trailing fractional zeros and a negative zero.
-func trimNum(s string) string {
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	if s == "-0" {
-		return "0"
-	}
-	return s
-}
-
 func orNone(ids []string) string {
 	if len(ids) == 0 {
 		return "none"
 	}
-	return idList(ids)
+	return words.Shortlist(ids)
 }
 
 func orDash(s string) string {
@@ -546,4 +418,65 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// loadTable lists lag and queue per arm; nil when no arm has them.
+func loadTable(s *Summary) *table {
+	t := &table{header: []string{"arm", "lag_p50", "lag_p99", "lag_max", "queue_p50", "queue_p99", "queue_max", "queued"}}
+	for i := range s.Arms {
+		a := &s.Arms[i]
+		l := a.Load
+		if l == nil {
+			continue
+		}
+		t.add(a.Name, figure.SmallMs(l.LagP50Ms), figure.SmallMs(l.LagP99Ms), figure.SmallMs(l.LagMaxMs), figure.SmallMs(l.QueueP50Ms), figure.SmallMs(l.QueueP99Ms), figure.SmallMs(l.QueueMaxMs), itoa(l.Queued))
+	}
+	if len(t.rows) == 0 {
+		return nil
+	}
+	return t
+}
+
+// uncertaintyTable lists each arm's intervals; nil when no arm has them.
+func uncertaintyTable(s *Summary) *table {
+	t := &table{header: []string{"arm", "p50", "p50_95%", "p95", "p95_95%", "cost/pass", "cost/pass_95%", "repeats", "p95_min..max_over_repeats"}}
+	for i := range s.Arms {
+		a := &s.Arms[i]
+		u := a.Uncertainty
+		if u == nil {
+			continue
+		}
+		cpp, reps, rp95 := "-", "1", "-"
+		if a.CostPerPass != nil {
+			cpp = figure.CostPerPass(a.CostPerPass)
+		}
+		if u.Repeats != nil {
+			reps = itoa(u.Repeats.N)
+			rp95 = figure.Ms(u.Repeats.P95.Min) + ".." + figure.Ms(u.Repeats.P95.Max)
+		}
+		t.add(a.Name, figure.Ms(a.P50Ms), u.P50CI.String(), figure.Ms(a.P95Ms), u.P95CI.String(), cpp, u.CostPerPassCI.String(), reps, rp95)
+	}
+	if len(t.rows) == 0 {
+		return nil
+	}
+	return t
+}
+
+// cacheColdRow is the cache table's row of the cold (warm-up) figures.
+func cacheColdRow(name string, c *CacheStats) []string {
+	leaks, n := "0", 0
+	var kinds []string
+	for _, k := range sortedKeys(c.Leaks) {
+		n += c.Leaks[k]
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, c.Leaks[k]))
+	}
+	if n > 0 {
+		leaks = strings.Join(kinds, ", ")
+	}
+	saved := "-"
+	if c.SavedPerHit != nil {
+		saved = figure.Pct(*c.SavedPerHit)
+	}
+	return []string{name, itoa(c.CacheRequests), itoa(c.Hits), figure.Pct(c.HitRate), figure.MsP(c.HitP50Ms), figure.MsP(c.HitP95Ms),
+		figure.MsP(c.MissP50Ms), figure.MsP(c.MissP95Ms), saved, leaks, itoa(c.ScopeMismatches)}
 }

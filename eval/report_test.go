@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/crab-testbed/crab/eval/internal/figure"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -223,20 +225,20 @@ func TestFormatters(t *testing.T) {
 	t.Parallel()
 	cpp := func(v float64) *float64 { return &v }
 	tests := []struct{ got, want string }{
-		{fmtMs(133.333), "133.3"},
-		{fmtMs(900), "900"},
-		{fmtMs(-0.01), "-0.01"},
-		{fmtMs(0.0004), "0.0004"},
-		{fmtMs(0), "0"},
-		{fmtPct(0.000004), "0.0004%"},
-		{fmtCost(120), "120"},
-		{fmtCost(-6.666667), "-6.667"},
-		{fmtCost(0.0012346), "0.001235"},
-		{fmtCost(123456.7), "123457"},
-		{fmtCostPerPass(cpp(20)), "20.00"},
-		{fmtCostPerPass(cpp(0.00123)), "0.00123"},
-		{fmtCostPerPass(nil), "-"},
-		{fmtPct(0.4567), "45.7%"},
+		{figure.Ms(133.333), "133.3"},
+		{figure.Ms(900), "900"},
+		{figure.Ms(-0.01), "-0.01"},
+		{figure.Ms(0.0004), "0.0004"},
+		{figure.Ms(0), "0"},
+		{figure.Pct(0.000004), "0.0004%"},
+		{figure.Cost(120), "120"},
+		{figure.Cost(-6.666667), "-6.667"},
+		{figure.Cost(0.0012346), "0.001235"},
+		{figure.Cost(123456.7), "123457"},
+		{figure.CostPerPass(cpp(20)), "20.00"},
+		{figure.CostPerPass(cpp(0.00123)), "0.00123"},
+		{figure.CostPerPass(nil), "-"},
+		{figure.Pct(0.4567), "45.7%"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -263,7 +265,7 @@ fast,t2,60,ok,true,1
 		return
 	}
 	for _, a := range s.Arms {
-		fmt.Printf("%s: pass %d/%d, p95 %v ms, cost per pass %s, %s\n", a.Name, a.Pass, a.N, a.P95Ms, fmtCostPerPass(a.CostPerPass), a.Verdict)
+		fmt.Printf("%s: pass %d/%d, p95 %v ms, cost per pass %s, %s\n", a.Name, a.Pass, a.N, a.P95Ms, figure.CostPerPass(a.CostPerPass), a.Verdict)
 	}
 	fmt.Println(s.Decision.Summary)
 	// Output:

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/crab-testbed/crab/eval/internal/figure"
 )
 
 // pairRecs builds a baseline and a candidate over n tasks from per-task
@@ -74,11 +76,11 @@ func checkReason(t *testing.T, reason string, d *Delta, a, b float64) {
 	if cmpFloat(pa, pb) != cmpFloat(a, b) {
 		t.Errorf("reason %q prints %v vs %v; the figures are %v vs %v", reason, pa, pb, a, b)
 	}
-	if m[4] != "" && m[4] != relChange(a, b) {
-		t.Errorf("reason %q prints change %q; the figures give %q", reason, m[4], relChange(a, b))
+	if m[4] != "" && m[4] != figure.RelChange(a, b) {
+		t.Errorf("reason %q prints change %q; the figures give %q", reason, m[4], figure.RelChange(a, b))
 	}
-	if m[4] != "" && relChange(pa, pb) != relChange(a, b) {
-		t.Errorf("reason %q: the printed figures give %q, the reason says %q", reason, relChange(pa, pb), m[4])
+	if m[4] != "" && figure.RelChange(pa, pb) != figure.RelChange(a, b) {
+		t.Errorf("reason %q: the printed figures give %q, the reason says %q", reason, figure.RelChange(pa, pb), m[4])
 	}
 	ci := ciRE.FindStringSubmatch(reason)
 	if ci == nil {
@@ -172,19 +174,19 @@ func TestRoundingNeverChangesAStatement(t *testing.T) {
 		t.Errorf("reason %q; want slower, with the figures and interval printed", r)
 	}
 	// Cost per pass 1.0051 vs 1.0049.
-	if a, b := fmtCostPerPassPair(f64p(1.0051), f64p(1.0049)); a != "1.0051" || b != "1.0049" || relChange(1.0051, 1.0049) != " (+0.02%)" {
-		t.Errorf("cost per pass printed %s vs %s%s; want 1.0051 vs 1.0049 (+0.02%%)", a, b, relChange(1.0051, 1.0049))
+	if a, b := figure.CostPerPassPair(f64p(1.0051), f64p(1.0049)); a != "1.0051" || b != "1.0049" || figure.RelChange(1.0051, 1.0049) != " (+0.02%)" {
+		t.Errorf("cost per pass printed %s vs %s%s; want 1.0051 vs 1.0049 (+0.02%%)", a, b, figure.RelChange(1.0051, 1.0049))
 	}
 	// 1,100 lost vs 1,009 gained: p just below 0.05.
 	p := McNemarExact(1100, 1009)
-	if !(p < pThreshold) {
-		t.Fatalf("McNemar p = %v; want below %v", p, pThreshold)
+	if !(p < figure.PThreshold) {
+		t.Fatalf("McNemar p = %v; want below %v", p, figure.PThreshold)
 	}
-	if v := numOrNaN(fmtP(p)); !(v < pThreshold) {
-		t.Errorf("p %v printed %s, at or above %v", p, fmtP(p), pThreshold)
+	if v := numOrNaN(figure.P(p)); !(v < figure.PThreshold) {
+		t.Errorf("p %v printed %s, at or above %v", p, figure.P(p), figure.PThreshold)
 	}
 	if w := weakLoss(&ArmSummary{Name: "c", Paired: &Paired{Lost: make([]string, 1100), Gained: make([]string, 1009), McNemarP: p}}); w != "" {
-		t.Errorf("weak-loss warning %q for p below %v", w, pThreshold)
+		t.Errorf("weak-loss warning %q for p below %v", w, figure.PThreshold)
 	}
 }
 
@@ -194,15 +196,15 @@ func TestRenderedFiguresKeepTheirOrder(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 5))
 	for range 20000 {
-		p := pThreshold * (1 - math.Pow(10, -1-rng.Float64()*12))
-		if v := numOrNaN(fmtP(p)); !(v < pThreshold) {
-			t.Fatalf("p %v printed %s", p, fmtP(p))
+		p := figure.PThreshold * (1 - math.Pow(10, -1-rng.Float64()*12))
+		if v := numOrNaN(figure.P(p)); !(v < figure.PThreshold) {
+			t.Fatalf("p %v printed %s", p, figure.P(p))
 		}
 		scale := math.Pow(10, -6+rng.Float64()*9)
 		vals := []float64{scale * rng.Float64(), scale * rng.Float64(), scale * rng.Float64()}
 		lo, hi := min(vals[0], vals[1], vals[2]), max(vals[0], vals[1], vals[2])
 		mean := meanWithin(vals[0]+vals[1]+vals[2], 3, lo, hi)
-		for _, f := range []func(float64) string{fmtMs, fmtCost, fmtSmallMs} {
+		for _, f := range []func(float64) string{figure.Ms, figure.Cost, figure.SmallMs} {
 			pl, pm, ph := numOrNaN(f(lo)), numOrNaN(f(mean)), numOrNaN(f(hi))
 			if pl > pm || pm > ph {
 				t.Fatalf("min %v mean %v max %v printed %s %s %s", lo, mean, hi, f(lo), f(mean), f(hi))
@@ -211,12 +213,22 @@ func TestRenderedFiguresKeepTheirOrder(t *testing.T) {
 				t.Fatalf("non-zero %v printed as %s", lo, f(lo))
 			}
 		}
-		if v := rng.Float64() * 1e-3; v != 0 && numOrNaN(strings.TrimSuffix(fmtPct(v), "%")) == 0 {
-			t.Fatalf("share %v printed %s", v, fmtPct(v))
+		if v := rng.Float64() * 1e-3; v != 0 && numOrNaN(strings.TrimSuffix(figure.Pct(v), "%")) == 0 {
+			t.Fatalf("share %v printed %s", v, figure.Pct(v))
 		}
 	}
 	// Equal values: the mean of identical figures is the figure.
 	if m := meanWithin(0.1+0.1+0.1, 3, 0.1, 0.1); m != 0.1 {
 		t.Errorf("mean of three 0.1 = %v; want 0.1", m)
 	}
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

@@ -556,18 +556,7 @@ func tailNote(n int) string {
 	if len(qs) == 1 {
 		return fmt.Sprintf("%s of %d requests is the sample maximum; it cannot be extrapolated", qs[0], n)
 	}
-	return fmt.Sprintf("%s of %d requests are the sample maximum; they cannot be extrapolated", joinAnd(qs), n)
-}
-
-// joinAnd joins "a", "a and b", "a, b and c".
-func joinAnd(s []string) string {
-	switch len(s) {
-	case 0:
-		return ""
-	case 1:
-		return s[0]
-	}
-	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+	return fmt.Sprintf("%s of %d requests are the sample maximum; they cannot be extrapolated", words.And(qs), n)
 }
 
 func f64p(v float64) *float64 { return &v }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/crab-testbed/crab/eval/internal/figure"
 )
 
 // mkRec builds a record the way the interchange CSV reader would.
@@ -125,7 +127,7 @@ func TestSummarizeExercise(t *testing.T) {
 		if a.CostPerPass == nil || *a.CostPerPass != tt.costPerPs {
 			t.Errorf("%s cost_per_pass = %v; want %v", tt.arm, a.CostPerPass, tt.costPerPs)
 		}
-		if got := fmtCostPerPass(a.CostPerPass); got != fmt.Sprintf("%.2f", tt.costPerPs) {
+		if got := figure.CostPerPass(a.CostPerPass); got != fmt.Sprintf("%.2f", tt.costPerPs) {
 			t.Errorf("%s cost per pass printed %q; want %.2f", tt.arm, got, tt.costPerPs)
 		}
 		if a.Verdict != tt.verdict {

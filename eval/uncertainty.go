@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+
+	"github.com/crab-testbed/crab/eval/internal/figure"
 )
 
 // Uncertainty is how far an arm's headline figures can be trusted: 95%
@@ -39,7 +41,7 @@ func (iv Interval) String() string {
 		if v == nil {
 			return "?"
 		}
-		return trimNum(strconv.FormatFloat(*v, 'g', 4, 64))
+		return figure.Trim(strconv.FormatFloat(*v, 'g', 4, 64))
 	}
 	return "[" + end(iv.Lo) + ", " + end(iv.Hi) + "]"
 }
@@ -209,29 +211,4 @@ func costPerPassCI(recs []*statRec, seed int64) Interval {
 	}
 	slices.Sort(ratios)
 	return Interval{Lo: f64p(PercentileNR(ratios, 2.5)), Hi: f64p(PercentileNR(ratios, 97.5))}
-}
-
-// uncertaintyTable lists each arm's intervals; nil when no arm has them.
-func uncertaintyTable(s *Summary) *table {
-	t := &table{header: []string{"arm", "p50", "p50_95%", "p95", "p95_95%", "cost/pass", "cost/pass_95%", "repeats", "p95_min..max_over_repeats"}}
-	for i := range s.Arms {
-		a := &s.Arms[i]
-		u := a.Uncertainty
-		if u == nil {
-			continue
-		}
-		cpp, reps, rp95 := "-", "1", "-"
-		if a.CostPerPass != nil {
-			cpp = fmtCostPerPass(a.CostPerPass)
-		}
-		if u.Repeats != nil {
-			reps = itoa(u.Repeats.N)
-			rp95 = fmtMs(u.Repeats.P95.Min) + ".." + fmtMs(u.Repeats.P95.Max)
-		}
-		t.add(a.Name, fmtMs(a.P50Ms), u.P50CI.String(), fmtMs(a.P95Ms), u.P95CI.String(), cpp, u.CostPerPassCI.String(), reps, rp95)
-	}
-	if len(t.rows) == 0 {
-		return nil
-	}
-	return t
 }
