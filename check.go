@@ -17,6 +17,7 @@ import (
 
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/jsonl"
 	"github.com/crab-testbed/crab/internal/words"
@@ -244,7 +245,7 @@ func readAnswers(path string, stdin io.Reader) ([]*answerLine, string, error) {
 			return nil, name, &eval.InputError{File: name, Msg: "cannot read: " + checkPathErr(err)}
 		}
 		if st.IsDir() {
-			name = filepath.Join(path, eval.RecordsFile)
+			name = filepath.Join(path, records.RecordsFile)
 		}
 		f, err := os.Open(name)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // reportOptions are the inputs of `crab report`.
@@ -58,8 +59,12 @@ func report(_ context.Context, o reportOptions) error {
 	}
 	large, gate, incomplete := fromManifests(o.Paths)
 	opt := eval.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, Incomplete: incomplete, AllowContractChange: o.AllowContractChange}
-	defer debug.SetGCPercent(debug.SetGCPercent(eval.SummarizeGCPercent))
-	sum, recs, err := eval.SummarizePaths(o.Paths, o.Stdin, opt)
+	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
+	recs, err := records.ReadSet(o.Paths, o.Stdin)
+	if err != nil {
+		return err
+	}
+	sum, err := eval.Summarize(recs, opt)
 	if errors.Is(err, eval.ErrUnknownBaseline) {
 		return badUsage("%w", err)
 	}
@@ -86,7 +91,7 @@ func validFormat(f string) bool {
 
 // writeFormat writes a report; html gets the records, which its latency
 // charts are drawn from.
-func writeFormat(w io.Writer, sum *eval.Summary, recs *eval.RecordSet, format string) error {
+func writeFormat(w io.Writer, sum *eval.Summary, recs *records.RecordSet, format string) error {
 	if format == "html" {
 		return eval.WriteHTMLSet(w, sum, recs)
 	}

@@ -12,6 +12,7 @@ import (
 	"runtime/trace"
 	"time"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/atomicfile"
 
 	"github.com/schollz/progressbar/v3"
@@ -140,8 +141,12 @@ func run(ctx context.Context, o runOptions) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	defer debug.SetGCPercent(debug.SetGCPercent(eval.SummarizeGCPercent))
-	sum, recs, err := eval.SummarizePaths([]string{dir}, nil, setup.SummaryOptions())
+	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
+	recs, err := records.ReadSet([]string{dir}, nil)
+	if err != nil {
+		return err
+	}
+	sum, err := eval.Summarize(recs, setup.SummaryOptions())
 	if err != nil {
 		return err
 	}
@@ -214,7 +219,7 @@ func progressBar(w io.Writer) func(done, total int) {
 	}
 }
 
-func writeReports(dir string, sum *eval.Summary, recs *eval.RecordSet) error {
+func writeReports(dir string, sum *eval.Summary, recs *records.RecordSet) error {
 	for _, r := range []struct{ name, format string }{{"summary.json", "json"}, {"report.md", "md"}, {"report.txt", "text"}, {"report.html", "html"}} {
 		if err := atomicfile.Write(filepath.Join(dir, r.name), func(w io.Writer) error { return writeFormat(w, sum, recs, r.format) }); err != nil {
 			return err

@@ -66,7 +66,7 @@ arms:
 			if err != nil {
 				t.Fatal(err)
 			}
-			sum, err := Summarize(recs, Options{})
+			sum, err := summarizeRecs(recs, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,9 +1,11 @@
 package eval
 
+import "github.com/crab-testbed/crab/eval/records"
+
 // coldCache adds to a cache arm the figures of its warm-up requests
 // (CacheStats.Cold): the cache while cold. Nothing is added when the arm
 // has no cache or no warm-up request went through it.
-func coldCache(t *symbols, a *ArmSummary, warmRecs []*statRec, large map[string]bool) {
+func coldCache(t *records.Symbols, a *ArmSummary, warmRecs []*records.Rec, large map[string]bool) {
 	if a.CacheStats == nil || len(warmRecs) == 0 {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // Cluster is a window of a run in which errors and timeouts were far more
@@ -34,7 +35,7 @@ const (
 
 // failureClusters finds windows of clustered errors and timeouts among the
 // timed records of every arm. Adjacent flagged windows merge into one.
-func failureClusters(t *symbols, byArm map[string][]*statRec, arms []string) []Cluster {
+func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms []string) []Cluster {
 	var lo, hi int64
 	total, failed := 0, 0
 	for _, name := range arms {
@@ -47,7 +48,7 @@ func failureClusters(t *symbols, byArm map[string][]*statRec, arms []string) []C
 			}
 			hi = max(hi, r.At)
 			total++
-			if isFailure(t.str(r.Outcome)) {
+			if isFailure(t.Str(r.Outcome)) {
 				failed++
 			}
 		}
@@ -68,7 +69,7 @@ func failureClusters(t *symbols, byArm map[string][]*statRec, arms []string) []C
 			}
 			i := min(int(float64(r.At-lo)/width), clusterBins-1)
 			bins[i].n++
-			if isFailure(t.str(r.Outcome)) {
+			if isFailure(t.Str(r.Outcome)) {
 				bins[i].f++
 				if bins[i].arms == nil {
 					bins[i].arms = map[string]bool{}

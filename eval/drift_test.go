@@ -32,7 +32,7 @@ func timedArms(n int, fail func(arm string, at time.Duration) bool) []Record {
 func TestFailureClusterMakesVerdictsInconclusive(t *testing.T) {
 	t.Parallel()
 	recs := timedArms(300, func(_ string, at time.Duration) bool { return at >= 3*time.Second && at < 6*time.Second })
-	s, err := Summarize(recs, Options{})
+	s, err := summarizeRecs(recs, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestScatteredFailuresAreNoCluster(t *testing.T) {
 	for seed := range uint64(50) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		recs := timedArms(500, func(string, time.Duration) bool { return rng.Float64() < 0.02 })
-		s, err := Summarize(recs, Options{Resamples: 100})
+		s, err := summarizeRecs(recs, Options{Resamples: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestErrorRateGap(t *testing.T) {
 		fails int
 		want  string
 	}{{40, VerdictInconclusive}, {2, VerdictReject}} {
-		s, err := Summarize(mk(tc.fails), Options{Gate: &GateConfig{Rule: RuleAny}})
+		s, err := summarizeRecs(mk(tc.fails), Options{Gate: &GateConfig{Rule: RuleAny}})
 		if err != nil {
 			t.Fatal(err)
 		}

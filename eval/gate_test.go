@@ -167,7 +167,7 @@ func TestGate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := Summarize(tt.recs, Options{Seed: 1, Resamples: 500, Gate: tt.gate})
+			s, err := summarizeRecs(tt.recs, Options{Seed: 1, Resamples: 500, Gate: tt.gate})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +212,7 @@ func TestDecisionWarnings(t *testing.T) {
 		r[3].Outcome, r[3].Pass = OutcomeError, false
 		return r
 	})
-	s, err := Summarize(recs, Options{})
+	s, err := summarizeRecs(recs, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestDecisionWarnings(t *testing.T) {
 		r[3].Outcome, r[3].Pass = OutcomeCancelled, false
 		return r
 	})
-	if s, err = Summarize(cancelled, Options{}); err != nil {
+	if s, err = summarizeRecs(cancelled, Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if w := strings.Join(s.Decision.Warnings, "\n"); !strings.Contains(w, "cand: 1 request cancelled") {
@@ -249,7 +249,7 @@ func TestDecisionWarnings(t *testing.T) {
 	for i := range 20 {
 		many = append(many, mkRec("baseline", fmt.Sprint("t", i), float64(i), OutcomeOK, true, 1))
 	}
-	s, err = Summarize(many, Options{})
+	s, err = summarizeRecs(many, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

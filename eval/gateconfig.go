@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/words"
 )
 
@@ -183,7 +184,7 @@ func (s SLO) String() string {
 }
 
 // met reports whether a record counts toward goodput.
-func (s SLO) met(r *statRec) bool {
+func (s SLO) met(r *records.Rec) bool {
 	if !r.Pass {
 		return false
 	}

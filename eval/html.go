@@ -6,14 +6,14 @@ import (
 	"html/template"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/words"
 )
 
-// WriteHTML writes s as one self-contained HTML page (report.html): the
+// WriteHTMLSet writes s as one self-contained HTML page (report.html): the
 // tables of the Markdown report, beside charts drawn as inline SVG. It loads
 // nothing from the network: no scripts, no external style sheets, fonts or
 // images.
@@ -23,22 +23,9 @@ import (
 // group, and, when some arm routes, the arms frontier (cost per pass against
 // passing requests, one point per arm). recs are the records s was
 // summarized from; the latency distributions are drawn from them (warm-up
-// records left out, as in s). With no records the page says that those
+// records left out, as in s). With no records (nil) the page says that those
 // charts need them and draws the rest from s alone.
-func WriteHTML(w io.Writer, s *Summary, recs []Record) error {
-	set := NewRecordSet()
-	for i := range recs {
-		set.push(&recs[i])
-	}
-	return WriteHTMLSet(w, s, set)
-}
-
-// WriteHTMLSet is WriteHTML drawing the latency charts from records in
-// compact form (see ReadSet); recs may be nil.
-func WriteHTMLSet(w io.Writer, s *Summary, recs *RecordSet) error {
-	if recs == nil {
-		recs = NewRecordSet()
-	}
+func WriteHTMLSet(w io.Writer, s *Summary, recs *records.RecordSet) error {
 	var md strings.Builder
 	if err := writeDoc(&md, s, true); err != nil {
 		return err
@@ -149,18 +136,11 @@ func verdictClass(v string) string {
 }
 
 // runLine names the runs and counts the records behind the page.
-func runLine(recs *RecordSet) string {
+func runLine(recs *records.RecordSet) string {
 	if recs.Len() == 0 {
 		return "drawn from the summary alone (no records)"
 	}
-	ids, warm := recs.runIDs, recs.warm
-	var names []string
-	for id := range ids {
-		if id != "" {
-			names = append(names, id)
-		}
-	}
-	sort.Strings(names)
+	names, warm := recs.RunIDs(), recs.Warmup()
 	line := words.Count(recs.Len(), "record")
 	if warm > 0 {
 		line += fmt.Sprintf(" (%d warm-up, left out)", warm)

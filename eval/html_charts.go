@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/words"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -56,21 +57,21 @@ type armLatencies struct {
 
 // buildCharts draws every chart the data supports, in page order; note
 // says which charts are left out and why.
-func buildCharts(s *Summary, recs *RecordSet) ([]htmlChart, string) {
+func buildCharts(s *Summary, recs *records.RecordSet) ([]htmlChart, string) {
 	idx := map[string]int{}
 	for i := range s.Arms {
 		idx[s.Arms[i].Name] = i
 	}
 	lat := make([]armLatencies, len(s.Arms))
 	n := 0
-	recs.each(func(r *statRec) {
-		j, ok := idx[recs.syms.str(r.Arm)]
+	recs.Each(func(r *records.Rec) {
+		j, ok := idx[recs.Symbols().Str(r.Arm)]
 		if !ok || r.Warmup || math.IsNaN(r.E2EMs) || math.IsInf(r.E2EMs, 0) {
 			return
 		}
 		n++
 		lat[j].all = append(lat[j].all, r.E2EMs)
-		switch recs.syms.str(r.Cache) {
+		switch recs.Symbols().Str(r.Cache) {
 		case "hit":
 			lat[j].hit = append(lat[j].hit, r.E2EMs)
 		case "miss":

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // htmlRecords is a seeded run of three arms over 120 tasks in three groups:
@@ -61,7 +63,16 @@ func htmlRecords(arms ...string) []Record {
 
 func htmlSummary(t testing.TB, recs []Record) *Summary {
 	t.Helper()
-	s, err := Summarize(recs, Options{Seed: 1, Resamples: 200})
+	s, err := summarizeRecs(recs, Options{Seed: 1, Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func htmlSummarySet(t testing.TB, set *records.RecordSet) *Summary {
+	t.Helper()
+	s, err := Summarize(set, Options{Seed: 1, Resamples: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +81,12 @@ func htmlSummary(t testing.TB, recs []Record) *Summary {
 
 func renderHTML(t testing.TB, s *Summary, recs []Record) string {
 	t.Helper()
+	var set *records.RecordSet
+	if recs != nil {
+		set = mustSet(t, recs)
+	}
 	var b bytes.Buffer
-	if err := WriteHTML(&b, s, recs); err != nil {
+	if err := WriteHTMLSet(&b, s, set); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -276,7 +291,7 @@ func TestWriteHTMLDeterministic(t *testing.T) {
 // WriteReport's html format is the page without records.
 func TestWriteReportHTML(t *testing.T) {
 	t.Parallel()
-	s := htmlSummary(t, exerciseRecords(t))
+	s := htmlSummarySet(t, exerciseSet(t))
 	var b bytes.Buffer
 	if err := WriteReport(&b, s, "html"); err != nil {
 		t.Fatal(err)
@@ -545,9 +560,10 @@ func BenchmarkWriteHTML(b *testing.B) {
 		}
 	}
 	s := htmlSummary(b, recs)
+	set := mustSet(b, recs)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := WriteHTML(io.Discard, s, recs); err != nil {
+		if err := WriteHTMLSet(io.Discard, s, set); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // LoadStats shows whether the load generator kept its schedule and whether
@@ -25,7 +26,7 @@ type LoadStats struct {
 
 // loadStats summarises lag and queue time; nil when the records carry
 // neither (e.g. interchange CSV).
-func loadStats(recs []*statRec) *LoadStats {
+func loadStats(recs []*records.Rec) *LoadStats {
 	lag := make([]float64, 0, len(recs))
 	queue := make([]float64, 0, len(recs))
 	seen := false

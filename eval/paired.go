@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // Paired is a candidate compared with the baseline task by task: each pair
@@ -69,7 +71,7 @@ type GroupDelta struct {
 	LatencyDeltaMs float64 `json:"latency_delta_median_ms"` // median of candidate - baseline (see Delta)
 }
 
-// PairOptions tune ComparePaired.
+// PairOptions tune the paired comparison.
 type PairOptions struct {
 	Seed      int64 // bootstrap seed
 	Resamples int   // bootstrap resamples (default 2000)
@@ -80,18 +82,11 @@ type PairOptions struct {
 	SLO *SLO
 }
 
-// ComparePaired compares candidate records with baseline records by
+// comparePaired compares candidate records with baseline records by
 // (task_id, repeat). Warm-up records must already be left out. Lost, gained
 // and unmatched ids are sorted; the result depends only on the records and
 // opt, never on their order.
-func ComparePaired(baseline, candidate []Record, opt PairOptions) Paired {
-	set, b, c := setPtrs(baseline, candidate)
-	return comparePaired(set.syms, b, c, opt)
-}
-
-// comparePaired is ComparePaired on pointers, so Summarize need not copy
-// records.
-func comparePaired(t *symbols, baseline, candidate []*statRec, opt PairOptions) Paired {
+func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt PairOptions) Paired {
 	if opt.Resamples <= 0 {
 		opt.Resamples = DefaultResamples
 	}
@@ -107,27 +102,27 @@ func comparePaired(t *symbols, baseline, candidate []*statRec, opt PairOptions) 
 	}
 	// Both sides sorted by (task id, repeat), the last of equal keys kept,
 	// then merged: pairs in key order without a map per side.
-	rank := map[sym]int{}
-	for _, side := range [][]*statRec{baseline, candidate} {
+	rank := map[records.Sym]int{}
+	for _, side := range [][]*records.Rec{baseline, candidate} {
 		for _, r := range side {
 			rank[r.TaskID] = 0
 		}
 	}
-	tasks := make([]sym, 0, len(rank))
+	tasks := make([]records.Sym, 0, len(rank))
 	for t := range rank {
 		tasks = append(tasks, t)
 	}
-	slices.SortFunc(tasks, func(a, b sym) int { return strings.Compare(t.str(a), t.str(b)) })
+	slices.SortFunc(tasks, func(a, b records.Sym) int { return strings.Compare(t.Str(a), t.Str(b)) })
 	for i, t := range tasks {
 		rank[t] = i
 	}
-	cmpKey := func(a, b *statRec) int {
+	cmpKey := func(a, b *records.Rec) int {
 		if d := rank[a.TaskID] - rank[b.TaskID]; d != 0 {
 			return d
 		}
 		return a.Repeat - b.Repeat
 	}
-	sortedSide := func(side []*statRec) []*statRec {
+	sortedSide := func(side []*records.Rec) []*records.Rec {
 		s := slices.Clone(side)
 		slices.SortStableFunc(s, cmpKey)
 		out := s[:0]
@@ -140,12 +135,12 @@ func comparePaired(t *symbols, baseline, candidate []*statRec, opt PairOptions) 
 		return out
 	}
 	bs, cs := sortedSide(baseline), sortedSide(candidate)
-	keyOfRec := func(r *statRec) pk { return pk{t.str(r.TaskID), r.Repeat} }
+	keyOfRec := func(r *records.Rec) pk { return pk{t.Str(r.TaskID), r.Repeat} }
 	p := Paired{Lost: []string{}, Gained: []string{}, Unmatched: []string{}, Groups: map[string]GroupDelta{}}
 	if len(baseline) > 0 {
-		p.Baseline = t.str(baseline[0].Arm)
+		p.Baseline = t.Str(baseline[0].Arm)
 	}
-	var pairs [][2]*statRec
+	var pairs [][2]*records.Rec
 	for i, j := 0, 0; i < len(bs) || j < len(cs); {
 		switch {
 		case j == len(cs) || (i < len(bs) && cmpKey(bs[i], cs[j]) < 0):
@@ -155,7 +150,7 @@ func comparePaired(t *symbols, baseline, candidate []*statRec, opt PairOptions) 
 			p.Unmatched = append(p.Unmatched, id(keyOfRec(cs[j])))
 			j++
 		default:
-			pairs = append(pairs, [2]*statRec{bs[i], cs[j]})
+			pairs = append(pairs, [2]*records.Rec{bs[i], cs[j]})
 			i++
 			j++
 		}
@@ -176,7 +171,7 @@ func comparePaired(t *symbols, baseline, candidate []*statRec, opt PairOptions) 
 		if opt.SLO != nil {
 			good = append(good, b2f(opt.SLO.met(c))-b2f(opt.SLO.met(b)))
 		}
-		g := t.str(b.Group)
+		g := t.Str(b.Group)
 		gd := p.Groups[g]
 		gd.Pairs++
 		switch {
@@ -213,8 +208,8 @@ func comparePaired(t *symbols, baseline, candidate []*statRec, opt PairOptions) 
 }
 
 // lostCause names why a request did not pass.
-func lostCause(t *symbols, r *statRec) string {
-	switch o := t.str(r.Outcome); {
+func lostCause(t *records.Symbols, r *records.Rec) string {
+	switch o := t.Str(r.Outcome); {
 	case o != OutcomeOK:
 		return o
 	case !r.ContractOK:

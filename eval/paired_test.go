@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 func TestMcNemarExact(t *testing.T) {
@@ -107,7 +109,7 @@ func TestComparePaired(t *testing.T) {
 	for i, g := range []string{"short", "short", "long", "long", "long"} {
 		base[i].Group = g
 	}
-	p := ComparePaired(base, cand, PairOptions{Seed: 1, Resamples: 500})
+	p := comparePairedRecs(t, base, cand, PairOptions{Seed: 1, Resamples: 500})
 	if p.Baseline != "base" || p.Pairs != 4 {
 		t.Errorf("baseline %q, pairs %d; want base, 4", p.Baseline, p.Pairs)
 	}
@@ -143,7 +145,7 @@ func TestComparePaired(t *testing.T) {
 		}
 		return out
 	}
-	q := ComparePaired(rev(base), rev(cand), PairOptions{Seed: 1, Resamples: 500})
+	q := comparePairedRecs(t, rev(base), rev(cand), PairOptions{Seed: 1, Resamples: 500})
 	if !reflect.DeepEqual(p, q) {
 		t.Errorf("reversed input gave %+v; want %+v", q, p)
 	}
@@ -158,7 +160,7 @@ func TestComparePairedRepeats(t *testing.T) {
 		b.Repeat, c.Repeat = rep, rep
 		base, cand = append(base, b), append(cand, c)
 	}
-	p := ComparePaired(base, cand, PairOptions{ShowRepeat: true})
+	p := comparePairedRecs(t, base, cand, PairOptions{ShowRepeat: true})
 	if p.Pairs != 2 || !reflect.DeepEqual(p.Lost, []string{"t1#1"}) {
 		t.Errorf("pairs %d, lost %v; want 2, [t1#1]", p.Pairs, p.Lost)
 	}
@@ -166,7 +168,7 @@ func TestComparePairedRepeats(t *testing.T) {
 
 func TestComparePairedNoOverlap(t *testing.T) {
 	t.Parallel()
-	p := ComparePaired([]Record{mkRec("b", "t1", 1, OutcomeOK, true, 1)}, []Record{mkRec("c", "t2", 1, OutcomeOK, true, 1)}, PairOptions{})
+	p := comparePairedRecs(t, []Record{mkRec("b", "t1", 1, OutcomeOK, true, 1)}, []Record{mkRec("c", "t2", 1, OutcomeOK, true, 1)}, PairOptions{})
 	if p.Pairs != 0 || p.LatencyDeltaMs != nil || p.CostDelta != nil || len(p.Unmatched) != 2 {
 		t.Errorf("got pairs %d, latency %v, cost %v, unmatched %v; want 0, nil, nil, 2 ids", p.Pairs, p.LatencyDeltaMs, p.CostDelta, p.Unmatched)
 	}
@@ -178,8 +180,17 @@ func BenchmarkComparePaired(b *testing.B) {
 		base = append(base, mkRec("b", fmt.Sprint("t", i), float64(i%97), OutcomeOK, true, 1))
 		cand = append(cand, mkRec("c", fmt.Sprint("t", i), float64(i%89), OutcomeOK, i%50 != 0, 0.5))
 	}
+	set := mustSet(b, append(base, cand...))
+	var bs, cs []*records.Rec
+	set.Each(func(r *records.Rec) {
+		if set.Symbols().Str(r.Arm) == "b" {
+			bs = append(bs, r)
+		} else {
+			cs = append(cs, r)
+		}
+	})
 	b.ReportAllocs()
 	for b.Loop() {
-		ComparePaired(base, cand, PairOptions{Seed: 1})
+		comparePaired(set.Symbols(), bs, cs, PairOptions{Seed: 1})
 	}
 }

@@ -39,7 +39,7 @@ func WriteReport(w io.Writer, s *Summary, format string) error {
 	case "csv":
 		return writeCSV(w, s)
 	case "html":
-		return WriteHTML(w, s, nil)
+		return WriteHTMLSet(w, s, nil)
 	}
 	return fmt.Errorf("%w %q (want text, md, json, csv or html)", ErrUnknownReportFormat, format)
 }

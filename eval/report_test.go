@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -40,7 +41,7 @@ func golden(t *testing.T, got []byte) {
 
 // TestExerciseReport is the six-request exercise.
 func TestExerciseReport(t *testing.T) {
-	s, err := Summarize(exerciseRecords(t), Options{})
+	s, err := Summarize(exerciseSet(t), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestExerciseReport(t *testing.T) {
 
 func TestWriteReportFormats(t *testing.T) {
 	t.Parallel()
-	s, err := Summarize(exerciseRecords(t), Options{})
+	s, err := Summarize(exerciseSet(t), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestWriteReportOptionalColumns(t *testing.T) {
 		mkRec("none", "t1", 0, OutcomeOK, false, 0),
 	}
 	recs[1].Cache, recs[1].Leak = "hit", "permission"
-	s, err := Summarize(recs, Options{})
+	s, err := summarizeRecs(recs, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestWriteReportOptionalColumns(t *testing.T) {
 	if err := WriteReport(&buf, s, "json"); err != nil {
 		t.Fatalf("json with a zero-pass arm: %v", err)
 	}
-	exercise, err := Summarize(exerciseRecords(t), Options{})
+	exercise, err := Summarize(exerciseSet(t), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,12 +255,12 @@ baseline,t2,3000,timeout,false,2
 fast,t1,50,ok,true,1
 fast,t2,60,ok,true,1
 `
-	recs, err := ReadRecords(strings.NewReader(in), "example.csv")
+	set, err := records.ReadSet([]string{"-"}, strings.NewReader(in))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	s, err := Summarize(recs, Options{Seed: 1})
+	s, err := Summarize(set, Options{Seed: 1})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -272,10 +273,4 @@ fast,t2,60,ok,true,1
 	// baseline: pass 1/2, p95 3000 ms, cost per pass 4.00, baseline
 	// fast: pass 2/2, p95 60 ms, cost per pass 1.00, accept
 	// fast accepted: passes 2 of 2 vs 1 of 2 for baseline; p95 60 vs 3000 ms; cost per pass 1.00 vs 4.00.
-}
-
-func ExampleReadRecords_error() {
-	_, err := ReadRecords(strings.NewReader("arm,task_id,latency_ms,outcome,pass,cost\na,t1,12,ok,maybe,1\n"), "app.csv")
-	fmt.Println(err)
-	// Output: app.csv:2: field "pass": want true, false, 1 or 0, got "maybe"
 }

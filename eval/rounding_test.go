@@ -134,7 +134,7 @@ func TestReasonsAgreeWithUnroundedFigures(t *testing.T) {
 			bc[i] = cscale * (1 + 0.01*rng.Float64())
 			cc[i] = bc[i] * (1 + 0.002*(rng.Float64()-0.5)*float64(rng.IntN(3)))
 		}
-		s, err := Summarize(pairRecs(base, cand, bc, cc), Options{Resamples: 200, Gate: &looseGate})
+		s, err := summarizeRecs(pairRecs(base, cand, bc, cc), Options{Resamples: 200, Gate: &looseGate})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestRoundingNeverChangesAStatement(t *testing.T) {
 	// 30 pairs, each candidate request 0.0004 ms slower.
 	base := repeatVal(30, 0.001)
 	cand := repeatVal(30, 0.0014)
-	s, err := Summarize(pairRecs(base, cand, repeatVal(30, 1), repeatVal(30, 1)), Options{Gate: &looseGate})
+	s, err := summarizeRecs(pairRecs(base, cand, repeatVal(30, 1), repeatVal(30, 1)), Options{Gate: &looseGate})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/quantile"
 	"github.com/crab-testbed/crab/internal/words"
 )
@@ -20,9 +21,6 @@ var (
 	// ErrUnknownBaseline: the requested baseline arm is not in the records;
 	// the message lists the arms that are.
 	ErrUnknownBaseline = errors.New("eval: unknown baseline arm")
-	// ErrDuplicateRecord: two records share (arm, task_id, repeat), so the
-	// paired comparison could not tell which one to use.
-	ErrDuplicateRecord = errors.New("eval: duplicate record")
 )
 
 // Verdicts an arm can get.
@@ -221,39 +219,28 @@ func (o Options) gate() GateConfig {
 
 // Summarize computes every arm's figures, compares each candidate with the
 // baseline task by task, and applies the quality gate. Arms are listed in
-// the order they first appear in recs, the baseline first. recs is not
-// modified.
-func Summarize(recs []Record, opt Options) (*Summary, error) {
-	set, err := setOf(recs)
-	if err != nil {
-		return nil, err
-	}
-	return SummarizeSet(set, opt)
-}
-
-// SummarizeSet is Summarize on records in compact form (see ReadSet and
-// SummarizePaths).
-func SummarizeSet(set *RecordSet, opt Options) (*Summary, error) {
+// the order they first appear in set, the baseline first.
+func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	if opt.Resamples <= 0 {
 		opt.Resamples = DefaultResamples
 	}
-	t := set.syms
+	t := set.Symbols()
 	var order []string
-	byArm := map[string][]*statRec{}
+	byArm := map[string][]*records.Rec{}
 	warm := map[string]int{}
-	warmRecs := map[string][]*statRec{} // for the cold-cache figures
+	warmRecs := map[string][]*records.Rec{} // for the cold-cache figures
 	repeats := map[int]bool{}
-	set.each(func(r *statRec) {
-		if _, ok := byArm[t.str(r.Arm)]; !ok {
-			order = append(order, t.str(r.Arm))
-			byArm[t.str(r.Arm)] = nil
+	set.Each(func(r *records.Rec) {
+		if _, ok := byArm[t.Str(r.Arm)]; !ok {
+			order = append(order, t.Str(r.Arm))
+			byArm[t.Str(r.Arm)] = nil
 		}
 		if r.Warmup {
-			warm[t.str(r.Arm)]++
-			warmRecs[t.str(r.Arm)] = append(warmRecs[t.str(r.Arm)], r)
+			warm[t.Str(r.Arm)]++
+			warmRecs[t.Str(r.Arm)] = append(warmRecs[t.Str(r.Arm)], r)
 			return
 		}
-		byArm[t.str(r.Arm)] = append(byArm[t.str(r.Arm)], r)
+		byArm[t.Str(r.Arm)] = append(byArm[t.Str(r.Arm)], r)
 		repeats[r.Repeat] = true
 	})
 	if len(order) == 0 {
@@ -301,7 +288,7 @@ func SummarizeSet(set *RecordSet, opt Options) (*Summary, error) {
 		s.Arms[i].Paired = &p
 	}
 	s.Clusters = failureClusters(t, byArm, arms)
-	for _, te := range set.torn {
+	for _, te := range set.Torn() {
 		why := te.Error()
 		if opt.Incomplete != "" {
 			why = opt.Incomplete + "; " + why
@@ -361,14 +348,14 @@ func SummarizeSet(set *RecordSet, opt Options) (*Summary, error) {
 }
 
 // summarizeArm computes one arm's figures; recs holds no warm-up records.
-func summarizeArm(t *symbols, name string, recs []*statRec, warm int, large map[string]bool) ArmSummary {
+func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int, large map[string]bool) ArmSummary {
 	a := ArmSummary{Name: name, N: len(recs), Warmup: warm, Outcomes: map[string]int{}, Reasons: []string{}, Groups: map[string]GroupSummary{}}
 	var all, okLat, ttft, hit, miss []float64
 	groups := map[string][]float64{}
 	groupPass := map[string]int{}
 	var sum, okSum, tokOut, cost float64
 	for _, r := range recs {
-		if t.str(r.Outcome) == OutcomeCancelled {
+		if t.Str(r.Outcome) == OutcomeCancelled {
 			// Never sent or cut short by an interruption: counted, but no
 			// latency of the system under test.
 			a.Cancelled++
@@ -376,8 +363,8 @@ func summarizeArm(t *symbols, name string, recs []*statRec, warm int, large map[
 			all = append(all, r.E2EMs)
 			sum += r.E2EMs
 		}
-		a.Outcomes[t.str(r.Outcome)]++
-		switch t.str(r.Outcome) {
+		a.Outcomes[t.Str(r.Outcome)]++
+		switch t.Str(r.Outcome) {
 		case OutcomeOK:
 			a.OK++
 			okLat = append(okLat, r.E2EMs)
@@ -391,8 +378,8 @@ func summarizeArm(t *symbols, name string, recs []*statRec, warm int, large map[
 		if r.Pass {
 			a.Pass++
 		}
-		if t.str(r.Contract) != "" && !slices.Contains(a.Contracts, t.str(r.Contract)) {
-			a.Contracts = append(a.Contracts, t.str(r.Contract))
+		if t.Str(r.Contract) != "" && !slices.Contains(a.Contracts, t.Str(r.Contract)) {
+			a.Contracts = append(a.Contracts, t.Str(r.Contract))
 		}
 		if r.TTFTMs > 0 {
 			ttft = append(ttft, r.TTFTMs)
@@ -405,29 +392,29 @@ func summarizeArm(t *symbols, name string, recs []*statRec, warm int, large map[
 			a.Escalated++
 		}
 		a.EscalationCost += r.EscalationCost
-		if t.str(r.Group) != "" {
-			groups[t.str(r.Group)] = append(groups[t.str(r.Group)], r.E2EMs)
+		if t.Str(r.Group) != "" {
+			groups[t.Str(r.Group)] = append(groups[t.Str(r.Group)], r.E2EMs)
 			if r.Pass {
-				groupPass[t.str(r.Group)]++
+				groupPass[t.Str(r.Group)]++
 			}
 		}
-		if t.str(r.Cache) != "" || t.str(r.Leak) != "" || r.ScopeMismatch {
+		if t.Str(r.Cache) != "" || t.Str(r.Leak) != "" || r.ScopeMismatch {
 			if a.CacheStats == nil {
 				a.CacheStats = &CacheStats{Leaks: map[string]int{}}
 			}
 			c := a.CacheStats
-			if t.str(r.Cache) != "" {
+			if t.Str(r.Cache) != "" {
 				c.CacheRequests++
 			}
-			switch t.str(r.Cache) {
+			switch t.Str(r.Cache) {
 			case "hit":
 				c.Hits++
 				hit = append(hit, r.E2EMs)
 			case "miss":
 				miss = append(miss, r.E2EMs)
 			}
-			if t.str(r.Leak) != "" {
-				c.Leaks[t.str(r.Leak)]++
+			if t.Str(r.Leak) != "" {
+				c.Leaks[t.Str(r.Leak)]++
 			}
 			if r.ScopeMismatch {
 				c.ScopeMismatches++
@@ -484,29 +471,29 @@ func summarizeArm(t *symbols, name string, recs []*statRec, warm int, large map[
 }
 
 // routeStats summarizes routed requests; nil when none was routed.
-func routeStats(t *symbols, recs []*statRec, large map[string]bool) *RouteStats {
+func routeStats(t *records.Symbols, recs []*records.Rec, large map[string]bool) *RouteStats {
 	var rs *RouteStats
 	scoreSum := map[string]float64{}
 	scoreN := map[string]int{}
 	for _, r := range recs {
-		if !r.Routed && t.str(r.Misroute) == "" {
+		if !r.Routed && t.Str(r.Misroute) == "" {
 			continue
 		}
 		if rs == nil {
 			rs = &RouteStats{RoutedModels: map[string]int{}, Misroutes: map[string]int{MisrouteUnder: 0, MisrouteOver: 0, MisrouteHopeless: 0}}
 		}
-		if t.str(r.Misroute) != "" {
-			rs.Misroutes[t.str(r.Misroute)]++
+		if t.Str(r.Misroute) != "" {
+			rs.Misroutes[t.Str(r.Misroute)]++
 		}
 		if !r.Routed {
 			continue
 		}
 		rs.Routed++
-		if t.str(r.Model) != "" {
-			rs.RoutedModels[t.str(r.Model)]++
+		if t.Str(r.Model) != "" {
+			rs.RoutedModels[t.Str(r.Model)]++
 			if !r.Escalated {
-				scoreSum[t.str(r.Model)] += r.RouteScore
-				scoreN[t.str(r.Model)]++
+				scoreSum[t.Str(r.Model)] += r.RouteScore
+				scoreN[t.Str(r.Model)]++
 			}
 		}
 	}

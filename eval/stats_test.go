@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // mkRec builds a record the way the interchange CSV reader would.
@@ -17,19 +17,14 @@ func mkRec(arm, task string, latMs float64, outcome string, pass bool, cost floa
 	return Record{Arm: arm, TaskID: task, E2EMs: latMs, Outcome: outcome, Pass: pass, Cost: cost, ContractOK: outcome != OutcomeContractFail}
 }
 
-// exerciseRecords reads the six-request exercise fixture.
-func exerciseRecords(t testing.TB) []Record {
+// exerciseSet reads the six-request exercise fixture.
+func exerciseSet(t testing.TB) *records.RecordSet {
 	t.Helper()
-	f, err := os.Open("../fixtures/exercise.csv")
+	set, err := records.ReadSet([]string{"../fixtures/exercise.csv"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	recs, err := ReadRecords(f, "exercise.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return recs
+	return set
 }
 
 func armByName(t *testing.T, s *Summary, name string) *ArmSummary {
@@ -93,7 +88,7 @@ func TestPercentileNRDegenerate(t *testing.T) {
 
 func TestSummarizeExercise(t *testing.T) {
 	t.Parallel()
-	s, err := Summarize(exerciseRecords(t), Options{})
+	s, err := Summarize(exerciseSet(t), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +169,7 @@ func TestSummarizeCountsFailures(t *testing.T) {
 		mkRec("baseline", "t5", 300, OutcomeContractFail, false, 6),
 	}
 	recs[2].Attempts, recs[0].Attempts = 3, 1
-	s, err := Summarize(recs, Options{})
+	s, err := summarizeRecs(recs, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +208,7 @@ func TestSummarizeCountsFailures(t *testing.T) {
 func TestSummarizeNoPassNoOK(t *testing.T) {
 	t.Parallel()
 	recs := []Record{mkRec("only", "t1", 10, OutcomeTimeout, false, 3)}
-	s, err := Summarize(recs, Options{})
+	s, err := summarizeRecs(recs, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +241,7 @@ func TestSummarizeWarmupAndRepeats(t *testing.T) {
 			recs = append(recs, r)
 		}
 	}
-	s, err := Summarize(recs, Options{})
+	s, err := summarizeRecs(recs, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,12 +273,12 @@ func TestSummarizeBaselineChoice(t *testing.T) {
 		{"first arm without one", noBase, "", "fast,other", nil},
 		{"explicit", recs, "other", "other,fast,baseline", nil},
 		{"unknown", recs, "nope", "", ErrUnknownBaseline},
-		{"empty", nil, "", "", ErrNoRecords},
+		{"empty", nil, "", "", records.ErrBadInput},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := Summarize(tt.recs, Options{Baseline: tt.baseline})
+			s, err := summarizeRecs(tt.recs, Options{Baseline: tt.baseline})
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v; want %v", err, tt.wantErr)
 			}
@@ -313,13 +308,13 @@ func TestSummarizeRejectsBadSets(t *testing.T) {
 		recs []Record
 		want error
 	}{
-		{"duplicate", []Record{mkRec("a", "t1", 1, OutcomeOK, true, 1), mkRec("a", "t1", 2, OutcomeOK, true, 1)}, ErrDuplicateRecord},
+		{"duplicate", []Record{mkRec("a", "t1", 1, OutcomeOK, true, 1), mkRec("a", "t1", 2, OutcomeOK, true, 1)}, records.ErrBadInput},
 		{"arm of warm-up only", []Record{mkRec("a", "t1", 1, OutcomeOK, true, 1), w}, ErrNoRecords},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if _, err := Summarize(tt.recs, Options{}); !errors.Is(err, tt.want) {
+			if _, err := summarizeRecs(tt.recs, Options{}); !errors.Is(err, tt.want) {
 				t.Errorf("err = %v; want %v", err, tt.want)
 			}
 		})
@@ -354,7 +349,7 @@ func TestSummarizeCacheAndRouting(t *testing.T) {
 		r.Routed, r.Model, r.RouteScore, r.Escalated, r.Attempts = true, "L", 0.05, true, 2
 	})
 
-	s, err := Summarize(recs, Options{})
+	s, err := summarizeRecs(recs, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +392,7 @@ func TestSummarizeCacheAndRouting(t *testing.T) {
 		t.Errorf("escalated = %d; want 1", ra.Escalated)
 	}
 
-	s2, err := Summarize(recs, Options{LargeModels: []string{"XL"}})
+	s2, err := summarizeRecs(recs, Options{LargeModels: []string{"XL"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +413,7 @@ func TestSummarizeCacheAndRouting(t *testing.T) {
 
 func TestArmSummaryJSONFields(t *testing.T) {
 	t.Parallel()
-	s, err := Summarize(exerciseRecords(t), Options{})
+	s, err := Summarize(exerciseSet(t), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +471,7 @@ func BenchmarkSummarize(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Summarize(recs, Options{}); err != nil {
+				if _, err := summarizeRecs(recs, Options{}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // Uncertainty is how far an arm's headline figures can be trusted: 95%
@@ -69,7 +70,7 @@ const (
 )
 
 // uncertainty computes an arm's intervals over its non-warm-up records.
-func uncertainty(recs []*statRec, seed int64) *Uncertainty {
+func uncertainty(recs []*records.Rec, seed int64) *Uncertainty {
 	sorted := make([]float64, 0, len(recs))
 	for _, r := range recs {
 		if !r.Warmup {
@@ -158,7 +159,7 @@ func binomialBounds(n int, q float64) (l, u int) {
 }
 
 // costPerPassCI bounds cost / passes over resampled requests.
-func costPerPassCI(recs []*statRec, seed int64) Interval {
+func costPerPassCI(recs []*records.Rec, seed int64) Interval {
 	n := len(recs)
 	cost := make([]float64, n)
 	pass := make([]float64, n)

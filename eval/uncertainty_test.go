@@ -1,8 +1,9 @@
 package eval
 
 import (
-	"fmt"
 	"testing"
+
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 func TestBinomialBounds(t *testing.T) {
@@ -39,11 +40,10 @@ func TestBinomialBounds(t *testing.T) {
 
 func TestUncertainty(t *testing.T) {
 	t.Parallel()
-	var recs []*statRec
-	syms := newSymbols()
+	var recs []*records.Rec
 	for rep := 0; rep < 3; rep++ {
 		for i := 0; i < 100; i++ {
-			recs = append(recs, &statRec{Repeat: rep, TaskID: syms.of(fmt.Sprint(i)), E2EMs: float64(i + 1 + 10*rep), Cost: 1, Pass: i%4 != 0})
+			recs = append(recs, &records.Rec{Repeat: rep, E2EMs: float64(i + 1 + 10*rep), Cost: 1, Pass: i%4 != 0})
 		}
 	}
 	u := uncertainty(recs, 1)
@@ -61,7 +61,7 @@ func TestUncertainty(t *testing.T) {
 	if u.Repeats == nil || u.Repeats.N != 3 || u.Repeats.P50.Min != 50 || u.Repeats.P50.Median != 60 || u.Repeats.P50.Max != 70 {
 		t.Errorf("repeat spread %+v; want 3 repeats, p50 50/60/70", u.Repeats)
 	}
-	none := uncertainty([]*statRec{{E2EMs: 5, Cost: 1}}, 1)
+	none := uncertainty([]*records.Rec{{E2EMs: 5, Cost: 1}}, 1)
 	if none.CostPerPassCI.Lo != nil || none.P50CI.Lo != nil {
 		t.Errorf("one failed request: got %s and %s; want unbounded intervals", none.P50CI, none.CostPerPassCI)
 	}

@@ -1,11 +1,10 @@
-package eval
+package records
 
 import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -13,13 +12,13 @@ import (
 // RecordSet is records in the compact form statistics and charts need:
 // per request only the figures Summarize reads (latencies, cost, outcome,
 // flags), with arm, task, group, model, cache status and the other strings
-// stored once (see sym). Answer text, violations, error text and timestamps
+// stored once (see Sym). Answer text, violations, error text and timestamps
 // are never kept, so a RecordSet costs about 120 bytes per request, none of
 // them pointers: a million-request run fits in a few hundred megabytes where
 // full records would need several gigabytes.
 type RecordSet struct {
-	syms    *symbols
-	chunks  [][]statRec
+	syms    *Symbols
+	chunks  [][]Rec
 	n       int
 	warm    int
 	seen    map[setKey]uint64 // duplicate check: file index << 32 | line
@@ -29,10 +28,10 @@ type RecordSet struct {
 	torn    []*TornError
 }
 
-// statRec is one request in a RecordSet. Field names follow Record, so the
+// Rec is one request in a RecordSet. Field names follow Record, so the
 // statistics read the same names in both forms.
-type statRec struct {
-	Arm, TaskID, Group, Outcome, Cache, Leak, Model, Misroute, Contract sym
+type Rec struct {
+	Arm, TaskID, Group, Outcome, Cache, Leak, Model, Misroute, Contract Sym
 
 	Repeat int
 
@@ -50,35 +49,35 @@ type statRec struct {
 	At int64
 }
 
-// sym stands for a string in its RecordSet's table of the distinct strings
+// Sym stands for a string in its RecordSet's table of the distinct strings
 // its records carry (arm and task ids, groups, models, cache and outcome
 // names...): four bytes and no pointer per field, so the collector never
 // scans the records of a large set.
-type sym uint32
+type Sym uint32
 
-// symbols is a RecordSet's string table. A set is filled by one goroutine
+// Symbols is a RecordSet's string table. A set is filled by one goroutine
 // at a time, so the table needs no lock.
-type symbols struct {
-	ids   map[string]sym
+type Symbols struct {
+	ids   map[string]Sym
 	names []string
 }
 
-func newSymbols() *symbols { return &symbols{ids: map[string]sym{}} }
+func newSymbols() *Symbols { return &Symbols{ids: map[string]Sym{}} }
 
-// of returns the sym of v, adding v to the table if it is new.
-func (t *symbols) of(v string) sym {
+// of returns the Sym of v, adding v to the table if it is new.
+func (t *Symbols) of(v string) Sym {
 	if id, ok := t.ids[v]; ok {
 		return id
 	}
 	v = strings.Clone(v)
-	id := sym(len(t.names))
+	id := Sym(len(t.names))
 	t.names = append(t.names, v)
 	t.ids[v] = id
 	return id
 }
 
-// str is the string y stands for.
-func (t *symbols) str(y sym) string { return t.names[y] }
+// Str is the string y stands for.
+func (t *Symbols) Str(y Sym) string { return t.names[y] }
 
 type setKey struct {
 	arm, task uint32
@@ -95,13 +94,43 @@ const setChunk = 4096
 // itself; the process owner does (see run.go and report.go).
 const SummarizeGCPercent = 20
 
-// NewRecordSet returns an empty set.
-func NewRecordSet() *RecordSet {
+// newRecordSet returns an empty set.
+func newRecordSet() *RecordSet {
 	return &RecordSet{seen: map[setKey]uint64{}, runIDs: map[string]bool{}, files: []string{""}, syms: newSymbols()}
 }
 
-// Len is the number of records in the set, warm-up ones included.
-func (s *RecordSet) Len() int { return s.n }
+// Len is the number of records in the set, warm-up ones included; 0 for a
+// nil set.
+func (s *RecordSet) Len() int {
+	if s == nil {
+		return 0
+	}
+	return s.n
+}
+
+// Symbols is the set's string table, which every Sym of its records
+// stands in.
+func (s *RecordSet) Symbols() *Symbols { return s.syms }
+
+// Warmup is the number of warm-up records in the set.
+func (s *RecordSet) Warmup() int { return s.warm }
+
+// RunIDs lists the distinct non-empty run ids of the records, sorted.
+func (s *RecordSet) RunIDs() []string {
+	var ids []string
+	for id := range s.runIDs {
+		if id != "" {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Torn lists the inputs whose last line was cut short: the set holds
+// every complete record before it, and the run they come from did not
+// finish writing.
+func (s *RecordSet) Torn() []*TornError { return s.torn }
 
 // add stores the compact form of r. When another record already has r's
 // (arm, task_id, repeat), it stores nothing and returns that record's file
@@ -127,10 +156,10 @@ func unixNano(t time.Time) int64 {
 // push stores the compact form of r without the duplicate check.
 func (s *RecordSet) push(r *Record) {
 	if len(s.chunks) == 0 || len(s.chunks[len(s.chunks)-1]) == setChunk {
-		s.chunks = append(s.chunks, make([]statRec, 0, setChunk))
+		s.chunks = append(s.chunks, make([]Rec, 0, setChunk))
 	}
 	c := &s.chunks[len(s.chunks)-1]
-	*c = append(*c, statRec{
+	*c = append(*c, Rec{
 		Arm: s.syms.of(r.Arm), TaskID: s.syms.of(r.TaskID), Group: s.syms.of(r.Group), Outcome: s.syms.of(r.Outcome),
 		Cache: s.syms.of(r.Cache), Leak: s.syms.of(r.Leak), Model: s.syms.of(r.Model), Misroute: s.syms.of(r.Misroute),
 		Contract: s.syms.of(r.Contract), Repeat: r.Repeat,
@@ -149,8 +178,12 @@ func (s *RecordSet) push(r *Record) {
 	s.n++
 }
 
-// each calls f on every record in the order they were added.
-func (s *RecordSet) each(f func(r *statRec)) {
+// Each calls f on every record in the order they were added; a nil set
+// has none.
+func (s *RecordSet) Each(f func(r *Rec)) {
+	if s == nil {
+		return
+	}
 	for _, c := range s.chunks {
 		for i := range c {
 			f(&c[i])
@@ -158,74 +191,37 @@ func (s *RecordSet) each(f func(r *statRec)) {
 	}
 }
 
-// setOf converts records; a duplicate (arm, task_id, repeat) is an
-// ErrDuplicateRecord error.
-func setOf(recs []Record) (*RecordSet, error) {
-	s := NewRecordSet()
-	for i := range recs {
-		if _, _, dup := s.add(&recs[i], i+1); dup {
-			return nil, fmt.Errorf("%w: %s", ErrDuplicateRecord, keyOf(&recs[i]))
-		}
-	}
-	return s, nil
-}
-
-// setPtrs converts two lists of records into one set (one string table)
-// without the duplicate check, for ComparePaired, which takes any records.
-func setPtrs(a, b []Record) (*RecordSet, []*statRec, []*statRec) {
-	s := NewRecordSet()
-	for i := range a {
-		s.push(&a[i])
-	}
-	for i := range b {
-		s.push(&b[i])
-	}
-	all := make([]*statRec, 0, len(a)+len(b))
-	s.each(func(r *statRec) { all = append(all, r) })
-	return s, all[:len(a)], all[len(a):]
-}
-
 // ReadSet reads and merges records from several inputs into the compact
-// form, one record at a time, with the checks and errors of ReadPaths: each
-// path is a run directory, a records.jsonl file or an interchange CSV file,
-// "-" reads stdin (at most once), and every fault is an *InputError.
+// form, one record at a time. Each path is a run directory (its
+// records.jsonl is read), a records.jsonl file or an interchange CSV file
+// (the format is told from the first byte); "-" reads stdin (at most
+// once). The same (arm, task_id, repeat) twice, in one input or two, is an
+// error naming both places. Every fault is an *InputError, except that a
+// records.jsonl whose last line is cut short keeps the records before it
+// (see Torn).
+//
+// records.jsonl is decoded strictly: an unknown field is an error. In CSV,
+// latency_ms becomes E2EMs. The optional contract_ok column says whether
+// the answer met the contract; left out or empty it is taken as outcome !=
+// contract_fail, so an answer that broke the contract but was delivered as
+// ok shows (as a silent violation) only where contract_ok says so. The
+// optional contract column names the contract (its hash or any other
+// identifier) the answers were validated against.
 func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
 	if len(paths) == 0 {
 		return nil, &InputError{File: "-", Msg: "no input: name a run directory, a records.jsonl, a CSV file, or - for stdin"}
 	}
-	s := NewRecordSet()
+	s := newRecordSet()
 	usedStdin := false
 	for _, p := range paths {
-		var r io.Reader
-		name := p
-		if p == "-" {
-			if usedStdin {
-				return nil, &InputError{File: "-", Msg: "stdin named more than once"}
-			}
-			usedStdin = true
-			name = "<stdin>"
-			if stdin == nil {
-				return nil, &InputError{File: name, Msg: "no standard input to read"}
-			}
-			r = stdin
-		} else {
-			st, err := os.Stat(p)
-			if err != nil {
-				return nil, &InputError{File: name, Msg: "cannot read: " + errText(err)}
-			}
-			if st.IsDir() {
-				name = filepath.Join(p, RecordsFile)
-			}
-			f, err := os.Open(name)
-			if err != nil {
-				return nil, &InputError{File: name, Msg: "cannot read: " + errText(err)}
-			}
-			defer f.Close()
-			r = f
+		r, name, closeInput, err := openInput(p, stdin, &usedStdin)
+		if err != nil {
+			return nil, err
 		}
+		defer closeInput()
 		s.files = append(s.files, name)
 		s.current = len(s.files) - 1
-		err := streamRecords(r, name, func(rec *Record, line int) error {
+		err = streamRecords(r, name, func(rec *Record, line int) error {
 			file, prev, dup := s.add(rec, line)
 			if !dup {
 				return nil
@@ -247,19 +243,4 @@ func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
 	}
 	s.seen = nil // the duplicate check is done: free it for the statistics
 	return s, nil
-}
-
-// SummarizePaths reads the records of paths (see ReadSet) in compact form
-// and summarizes them: Summarize without holding full records, for runs of
-// any size. The set is returned for the charts of the HTML report.
-func SummarizePaths(paths []string, stdin io.Reader, opt Options) (*Summary, *RecordSet, error) {
-	set, err := ReadSet(paths, stdin)
-	if err != nil {
-		return nil, nil, err
-	}
-	sum, err := SummarizeSet(set, opt)
-	if err != nil {
-		return nil, nil, err
-	}
-	return sum, set, nil
 }

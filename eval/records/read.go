@@ -1,4 +1,4 @@
-package eval
+package records
 
 import (
 	"bufio"
@@ -14,6 +14,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/crab-testbed/crab/internal/inputerr"
 )
 
 // RecordsFile is the name of the records file inside a run directory.
@@ -26,6 +28,10 @@ var (
 	csvOptional = []string{"group", "repeat", "ttft_ms", "cache", "model", "correct", "attempts", "contract", "contract_ok"}
 )
 
+// Outcomes lists every outcome a record may have, in the order messages
+// name them.
+var Outcomes = []string{OutcomeOK, OutcomeError, OutcomeTimeout, OutcomeContractFail, OutcomeCancelled}
+
 var validOutcomes = map[string]bool{
 	OutcomeOK: true, OutcomeError: true, OutcomeTimeout: true, OutcomeContractFail: true, OutcomeCancelled: true,
 }
@@ -33,109 +39,6 @@ var validOutcomes = map[string]bool{
 var validCache = map[string]bool{"": true, "hit": true, "miss": true, "bypass": true}
 
 var validMisroute = map[string]bool{"": true, MisrouteUnder: true, MisrouteOver: true, MisrouteHopeless: true}
-
-// ReadRecords reads one records stream and detects its format from the first
-// non-blank byte: '{' means records.jsonl, anything else interchange CSV.
-// name is the file name used in error messages.
-//
-// records.jsonl is decoded strictly: an unknown field is an error. In CSV,
-// latency_ms becomes E2EMs. The optional contract_ok column says whether
-// the answer met the contract; left out or empty it is taken as outcome !=
-// contract_fail, so an answer that broke the contract but was delivered as
-// ok shows (as a silent violation) only where contract_ok says so. The
-// optional contract column names
-// the contract (its hash or any other identifier) the answers were validated
-// against; crab report flags a candidate whose contract differs from the
-// baseline's.
-//
-// Every fault (a bad value, an unknown column or field, a pass on a failed
-// request, a duplicate (arm, task_id, repeat)) is an *InputError naming the
-// file, the 1-based line (the CSV header is line 1) and the field.
-// Empty input is an error too.
-func ReadRecords(r io.Reader, name string) ([]Record, error) {
-	recs, _, err := readRecords(r, name)
-	return recs, err
-}
-
-// ReadPaths reads and merges records from several inputs. Each path is a run
-// directory (its records.jsonl is read), a records.jsonl file or an
-// interchange CSV file; "-" reads stdin (at most once). The same
-// (arm, task_id, repeat) in two inputs is an error naming both. Every error
-// about the inputs is an *InputError, so callers can exit with code 2.
-func ReadPaths(paths []string, stdin io.Reader) ([]Record, error) {
-	if len(paths) == 0 {
-		return nil, &InputError{File: "-", Msg: "no input: name a run directory, a records.jsonl, a CSV file, or - for stdin"}
-	}
-	type origin struct {
-		file string
-		line int
-	}
-	seen := map[recordKey]origin{}
-	var all []Record
-	usedStdin := false
-	for _, p := range paths {
-		var (
-			recs  []Record
-			lines []int
-			name  = p
-			err   error
-		)
-		if p == "-" {
-			if usedStdin {
-				return nil, &InputError{File: "-", Msg: "stdin named more than once"}
-			}
-			usedStdin = true
-			name = "<stdin>"
-			if stdin == nil {
-				return nil, &InputError{File: name, Msg: "no standard input to read"}
-			}
-			recs, lines, err = readRecords(stdin, name)
-		} else {
-			recs, lines, name, err = readPath(p)
-		}
-		if err != nil {
-			return nil, err
-		}
-		for i, rec := range recs {
-			k := keyOf(&rec)
-			if o, dup := seen[k]; dup {
-				return nil, &InputError{File: name, Line: lines[i], Field: "task_id",
-					Msg: fmt.Sprintf("duplicate record %s, also in %s:%d", k, o.file, o.line)}
-			}
-			seen[k] = origin{name, lines[i]}
-		}
-		all = append(all, recs...)
-	}
-	return all, nil
-}
-
-// readPath reads one file or run directory and returns the name it used.
-func readPath(p string) ([]Record, []int, string, error) {
-	name := p
-	st, err := os.Stat(p)
-	if err != nil {
-		return nil, nil, name, &InputError{File: name, Msg: "cannot read: " + errText(err)}
-	}
-	if st.IsDir() {
-		name = filepath.Join(p, RecordsFile)
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, nil, name, &InputError{File: name, Msg: "cannot read: " + errText(err)}
-	}
-	defer f.Close()
-	recs, lines, err := readRecords(f, name)
-	return recs, lines, name, err
-}
-
-// errText drops the path an *os.PathError repeats, since InputError names it.
-func errText(err error) string {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
-}
 
 // recordKey identifies a request: no two records may share one.
 type recordKey struct {
@@ -149,31 +52,33 @@ func (k recordKey) String() string {
 
 func keyOf(r *Record) recordKey { return recordKey{r.Arm, r.TaskID, r.Repeat} }
 
-// readRecords detects the format and returns the records with the line each
-// came from.
-func readRecords(r io.Reader, name string) ([]Record, []int, error) {
-	var (
-		recs  []Record
-		lines []int
-	)
-	seen := map[recordKey]int{}
-	err := streamRecords(r, name, func(rec *Record, line int) error {
-		k := keyOf(rec)
-		if prev, dup := seen[k]; dup {
-			return &InputError{File: name, Line: line, Field: "task_id", Msg: fmt.Sprintf("duplicate record %s, first on line %d", k, prev)}
+// openInput opens one input: "-" is stdin (at most once: *usedStdin
+// tracks it), a directory is its records.jsonl, anything else a file. It
+// returns the name messages use and a function closing what it opened.
+func openInput(p string, stdin io.Reader, usedStdin *bool) (io.Reader, string, func(), error) {
+	if p == "-" {
+		if *usedStdin {
+			return nil, "-", nil, &InputError{File: "-", Msg: "stdin named more than once"}
 		}
-		seen[k] = line
-		recs = append(recs, *rec)
-		lines = append(lines, line)
-		return nil
-	})
-	if te := (*TornError)(nil); errors.As(err, &te) {
-		err = te.Err // a single stream read strictly: a torn line is bad input
+		*usedStdin = true
+		if stdin == nil {
+			return nil, "<stdin>", nil, &InputError{File: "<stdin>", Msg: "no standard input to read"}
+		}
+		return stdin, "<stdin>", func() {}, nil
 	}
+	name := p
+	st, err := os.Stat(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, name, nil, &InputError{File: name, Msg: "cannot read: " + errText(err)}
 	}
-	return recs, lines, nil
+	if st.IsDir() {
+		name = filepath.Join(p, RecordsFile)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, name, nil, &InputError{File: name, Msg: "cannot read: " + errText(err)}
+	}
+	return f, name, func() { f.Close() }, nil
 }
 
 // streamRecords detects the format and hands each checked record, with the
@@ -282,7 +187,7 @@ func readJSONL(r io.Reader, name string, emit func(*Record, int) error) error {
 				b.errs = make([]error, len(b.raw))
 				b.syntax = make([]bool, len(b.raw))
 				for i, raw := range b.raw {
-					if err := DecodeStrict(raw, &b.recs[i]); err != nil {
+					if err := inputerr.DecodeStrict(raw, &b.recs[i]); err != nil {
 						b.errs[i] = jsonLineError(name, b.lines[i], err)
 						var se *json.SyntaxError
 						b.syntax[i] = errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF)

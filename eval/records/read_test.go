@@ -1,20 +1,44 @@
-package eval
+package records
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
+// readAll reads one input through the reader ReadSet uses, keeping every
+// record whole.
+func readAll(r io.Reader, name string) ([]Record, error) {
+	var recs []Record
+	err := streamRecords(r, name, func(rec *Record, _ int) error {
+		recs = append(recs, *rec)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return recs, nil
+}
+
 func TestReadRecordsExerciseCSV(t *testing.T) {
 	t.Parallel()
-	recs := exerciseRecords(t)
+	f, err := os.Open("../../fixtures/exercise.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	recs, err := readAll(f, "exercise.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(recs) != 18 {
 		t.Fatalf("read %d records; want 18", len(recs))
 	}
@@ -60,7 +84,7 @@ func TestReadRecordsCSVVariants(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			recs, err := ReadRecords(strings.NewReader(tt.in), "x.csv")
+			recs, err := readAll(strings.NewReader(tt.in), "x.csv")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,22 +101,14 @@ func TestReadCSVContractOK(t *testing.T) {
 		"a,t1,1,ok,false,1,false\n" + // silent violation
 		"a,t2,1,ok,true,1,\n" + // empty: valid
 		"a,t3,1,contract_fail,false,1,\n" // empty: broken
-	recs, err := ReadRecords(strings.NewReader(in), "in.csv")
+	set, err := ReadSet([]string{"-"}, strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []bool{false, true, false}
-	for i, r := range recs {
-		if r.ContractOK != want[i] {
-			t.Errorf("%s contract_ok = %v; want %v", r.TaskID, r.ContractOK, want[i])
-		}
-	}
-	s, err := Summarize(recs, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := s.Arms[0].SilentViolations; got != 1 {
-		t.Errorf("silent violations = %d; want 1", got)
+	var got []bool
+	set.Each(func(r *Rec) { got = append(got, r.ContractOK) })
+	if want := []bool{false, true, false}; !slices.Equal(got, want) {
+		t.Errorf("contract_ok %v; want %v", got, want)
 	}
 }
 
@@ -136,24 +152,29 @@ func TestReadRecordsErrors(t *testing.T) {
 		{"jsonl bad misroute", jl(`{"arm":"a","task_id":"t1","outcome":"ok","misroute":"sideways"}`), 1, "misroute", "unknown misroute"},
 		{"jsonl negative e2e", jl(`{"arm":"a","task_id":"t1","outcome":"ok","e2e_ms":-1}`), 1, "e2e_ms", "negative"},
 		{"jsonl pass on error", jl(`{"arm":"a","task_id":"t1","outcome":"error","pass":true}`), 1, "pass", "only an ok request"},
-		{"jsonl invalid", jl(okJSON, "", `{"arm":`), 3, "", "invalid JSON"},
+		{"jsonl invalid", jl(okJSON, "", `{"arm":`, okJSON), 3, "", "invalid JSON"},
+		{"jsonl only line torn", jl(`{"arm":`), 1, "", "invalid JSON"},
 		{"jsonl duplicate", jl(okJSON, okJSON), 2, "task_id", "first on line 1"},
 		{"jsonl trailing data", jl(okJSON + " {}"), 1, "", "trailing data"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			recs, err := ReadRecords(strings.NewReader(tt.in), "in.x")
+			path := filepath.Join(t.TempDir(), "in.x")
+			if err := os.WriteFile(path, []byte(tt.in), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			set, err := ReadSet([]string{path}, nil)
 			var ie *InputError
 			if !errors.As(err, &ie) {
-				t.Fatalf("err = %v (records %+v); want *InputError", err, recs)
+				t.Fatalf("err = %v (%d records); want *InputError", err, set.Len())
 			}
 			if !errors.Is(err, ErrBadInput) {
 				t.Errorf("errors.Is(err, ErrBadInput) = false for %v", err)
 			}
-			if ie.File != "in.x" || ie.Line != tt.wantLine || ie.Field != tt.wantField || !strings.Contains(ie.Msg, tt.wantMsg) {
-				t.Errorf("got file %q line %d field %q msg %q; want in.x line %d field %q msg containing %q",
-					ie.File, ie.Line, ie.Field, ie.Msg, tt.wantLine, tt.wantField, tt.wantMsg)
+			if ie.File != path || ie.Line != tt.wantLine || ie.Field != tt.wantField || !strings.Contains(ie.Msg, tt.wantMsg) {
+				t.Errorf("got file %q line %d field %q msg %q; want %s line %d field %q msg containing %q",
+					ie.File, ie.Line, ie.Field, ie.Msg, path, tt.wantLine, tt.wantField, tt.wantMsg)
 			}
 		})
 	}
@@ -178,7 +199,7 @@ func TestReadRecordsJSONLRoundTrip(t *testing.T) {
 		buf.Write(b)
 		buf.WriteString("\n\n")
 	}
-	got, err := ReadRecords(&buf, "records.jsonl")
+	got, err := readAll(&buf, "records.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +217,21 @@ func TestReadRecordsJSONLRoundTrip(t *testing.T) {
 	}
 }
 
-func TestReadPaths(t *testing.T) {
+// A records file whose last line is cut short keeps the records before
+// it and says so.
+func TestReadSetTornLine(t *testing.T) {
+	t.Parallel()
+	in := `{"arm":"a","task_id":"t1","outcome":"ok"}` + "\n" + `{"arm":"a","task_id":"t2","outcome":"ok"}` + "\n" + `{"arm":"a","task_`
+	set, err := ReadSet([]string{"-"}, strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.Len() != 2 || len(set.Torn()) != 1 || set.Torn()[0].Line != 3 {
+		t.Errorf("read %d records, torn %v; want 2 records and line 3 torn", set.Len(), set.Torn())
+	}
+}
+
+func TestReadSetPaths(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	run := filepath.Join(dir, "run")
@@ -215,14 +250,12 @@ func TestReadPaths(t *testing.T) {
 	csvDup := write("dup.csv", "arm,task_id,latency_ms,outcome,pass,cost\nc,t1,1,ok,true,1\na,t1,1,ok,true,1\n")
 	stdin := "arm,task_id,latency_ms,outcome,pass,cost\nc,t1,1,ok,true,1\n"
 
-	recs, err := ReadPaths([]string{run, csvA, "-"}, strings.NewReader(stdin))
+	set, err := ReadSet([]string{run, csvA, "-"}, strings.NewReader(stdin))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var arms []string
-	for _, r := range recs {
-		arms = append(arms, r.Arm)
-	}
+	set.Each(func(r *Rec) { arms = append(arms, set.Symbols().Str(r.Arm)) })
 	if strings.Join(arms, ",") != "a,b,c" {
 		t.Errorf("arms %v; want a,b,c in input order", arms)
 	}
@@ -243,7 +276,7 @@ func TestReadPaths(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := ReadPaths(tt.paths, strings.NewReader(stdin))
+			_, err := ReadSet(tt.paths, strings.NewReader(stdin))
 			var ie *InputError
 			if !errors.As(err, &ie) {
 				t.Fatalf("err = %v; want *InputError", err)
@@ -256,7 +289,7 @@ func TestReadPaths(t *testing.T) {
 }
 
 func FuzzReadRecords(f *testing.F) {
-	exercise, err := os.ReadFile("../fixtures/exercise.csv")
+	exercise, err := os.ReadFile("../../fixtures/exercise.csv")
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -269,34 +302,51 @@ func FuzzReadRecords(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte("\x00,\"\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		recs, err := ReadRecords(bytes.NewReader(data), "fuzz")
-		if err != nil {
-			var ie *InputError
-			if !errors.As(err, &ie) {
-				t.Fatalf("error %v is not an *InputError", err)
+		recs, err := readAll(bytes.NewReader(data), "fuzz")
+		var ie *InputError
+		var te *TornError
+		switch {
+		case errors.As(err, &te):
+		case err != nil && !errors.As(err, &ie):
+			t.Fatalf("error %v is not an *InputError", err)
+		case err == nil && len(recs) == 0:
+			t.Fatal("no records and no error")
+		}
+		for i := range recs {
+			if err := checkRecord(&recs[i], "fuzz", i+1); err != nil {
+				t.Fatalf("accepted an invalid record %+v: %v", recs[i], err)
 			}
-			if recs != nil {
-				t.Fatalf("records %v returned with error %v", recs, err)
+		}
+		// ReadSet accepts no duplicate (arm, task_id, repeat).
+		set, err := ReadSet([]string{"-"}, bytes.NewReader(data))
+		if err != nil {
+			if !errors.As(err, &ie) {
+				t.Fatalf("ReadSet error %v is not an *InputError", err)
 			}
 			return
 		}
-		if len(recs) == 0 {
-			t.Fatal("no records and no error")
-		}
 		seen := map[recordKey]bool{}
-		for i := range recs {
-			r := &recs[i]
-			if err := checkRecord(r, "fuzz", i+1); err != nil {
-				t.Fatalf("accepted an invalid record %+v: %v", r, err)
+		syms := set.Symbols()
+		set.Each(func(r *Rec) {
+			k := recordKey{syms.Str(r.Arm), syms.Str(r.TaskID), r.Repeat}
+			if seen[k] {
+				t.Fatalf("accepted a duplicate %s", k)
 			}
-			if seen[keyOf(r)] {
-				t.Fatalf("accepted a duplicate %s", keyOf(r))
-			}
-			seen[keyOf(r)] = true
-		}
-		// Whatever was accepted summarizes without error.
-		if _, err := Summarize(recs, Options{Resamples: 10}); err != nil && !errors.Is(err, ErrNoRecords) {
-			t.Fatalf("Summarize on accepted records: %v", err)
-		}
+			seen[k] = true
+		})
 	})
+}
+
+func TestReadCSVContractColumn(t *testing.T) {
+	t.Parallel()
+	in := "arm,task_id,latency_ms,outcome,pass,cost,contract\nbaseline,t1,10,ok,true,1, abc \nbaseline,t2,10,ok,true,1,\n"
+	set, err := ReadSet([]string{"-"}, strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	set.Each(func(r *Rec) { got = append(got, set.Symbols().Str(r.Contract)) })
+	if !slices.Equal(got, []string{"abc", ""}) {
+		t.Errorf("contracts %q; want [abc \"\"]", got)
+	}
 }
