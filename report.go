@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
 )
 
@@ -58,14 +59,14 @@ func report(_ context.Context, o reportOptions) error {
 		return badUsage("unknown --format %q (want text, md, json, csv or html)", o.Format)
 	}
 	large, gate, incomplete := fromManifests(o.Paths)
-	opt := eval.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, Incomplete: incomplete, AllowContractChange: o.AllowContractChange}
+	opt := analysis.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, Incomplete: incomplete, AllowContractChange: o.AllowContractChange}
 	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
 	recs, err := records.ReadSet(o.Paths, o.Stdin)
 	if err != nil {
 		return err
 	}
-	sum, err := eval.Summarize(recs, opt)
-	if errors.Is(err, eval.ErrUnknownBaseline) {
+	sum, err := analysis.Summarize(recs, opt)
+	if errors.Is(err, analysis.ErrUnknownBaseline) {
 		return badUsage("%w", err)
 	}
 	if err != nil {
@@ -91,7 +92,7 @@ func validFormat(f string) bool {
 
 // writeFormat writes a report; html gets the records, which its latency
 // charts are drawn from.
-func writeFormat(w io.Writer, sum *eval.Summary, recs *records.RecordSet, format string) error {
+func writeFormat(w io.Writer, sum *analysis.Summary, recs *records.RecordSet, format string) error {
 	if format == "html" {
 		return eval.WriteHTMLSet(w, sum, recs)
 	}
@@ -102,7 +103,7 @@ func writeFormat(w io.Writer, sum *eval.Summary, recs *records.RecordSet, format
 // the routers' large models (so the routed share is computed as in the run)
 // and the gate the run declared (the first one found), so a report rebuilt
 // from a run directory decides as the run did.
-func fromManifests(paths []string) (large []string, gate *eval.GateConfig, incomplete string) {
+func fromManifests(paths []string) (large []string, gate *analysis.GateConfig, incomplete string) {
 	for _, p := range paths {
 		raw, err := os.ReadFile(filepath.Join(p, "manifest.json"))
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"runtime/trace"
 	"time"
 
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/atomicfile"
 
@@ -146,7 +147,7 @@ func run(ctx context.Context, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	sum, err := eval.Summarize(recs, setup.SummaryOptions())
+	sum, err := analysis.Summarize(recs, setup.SummaryOptions())
 	if err != nil {
 		return err
 	}
@@ -219,7 +220,7 @@ func progressBar(w io.Writer) func(done, total int) {
 	}
 }
 
-func writeReports(dir string, sum *eval.Summary, recs *records.RecordSet) error {
+func writeReports(dir string, sum *analysis.Summary, recs *records.RecordSet) error {
 	for _, r := range []struct{ name, format string }{{"summary.json", "json"}, {"report.md", "md"}, {"report.txt", "text"}, {"report.html", "html"}} {
 		if err := atomicfile.Write(filepath.Join(dir, r.name), func(w io.Writer) error { return writeFormat(w, sum, recs, r.format) }); err != nil {
 			return err

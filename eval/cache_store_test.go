@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/redistest"
 )
@@ -66,11 +67,11 @@ arms:
 			if err != nil {
 				t.Fatal(err)
 			}
-			sum, err := summarizeRecs(recs, Options{})
+			sum, err := summarizeRecs(recs, analysis.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var cached *ArmSummary
+			var cached *analysis.ArmSummary
 			for i := range sum.Arms {
 				if sum.Arms[i].Name == "cached" {
 					cached = &sum.Arms[i]

@@ -219,7 +219,7 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	if e.Block == 0 && e.Order == OrderInterleaved {
 		e.Block = Duration(DefaultBlock)
 	}
-	if f, msg := e.Gate.check(); f != "" {
+	if f, msg := e.Gate.Check(); f != "" {
 		return bad("gate."+f, append([]any{"gate"}, gatePath(f)...), "%s", msg)
 	}
 	if e.Concurrency == 0 {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -208,9 +208,11 @@ func TestSlotWaitMarksCapWaits(t *testing.T) {
 			for _, rec := range got {
 				all = append(all, rec)
 			}
-			var recs []*records.Rec
-			mustSet(t, all).Each(func(r *records.Rec) { recs = append(recs, r) })
-			if ls := loadStats(recs); ls == nil || ls.Queued != tc.wantWaits {
+			s, err := summarizeRecs(all, analysis.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ls := s.Arms[0].Load; ls == nil || ls.Queued != tc.wantWaits {
 				t.Errorf("load stats %+v; want queued %d", ls, tc.wantWaits)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/words"
 )
@@ -25,7 +26,7 @@ import (
 // summarized from; the latency distributions are drawn from them (warm-up
 // records left out, as in s). With no records (nil) the page says that those
 // charts need them and draws the rest from s alone.
-func WriteHTMLSet(w io.Writer, s *Summary, recs *records.RecordSet) error {
+func WriteHTMLSet(w io.Writer, s *analysis.Summary, recs *records.RecordSet) error {
 	var md strings.Builder
 	if err := writeDoc(&md, s, true); err != nil {
 		return err
@@ -125,11 +126,11 @@ type htmlChart struct {
 
 func verdictClass(v string) string {
 	switch v {
-	case VerdictAccept:
+	case analysis.VerdictAccept:
 		return "v-accept"
-	case VerdictReject:
+	case analysis.VerdictReject:
 		return "v-reject"
-	case VerdictBaseline, VerdictNoGain, VerdictInconclusive, VerdictIncomplete:
+	case analysis.VerdictBaseline, analysis.VerdictNoGain, analysis.VerdictInconclusive, analysis.VerdictIncomplete:
 		return "v-baseline" // muted: neither a win nor a rejection
 	}
 	return ""

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"maps"
 	"math"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/words"
@@ -57,7 +59,7 @@ type armLatencies struct {
 
 // buildCharts draws every chart the data supports, in page order; note
 // says which charts are left out and why.
-func buildCharts(s *Summary, recs *records.RecordSet) ([]htmlChart, string) {
+func buildCharts(s *analysis.Summary, recs *records.RecordSet) ([]htmlChart, string) {
 	idx := map[string]int{}
 	for i := range s.Arms {
 		idx[s.Arms[i].Name] = i
@@ -367,7 +369,7 @@ func slowest(floor float64, sets [][]float64) float64 {
 
 // armLinesSVG draws one line per arm with a non-empty set, with a legend,
 // and renders the chart.
-func armLinesSVG(p *plot.Plot, s *Summary, sets [][]float64, xy func([]float64) plotter.XYs, step plotter.StepKind) (template.HTML, error) {
+func armLinesSVG(p *plot.Plot, s *analysis.Summary, sets [][]float64, xy func([]float64) plotter.XYs, step plotter.StepKind) (template.HTML, error) {
 	l := chartLegend()
 	for i, v := range sets {
 		if len(v) == 0 {
@@ -383,7 +385,7 @@ func armLinesSVG(p *plot.Plot, s *Summary, sets [][]float64, xy func([]float64) 
 	return renderSVG(p, &l)
 }
 
-func cdfChart(s *Summary, lat []armLatencies) (*htmlChart, error) {
+func cdfChart(s *analysis.Summary, lat []armLatencies) (*htmlChart, error) {
 	var sets [][]float64
 	for _, l := range lat {
 		sets = append(sets, l.all)
@@ -413,7 +415,7 @@ func shareTicks(vals ...float64) []plot.Tick {
 	return out
 }
 
-func tailChart(s *Summary, lat []armLatencies) (*htmlChart, error) {
+func tailChart(s *analysis.Summary, lat []armLatencies) (*htmlChart, error) {
 	var sets [][]float64
 	maxN := 0
 	for _, l := range lat {
@@ -442,7 +444,7 @@ func tailChart(s *Summary, lat []armLatencies) (*htmlChart, error) {
 		SVG:     svg}, nil
 }
 
-func cacheChart(s *Summary, lat []armLatencies) (*htmlChart, error) {
+func cacheChart(s *analysis.Summary, lat []armLatencies) (*htmlChart, error) {
 	var sets [][]float64
 	for i := range s.Arms {
 		if s.Arms[i].CacheStats != nil {
@@ -499,19 +501,19 @@ func cacheChart(s *Summary, lat []armLatencies) (*htmlChart, error) {
 }
 
 // groupNames is every group of any arm, sorted.
-func groupNames(s *Summary) []string {
+func groupNames(s *analysis.Summary) []string {
 	set := map[string]bool{}
 	for i := range s.Arms {
 		for g := range s.Arms[i].Groups {
 			set[g] = true
 		}
 	}
-	return sortedKeys(set)
+	return slices.Sorted(maps.Keys(set))
 }
 
 // groupedBars draws one bar per arm in each category, in data coordinates
 // (category c spans c-0.4 to c+0.4), and returns the bar centres per arm.
-func groupedBars(p *plot.Plot, l *plot.Legend, s *Summary, cats []string, val func(a *ArmSummary, cat string) (float64, bool)) ([][]float64, error) {
+func groupedBars(p *plot.Plot, l *plot.Legend, s *analysis.Summary, cats []string, val func(a *analysis.ArmSummary, cat string) (float64, bool)) ([][]float64, error) {
 	k := len(s.Arms)
 	w := 0.8 / float64(k)
 	centres := make([][]float64, k)
@@ -552,14 +554,14 @@ func groupedBars(p *plot.Plot, l *plot.Legend, s *Summary, cats []string, val fu
 	return centres, nil
 }
 
-func groupPassChart(s *Summary) (*htmlChart, error) {
+func groupPassChart(s *analysis.Summary) (*htmlChart, error) {
 	cats := groupNames(s)
 	if len(cats) == 0 {
 		return nil, nil
 	}
 	p := newChart("Pass rate per input group", "input group", "passing requests")
 	l := chartLegend()
-	if _, err := groupedBars(p, &l, s, cats, func(a *ArmSummary, g string) (float64, bool) {
+	if _, err := groupedBars(p, &l, s, cats, func(a *analysis.ArmSummary, g string) (float64, bool) {
 		gs, ok := a.Groups[g]
 		if !ok || gs.N == 0 {
 			return 0, false
@@ -578,14 +580,14 @@ func groupPassChart(s *Summary) (*htmlChart, error) {
 		Caption: "Share of each group's requests that passed, per arm; the groups table has the counts behind each bar.", SVG: svg}, nil
 }
 
-func groupLatencyChart(s *Summary) (*htmlChart, error) {
+func groupLatencyChart(s *analysis.Summary) (*htmlChart, error) {
 	cats := groupNames(s)
 	if len(cats) == 0 {
 		return nil, nil
 	}
 	p := newChart("Latency per input group: p50 bar, p95 whisker", "input group", "end-to-end latency (ms)")
 	l := chartLegend()
-	centres, err := groupedBars(p, &l, s, cats, func(a *ArmSummary, g string) (float64, bool) {
+	centres, err := groupedBars(p, &l, s, cats, func(a *analysis.ArmSummary, g string) (float64, bool) {
 		gs, ok := a.Groups[g]
 		return gs.P50Ms, ok && gs.N > 0
 	})
@@ -628,7 +630,7 @@ func groupLatencyChart(s *Summary) (*htmlChart, error) {
 // arm, with the arms no other arm beats on both (cheaper per pass and at
 // least as many passes) joined into a frontier. It is drawn only when some
 // arm routes requests.
-func frontierChart(s *Summary) (*htmlChart, error) {
+func frontierChart(s *analysis.Summary) (*htmlChart, error) {
 	routes := false
 	for i := range s.Arms {
 		routes = routes || s.Arms[i].RouteStats != nil
@@ -681,7 +683,7 @@ func frontierChart(s *Summary) (*htmlChart, error) {
 		p.Add(ln)
 		l.Add("frontier", ln)
 	}
-	glyphs := map[string]draw.GlyphDrawer{VerdictBaseline: draw.BoxGlyph{}, VerdictAccept: draw.CircleGlyph{}, VerdictReject: draw.CrossGlyph{}}
+	glyphs := map[string]draw.GlyphDrawer{analysis.VerdictBaseline: draw.BoxGlyph{}, analysis.VerdictAccept: draw.CircleGlyph{}, analysis.VerdictReject: draw.CrossGlyph{}}
 	shown := map[string]bool{}
 	var labels plotter.XYLabels
 	for _, a := range pts {
@@ -694,7 +696,7 @@ func frontierChart(s *Summary) (*htmlChart, error) {
 		if sc.GlyphStyle.Shape == nil {
 			sc.GlyphStyle.Shape = draw.RingGlyph{}
 		}
-		if v == VerdictReject {
+		if v == analysis.VerdictReject {
 			sc.GlyphStyle.Radius = vg.Points(6)
 		}
 		p.Add(sc)

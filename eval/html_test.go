@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
 )
 
@@ -48,7 +49,7 @@ func htmlRecords(arms ...string) []Record {
 					r.RouteScore = 0.8
 				}
 				if t%17 == 0 {
-					r.Misroute, r.Pass = MisrouteUnder, false
+					r.Misroute, r.Pass = records.MisrouteUnder, false
 				}
 			}
 			if t == 5 {
@@ -61,25 +62,25 @@ func htmlRecords(arms ...string) []Record {
 	return recs
 }
 
-func htmlSummary(t testing.TB, recs []Record) *Summary {
+func htmlSummary(t testing.TB, recs []Record) *analysis.Summary {
 	t.Helper()
-	s, err := summarizeRecs(recs, Options{Seed: 1, Resamples: 200})
+	s, err := summarizeRecs(recs, analysis.Options{Seed: 1, Resamples: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func htmlSummarySet(t testing.TB, set *records.RecordSet) *Summary {
+func htmlSummarySet(t testing.TB, set *records.RecordSet) *analysis.Summary {
 	t.Helper()
-	s, err := Summarize(set, Options{Seed: 1, Resamples: 200})
+	s, err := analysis.Summarize(set, analysis.Options{Seed: 1, Resamples: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func renderHTML(t testing.TB, s *Summary, recs []Record) string {
+func renderHTML(t testing.TB, s *analysis.Summary, recs []Record) string {
 	t.Helper()
 	var set *records.RecordSet
 	if recs != nil {

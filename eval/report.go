@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/words"
 )
 
@@ -23,7 +27,7 @@ var ErrUnknownReportFormat = errors.New("eval: unknown report format")
 // row per arm with the main figures). html is the page of WriteHTML drawn
 // from s alone; given the records, WriteHTML also draws the latency
 // distributions.
-func WriteReport(w io.Writer, s *Summary, format string) error {
+func WriteReport(w io.Writer, s *analysis.Summary, format string) error {
 	switch format {
 	case "", "text":
 		return writeDoc(w, s, false)
@@ -81,7 +85,7 @@ func (t *table) write(b *strings.Builder, md bool) {
 }
 
 // writeDoc writes the text or Markdown report.
-func writeDoc(w io.Writer, s *Summary, md bool) error {
+func writeDoc(w io.Writer, s *analysis.Summary, md bool) error {
 	var b strings.Builder
 	heading := func(t string) {
 		if md {
@@ -152,7 +156,7 @@ func writeDoc(w io.Writer, s *Summary, md bool) error {
 	for i := range s.Arms {
 		a := &s.Arms[i]
 		v := a.Verdict
-		if v == VerdictBaseline {
+		if v == analysis.VerdictBaseline {
 			v = "the baseline every candidate is compared with"
 		}
 		if md {
@@ -191,7 +195,7 @@ func writeDoc(w io.Writer, s *Summary, md bool) error {
 
 // arms is the main table; cache, routing, TTFT and silent-violation columns
 // appear only when some arm has them.
-func arms(s *Summary) *table {
+func arms(s *analysis.Summary) *table {
 	var hasCache, hasRoute, hasTTFT, hasSilent bool
 	for i := range s.Arms {
 		a := &s.Arms[i]
@@ -231,7 +235,7 @@ func arms(s *Summary) *table {
 		}
 		if hasRoute {
 			if r := a.RouteStats; r != nil {
-				row = append(row, fmt.Sprintf("%d/%d/%d", r.Misroutes[MisrouteUnder], r.Misroutes[MisrouteOver], r.Misroutes[MisrouteHopeless]))
+				row = append(row, fmt.Sprintf("%d/%d/%d", r.Misroutes[records.MisrouteUnder], r.Misroutes[records.MisrouteOver], r.Misroutes[records.MisrouteHopeless]))
 			} else {
 				row = append(row, "-")
 			}
@@ -244,7 +248,7 @@ func arms(s *Summary) *table {
 	return t
 }
 
-func cacheTable(s *Summary) *table {
+func cacheTable(s *analysis.Summary) *table {
 	t := &table{header: []string{"arm", "cached", "hits", "hit_rate", "hit_p50", "hit_p95", "miss_p50", "miss_p95", "saved/hit", "leaks", "scope_mismatches"}}
 	for i := range s.Arms {
 		a := &s.Arms[i]
@@ -255,7 +259,7 @@ func cacheTable(s *Summary) *table {
 		leaks := "0"
 		if a.LeakCount() > 0 {
 			var kinds []string
-			for _, k := range sortedKeys(c.Leaks) {
+			for _, k := range slices.Sorted(maps.Keys(c.Leaks)) {
 				kinds = append(kinds, fmt.Sprintf("%s %d", k, c.Leaks[k]))
 			}
 			leaks = strings.Join(kinds, ", ")
@@ -277,7 +281,7 @@ func cacheTable(s *Summary) *table {
 	return t
 }
 
-func routeTable(s *Summary) *table {
+func routeTable(s *analysis.Summary) *table {
 	t := &table{header: []string{"arm", "routed", "models", "large_share", "under", "over", "hopeless", "escalated", "escalation_cost", "attempts", "shadow_cost"}}
 	for i := range s.Arms {
 		a := &s.Arms[i]
@@ -286,15 +290,15 @@ func routeTable(s *Summary) *table {
 			continue
 		}
 		var models []string
-		for _, m := range sortedKeys(r.RoutedModels) {
+		for _, m := range slices.Sorted(maps.Keys(r.RoutedModels)) {
 			models = append(models, fmt.Sprintf("%s %d", m, r.RoutedModels[m]))
 		}
 		share := "-"
 		if r.RoutedLargeShare != nil {
 			share = figure.Pct(*r.RoutedLargeShare)
 		}
-		t.add(a.Name, itoa(r.Routed), orDash(strings.Join(models, ", ")), share, itoa(r.Misroutes[MisrouteUnder]), itoa(r.Misroutes[MisrouteOver]),
-			itoa(r.Misroutes[MisrouteHopeless]), itoa(a.Escalated), figure.Cost(a.EscalationCost), itoa(a.Attempts), figure.Cost(a.ShadowCost))
+		t.add(a.Name, itoa(r.Routed), orDash(strings.Join(models, ", ")), share, itoa(r.Misroutes[records.MisrouteUnder]), itoa(r.Misroutes[records.MisrouteOver]),
+			itoa(r.Misroutes[records.MisrouteHopeless]), itoa(a.Escalated), figure.Cost(a.EscalationCost), itoa(a.Attempts), figure.Cost(a.ShadowCost))
 	}
 	if len(t.rows) == 0 {
 		return nil
@@ -302,11 +306,11 @@ func routeTable(s *Summary) *table {
 	return t
 }
 
-func groupTable(s *Summary) *table {
+func groupTable(s *analysis.Summary) *table {
 	t := &table{header: []string{"arm", "group", "n", "pass", "p50", "p95"}}
 	for i := range s.Arms {
 		a := &s.Arms[i]
-		for _, g := range sortedKeys(a.Groups) {
+		for _, g := range slices.Sorted(maps.Keys(a.Groups)) {
 			gs := a.Groups[g]
 			t.add(a.Name, g, itoa(gs.N), fmt.Sprintf("%d/%d", gs.Pass, gs.N), figure.Ms(gs.P50Ms), figure.Ms(gs.P95Ms))
 		}
@@ -317,7 +321,7 @@ func groupTable(s *Summary) *table {
 	return t
 }
 
-func pairedTable(s *Summary) *table {
+func pairedTable(s *analysis.Summary) *table {
 	t := &table{header: []string{"candidate", "pairs", "unmatched", "lost", "gained", "mcnemar_p",
 		"latency_median", "latency_mean", "latency_95%_ci", "cost_median", "cost_mean", "cost_95%_ci"}}
 	for i := 1; i < len(s.Arms); i++ {
@@ -339,11 +343,11 @@ func pairedTable(s *Summary) *table {
 	return t
 }
 
-func groupDeltaTable(s *Summary) *table {
+func groupDeltaTable(s *analysis.Summary) *table {
 	t := &table{header: []string{"candidate", "group", "pairs", "lost", "gained", "latency_median"}}
 	for i := 1; i < len(s.Arms); i++ {
 		a := &s.Arms[i]
-		for _, g := range sortedKeys(a.Paired.Groups) {
+		for _, g := range slices.Sorted(maps.Keys(a.Paired.Groups)) {
 			gd := a.Paired.Groups[g]
 			t.add(a.Name, g, itoa(gd.Pairs), itoa(gd.Lost), itoa(gd.Gained), figure.Ms(gd.LatencyDeltaMs))
 		}
@@ -356,7 +360,7 @@ func groupDeltaTable(s *Summary) *table {
 
 // writeCSV writes one row per arm with the main figures; empty cells are
 // figures that do not exist for the arm (e.g. cost_per_pass with no pass).
-func writeCSV(w io.Writer, s *Summary) error {
+func writeCSV(w io.Writer, s *analysis.Summary) error {
 	cw := csv.NewWriter(w)
 	header := []string{"arm", "verdict", "n", "warmup", "ok", "failed", "timeouts", "pass",
 		"p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms", "min_ms", "ok_p50_ms", "ok_p95_ms", "ok_mean_ms",
@@ -386,7 +390,7 @@ func writeCSV(w io.Writer, s *Summary) error {
 		row = append(row, itoa(a.SilentViolations))
 		if p := a.Paired; p != nil {
 			row = append(row, itoa(len(p.Lost)), itoa(len(p.Gained)), itoa(len(p.Unmatched)), num(p.McNemarP))
-			for _, d := range []*Delta{p.LatencyDeltaMs, p.CostDelta} {
+			for _, d := range []*analysis.Delta{p.LatencyDeltaMs, p.CostDelta} {
 				if d != nil {
 					row = append(row, num(d.Mean), num(d.CILow), num(d.CIHigh))
 				} else {
@@ -421,7 +425,7 @@ func orDash(s string) string {
 }
 
 // loadTable lists lag and queue per arm; nil when no arm has them.
-func loadTable(s *Summary) *table {
+func loadTable(s *analysis.Summary) *table {
 	t := &table{header: []string{"arm", "lag_p50", "lag_p99", "lag_max", "queue_p50", "queue_p99", "queue_max", "queued"}}
 	for i := range s.Arms {
 		a := &s.Arms[i]
@@ -438,7 +442,7 @@ func loadTable(s *Summary) *table {
 }
 
 // uncertaintyTable lists each arm's intervals; nil when no arm has them.
-func uncertaintyTable(s *Summary) *table {
+func uncertaintyTable(s *analysis.Summary) *table {
 	t := &table{header: []string{"arm", "p50", "p50_95%", "p95", "p95_95%", "cost/pass", "cost/pass_95%", "repeats", "p95_min..max_over_repeats"}}
 	for i := range s.Arms {
 		a := &s.Arms[i]
@@ -463,10 +467,10 @@ func uncertaintyTable(s *Summary) *table {
 }
 
 // cacheColdRow is the cache table's row of the cold (warm-up) figures.
-func cacheColdRow(name string, c *CacheStats) []string {
+func cacheColdRow(name string, c *analysis.CacheStats) []string {
 	leaks, n := "0", 0
 	var kinds []string
-	for _, k := range sortedKeys(c.Leaks) {
+	for _, k := range slices.Sorted(maps.Keys(c.Leaks)) {
 		n += c.Leaks[k]
 		kinds = append(kinds, fmt.Sprintf("%s %d", k, c.Leaks[k]))
 	}

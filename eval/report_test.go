@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/eval/records"
 )
@@ -41,7 +42,7 @@ func golden(t *testing.T, got []byte) {
 
 // TestExerciseReport is the six-request exercise.
 func TestExerciseReport(t *testing.T) {
-	s, err := Summarize(exerciseSet(t), Options{})
+	s, err := analysis.Summarize(exerciseSet(t), analysis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestExerciseReport(t *testing.T) {
 				Verdict     string   `json:"verdict"`
 				Reasons     []string `json:"reasons"`
 			} `json:"arms"`
-			Decision Decision `json:"decision"`
+			Decision analysis.Decision `json:"decision"`
 		}
 		if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
 			t.Fatal(err)
@@ -143,7 +144,7 @@ func TestExerciseReport(t *testing.T) {
 
 func TestWriteReportFormats(t *testing.T) {
 	t.Parallel()
-	s, err := Summarize(exerciseSet(t), Options{})
+	s, err := analysis.Summarize(exerciseSet(t), analysis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestWriteReportOptionalColumns(t *testing.T) {
 		mkRec("none", "t1", 0, OutcomeOK, false, 0),
 	}
 	recs[1].Cache, recs[1].Leak = "hit", "permission"
-	s, err := summarizeRecs(recs, Options{})
+	s, err := summarizeRecs(recs, analysis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestWriteReportOptionalColumns(t *testing.T) {
 	if err := WriteReport(&buf, s, "json"); err != nil {
 		t.Fatalf("json with a zero-pass arm: %v", err)
 	}
-	exercise, err := Summarize(exerciseSet(t), Options{})
+	exercise, err := analysis.Summarize(exerciseSet(t), analysis.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,7 @@ fast,t2,60,ok,true,1
 		fmt.Println(err)
 		return
 	}
-	s, err := Summarize(set, Options{Seed: 1})
+	s, err := analysis.Summarize(set, analysis.Options{Seed: 1})
 	if err != nil {
 		fmt.Println(err)
 		return

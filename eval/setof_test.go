@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
 )
 
@@ -31,28 +32,25 @@ func mustSet(t testing.TB, recs []Record) *records.RecordSet {
 }
 
 // summarizeRecs summarizes recs as crab report does after reading them.
-func summarizeRecs(recs []Record, opt Options) (*Summary, error) {
+func summarizeRecs(recs []Record, opt analysis.Options) (*analysis.Summary, error) {
 	set, err := readSet(recs)
 	if err != nil {
 		return nil, err
 	}
-	return Summarize(set, opt)
+	return analysis.Summarize(set, opt)
 }
 
-// comparePairedRecs compares candidate with baseline records as Summarize
-// does, after reading both back like every command.
-func comparePairedRecs(t testing.TB, baseline, candidate []Record, opt PairOptions) Paired {
+// exerciseSet reads the six-request exercise fixture.
+func exerciseSet(t testing.TB) *records.RecordSet {
 	t.Helper()
-	set := mustSet(t, append(append([]Record(nil), baseline...), candidate...))
-	var b, c []*records.Rec
-	i := 0
-	set.Each(func(r *records.Rec) {
-		if i < len(baseline) {
-			b = append(b, r)
-		} else {
-			c = append(c, r)
-		}
-		i++
-	})
-	return comparePaired(set.Symbols(), b, c, opt)
+	set, err := records.ReadSet([]string{"../fixtures/exercise.csv"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// mkRec builds a record the way the interchange CSV reader would.
+func mkRec(arm, task string, latMs float64, outcome string, pass bool, cost float64) Record {
+	return Record{Arm: arm, TaskID: task, E2EMs: latMs, Outcome: outcome, Pass: pass, Cost: cost, ContractOK: outcome != OutcomeContractFail}
 }

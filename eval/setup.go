@@ -13,6 +13,7 @@ import (
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/stack"
 )
@@ -244,7 +245,7 @@ func (s *Setup) Runner(runID string, emit func(Record) error) *Runner {
 
 // SummaryOptions are the options `crab run` summarises with, so that
 // `crab report` on the run directory reproduces the same figures.
-func (s *Setup) SummaryOptions() Options {
+func (s *Setup) SummaryOptions() analysis.Options {
 	var large []string
 	for _, a := range s.Exp.Arms {
 		if a.Router != nil {
@@ -252,5 +253,5 @@ func (s *Setup) SummaryOptions() Options {
 		}
 	}
 	g := s.Exp.Gate
-	return Options{LargeModels: large, Gate: &g}
+	return analysis.Options{LargeModels: large, Gate: &g}
 }

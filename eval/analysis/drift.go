@@ -1,4 +1,4 @@
-package eval
+package analysis
 
 import (
 	"fmt"
@@ -109,7 +109,9 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 	return out
 }
 
-func isFailure(outcome string) bool { return outcome == OutcomeError || outcome == OutcomeTimeout }
+func isFailure(outcome string) bool {
+	return outcome == records.OutcomeError || outcome == records.OutcomeTimeout
+}
 
 // binomialUpperTail is P(X >= k) for X ~ Binomial(n, p).
 func binomialUpperTail(n, k int, p float64) float64 {
@@ -153,7 +155,7 @@ const errorRateAlpha = 1e-3
 // under equal rates. It returns a description and the two-sided p-value
 // when the difference is beyond chance, else "".
 func errorRateGap(base, a *ArmSummary) string {
-	fb, fa := base.Outcomes[OutcomeError]+base.Outcomes[OutcomeTimeout], a.Outcomes[OutcomeError]+a.Outcomes[OutcomeTimeout]
+	fb, fa := base.Outcomes[records.OutcomeError]+base.Outcomes[records.OutcomeTimeout], a.Outcomes[records.OutcomeError]+a.Outcomes[records.OutcomeTimeout]
 	nb, na := base.N-base.Cancelled, a.N-a.Cancelled
 	total := fa + fb
 	if total < clusterMinFailures || na == 0 || nb == 0 {

@@ -1,4 +1,4 @@
-package eval
+package analysis
 
 import (
 	"errors"
@@ -17,10 +17,10 @@ import (
 var (
 	// ErrNoRecords: there is nothing to summarize (no records, or an arm
 	// made only of warm-up requests).
-	ErrNoRecords = errors.New("eval: no records to summarize")
+	ErrNoRecords = errors.New("analysis: no records to summarize")
 	// ErrUnknownBaseline: the requested baseline arm is not in the records;
 	// the message lists the arms that are.
-	ErrUnknownBaseline = errors.New("eval: unknown baseline arm")
+	ErrUnknownBaseline = errors.New("analysis: unknown baseline arm")
 )
 
 // Verdicts an arm can get.
@@ -33,16 +33,6 @@ const (
 // DefaultResamples is the number of bootstrap resamples when Options leaves
 // it zero.
 const DefaultResamples = 2000
-
-// PercentileNR is the nearest-rank percentile q (in percent) of sorted
-// (ascending) values: p_q = x[ceil(q·n/100)], 1-based, p0 = x[1]; NaN for no
-// values or a NaN q. See package quantile.
-func PercentileNR(sorted []float64, q float64) float64 { return quantile.NearestRank(sorted, q) }
-
-// TailIsMax reports whether percentile q of n values is the sample maximum.
-// A report shows such a figure as what it is: the largest value seen, which
-// says nothing about how far the tail goes.
-func TailIsMax(n int, q float64) bool { return quantile.TailIsMax(n, q) }
 
 // Options tune Summarize.
 type Options struct {
@@ -355,7 +345,7 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 	groupPass := map[string]int{}
 	var sum, okSum, tokOut, cost float64
 	for _, r := range recs {
-		if t.Str(r.Outcome) == OutcomeCancelled {
+		if t.Str(r.Outcome) == records.OutcomeCancelled {
 			// Never sent or cut short by an interruption: counted, but no
 			// latency of the system under test.
 			a.Cancelled++
@@ -365,14 +355,14 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 		}
 		a.Outcomes[t.Str(r.Outcome)]++
 		switch t.Str(r.Outcome) {
-		case OutcomeOK:
+		case records.OutcomeOK:
 			a.OK++
 			okLat = append(okLat, r.E2EMs)
 			okSum += r.E2EMs
 			if !r.ContractOK {
 				a.SilentViolations++
 			}
-		case OutcomeTimeout:
+		case records.OutcomeTimeout:
 			a.Timeouts++
 		}
 		if r.Pass {
@@ -425,18 +415,18 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 	slices.Sort(a.Contracts)
 	slices.Sort(all)
 	if len(all) > 0 { // else every request was cancelled: no latency to show (zeros)
-		a.P50Ms, a.P90Ms, a.P95Ms, a.P99Ms = PercentileNR(all, 50), PercentileNR(all, 90), PercentileNR(all, 95), PercentileNR(all, 99)
+		a.P50Ms, a.P90Ms, a.P95Ms, a.P99Ms = quantile.NearestRank(all, 50), quantile.NearestRank(all, 90), quantile.NearestRank(all, 95), quantile.NearestRank(all, 99)
 		a.MinMs, a.MaxMs = all[0], all[len(all)-1]
 		a.MeanMs = meanWithin(sum, len(all), a.MinMs, a.MaxMs)
 	}
 	if len(okLat) > 0 {
 		slices.Sort(okLat)
-		a.OKP50Ms, a.OKP95Ms = f64p(PercentileNR(okLat, 50)), f64p(PercentileNR(okLat, 95))
+		a.OKP50Ms, a.OKP95Ms = f64p(quantile.NearestRank(okLat, 50)), f64p(quantile.NearestRank(okLat, 95))
 		a.OKMeanMs = f64p(meanWithin(okSum, len(okLat), okLat[0], okLat[len(okLat)-1]))
 	}
 	if len(ttft) > 0 {
 		slices.Sort(ttft)
-		a.TTFTP50Ms, a.TTFTP95Ms = f64p(PercentileNR(ttft, 50)), f64p(PercentileNR(ttft, 95))
+		a.TTFTP50Ms, a.TTFTP95Ms = f64p(quantile.NearestRank(ttft, 50)), f64p(quantile.NearestRank(ttft, 95))
 	}
 	a.TokensOutMean = tokOut / float64(a.N)
 	a.Cost = roundSig(cost, 12)
@@ -446,7 +436,7 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 	}
 	for g, lat := range groups {
 		slices.Sort(lat)
-		a.Groups[g] = GroupSummary{N: len(lat), Pass: groupPass[g], P50Ms: PercentileNR(lat, 50), P95Ms: PercentileNR(lat, 95)}
+		a.Groups[g] = GroupSummary{N: len(lat), Pass: groupPass[g], P50Ms: quantile.NearestRank(lat, 50), P95Ms: quantile.NearestRank(lat, 95)}
 	}
 	if c := a.CacheStats; c != nil {
 		if c.CacheRequests > 0 {
@@ -454,11 +444,11 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 		}
 		if len(hit) > 0 {
 			slices.Sort(hit)
-			c.HitP50Ms, c.HitP95Ms = f64p(PercentileNR(hit, 50)), f64p(PercentileNR(hit, 95))
+			c.HitP50Ms, c.HitP95Ms = f64p(quantile.NearestRank(hit, 50)), f64p(quantile.NearestRank(hit, 95))
 		}
 		if len(miss) > 0 {
 			slices.Sort(miss)
-			c.MissP50Ms, c.MissP95Ms = f64p(PercentileNR(miss, 50)), f64p(PercentileNR(miss, 95))
+			c.MissP50Ms, c.MissP95Ms = f64p(quantile.NearestRank(miss, 50)), f64p(quantile.NearestRank(miss, 95))
 		}
 		if c.HitP50Ms != nil && c.MissP50Ms != nil && *c.MissP50Ms > 0 {
 			c.SavedPerHit = f64p(1 - *c.HitP50Ms / *c.MissP50Ms)
@@ -480,7 +470,7 @@ func routeStats(t *records.Symbols, recs []*records.Rec, large map[string]bool) 
 			continue
 		}
 		if rs == nil {
-			rs = &RouteStats{RoutedModels: map[string]int{}, Misroutes: map[string]int{MisrouteUnder: 0, MisrouteOver: 0, MisrouteHopeless: 0}}
+			rs = &RouteStats{RoutedModels: map[string]int{}, Misroutes: map[string]int{records.MisrouteUnder: 0, records.MisrouteOver: 0, records.MisrouteHopeless: 0}}
 		}
 		if t.Str(r.Misroute) != "" {
 			rs.Misroutes[t.Str(r.Misroute)]++
@@ -533,7 +523,7 @@ func routeStats(t *records.Symbols, recs []*records.Rec, large map[string]bool) 
 func tailNote(n int) string {
 	var qs []string
 	for _, q := range []float64{90, 95, 99} {
-		if TailIsMax(n, q) {
+		if quantile.TailIsMax(n, q) {
 			qs = append(qs, "p"+strconv.FormatFloat(q, 'f', -1, 64))
 		}
 	}

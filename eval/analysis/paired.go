@@ -1,4 +1,4 @@
-package eval
+package analysis
 
 import (
 	"math"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/quantile"
 )
 
 // Paired is a candidate compared with the baseline task by task: each pair
@@ -210,7 +211,7 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 // lostCause names why a request did not pass.
 func lostCause(t *records.Symbols, r *records.Rec) string {
 	switch o := t.Str(r.Outcome); {
-	case o != OutcomeOK:
+	case o != records.OutcomeOK:
 		return o
 	case !r.ContractOK:
 		return "contract"
@@ -314,7 +315,7 @@ func bootstrapMeanCI(x []float64, seed int64, stream uint64, resamples int) (lo,
 		means[b] = s / float64(n)
 	}
 	slices.Sort(means)
-	return PercentileNR(means, 2.5), PercentileNR(means, 97.5)
+	return quantile.NearestRank(means, 2.5), quantile.NearestRank(means, 97.5)
 }
 
 // boundedIndex draws uniformly from [0, n) (Lemire's multiply-and-reject),

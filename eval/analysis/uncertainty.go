@@ -1,4 +1,4 @@
-package eval
+package analysis
 
 import (
 	"math"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/quantile"
 )
 
 // Uncertainty is how far an arm's headline figures can be trusted: 95%
@@ -92,7 +93,7 @@ func uncertainty(recs []*records.Rec, seed int64) *Uncertainty {
 		var p50, p95, p99 []float64
 		for _, lat := range byRep {
 			slices.Sort(lat)
-			p50, p95, p99 = append(p50, PercentileNR(lat, 50)), append(p95, PercentileNR(lat, 95)), append(p99, PercentileNR(lat, 99))
+			p50, p95, p99 = append(p50, quantile.NearestRank(lat, 50)), append(p95, quantile.NearestRank(lat, 95)), append(p99, quantile.NearestRank(lat, 99))
 		}
 		u.Repeats = &RepeatSpread{N: len(byRep), P50: spread(p50), P95: spread(p95), P99: spread(p99)}
 	}
@@ -211,5 +212,5 @@ func costPerPassCI(recs []*records.Rec, seed int64) Interval {
 		return Interval{} // too many resamples without a pass to bound the ratio
 	}
 	slices.Sort(ratios)
-	return Interval{Lo: f64p(PercentileNR(ratios, 2.5)), Hi: f64p(PercentileNR(ratios, 97.5))}
+	return Interval{Lo: f64p(quantile.NearestRank(ratios, 2.5)), Hi: f64p(quantile.NearestRank(ratios, 97.5))}
 }

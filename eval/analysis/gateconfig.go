@@ -1,4 +1,4 @@
-package eval
+package analysis
 
 import (
 	"fmt"
@@ -98,9 +98,9 @@ func (g GateConfig) Defaults() GateConfig {
 	return g
 }
 
-// check returns the first problem of g as a field (below gate.) and a
-// message.
-func (g GateConfig) check() (field, msg string) {
+// Check returns the first problem of g as a field (below gate.) and a
+// message; an empty field means none.
+func (g GateConfig) Check() (field, msg string) {
 	switch g.Rule {
 	case "", RuleNet, RuleAny:
 	default:

@@ -1,4 +1,4 @@
-package eval
+package analysis
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/quantile"
 )
 
 // mkRec builds a record the way the interchange CSV reader would.
@@ -20,7 +21,7 @@ func mkRec(arm, task string, latMs float64, outcome string, pass bool, cost floa
 // exerciseSet reads the six-request exercise fixture.
 func exerciseSet(t testing.TB) *records.RecordSet {
 	t.Helper()
-	set, err := records.ReadSet([]string{"../fixtures/exercise.csv"}, nil)
+	set, err := records.ReadSet([]string{"../../fixtures/exercise.csv"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,10 +61,10 @@ func TestPercentileNR(t *testing.T) {
 			for i := range x {
 				x[i] = float64(i + 1)
 			}
-			if got := PercentileNR(x, tt.q); got != float64(tt.want) {
+			if got := quantile.NearestRank(x, tt.q); got != float64(tt.want) {
 				t.Errorf("PercentileNR(1..%d, %v) = %v; want %d", tt.n, tt.q, got, tt.want)
 			}
-			if got, want := TailIsMax(tt.n, tt.q), tt.want == tt.n; got != want {
+			if got, want := quantile.TailIsMax(tt.n, tt.q), tt.want == tt.n; got != want {
 				t.Errorf("TailIsMax(%d, %v) = %v; want %v", tt.n, tt.q, got, want)
 			}
 		})
@@ -72,16 +73,16 @@ func TestPercentileNR(t *testing.T) {
 
 func TestPercentileNRDegenerate(t *testing.T) {
 	t.Parallel()
-	if got := PercentileNR(nil, 50); !math.IsNaN(got) {
+	if got := quantile.NearestRank(nil, 50); !math.IsNaN(got) {
 		t.Errorf("PercentileNR(nil, 50) = %v; want NaN", got)
 	}
-	if got := PercentileNR([]float64{1, 2}, math.NaN()); !math.IsNaN(got) {
+	if got := quantile.NearestRank([]float64{1, 2}, math.NaN()); !math.IsNaN(got) {
 		t.Errorf("PercentileNR(x, NaN) = %v; want NaN", got)
 	}
-	if TailIsMax(0, 95) {
+	if quantile.TailIsMax(0, 95) {
 		t.Error("TailIsMax(0, 95) = true; want false")
 	}
-	if TailIsMax(5, math.NaN()) {
+	if quantile.TailIsMax(5, math.NaN()) {
 		t.Error("TailIsMax(5, NaN) = true; want false")
 	}
 }

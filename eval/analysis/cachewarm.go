@@ -1,4 +1,4 @@
-package eval
+package analysis
 
 import "github.com/crab-testbed/crab/eval/records"
 

@@ -1,4 +1,4 @@
-package eval
+package analysis
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/quantile"
 )
 
 // LoadStats shows whether the load generator kept its schedule and whether
@@ -47,8 +48,8 @@ func loadStats(recs []*records.Rec) *LoadStats {
 	}
 	slices.Sort(lag)
 	slices.Sort(queue)
-	ls.LagP50Ms, ls.LagP99Ms, ls.LagMaxMs = PercentileNR(lag, 50), PercentileNR(lag, 99), lag[len(lag)-1]
-	ls.QueueP50Ms, ls.QueueP99Ms, ls.QueueMaxMs = PercentileNR(queue, 50), PercentileNR(queue, 99), queue[len(queue)-1]
+	ls.LagP50Ms, ls.LagP99Ms, ls.LagMaxMs = quantile.NearestRank(lag, 50), quantile.NearestRank(lag, 99), lag[len(lag)-1]
+	ls.QueueP50Ms, ls.QueueP99Ms, ls.QueueMaxMs = quantile.NearestRank(queue, 50), quantile.NearestRank(queue, 99), queue[len(queue)-1]
 	return ls
 }
 
