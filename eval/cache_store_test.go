@@ -11,6 +11,7 @@ import (
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/eval/report"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/redistest"
 )
@@ -94,7 +95,7 @@ arms:
 				t.Errorf("cold hits = %d; want the %d hits among warm-up records", c.Cold.Hits, coldHits)
 			}
 			var b strings.Builder
-			if err := WriteReport(&b, sum, "text"); err != nil {
+			if err := report.Write(&b, "text", report.Input{Summary: sum}); err != nil {
 				t.Fatal(err)
 			}
 			for _, want := range []string{"cached (warm)", "cached (cold: warm-up)"} {

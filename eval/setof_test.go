@@ -2,15 +2,14 @@ package eval
 
 import (
 	"bytes"
-	"testing"
 
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
 )
 
-// readSet writes recs as records.jsonl and reads them back with
-// records.ReadSet, the way every command reads records.
-func readSet(recs []Record) (*records.RecordSet, error) {
+// summarizeRecs writes recs as records.jsonl, reads them back with
+// records.ReadSet and summarizes them, as crab report does.
+func summarizeRecs(recs []Record, opt analysis.Options) (*analysis.Summary, error) {
 	var buf bytes.Buffer
 	w := records.JSONLWriter(&buf)
 	for _, r := range recs {
@@ -18,39 +17,9 @@ func readSet(recs []Record) (*records.RecordSet, error) {
 			return nil, err
 		}
 	}
-	return records.ReadSet([]string{"-"}, &buf)
-}
-
-// mustSet is readSet for records a test knows to be valid.
-func mustSet(t testing.TB, recs []Record) *records.RecordSet {
-	t.Helper()
-	set, err := readSet(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set
-}
-
-// summarizeRecs summarizes recs as crab report does after reading them.
-func summarizeRecs(recs []Record, opt analysis.Options) (*analysis.Summary, error) {
-	set, err := readSet(recs)
+	set, err := records.ReadSet([]string{"-"}, &buf)
 	if err != nil {
 		return nil, err
 	}
 	return analysis.Summarize(set, opt)
-}
-
-// exerciseSet reads the six-request exercise fixture.
-func exerciseSet(t testing.TB) *records.RecordSet {
-	t.Helper()
-	set, err := records.ReadSet([]string{"../fixtures/exercise.csv"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set
-}
-
-// mkRec builds a record the way the interchange CSV reader would.
-func mkRec(arm, task string, latMs float64, outcome string, pass bool, cost float64) Record {
-	return Record{Arm: arm, TaskID: task, E2EMs: latMs, Outcome: outcome, Pass: pass, Cost: cost, ContractOK: outcome != OutcomeContractFail}
 }

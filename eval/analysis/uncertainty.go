@@ -4,9 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 
-	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/quantile"
 )
@@ -35,17 +33,6 @@ type Uncertainty struct {
 type Interval struct {
 	Lo *float64 `json:"lo"`
 	Hi *float64 `json:"hi"`
-}
-
-// String prints "[lo, hi]" with "?" for an unbounded end.
-func (iv Interval) String() string {
-	end := func(v *float64) string {
-		if v == nil {
-			return "?"
-		}
-		return figure.Trim(strconv.FormatFloat(*v, 'g', 4, 64))
-	}
-	return "[" + end(iv.Lo) + ", " + end(iv.Hi) + "]"
 }
 
 // RepeatSpread is the min, median and max across repeats of each repeat's

@@ -48,11 +48,11 @@ func TestUncertainty(t *testing.T) {
 	}
 	u := uncertainty(recs, 1)
 	if u.P50CI.Lo == nil || u.P50CI.Hi == nil || *u.P50CI.Lo > 60 || *u.P50CI.Hi < 60 {
-		t.Errorf("p50 interval %s; want it to contain 60", u.P50CI)
+		t.Errorf("p50 interval %+v; want it to contain 60", u.P50CI)
 	}
 	// 300 cost over 225 passes = 1.333
 	if u.CostPerPassCI.Lo == nil || *u.CostPerPassCI.Lo > 1.333 || *u.CostPerPassCI.Hi < 1.334 || *u.CostPerPassCI.Hi > 1.6 {
-		t.Errorf("cost per pass interval %s; want a narrow interval around 1.333", u.CostPerPassCI)
+		t.Errorf("cost per pass interval %+v; want a narrow interval around 1.333", u.CostPerPassCI)
 	}
 	again := uncertainty(recs, 1)
 	if *again.CostPerPassCI.Lo != *u.CostPerPassCI.Lo || *again.CostPerPassCI.Hi != *u.CostPerPassCI.Hi {
@@ -63,6 +63,6 @@ func TestUncertainty(t *testing.T) {
 	}
 	none := uncertainty([]*records.Rec{{E2EMs: 5, Cost: 1}}, 1)
 	if none.CostPerPassCI.Lo != nil || none.P50CI.Lo != nil {
-		t.Errorf("one failed request: got %s and %s; want unbounded intervals", none.P50CI, none.CostPerPassCI)
+		t.Errorf("one failed request: got %+v and %+v; want unbounded intervals", none.P50CI, none.CostPerPassCI)
 	}
 }

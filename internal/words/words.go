@@ -55,3 +55,14 @@ func Shortlist(ids []string) string {
 	}
 	return strings.Join(ids[:show], ", ") + " and " + strconv.Itoa(len(ids)-show) + " more"
 }
+
+// Or joins "a", "a or b", "a, b or c".
+func Or(s []string) string {
+	switch len(s) {
+	case 0:
+		return ""
+	case 1:
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}

@@ -1,4 +1,4 @@
-package eval
+package report
 
 import (
 	"bytes"
@@ -57,9 +57,9 @@ type armLatencies struct {
 	all, hit, miss []float64
 }
 
-// buildCharts draws every chart the data supports, in page order; note
-// says which charts are left out and why.
-func buildCharts(s *analysis.Summary, recs *records.RecordSet) ([]htmlChart, string) {
+// buildCharts draws every chart the data supports, in page order; the
+// note it returns says which charts are left out and why.
+func buildCharts(s *analysis.Summary, recs *records.RecordSet) ([]htmlChart, []Span) {
 	idx := map[string]int{}
 	for i := range s.Arms {
 		idx[s.Arms[i].Name] = i
@@ -86,13 +86,19 @@ func buildCharts(s *analysis.Summary, recs *records.RecordSet) ([]htmlChart, str
 		slices.Sort(lat[i].miss)
 	}
 	var charts []htmlChart
-	var notes []string
+	var notes []Span // sentences, one space apart
+	note := func(sp ...Span) {
+		if len(notes) > 0 {
+			notes = append(notes, Text(" "))
+		}
+		notes = append(notes, sp...)
+	}
 	// A chart that cannot be drawn is named in the note; the tables and
 	// the other charts still make the page.
 	add := func(name string, build func() (*htmlChart, error)) {
 		c, err := drawSafely(build)
 		if err != nil {
-			notes = append(notes, fmt.Sprintf("The %s chart could not be drawn: %v.", name, err))
+			note(Text(fmt.Sprintf("The %s chart could not be drawn: %v.", name, err)))
 			return
 		}
 		if c != nil {
@@ -100,7 +106,8 @@ func buildCharts(s *analysis.Summary, recs *records.RecordSet) ([]htmlChart, str
 		}
 	}
 	if n == 0 {
-		notes = append(notes, "The latency distributions (CDF, tail, cache hit and miss paths) are drawn from the records, which this report was not given: `crab report --format html RUN_DIR` draws them.")
+		note(Text("The latency distributions (CDF, tail, cache hit and miss paths) are drawn from the records, which this report was not given: "),
+			Code("crab report --format html RUN_DIR"), Text(" draws them."))
 	} else {
 		add("latency CDF", func() (*htmlChart, error) { return cdfChart(s, lat) })
 		add("latency tail", func() (*htmlChart, error) { return tailChart(s, lat) })
@@ -109,7 +116,7 @@ func buildCharts(s *analysis.Summary, recs *records.RecordSet) ([]htmlChart, str
 	add("pass rate per group", func() (*htmlChart, error) { return groupPassChart(s) })
 	add("latency per group", func() (*htmlChart, error) { return groupLatencyChart(s) })
 	add("arms frontier", func() (*htmlChart, error) { return frontierChart(s) })
-	return charts, strings.Join(notes, " ")
+	return charts, notes
 }
 
 // drawSafely runs a chart builder, turning a panic of the plotting library

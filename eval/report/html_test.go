@@ -1,4 +1,4 @@
-package eval
+package report
 
 import (
 	"bytes"
@@ -302,50 +302,36 @@ func TestWriteReportHTML(t *testing.T) {
 	}
 }
 
-func TestMdSections(t *testing.T) {
+// The page draws the document's blocks as they are typed: figures
+// right-aligned by column, verdicts coloured, the decision's arms bold.
+func TestHTMLBlocks(t *testing.T) {
 	t.Parallel()
-	md := "# crab report\n\nIntro with `code` and **bold**.\n\n## A | b\n\n| x | y | verdict |\n|---|---|---|\n| a\\|b | 1.5 | reject |\n| c | - | accept |\n\n## List\n\n- **one**: accept\n  - nested `c`\n- two\n\ntext\nmore\n"
-	secs := mdSections(md)
-	if len(secs) != 3 {
-		t.Fatalf("got %d sections; want 3", len(secs))
+	tb := &Table{Header: []string{"x", "y", "verdict"}, Rows: [][]Cell{
+		{textCell("a|b"), figureCell("1.5"), verdictCell("reject")},
+		{textCell("c"), missing(), verdictCell("accept")},
+	}}
+	got, err := htmlBlockOf(tb)
+	if err != nil {
+		t.Fatal(err)
 	}
-	intro := secs[0].Blocks[0].Para
-	wantIntro := []htmlSpan{{Text: "Intro with "}, {Text: "code", Code: true}, {Text: " and "}, {Text: "bold", Bold: true}, {Text: "."}}
-	if !slices.Equal(intro, wantIntro) {
-		t.Errorf("intro %+v; want %+v", intro, wantIntro)
-	}
-	if secs[1].ID != "a-b" || secs[1].Title != "A | b" {
-		t.Errorf("section 1 id %q title %q; want a-b, A | b", secs[1].ID, secs[1].Title)
-	}
-	tb := secs[1].Blocks[0]
 	wantRows := [][]htmlCell{{{Text: "a|b"}, {Text: "1.5", Class: "num"}, {Text: "reject", Class: "v-reject"}}, {{Text: "c"}, {Text: "-", Class: "num"}, {Text: "accept", Class: "v-accept"}}}
-	if !slices.Equal(tb.Header, []string{"x", "y", "verdict"}) || len(tb.Rows) != 2 || !slices.Equal(tb.Rows[0], wantRows[0]) || !slices.Equal(tb.Rows[1], wantRows[1]) {
-		t.Errorf("table %+v; want header x,y and rows %+v", tb, wantRows)
+	if !slices.Equal(got.Header, tb.Header) || len(got.Rows) != 2 || !slices.Equal(got.Rows[0], wantRows[0]) || !slices.Equal(got.Rows[1], wantRows[1]) {
+		t.Errorf("table %+v; want rows %+v", got, wantRows)
 	}
-	list := secs[2].Blocks[0].Items
-	if len(list) != 2 || len(list[0].Children) != 1 || list[1].Spans[0].Text != "two" {
-		t.Errorf("list %+v; want two items, the first with one child", list)
-	} else if want := []htmlSpan{{Text: "one", Bold: true}, {Text: ": "}, {Text: "accept", Class: "v-accept"}}; !slices.Equal(list[0].Spans, want) {
-		t.Errorf("decision line %+v; want %+v", list[0].Spans, want)
+	// A column with words in one row is not right-aligned.
+	mixed := &Table{Header: []string{"arm", "leaks"}, Rows: [][]Cell{{textCell("a"), figureCell("0")}, {textCell("b"), textCell("stale 2")}}}
+	if got, _ := htmlBlockOf(mixed); got.Rows[0][1].Class != "" {
+		t.Errorf("mixed column cell class %q; want none", got.Rows[0][1].Class)
 	}
-	if p := secs[2].Blocks[1].Para; len(p) != 1 || p[0].Text != "text more" {
-		t.Errorf("paragraph %+v; want the two lines joined", p)
+	v := Verdicts{Arms: []ArmVerdict{{Arm: "one", Verdict: verdictCell("accept"), Reasons: []string{"r"}}, {Arm: "base", Verdict: textCell("the baseline")}}}
+	got, err = htmlBlockOf(v)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-func TestIsNumeric(t *testing.T) {
-	t.Parallel()
-	cases := []struct {
-		in   string
-		want bool
-	}{
-		{"12", true}, {"-0.5", true}, {"466/480", true}, {"36.5%", true}, {"[-102.5, -79.6]", true}, {"1.811e-71", true},
-		{"-", true}, {"", false}, {"large 242, small 238", false}, {"accept", false}, {"cross_tenant 175", false},
-	}
-	for _, c := range cases {
-		if got := isNumeric(c.in); got != c.want {
-			t.Errorf("isNumeric(%q) = %v; want %v", c.in, got, c.want)
-		}
+	if want := []htmlSpan{{Text: "one", Bold: true}, {Text: ": "}, {Text: "accept", Class: "v-accept"}}; len(got.Items) != 2 || !slices.Equal(got.Items[0].Spans, want) || len(got.Items[0].Children) != 1 {
+		t.Errorf("decision items %+v; want the first %+v with one reason", got.Items, want)
+	} else if got.Items[1].Spans[2].Class != "" {
+		t.Errorf("baseline line %+v; want no verdict colour", got.Items[1].Spans)
 	}
 }
 

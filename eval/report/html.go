@@ -1,11 +1,10 @@
-package eval
+package report
 
 import (
 	"bytes"
 	"fmt"
 	"html/template"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -14,62 +13,134 @@ import (
 	"github.com/crab-testbed/crab/internal/words"
 )
 
-// WriteHTMLSet writes s as one self-contained HTML page (report.html): the
-// tables of the Markdown report, beside charts drawn as inline SVG. It loads
-// nothing from the network: no scripts, no external style sheets, fonts or
-// images.
+// WriteHTML writes d as one self-contained HTML page (report.html): the
+// document's tables and lists, beside charts drawn as inline SVG where the
+// document places them. It loads nothing from the network: no scripts, no
+// external style sheets, fonts or images.
 //
 // The charts are the latency CDF of every arm and its tail, hit-path against
 // miss-path latency for arms with a cache, pass rate and latency per input
 // group, and, when some arm routes, the arms frontier (cost per pass against
-// passing requests, one point per arm). recs are the records s was
-// summarized from; the latency distributions are drawn from them (warm-up
-// records left out, as in s). With no records (nil) the page says that those
-// charts need them and draws the rest from s alone.
-func WriteHTMLSet(w io.Writer, s *analysis.Summary, recs *records.RecordSet) error {
-	var md strings.Builder
-	if err := writeDoc(&md, s, true); err != nil {
-		return err
-	}
-	page := htmlPage{Baseline: s.Baseline, Decision: s.Decision.Summary}
+// passing requests, one point per arm). in.Summary is the summary d was
+// built from; the latency distributions are drawn from in.Records (warm-up
+// records left out, as in the summary). With no records (nil) the page says
+// that those charts need them and draws the rest from the summary alone.
+func (d *Document) WriteHTML(w io.Writer, in Input) error {
+	s, recs := in.Summary, in.Records
+	page := htmlPage{Baseline: s.Baseline, Decision: s.Decision.Summary, Intro: []htmlBlock{{Para: htmlSpans(d.lead())}}}
 	if n := len(s.Decision.Warnings); n > 0 {
 		page.Warnings = words.Count(n, "warning")
 	}
-	page.Title = fmt.Sprintf("crab report: %s against %s", words.Count(len(s.Arms)-1, "candidate"), s.Baseline)
+	page.Title = fmt.Sprintf("%s: %s against %s", d.Title, words.Count(len(s.Arms)-1, "candidate"), s.Baseline)
 	for i := range s.Arms {
 		page.Verdicts = append(page.Verdicts, htmlChip{Name: s.Arms[i].Name, Verdict: s.Arms[i].Verdict, Class: verdictClass(s.Arms[i].Verdict)})
 	}
 	page.Sub = runLine(recs)
 
-	sections := mdSections(md.String())
-	charts, note := buildCharts(s, recs)
-	chartSec := htmlSection{ID: "charts", Title: "Charts", Charts: charts, Note: mdSpans(note)}
-	at := len(sections)
-	for i, sec := range sections {
-		if sec.Title == "Arms" {
-			at = i + 1
-			break
+	seen := map[string]int{}
+	for _, sec := range d.Sections {
+		id := slug(navLabel(sec.Title))
+		seen[id]++
+		if seen[id] > 1 {
+			id += "-" + strconv.Itoa(seen[id])
 		}
-	}
-	// The first section holds the title and the introduction of the
-	// Markdown report; the page shows them in its header.
-	if len(sections) > 0 && sections[0].Title == "" {
-		page.Intro = sections[0].Blocks
-		sections = sections[1:]
-		at--
-	}
-	at = max(0, min(at, len(sections)))
-	page.Sections = slices.Insert(sections, at, chartSec)
-	for _, sec := range page.Sections {
-		page.Nav = append(page.Nav, htmlChip{Name: navLabel(sec.Title), Class: sec.ID})
+		hs := htmlSection{ID: id, Title: sec.Title}
+		if sec.Charts {
+			charts, note := buildCharts(s, recs)
+			hs.Charts, hs.Note = charts, htmlSpans(note)
+		}
+		for _, bl := range sec.Blocks {
+			hb, err := htmlBlockOf(bl)
+			if err != nil {
+				return err
+			}
+			hs.Blocks = append(hs.Blocks, hb)
+		}
+		page.Sections = append(page.Sections, hs)
+		page.Nav = append(page.Nav, htmlChip{Name: navLabel(sec.Title), Class: id})
 	}
 
 	var buf bytes.Buffer
 	if err := htmlTmpl.Execute(&buf, page); err != nil {
-		return fmt.Errorf("eval: writing html report: %w", err)
+		return fmt.Errorf("report: writing html: %w", err)
 	}
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// htmlBlockOf is a document block as the page template draws it.
+func htmlBlockOf(bl Block) (htmlBlock, error) {
+	switch bl := bl.(type) {
+	case Paragraph:
+		return htmlBlock{Para: htmlSpans(bl.Spans)}, nil
+	case List:
+		return htmlBlock{Items: htmlItems(bl.Items)}, nil
+	case *Table:
+		return htmlBlock{Header: bl.Header, Rows: htmlRows(bl)}, nil
+	case Verdicts:
+		var items []htmlItem
+		for _, a := range bl.Arms {
+			it := htmlItem{Spans: []htmlSpan{{Text: a.Arm, Bold: true}, {Text: ": "}, {Text: a.Verdict.Text}}}
+			if a.Verdict.Kind == KindVerdict {
+				it.Spans[2].Class = verdictClass(a.Verdict.Text)
+			}
+			for _, r := range a.Reasons {
+				it.Children = append(it.Children, htmlItem{Spans: []htmlSpan{{Text: r}}})
+			}
+			items = append(items, it)
+		}
+		return htmlBlock{Items: items}, nil
+	}
+	return htmlBlock{}, fmt.Errorf("report: a block of type %T has no html form", bl)
+}
+
+func htmlSpans(sp []Span) []htmlSpan {
+	out := make([]htmlSpan, len(sp))
+	for i, s := range sp {
+		out[i] = htmlSpan{Text: s.Text, Bold: s.Bold, Code: s.Code}
+	}
+	return out
+}
+
+func htmlItems(items []Item) []htmlItem {
+	out := make([]htmlItem, len(items))
+	for i, it := range items {
+		out[i] = htmlItem{Spans: htmlSpans(it.Spans), Children: htmlItems(it.Children)}
+	}
+	return out
+}
+
+// htmlRows right-aligns the columns of figures (every cell a figure; never
+// the first, which names the row) and colours verdict cells.
+func htmlRows(t *Table) [][]htmlCell {
+	width := len(t.Header)
+	for _, r := range t.Rows {
+		width = max(width, len(r))
+	}
+	num := make([]bool, width)
+	for j := 1; j < width; j++ {
+		num[j] = true
+		for _, r := range t.Rows {
+			if j < len(r) && r[j].Kind != KindFigure {
+				num[j] = false
+				break
+			}
+		}
+	}
+	out := make([][]htmlCell, len(t.Rows))
+	for i, r := range t.Rows {
+		out[i] = make([]htmlCell, len(r))
+		for j, c := range r {
+			out[i][j].Text = c.Text
+			switch {
+			case c.Kind == KindVerdict:
+				out[i][j].Class = verdictClass(c.Text)
+			case num[j]:
+				out[i][j].Class = "num"
+			}
+		}
+	}
+	return out
 }
 
 // htmlPage is what the page template renders.
@@ -86,7 +157,7 @@ type htmlPage struct {
 // (Class holds the section id).
 type htmlChip struct{ Name, Verdict, Class string }
 
-// htmlSection is one "## heading" of the Markdown report, or the charts.
+// htmlSection is one section of the document, or the charts.
 type htmlSection struct {
 	ID, Title string
 	Blocks    []htmlBlock
@@ -162,212 +233,6 @@ func navLabel(title string) string {
 		return strings.TrimSpace(title[:i])
 	}
 	return title
-}
-
-// mdSections splits the Markdown report into sections at "## " headings;
-// the first section (empty title) holds what comes before the first one.
-// Every construct writeDoc emits is understood: headings, paragraphs with
-// **bold** and `code`, nested "- " lists and pipe tables; any other line is
-// kept as paragraph text.
-func mdSections(md string) []htmlSection {
-	secs := []htmlSection{{}}
-	cur := func() *htmlSection { return &secs[len(secs)-1] }
-	lines := strings.Split(md, "\n")
-	var para []string
-	flush := func() {
-		if len(para) > 0 {
-			cur().Blocks = append(cur().Blocks, htmlBlock{Para: mdSpans(strings.Join(para, " "))})
-			para = nil
-		}
-	}
-	seen := map[string]int{}
-	for i := 0; i < len(lines); i++ {
-		ln := lines[i]
-		trim := strings.TrimLeft(ln, " ")
-		switch {
-		case strings.TrimSpace(ln) == "":
-			flush()
-		case strings.HasPrefix(ln, "# "):
-			flush()
-		case strings.HasPrefix(ln, "## "):
-			flush()
-			title := strings.TrimSpace(ln[3:])
-			id := slug(navLabel(title))
-			seen[id]++
-			if seen[id] > 1 {
-				id += "-" + strconv.Itoa(seen[id])
-			}
-			secs = append(secs, htmlSection{ID: id, Title: title})
-		case strings.HasPrefix(trim, "|"):
-			flush()
-			var tb struct {
-				Header []string
-				Rows   [][]string
-			}
-			for ; i < len(lines) && strings.HasPrefix(strings.TrimLeft(lines[i], " "), "|"); i++ {
-				cells := mdCells(strings.TrimSpace(lines[i]))
-				if tb.Header == nil {
-					tb.Header = cells
-					continue
-				}
-				if isSeparator(cells) {
-					continue
-				}
-				tb.Rows = append(tb.Rows, cells)
-			}
-			i--
-			cur().Blocks = append(cur().Blocks, htmlBlock{Header: tb.Header, Rows: classify(tb.Header, tb.Rows)})
-		case strings.HasPrefix(trim, "- "):
-			flush()
-			var items []htmlItem
-			for ; i < len(lines); i++ {
-				l := lines[i]
-				t := strings.TrimLeft(l, " ")
-				if !strings.HasPrefix(t, "- ") {
-					break
-				}
-				it := htmlItem{Spans: verdictSpans(mdSpans(t[2:]))}
-				if len(l)-len(t) > 0 && len(items) > 0 {
-					last := &items[len(items)-1]
-					last.Children = append(last.Children, it)
-				} else {
-					items = append(items, it)
-				}
-			}
-			i--
-			cur().Blocks = append(cur().Blocks, htmlBlock{Items: items})
-		default:
-			para = append(para, strings.TrimSpace(ln))
-		}
-	}
-	flush()
-	return secs
-}
-
-// mdCells splits a pipe-table row, undoing writeDoc's `\|` escape.
-func mdCells(row string) []string {
-	row = strings.TrimSuffix(strings.TrimPrefix(row, "|"), "|")
-	var cells []string
-	var cell strings.Builder
-	for i := 0; i < len(row); i++ {
-		switch {
-		case row[i] == '\\' && i+1 < len(row) && row[i+1] == '|':
-			cell.WriteByte('|')
-			i++
-		case row[i] == '|':
-			cells = append(cells, strings.TrimSpace(cell.String()))
-			cell.Reset()
-		default:
-			cell.WriteByte(row[i])
-		}
-	}
-	return append(cells, strings.TrimSpace(cell.String()))
-}
-
-func isSeparator(cells []string) bool {
-	for _, c := range cells {
-		if strings.Trim(c, "-: ") != "" || c == "" {
-			return false
-		}
-	}
-	return true
-}
-
-// classify right-aligns the columns of figures (every cell numeric or
-// "-"; never the first, which names the row) and colours verdict cells.
-func classify(header []string, rows [][]string) [][]htmlCell {
-	numCol := func(j int) bool {
-		if j == 0 {
-			return false
-		}
-		for _, r := range rows {
-			if j < len(r) && !isNumeric(r[j]) {
-				return false
-			}
-		}
-		return true
-	}
-	width := len(header)
-	for _, r := range rows {
-		width = max(width, len(r))
-	}
-	num := make([]bool, width)
-	for j := range num {
-		num[j] = numCol(j)
-	}
-	out := make([][]htmlCell, len(rows))
-	for i, r := range rows {
-		out[i] = make([]htmlCell, len(r))
-		for j, c := range r {
-			out[i][j].Text = c
-			switch {
-			case j < len(header) && header[j] == "verdict":
-				out[i][j].Class = verdictClass(c)
-			case num[j]:
-				out[i][j].Class = "num"
-			}
-		}
-	}
-	return out
-}
-
-// isNumeric reports whether a cell is a figure: digits with signs, points,
-// slashes, percent signs, exponents and interval brackets, or "-".
-func isNumeric(c string) bool {
-	if c == "" {
-		return false
-	}
-	digit := false
-	for _, r := range c {
-		switch {
-		case r >= '0' && r <= '9':
-			digit = true
-		case strings.ContainsRune("-+.,/%[] e", r):
-		default:
-			return false
-		}
-	}
-	return digit || c == "-"
-}
-
-// verdictSpans colours the verdict of a decision line ("**arm**: accept").
-func verdictSpans(sp []htmlSpan) []htmlSpan {
-	if len(sp) != 2 || !sp[0].Bold || !strings.HasPrefix(sp[1].Text, ": ") {
-		return sp
-	}
-	v := strings.TrimPrefix(sp[1].Text, ": ")
-	if c := verdictClass(v); c != "" {
-		return []htmlSpan{sp[0], {Text: ": "}, {Text: v, Class: c}}
-	}
-	return sp
-}
-
-// mdSpans splits text at ` and ** into plain, code and bold runs.
-func mdSpans(s string) []htmlSpan {
-	var out []htmlSpan
-	var bold, code bool
-	var cur strings.Builder
-	emit := func() {
-		if cur.Len() > 0 {
-			out = append(out, htmlSpan{Text: cur.String(), Bold: bold, Code: code})
-			cur.Reset()
-		}
-	}
-	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] == '`':
-			emit()
-			code = !code
-		case !code && strings.HasPrefix(s[i:], "**"):
-			emit()
-			bold = !bold
-			i++
-		default:
-			cur.WriteByte(s[i])
-		}
-	}
-	emit()
-	return out
 }
 
 // slug makes an element id from a heading: lower-case letters and digits

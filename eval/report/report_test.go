@@ -1,4 +1,4 @@
-package eval
+package report
 
 import (
 	"bytes"
@@ -149,8 +149,14 @@ func TestWriteReportFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := WriteReport(&buf, s, "yaml"); !errors.Is(err, ErrUnknownReportFormat) {
-		t.Errorf("format yaml: err = %v; want ErrUnknownReportFormat", err)
+	if err := WriteReport(&buf, s, "yaml"); !errors.Is(err, ErrUnknownFormat) {
+		t.Errorf("format yaml: err = %v; want ErrUnknownFormat", err)
+	}
+	if Valid("yaml") || !Valid("") || !Valid("html") {
+		t.Error("Valid disagrees with the registry")
+	}
+	if got, want := Help(), "text, md, json, csv or html"; got != want {
+		t.Errorf("Help() = %q; want %q", got, want)
 	}
 	buf.Reset()
 	if err := WriteReport(&buf, s, "csv"); err != nil {
