@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 
@@ -95,12 +92,8 @@ func writeFormat(w io.Writer, sum *analysis.Summary, recs *records.RecordSet, fo
 // from a run directory decides as the run did.
 func fromManifests(paths []string) (large []string, gate *analysis.GateConfig, incomplete string) {
 	for _, p := range paths {
-		raw, err := os.ReadFile(filepath.Join(p, "manifest.json"))
+		m, err := eval.ReadManifest(p)
 		if err != nil {
-			continue
-		}
-		var m eval.Manifest
-		if json.Unmarshal(raw, &m) != nil {
 			continue
 		}
 		for _, a := range m.Arms {

@@ -112,12 +112,17 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 	return s, s.check()
 }
 
-func (s *Setup) read(ref, base string) ([]byte, error) {
+func (s *Setup) read(ref, base string) ([]byte, error) { return ReadRef(ref, base, s.embedded) }
+
+// ReadRef reads a file an experiment names: "embedded:NAME" is NAME in
+// embedded (the built-in fixtures), a relative path is relative to base
+// (the experiment file's directory; "" for the working directory).
+func ReadRef(ref, base string, embedded fs.FS) ([]byte, error) {
 	if name, ok := strings.CutPrefix(ref, embeddedPrefix); ok {
-		if s.embedded == nil {
+		if embedded == nil {
 			return nil, fmt.Errorf("no embedded fixtures to read %s from", ref)
 		}
-		b, err := fs.ReadFile(s.embedded, name)
+		b, err := fs.ReadFile(embedded, name)
 		if err != nil {
 			return nil, fmt.Errorf("no embedded fixture %q", name)
 		}
