@@ -92,7 +92,7 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 		return nil, &InputError{File: s.Exp.File, Line: s.Exp.warmupLine, Field: "warmup",
 			Msg: fmt.Sprintf("%d warm-up requests leave none of the %d tasks measured", s.Exp.Warmup, len(s.Tasks))}
 	}
-	if ar := &s.Exp.Arrival; ar.Pattern == PatternReplay {
+	if ar := &s.Exp.Arrival; ar.ReadsTrace() {
 		name := resolve(ar.Trace)
 		raw, err := s.read(name, base)
 		if err != nil {
