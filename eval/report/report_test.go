@@ -6,15 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/crab-testbed/crab/eval/analysis"
-	"github.com/crab-testbed/crab/eval/internal/figure"
-	"github.com/crab-testbed/crab/eval/records"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -227,57 +224,4 @@ func TestWriteReportOptionalColumns(t *testing.T) {
 	if strings.Contains(buf.String(), "hit_rate") || strings.Contains(buf.String(), "misroutes") {
 		t.Errorf("exercise report shows cache or routing columns without cache or router data")
 	}
-}
-
-func TestFormatters(t *testing.T) {
-	t.Parallel()
-	cpp := func(v float64) *float64 { return &v }
-	tests := []struct{ got, want string }{
-		{figure.Ms(133.333), "133.3"},
-		{figure.Ms(900), "900"},
-		{figure.Ms(-0.01), "-0.01"},
-		{figure.Ms(0.0004), "0.0004"},
-		{figure.Ms(0), "0"},
-		{figure.Pct(0.000004), "0.0004%"},
-		{figure.Cost(120), "120"},
-		{figure.Cost(-6.666667), "-6.667"},
-		{figure.Cost(0.0012346), "0.001235"},
-		{figure.Cost(123456.7), "123457"},
-		{figure.CostPerPass(cpp(20)), "20.00"},
-		{figure.CostPerPass(cpp(0.00123)), "0.00123"},
-		{figure.CostPerPass(nil), "-"},
-		{figure.Pct(0.4567), "45.7%"},
-	}
-	for _, tt := range tests {
-		if tt.got != tt.want {
-			t.Errorf("got %q; want %q", tt.got, tt.want)
-		}
-	}
-}
-
-func ExampleSummarize() {
-	in := `arm,task_id,latency_ms,outcome,pass,cost
-baseline,t1,100,ok,true,2
-baseline,t2,3000,timeout,false,2
-fast,t1,50,ok,true,1
-fast,t2,60,ok,true,1
-`
-	set, err := records.ReadSet([]string{"-"}, strings.NewReader(in))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	s, err := analysis.Summarize(set, analysis.Options{Seed: 1})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	for _, a := range s.Arms {
-		fmt.Printf("%s: pass %d/%d, p95 %v ms, cost per pass %s, %s\n", a.Name, a.Pass, a.N, a.P95Ms, figure.CostPerPass(a.CostPerPass), a.Verdict)
-	}
-	fmt.Println(s.Decision.Summary)
-	// Output:
-	// baseline: pass 1/2, p95 3000 ms, cost per pass 4.00, baseline
-	// fast: pass 2/2, p95 60 ms, cost per pass 1.00, accept
-	// fast accepted: passes 2 of 2 vs 1 of 2 for baseline; p95 60 vs 3000 ms; cost per pass 1.00 vs 4.00.
 }
