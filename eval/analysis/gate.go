@@ -30,19 +30,6 @@ type Decision struct {
 	WhatWouldChange map[string]string `json:"what_would_change"`
 }
 
-// Gate returns why candidate fails the quality gate against baseline under
-// the default gate (no passing task lost); none means it passes.
-// candidate.Paired must hold its comparison with baseline. A candidate
-// fails when it loses passing tasks, serves any leaking cache hit, records
-// any invalid answer as ok, or ran different tasks.
-func Gate(baseline, candidate *ArmSummary) []string {
-	fails := hardFails(candidate, false)
-	if f := qualityFail(baseline, candidate, GateConfig{}.Defaults()); f != "" {
-		fails = append([]string{f}, fails...)
-	}
-	return fails
-}
-
 // qualityFail says how candidate breaks the gate's rule on passing tasks;
 // "" when it does not.
 func qualityFail(baseline, candidate *ArmSummary, g GateConfig) string {

@@ -197,12 +197,13 @@ func TestGateDirect(t *testing.T) {
 	t.Parallel()
 	base := &ArmSummary{Name: "b", N: 2, Pass: 2}
 	cand := &ArmSummary{Name: "c", N: 2, Pass: 2, Paired: &Paired{}}
-	if got := Gate(base, cand); len(got) != 0 {
-		t.Errorf("Gate on an equal candidate = %q; want none", got)
+	g := GateConfig{}.Defaults()
+	if got := qualityFail(base, cand, g); got != "" {
+		t.Errorf("an equal candidate fails the gate: %q; want no failure", got)
 	}
 	cand.Pass = 1
-	if got := Gate(base, cand); len(got) != 1 || !strings.Contains(got[0], "passes fewer tasks than the baseline") {
-		t.Errorf("Gate with fewer passes and no lost ids = %q; want one fewer-passes reason", got)
+	if got := qualityFail(base, cand, g); !strings.Contains(got, "passes fewer tasks than the baseline") {
+		t.Errorf("fewer passes and no lost ids: %q; want the fewer-passes failure", got)
 	}
 }
 

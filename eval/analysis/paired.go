@@ -60,10 +60,6 @@ type Delta struct {
 	CIHigh float64 `json:"ci_high"`
 }
 
-// Clear reports whether the interval excludes zero: only then does the
-// comparison support "faster", "slower", "cheaper" or "dearer".
-func (d *Delta) Clear() bool { return d.CILow > 0 || d.CIHigh < 0 }
-
 // GroupDelta is the paired comparison within one input group.
 type GroupDelta struct {
 	Pairs          int     `json:"pairs"`
@@ -288,15 +284,12 @@ func meanOf(x []float64) float64 {
 	return s / float64(len(x))
 }
 
-// BootstrapMeanCI is a percentile-bootstrap 95% interval of the mean of x:
+// bootstrapMeanCI is a percentile-bootstrap 95% interval of the mean of x:
 // resamples means of n values drawn with replacement, and their nearest-rank
 // 2.5th and 97.5th percentiles. The same x, seed and resamples always give
 // the same interval (the generator is PCG, drawing indexes without
-// modulo bias). It returns NaN, NaN for empty x.
-func BootstrapMeanCI(x []float64, seed int64, resamples int) (lo, hi float64) {
-	return bootstrapMeanCI(x, seed, 0, resamples)
-}
-
+// modulo bias); stream picks one of several independent streams of a
+// seed. It returns NaN, NaN for empty x.
 func bootstrapMeanCI(x []float64, seed int64, stream uint64, resamples int) (lo, hi float64) {
 	n := len(x)
 	if n == 0 {
