@@ -3,10 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,8 +17,8 @@ import (
 
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
-	"github.com/crab-testbed/crab/internal/jsonl"
 	"github.com/crab-testbed/crab/internal/words"
 )
 
@@ -167,154 +167,10 @@ func checkLint(o checkOptions) error {
 	return err
 }
 
-// answerLine is one line of an answers JSONL file or of records.jsonl; the
-// fields crab check does not need are ignored.
-type answerLine struct {
-	Arm          string          `json:"arm"`
-	Repeat       int             `json:"repeat"`
-	TaskID       string          `json:"task_id"`
-	Output       json.RawMessage `json:"output"`
-	FinishReason string          `json:"finish_reason"`
-	Outcome      string          `json:"outcome"`
-	Violations   []string        `json:"violations"`
-	TokensOut    *int            `json:"tokens_out"`
-	LatencyMs    *float64        `json:"latency_ms"`
-	E2EMs        *float64        `json:"e2e_ms"`
-	Cost         *float64        `json:"cost"`
-	Contract     string          `json:"contract"`
-
-	file string
-	line int
-	text string // the answer text Output holds
-}
-
-// label names an answer in messages: file:line and task (arm, repeat).
-func (a *answerLine) label() string {
-	s := a.file + ":" + strconv.Itoa(a.line) + ": " + a.TaskID
-	if a.Arm != "" {
-		s += " (" + a.Arm
-		if a.Repeat > 0 {
-			s += ", repeat " + strconv.Itoa(a.Repeat)
-		}
-		s += ")"
-	} else if a.Repeat > 0 {
-		s += " (repeat " + strconv.Itoa(a.Repeat) + ")"
-	}
-	return s
-}
-
-// key pairs answers across files: task id and repeat.
-func (a *answerLine) key() string {
-	if a.Repeat > 0 {
-		return a.TaskID + " repeat " + strconv.Itoa(a.Repeat)
-	}
-	return a.TaskID
-}
-
-// delivered reports whether the line stands for a delivered answer.
-func (a *answerLine) delivered() bool { return a.Outcome == "" || a.Outcome == eval.OutcomeOK }
-
-// answer converts the line for the proof.
-func (a *answerLine) answer() *contract.Answer {
-	lat := a.LatencyMs
-	if lat == nil {
-		lat = a.E2EMs
-	}
-	return &contract.Answer{Output: a.text, FinishReason: a.FinishReason, Status: a.Outcome, Violations: a.Violations,
-		TokensOut: a.TokensOut, LatencyMs: lat, Cost: a.Cost}
-}
-
-var knownOutcomes = []string{eval.OutcomeOK, eval.OutcomeError, eval.OutcomeTimeout, eval.OutcomeContractFail, eval.OutcomeCancelled}
-
-// readAnswers reads answers from a JSONL file, a run directory (its
-// records.jsonl) or, for "-", stdin. It returns the name it read from.
-func readAnswers(path string, stdin io.Reader) ([]*answerLine, string, error) {
-	name := path
-	var r io.Reader
-	switch {
-	case path == "-":
-		name = "<stdin>"
-		if stdin == nil {
-			return nil, name, &eval.InputError{File: name, Msg: "no standard input to read"}
-		}
-		r = stdin
-	default:
-		st, err := os.Stat(path)
-		if err != nil {
-			return nil, name, &eval.InputError{File: name, Msg: "cannot read: " + checkPathErr(err)}
-		}
-		if st.IsDir() {
-			name = filepath.Join(path, eval.RecordsFile)
-		}
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, name, &eval.InputError{File: name, Msg: "cannot read: " + checkPathErr(err)}
-		}
-		defer f.Close()
-		r = f
-	}
-	var out []*answerLine
-	seen := map[string]int{}
-	sc := jsonl.NewScanner(r, false)
-	for sc.Scan() {
-		raw, line := sc.Bytes(), sc.Line()
-		bad := func(field, format string, args ...any) error {
-			return &eval.InputError{File: name, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
-		}
-		a := &answerLine{file: name, line: line}
-		if err := json.Unmarshal(raw, a); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
-				return nil, name, bad(te.Field, "want a %s, got a JSON %s", te.Type, te.Value)
-			}
-			return nil, name, bad("", "not a JSON object: %v", err)
-		}
-		switch {
-		case strings.TrimSpace(a.TaskID) == "":
-			return nil, name, bad("task_id", "required and empty")
-		case a.Outcome != "" && !slices.Contains(knownOutcomes, a.Outcome):
-			return nil, name, bad("outcome", "unknown outcome %q (want %s)", a.Outcome, strings.Join(knownOutcomes, ", "))
-		case a.Repeat < 0:
-			return nil, name, bad("repeat", "must not be negative, got %d", a.Repeat)
-		}
-		text, err := outputText(a.Output)
-		if err != nil {
-			return nil, name, bad("output", "%v", err)
-		}
-		a.text = text
-		k := a.Arm + "\x00" + a.key()
-		if prev, dup := seen[k]; dup {
-			return nil, name, bad("task_id", "a second answer for task %q (arm %q, repeat %d), first on line %d", a.TaskID, a.Arm, a.Repeat, prev)
-		}
-		seen[k] = line
-		out = append(out, a)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, name, &eval.InputError{File: name, Line: sc.Line() + 1, Msg: err.Error()}
-	}
-	if len(out) == 0 {
-		return nil, name, &eval.InputError{File: name, Msg: "no answers"}
-	}
-	return out, name, nil
-}
-
-// outputText is the answer text an output field holds: a JSON string is
-// the text itself (a model's raw content); any other value (normally an
-// object) is the answer, written as it stands; an absent or null output is
-// no answer at all.
-func outputText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	switch {
-	case len(raw) == 0 || string(raw) == "null":
-		return "", nil
-	case raw[0] == '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", err
-		}
-		return s, nil
-	}
-	return string(raw), nil
+// proofAnswer converts an answer for the proof.
+func proofAnswer(a *records.Answer) *contract.Answer {
+	return &contract.Answer{Output: a.Output, FinishReason: a.FinishReason, Status: a.Outcome, Violations: a.Violations,
+		TokensOut: a.TokensOut, LatencyMs: a.LatencyMs, Cost: a.Cost}
 }
 
 // checkOutputs validates every delivered answer and prints the violations
@@ -326,7 +182,7 @@ func checkOutputs(c *contract.Contract, o checkOptions) error {
 	notDelivered := map[string]int{}
 	otherContract := map[string]int{}
 	for _, path := range o.Outputs {
-		answers, _, err := readAnswers(path, o.Stdin)
+		answers, _, err := records.ReadAnswers(path, o.Stdin)
 		if err != nil {
 			return err
 		}
@@ -334,12 +190,12 @@ func checkOutputs(c *contract.Contract, o checkOptions) error {
 			if a.Contract != "" && a.Contract != c.Hash() {
 				otherContract[a.Contract]++
 			}
-			if !a.delivered() {
+			if !a.Delivered() {
 				notDelivered[a.Outcome]++
 				continue
 			}
 			checked++
-			vs := c.Validate(a.text, a.FinishReason)
+			vs := c.Validate(a.Output, a.FinishReason)
 			if len(vs) == 0 {
 				continue
 			}
@@ -355,7 +211,7 @@ func checkOutputs(c *contract.Contract, o checkOptions) error {
 				continue
 			}
 			listed++
-			fmt.Fprintf(&b, "%s: %s\n", a.label(), words.Count(len(vs), "violation"))
+			fmt.Fprintf(&b, "%s: %s\n", a.Label(), words.Count(len(vs), "violation"))
 			for _, v := range vs {
 				b.WriteString("  " + v.String() + "\n")
 			}
@@ -378,7 +234,7 @@ func checkOutputs(c *contract.Contract, o checkOptions) error {
 			n += v
 		}
 		fmt.Fprintf(&b, "not checked: %s ended without a delivered answer (%s)", words.Count(n, "request"), words.Tally(notDelivered))
-		if notDelivered[eval.OutcomeContractFail] > 0 {
+		if notDelivered[records.OutcomeContractFail] > 0 {
 			b.WriteString("; contract_fail ones were refused by the contract during the run")
 		}
 		b.WriteString("\n")
@@ -408,17 +264,17 @@ func checkOutputs(c *contract.Contract, o checkOptions) error {
 
 // newSide builds one side of the proof from the answers read; a second
 // answer for the same task and repeat is bad input.
-func newSide(label, source string, lines []*answerLine) (*contract.ProofSide, error) {
+func newSide(label, source string, lines []*records.Answer) (*contract.ProofSide, error) {
 	s := &contract.ProofSide{Label: label, Source: source, Answers: make([]contract.SideAnswer, 0, len(lines))}
-	seen := map[string]*answerLine{}
+	seen := map[string]*records.Answer{}
 	for _, a := range lines {
-		k := a.key()
+		k := a.Key()
 		if prev, dup := seen[k]; dup {
-			return nil, &eval.InputError{File: a.file, Line: a.line, Field: "task_id",
-				Msg: fmt.Sprintf("a second answer for %s (line %d has one, arm %q): give one arm per file, or use --run DIR --full ARM --short ARM", k, prev.line, prev.Arm)}
+			return nil, &records.InputError{File: a.File, Line: a.Line, Field: "task_id",
+				Msg: fmt.Sprintf("a second answer for %s (line %d has one, arm %q): give one arm per file, or use --run DIR --full ARM --short ARM", k, prev.Line, prev.Arm)}
 		}
 		seen[k] = a
-		s.Answers = append(s.Answers, contract.SideAnswer{Task: a.TaskID, Repeat: a.Repeat, Contract: a.Contract, Answer: a.answer()})
+		s.Answers = append(s.Answers, contract.SideAnswer{Task: a.TaskID, Repeat: a.Repeat, Contract: a.Contract, Answer: proofAnswer(a)})
 	}
 	return s, nil
 }
@@ -427,12 +283,12 @@ func newSide(label, source string, lines []*answerLine) (*contract.ProofSide, er
 func checkProof(c *contract.Contract, o checkOptions) error {
 	var full, short *contract.ProofSide
 	if o.Run != "" {
-		lines, name, err := readAnswers(o.Run, nil)
+		lines, name, err := records.ReadAnswers(o.Run, nil)
 		if err != nil {
 			return err
 		}
 		var arms []string
-		byArm := map[string][]*answerLine{}
+		byArm := map[string][]*records.Answer{}
 		for _, a := range lines {
 			if _, ok := byArm[a.Arm]; !ok {
 				arms = append(arms, a.Arm)
@@ -451,11 +307,11 @@ func checkProof(c *contract.Contract, o checkOptions) error {
 			return err
 		}
 	} else {
-		fl, fname, err := readAnswers(o.Full, o.Stdin)
+		fl, fname, err := records.ReadAnswers(o.Full, o.Stdin)
 		if err != nil {
 			return err
 		}
-		sl, sname, err := readAnswers(o.Short, o.Stdin)
+		sl, sname, err := records.ReadAnswers(o.Short, o.Stdin)
 		if err != nil {
 			return err
 		}
@@ -498,16 +354,11 @@ func proofTickets(o checkOptions) (map[string]string, string, error) {
 	if o.Run == "" {
 		return nil, "none (no --tasks): evidence items are compared with each other only", nil
 	}
-	mraw, err := os.ReadFile(filepath.Join(o.Run, "manifest.json"))
-	if err != nil {
+	m, err := eval.ReadManifest(o.Run)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "none (no manifest.json in the run directory): evidence items are compared with each other only", nil
 	}
-	var m struct { // the manifest fields the proof needs
-		Experiment string `json:"experiment"`
-		Tasks      string `json:"tasks"`
-		TasksHash  string `json:"tasks_hash"`
-	}
-	if err := json.Unmarshal(mraw, &m); err != nil || m.Tasks == "" {
+	if err != nil || m.Tasks == "" {
 		return nil, "none (the run's manifest names no task file): evidence items are compared with each other only", nil
 	}
 	raw, err := readProofTasks(m.Tasks, filepath.Dir(m.Experiment))
@@ -524,31 +375,18 @@ func proofTickets(o checkOptions) (map[string]string, string, error) {
 	return tm, fmt.Sprintf("%s (%d tasks, hash matches the run's manifest)", m.Tasks, len(tm)), nil
 }
 
-// readProofTasks reads a task file named as in an experiment: embedded:NAME
-// is a built-in fixture, a relative path is tried as given and then
-// relative to base.
+// readProofTasks reads a task file named as in an experiment (see
+// eval.ReadRef): a manifest names it relative to the experiment file (base),
+// not to wherever crab check runs; a relative name that is not there is
+// tried as given too.
 func readProofTasks(name, base string) ([]byte, error) {
-	if fx, ok := strings.CutPrefix(name, "embedded:"); ok {
-		raw, err := fixtures.FS.ReadFile(fx)
-		if err != nil {
-			return nil, fmt.Errorf("no embedded fixture %q", fx)
+	raw, err := eval.ReadRef(name, base, fixtures.FS)
+	if err != nil && base != "" && !filepath.IsAbs(name) {
+		if raw, err2 := eval.ReadRef(name, "", fixtures.FS); err2 == nil {
+			return raw, nil
 		}
-		return raw, nil
 	}
-	// A manifest names the task file as the experiment did: relative to the
-	// experiment file, not to wherever crab check runs.
-	path := name
-	if base != "" && !filepath.IsAbs(name) {
-		path = filepath.Join(base, name)
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil && path != name {
-		raw, err = os.ReadFile(name)
-	}
-	if err != nil {
-		return nil, errors.New("cannot read: " + checkPathErr(err))
-	}
-	return raw, nil
+	return raw, err
 }
 
 func ticketMap(raw []byte, name string) (map[string]string, error) {

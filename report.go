@@ -2,16 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime/debug"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/eval/report"
 )
 
 // reportOptions are the inputs of `crab report`.
@@ -32,9 +33,9 @@ func reportCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
 		Usage:     "rebuild summary, paired comparison and decision from records",
-		UsageText: "crab report [--format text|md|json|csv|html] [--baseline ARM] [--fail-on-reject] PATH...\n\nPATH is a run directory, a records.jsonl file or an interchange CSV; - reads stdin. Several files merge.",
+		UsageText: "crab report [--format " + strings.Join(report.Names(), "|") + "] [--baseline ARM] [--fail-on-reject] PATH...\n\nPATH is a run directory, a records.jsonl file or an interchange CSV; - reads stdin. Several files merge.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, md, json, csv or html (a self-contained page with charts)"},
+			&cli.StringFlag{Name: "format", Value: report.DefaultFormat, Usage: report.Help() + " (a self-contained page with charts)"},
 			&cli.StringFlag{Name: "baseline", Usage: "`ARM` to compare against (default: the arm named baseline, else the first)"},
 			&cli.BoolFlag{Name: "fail-on-reject", Usage: "exit 1 if any candidate is rejected"},
 			&cli.BoolFlag{Name: "allow-contract-change", Usage: "compare a candidate validated against another contract than the baseline's (by default the gate rejects it as different work)"},
@@ -43,7 +44,7 @@ func reportCmd() *cli.Command {
 			if c.NArg() == 0 {
 				return badUsage("report needs at least one PATH (a run directory, records.jsonl, a CSV, or - for stdin)")
 			}
-			return report(c.Context, reportOptions{
+			return runReport(c.Context, reportOptions{
 				Paths: c.Args().Slice(), Format: c.String("format"), Baseline: c.String("baseline"),
 				FailOnReject: c.Bool("fail-on-reject"), AllowContractChange: c.Bool("allow-contract-change"),
 				Stdin: c.App.Reader, Stdout: c.App.Writer,
@@ -52,15 +53,19 @@ func reportCmd() *cli.Command {
 	}
 }
 
-func report(_ context.Context, o reportOptions) error {
-	if !validFormat(o.Format) {
-		return badUsage("unknown --format %q (want text, md, json, csv or html)", o.Format)
+func runReport(_ context.Context, o reportOptions) error {
+	if !report.Valid(o.Format) {
+		return badUsage("unknown --format %q (want %s)", o.Format, report.Help())
 	}
 	large, gate, incomplete := fromManifests(o.Paths)
-	opt := eval.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, Incomplete: incomplete, AllowContractChange: o.AllowContractChange}
-	defer debug.SetGCPercent(debug.SetGCPercent(eval.SummarizeGCPercent))
-	sum, recs, err := eval.SummarizePaths(o.Paths, o.Stdin, opt)
-	if errors.Is(err, eval.ErrUnknownBaseline) {
+	opt := analysis.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, Incomplete: incomplete, AllowContractChange: o.AllowContractChange}
+	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
+	recs, err := records.ReadSet(o.Paths, o.Stdin)
+	if err != nil {
+		return err
+	}
+	sum, err := analysis.Summarize(recs, opt)
+	if errors.Is(err, analysis.ErrUnknownBaseline) {
 		return badUsage("%w", err)
 	}
 	if err != nil {
@@ -75,36 +80,20 @@ func report(_ context.Context, o reportOptions) error {
 	return nil
 }
 
-// validFormat reports whether a report format is one crab writes.
-func validFormat(f string) bool {
-	switch f {
-	case "", "text", "md", "json", "csv", "html":
-		return true
-	}
-	return false
-}
-
 // writeFormat writes a report; html gets the records, which its latency
 // charts are drawn from.
-func writeFormat(w io.Writer, sum *eval.Summary, recs *eval.RecordSet, format string) error {
-	if format == "html" {
-		return eval.WriteHTMLSet(w, sum, recs)
-	}
-	return eval.WriteReport(w, sum, format)
+func writeFormat(w io.Writer, sum *analysis.Summary, recs *records.RecordSet, format string) error {
+	return report.Write(w, format, report.Input{Summary: sum, Records: recs})
 }
 
 // fromManifests reads, from the manifests of run directories among paths,
 // the routers' large models (so the routed share is computed as in the run)
 // and the gate the run declared (the first one found), so a report rebuilt
 // from a run directory decides as the run did.
-func fromManifests(paths []string) (large []string, gate *eval.GateConfig, incomplete string) {
+func fromManifests(paths []string) (large []string, gate *analysis.GateConfig, incomplete string) {
 	for _, p := range paths {
-		raw, err := os.ReadFile(filepath.Join(p, "manifest.json"))
+		m, err := eval.ReadManifest(p)
 		if err != nil {
-			continue
-		}
-		var m eval.Manifest
-		if json.Unmarshal(raw, &m) != nil {
 			continue
 		}
 		for _, a := range m.Arms {

@@ -10,8 +10,12 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"runtime/trace"
+	"strings"
 	"time"
 
+	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/eval/report"
 	"github.com/crab-testbed/crab/internal/atomicfile"
 
 	"github.com/schollz/progressbar/v3"
@@ -43,12 +47,12 @@ func runCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "run every arm of an experiment and compare them with the baseline",
-		UsageText: "crab run [-c EXPERIMENT.yaml] [-o DIR [--overwrite]] [--format text|md|json|csv|html] [--quiet]",
+		UsageText: "crab run [-c EXPERIMENT.yaml] [-o DIR [--overwrite]] [--format " + strings.Join(report.Names(), "|") + "] [--quiet]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "experiment `FILE` (default: the embedded default experiment on simulated models)"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "run `DIR` to write records, manifest and reports into (default: runs/RUN_ID)"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace the run already in the -o DIR (without it, such a directory is refused)"},
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "printed summary: text, md, json, csv or html"},
+			&cli.StringFlag{Name: "format", Value: report.DefaultFormat, Usage: "printed summary: " + report.Help()},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile of the run and its reports to `FILE`"},
 			&cli.StringFlag{Name: "trace", Hidden: true, Usage: "write an execution trace of the requests to `FILE`"},
@@ -69,8 +73,8 @@ func runCmd() *cli.Command {
 // bad input leaves nothing half-written; then it streams records, writes the
 // manifest (marked interrupted on Ctrl-C) and the reports.
 func run(ctx context.Context, o runOptions) error {
-	if !validFormat(o.Format) {
-		return badUsage("unknown --format %q (want text, md, json, csv or html)", o.Format)
+	if !report.Valid(o.Format) {
+		return badUsage("unknown --format %q (want %s)", o.Format, report.Help())
 	}
 	setup, err := eval.LoadSetup(o.Experiment, fixtures.FS)
 	if err != nil {
@@ -140,8 +144,12 @@ func run(ctx context.Context, o runOptions) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	defer debug.SetGCPercent(debug.SetGCPercent(eval.SummarizeGCPercent))
-	sum, recs, err := eval.SummarizePaths([]string{dir}, nil, setup.SummaryOptions())
+	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
+	recs, err := records.ReadSet([]string{dir}, nil)
+	if err != nil {
+		return err
+	}
+	sum, err := analysis.Summarize(recs, setup.SummaryOptions())
 	if err != nil {
 		return err
 	}
@@ -214,7 +222,7 @@ func progressBar(w io.Writer) func(done, total int) {
 	}
 }
 
-func writeReports(dir string, sum *eval.Summary, recs *eval.RecordSet) error {
+func writeReports(dir string, sum *analysis.Summary, recs *records.RecordSet) error {
 	for _, r := range []struct{ name, format string }{{"summary.json", "json"}, {"report.md", "md"}, {"report.txt", "text"}, {"report.html", "html"}} {
 		if err := atomicfile.Write(filepath.Join(dir, r.name), func(w io.Writer) error { return writeFormat(w, sum, recs, r.format) }); err != nil {
 			return err

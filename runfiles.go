@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // runFiles are the files crab run writes into a run directory.
@@ -52,7 +52,7 @@ const (
 type recordSink struct {
 	mu      sync.Mutex
 	bw      *bufio.Writer
-	write   func(eval.Record) error
+	write   func(records.Record) error
 	pending int
 	err     error // first flush error from a tick, reported by the next Emit or Close
 	stop    chan struct{}
@@ -63,7 +63,7 @@ type recordSink struct {
 // flushes what is buffered (nil: no timed flush).
 func newRecordSink(w io.Writer, tick <-chan time.Time) *recordSink {
 	bw := bufio.NewWriterSize(w, 256<<10)
-	s := &recordSink{bw: bw, write: eval.JSONLWriter(bw), stop: make(chan struct{}), done: make(chan struct{})}
+	s := &recordSink{bw: bw, write: records.JSONLWriter(bw), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		for {
@@ -90,7 +90,7 @@ func (s *recordSink) flushLocked() {
 }
 
 // Emit writes one record.
-func (s *recordSink) Emit(rec eval.Record) error {
+func (s *recordSink) Emit(rec records.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {

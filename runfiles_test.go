@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // Usage faults are bad input: exit 2, one line on stderr naming the fault,
@@ -108,7 +108,7 @@ func TestRecordSinkFlushes(t *testing.T) {
 	var out syncBuffer
 	tick := make(chan time.Time)
 	s := newRecordSink(&out, tick)
-	rec := eval.Record{RunID: "r", Arm: "a", TaskID: "t", Outcome: "ok"}
+	rec := records.Record{RunID: "r", Arm: "a", TaskID: "t", Outcome: "ok"}
 	for range flushRecords - 1 {
 		if err := s.Emit(rec); err != nil {
 			t.Fatal(err)

@@ -15,8 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/internal/jsonl"
 	"github.com/crab-testbed/crab/model/sim"
 )
 
@@ -97,7 +98,7 @@ func TestSimServerParity(t *testing.T) {
 	if len(a) != len(b) || len(a) != 6*36 {
 		t.Fatalf("got %d and %d records; want %d each", len(a), len(b), 6*36)
 	}
-	passes := func(recs []eval.Record) map[string]int {
+	passes := func(recs []records.Record) map[string]int {
 		out := map[string]int{}
 		for _, r := range recs {
 			if r.Pass {
@@ -121,7 +122,7 @@ func TestSimServerParity(t *testing.T) {
 	if len(pa) != 6 || pa["cache_naive"] >= pa["cache_scoped"] {
 		t.Errorf("passes %v; want six arms, the naive cache losing passes to leaks", pa)
 	}
-	index := map[string]eval.Record{}
+	index := map[string]records.Record{}
 	for _, r := range b {
 		index[r.Arm+"/"+r.TaskID] = r
 	}
@@ -186,7 +187,7 @@ func writeTaskSubset(t *testing.T, path string, n int) {
 }
 
 // runRecords runs an experiment through `crab run` and reads its records.
-func runRecords(t *testing.T, exp, out string) []eval.Record {
+func runRecords(t *testing.T, exp, out string) []records.Record {
 	t.Helper()
 	var stdout bytes.Buffer
 	err := run(context.Background(), runOptions{Experiment: exp, OutDir: out, Format: "json", Quiet: true, Stdout: &stdout, Stderr: io.Discard})
@@ -197,8 +198,21 @@ func runRecords(t *testing.T, exp, out string) []eval.Record {
 	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
 		t.Fatalf("run %s: summary: %v", exp, err)
 	}
-	recs, err := eval.ReadPaths([]string{out}, nil)
+	f, err := os.Open(filepath.Join(out, records.RecordsFile))
 	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var recs []records.Record
+	sc := jsonl.NewScanner(f, false)
+	for sc.Scan() {
+		var r records.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("%s:%d: %v", out, sc.Line(), err)
+		}
+		recs = append(recs, r)
+	}
+	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return recs

@@ -3,6 +3,9 @@ package eval
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -111,6 +114,82 @@ func TestReadTraceErrors(t *testing.T) {
 		var ie *InputError
 		if !errors.As(err, &ie) || ie.Line != tc.line || ie.File != "t.txt" {
 			t.Errorf("%s: got %v; want an InputError at t.txt line %d", tc.name, err, tc.line)
+		}
+	}
+}
+
+// legacySchedule is the schedule as one switch over the pattern names
+// wrote it before patterns were registered; the registered pacers must
+// give the same offsets, to the nanosecond, for the same seed.
+func legacySchedule(a Arrival, n int, seed int64) []time.Duration {
+	out := make([]time.Duration, n)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x6372616261727276))
+	t := 0.0
+	for i := range out {
+		out[i] = time.Duration(math.Round(t))
+		switch a.Pattern {
+		case PatternConstant:
+			t += float64(time.Second) / a.Rate
+		case PatternPoisson:
+			t += rng.ExpFloat64() / a.Rate * float64(time.Second)
+		case PatternGamma:
+			t += gammaSample(rng, a.Burstiness) / (a.Rate * a.Burstiness) * float64(time.Second)
+		case PatternRamp:
+			r := a.Rate
+			if n > 1 {
+				r += (a.RateEnd - a.Rate) * float64(i) / float64(n-1)
+			}
+			t += float64(time.Second) / r
+		case PatternReplay:
+			out[i] = a.Offsets[i]
+		}
+	}
+	return out
+}
+
+func TestPatternsKeepTheirSchedules(t *testing.T) {
+	t.Parallel()
+	trace := make([]time.Duration, 300)
+	for i := range trace {
+		trace[i] = time.Duration(i*i) * time.Microsecond
+	}
+	for _, a := range []Arrival{
+		{Pattern: PatternBurst}, {Pattern: PatternConstant, Rate: 333}, {Pattern: PatternPoisson, Rate: 50},
+		{Pattern: PatternGamma, Rate: 80, Burstiness: 0.3}, {Pattern: PatternGamma, Rate: 80, Burstiness: 3},
+		{Pattern: PatternRamp, Rate: 5, RateEnd: 500}, {Pattern: PatternReplay, Trace: "t", Offsets: trace},
+	} {
+		for _, seed := range []int64{0, 1, 42, -7} {
+			got, err := Schedule(a, 300, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := legacySchedule(a, 300, seed); !slices.Equal(got, want) {
+				t.Errorf("%s seed %d: schedule differs from the switch it replaced", a.Pattern, seed)
+			}
+		}
+	}
+}
+
+func TestPatternRegistry(t *testing.T) {
+	t.Parallel()
+	if got, want := strings.Join(PatternNames(), ","), "burst,constant,poisson,gamma,ramp,replay"; got != want {
+		t.Errorf("PatternNames() = %s; want %s", got, want)
+	}
+	a := Arrival{}
+	if f, _ := a.Check(); f != "rate" || a.Pattern != DefaultPattern {
+		t.Errorf("empty arrival: pattern %q, field %q; want the default %s and its rate missing", a.Pattern, f, DefaultPattern)
+	}
+	a = Arrival{Pattern: "zipf"}
+	if f, msg := a.Check(); f != "pattern" || !strings.Contains(msg, "burst, constant, poisson, gamma, ramp or replay") {
+		t.Errorf("unknown pattern: field %q msg %q; want pattern and the registered names", f, msg)
+	}
+	a = Arrival{Pattern: PatternGamma, Rate: 1}
+	if f, _ := a.Check(); f != "" || a.Burstiness != 1 {
+		t.Errorf("gamma: field %q burstiness %v; want none and the default 1", f, a.Burstiness)
+	}
+	for _, name := range PatternNames() {
+		if (&Arrival{Pattern: name}).ReadsTrace() != (name == PatternReplay) {
+			t.Errorf("%s: ReadsTrace wrong", name)
 		}
 	}
 }

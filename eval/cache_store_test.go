@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/eval/report"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/redistest"
 )
@@ -66,11 +68,11 @@ arms:
 			if err != nil {
 				t.Fatal(err)
 			}
-			sum, err := Summarize(recs, Options{})
+			sum, err := summarizeRecs(recs, analysis.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var cached *ArmSummary
+			var cached *analysis.ArmSummary
 			for i := range sum.Arms {
 				if sum.Arms[i].Name == "cached" {
 					cached = &sum.Arms[i]
@@ -93,7 +95,7 @@ arms:
 				t.Errorf("cold hits = %d; want the %d hits among warm-up records", c.Cold.Hits, coldHits)
 			}
 			var b strings.Builder
-			if err := WriteReport(&b, sum, "text"); err != nil {
+			if err := report.Write(&b, "text", report.Input{Summary: sum}); err != nil {
 				t.Fatal(err)
 			}
 			for _, want := range []string{"cached (warm)", "cached (cold: warm-up)"} {

@@ -178,33 +178,8 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	} else if *e.TimeScale < 0 || math.IsNaN(*e.TimeScale) {
 		return bad("time_scale", []any{"time_scale"}, "must be 0 or more")
 	}
-	ar := &e.Arrival
-	if ar.Pattern == "" {
-		ar.Pattern = PatternPoisson
-	}
-	switch ar.Pattern {
-	case PatternConstant, PatternPoisson, PatternGamma, PatternRamp:
-		if !(ar.Rate > 0) || math.IsInf(ar.Rate, 0) {
-			return bad("arrival.rate", []any{"arrival", "rate"}, "must be > 0 requests per second for pattern %s", ar.Pattern)
-		}
-	case PatternBurst:
-	case PatternReplay:
-		if ar.Trace == "" {
-			return bad("arrival.trace", []any{"arrival"}, "pattern replay needs a trace file")
-		}
-	default:
-		return bad("arrival.pattern", []any{"arrival", "pattern"}, "unknown pattern %q (want burst, constant, poisson, gamma, ramp or replay)", ar.Pattern)
-	}
-	if ar.Pattern == PatternGamma {
-		if ar.Burstiness == 0 {
-			ar.Burstiness = 1
-		}
-		if !(ar.Burstiness > 0) || math.IsInf(ar.Burstiness, 0) {
-			return bad("arrival.burstiness", []any{"arrival", "burstiness"}, "must be > 0 (1 = Poisson)")
-		}
-	}
-	if ar.Pattern == PatternRamp && (!(ar.RateEnd > 0) || math.IsInf(ar.RateEnd, 0)) {
-		return bad("arrival.rate_end", []any{"arrival", "rate_end"}, "a ramp needs rate_end > 0 requests per second")
+	if f, msg := e.Arrival.Check(); f != "" {
+		return bad("arrival."+f, []any{"arrival", f}, "%s", msg)
 	}
 	switch e.Order {
 	case "":
@@ -219,7 +194,7 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	if e.Block == 0 && e.Order == OrderInterleaved {
 		e.Block = Duration(DefaultBlock)
 	}
-	if f, msg := e.Gate.check(); f != "" {
+	if f, msg := e.Gate.Check(); f != "" {
 		return bad("gate."+f, append([]any{"gate"}, gatePath(f)...), "%s", msg)
 	}
 	if e.Concurrency == 0 {

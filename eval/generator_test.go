@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -203,13 +204,15 @@ func TestSlotWaitMarksCapWaits(t *testing.T) {
 			if (tc.wantWaits == 0 && waits != 0) || (tc.wantWaits > 0 && (waits < 1 || waits > tc.wantWaits)) {
 				t.Errorf("got %d slot waits; want %s", waits, map[bool]string{true: "0", false: fmt.Sprintf("1..%d", tc.wantWaits)}[tc.wantWaits == 0])
 			}
-			set := NewRecordSet()
+			var all []Record
 			for _, rec := range got {
-				set.push(&rec)
+				all = append(all, rec)
 			}
-			var recs []*statRec
-			set.each(func(r *statRec) { recs = append(recs, r) })
-			if ls := loadStats(recs); ls == nil || ls.Queued != tc.wantWaits {
+			s, err := summarizeRecs(all, analysis.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ls := s.Arms[0].Load; ls == nil || ls.Queued != tc.wantWaits {
 				t.Errorf("load stats %+v; want queued %d", ls, tc.wantWaits)
 			}
 		})

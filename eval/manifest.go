@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -110,4 +113,21 @@ func cpuModel() string {
 		}
 	}
 	return ""
+}
+
+// ManifestFile is the name of the manifest inside a run directory.
+const ManifestFile = "manifest.json"
+
+// ReadManifest reads the manifest of a run directory. A directory without
+// one (e.g. records gathered elsewhere) is fs.ErrNotExist.
+func ReadManifest(dir string) (*Manifest, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
+	}
+	return &m, nil
 }

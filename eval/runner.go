@@ -2,10 +2,8 @@ package eval
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -523,23 +521,3 @@ func outcomeOf(parent context.Context, err error, timedOut bool) string {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// JSONLWriter returns an Emit function writing one JSON object per line:
-// what a json.Encoder with HTML escaping off writes, through
-// Record.AppendJSON (the encoder itself only for a record AppendJSON
-// declines, which then fails as the encoder does). Like every Emit, the
-// function must not be called from two goroutines at once.
-func JSONLWriter(w io.Writer) func(Record) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	var buf []byte
-	return func(rec Record) error {
-		b, ok := rec.AppendJSON(buf[:0])
-		if !ok {
-			return enc.Encode(rec)
-		}
-		buf = append(b, '\n')
-		_, err := w.Write(buf)
-		return err
-	}
-}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/stack"
 )
@@ -91,7 +92,7 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 		return nil, &InputError{File: s.Exp.File, Line: s.Exp.warmupLine, Field: "warmup",
 			Msg: fmt.Sprintf("%d warm-up requests leave none of the %d tasks measured", s.Exp.Warmup, len(s.Tasks))}
 	}
-	if ar := &s.Exp.Arrival; ar.Pattern == PatternReplay {
+	if ar := &s.Exp.Arrival; ar.ReadsTrace() {
 		name := resolve(ar.Trace)
 		raw, err := s.read(name, base)
 		if err != nil {
@@ -111,12 +112,17 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 	return s, s.check()
 }
 
-func (s *Setup) read(ref, base string) ([]byte, error) {
+func (s *Setup) read(ref, base string) ([]byte, error) { return ReadRef(ref, base, s.embedded) }
+
+// ReadRef reads a file an experiment names: "embedded:NAME" is NAME in
+// embedded (the built-in fixtures), a relative path is relative to base
+// (the experiment file's directory; "" for the working directory).
+func ReadRef(ref, base string, embedded fs.FS) ([]byte, error) {
 	if name, ok := strings.CutPrefix(ref, embeddedPrefix); ok {
-		if s.embedded == nil {
+		if embedded == nil {
 			return nil, fmt.Errorf("no embedded fixtures to read %s from", ref)
 		}
-		b, err := fs.ReadFile(s.embedded, name)
+		b, err := fs.ReadFile(embedded, name)
 		if err != nil {
 			return nil, fmt.Errorf("no embedded fixture %q", name)
 		}
@@ -244,7 +250,7 @@ func (s *Setup) Runner(runID string, emit func(Record) error) *Runner {
 
 // SummaryOptions are the options `crab run` summarises with, so that
 // `crab report` on the run directory reproduces the same figures.
-func (s *Setup) SummaryOptions() Options {
+func (s *Setup) SummaryOptions() analysis.Options {
 	var large []string
 	for _, a := range s.Exp.Arms {
 		if a.Router != nil {
@@ -252,5 +258,5 @@ func (s *Setup) SummaryOptions() Options {
 		}
 	}
 	g := s.Exp.Gate
-	return Options{LargeModels: large, Gate: &g}
+	return analysis.Options{LargeModels: large, Gate: &g}
 }

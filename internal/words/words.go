@@ -34,3 +34,35 @@ func Tally(m map[string]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// And joins "a", "a and b", "a, b and c".
+func And(s []string) string {
+	switch len(s) {
+	case 0:
+		return ""
+	case 1:
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// Shortlist joins ids with commas, naming the first ten and counting the
+// rest: "a, b, ... j and 3 more".
+func Shortlist(ids []string) string {
+	const show = 10
+	if len(ids) <= show {
+		return strings.Join(ids, ", ")
+	}
+	return strings.Join(ids[:show], ", ") + " and " + strconv.Itoa(len(ids)-show) + " more"
+}
+
+// Or joins "a", "a or b", "a, b or c".
+func Or(s []string) string {
+	switch len(s) {
+	case 0:
+		return ""
+	case 1:
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}

@@ -16,3 +16,21 @@ func TestWords(t *testing.T) {
 		}
 	}
 }
+
+func TestJoins(t *testing.T) {
+	t.Parallel()
+	ids := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"}
+	for _, c := range []struct{ got, want string }{
+		{And(nil), ""},
+		{And([]string{"a"}), "a"},
+		{And([]string{"a", "b", "c"}), "a, b and c"},
+		{Or([]string{"a", "b"}), "a or b"},
+		{Or([]string{"a", "b", "c"}), "a, b or c"},
+		{Shortlist(ids[:3]), "a, b, c"},
+		{Shortlist(ids), "a, b, c, d, e, f, g, h, i, j and 2 more"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q; want %q", c.got, c.want)
+		}
+	}
+}

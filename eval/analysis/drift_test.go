@@ -1,0 +1,119 @@
+package analysis
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// timedArms builds three arms over n tasks sent 10 ms apart, interleaved in
+// time; fail decides from an arm and a send offset whether the request
+// failed.
+func timedArms(n int, fail func(arm string, at time.Duration) bool) []Record {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var recs []Record
+	for i := range n {
+		for k, arm := range []string{"baseline", "a", "b"} {
+			at := time.Duration(3*i+k) * 10 * time.Millisecond
+			r := Record{Arm: arm, TaskID: fmt.Sprint("t", i), IntendedAt: start.Add(at), E2EMs: 50, Outcome: OutcomeOK, Pass: true, ContractOK: true, Cost: 1}
+			if fail(arm, at) {
+				r.Outcome, r.Pass = OutcomeError, false
+			}
+			recs = append(recs, r)
+		}
+	}
+	return recs
+}
+
+// An outage in the middle of a run is found, named, and makes the verdicts
+// of the arms it hit inconclusive instead of a rejection or a win.
+func TestFailureClusterMakesVerdictsInconclusive(t *testing.T) {
+	t.Parallel()
+	recs := timedArms(300, func(_ string, at time.Duration) bool { return at >= 3*time.Second && at < 6*time.Second })
+	s, err := summarizeRecs(recs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Clusters) != 1 {
+		t.Fatalf("clusters %+v; want one", s.Clusters)
+	}
+	c := s.Clusters[0]
+	// The window is found to the resolution of the scan (a twentieth of the
+	// run): inside the outage, covering most of it.
+	if c.Failures < 240 || c.StartMs < 2500 || c.StartMs > 3500 || c.EndMs < 5500 || c.EndMs > 6500 || strings.Join(c.Arms, ",") != "a,b,baseline" {
+		t.Errorf("cluster %+v; want most of the 300 failures of 3 s to 6 s, on every arm", c)
+	}
+	for _, a := range s.Arms[1:] {
+		if a.Verdict != VerdictInconclusive {
+			t.Errorf("%s verdict %s; want %s", a.Name, a.Verdict, VerdictInconclusive)
+		}
+	}
+	if w := strings.Join(s.Decision.Warnings, "\n"); !strings.Contains(w, "failures clustered in time: "+fmt.Sprint(c.Failures)+" errors and timeouts") {
+		t.Errorf("warnings %q; want the cluster named", s.Decision.Warnings)
+	}
+}
+
+// Failures spread evenly over a run are no cluster: across seeds, a 2%
+// failure rate never raises the warning.
+func TestScatteredFailuresAreNoCluster(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(50) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		recs := timedArms(500, func(string, time.Duration) bool { return rng.Float64() < 0.02 })
+		s, err := summarizeRecs(recs, Options{Resamples: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Clusters) != 0 {
+			t.Fatalf("seed %d: clusters %+v in evenly spread failures", seed, s.Clusters)
+		}
+	}
+}
+
+func TestBinomialUpperTail(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		n, k int
+		p    float64
+		want float64
+	}{{10, 0, 0.3, 1}, {10, 11, 0.3, 0}, {4, 4, 0.5, 1.0 / 16}, {4, 3, 0.5, 5.0 / 16}, {1, 1, 0.25, 0.25}} {
+		if got := binomialUpperTail(tc.n, tc.k, tc.p); got < tc.want-1e-12 || got > tc.want+1e-12 {
+			t.Errorf("P(X >= %d), X ~ Bin(%d, %v) = %v; want %v", tc.k, tc.n, tc.p, got, tc.want)
+		}
+	}
+}
+
+// A candidate whose errors and timeouts differ from the baseline's beyond
+// chance (here: a backend that failed during its pass only) is
+// inconclusive; a small difference is not.
+func TestErrorRateGap(t *testing.T) {
+	t.Parallel()
+	mk := func(candFails int) []Record {
+		var recs []Record
+		for i := range 200 {
+			id := fmt.Sprint("t", i)
+			recs = append(recs, Record{Arm: "baseline", TaskID: id, E2EMs: 50, Outcome: OutcomeOK, Pass: true, ContractOK: true, Cost: 1})
+			r := Record{Arm: "cand", TaskID: id, E2EMs: 40, Outcome: OutcomeOK, Pass: true, ContractOK: true, Cost: 1}
+			if i < candFails {
+				r.Outcome, r.Pass = OutcomeTimeout, false
+			}
+			recs = append(recs, r)
+		}
+		recs[0].Outcome, recs[0].Pass = OutcomeError, false // the baseline fails once
+		return recs
+	}
+	for _, tc := range []struct {
+		fails int
+		want  string
+	}{{40, VerdictInconclusive}, {2, VerdictReject}} {
+		s, err := summarizeRecs(mk(tc.fails), Options{Gate: &GateConfig{Rule: RuleAny}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := s.Arms[1].Verdict; v != tc.want {
+			t.Errorf("%d failures against 1: verdict %s (%q); want %s", tc.fails, v, s.Arms[1].Reasons, tc.want)
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/words"
+)
+
+// Verdicts beyond baseline, accept and reject.
+const (
+	// VerdictNoGain: the candidate passes the gate and breaks no guardrail,
+	// but does not improve the objective with an interval that excludes 0.
+	VerdictNoGain = "no_gain"
+	// VerdictInconclusive: the data cannot decide (the baseline passes
+	// nothing, too few pairs, failures clustered in time).
+	VerdictInconclusive = "inconclusive"
+	// VerdictIncomplete: the run was interrupted before the arm finished.
+	VerdictIncomplete = "incomplete"
+)
+
+// Rules for counting lost passing tasks (GateConfig.Rule).
+const (
+	RuleNet = "net" // lost minus gained
+	RuleAny = "any" // every lost task
+)
+
+// Objectives a candidate may claim to improve (GateConfig.Objective).
+const (
+	ObjectiveEither  = "either"  // per-task latency or per-task cost (the default)
+	ObjectiveLatency = "latency" // per-task end-to-end latency
+	ObjectiveCost    = "cost"    // per-task cost
+	ObjectiveGoodput = "goodput" // share of tasks passing within the SLO
+)
+
+// GateConfig is an experiment's declared decision rule (the gate: section;
+// crab report reads it from a run's manifest). Zero values take the
+// documented defaults (see Defaults).
+type GateConfig struct {
+	// Rule counts the passing tasks a candidate loses against the
+	// baseline: net (default: lost minus gained, i.e. fewer passes) or any
+	// (every lost task, whatever it gained). MaxLost is how many may be
+	// lost (default 0).
+	Rule    string `yaml:"rule" json:"rule"`
+	MaxLost int    `yaml:"max_lost" json:"max_lost"`
+	// Guardrails are figures that may not regress beyond a limit, in
+	// percent of the baseline's; nil leaves one out (defaults: p95 10,
+	// cost per pass 10, TTFT p95 none). A negative limit is refused.
+	P95RegressPct         *float64 `yaml:"p95_regress_pct" json:"p95_regress_pct"`
+	TTFTP95RegressPct     *float64 `yaml:"ttft_p95_regress_pct" json:"ttft_p95_regress_pct"`
+	CostPerPassRegressPct *float64 `yaml:"cost_per_pass_regress_pct" json:"cost_per_pass_regress_pct"`
+	// Objective is what the candidate claims to improve: either (default),
+	// latency, cost or goodput. Improvement means the paired interval of
+	// the per-task delta excludes 0 on the better side.
+	Objective string `yaml:"objective" json:"objective"`
+	// SLO defines goodput (as vLLM's benchmark does): a task counts when it
+	// passes, within TTFTMs to its first byte and E2EMs end to end (0: no
+	// limit). Required by objective goodput.
+	SLO SLO `yaml:"slo" json:"slo"`
+	// MinPairs is the fewest matched pairs a verdict rests on (default 5);
+	// fewer make it inconclusive.
+	MinPairs int `yaml:"min_pairs" json:"min_pairs"`
+}
+
+// SLO is the latency a request must meet to count toward goodput.
+type SLO struct {
+	TTFTMs float64 `yaml:"ttft_ms" json:"ttft_ms,omitempty"`
+	E2EMs  float64 `yaml:"e2e_ms" json:"e2e_ms,omitempty"`
+}
+
+// Default guardrail limits and pair count.
+const (
+	DefaultP95RegressPct         = 10
+	DefaultCostPerPassRegressPct = 10
+	DefaultMinPairs              = 2
+)
+
+// Defaults returns g with every unset field at its default.
+func (g GateConfig) Defaults() GateConfig {
+	if g.P95RegressPct == nil {
+		g.P95RegressPct = f64p(DefaultP95RegressPct)
+	}
+	if g.CostPerPassRegressPct == nil {
+		g.CostPerPassRegressPct = f64p(DefaultCostPerPassRegressPct)
+	}
+	if g.Objective == "" {
+		g.Objective = ObjectiveEither
+	}
+	if g.Rule == "" {
+		g.Rule = RuleNet
+	}
+	if g.MinPairs == 0 {
+		g.MinPairs = DefaultMinPairs
+	}
+	return g
+}
+
+// Check returns the first problem of g as a field (below gate.) and a
+// message; an empty field means none.
+func (g GateConfig) Check() (field, msg string) {
+	switch g.Rule {
+	case "", RuleNet, RuleAny:
+	default:
+		return "rule", fmt.Sprintf("unknown rule %q (want net or any)", g.Rule)
+	}
+	switch g.Objective {
+	case "", ObjectiveEither, ObjectiveLatency, ObjectiveCost:
+	case ObjectiveGoodput:
+		if g.SLO.TTFTMs == 0 && g.SLO.E2EMs == 0 {
+			return "slo", "objective goodput needs slo.ttft_ms or slo.e2e_ms"
+		}
+	default:
+		return "objective", fmt.Sprintf("unknown objective %q (want either, latency, cost or goodput)", g.Objective)
+	}
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"p95_regress_pct", g.P95RegressPct}, {"ttft_p95_regress_pct", g.TTFTP95RegressPct}, {"cost_per_pass_regress_pct", g.CostPerPassRegressPct}} {
+		if f.v != nil && (*f.v < 0 || math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
+			return f.name, fmt.Sprintf("a limit in percent, 0 or more, got %v", *f.v)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"slo.ttft_ms", g.SLO.TTFTMs}, {"slo.e2e_ms", g.SLO.E2EMs}} {
+		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return f.name, fmt.Sprintf("milliseconds, 0 or more, got %v", f.v)
+		}
+	}
+	if g.MaxLost < 0 {
+		return "max_lost", "must not be negative"
+	}
+	if g.MinPairs < 0 {
+		return "min_pairs", "must not be negative"
+	}
+	return "", ""
+}
+
+// String states the gate in force, for the report's notes.
+func (g GateConfig) String() string {
+	g = g.Defaults()
+	lost := "no passing task lost"
+	switch {
+	case g.Rule == RuleNet && g.MaxLost == 0:
+		lost = "no net loss of passing tasks (lost minus gained)"
+	case g.Rule == RuleNet:
+		lost = fmt.Sprintf("a net loss of at most %d passing tasks (lost minus gained)", g.MaxLost)
+	case g.MaxLost > 0:
+		lost = fmt.Sprintf("at most %d passing tasks lost", g.MaxLost)
+	}
+	var rails []string
+	for _, r := range []struct {
+		name string
+		v    *float64
+	}{{"p95", g.P95RegressPct}, {"TTFT p95", g.TTFTP95RegressPct}, {"cost per pass", g.CostPerPassRegressPct}} {
+		if r.v != nil {
+			rails = append(rails, fmt.Sprintf("%s at most +%s%%", r.name, figure.Trim(fmt.Sprint(*r.v))))
+		}
+	}
+	obj := map[string]string{
+		ObjectiveEither:  "per-task latency or per-task cost",
+		ObjectiveLatency: "per-task latency",
+		ObjectiveCost:    "per-task cost",
+		ObjectiveGoodput: "goodput (share of tasks passing within " + g.SLO.String() + ")",
+	}[g.Objective]
+	return fmt.Sprintf("gate: %s, no leaking cache hit, no invalid answer recorded ok, the same work as the baseline; guardrails: %s; accept only when %s improves with a 95%% interval that excludes 0; at least %d pairs",
+		lost, words.And(rails), obj, g.MinPairs)
+}
+
+// String writes "TTFT ≤ 200 ms and end to end ≤ 2000 ms".
+func (s SLO) String() string {
+	var parts []string
+	if s.TTFTMs > 0 {
+		parts = append(parts, "TTFT ≤ "+figure.Ms(s.TTFTMs)+" ms")
+	}
+	if s.E2EMs > 0 {
+		parts = append(parts, "end to end ≤ "+figure.Ms(s.E2EMs)+" ms")
+	}
+	return strings.Join(parts, " and ")
+}
+
+// met reports whether a record counts toward goodput.
+func (s SLO) met(r *records.Rec) bool {
+	if !r.Pass {
+		return false
+	}
+	if s.E2EMs > 0 && r.E2EMs > s.E2EMs {
+		return false
+	}
+	ttft := r.TTFTMs
+	if ttft == 0 {
+		ttft = r.E2EMs
+	}
+	return s.TTFTMs == 0 || ttft <= s.TTFTMs
+}

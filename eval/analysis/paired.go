@@ -1,0 +1,348 @@
+package analysis
+
+import (
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/quantile"
+)
+
+// Paired is a candidate compared with the baseline task by task: each pair
+// is the same task in the same repeat on both sides.
+type Paired struct {
+	Baseline string   `json:"baseline"`
+	Pairs    int      `json:"pairs"`
+	Lost     []string `json:"lost"`   // passing in the baseline, failing in the candidate
+	Gained   []string `json:"gained"` // failing in the baseline, passing in the candidate
+	// LostCauses counts the lost tasks by what the candidate's request did:
+	// its outcome (timeout, error, contract_fail, cancelled), or, for an ok
+	// request, contract (answer broke the contract) or wrong_answer.
+	LostCauses map[string]int `json:"lost_causes,omitempty"`
+	// McNemarP is the exact two-sided McNemar p-value on the discordant
+	// pairs (len(lost), len(gained)): how surprising the split is if the two
+	// arms were equally good. 1 when there are no discordant pairs.
+	McNemarP float64 `json:"mcnemar_p"`
+	// LatencyDeltaMs is candidate - baseline end-to-end time per pair;
+	// negative means faster. Nil without pairs.
+	LatencyDeltaMs *Delta `json:"latency_delta_ms"`
+	// CostDelta is candidate - baseline cost per pair; negative means
+	// cheaper. Nil without pairs.
+	CostDelta *Delta `json:"cost_delta"`
+	// GoodputDelta is candidate - baseline of "passed within the SLO" (1 or
+	// 0) per pair: its mean is the change in the share of tasks that count
+	// toward goodput. Set when the gate's objective is goodput.
+	GoodputDelta *Delta `json:"goodput_delta,omitempty"`
+	// Unmatched lists tasks present on one side only: the arms ran
+	// different work, which rejects the candidate.
+	Unmatched []string `json:"unmatched"`
+	// Groups breaks the pairs down by the baseline's input group, so that
+	// a faster total that only reflects a different input mix shows.
+	Groups map[string]GroupDelta `json:"groups"`
+}
+
+// Delta describes per-pair differences. Median is the usual middle value
+// (the mean of the two middle ones for an even count): the nearest-rank p50
+// would take the lower of the two, which for deltas always favours the
+// faster or cheaper side. CILow and CIHigh bound a seeded
+// percentile-bootstrap 95% interval of the mean, resampling pairs; above
+// PairBootstrapMaxN pairs, the normal (central limit) interval
+// mean ± 1.96·sd/√n, which at that size agrees with the bootstrap to within
+// its own resampling noise and costs one pass instead of 2,000.
+type Delta struct {
+	Median float64 `json:"median"`
+	Mean   float64 `json:"mean"`
+	CILow  float64 `json:"ci_low"`
+	CIHigh float64 `json:"ci_high"`
+}
+
+// GroupDelta is the paired comparison within one input group.
+type GroupDelta struct {
+	Pairs          int     `json:"pairs"`
+	Lost           int     `json:"lost"`
+	Gained         int     `json:"gained"`
+	LatencyDeltaMs float64 `json:"latency_delta_median_ms"` // median of candidate - baseline (see Delta)
+}
+
+// PairOptions tune the paired comparison.
+type PairOptions struct {
+	Seed      int64 // bootstrap seed
+	Resamples int   // bootstrap resamples (default 2000)
+	// ShowRepeat writes pair ids as "task#repeat"; set it when the records
+	// hold more than one repeat.
+	ShowRepeat bool
+	// SLO, when set, adds GoodputDelta.
+	SLO *SLO
+}
+
+// comparePaired compares candidate records with baseline records by
+// (task_id, repeat). Warm-up records must already be left out. Lost, gained
+// and unmatched ids are sorted; the result depends only on the records and
+// opt, never on their order.
+func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt PairOptions) Paired {
+	if opt.Resamples <= 0 {
+		opt.Resamples = DefaultResamples
+	}
+	type pk struct {
+		task   string
+		repeat int
+	}
+	id := func(k pk) string {
+		if opt.ShowRepeat {
+			return k.task + "#" + strconv.Itoa(k.repeat)
+		}
+		return k.task
+	}
+	// Both sides sorted by (task id, repeat), the last of equal keys kept,
+	// then merged: pairs in key order without a map per side.
+	rank := map[records.Sym]int{}
+	for _, side := range [][]*records.Rec{baseline, candidate} {
+		for _, r := range side {
+			rank[r.TaskID] = 0
+		}
+	}
+	tasks := make([]records.Sym, 0, len(rank))
+	for t := range rank {
+		tasks = append(tasks, t)
+	}
+	slices.SortFunc(tasks, func(a, b records.Sym) int { return strings.Compare(t.Str(a), t.Str(b)) })
+	for i, t := range tasks {
+		rank[t] = i
+	}
+	cmpKey := func(a, b *records.Rec) int {
+		if d := rank[a.TaskID] - rank[b.TaskID]; d != 0 {
+			return d
+		}
+		return a.Repeat - b.Repeat
+	}
+	sortedSide := func(side []*records.Rec) []*records.Rec {
+		s := slices.Clone(side)
+		slices.SortStableFunc(s, cmpKey)
+		out := s[:0]
+		for i, r := range s {
+			if i+1 < len(s) && cmpKey(r, s[i+1]) == 0 {
+				continue // a later record with the same key wins
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	bs, cs := sortedSide(baseline), sortedSide(candidate)
+	keyOfRec := func(r *records.Rec) pk { return pk{t.Str(r.TaskID), r.Repeat} }
+	p := Paired{Lost: []string{}, Gained: []string{}, Unmatched: []string{}, Groups: map[string]GroupDelta{}}
+	if len(baseline) > 0 {
+		p.Baseline = t.Str(baseline[0].Arm)
+	}
+	var pairs [][2]*records.Rec
+	for i, j := 0, 0; i < len(bs) || j < len(cs); {
+		switch {
+		case j == len(cs) || (i < len(bs) && cmpKey(bs[i], cs[j]) < 0):
+			p.Unmatched = append(p.Unmatched, id(keyOfRec(bs[i])))
+			i++
+		case i == len(bs) || cmpKey(bs[i], cs[j]) > 0:
+			p.Unmatched = append(p.Unmatched, id(keyOfRec(cs[j])))
+			j++
+		default:
+			pairs = append(pairs, [2]*records.Rec{bs[i], cs[j]})
+			i++
+			j++
+		}
+	}
+	bs, cs = nil, nil
+	slices.Sort(p.Unmatched)
+	p.Pairs = len(pairs)
+	lat := make([]float64, 0, len(pairs))
+	cost := make([]float64, 0, len(pairs))
+	var good []float64
+	groupLat := map[string][]float64{}
+	for _, bc := range pairs {
+		b, c := bc[0], bc[1]
+		k := keyOfRec(b)
+		d := c.E2EMs - b.E2EMs
+		lat = append(lat, d)
+		cost = append(cost, c.Cost-b.Cost)
+		if opt.SLO != nil {
+			good = append(good, b2f(opt.SLO.met(c))-b2f(opt.SLO.met(b)))
+		}
+		g := t.Str(b.Group)
+		gd := p.Groups[g]
+		gd.Pairs++
+		switch {
+		case b.Pass && !c.Pass:
+			p.Lost = append(p.Lost, id(k))
+			gd.Lost++
+			if p.LostCauses == nil {
+				p.LostCauses = map[string]int{}
+			}
+			p.LostCauses[lostCause(t, c)]++
+		case !b.Pass && c.Pass:
+			p.Gained = append(p.Gained, id(k))
+			gd.Gained++
+		}
+		if g != "" {
+			p.Groups[g] = gd
+			groupLat[g] = append(groupLat[g], d)
+		}
+	}
+	for g, ds := range groupLat {
+		gd := p.Groups[g]
+		gd.LatencyDeltaMs = medianOf(ds)
+		p.Groups[g] = gd
+	}
+	p.McNemarP = McNemarExact(len(p.Lost), len(p.Gained))
+	if len(pairs) > 0 {
+		p.LatencyDeltaMs = describeDelta(lat, opt.Seed, 1, opt.Resamples)
+		p.CostDelta = describeDelta(cost, opt.Seed, 2, opt.Resamples)
+		if opt.SLO != nil {
+			p.GoodputDelta = describeDelta(good, opt.Seed, 3, opt.Resamples)
+		}
+	}
+	return p
+}
+
+// lostCause names why a request did not pass.
+func lostCause(t *records.Symbols, r *records.Rec) string {
+	switch o := t.Str(r.Outcome); {
+	case o != records.OutcomeOK:
+		return o
+	case !r.ContractOK:
+		return "contract"
+	}
+	return "wrong_answer"
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// describeDelta computes median, mean and the bootstrap interval of the mean.
+// Each kind of delta uses its own random stream, so adding one does not
+// shift the others.
+func describeDelta(x []float64, seed int64, stream uint64, resamples int) *Delta {
+	var lo, hi float64
+	if len(x) > PairBootstrapMaxN {
+		lo, hi = normalMeanCI(x)
+	} else {
+		lo, hi = bootstrapMeanCI(x, seed, stream, resamples)
+	}
+	return &Delta{Median: medianOf(x), Mean: meanOf(x), CILow: lo, CIHigh: hi}
+}
+
+// PairBootstrapMaxN is the number of pairs above which a paired delta's
+// interval is the normal one instead of the bootstrap (see Delta).
+const PairBootstrapMaxN = 20000
+
+// normalMeanCI is the normal 95% interval of the mean of x: mean ±
+// 1.959964 standard errors (sample standard deviation over √n).
+func normalMeanCI(x []float64) (lo, hi float64) {
+	n := float64(len(x))
+	if len(x) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	m := meanOf(x)
+	v := 0.0
+	for _, d := range x {
+		v += (d - m) * (d - m)
+	}
+	if len(x) > 1 {
+		v /= n - 1
+	}
+	se := math.Sqrt(v / n)
+	return m - 1.959964*se, m + 1.959964*se
+}
+
+// medianOf is the middle value of x, or the mean of the two middle values;
+// x is not modified.
+func medianOf(x []float64) float64 {
+	n := len(x)
+	if n == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(x)
+	slices.Sort(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func meanOf(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}
+
+// bootstrapMeanCI is a percentile-bootstrap 95% interval of the mean of x:
+// resamples means of n values drawn with replacement, and their nearest-rank
+// 2.5th and 97.5th percentiles. The same x, seed and resamples always give
+// the same interval (the generator is PCG, drawing indexes without
+// modulo bias); stream picks one of several independent streams of a
+// seed. It returns NaN, NaN for empty x.
+func bootstrapMeanCI(x []float64, seed int64, stream uint64, resamples int) (lo, hi float64) {
+	n := len(x)
+	if n == 0 {
+		return math.NaN(), math.NaN()
+	}
+	if resamples <= 0 {
+		resamples = DefaultResamples
+	}
+	src := rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15^stream)
+	means := make([]float64, resamples)
+	for b := range means {
+		s := 0.0
+		for range n {
+			s += x[boundedIndex(src, uint64(n))]
+		}
+		means[b] = s / float64(n)
+	}
+	slices.Sort(means)
+	return quantile.NearestRank(means, 2.5), quantile.NearestRank(means, 97.5)
+}
+
+// boundedIndex draws uniformly from [0, n) (Lemire's multiply-and-reject),
+// written out so the stream stays the same across Go releases.
+func boundedIndex(src *rand.PCG, n uint64) uint64 {
+	hi, lo := bits.Mul64(src.Uint64(), n)
+	if lo < n {
+		thresh := -n % n
+		for lo < thresh {
+			hi, lo = bits.Mul64(src.Uint64(), n)
+		}
+	}
+	return hi
+}
+
+// McNemarExact is the exact two-sided McNemar test on b and c discordant
+// pairs: p = min(1, 2·P[X ≤ min(b, c)]) with X ~ Binomial(b+c, 1/2); 1 when
+// b+c = 0. Small p means the split between lost and gained tasks is
+// unlikely if the two arms were equally good.
+func McNemarExact(b, c int) float64 {
+	n := b + c
+	if n <= 0 || b < 0 || c < 0 {
+		return 1
+	}
+	m := min(b, c)
+	// Sum the binomial terms from k = m down to 0; each term is the
+	// previous times k/(n-k+1). The largest term (k = m ≤ n/2) is computed
+	// in logs so that large n does not underflow 2^-n.
+	lg := func(v int) float64 { r, _ := math.Lgamma(float64(v) + 1); return r }
+	term := math.Exp(lg(n) - lg(m) - lg(n-m) - float64(n)*math.Ln2)
+	sum := 0.0
+	for k := m; k >= 0 && term > 0; k-- {
+		sum += term
+		term *= float64(k) / float64(n-k+1)
+	}
+	return math.Min(1, 2*sum)
+}

@@ -1,0 +1,42 @@
+package records
+
+import (
+	"errors"
+	"os"
+
+	"github.com/crab-testbed/crab/internal/inputerr"
+)
+
+// InputError is bad input: it names the file, line and field at fault.
+// Commands turn it into exit code 2.
+type InputError struct {
+	File  string
+	Line  int // 1-based; 0 when the fault is not tied to a line
+	Field string
+	Msg   string
+}
+
+func (e *InputError) Error() string {
+	return inputerr.Format(e.File, e.Line, e.Field, e.Msg)
+}
+
+// ErrBadInput matches every *InputError with errors.Is.
+var ErrBadInput = errors.New("records: bad input")
+
+// Is reports ErrBadInput.
+func (e *InputError) Is(target error) bool { return target == ErrBadInput }
+
+// jsonLineError turns a decoding error into an InputError naming the field.
+func jsonLineError(name string, line int, err error) error {
+	field, msg := inputerr.JSONField(err)
+	return &InputError{File: name, Line: line, Field: field, Msg: msg}
+}
+
+// errText drops the path an *os.PathError repeats, since InputError names it.
+func errText(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
