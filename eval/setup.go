@@ -13,6 +13,7 @@ import (
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/stack"
 )
@@ -34,7 +35,9 @@ type Setup struct {
 	ContractRaw  []byte
 
 	embedded fs.FS
+	base     string // folder of the experiment file, for relative references ("" for the embedded default)
 	contract *contract.Contract
+	grader   *grade.Grader
 	backends map[string]model.Model
 	nominal  bool // simulated models sleep nothing and report nominal durations (outcome tables)
 }
@@ -71,6 +74,7 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 	if path != "" {
 		base = filepath.Dir(path)
 	}
+	s.base = base
 	resolve := func(ref string) string {
 		if path == "" && !strings.HasPrefix(ref, embeddedPrefix) && !filepath.IsAbs(ref) {
 			return embeddedPrefix + ref
@@ -152,6 +156,12 @@ func (s *Setup) check() error {
 	if s.backends, err = s.buildBackends(); err != nil {
 		return err
 	}
+	if s.grader, err = s.buildGrader(); err != nil {
+		return err
+	}
+	if err := planTasks(s.Tasks, s.TasksName, s.grader); err != nil {
+		return err
+	}
 	for _, a := range s.Exp.Arms {
 		arm, err := s.BuildArm(a, 0)
 		if err != nil {
@@ -231,7 +241,7 @@ func (s *Setup) Manifest(runID string) *Manifest {
 // Runner returns a runner that plays this setup and hands each record to emit.
 func (s *Setup) Runner(runID string, emit func(Record) error) *Runner {
 	return &Runner{
-		Exp: s.Exp, Tasks: s.Tasks, ContractHash: s.contract.Hash(), RunID: runID, Emit: emit,
+		Exp: s.Exp, Tasks: s.Tasks, ContractHash: s.contract.Hash(), Grader: s.grader, RunID: runID, Emit: emit,
 		Build: func(spec ArmSpec, repeat int) (*ArmStack, func(), error) {
 			b, err := s.BuildArm(spec, repeat)
 			if err != nil {

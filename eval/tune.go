@@ -153,6 +153,9 @@ func (s *Setup) UseTasks(path string) error {
 	if err != nil {
 		return err
 	}
+	if err := planTasks(tasks, path, s.grader); err != nil {
+		return err
+	}
 	s.TasksName, s.TasksRaw, s.Tasks = path, raw, tasks
 	return nil
 }
@@ -202,6 +205,12 @@ func (s *Setup) OutcomeKey(t TuneTarget) (key string, small, large OutcomeModel,
 		Small, Large            ModelSpec
 	}{OutcomeFormat, HashBytes(s.TasksRaw), s.contract.Hash(), s.Exp.Seed, s.Exp.Timeout.Std().String(), s.Exp.Retry,
 		t.Arm.Mode, t.Arm.System, t.Arm.MaxTokens, t.Arm.Temperature, t.Arm.Contract, sm, lm})
+	if !s.Exp.Grade.IsZero() {
+		// The grade section changes which outcomes pass; the default rule
+		// keeps the key tables were written under before it existed.
+		g, _ := json.Marshal(s.Exp.Grade)
+		b = append(b, g...)
+	}
 	return HashBytes(b), small, large, nil
 }
 
@@ -250,7 +259,7 @@ func (s *Setup) BuildOutcomeTable(ctx context.Context, t TuneTarget, progress io
 		Latency: OutcomeLatency, Created: time.Now().UTC().Truncate(time.Second),
 	}}
 	tab.Rows = make([]OutcomeRow, 2*len(s.Tasks))
-	r := &Runner{ContractHash: s.contract.Hash()}
+	r := &Runner{ContractHash: s.contract.Hash(), Grader: s.grader}
 	for role, name := range []string{t.Small, t.Large} {
 		spec := t.Arm
 		spec.Name, spec.Model = "outcomes-"+name, name
@@ -316,7 +325,8 @@ func (s *Setup) outcome(ctx context.Context, stack model.Model, r *Runner, spec 
 	if row.Outcome == OutcomeTimeout {
 		row.LatencyMs = ms(s.Exp.Timeout.Std())
 	}
-	row.Category, row.Correct, row.Pass = judgeAnswer(row.Outcome, row.ContractOK, resp, req, t)
+	g := r.judgeAnswer(ctx, row.Outcome, row.ContractOK, resp, req, t, true)
+	row.Correct, row.Pass = g.Correct, g.pass
 	return row
 }
 
