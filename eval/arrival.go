@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"github.com/crab-testbed/crab/internal/jsonl"
 )
 
 // Arrival patterns. All are open loop: send times depend only on the
@@ -98,7 +100,7 @@ func gammaSample(rng *rand.Rand, k float64) float64 {
 // skipped), non-decreasing. name is used in error messages.
 func ReadTrace(raw []byte, name string) ([]time.Duration, error) {
 	var out []time.Duration
-	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc := bufio.NewScanner(bytes.NewReader(jsonl.TrimBOM(raw)))
 	line := 0
 	prev := -1.0
 	for sc.Scan() {

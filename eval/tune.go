@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/internal/atomicfile"
+	"github.com/crab-testbed/crab/internal/jsonl"
 
 	"go.yaml.in/yaml/v3"
 
@@ -355,6 +356,9 @@ func ReadOutcomeTable(r io.Reader, name string) (*OutcomeTable, error) {
 	for sc.Scan() {
 		line++
 		raw := bytes.TrimSpace(sc.Bytes())
+		if line == 1 {
+			raw = jsonl.TrimBOM(raw)
+		}
 		if len(raw) == 0 {
 			continue
 		}
