@@ -56,8 +56,8 @@ func report(_ context.Context, o reportOptions) error {
 	if !validFormat(o.Format) {
 		return badUsage("unknown --format %q (want text, md, json, csv or html)", o.Format)
 	}
-	large, gate, incomplete := fromManifests(o.Paths)
-	opt := eval.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, Incomplete: incomplete, AllowContractChange: o.AllowContractChange}
+	large, gate, incomplete, passRule := fromManifests(o.Paths)
+	opt := eval.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, Incomplete: incomplete, AllowContractChange: o.AllowContractChange, PassRule: passRule}
 	defer debug.SetGCPercent(debug.SetGCPercent(eval.SummarizeGCPercent))
 	sum, recs, err := eval.SummarizePaths(o.Paths, o.Stdin, opt)
 	if errors.Is(err, eval.ErrUnknownBaseline) {
@@ -95,9 +95,9 @@ func writeFormat(w io.Writer, sum *eval.Summary, recs *eval.RecordSet, format st
 
 // fromManifests reads, from the manifests of run directories among paths,
 // the routers' large models (so the routed share is computed as in the run)
-// and the gate the run declared (the first one found), so a report rebuilt
-// from a run directory decides as the run did.
-func fromManifests(paths []string) (large []string, gate *eval.GateConfig, incomplete string) {
+// and the gate and pass rule the run declared (the first ones found), so a
+// report rebuilt from a run directory decides and words as the run did.
+func fromManifests(paths []string) (large []string, gate *eval.GateConfig, incomplete, passRule string) {
 	for _, p := range paths {
 		raw, err := os.ReadFile(filepath.Join(p, "manifest.json"))
 		if err != nil {
@@ -116,9 +116,12 @@ func fromManifests(paths []string) (large []string, gate *eval.GateConfig, incom
 			g := m.Gate
 			gate = &g
 		}
+		if passRule == "" {
+			passRule = m.PassRule
+		}
 		if m.Status == "running" && incomplete == "" {
 			incomplete = "the run in " + p + " did not finish: its manifest still says running (the process died)"
 		}
 	}
-	return large, gate, incomplete
+	return large, gate, incomplete, passRule
 }

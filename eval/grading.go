@@ -97,3 +97,15 @@ func (s *Setup) gradeErr(err error) error {
 
 // Grader is the experiment's grader.
 func (s *Setup) Grader() *grade.Grader { return s.grader }
+
+// PassRule is the pass rule of this setup in words, as the report's notes
+// state it.
+func (s *Setup) PassRule() string {
+	n := 0
+	for i := range s.Tasks {
+		if len(s.Tasks[i].Expected) > 0 {
+			n++
+		}
+	}
+	return s.grader.Describe(n, len(s.Tasks))
+}

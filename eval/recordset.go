@@ -33,15 +33,20 @@ type RecordSet struct {
 // statistics read the same names in both forms.
 type statRec struct {
 	Arm, TaskID, Group, Outcome, Cache, Leak, Model, Misroute, Contract sym
+	// Violation is the answer's first contract violation and GradeFail the
+	// grade's failed check, each as "pointer: rule" (see ruleKey), for
+	// naming what most answers got wrong.
+	Violation, GradeFail sym
 
 	Repeat int
 
 	E2EMs, TTFTMs, LagMs, QueueMs                float64
 	Cost, ShadowCost, EscalationCost, RouteScore float64
+	GradeCost, GradeMs                           float64
 
 	TokensOut, Attempts int32
 
-	Warmup, ContractOK, Pass, Routed, Escalated, ScopeMismatch, SlotWait bool
+	Warmup, ContractOK, Pass, Routed, Escalated, ScopeMismatch, SlotWait, GradeError bool
 	// Timed is set when the record carries an intended send time (a run's
 	// records; interchange CSV has none).
 	Timed bool
@@ -133,7 +138,8 @@ func (s *RecordSet) push(r *Record) {
 	*c = append(*c, statRec{
 		Arm: s.syms.of(r.Arm), TaskID: s.syms.of(r.TaskID), Group: s.syms.of(r.Group), Outcome: s.syms.of(r.Outcome),
 		Cache: s.syms.of(r.Cache), Leak: s.syms.of(r.Leak), Model: s.syms.of(r.Model), Misroute: s.syms.of(r.Misroute),
-		Contract: s.syms.of(r.Contract), Repeat: r.Repeat,
+		Contract: s.syms.of(r.Contract), Violation: s.syms.of(firstRuleKey(r.Violations)), GradeFail: s.syms.of(ruleKey(r.GradeReason)),
+		Repeat: r.Repeat, GradeCost: r.GradeCost, GradeMs: r.GradeMs, GradeError: r.GradeError != "",
 		E2EMs: r.E2EMs, TTFTMs: r.TTFTMs, LagMs: r.LagMs, QueueMs: r.QueueMs,
 		Cost: r.Cost, ShadowCost: r.ShadowCost, EscalationCost: r.EscalationCost, RouteScore: r.RouteScore,
 		TokensOut: int32(r.TokensOut), Attempts: int32(r.Attempts),

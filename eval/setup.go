@@ -235,7 +235,13 @@ type CacheMetrics = stack.CacheMetrics
 
 // Manifest describes a run of this setup.
 func (s *Setup) Manifest(runID string) *Manifest {
-	return NewManifest(runID, s.Exp, s.TasksName, s.TasksRaw, len(s.Tasks), s.ContractName, s.contract.Hash())
+	m := NewManifest(runID, s.Exp, s.TasksName, s.TasksRaw, len(s.Tasks), s.ContractName, s.contract.Hash())
+	if !s.Exp.Grade.IsZero() {
+		g := s.Exp.Grade
+		m.Grade = &g
+	}
+	m.PassRule = s.PassRule()
+	return m
 }
 
 // Runner returns a runner that plays this setup and hands each record to emit.
@@ -262,5 +268,5 @@ func (s *Setup) SummaryOptions() Options {
 		}
 	}
 	g := s.Exp.Gate
-	return Options{LargeModels: large, Gate: &g}
+	return Options{LargeModels: large, Gate: &g, PassRule: s.PassRule()}
 }
