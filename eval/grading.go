@@ -109,3 +109,18 @@ func (s *Setup) PassRule() string {
 	}
 	return s.grader.Describe(n, len(s.Tasks))
 }
+
+// Preflight makes sure every backend that can be asked (an OpenAI-
+// compatible server) answers before the first request: a wrong URL or a
+// server that is down ends the command at once, naming the model and the
+// URL, instead of filling a run with errors.
+func (s *Setup) Preflight(ctx context.Context) error {
+	for _, ms := range s.Exp.Models {
+		if p, ok := s.backends[ms.Name].(interface{ Ping(context.Context) error }); ok {
+			if err := p.Ping(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
