@@ -324,7 +324,11 @@ func (g *Grader) Describe(withExpected, tasks int) string {
 	if g != nil {
 		for _, r := range g.cfg.Fields {
 			if r.Value != nil {
-				parts = append(parts, ruleWords(&r, show(r.Value)))
+				ref := show(r.Value)
+				if p, ok := r.Value.(string); ok && r.Rule == RuleRegex {
+					ref = "/" + p + "/"
+				}
+				parts = append(parts, ruleWords(&r, ref))
 			}
 		}
 		if g.cfg.Command != nil {
