@@ -85,7 +85,7 @@ type OutcomeRow struct {
 	Outcome    string  `json:"outcome"`
 	Error      string  `json:"error,omitempty"`
 	ContractOK bool    `json:"contract_ok"`
-	Category   string  `json:"category,omitempty"`
+	Category   string  `json:"category,omitempty"` // written by older crab versions (the triage category); read, never written
 	Correct    bool    `json:"correct"`
 	Pass       bool    `json:"pass"`
 	LatencyMs  float64 `json:"latency_ms"`
