@@ -125,3 +125,40 @@ func TestImportOptions(t *testing.T) {
 		t.Errorf("got %v; want %s", err, want)
 	}
 }
+
+// FuzzImport: any input either imports into tasks crab reads back, or is
+// bad input; it never panics.
+func FuzzImport(f *testing.F) {
+	f.Add("ticket_id,body,prio\nA1,x,3\n")
+	f.Add(`{"ticket_id":"J1","body":"b","prio":2}` + "\n")
+	f.Add("\xef\xbb\xbfticket_id,body,prio\nA1,\"x\ny\",[1]\n")
+	m, err := ParseMap([]string{"id=ticket_id,text=body,expected.priority=prio"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	raw, err := os.ReadFile("../eval/testdata/workload/contract.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	c, err := contract.Load("contract.json", raw)
+	if err != nil {
+		f.Fatal(err)
+	}
+	o := Options{Map: m, Contract: c, Set: map[string]string{"tenant": "a", "permission": "p", "lang": "en", "doc_version": "v"}}
+	f.Fuzz(func(t *testing.T, in string) {
+		tasks, err := Import(strings.NewReader(in), "x", o)
+		if err != nil {
+			if !errors.Is(err, eval.ErrBadInput) {
+				t.Fatalf("error %v is not bad input", err)
+			}
+			return
+		}
+		var b bytes.Buffer
+		if err := Write(&b, tasks); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := eval.ReadTasks(&b, "out"); err != nil {
+			t.Fatalf("imported tasks do not read back: %v\n%s", err, b.String())
+		}
+	})
+}
