@@ -48,6 +48,7 @@ var docFiles = []string{
 	"docs/formats.md",
 	"docs/performance.md",
 	"docs/scale.md",
+	"docs/workload.md",
 }
 
 // docBlock is one marked output block.

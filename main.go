@@ -54,6 +54,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		serveCmd(),
 		tuneCmd(),
 		auditCmd(),
+		tasksCmd(),
 	}
 	for _, c := range cmds {
 		c.OnUsageError = usageError

@@ -211,6 +211,16 @@ func TestRunBadInput(t *testing.T) {
 		{"missing task file", strings.Replace(quickExperiment, "embedded:tasks.jsonl", "nowhere.jsonl", 1), "nowhere.jsonl"},
 		{"broken task file", strings.Replace(quickExperiment, "embedded:tasks.jsonl", "tasks.jsonl", 1), "tasks.jsonl:2: field \"priority\""},
 		{"broken contract", strings.Replace(quickExperiment, "embedded:triage.schema.json", "c.json", 1), "c.json:3"},
+		{"expected outside the enum", strings.Replace(quickExperiment, "embedded:tasks.jsonl", "labelled.jsonl", 1),
+			`labelled.jsonl:2: field "expected/category": enum: got "payments"; want one of "billing", "refund", "technical", "account", "shipping", "security", "other"`},
+		{"expected field the contract lacks", strings.Replace(quickExperiment, "embedded:tasks.jsonl", "unknown.jsonl", 1),
+			`unknown.jsonl:1: field "expected/priority": the contract has no field /priority`},
+		{"unknown grade rule", quickExperiment + "grade:\n  fields:\n    - {field: /category, rule: similar}\n",
+			`quick.yaml:25: field "grade.fields.rule": unknown rule "similar"`},
+		{"grade field the contract lacks", quickExperiment + "grade:\n  fields:\n    - {field: /details/priority}\n",
+			`quick.yaml:25: field "grade.fields.field": the contract has no field /details`},
+		{"judge on no model", quickExperiment + "grade:\n  judge: {model: nobody, instructions: judge it}\n",
+			`quick.yaml:24: field "grade.judge.model": no model "nobody" among the experiment's models`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,6 +228,9 @@ func TestRunBadInput(t *testing.T) {
 			dir := t.TempDir()
 			os.WriteFile(filepath.Join(dir, "tasks.jsonl"), []byte(`{"id":"a","text":"x","tenant":"t","permission":"p","lang":"en","doc_version":"v1"}`+"\n"+
 				`{"id":"b","text":"x","tenant":"t","permission":"p","lang":"en","doc_version":"v1","priority":1}`+"\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, "labelled.jsonl"), []byte(`{"id":"a","text":"x","tenant":"t","permission":"p","lang":"en","doc_version":"v1","expected":{"category":"billing"}}`+"\n"+
+				`{"id":"b","text":"x","tenant":"t","permission":"p","lang":"en","doc_version":"v1","group":"medium","expected":{"category":"payments"}}`+"\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, "unknown.jsonl"), []byte("\xef\xbb\xbf"+`{"id":"a","text":"x","tenant":"t","permission":"p","lang":"en","doc_version":"v1","expected":{"priority":"high"}}`+"\n"), 0o644)
 			os.WriteFile(filepath.Join(dir, "c.json"), []byte("{\n  \"type\": \"object\",\n  \"properties\": {\"a\": {\"type\": 5}}\n}\n"), 0o644)
 			exp := filepath.Join(dir, "quick.yaml")
 			os.WriteFile(exp, []byte(tc.edit), 0o644)

@@ -57,8 +57,8 @@ func runReport(_ context.Context, o reportOptions) error {
 	if !report.Valid(o.Format) {
 		return badUsage("unknown --format %q (want %s)", o.Format, report.Help())
 	}
-	large, gate, incomplete := fromManifests(o.Paths)
-	opt := analysis.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, Incomplete: incomplete, AllowContractChange: o.AllowContractChange}
+	large, gate, incomplete, passRule := fromManifests(o.Paths)
+	opt := analysis.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, Incomplete: incomplete, AllowContractChange: o.AllowContractChange, PassRule: passRule}
 	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
 	recs, err := records.ReadSet(o.Paths, o.Stdin)
 	if err != nil {
@@ -88,9 +88,9 @@ func writeFormat(w io.Writer, sum *analysis.Summary, recs *records.RecordSet, fo
 
 // fromManifests reads, from the manifests of run directories among paths,
 // the routers' large models (so the routed share is computed as in the run)
-// and the gate the run declared (the first one found), so a report rebuilt
-// from a run directory decides as the run did.
-func fromManifests(paths []string) (large []string, gate *analysis.GateConfig, incomplete string) {
+// and the gate and pass rule the run declared (the first ones found), so a
+// report rebuilt from a run directory decides and words as the run did.
+func fromManifests(paths []string) (large []string, gate *analysis.GateConfig, incomplete, passRule string) {
 	for _, p := range paths {
 		m, err := eval.ReadManifest(p)
 		if err != nil {
@@ -105,9 +105,12 @@ func fromManifests(paths []string) (large []string, gate *analysis.GateConfig, i
 			g := m.Gate
 			gate = &g
 		}
+		if passRule == "" {
+			passRule = m.PassRule
+		}
 		if m.Status == "running" && incomplete == "" {
 			incomplete = "the run in " + p + " did not finish: its manifest still says running (the process died)"
 		}
 	}
-	return large, gate, incomplete
+	return large, gate, incomplete, passRule
 }

@@ -80,6 +80,9 @@ func run(ctx context.Context, o runOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := setup.Preflight(ctx); err != nil {
+		return err
+	}
 	started := time.Now().UTC()
 	runID := started.Format("20060102T150405Z") + fmt.Sprintf("-%04x", uint16(started.UnixNano()>>10))
 	dir := o.OutDir

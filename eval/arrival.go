@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/crab-testbed/crab/internal/jsonl"
 	"github.com/crab-testbed/crab/internal/words"
 )
 
@@ -227,7 +228,7 @@ func gammaSample(rng *rand.Rand, k float64) float64 {
 // skipped), non-decreasing. name is used in error messages.
 func ReadTrace(raw []byte, name string) ([]time.Duration, error) {
 	var out []time.Duration
-	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc := bufio.NewScanner(bytes.NewReader(jsonl.TrimBOM(raw)))
 	line := 0
 	prev := -1.0
 	for sc.Scan() {

@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/internal/inputerr"
 	"github.com/crab-testbed/crab/stack"
 )
@@ -50,9 +51,12 @@ type Experiment struct {
 	RecordOutput *bool `yaml:"record_output"`
 	// Gate is the decision rule the candidates are held to (defaults: see
 	// GateConfig).
-	Gate   GateConfig  `yaml:"gate"`
-	Models []ModelSpec `yaml:"models"`
-	Arms   []ArmSpec   `yaml:"arms"`
+	Gate GateConfig `yaml:"gate"`
+	// Grade is how answers are judged right (default: every field of a
+	// task's expected answer equal to the answer's).
+	Grade  grade.Config `yaml:"grade"`
+	Models []ModelSpec  `yaml:"models"`
+	Arms   []ArmSpec    `yaml:"arms"`
 
 	// Set by LoadExperiment, not read from the file.
 	File string `yaml:"-"` // path the experiment was read from
@@ -197,6 +201,18 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	if f, msg := e.Gate.Check(); f != "" {
 		return bad("gate."+f, append([]any{"gate"}, gatePath(f)...), "%s", msg)
 	}
+	for i := range e.Grade.Fields {
+		e.Grade.Fields[i].Line = node(root, "grade", "fields", i).Line
+	}
+	if c := e.Grade.Command; c != nil {
+		c.Line = node(root, "grade", "command").Line
+	}
+	if j := e.Grade.Judge; j != nil {
+		j.Line = node(root, "grade", "judge").Line
+	}
+	if ge := e.Grade.Check(); ge != nil {
+		return gradeError(name, root, ge)
+	}
 	if e.Concurrency == 0 {
 		e.Concurrency = 64
 	}
@@ -229,6 +245,15 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 		}
 	}
 	return nil
+}
+
+// gradeError turns a grade section fault into an InputError on its line.
+func gradeError(name string, root *yaml.Node, ge *grade.ConfigError) error {
+	line := ge.Line
+	if root != nil {
+		line = node(root, ge.Path...).Line
+	}
+	return &InputError{File: name, Line: line, Field: ge.Field, Msg: ge.Msg}
 }
 
 // gatePath turns a gate field ("slo.e2e_ms") into a YAML path.

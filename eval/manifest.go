@@ -12,6 +12,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/crab-testbed/crab/grade"
 )
 
 // Manifest records everything needed to judge whether two runs did the same
@@ -40,22 +42,26 @@ type Manifest struct {
 	Contract       string `json:"contract"`
 	ContractHash   string `json:"contract_hash"`
 
-	Seed        int64       `json:"seed"`
-	Seeds       []int64     `json:"seeds"` // per repeat
-	Repeats     int         `json:"repeats"`
-	Warmup      int         `json:"warmup"`
-	TimeScale   float64     `json:"time_scale"`
-	Arrival     Arrival     `json:"arrival"`
-	Concurrency int         `json:"concurrency"`
-	MaxInFlight int         `json:"max_in_flight,omitempty"`
-	Order       string      `json:"order"`           // how arms shared the schedule: interleaved or sequential
-	Block       Duration    `json:"block,omitempty"` // interleaved: schedule time per block
-	Timeout     Duration    `json:"timeout"`
-	Retry       RetrySpec   `json:"retry"`
-	Gate        GateConfig  `json:"gate"`
-	Shadow      bool        `json:"shadow"`
-	Models      []ModelSpec `json:"models"`
-	Arms        []ArmSpec   `json:"arms"`
+	Seed        int64      `json:"seed"`
+	Seeds       []int64    `json:"seeds"` // per repeat
+	Repeats     int        `json:"repeats"`
+	Warmup      int        `json:"warmup"`
+	TimeScale   float64    `json:"time_scale"`
+	Arrival     Arrival    `json:"arrival"`
+	Concurrency int        `json:"concurrency"`
+	MaxInFlight int        `json:"max_in_flight,omitempty"`
+	Order       string     `json:"order"`           // how arms shared the schedule: interleaved or sequential
+	Block       Duration   `json:"block,omitempty"` // interleaved: schedule time per block
+	Timeout     Duration   `json:"timeout"`
+	Retry       RetrySpec  `json:"retry"`
+	Gate        GateConfig `json:"gate"`
+	// Grade is the experiment's grade section (absent: the default rule)
+	// and PassRule the pass rule in force, in words, as the report states it.
+	Grade    *grade.Config `json:"grade,omitempty"`
+	PassRule string        `json:"pass_rule,omitempty"`
+	Shadow   bool          `json:"shadow"`
+	Models   []ModelSpec   `json:"models"`
+	Arms     []ArmSpec     `json:"arms"`
 
 	Passes []PassMetrics `json:"passes,omitempty"`
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/stack"
 )
@@ -33,6 +34,9 @@ type Runner struct {
 	Exp          *Experiment
 	Tasks        []Task
 	ContractHash string
+	// Grader grades answers against each task's plan; nil grades by the
+	// default rule (every expected field equal).
+	Grader *grade.Grader
 	// Build returns a fresh stack for an arm; it is called once per arm and
 	// repeat so that caches start cold in every pass.
 	// The returned func releases the stack's resources after the pass.
@@ -364,9 +368,6 @@ func (r *Runner) baseRecord(spec ArmSpec, t *Task, rep, seq int) Record {
 		TaskID: t.ID, Group: t.Group, Difficulty: t.Difficulty, Tenant: t.Tenant,
 		Permission: t.Permission, Lang: t.Lang, DocVersion: t.DocVersion, Contract: r.ContractHash,
 	}
-	if t.Expected != nil {
-		rec.Expected = t.Expected.Category
-	}
 	return rec
 }
 
@@ -416,15 +417,28 @@ func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j 
 	if err != nil {
 		rec.Error = err.Error()
 	}
-	fill(&rec, req, resp, t)
-	if arm.Judge != nil && *r.Exp.Shadow && resp != nil && resp.Trace.Routed && resp.Trace.Cache != model.CacheHit && ctx.Err() == nil {
-		return rec, func(rec *Record) { r.judge(ctx, arm, t, req, resp, rec) }
+	fill(&rec, resp)
+	r.grade(ctx, &rec, resp, req, t, false)
+	// External graders (a command, a judge model) take their time beside
+	// the workers, like the shadow call, so they never hold up a
+	// scheduled request; they only see answers that could pass.
+	external := rec.Pass && r.Grader.External()
+	shadow := arm.Judge != nil && *r.Exp.Shadow && resp != nil && resp.Trace.Routed && resp.Trace.Cache != model.CacheHit && ctx.Err() == nil
+	if !external && !shadow {
+		return rec, nil
 	}
-	return rec, nil
+	return rec, func(rec *Record) {
+		if external {
+			r.grade(ctx, rec, resp, req, t, true)
+		}
+		if shadow {
+			r.judge(ctx, arm, t, req, resp, rec)
+		}
+	}
 }
 
-// fill copies the response's trace, usage and verdict into rec.
-func fill(rec *Record, req *model.Request, resp *model.Response, t *Task) {
+// fill copies the response's trace and usage into rec.
+func fill(rec *Record, resp *model.Response) {
 	rec.E2EMs = ms(rec.DoneAt.Sub(rec.IntendedAt))
 	rec.FirstByteAt = rec.DoneAt
 	if resp == nil {
@@ -446,29 +460,6 @@ func fill(rec *Record, req *model.Request, resp *model.Response, t *Task) {
 	if rec.Outcome == OutcomeOK {
 		rec.Output = resp.Content
 	}
-	rec.Category, rec.Correct, rec.Pass = judgeAnswer(rec.Outcome, rec.ContractOK, resp, req, t)
-}
-
-// judgeAnswer decides whether an answer passes: outcome ok, contract met,
-// category (and human-review flag, when expected) right, and built for the
-// request's own scope.
-func judgeAnswer(outcome string, contractOK bool, resp *model.Response, req *model.Request, t *Task) (category string, correct, pass bool) {
-	if resp == nil {
-		return "", false, false
-	}
-	category, review, ok := answerFields(resp.Content)
-	if !ok {
-		return "", false, false
-	}
-	correct = t.Expected != nil && category == t.Expected.Category
-	if correct && t.Expected.NeedsHumanReview != nil {
-		correct = review != nil && *review == *t.Expected.NeedsHumanReview
-	}
-	if t.Expected == nil {
-		correct = true // nothing to compare against: only the contract and scope decide
-	}
-	sameScope := resp.Scope.Equal(req.Scope)
-	return category, correct, outcome == OutcomeOK && contractOK && correct && sameScope
 }
 
 // judge asks the model the router did not choose, to classify the routing
@@ -494,7 +485,10 @@ func (r *Runner) judge(ctx context.Context, arm *ArmStack, t *Task, req *model.R
 		rec.ShadowCost = sresp.Usage.Cost
 	}
 	okContract := sresp != nil && sresp.Trace.Validated && sresp.Trace.ContractOK
-	_, _, otherPass := judgeAnswer(out, okContract, sresp, sreq, t)
+	g := r.judgeAnswer(ctx, out, okContract, sresp, sreq, t, true)
+	rec.GradeCost += g.Cost
+	rec.GradeMs += ms(g.Latency)
+	otherPass := g.pass
 	switch {
 	case !rec.Pass && !otherPass:
 		rec.Misroute = MisrouteHopeless

@@ -14,6 +14,7 @@ import (
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/stack"
 )
@@ -35,7 +36,9 @@ type Setup struct {
 	ContractRaw  []byte
 
 	embedded fs.FS
+	base     string // folder of the experiment file, for relative references ("" for the embedded default)
 	contract *contract.Contract
+	grader   *grade.Grader
 	backends map[string]model.Model
 	nominal  bool // simulated models sleep nothing and report nominal durations (outcome tables)
 }
@@ -72,6 +75,7 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 	if path != "" {
 		base = filepath.Dir(path)
 	}
+	s.base = base
 	resolve := func(ref string) string {
 		if path == "" && !strings.HasPrefix(ref, embeddedPrefix) && !filepath.IsAbs(ref) {
 			return embeddedPrefix + ref
@@ -158,6 +162,12 @@ func (s *Setup) check() error {
 	if s.backends, err = s.buildBackends(); err != nil {
 		return err
 	}
+	if s.grader, err = s.buildGrader(); err != nil {
+		return err
+	}
+	if err := planTasks(s.Tasks, s.TasksName, s.grader); err != nil {
+		return err
+	}
 	for _, a := range s.Exp.Arms {
 		arm, err := s.BuildArm(a, 0)
 		if err != nil {
@@ -231,13 +241,19 @@ type CacheMetrics = stack.CacheMetrics
 
 // Manifest describes a run of this setup.
 func (s *Setup) Manifest(runID string) *Manifest {
-	return NewManifest(runID, s.Exp, s.TasksName, s.TasksRaw, len(s.Tasks), s.ContractName, s.contract.Hash())
+	m := NewManifest(runID, s.Exp, s.TasksName, s.TasksRaw, len(s.Tasks), s.ContractName, s.contract.Hash())
+	if !s.Exp.Grade.IsZero() {
+		g := s.Exp.Grade
+		m.Grade = &g
+	}
+	m.PassRule = s.PassRule()
+	return m
 }
 
 // Runner returns a runner that plays this setup and hands each record to emit.
 func (s *Setup) Runner(runID string, emit func(Record) error) *Runner {
 	return &Runner{
-		Exp: s.Exp, Tasks: s.Tasks, ContractHash: s.contract.Hash(), RunID: runID, Emit: emit,
+		Exp: s.Exp, Tasks: s.Tasks, ContractHash: s.contract.Hash(), Grader: s.grader, RunID: runID, Emit: emit,
 		Build: func(spec ArmSpec, repeat int) (*ArmStack, func(), error) {
 			b, err := s.BuildArm(spec, repeat)
 			if err != nil {
@@ -258,5 +274,5 @@ func (s *Setup) SummaryOptions() analysis.Options {
 		}
 	}
 	g := s.Exp.Gate
-	return analysis.Options{LargeModels: large, Gate: &g}
+	return analysis.Options{LargeModels: large, Gate: &g, PassRule: s.PassRule()}
 }

@@ -1,39 +1,43 @@
 package eval
 
 import (
-	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/internal/inputerr"
+	"github.com/crab-testbed/crab/internal/jsonl"
 
 	"github.com/crab-testbed/crab/model"
 )
 
 // Task is one request of a workload: one line of a tasks JSONL file.
 //
-// Difficulty and Expected are labels for reports and for judging answers;
-// no model and no router ever reads them.
+// Group, Difficulty and Expected are labels for reports and for grading
+// answers; no model and no router ever reads them.
 type Task struct {
-	ID         string    `json:"id"`
-	Text       string    `json:"text"`
-	Tenant     string    `json:"tenant"`
-	User       string    `json:"user"`
-	Permission string    `json:"permission"`
-	Lang       string    `json:"lang"`
-	DocVersion string    `json:"doc_version"`
-	Group      string    `json:"group"`      // short, long or tool
-	Difficulty string    `json:"difficulty"` // easy or hard
-	Expected   *Expected `json:"expected,omitempty"`
-}
+	ID         string `json:"id"`
+	Text       string `json:"text"`
+	Tenant     string `json:"tenant"`
+	User       string `json:"user"`
+	Permission string `json:"permission"`
+	Lang       string `json:"lang"`
+	DocVersion string `json:"doc_version"`
+	Group      string `json:"group,omitempty"`      // free-form label for breakdowns (e.g. short, long, tool)
+	Difficulty string `json:"difficulty,omitempty"` // free-form label for breakdowns (e.g. easy, hard)
+	// Expected is a partial answer: any fields of the contract, nested
+	// ones as nested objects, numbers as json.Number. Each is checked
+	// against the contract when the experiment loads and graded against
+	// the answer's (equals unless the experiment's grade section says
+	// otherwise).
+	Expected map[string]any `json:"expected,omitempty"`
 
-// Expected is what a correct answer to a task says.
-type Expected struct {
-	Category         string `json:"category"`
-	NeedsHumanReview *bool  `json:"needs_human_review,omitempty"`
+	line int         // line in the task file, for errors found after reading
+	plan *grade.Plan // what answers are graded against; nil: the default rule, unchecked
 }
 
 // Scope is the scope a request for this task runs under.
@@ -65,28 +69,21 @@ func (e *InputError) Is(target error) bool { return target == ErrBadInput }
 func ReadTasks(r io.Reader, name string) ([]Task, error) {
 	var tasks []Task
 	seen := map[string]int{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	sc := jsonl.NewScanner(r, true)
 	line := 0
 	for sc.Scan() {
-		line++
-		raw := bytes.TrimSpace(sc.Bytes())
-		if len(raw) == 0 || raw[0] == '#' {
-			continue
-		}
-		var t Task
-		if err := DecodeStrict(raw, &t); err != nil {
+		line = sc.Line()
+		t, err := decodeTask(sc.Bytes())
+		if err != nil {
 			return nil, jsonLineError(name, line, err)
 		}
+		t.line = line
 		for _, f := range []struct{ name, v string }{
 			{"id", t.ID}, {"text", t.Text}, {"tenant", t.Tenant}, {"permission", t.Permission}, {"lang", t.Lang}, {"doc_version", t.DocVersion},
 		} {
 			if strings.TrimSpace(f.v) == "" {
 				return nil, &InputError{File: name, Line: line, Field: f.name, Msg: "required and empty"}
 			}
-		}
-		if t.Expected != nil && t.Expected.Category == "" {
-			return nil, &InputError{File: name, Line: line, Field: "expected.category", Msg: "required when expected is given"}
 		}
 		if prev, dup := seen[t.ID]; dup {
 			return nil, &InputError{File: name, Line: line, Field: "id", Msg: fmt.Sprintf("duplicate id %q (first on line %d)", t.ID, prev)}
@@ -95,12 +92,56 @@ func ReadTasks(r io.Reader, name string) ([]Task, error) {
 		tasks = append(tasks, t)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &InputError{File: name, Line: line + 1, Msg: err.Error()}
+		return nil, &InputError{File: name, Line: sc.Line() + 1, Msg: err.Error()}
 	}
 	if len(tasks) == 0 {
 		return nil, &InputError{File: name, Msg: "no tasks"}
 	}
 	return tasks, nil
+}
+
+// decodeTask decodes one task line strictly, reading expected with exact
+// numbers (json.Number), as answers are read.
+func decodeTask(raw []byte) (Task, error) {
+	var w struct {
+		Task
+		Expected json.RawMessage `json:"expected,omitempty"`
+	}
+	if err := DecodeStrict(raw, &w); err != nil {
+		return Task{}, err
+	}
+	t := w.Task
+	if len(w.Expected) > 0 && !bytes.Equal(w.Expected, []byte("null")) {
+		dec := json.NewDecoder(bytes.NewReader(w.Expected))
+		dec.UseNumber()
+		if err := dec.Decode(&t.Expected); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return Task{}, &json.UnmarshalTypeError{Value: te.Value, Type: te.Type, Field: "expected"}
+			}
+			return Task{}, err
+		}
+	}
+	return t, nil
+}
+
+// planTasks checks every task's expected answer against the contract and
+// the grade rules (an *InputError naming the file, line and field, as
+// expected/POINTER) and keeps each task's plan.
+func planTasks(tasks []Task, name string, g *grade.Grader) error {
+	for i := range tasks {
+		t := &tasks[i]
+		p, err := g.Plan(t.Expected)
+		if err != nil {
+			var ee *grade.ExpectError
+			if errors.As(err, &ee) {
+				return &InputError{File: name, Line: t.line, Field: "expected" + ee.Pointer, Msg: ee.Msg}
+			}
+			return &InputError{File: name, Line: t.line, Field: "expected", Msg: err.Error()}
+		}
+		t.plan = p
+	}
+	return nil
 }
 
 // DecodeStrict decodes one JSON value into v, rejecting unknown fields and

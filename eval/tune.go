@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/internal/atomicfile"
+	"github.com/crab-testbed/crab/internal/jsonl"
 
 	"go.yaml.in/yaml/v3"
 
@@ -84,7 +85,7 @@ type OutcomeRow struct {
 	Outcome    string  `json:"outcome"`
 	Error      string  `json:"error,omitempty"`
 	ContractOK bool    `json:"contract_ok"`
-	Category   string  `json:"category,omitempty"`
+	Category   string  `json:"category,omitempty"` // written by older crab versions (the triage category); read, never written
 	Correct    bool    `json:"correct"`
 	Pass       bool    `json:"pass"`
 	LatencyMs  float64 `json:"latency_ms"`
@@ -153,6 +154,9 @@ func (s *Setup) UseTasks(path string) error {
 	if err != nil {
 		return err
 	}
+	if err := planTasks(tasks, path, s.grader); err != nil {
+		return err
+	}
 	s.TasksName, s.TasksRaw, s.Tasks = path, raw, tasks
 	return nil
 }
@@ -202,6 +206,12 @@ func (s *Setup) OutcomeKey(t TuneTarget) (key string, small, large OutcomeModel,
 		Small, Large            ModelSpec
 	}{OutcomeFormat, HashBytes(s.TasksRaw), s.contract.Hash(), s.Exp.Seed, s.Exp.Timeout.Std().String(), s.Exp.Retry,
 		t.Arm.Mode, t.Arm.System, t.Arm.MaxTokens, t.Arm.Temperature, t.Arm.Contract, sm, lm})
+	if !s.Exp.Grade.IsZero() {
+		// The grade section changes which outcomes pass; the default rule
+		// keeps the key tables were written under before it existed.
+		g, _ := json.Marshal(s.Exp.Grade)
+		b = append(b, g...)
+	}
 	return HashBytes(b), small, large, nil
 }
 
@@ -250,7 +260,7 @@ func (s *Setup) BuildOutcomeTable(ctx context.Context, t TuneTarget, progress io
 		Latency: OutcomeLatency, Created: time.Now().UTC().Truncate(time.Second),
 	}}
 	tab.Rows = make([]OutcomeRow, 2*len(s.Tasks))
-	r := &Runner{ContractHash: s.contract.Hash()}
+	r := &Runner{ContractHash: s.contract.Hash(), Grader: s.grader}
 	for role, name := range []string{t.Small, t.Large} {
 		spec := t.Arm
 		spec.Name, spec.Model = "outcomes-"+name, name
@@ -316,7 +326,8 @@ func (s *Setup) outcome(ctx context.Context, stack model.Model, r *Runner, spec 
 	if row.Outcome == OutcomeTimeout {
 		row.LatencyMs = ms(s.Exp.Timeout.Std())
 	}
-	row.Category, row.Correct, row.Pass = judgeAnswer(row.Outcome, row.ContractOK, resp, req, t)
+	g := r.judgeAnswer(ctx, row.Outcome, row.ContractOK, resp, req, t, true)
+	row.Correct, row.Pass = g.Correct, g.pass
 	return row
 }
 
@@ -345,6 +356,9 @@ func ReadOutcomeTable(r io.Reader, name string) (*OutcomeTable, error) {
 	for sc.Scan() {
 		line++
 		raw := bytes.TrimSpace(sc.Bytes())
+		if line == 1 {
+			raw = jsonl.TrimBOM(raw)
+		}
 		if len(raw) == 0 {
 			continue
 		}

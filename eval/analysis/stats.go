@@ -60,6 +60,9 @@ type Options struct {
 	// work. Without it such a candidate is rejected as a comparison of
 	// different work; with it the difference is only warned about.
 	AllowContractChange bool
+	// PassRule is the pass rule the records were graded by, in words, for
+	// the notes; empty (records from elsewhere) says nothing.
+	PassRule string
 }
 
 // Summary is everything `crab report` prints: per arm figures, the paired
@@ -96,6 +99,11 @@ type ArmSummary struct {
 	// failed, but left out of every latency figure.
 	Cancelled int `json:"cancelled,omitempty"`
 	Pass      int `json:"pass"`
+	// GradeErrors counts answers a grader could not decide (counted as
+	// not passing); GradeCost is what the graders cost (a judge model),
+	// never part of Cost.
+	GradeErrors int     `json:"grade_errors,omitempty"`
+	GradeCost   float64 `json:"grade_cost,omitempty"`
 
 	P50Ms  float64 `json:"p50_ms"`
 	P90Ms  float64 `json:"p90_ms"`
@@ -286,11 +294,16 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		opt.Incomplete = why
 	}
 	decide(s, opt)
+	answerWarnings(t, s, byArm)
 
 	s.Notes = append(s.Notes,
 		"percentiles are nearest rank (p_q = x[ceil(q·n/100)]); latency counts every request, a failed one at the time it ended; ok_* count successful requests only",
 		"cost per pass = cost of all requests, failed ones included, / passing requests",
 		g.String())
+	if opt.PassRule != "" {
+		s.Notes = append(s.Notes, opt.PassRule)
+	}
+	s.Notes = append(s.Notes, gradeNotes(s)...)
 	if len(s.Arms) > 1 {
 		per := "task"
 		if multiRepeat {

@@ -92,10 +92,25 @@ type Record struct {
 	Contract   string   `json:"contract,omitempty"`
 	ContractOK bool     `json:"contract_ok"`
 	Violations []string `json:"violations,omitempty"`
-	Category   string   `json:"category,omitempty"` // the answer's category
-	Expected   string   `json:"expected,omitempty"` // the task's expected category
-	Correct    bool     `json:"correct"`
-	Pass       bool     `json:"pass"`
+	// Category and Expected are read from records of older crab versions,
+	// which wrote the triage answer's category and the expected one; crab
+	// no longer writes them (grade_reason says what a grade found).
+	Category string `json:"category,omitempty"`
+	Expected string `json:"expected,omitempty"`
+	Correct  bool   `json:"correct"` // the graders accept the answer against the task's expected answer
+	Pass     bool   `json:"pass"`
+	// GradeReason says why the graders did not accept the answer (the
+	// first failed check, or an external grader's reason).
+	GradeReason string `json:"grade_reason,omitempty"`
+	// GradeError is set when a grader could not decide (a command that
+	// timed out, crashed or printed no verdict; a judge that failed): a
+	// grading error, counted in the report and never a pass.
+	GradeError string `json:"grade_error,omitempty"`
+	// GradeCost and GradeMs are what the external graders cost (a judge
+	// model's tokens) and took: evaluation overhead, never part of Cost
+	// or of any latency.
+	GradeCost float64 `json:"grade_cost,omitempty"`
+	GradeMs   float64 `json:"grade_ms,omitempty"`
 
 	Output string `json:"output,omitempty"` // the answer as delivered
 }
@@ -192,6 +207,14 @@ func (rec *Record) AppendJSON(dst []byte) ([]byte, bool) {
 	b = appendOmitString(b, `,"expected":`, rec.Expected)
 	b = appendBool(b, `,"correct":`, rec.Correct)
 	b = appendBool(b, `,"pass":`, rec.Pass)
+	b = appendOmitString(b, `,"grade_reason":`, rec.GradeReason)
+	b = appendOmitString(b, `,"grade_error":`, rec.GradeError)
+	if rec.GradeCost != 0 {
+		b, ok = appendFloat(b, `,"grade_cost":`, rec.GradeCost, ok)
+	}
+	if rec.GradeMs != 0 {
+		b, ok = appendFloat(b, `,"grade_ms":`, rec.GradeMs, ok)
+	}
 	b = appendOmitString(b, `,"output":`, rec.Output)
 	b = append(b, '}')
 	if !ok {

@@ -32,15 +32,20 @@ type RecordSet struct {
 // statistics read the same names in both forms.
 type Rec struct {
 	Arm, TaskID, Group, Outcome, Cache, Leak, Model, Misroute, Contract Sym
+	// Violation is the answer's first contract violation and GradeFail the
+	// grade's failed check, each as "pointer: rule" (see RuleKey), for
+	// naming what most answers got wrong.
+	Violation, GradeFail Sym
 
 	Repeat int
 
 	E2EMs, TTFTMs, LagMs, QueueMs                float64
 	Cost, ShadowCost, EscalationCost, RouteScore float64
+	GradeCost, GradeMs                           float64
 
 	TokensOut, Attempts int32
 
-	Warmup, ContractOK, Pass, Routed, Escalated, ScopeMismatch, SlotWait bool
+	Warmup, ContractOK, Pass, Routed, Escalated, ScopeMismatch, SlotWait, GradeError bool
 	// Timed is set when the record carries an intended send time (a run's
 	// records; interchange CSV has none).
 	Timed bool
@@ -162,7 +167,8 @@ func (s *RecordSet) push(r *Record) {
 	*c = append(*c, Rec{
 		Arm: s.syms.of(r.Arm), TaskID: s.syms.of(r.TaskID), Group: s.syms.of(r.Group), Outcome: s.syms.of(r.Outcome),
 		Cache: s.syms.of(r.Cache), Leak: s.syms.of(r.Leak), Model: s.syms.of(r.Model), Misroute: s.syms.of(r.Misroute),
-		Contract: s.syms.of(r.Contract), Repeat: r.Repeat,
+		Contract: s.syms.of(r.Contract), Violation: s.syms.of(firstRuleKey(r.Violations)), GradeFail: s.syms.of(RuleKey(r.GradeReason)),
+		Repeat: r.Repeat, GradeCost: r.GradeCost, GradeMs: r.GradeMs, GradeError: r.GradeError != "",
 		E2EMs: r.E2EMs, TTFTMs: r.TTFTMs, LagMs: r.LagMs, QueueMs: r.QueueMs,
 		Cost: r.Cost, ShadowCost: r.ShadowCost, EscalationCost: r.EscalationCost, RouteScore: r.RouteScore,
 		TokensOut: int32(r.TokensOut), Attempts: int32(r.Attempts),
@@ -243,4 +249,26 @@ func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
 	}
 	s.seen = nil // the duplicate check is done: free it for the statistics
 	return s, nil
+}
+
+// RuleKey is the "pointer: rule" head of a violation or a grade reason
+// ("/evidence: required: missing ..." → "/evidence: required"), the part
+// answers share when they fail the same way; "" for "".
+func RuleKey(s string) string {
+	i := strings.Index(s, ": ")
+	if i < 0 {
+		return s
+	}
+	j := strings.Index(s[i+2:], ": ")
+	if j < 0 {
+		return s
+	}
+	return s[:i+2+j]
+}
+
+func firstRuleKey(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return RuleKey(vs[0])
 }

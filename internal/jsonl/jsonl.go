@@ -15,6 +15,11 @@ const MaxLine = 16 << 20
 
 var bom = []byte("\xef\xbb\xbf")
 
+// TrimBOM drops a UTF-8 byte order mark (as spreadsheet exports write) from
+// the start of b; every crab reader of a user's text file calls it or
+// reads through a Scanner, which does.
+func TrimBOM(b []byte) []byte { return bytes.TrimPrefix(b, bom) }
+
 // Scanner reads the non-blank lines of a stream, trimmed of white space.
 type Scanner struct {
 	sc       *bufio.Scanner

@@ -376,3 +376,40 @@ func TestCompleteSendsConversation(t *testing.T) {
 		}
 	}
 }
+
+func TestPing(t *testing.T) {
+	t.Parallel()
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" || r.Header.Get("Authorization") != "Bearer k" {
+			http.Error(w, `{"error":{"message":"no"}}`, http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
+	}))
+	defer ok.Close()
+	for _, tc := range []struct {
+		name, url, key string
+		want           string
+	}{
+		{"answers", ok.URL + "/v1", "k", ""},
+		{"refuses the key", ok.URL + "/v1", "bad", "openai: server does not answer: model big: GET " + ok.URL + "/v1/models: error, status code: 401, status: 401 Unauthorized, message: no"},
+		{"wrong path", ok.URL + "/v2/", "k", "openai: server does not answer: model big: GET " + ok.URL + "/v2/models: error, status code: 401, status: 401 Unauthorized, message: no"},
+	} {
+		b, err := New(Config{Name: "big", BaseURL: tc.url, Model: "m", APIKey: tc.key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = b.Ping(context.Background())
+		got := ""
+		if err != nil {
+			got = err.Error()
+			if !errors.Is(err, ErrUnreachable) {
+				t.Errorf("%s: %v does not wrap ErrUnreachable", tc.name, err)
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: got %q; want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package grade
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/model"
+)
+
+// DefaultJudgeContract is the judge's contract when the grade section
+// names none: a verdict and its reason.
+const DefaultJudgeContract = `{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "title": "judge",
+  "description": "Whether an answer to a task is right, and why.",
+  "type": "object",
+  "properties": {
+    "pass": {"description": "True when the answer is right for the task.", "type": "boolean"},
+    "reason": {"description": "One sentence saying why.", "type": "string"}
+  },
+  "required": ["pass", "reason"],
+  "additionalProperties": false
+}
+`
+
+// Judge is the model grader (see JudgeConfig).
+type Judge struct {
+	cfg   JudgeConfig
+	model model.Model
+	sem   chan struct{}
+}
+
+// NewJudge returns the judge grader: m is the judge's backend, c its
+// contract (nil: DefaultJudgeContract), which must have a required boolean
+// field pass. Every judge answer is validated against c; one that fails it
+// is a grading error.
+func NewJudge(cfg JudgeConfig, m model.Model, c *contract.Contract) (*Judge, error) {
+	if c == nil {
+		var err error
+		if c, err = contract.Load("judge contract", []byte(DefaultJudgeContract)); err != nil {
+			return nil, err
+		}
+	}
+	f, err := c.Field("/pass")
+	if err != nil || !f.Admits("boolean") || slices.Contains(f.Types(), "string") || !slices.Contains(c.Required(), "pass") {
+		return nil, &ConfigError{Field: "grade.judge.contract", Path: []any{"grade", "judge", "contract"}, Line: cfg.Line,
+			Msg: fmt.Sprintf("%s: a judge contract needs a required boolean field pass", c.Name())}
+	}
+	mw, err := contract.New(c, contract.Config{})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultJudgeTimeout
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	return &Judge{cfg: cfg, model: mw(m), sem: make(chan struct{}, cfg.Concurrency)}, nil
+}
+
+func (j *Judge) grade(ctx context.Context, in Input, answer any) verdict {
+	select {
+	case j.sem <- struct{}{}:
+	case <-ctx.Done():
+		return verdict{err: "judge: not asked: " + ctx.Err().Error()}
+	}
+	defer func() { <-j.sem }()
+	msg, err := json.Marshal(struct {
+		Task   any `json:"task"`
+		Answer any `json:"answer"`
+	}{in.Task, answer})
+	if err != nil {
+		return verdict{err: "judge: cannot encode its input: " + err.Error()}
+	}
+	req := &model.Request{
+		TaskID: "judge/" + in.TaskID, Text: string(msg), System: j.cfg.Instructions,
+		Model: j.cfg.Model, Mode: model.ModeFull, MaxTokens: j.cfg.MaxTokens,
+	}
+	cctx, cancel := context.WithTimeout(ctx, j.cfg.Timeout)
+	defer cancel()
+	resp, err := j.model.Complete(cctx, req)
+	var cost float64
+	if resp != nil {
+		cost = resp.Usage.Cost
+	}
+	switch {
+	case cctx.Err() == context.DeadlineExceeded:
+		return verdict{err: fmt.Sprintf("judge: timed out after %s", j.cfg.Timeout), cost: cost}
+	case err != nil:
+		return verdict{err: "judge: " + err.Error(), cost: cost}
+	}
+	doc, err := contract.DecodeAnswer(resp.Content)
+	obj, _ := doc.(map[string]any)
+	pass, ok := obj["pass"].(bool)
+	if err != nil || !ok {
+		return verdict{err: "judge: answered without a boolean pass", cost: cost}
+	}
+	reason, _ := obj["reason"].(string)
+	return verdict{pass: pass, reason: "judge: " + reason, cost: cost}
+}
+
+// Timeout is how long one judge call may take.
+func (j *Judge) Timeout() time.Duration { return j.cfg.Timeout }
