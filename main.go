@@ -53,6 +53,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		serveCmd(),
 		tuneCmd(),
 		auditCmd(),
+		exportCmd(),
 	}
 	for _, c := range cmds {
 		c.OnUsageError = usageError
