@@ -113,6 +113,11 @@ func timeOrNil(t time.Time) *time.Time {
 	return &t
 }
 
+// rowGroupRows bounds a row group: the writer holds one group's pages in
+// memory until the group is flushed, and readers can skip whole groups by
+// their statistics.
+const rowGroupRows = 64 << 10
+
 // parquetBatch is how many rows are converted and handed to the writer at
 // a time, so the rows never exist twice in full.
 const parquetBatch = 4096
@@ -122,6 +127,7 @@ const parquetBatch = 4096
 func writeParquet(w io.Writer, recs []eval.Record) error {
 	pw := parquet.NewGenericWriter[Row](w,
 		parquet.Compression(&parquet.Zstd),
+		parquet.MaxRowsPerRowGroup(rowGroupRows),
 		parquet.CreatedBy("crab", "", ""),
 	)
 	rows := make([]Row, 0, parquetBatch)
