@@ -55,6 +55,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		tuneCmd(),
 		auditCmd(),
 		tasksCmd(),
+		exportCmd(),
 	}
 	for _, c := range cmds {
 		c.OnUsageError = usageError

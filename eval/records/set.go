@@ -214,6 +214,25 @@ func (s *RecordSet) Each(f func(r *Rec)) {
 // optional contract column names the contract (its hash or any other
 // identifier) the answers were validated against.
 func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
+	return readInto(paths, stdin, nil)
+}
+
+// ReadAll reads full records from paths exactly as ReadSet does (the same
+// inputs, the same strict decoding and duplicate check, a torn last line
+// kept apart in the set's Torn), for commands that need every field of a
+// record, such as an export. It holds every record in memory; statistics
+// read the compact ReadSet instead.
+func ReadAll(paths []string, stdin io.Reader) ([]Record, *RecordSet, error) {
+	var all []Record
+	set, err := readInto(paths, stdin, func(rec *Record) { all = append(all, *rec) })
+	if err != nil {
+		return nil, nil, err
+	}
+	return all, set, nil
+}
+
+// readInto is ReadSet; keep, if set, also gets every record read.
+func readInto(paths []string, stdin io.Reader, keep func(*Record)) (*RecordSet, error) {
 	if len(paths) == 0 {
 		return nil, &InputError{File: "-", Msg: "no input: name a run directory, a records.jsonl, a CSV file, or - for stdin"}
 	}
@@ -230,6 +249,9 @@ func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
 		err = streamRecords(r, name, func(rec *Record, line int) error {
 			file, prev, dup := s.add(rec, line)
 			if !dup {
+				if keep != nil {
+					keep(rec)
+				}
 				return nil
 			}
 			if file == s.current {

@@ -1,0 +1,76 @@
+// Package export writes crab records in the formats other tools read:
+// Parquet for columnar engines (DuckDB, Spark, ClickHouse, pandas), the
+// interchange CSV that crab report itself reads, and records.jsonl.
+//
+// Every format is one entry of a single registry (Formats, Write), so help
+// text, validation and dispatch agree.
+package export
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/crab-testbed/crab/eval/records"
+)
+
+// ErrUnknownFormat is returned by Write for a format no writer is
+// registered for.
+var ErrUnknownFormat = errors.New("export: unknown format")
+
+// format is one way of writing records.
+type format struct {
+	name  string
+	about string // one line for help text
+	write func(io.Writer, []records.Record) error
+}
+
+// formats is the registry, in the order help text lists them.
+func formats() []format {
+	return []format{
+		{"parquet", "one row per request, typed columns, zstd-compressed (answer text left out)", writeParquet},
+		{"csv", "interchange CSV as crab report reads it (warm-up requests left out: the format cannot mark them)", writeCSV},
+		{"jsonl", "records.jsonl, byte for byte as crab run writes it", writeJSONL},
+	}
+}
+
+// Formats lists the format names Write accepts, in the order help text
+// shows them.
+func Formats() []string {
+	var names []string
+	for _, f := range formats() {
+		names = append(names, f.name)
+	}
+	return names
+}
+
+// Help describes each format in one line, for a command's usage text.
+func Help() string {
+	var b strings.Builder
+	for _, f := range formats() {
+		fmt.Fprintf(&b, "  %-8s %s\n", f.name, f.about)
+	}
+	return b.String()
+}
+
+// Known reports whether Write accepts name.
+func Known(name string) bool {
+	for _, f := range formats() {
+		if f.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Write writes recs to w in the named format; an unknown name is
+// ErrUnknownFormat and nothing is written.
+func Write(w io.Writer, name string, recs []records.Record) error {
+	for _, f := range formats() {
+		if f.name == name {
+			return f.write(w, recs)
+		}
+	}
+	return fmt.Errorf("%w %q (want %s)", ErrUnknownFormat, name, strings.Join(Formats(), ", "))
+}
