@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/crab-testbed/crab/model"
 )
 
 // ModelSpec declares a model backend and its prices.
@@ -101,10 +103,26 @@ type ContractSpec struct {
 	EscalateTo string `yaml:"escalate_to"` // model for policy escalate
 }
 
-// RetrySpec is the retry policy for failed model calls.
+// RetrySpec is the retry policy for failed model calls (see
+// model.RetryPolicy for what is retried: network errors, attempt timeouts,
+// HTTP 408, 429 and 5xx, nothing else).
 type RetrySpec struct {
 	MaxAttempts int      `yaml:"max_attempts"` // total attempts, first included (default 1: no retry)
 	Backoff     Duration `yaml:"backoff"`      // wait before the second attempt, doubled after
+	// AttemptTimeout bounds one attempt; an attempt that runs out of it is
+	// retried within the request's deadline (default: none).
+	AttemptTimeout Duration `yaml:"attempt_timeout" json:",omitempty"`
+	// MaxRetryAfter caps the wait a server asks for with Retry-After
+	// (default 10s).
+	MaxRetryAfter Duration `yaml:"max_retry_after" json:",omitempty"`
+}
+
+// Policy is the model's retry policy of the spec.
+func (r RetrySpec) Policy() model.RetryPolicy {
+	return model.RetryPolicy{
+		MaxAttempts: max(r.MaxAttempts, 1), Backoff: r.Backoff.Std(),
+		AttemptTimeout: r.AttemptTimeout.Std(), MaxRetryAfter: r.MaxRetryAfter.Std(),
+	}
 }
 
 // Duration is a time.Duration written as "250ms", "10s" in YAML.
