@@ -1,11 +1,13 @@
 package stack
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -27,6 +29,16 @@ type ModelSpec struct {
 	PriceOutPerMTok float64 `yaml:"price_out_per_mtok"` // cost units per million output tokens
 
 	Faults Faults `yaml:"faults"`
+}
+
+// MarshalJSON writes the spec as encoding/json would, with the password of
+// a user:password base URL masked: the spec goes into manifests and
+// outcome keys, which must never hold a credential.
+func (m ModelSpec) MarshalJSON() ([]byte, error) {
+	type plain ModelSpec // no methods: no recursion
+	p := plain(m)
+	p.BaseURL = redact.URL(p.BaseURL)
+	return json.Marshal(p)
 }
 
 // Backends a ModelSpec may name.
