@@ -302,9 +302,9 @@ func TestFailuresNeverCached(t *testing.T) {
 	}{
 		{"malformed, policy fail", sim.Config{MalformedRate: 1}, simserver.Faults{}, "", "", 502, "contract_violation", "fail", `crab_serve_contract_failures_total{kind="invalid_json"} 2`, "1", 1, false, false},
 		{"refusal, policy reask", sim.Config{RefusalRate: 1}, simserver.Faults{}, "", "contract: {file: triage.schema.json, policy: reask}\n", 502, "contract_violation", "fail", `crab_serve_contract_failures_total{kind="refusal"} 2`, "2", 2, true, false},
-		{"rate limited, retried", sim.Config{}, simserver.Faults{RateLimit: 1}, "", "retry: {max_attempts: 2, backoff: 1ms}\n", 429, "rate_limit_exceeded", "none", `crab_serve_upstream_errors_total{status="429"} 4`, "2", 2, false, false},
-		{"overloaded", sim.Config{}, simserver.Faults{ServerError: 1}, "", "", 503, "overloaded", "none", `crab_serve_upstream_errors_total{status="503"} 2`, "1", 1, true, false},
-		{"model error", sim.Config{ErrorRate: 1}, simserver.Faults{}, "", "", 500, "simulated_error", "none", `crab_serve_upstream_errors_total{status="500"} 2`, "1", 1, false, false},
+		{"rate limited, retried", sim.Config{}, simserver.Faults{RateLimit: 1}, "", "retry: {max_attempts: 2, backoff: 1ms, max_retry_after: 5ms}\n", 429, "upstream_rate_limited", "none", `crab_serve_upstream_errors_total{status="429"} 4`, "2", 2, false, false},
+		{"overloaded", sim.Config{}, simserver.Faults{ServerError: 1}, "", "", 503, "upstream_unavailable", "none", `crab_serve_upstream_errors_total{status="503"} 2`, "1", 1, true, false},
+		{"model error", sim.Config{ErrorRate: 1}, simserver.Faults{}, "", "", 502, "upstream_error", "none", `crab_serve_upstream_errors_total{status="500"} 2`, "1", 1, false, false},
 		{"cut mid-stream", sim.Config{}, simserver.Faults{Disconnect: 1}, "", "", 502, "upstream_error", "none", `crab_serve_upstream_errors_total{status="network"} 2`, "1", 1, false, false},
 		{"hang", sim.Config{HangRate: 1}, simserver.Faults{}, "", "timeout: 100ms\n", 504, "timeout", "none", `crab_serve_upstream_errors_total{status="timeout"} 2`, "1", 1, false, true},
 		{"upstream auth", sim.Config{}, simserver.Faults{}, authFail.URL + "/v1", "", 502, "upstream_auth", "none", `crab_serve_upstream_errors_total{status="401"} 2`, "1", 0, false, false},
