@@ -45,6 +45,7 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -218,7 +219,8 @@ func (b *Backend) Close() { b.http.CloseIdleConnections() }
 // model.FinishRefusal; judging it is the contract layer's job.
 //
 // Errors: an HTTP error status returns a *StatusError (wrapping
-// model.ErrBackend) with the status and the server's message; a broken
+// model.ErrBackend) with the status, the server's message (credentials
+// masked, at most 512 bytes) and the Retry-After it asked for; a broken
 // connection or a stream that ends before its finish reason wraps
 // model.ErrBackend; when ctx ends first, ctx.Err() is returned. A failed
 // call still returns a response carrying its trace.
@@ -258,13 +260,19 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 			if se.Wait == 0 {
 				se.Wait = parseRetryAfter(retryAfter, b.now())
 			}
+			// The server's words go into records and logs: a server that
+			// echoes the credential it received must not put it there.
+			se.Type, se.Code, se.Message = b.mask(se.Type), b.mask(se.Code), b.mask(se.Message)
 			return resp, se
 		}
-		return resp, fmt.Errorf("%w: %s: %v", model.ErrBackend, b.cfg.Name, err)
+		return resp, fmt.Errorf("%w: %s: %s", model.ErrBackend, b.cfg.Name, b.mask(err.Error()))
 	}
 	resp.Usage.Cost = float64(resp.Usage.TokensIn)*b.cfg.PriceIn + float64(resp.Usage.TokensOut)*b.cfg.PriceOut
 	return resp, nil
 }
+
+// mask masks credentials in a server's text, the backend's API key first.
+func (b *Backend) mask(s string) string { return redact.String(s, b.cfg.APIKey) }
 
 // request builds the chat completion request.
 func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
