@@ -11,7 +11,10 @@ require (
 	golang.org/x/text v0.42.0
 )
 
-require golang.org/x/net v0.59.0 // indirect
+require (
+	github.com/kylelemons/godebug v1.1.0 // indirect
+	golang.org/x/net v0.59.0
+)
 
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect

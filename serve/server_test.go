@@ -468,6 +468,15 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown scorer", good + "router: {small: large, large: large, scorer: astrology}\n", testKeys, `serve.yaml:4: field "router.scorer"`},
 		{"bad router mode", good + "router: {mode: dice, small: large, large: large}\n", testKeys, `serve.yaml:4: field "router.mode"`},
 		{"unknown default model", good + "default_model: huge\n", testKeys, `serve.yaml:4: field "default_model": unknown model "huge"`},
+		{"infinite price", "keys: keys.yaml\nmodels:\n  - {name: large, base_url: http://x/v1, price_out_per_mtok: .inf}\n", testKeys, `serve.yaml:3: field "models.price_out_per_mtok": prices must be finite`},
+		{"timeout 1ns", good + "timeout: 1ns\n", testKeys, `serve.yaml:4: field "timeout": must be at least 1ms`},
+		{"body timeout 1ns", good + "body_timeout: 1ns\n", testKeys, `serve.yaml:4: field "body_timeout": must be at least 1ms`},
+		{"retry attempt timeout", good + "retry: {max_attempts: 2, attempt_timeout: 10us}\n", testKeys, `serve.yaml:4: field "retry.attempt_timeout": must be at least 1ms`},
+		{"negative per-key cap", good + "max_in_flight_per_key: -1\n", testKeys, `serve.yaml:4: field "max_in_flight_per_key"`},
+		{"blank tenant", good, "keys:\n  - key: a\n    tenant: '  '\n    permission: agent\n", `keys.yaml:3: field "keys.tenant": required (not blank)`},
+		{"blank permission", good, "keys:\n  - {key: a, tenant: t, permission: ' '}\n", `keys.yaml:2: field "keys.permission": required (not blank)`},
+		{"blank key", good, "keys:\n  - {key: '  ', tenant: t, permission: p}\n", `keys.yaml:2: field "keys.key": must not hold white space`},
+		{"padded tenant", good, "keys:\n  - {key: a, tenant: ' acme', permission: p}\n", `keys.yaml:2: field "keys.tenant": must not start or end with white space`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
