@@ -25,9 +25,14 @@
 // streamed answer (cache hits included) is streamed once it is complete
 // and checked; an answer that breaks the contract is never sent with 200
 // but, after the configured re-ask or escalation, as 502 in the OpenAI
-// error format. Upstream errors keep their status (429 stays 429, 503 stays
-// 503; an upstream 401/403 becomes 502, since it is crab's credential that
-// failed) and are never cached.
+// error format. Clients get crab's own errors (OpenAI format, a stable code
+// from the Code constants, the request id); the upstream's status and
+// message go to the log, credentials masked. Errors are never cached.
+//
+// Limits (see Limits and Config): the key is checked from the headers
+// before any body is read, a body must arrive within body_timeout, a key
+// may have max_in_flight_per_key requests in flight, and ReloadKeys (on
+// SIGHUP) swaps the keys file in without dropping a connection.
 package serve
 
 import (
