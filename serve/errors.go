@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/internal/redact"
@@ -61,13 +62,25 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, reqID string, resp
 	var se *openai.StatusError
 	switch {
 	case errors.Is(err, contract.ErrViolation):
-		n := 0
+		// The client learns which rules were broken, from crab's fixed
+		// set; the violations themselves quote the answer, so they go to
+		// the log only.
+		var rules []string
 		if resp != nil {
-			n = len(resp.Trace.Violations)
-			s.logf("request %s: contract violations: %s", reqID, s.mask(fmt.Sprint(resp.Trace.Violations)))
+			seen := map[string]bool{}
+			for _, v := range resp.Trace.Violations {
+				if r := violationRule(v); !seen[r] {
+					seen[r] = true
+					rules = append(rules, r)
+				}
+			}
+			s.logf("request %s: contract violations: %s", reqID, s.mask(strings.Join(resp.Trace.Violations, "; ")))
 		}
-		s.writeError(w, reqID, http.StatusBadGateway, openai.ErrTypeServer, CodeContractViolation, "",
-			fmt.Sprintf("the answer does not meet the output contract (%d violations)", n))
+		msg := "the answer does not meet the output contract"
+		if len(rules) > 0 {
+			msg += " (rules broken: " + strings.Join(rules, ", ") + ")"
+		}
+		s.writeError(w, reqID, http.StatusBadGateway, openai.ErrTypeServer, CodeContractViolation, "", msg)
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
 		s.logf("request %s: %s", reqID, s.mask(err.Error()))
 		s.writeError(w, reqID, http.StatusGatewayTimeout, openai.ErrTypeServer, CodeTimeout, "",
