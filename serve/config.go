@@ -255,7 +255,7 @@ func Load(path string) (*Setup, error) {
 			continue
 		}
 		v, ok := os.LookupEnv(m.APIKeyEnv)
-		if !ok || v == "" {
+		if !ok || strings.TrimSpace(v) == "" {
 			return nil, &ConfigError{File: path, Line: lineOf(root, "models", strconv.Itoa(i), "api_key_env"), Field: "models.api_key_env",
 				Msg: fmt.Sprintf("model %s: environment variable %s is not set", m.Name, m.APIKeyEnv)}
 		}

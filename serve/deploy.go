@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/crab-testbed/crab/cache"
@@ -61,7 +62,7 @@ func Deploy(d Deployment) (*Setup, error) {
 			continue
 		}
 		v, ok := lookup(m.APIKeyEnv)
-		if !ok || v == "" {
+		if !ok || strings.TrimSpace(v) == "" {
 			return nil, &ConfigError{File: d.File, Field: "models.api_key_env",
 				Msg: fmt.Sprintf("model %s: environment variable %s is not set", m.Name, m.APIKeyEnv)}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/router"
@@ -143,7 +144,7 @@ func validModel(l *errs, m *ModelSpec, i int, names map[string]bool) {
 		case m.BaseURL == "":
 			l.add(p("base_url"), "required for backend openai, e.g. http://127.0.0.1:8000/v1")
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			l.add(p("base_url"), "want an http:// or https:// URL, got %q", m.BaseURL)
+			l.add(p("base_url"), "want an http:// or https:// URL, got %q", redact.URL(m.BaseURL))
 		}
 		if m.Kind != "" {
 			l.add(p("kind"), "only for backend sim")

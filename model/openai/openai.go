@@ -133,7 +133,7 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("%w: base_url is required", ErrConfig)
 	}
 	if !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://") {
-		return nil, fmt.Errorf("%w: base_url %q: want an http:// or https:// URL", ErrConfig, cfg.BaseURL)
+		return nil, fmt.Errorf("%w: base_url %q: want an http:// or https:// URL", ErrConfig, redact.URL(cfg.BaseURL))
 	}
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, fmt.Errorf("%w: model is required", ErrConfig)
