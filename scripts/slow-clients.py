@@ -37,7 +37,6 @@ req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", dat
 with urllib.request.urlopen(req) as r:
     print(f"good client with 100 slow clients connected: HTTP {r.status} in {time.time()-t0:.3f}s")
 for t in threads: t.join()
-from collections import Counter
 print("slow clients with a key:", dict(Counter((s, a) for k, s, a in results if k)))
 print("slow clients without a key:", dict(Counter((s, a) for k, s, a in results if not k)))
 # second wave, then SIGTERM while they are connected
