@@ -172,7 +172,7 @@ func slowClient(addr, key string, gap time.Duration, done <-chan struct{}) (stat
 // within its shutdown timeout while slow clients are still connected.
 func TestSlowClients(t *testing.T) {
 	t.Parallel()
-	const bodyTimeout, grace = 400 * time.Millisecond, 3 * time.Second
+	const bodyTimeout, grace = 1500 * time.Millisecond, 3 * time.Second
 	_, url := upstream(t, sim.Config{}, simserver.Faults{})
 	s, _, _ := proxy(t, url, url, "max_in_flight_per_key: 500\n")
 	addr, stop := limited(t, s, Limits{BodyTimeout: bodyTimeout}, grace)
