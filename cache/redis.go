@@ -225,22 +225,26 @@ func (r *Redis) GetWithGeneration(ctx context.Context, key uint64, tenant, permi
 	_, _ = pipe.Exec(ctx) // each command's own error is read below
 	g, missing, err := r.parseGeneration(gens)
 	if err == nil && missing {
-		// A counter is gone: nothing stored can be vouched for. Refuse
-		// the entry, and start the counter afresh for the next answer.
-		if get.Err() == nil {
-			r.uncertain.Add(1) // an entry was there: its hit is refused
-		}
+		// A counter of the caller's scope is gone: start it afresh for the
+		// next answer, at a value no entry was stamped with.
 		g, err = r.createGeneration(ctx, tenant, permission)
-		if err == nil {
-			r.misses.Add(1)
-			return nil, false, g, nil
-		}
 	}
 	if err != nil {
 		r.misses.Add(1)
 		return nil, false, Generation{}, err
 	}
 	b, gerr := get.Bytes()
+	if missing && gerr == nil {
+		if e, derr := decodeEntry(b); derr == nil && e.Scope.Tenant == tenant && e.Scope.Permission == permission {
+			// The entry was stamped with the lost counter: nothing can
+			// vouch for it any more. Refuse it. (An entry built for another
+			// scope is judged by the cache against its own scope's counters,
+			// which are created afresh the same way when lost.)
+			r.uncertain.Add(1)
+			r.misses.Add(1)
+			return nil, false, g, nil
+		}
+	}
 	e, ok := r.decoded(b, gerr)
 	return e, ok, g, nil
 }

@@ -546,3 +546,38 @@ func countKeys(ctx context.Context, c *redis.Client, match string) (int, error) 
 		cursor = next
 	}
 }
+
+// TestRedisFailsClosedAcrossScopes: under a weak key an entry built for
+// one tenant is judged by its own tenant's counter; when that counter is
+// lost after an invalidation, the entry is not served to anyone.
+func TestRedisFailsClosedAcrossScopes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newTestRedis(t)
+	c, err := New(Config{Fields: []string{PresetText}}, r) // weak key, no check on hit: leaks are served
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Middleware()((&fakeNext{}).model())
+	ask := func(tenant string) *model.Response {
+		t.Helper()
+		resp, err := m.Complete(ctx, &model.Request{Text: "refund please", Scope: model.Scope{Tenant: tenant, Permission: "agent"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	ask("acme")
+	if got := ask("globex"); got.Trace.Cache != model.CacheHit || got.Trace.Leak != LeakCrossTenant {
+		t.Fatalf("weak key, other tenant: %s %q; want the leaking hit the audit measures", got.Trace.Cache, got.Trace.Leak)
+	}
+	if err := c.InvalidateTenant(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.client.Del(ctx, r.tenantKey("acme")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := ask("globex"); got.Trace.Cache == model.CacheHit && got.Scope.Tenant == "acme" {
+		t.Fatal("acme's invalidated entry was served after its counter was lost")
+	}
+}
