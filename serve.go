@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,7 +49,8 @@ func serveCmd() *cli.Command {
 			"cache, router and contract in front of upstream OpenAI-compatible servers; GET /metrics (Prometheus)\n" +
 			"and GET /healthz. The API key (Authorization: Bearer KEY) names the tenant and permission; the\n" +
 			"language and document version come from X-Crab-Lang / X-Crab-Doc-Version or metadata lang /\n" +
-			"doc_version. SIGTERM stops accepting requests and lets those in flight finish.\n\n" +
+			"doc_version. SIGTERM stops accepting requests and lets those in flight finish; SIGHUP reads the keys\n" +
+			"file again (a rotated key works at once, a removed one is refused at once).\n\n" +
 			"--arm deploys exactly an arm that crab run measured: its models (simulated ones in process,\n" +
 			"openai ones over HTTP), cache and store, router or cascade, contract policy, and the experiment's\n" +
 			"retry policy, timeout and concurrency (without --experiment: the embedded default experiment).",
@@ -93,7 +97,12 @@ func serveProxy(ctx context.Context, o serveOptions) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv, err := serve.New(setup, serve.Options{Registry: reg})
+	logf := func(format string, args ...any) {
+		if !o.Quiet {
+			fmt.Fprintf(o.Stderr, "crab: serve: "+format+"\n", args...)
+		}
+	}
+	srv, err := serve.New(setup, serve.Options{Registry: reg, Logf: logf})
 	if err != nil {
 		if errors.Is(err, serve.ErrBadConfig) {
 			return &exitError{code: exitBadInput, err: err}
@@ -113,13 +122,10 @@ func serveProxy(ctx context.Context, o serveOptions) error {
 	if addr == "" {
 		addr = "127.0.0.1:8080"
 	}
-	logf := func(format string, args ...any) {
-		if !o.Quiet {
-			fmt.Fprintf(o.Stderr, "crab: serve: "+format+"\n", args...)
-		}
-	}
 	desc := describeArm(setup)
-	err = listenAndServe(ctx, addr, srv, o.ShutdownTimeout, func(bound string) {
+	stopReload := reloadOnHangup(srv, logf)
+	defer stopReload()
+	err = listenAndServe(ctx, addr, srv, setup.Config.Limits(), o.ShutdownTimeout, func(bound string) {
 		logf("listening on http://%s/v1 (models %s; %s)", bound, strings.Join(srv.Models(), ", "), desc)
 		if o.Ready != nil {
 			o.Ready(bound)
@@ -127,6 +133,33 @@ func serveProxy(ctx context.Context, o serveOptions) error {
 	})
 	logf("stopped")
 	return err
+}
+
+// reloadOnHangup reads the keys file again on every SIGHUP, without
+// dropping a connection; a keys file with an error leaves the old keys in
+// force. The returned function stops listening.
+func reloadOnHangup(srv *serve.Server, logf func(string, ...any)) func() {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-hup:
+				if n, err := srv.ReloadKeys(); err != nil {
+					logf("SIGHUP: keys not reloaded, the old keys stay in force: %v", err)
+				} else {
+					logf("SIGHUP: reloaded %d keys", n)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(done)
+	}
 }
 
 // loadServeSetup reads the configuration, or the experiment and the arm

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,7 +13,25 @@ import (
 
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/model/simserver"
+	"github.com/crab-testbed/crab/serve"
 )
+
+// checkLimits refuses limits that would cut every request (a typo such
+// as 1ns for 1s) or no connection at all.
+func checkLimits(l serve.Limits) error {
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"--body-timeout", l.BodyTimeout}, {"--write-timeout", l.WriteTimeout}} {
+		if f.v < time.Millisecond {
+			return badUsage("%s %v: must be at least 1ms", f.name, f.v)
+		}
+	}
+	if l.MaxConns < 1 {
+		return badUsage("--max-conns %d: must be at least 1", l.MaxConns)
+	}
+	return nil
+}
 
 // simServerOptions are the inputs of `crab sim-server`.
 type simServerOptions struct {
@@ -25,6 +42,7 @@ type simServerOptions struct {
 	Faults          sim.Config
 	Net             simserver.Faults
 	MaxBodyBytes    int64
+	Limits          serve.Limits // zero fields: serve.DefaultLimits
 	ShutdownTimeout time.Duration
 	Quiet           bool
 	Stderr          io.Writer
@@ -52,6 +70,9 @@ func simServerCmd() *cli.Command {
 			&cli.StringSliceFlag{Name: "model", Usage: "serve a simulated model as `NAME=KIND` (small or large); repeatable (default small=small, large=large)"},
 			&cli.Int64Flag{Name: "max-body-bytes", Value: 4 << 20, Usage: "largest request body accepted"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "on SIGTERM, how long in-flight answers may take to finish"},
+			&cli.DurationFlag{Name: "body-timeout", Value: serve.DefaultLimits().BodyTimeout, Usage: "a request body not received within this after its headers gets 408 and its connection closed"},
+			&cli.DurationFlag{Name: "write-timeout", Value: serve.DefaultLimits().WriteTimeout, Usage: "longest time to send an answer, from the end of the request's headers"},
+			&cli.IntFlag{Name: "max-conns", Value: serve.DefaultLimits().MaxConns, Usage: "most connections open at once; more wait until one closes"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
 			rate("error-rate", "answer HTTP 500 after the base latency (the model's server error)"),
 			rate("hang-rate", "never answer; only the client's deadline ends the call"),
@@ -73,6 +94,10 @@ func simServerCmd() *cli.Command {
 				Listen: c.String("listen"), TimeScale: c.Float64("time-scale"), Seed: c.Int64("seed"),
 				Models: c.StringSlice("model"), MaxBodyBytes: c.Int64("max-body-bytes"),
 				ShutdownTimeout: c.Duration("shutdown-timeout"), Quiet: c.Bool("quiet"), Stderr: c.App.ErrWriter,
+				Limits: serve.Limits{BodyTimeout: c.Duration("body-timeout"), WriteTimeout: c.Duration("write-timeout"), MaxConns: c.Int("max-conns")},
+			}
+			if err := checkLimits(o.Limits); err != nil {
+				return err
 			}
 			f := &o.Faults
 			f.ErrorRate, f.HangRate, f.RefusalRate = c.Float64("error-rate"), c.Float64("hang-rate"), c.Float64("refusal-rate")
@@ -137,7 +162,7 @@ func simServe(ctx context.Context, o simServerOptions) error {
 			fmt.Fprintf(o.Stderr, "crab: sim-server: "+format+"\n", args...)
 		}
 	}
-	err = listenAndServe(ctx, o.Listen, s, o.ShutdownTimeout, func(addr string) {
+	err = listenAndServe(ctx, o.Listen, s, o.Limits, o.ShutdownTimeout, func(addr string) {
 		logf("listening on http://%s/v1 (models %s; time-scale %g; seed %d)", addr, strings.Join(s.Names(), ", "), o.TimeScale, o.Seed)
 		if o.Ready != nil {
 			o.Ready(addr)
@@ -147,33 +172,15 @@ func simServe(ctx context.Context, o simServerOptions) error {
 	return err
 }
 
-// listenAndServe serves h on addr until ctx ends, then shuts down
-// gracefully: no new connections, in-flight requests get up to grace to
-// finish, then the remaining connections are closed. ready is called with
-// the bound address.
-func listenAndServe(ctx context.Context, addr string, h http.Handler, grace time.Duration, ready func(string)) error {
+// listenAndServe serves h on addr under the limits until ctx ends, then
+// shuts down (see serve.Serve): requests still sending their body are cut,
+// those in flight get up to grace to finish. ready is called with the
+// bound address.
+func listenAndServe(ctx context.Context, addr string, h http.Handler, lim serve.Limits, grace time.Duration, ready func(string)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return badUsage("--listen %s: %v", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	ready(ln.Addr().String())
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	err = srv.Shutdown(sctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		srv.Close()
-		err = fmt.Errorf("shutdown: in-flight requests did not finish within %v and were cut", grace)
-	}
-	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
-	return err
+	return serve.Serve(ctx, ln, h, lim, grace)
 }

@@ -23,13 +23,18 @@ type Generation struct {
 // same store. A cache over a store that does not implement it keeps its
 // own in-process counters.
 type Generations interface {
-	// Generation returns the current generation of (tenant, permission);
-	// counters never bumped read as zero. An error (a shared store that
-	// cannot be reached) makes the cache neither serve nor store.
+	// Generation returns the current generation of (tenant, permission).
+	// Only equality matters: a store may start its counters at any value
+	// (the in-process one at zero, Redis at a random one, so that a lost
+	// counter never comes back at a value an entry was stamped with). An
+	// error (a shared store that cannot be reached, a counter it cannot
+	// read) makes the cache neither serve nor store: invalidation fails
+	// closed.
 	Generation(ctx context.Context, tenant, permission string) (Generation, error)
-	// BumpTenant moves the tenant's counter on by one.
+	// BumpTenant moves the tenant's counter to a value it never had.
 	BumpTenant(ctx context.Context, tenant string) error
-	// BumpPermission moves the (tenant, permission) counter on by one.
+	// BumpPermission moves the (tenant, permission) counter to a value it
+	// never had.
 	BumpPermission(ctx context.Context, tenant, permission string) error
 }
 

@@ -2,6 +2,8 @@ package cache
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -41,12 +43,19 @@ type RedisConfig struct {
 	// DeleteOnClose deletes every key under Prefix at Close, for a store
 	// private to one run or arm.
 	DeleteOnClose bool
+	// MaxTTL bounds the life of every key the store writes: an entry
+	// stored without a TTL, or with a longer one, expires after MaxTTL,
+	// and so do the invalidation counters (their expiry is pushed back
+	// with every entry stamped with them). Keys left behind by a process
+	// that was killed before Close expire on their own. Default 24h.
+	MaxTTL time.Duration
 }
 
 // Defaults of RedisConfig.
 const (
 	DefaultRedisAddr   = "127.0.0.1:6379"
 	DefaultRedisPrefix = "crab:"
+	DefaultRedisMaxTTL = 24 * time.Hour
 )
 
 // Redis is a Store shared by every process that points at the same server
@@ -61,13 +70,29 @@ const (
 // down, a timeout, a value that does not decode — is counted in
 // Metrics().Errors and served as a miss; the store never panics on the
 // request path.
+//
+// Invalidation fails closed. Redis may lose a counter: evicted under
+// memory pressure (any maxmemory-policy that evicts, allkeys-* or, since
+// every key crab writes has a TTL, volatile-*), expired, or deleted by
+// hand. A counter therefore never starts at zero: it is created at a
+// random 62-bit value, so a counter that comes back after a loss has a
+// value no stored entry was stamped with. A lookup that finds a counter
+// missing refuses whatever entry it found (counted in
+// Metrics().Uncertain), creates the counter afresh, and the answer built
+// next is stamped with the new value; a counter that is not a number
+// refuses the lookup outright (Uncertain and Errors). No eviction policy
+// can make an invalidated entry servable again; an evicting policy only
+// costs hits.
+//
+// Every key has a TTL of at most MaxTTL, so a run killed before Close
+// leaves nothing behind for longer than that.
 type Redis struct {
 	client  *redis.Client
 	cfg     RedisConfig
 	entries string // Prefix + "e:"
 
-	hits, misses, errs, added atomic.Uint64
-	closeOnce                 sync.Once
+	hits, misses, errs, added, uncertain atomic.Uint64
+	closeOnce                            sync.Once
 }
 
 var (
@@ -97,6 +122,12 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 500 * time.Millisecond
+	}
+	if cfg.MaxTTL < 0 {
+		return nil, fmt.Errorf("%w: redis max TTL must not be negative", ErrBadConfig)
+	}
+	if cfg.MaxTTL == 0 {
+		cfg.MaxTTL = DefaultRedisMaxTTL
 	}
 	quietRedisLog.Do(func() { redis.SetLogger(discardLog{}) })
 	client := redis.NewClient(&redis.Options{
@@ -192,13 +223,28 @@ func (r *Redis) GetWithGeneration(ctx context.Context, key uint64, tenant, permi
 	get := pipe.Get(ctx, r.entryKey(key))
 	gens := pipe.MGet(ctx, r.tenantKey(tenant), r.permKey(tenant, permission))
 	_, _ = pipe.Exec(ctx) // each command's own error is read below
-	g, err := parseGeneration(gens)
+	g, missing, err := r.parseGeneration(gens)
+	if err == nil && missing {
+		// A counter of the caller's scope is gone: start it afresh for the
+		// next answer, at a value no entry was stamped with.
+		g, err = r.createGeneration(ctx, tenant, permission)
+	}
 	if err != nil {
-		r.errs.Add(1)
 		r.misses.Add(1)
 		return nil, false, Generation{}, err
 	}
 	b, gerr := get.Bytes()
+	if missing && gerr == nil {
+		if e, derr := decodeEntry(b); derr == nil && e.Scope.Tenant == tenant && e.Scope.Permission == permission {
+			// The entry was stamped with the lost counter: nothing can
+			// vouch for it any more. Refuse it. (An entry built for another
+			// scope is judged by the cache against its own scope's counters,
+			// which are created afresh the same way when lost.)
+			r.uncertain.Add(1)
+			r.misses.Add(1)
+			return nil, false, g, nil
+		}
+	}
 	e, ok := r.decoded(b, gerr)
 	return e, ok, g, nil
 }
@@ -212,7 +258,18 @@ func (r *Redis) Set(ctx context.Context, key uint64, e *Entry, ttl time.Duration
 	if ttl > 0 && ttl < time.Millisecond {
 		ttl = time.Millisecond
 	}
-	if err := r.client.Set(ctx, r.entryKey(key), encodeEntry(e), ttl).Err(); err != nil {
+	if ttl == 0 || ttl > r.cfg.MaxTTL {
+		ttl = r.cfg.MaxTTL
+	}
+	// The counters the entry is stamped with must outlive it: push their
+	// expiry back to at least the entry's.
+	pipe := r.client.TxPipeline()
+	set := pipe.Set(ctx, r.entryKey(key), encodeEntry(e), ttl)
+	for _, k := range []string{r.tenantKey(e.Scope.Tenant), r.permKey(e.Scope.Tenant, e.Scope.Permission)} {
+		pipe.PExpire(ctx, k, r.cfg.MaxTTL)
+	}
+	_, _ = pipe.Exec(ctx)
+	if err := set.Err(); err != nil {
 		r.errs.Add(1)
 		return false
 	}
@@ -224,64 +281,141 @@ func (r *Redis) Set(ctx context.Context, key uint64, e *Entry, ttl time.Duration
 // already visible to every replica.
 func (r *Redis) Wait() {}
 
-// Generation reads the counters of (tenant, permission) (MGET).
+// Generation reads the counters of (tenant, permission) (MGET), creating
+// a missing one at a fresh random value (see Redis).
 func (r *Redis) Generation(ctx context.Context, tenant, permission string) (Generation, error) {
-	g, err := parseGeneration(r.client.MGet(ctx, r.tenantKey(tenant), r.permKey(tenant, permission)))
-	if err != nil {
-		r.errs.Add(1)
+	g, missing, err := r.parseGeneration(r.client.MGet(ctx, r.tenantKey(tenant), r.permKey(tenant, permission)))
+	if err == nil && missing {
+		g, err = r.createGeneration(ctx, tenant, permission)
 	}
 	return g, err
 }
 
-// BumpTenant increments the tenant's counter (INCR), for every replica.
-func (r *Redis) BumpTenant(ctx context.Context, tenant string) error {
-	if err := r.client.Incr(ctx, r.tenantKey(tenant)).Err(); err != nil {
-		r.errs.Add(1)
-		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+// ErrStoreUncertain is wrapped by the error of a lookup whose invalidation
+// counter is unreadable: the store cannot say whether an entry is still
+// valid, so it serves none.
+var ErrStoreUncertain = errors.New("cache: invalidation state uncertain")
+
+// createScript creates the counters of KEYS that do not exist at the
+// random values of ARGV (with the TTL in ms of the last ARGV) and returns
+// every counter's value. Atomic: replicas racing to create a counter all
+// read the one that won.
+var createScript = redis.NewScript(`
+local ttl = ARGV[#ARGV]
+local out = {}
+for i, k in ipairs(KEYS) do
+  local v = redis.call('GET', k)
+  if not v then
+    redis.call('SET', k, ARGV[i], 'PX', ttl)
+    v = ARGV[i]
+  end
+  out[i] = v
+end
+return out
+`)
+
+// bumpScript moves the counter KEYS[1] on by one, or creates it at the
+// random value ARGV[1] when it is gone, and sets its TTL (ARGV[2], ms).
+var bumpScript = redis.NewScript(`
+local v
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  v = redis.call('INCR', KEYS[1])
+else
+  redis.call('SET', KEYS[1], ARGV[1])
+  v = ARGV[1]
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return v
+`)
+
+// freshGeneration is the start value of a counter: random, so that a
+// counter created again after it was lost never repeats a value an entry
+// was stamped with. It must be unpredictable across replicas and restarts,
+// which a seed would not give; below 2^62, so INCR never overflows.
+func freshGeneration() uint64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("cache: crypto/rand failed: " + err.Error()) // never on a supported OS
 	}
-	return nil
+	return binary.LittleEndian.Uint64(b[:])>>2 | 1
 }
 
-// BumpPermission increments the (tenant, permission) counter (INCR).
-func (r *Redis) BumpPermission(ctx context.Context, tenant, permission string) error {
-	if err := r.client.Incr(ctx, r.permKey(tenant, permission)).Err(); err != nil {
-		r.errs.Add(1)
-		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
-	}
-	return nil
-}
-
-func parseGeneration(cmd *redis.SliceCmd) (Generation, error) {
-	vals, err := cmd.Result()
+// createGeneration creates the missing counters of (tenant, permission)
+// and returns both.
+func (r *Redis) createGeneration(ctx context.Context, tenant, permission string) (Generation, error) {
+	keys := []string{r.tenantKey(tenant), r.permKey(tenant, permission)}
+	vals, err := createScript.Run(ctx, r.client, keys, freshGeneration(), freshGeneration(), r.cfg.MaxTTL.Milliseconds()).Slice()
 	if err != nil {
+		r.errs.Add(1)
 		return Generation{}, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
+	g, _, err := r.parseGeneration(redis.NewSliceResult(vals, nil))
+	return g, err
+}
+
+// BumpTenant moves the tenant's counter on by one, for every replica.
+func (r *Redis) BumpTenant(ctx context.Context, tenant string) error {
+	return r.bump(ctx, r.tenantKey(tenant))
+}
+
+// BumpPermission moves the (tenant, permission) counter on by one.
+func (r *Redis) BumpPermission(ctx context.Context, tenant, permission string) error {
+	return r.bump(ctx, r.permKey(tenant, permission))
+}
+
+func (r *Redis) bump(ctx context.Context, key string) error {
+	if err := bumpScript.Run(ctx, r.client, []string{key}, freshGeneration(), r.cfg.MaxTTL.Milliseconds()).Err(); err != nil {
+		r.errs.Add(1)
+		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	}
+	return nil
+}
+
+// parseGeneration reads an MGET of the two counters; missing is true when
+// either is absent. A reply that cannot be read is an error (counted),
+// and a counter that is not a number is an uncertain one.
+func (r *Redis) parseGeneration(cmd *redis.SliceCmd) (g Generation, missing bool, err error) {
+	vals, err := cmd.Result()
+	if err != nil {
+		r.errs.Add(1)
+		return Generation{}, false, fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	}
 	if len(vals) != 2 {
-		return Generation{}, fmt.Errorf("%w: MGET returned %d values, want 2", ErrStoreUnavailable, len(vals))
+		r.errs.Add(1)
+		return Generation{}, false, fmt.Errorf("%w: MGET returned %d values, want 2", ErrStoreUnavailable, len(vals))
 	}
 	var out [2]uint64
 	for i, v := range vals {
 		if v == nil {
+			missing = true
 			continue
 		}
-		s, ok := v.(string)
-		if !ok {
-			return Generation{}, fmt.Errorf("%w: generation counter of type %T", ErrStoreUnavailable, v)
+		var s string
+		switch v := v.(type) {
+		case string:
+			s = v
+		case int64:
+			s = strconv.FormatInt(v, 10)
 		}
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return Generation{}, fmt.Errorf("%w: generation counter %q", ErrStoreUnavailable, s)
+		n, perr := strconv.ParseUint(s, 10, 64)
+		if perr != nil || n == 0 {
+			r.errs.Add(1)
+			r.uncertain.Add(1)
+			return Generation{}, false, fmt.Errorf("%w: %w: generation counter %q", ErrStoreUnavailable, ErrStoreUncertain, fmt.Sprint(v))
 		}
 		out[i] = n
 	}
-	return Generation{Tenant: out[0], Permission: out[1]}, nil
+	return Generation{Tenant: out[0], Permission: out[1]}, missing, nil
 }
 
 // Metrics counts client-side: Hits and Misses of Get, KeysAdded for
-// successful Sets, Errors for failed calls. Redis's evictions and memory
-// are the server's (INFO), not this client's, and stay zero here.
+// successful Sets, Errors for failed calls, Uncertain for lookups whose
+// invalidation counter was missing or unreadable (their hit refused).
+// Redis's evictions and memory are the server's (INFO), not this client's,
+// and stay zero here.
 func (r *Redis) Metrics() StoreMetrics {
-	return StoreMetrics{Hits: r.hits.Load(), Misses: r.misses.Load(), KeysAdded: r.added.Load(), Errors: r.errs.Load()}
+	return StoreMetrics{Hits: r.hits.Load(), Misses: r.misses.Load(), KeysAdded: r.added.Load(), Errors: r.errs.Load(),
+		Uncertain: r.uncertain.Load()}
 }
 
 // Close deletes the store's keys when DeleteOnClose is set (SCAN and

@@ -182,8 +182,8 @@ func TestRedisStore(t *testing.T) {
 	if !r.Set(ctx, 2, e, 0) {
 		t.Fatal("Set without ttl = false")
 	}
-	if pttl, _ := r.client.PTTL(ctx, r.entryKey(2)).Result(); pttl != -1 {
-		t.Fatalf("PTTL without ttl = %v; want -1 (no expiry)", pttl)
+	if pttl, _ := r.client.PTTL(ctx, r.entryKey(2)).Result(); pttl <= time.Hour || pttl > DefaultRedisMaxTTL {
+		t.Fatalf("PTTL without ttl = %v; want the max TTL %v (every key expires)", pttl, DefaultRedisMaxTTL)
 	}
 	// A value that does not decode is a miss and an error.
 	if err := r.client.Set(ctx, r.entryKey(3), "garbage", 0).Err(); err != nil {
@@ -202,30 +202,148 @@ func TestRedisGenerations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	r := newTestRedis(t)
-	steps := []struct {
-		do   func() error
-		t, p string
-		want Generation
-	}{
-		{func() error { return nil }, "acme", "admin", Generation{}},
-		{func() error { return r.BumpTenant(ctx, "acme") }, "acme", "admin", Generation{Tenant: 1}},
-		{func() error { return r.BumpPermission(ctx, "acme", "admin") }, "acme", "admin", Generation{Tenant: 1, Permission: 1}},
-		{func() error { return nil }, "acme", "viewer", Generation{Tenant: 1}},
-		// ("ab","c") and ("a","bc") are different counters.
-		{func() error { return r.BumpPermission(ctx, "ab", "c") }, "a", "bc", Generation{}},
-		{func() error { return nil }, "ab", "c", Generation{Permission: 1}},
+	gen := func(tenant, perm string) Generation {
+		t.Helper()
+		g, err := r.Generation(ctx, tenant, perm)
+		if err != nil {
+			t.Fatalf("Generation(%q, %q): %v", tenant, perm, err)
+		}
+		e, ok, g2, err := r.GetWithGeneration(ctx, 99, tenant, perm)
+		if err != nil || ok || e != nil || g2 != g {
+			t.Fatalf("GetWithGeneration = %v, %v, %+v, %v; want a miss and %+v", e, ok, g2, err, g)
+		}
+		return g
 	}
-	for i, s := range steps {
-		if err := s.do(); err != nil {
-			t.Fatalf("step %d: %v", i, err)
+	g0 := gen("acme", "admin")
+	if g0.Tenant == 0 || g0.Permission == 0 || g0.Tenant == g0.Permission {
+		t.Fatalf("new counters = %+v; want two random non-zero values", g0)
+	}
+	if g := gen("acme", "admin"); g != g0 {
+		t.Fatalf("Generation changed without a bump: %+v then %+v", g0, g)
+	}
+	if err := r.BumpTenant(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	g1 := gen("acme", "admin")
+	if g1.Tenant != g0.Tenant+1 || g1.Permission != g0.Permission {
+		t.Fatalf("after BumpTenant = %+v; want the tenant moved on from %+v", g1, g0)
+	}
+	if err := r.BumpPermission(ctx, "acme", "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if g := gen("acme", "admin"); g.Tenant != g1.Tenant || g.Permission != g1.Permission+1 {
+		t.Fatalf("after BumpPermission = %+v; want the permission moved on from %+v", g, g1)
+	}
+	if g := gen("acme", "viewer"); g.Tenant != g1.Tenant || g.Permission == g1.Permission {
+		t.Fatalf("acme/viewer = %+v; want acme's tenant counter and a counter of its own", g)
+	}
+	// ("ab","c") and ("a","bc") are different counters.
+	abc := gen("ab", "c")
+	if err := r.BumpPermission(ctx, "ab", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if g := gen("a", "bc"); g.Permission == abc.Permission+1 {
+		t.Fatalf("bumping (ab, c) moved (a, bc): %+v", g)
+	}
+	// Every counter expires.
+	for _, k := range []string{r.tenantKey("acme"), r.permKey("acme", "admin")} {
+		if pttl, err := r.client.PTTL(ctx, k).Result(); err != nil || pttl <= 0 || pttl > DefaultRedisMaxTTL {
+			t.Errorf("PTTL(%s) = %v, %v; want in (0, %v]", k, pttl, err, DefaultRedisMaxTTL)
 		}
-		g, err := r.Generation(ctx, s.t, s.p)
-		if err != nil || g != s.want {
-			t.Fatalf("step %d: Generation(%q, %q) = %+v, %v; want %+v", i, s.t, s.p, g, err, s.want)
+	}
+}
+
+// TestRedisFailsClosed: an invalidated entry never becomes servable
+// again when Redis loses its counter (eviction, expiry, a manual delete),
+// and a counter Redis cannot read refuses the lookup.
+func TestRedisFailsClosed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newTestRedis(t)
+	c, err := New(Config{CheckOnHit: true}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := &fakeNext{}
+	m := c.Middleware()(next.model())
+	req := &model.Request{Text: "refund please", Scope: model.Scope{Tenant: "acme", Permission: "agent", Lang: "en"}}
+	ask := func() string {
+		t.Helper()
+		resp, err := m.Complete(ctx, req)
+		if err != nil {
+			t.Fatal(err)
 		}
-		e, ok, g2, err := r.GetWithGeneration(ctx, 99, s.t, s.p)
-		if err != nil || ok || e != nil || g2 != s.want {
-			t.Fatalf("step %d: GetWithGeneration = %v, %v, %+v, %v; want a miss and %+v", i, e, ok, g2, err, s.want)
+		return resp.Trace.Cache
+	}
+	if got := ask(); got != model.CacheMiss {
+		t.Fatalf("first request: %s; want miss", got)
+	}
+	if got := ask(); got != model.CacheHit {
+		t.Fatalf("second request: %s; want hit", got)
+	}
+	for _, lose := range []struct {
+		name string
+		key  string
+	}{{"permission counter", r.permKey("acme", "agent")}, {"tenant counter", r.tenantKey("acme")}} {
+		if err := c.InvalidatePermission(ctx, "acme", "agent"); err != nil {
+			t.Fatal(err)
+		}
+		// The counter is lost after the invalidation, as allkeys-lru
+		// would evict it.
+		if err := r.client.Del(ctx, lose.key).Err(); err != nil {
+			t.Fatal(err)
+		}
+		before := r.Metrics().Uncertain
+		if got := ask(); got != model.CacheMiss {
+			t.Fatalf("%s lost: %s; want miss (the invalidated entry must not come back)", lose.name, got)
+		}
+		if r.Metrics().Uncertain != before+1 {
+			t.Errorf("%s lost: uncertain %d; want %d", lose.name, r.Metrics().Uncertain, before+1)
+		}
+		if got := ask(); got != model.CacheHit {
+			t.Fatalf("%s lost, then the answer rebuilt: %s; want hit", lose.name, got)
+		}
+	}
+	// A counter that is not a number: no hit, no store.
+	if err := r.client.Set(ctx, r.tenantKey("acme"), "garbage", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	calls := next.calls.Load()
+	if got := ask(); got != model.CacheMiss || next.calls.Load() != calls+1 {
+		t.Fatalf("unreadable counter: %s; want a miss answered by the model", got)
+	}
+	if c.Stats().Unavailable == 0 || r.Metrics().Uncertain < 3 {
+		t.Errorf("unreadable counter: stats %+v, store %+v; want it counted unavailable and uncertain", c.Stats(), r.Metrics())
+	}
+}
+
+// TestRedisKeysExpire: every key the store writes has a TTL, so a run
+// killed before Close leaves nothing behind for good.
+func TestRedisKeysExpire(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newTestRedis(t)
+	c, err := New(Config{CheckOnHit: true}, r) // no TTL asked for
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Middleware()((&fakeNext{}).model())
+	for _, tenant := range []string{"acme", "globex"} {
+		req := &model.Request{Text: "refund", Scope: model.Scope{Tenant: tenant, Permission: "agent"}}
+		if _, err := m.Complete(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.InvalidateTenant(ctx, "initech"); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := r.client.Keys(ctx, r.cfg.Prefix+"*").Result()
+	if err != nil || len(keys) < 5 {
+		t.Fatalf("keys = %v, %v; want entries and counters", keys, err)
+	}
+	for _, k := range keys {
+		if pttl, err := r.client.PTTL(ctx, k).Result(); err != nil || pttl <= 0 {
+			t.Errorf("PTTL(%s) = %v, %v; want a TTL", k, pttl, err)
 		}
 	}
 }
@@ -426,5 +544,40 @@ func countKeys(ctx context.Context, c *redis.Client, match string) (int, error) 
 			return n, nil
 		}
 		cursor = next
+	}
+}
+
+// TestRedisFailsClosedAcrossScopes: under a weak key an entry built for
+// one tenant is judged by its own tenant's counter; when that counter is
+// lost after an invalidation, the entry is not served to anyone.
+func TestRedisFailsClosedAcrossScopes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newTestRedis(t)
+	c, err := New(Config{Fields: []string{PresetText}}, r) // weak key, no check on hit: leaks are served
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Middleware()((&fakeNext{}).model())
+	ask := func(tenant string) *model.Response {
+		t.Helper()
+		resp, err := m.Complete(ctx, &model.Request{Text: "refund please", Scope: model.Scope{Tenant: tenant, Permission: "agent"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	ask("acme")
+	if got := ask("globex"); got.Trace.Cache != model.CacheHit || got.Trace.Leak != LeakCrossTenant {
+		t.Fatalf("weak key, other tenant: %s %q; want the leaking hit the audit measures", got.Trace.Cache, got.Trace.Leak)
+	}
+	if err := c.InvalidateTenant(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.client.Del(ctx, r.tenantKey("acme")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := ask("globex"); got.Trace.Cache == model.CacheHit && got.Scope.Tenant == "acme" {
+		t.Fatal("acme's invalidated entry was served after its counter was lost")
 	}
 }

@@ -87,6 +87,9 @@ type StoreMetrics struct {
 	CostAdded    uint64 `json:"cost_added"`    // bytes admitted (approximate)
 	CostEvicted  uint64 `json:"cost_evicted"`  // bytes evicted (approximate)
 	Errors       uint64 `json:"errors"`        // calls that failed (a shared store that could not be reached); each Get among them counted as a miss
+	// Uncertain counts lookups whose invalidation counter was missing or
+	// unreadable in a shared store: whatever entry they found was refused.
+	Uncertain uint64 `json:"uncertain,omitempty"`
 }
 
 // RistrettoConfig sizes the in-process store. The zero value gives the

@@ -2,8 +2,6 @@ package serve
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +64,24 @@ type Config struct {
 	Concurrency int `yaml:"concurrency"`
 	// Retry is the policy for upstream calls that fail.
 	Retry RetryConfig `yaml:"retry"`
+	// MaxInFlightPerKey caps the requests one API key may have in flight
+	// (from its headers to the end of its answer); more get 429 at once,
+	// so one tenant cannot take every upstream slot. Default 32.
+	MaxInFlightPerKey int `yaml:"max_in_flight_per_key"`
+	// MaxConns caps the connections open at once; more wait in the listen
+	// backlog. Default 1024.
+	MaxConns int `yaml:"max_conns"`
+	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// BodyTimeout bounds reading a request's body after its headers;
+	// slower clients get 408 and are disconnected. Default 15s.
+	BodyTimeout Duration `yaml:"body_timeout"`
+	// IdleTimeout closes keep-alive connections idle this long. Default 120s.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// WriteTimeout bounds a response, headers read to last byte sent.
+	// Default: timeout + 30s, so an answer the stack produced in time is
+	// never cut while being sent.
+	WriteTimeout Duration `yaml:"write_timeout"`
 	// Models are the upstream OpenAI-compatible backends.
 	Models []ModelConfig `yaml:"models"`
 	// DefaultModel answers requests for model "auto" when there is no
@@ -166,8 +182,11 @@ func (e *ConfigError) Is(target error) bool { return target == ErrBadConfig }
 
 // Setup is a configuration with everything it names loaded and checked.
 type Setup struct {
-	Config   *Config
-	Keys     *Keys
+	Config *Config
+	Keys   *Keys
+	// KeysFile is the path Keys were read from, read again by
+	// Server.ReloadKeys (on SIGHUP).
+	KeysFile string
 	Contract *contract.Contract // nil without a contract
 	APIKeys  map[string]string  // upstream API keys by model name, read from api_key_env
 
@@ -216,6 +235,7 @@ func Load(path string) (*Setup, error) {
 	if s.Keys, err = ParseKeys(kraw, kp); err != nil {
 		return nil, err
 	}
+	s.KeysFile = kp
 	if c := cfg.Contract; c != nil {
 		cp := rel(c.File)
 		craw, err := os.ReadFile(cp)
@@ -235,7 +255,7 @@ func Load(path string) (*Setup, error) {
 			continue
 		}
 		v, ok := os.LookupEnv(m.APIKeyEnv)
-		if !ok || v == "" {
+		if !ok || strings.TrimSpace(v) == "" {
 			return nil, &ConfigError{File: path, Line: lineOf(root, "models", strconv.Itoa(i), "api_key_env"), Field: "models.api_key_env",
 				Msg: fmt.Sprintf("model %s: environment variable %s is not set", m.Name, m.APIKeyEnv)}
 		}
@@ -320,9 +340,25 @@ func (c *Config) validate(root *yaml.Node) error {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 1 << 20
 	}
+	for _, d := range []struct {
+		name string
+		v    Duration
+	}{{"timeout", c.Timeout}, {"read_header_timeout", c.ReadHeaderTimeout}, {"body_timeout", c.BodyTimeout},
+		{"idle_timeout", c.IdleTimeout}, {"write_timeout", c.WriteTimeout}} {
+		if msg := stack.ValidTimeout(d.v.Std()); msg != "" {
+			return bad(d.name, []string{d.name}, "%s", msg)
+		}
+	}
 	if c.Timeout == 0 {
 		c.Timeout = Duration(60 * time.Second)
 	}
+	if c.MaxInFlightPerKey < 0 {
+		return bad("max_in_flight_per_key", []string{"max_in_flight_per_key"}, "must be at least 1")
+	}
+	if c.MaxConns < 0 {
+		return bad("max_conns", []string{"max_conns"}, "must be at least 1")
+	}
+	c.fillLimits()
 	if c.Concurrency < 0 {
 		return bad("concurrency", []string{"concurrency"}, "must be at least 1")
 	}
@@ -366,6 +402,37 @@ func (c *Config) validate(root *yaml.Node) error {
 		return bad("default_doc_version", []string{"default_doc_version"}, "want letters, digits and . _ : - (at most 64), got %q", c.DefaultDocVersion)
 	}
 	return nil
+}
+
+// fillLimits fills the defaults of the connection limits.
+func (c *Config) fillLimits() {
+	d := DefaultLimits()
+	if c.MaxInFlightPerKey == 0 {
+		c.MaxInFlightPerKey = 32
+	}
+	if c.MaxConns == 0 {
+		c.MaxConns = d.MaxConns
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = Duration(d.ReadHeaderTimeout)
+	}
+	if c.BodyTimeout == 0 {
+		c.BodyTimeout = Duration(d.BodyTimeout)
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = Duration(d.IdleTimeout)
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = c.Timeout + Duration(30*time.Second)
+	}
+}
+
+// Limits are the connection limits of the configuration.
+func (c *Config) Limits() Limits {
+	return Limits{
+		ReadHeaderTimeout: c.ReadHeaderTimeout.Std(), BodyTimeout: c.BodyTimeout.Std(), IdleTimeout: c.IdleTimeout.Std(),
+		WriteTimeout: c.WriteTimeout.Std(), MaxConns: c.MaxConns,
+	}
 }
 
 // specs maps the configuration onto the stack's specs: every upstream is
@@ -434,111 +501,4 @@ func dropIndexes(p []string) []string {
 		}
 	}
 	return out
-}
-
-// Identity is who an API key belongs to: the tenant and permission every
-// request made with it is scoped to, and optional defaults for the
-// language and document version.
-type Identity struct {
-	Tenant     string `yaml:"tenant"`
-	Permission string `yaml:"permission"`
-	Lang       string `yaml:"lang"`
-	DocVersion string `yaml:"doc_version"`
-}
-
-// Keys maps API keys to identities. Keys are held only as SHA-256 hashes.
-//
-// The keys file (YAML):
-//
-//	keys:
-//	  - key: sk-crab-acme-agent      # the key itself, or
-//	    tenant: acme
-//	    permission: agent
-//	    lang: en                     # optional defaults for the scope
-//	    doc_version: v2
-//	  - key_sha256: 9f86d08...       # its SHA-256 in hex, to keep the key out of the file
-//	    tenant: globex
-//	    permission: admin
-type Keys struct {
-	byHash map[[sha256.Size]byte]Identity
-}
-
-type keysFile struct {
-	Keys []keyEntry `yaml:"keys"`
-}
-
-type keyEntry struct {
-	Key       string `yaml:"key"`
-	KeySHA256 string `yaml:"key_sha256"`
-	Identity  `yaml:",inline"`
-}
-
-// ParseKeys decodes and checks a keys file; every error is a *ConfigError.
-func ParseKeys(raw []byte, name string) (*Keys, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(raw, &root); err != nil {
-		return nil, yamlErr(name, err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	var f keysFile
-	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return nil, yamlErr(name, err)
-	}
-	var doc *yaml.Node
-	if len(root.Content) > 0 {
-		doc = root.Content[0]
-	}
-	bad := func(i int, field, format string, args ...any) error {
-		line := 0
-		if doc != nil {
-			line = lineOf(doc, "keys", strconv.Itoa(i), field)
-		}
-		return &ConfigError{File: name, Line: line, Field: "keys." + field, Msg: fmt.Sprintf(format, args...)}
-	}
-	if len(f.Keys) == 0 {
-		return nil, &ConfigError{File: name, Field: "keys", Msg: "no keys: every request would get 401"}
-	}
-	k := &Keys{byHash: make(map[[sha256.Size]byte]Identity, len(f.Keys))}
-	for i, e := range f.Keys {
-		var h [sha256.Size]byte
-		switch {
-		case e.Key != "" && e.KeySHA256 != "":
-			return nil, bad(i, "key", "give key or key_sha256, not both")
-		case e.Key != "":
-			h = sha256.Sum256([]byte(e.Key))
-		case e.KeySHA256 != "":
-			b, err := hex.DecodeString(e.KeySHA256)
-			if err != nil || len(b) != sha256.Size {
-				return nil, bad(i, "key_sha256", "want 64 hex digits")
-			}
-			copy(h[:], b)
-		default:
-			return nil, bad(i, "key", "required (or key_sha256)")
-		}
-		switch {
-		case e.Tenant == "":
-			return nil, bad(i, "tenant", "required")
-		case e.Permission == "":
-			return nil, bad(i, "permission", "required")
-		case e.Lang != "" && !validLang(e.Lang):
-			return nil, bad(i, "lang", "want a language tag such as en or pt-BR, got %q", e.Lang)
-		case e.DocVersion != "" && !validDocVersion(e.DocVersion):
-			return nil, bad(i, "doc_version", "want letters, digits and . _ : - (at most 64), got %q", e.DocVersion)
-		}
-		if _, dup := k.byHash[h]; dup {
-			return nil, bad(i, "key", "duplicate key")
-		}
-		k.byHash[h] = e.Identity
-	}
-	return k, nil
-}
-
-// Lookup returns the identity of an API key.
-func (k *Keys) Lookup(key string) (Identity, bool) {
-	if key == "" {
-		return Identity{}, false
-	}
-	id, ok := k.byHash[sha256.Sum256([]byte(key))]
-	return id, ok
 }

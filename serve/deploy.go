@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/crab-testbed/crab/cache"
@@ -42,11 +43,7 @@ type Deployment struct {
 // Deploy turns an arm of an experiment into a Setup for New. Every error
 // is a *ConfigError.
 func Deploy(d Deployment) (*Setup, error) {
-	kraw, err := os.ReadFile(d.KeysFile)
-	if err != nil {
-		return nil, &ConfigError{File: d.KeysFile, Field: "keys", Msg: readErr(err)}
-	}
-	keys, err := ParseKeys(kraw, d.KeysFile)
+	keys, err := ReadKeys(d.KeysFile)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +62,7 @@ func Deploy(d Deployment) (*Setup, error) {
 			continue
 		}
 		v, ok := lookup(m.APIKeyEnv)
-		if !ok || v == "" {
+		if !ok || strings.TrimSpace(v) == "" {
 			return nil, &ConfigError{File: d.File, Field: "models.api_key_env",
 				Msg: fmt.Sprintf("model %s: environment variable %s is not set", m.Name, m.APIKeyEnv)}
 		}
@@ -83,6 +80,7 @@ func Deploy(d Deployment) (*Setup, error) {
 		Keys: d.KeysFile, MaxBodyBytes: 1 << 20, Timeout: Duration(timeout), Concurrency: concurrency, Retry: retry,
 		DefaultModel: d.Arm.Model, Mode: d.Arm.Mode, File: d.File,
 	}
+	cfg.fillLimits()
 	for _, m := range d.Models {
 		cfg.Models = append(cfg.Models, ModelConfig{Name: m.Name, BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv})
 	}
@@ -95,7 +93,7 @@ func Deploy(d Deployment) (*Setup, error) {
 		arm.Cache = &cc
 	}
 	return &Setup{
-		Config: cfg, Keys: keys, Contract: d.Contract, APIKeys: apiKeys,
+		Config: cfg, Keys: keys, KeysFile: d.KeysFile, Contract: d.Contract, APIKeys: apiKeys,
 		Models: d.Models, Arm: arm, Seed: d.Seed, TimeScale: d.TimeScale,
 		Store: cache.StoreConfig{Prefix: ServeStorePrefix + d.Arm.Name + ":"},
 	}, nil

@@ -1,7 +1,14 @@
 package serve
 
 import (
+	"context"
+	"errors"
 	"strconv"
+	"strings"
+
+	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/model/openai"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -46,6 +53,10 @@ type metrics struct {
 	upstreamErrors *prometheus.CounterVec // by status
 	tokens         *prometheus.CounterVec // by direction
 
+	// modelNames are the configured upstream models, the values the
+	// model label may take (beside "other").
+	modelNames map[string]bool
+
 	// Children resolved once, so the common path does no label lookup.
 	requestsOK              prometheus.Counter             // requests{code="200"}
 	e2eBy, ttftBy           map[string]prometheus.Observer // by cache label
@@ -61,10 +72,98 @@ func (m *metrics) request(code int) {
 		m.requestsOK.Inc()
 		return
 	}
-	m.requests.WithLabelValues(strconv.Itoa(code)).Inc()
+	m.requests.WithLabelValues(bounded(strconv.Itoa(code), statusLabels)).Inc()
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// Every label value comes from a fixed set, so the number of series does
+// not depend on what clients, upstreams or model answers contain; a value
+// outside its set is counted as "other".
+const otherLabel = "other"
+
+var (
+	// statusLabels are the HTTP statuses crab serve answers with.
+	statusLabels = setOf("200", "400", "401", "404", "405", "408", "413", "429", "499", "500", "502", "503", "504")
+	// upstreamStatusLabels are the upstream statuses counted by value.
+	upstreamStatusLabels = setOf("400", "401", "403", "404", "408", "409", "413", "422", "429",
+		"500", "502", "503", "504", "timeout", "network")
+	// leakKinds are the cache's leak kinds.
+	leakKinds = setOf(cache.LeakCrossTenant, cache.LeakPermission, cache.LeakLanguage, cache.LeakStale)
+	// contractRules are the rules an answer can break: crab's own (the
+	// answer is not JSON, was cut, was refused) and the JSON Schema
+	// 2020-12 keywords a contract can use.
+	contractRules = setOf(contract.RuleInvalidJSON, contract.RuleTruncated, contract.RuleRefusal, "schema", "unknown",
+		"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+		"maxLength", "minLength", "pattern", "format", "maxItems", "minItems", "uniqueItems", "maxContains", "minContains",
+		"contains", "items", "prefixItems", "unevaluatedItems", "maxProperties", "minProperties", "required",
+		"dependentRequired", "dependentSchemas", "properties", "patternProperties", "additionalProperties",
+		"unevaluatedProperties", "propertyNames", "anyOf", "oneOf", "allOf", "not", "if", "then", "else", "false", "$ref")
+)
+
+func setOf(vs ...string) map[string]bool {
+	m := make(map[string]bool, len(vs))
+	for _, v := range vs {
+		m[v] = true
+	}
+	return m
+}
+
+// bounded returns v when it is in set, else "other".
+func bounded(v string, set map[string]bool) string {
+	if set[v] {
+		return v
+	}
+	return otherLabel
+}
+
+// violationRule returns the rule of a "pointer: rule: message" violation,
+// one of contractRules or "other". The pointer holds property names taken
+// from the answer, which may themselves contain ": ", so the rule is the
+// first field after a ": " that names a known rule.
+func violationRule(v string) string {
+	rest := v
+	for {
+		i := strings.Index(rest, ": ")
+		if i < 0 {
+			return otherLabel
+		}
+		rest = rest[i+2:]
+		field, _, _ := strings.Cut(rest, ": ")
+		if contractRules[field] {
+			return field
+		}
+	}
+}
+
+// upstreamErrorLabel is the status label of a failed upstream attempt;
+// "" for a call the client cancelled (not the upstream's failure).
+func upstreamErrorLabel(err error) string {
+	var se *openai.StatusError
+	switch {
+	case errors.As(err, &se):
+		return bounded(strconv.Itoa(se.Status), upstreamStatusLabels)
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return ""
+	}
+	return "network"
+}
+
+// storeMetrics exposes the cache store's own counters: errors, and hits
+// refused because the shared store could not vouch for them.
+func (m *metrics) storeMetrics(reg prometheus.Registerer, st cache.Store) {
+	const ns = "crab_serve"
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "cache_store_errors_total",
+			Help: "Cache store calls that failed (a shared store that could not be reached); each served as a miss."},
+			func() float64 { return float64(st.Metrics().Errors) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "cache_store_uncertain_total",
+			Help: "Cache lookups whose invalidation counter was missing or unreadable in the shared store: the hit was refused (fail closed)."},
+			func() float64 { return float64(st.Metrics().Uncertain) }),
+	)
+}
+
+func newMetrics(reg prometheus.Registerer, models []string) (*metrics, error) {
 	const ns = "crab_serve"
 	m := &metrics{
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "requests_in_flight",
@@ -101,6 +200,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tokens_total",
 			Help: "Tokens billed by upstream models, every attempt, by direction (prompt, generation)."}, []string{"direction"}),
 	}
+	m.modelNames = setOf(models...)
 	m.requestsOK = m.requests.WithLabelValues("200")
 	m.e2eBy, m.ttftBy = map[string]prometheus.Observer{}, map[string]prometheus.Observer{}
 	for _, l := range cacheLabels {

@@ -25,9 +25,14 @@
 // streamed answer (cache hits included) is streamed once it is complete
 // and checked; an answer that breaks the contract is never sent with 200
 // but, after the configured re-ask or escalation, as 502 in the OpenAI
-// error format. Upstream errors keep their status (429 stays 429, 503 stays
-// 503; an upstream 401/403 becomes 502, since it is crab's credential that
-// failed) and are never cached.
+// error format. Clients get crab's own errors (OpenAI format, a stable code
+// from the Code constants, the request id); the upstream's status and
+// message go to the log, credentials masked. Errors are never cached.
+//
+// Limits (see Limits and Config): the key is checked from the headers
+// before any body is read, a body must arrive within body_timeout, a key
+// may have max_in_flight_per_key requests in flight, and ReloadKeys (on
+// SIGHUP) swaps the keys file in without dropping a connection.
 package serve
 
 import (
@@ -37,8 +42,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -65,6 +72,10 @@ type Options struct {
 	HTTPClient *http.Client
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Logf receives the server's log lines: upstream failures (status and
+	// message, credentials masked) under the request id, keys reloads.
+	// Nil discards them.
+	Logf func(format string, args ...any)
 }
 
 // Server is the proxy, an http.Handler. Build it with New, serve it, and
@@ -72,7 +83,11 @@ type Options struct {
 type Server struct {
 	cfg      *Config
 	arm      stack.ArmSpec
-	keys     *Keys
+	keys     atomic.Pointer[Keys]
+	keysFile string
+	perKey   sync.Map // keyHash → *atomic.Int64: requests in flight per API key
+	secrets  []string // upstream API keys, masked wherever they appear
+	log      func(format string, args ...any)
 	contract *contract.Contract
 	stack    model.Model
 	names    []string // models clients may ask for, "auto" included
@@ -100,14 +115,23 @@ func New(setup *Setup, o Options) (*Server, error) {
 		return nil, errors.New("serve: a metrics registry is required")
 	}
 	cfg := setup.Config
-	s := &Server{cfg: cfg, arm: setup.Arm, keys: setup.Keys, contract: setup.Contract, reg: o.Registry, now: o.Now, models: map[string]bool{}}
+	s := &Server{cfg: cfg, arm: setup.Arm, keysFile: setup.KeysFile, contract: setup.Contract, reg: o.Registry, now: o.Now,
+		models: map[string]bool{}, log: o.Logf}
+	s.keys.Store(setup.Keys)
+	for _, k := range setup.APIKeys {
+		s.secrets = append(s.secrets, k)
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
 	s.created = s.now().Unix()
 	s.idPrefix = "crab-" + strconv.FormatInt(s.created, 16) + "-"
 	var err error
-	if s.m, err = newMetrics(o.Registry); err != nil {
+	names := make([]string, 0, len(setup.Models))
+	for _, m := range setup.Models {
+		names = append(names, m.Name)
+	}
+	if s.m, err = newMetrics(o.Registry, names); err != nil {
 		return nil, err
 	}
 	keys := map[string]string{} // api_key_env → the key Load read
@@ -153,9 +177,43 @@ func New(setup *Setup, o Options) (*Server, error) {
 		w.Write([]byte("ok\n"))
 	})
 	s.routes.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		openai.WriteError(w, http.StatusNotFound, openai.ErrTypeNotFound, "not_found", "", "no such endpoint: "+r.URL.Path)
+		s.refuse(w, r, "", http.StatusNotFound, openai.ErrTypeNotFound, "not_found", "", "no such endpoint: "+r.URL.Path)
 	})
+	if st := s.built.Store; st != nil {
+		s.m.storeMetrics(o.Registry, st)
+	}
 	return s, nil
+}
+
+// ReloadKeys reads the keys file again and swaps it in: a request that
+// arrives after it returns is judged by the new keys (a rotated key works,
+// a removed one gets 401), and no connection is dropped. On error the old
+// keys stay in force.
+func (s *Server) ReloadKeys() (int, error) {
+	if s.keysFile == "" {
+		return 0, errors.New("serve: no keys file to reload")
+	}
+	k, err := ReadKeys(s.keysFile)
+	if err != nil {
+		return 0, err
+	}
+	s.keys.Store(k)
+	return k.Len(), nil
+}
+
+// acquire takes one of the key's in-flight slots; false when all are
+// taken. Call release when the request is answered.
+func (s *Server) acquire(h keyHash) (release func(), ok bool) {
+	v, _ := s.perKey.Load(h)
+	if v == nil {
+		v, _ = s.perKey.LoadOrStore(h, new(atomic.Int64))
+	}
+	n := v.(*atomic.Int64)
+	if n.Add(1) > int64(s.cfg.MaxInFlightPerKey) {
+		n.Add(-1)
+		return nil, false
+	}
+	return func() { n.Add(-1) }, true
 }
 
 // ServeHTTP routes a request.
@@ -172,24 +230,28 @@ func (s *Server) Close() {
 	s.backends.Close()
 }
 
-// identify returns the caller's identity from its API key.
-func (s *Server) identify(w http.ResponseWriter, r *http.Request) (Identity, bool) {
-	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if id, found := s.keys.Lookup(strings.TrimSpace(key)); ok && found {
-		return id, true
+// identify returns the caller's identity and key hash from its API key,
+// read from the headers alone: an unknown caller is refused before any of
+// its body is read.
+func (s *Server) identify(w http.ResponseWriter, r *http.Request, reqID string) (Identity, keyHash, bool) {
+	if key, ok := bearer(r.Header.Get("Authorization")); ok {
+		if id, h, found := s.keys.Load().lookup(key); found {
+			return id, h, true
+		}
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="crab"`)
-	openai.WriteError(w, http.StatusUnauthorized, openai.ErrTypeInvalidRequest, "invalid_api_key", "", "Incorrect or missing API key: send Authorization: Bearer KEY with a key from crab serve's keys file.")
-	return Identity{}, false
+	s.refuse(w, r, reqID, http.StatusUnauthorized, openai.ErrTypeInvalidRequest, CodeInvalidAPIKey, "",
+		"Incorrect or missing API key: send Authorization: Bearer KEY with a key from crab serve's keys file.")
+	return Identity{}, keyHash{}, false
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
-		openai.WriteError(w, http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use GET")
+		s.refuse(w, r, "", http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use GET")
 		return
 	}
-	if _, ok := s.identify(w, r); !ok {
+	if _, _, ok := s.identify(w, r, ""); !ok {
 		return
 	}
 	openai.WriteModels(w, s.names, s.created)
@@ -205,15 +267,8 @@ func (s *Server) observeUpstream(next model.Model) model.Model {
 			s.m.generatedTok.Add(float64(resp.Usage.TokensOut))
 		}
 		if err != nil {
-			var se *openai.StatusError
-			switch {
-			case errors.As(err, &se):
-				s.m.upstreamErrors.WithLabelValues(strconv.Itoa(se.Status)).Inc()
-			case errors.Is(err, context.DeadlineExceeded):
-				s.m.upstreamErrors.WithLabelValues("timeout").Inc()
-			case errors.Is(err, context.Canceled):
-			default:
-				s.m.upstreamErrors.WithLabelValues("network").Inc()
+			if label := upstreamErrorLabel(err); label != "" {
+				s.m.upstreamErrors.WithLabelValues(label).Inc()
 			}
 		}
 		return resp, err
@@ -253,20 +308,36 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}()
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		openai.WriteError(w, http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
+		s.refuse(w, r, "", http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
 		return
 	}
-	id, ok := s.identify(w, r)
+	reqID := r.Header.Get(openai.HeaderRequestID)
+	if reqID == "" {
+		reqID = s.idPrefix + strconv.FormatUint(s.seq.Add(1), 10)
+	} else if !validRequestID(reqID) {
+		s.refuse(w, r, "", http.StatusBadRequest, openai.ErrTypeInvalidRequest, "invalid_request_id", openai.HeaderRequestID,
+			"request id: want 1 to 128 letters, digits and . _ : -")
+		return
+	}
+	w.Header().Set(openai.HeaderRequestID, reqID)
+	id, kh, ok := s.identify(w, r, reqID)
 	if !ok {
 		return
 	}
-	c, status, code, param, err := s.decode(r, id)
+	release, ok := s.acquire(kh)
+	if !ok {
+		s.refuse(w, r, reqID, http.StatusTooManyRequests, openai.ErrTypeRateLimit, CodeTooManyRequests, "",
+			fmt.Sprintf("this API key has %d requests in flight, the most allowed; retry when one is answered", s.cfg.MaxInFlightPerKey))
+		return
+	}
+	defer release()
+	c, status, code, param, err := s.decode(r, id, reqID)
 	if err != nil {
 		typ := openai.ErrTypeInvalidRequest
 		if status == http.StatusNotFound {
 			typ = openai.ErrTypeNotFound
 		}
-		openai.WriteError(w, status, typ, code, param, err.Error())
+		s.refuse(w, r, reqID, status, typ, code, param, err.Error())
 		return
 	}
 
@@ -276,27 +347,41 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	cacheLabel = s.observe(resp, info)
 	s.setHeaders(w.Header(), resp, err)
 	if err != nil {
-		s.fail(w, r, resp, err, info.TimedOut)
+		s.fail(w, r, reqID, resp, err, info.TimedOut)
 		return
 	}
 	firstByte = s.reply(w, c, resp)
 }
 
 // decode reads and checks the request and builds the stack's request.
-func (s *Server) decode(r *http.Request, id Identity) (c call, status int, code, param string, err error) {
+func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, status int, code, param string, err error) {
 	creq, err := s.dec.ReadRequest(r, s.cfg.MaxBodyBytes)
 	if err != nil {
-		if errors.Is(err, openai.ErrTooLarge) {
-			return c, http.StatusRequestEntityTooLarge, "request_too_large", "", err
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return c, http.StatusRequestTimeout, CodeBodyTimeout, "",
+				fmt.Errorf("the request body did not arrive within %v", s.cfg.BodyTimeout.Std())
+		case errors.Is(err, openai.ErrTooLarge):
+			return c, http.StatusRequestEntityTooLarge, CodeRequestTooLarge, "", err
 		}
-		return c, http.StatusBadRequest, "invalid_request", "", err
+		return c, http.StatusBadRequest, CodeInvalidRequest, "", err
 	}
 	if len(creq.Tools) > 0 || len(creq.Functions) > 0 {
 		return c, http.StatusBadRequest, "unsupported_parameter", "tools", errors.New("tools and function calling are not supported by crab serve")
 	}
+	if creq.MaxTokens < 0 || creq.MaxCompletionTokens < 0 {
+		return c, http.StatusBadRequest, "invalid_max_tokens", "max_tokens", errors.New("max_tokens and max_completion_tokens must not be negative")
+	}
+	if t := creq.Temperature; t < 0 || t > 2 || t != t {
+		return c, http.StatusBadRequest, "invalid_temperature", "temperature", errors.New("temperature must be between 0 and 2")
+	}
 	system, history, text, err := openai.Prompt(creq.Messages)
 	if err != nil {
-		return c, http.StatusBadRequest, "invalid_request", "messages", err
+		code := CodeInvalidRequest
+		if errors.Is(err, openai.ErrToolMessage) {
+			code = CodeUnsupportedMessage
+		}
+		return c, http.StatusBadRequest, code, "messages", err
 	}
 	name := creq.Model
 	if name == AutoModel {
@@ -305,7 +390,7 @@ func (s *Server) decode(r *http.Request, id Identity) (c call, status int, code,
 			name = s.arm.Model
 		}
 	} else if !s.models[name] {
-		return c, http.StatusNotFound, "model_not_found", "model", fmt.Errorf("model %q does not exist (available: %s)", creq.Model, strings.Join(s.names, ", "))
+		return c, http.StatusNotFound, CodeModelNotFound, "model", fmt.Errorf("model %q does not exist (available: %s)", creq.Model, strings.Join(s.names, ", "))
 	}
 	pick := func(header, key, fallback string) string {
 		if v := r.Header.Get(header); v != "" {
@@ -330,12 +415,6 @@ func (s *Server) decode(r *http.Request, id Identity) (c call, status int, code,
 	mode := pick(openai.HeaderMode, "mode", s.arm.Mode)
 	if !stack.ValidMode(mode) {
 		return c, http.StatusBadRequest, "invalid_mode", openai.HeaderMode, fmt.Errorf("mode %q: want full, short or over_short", mode)
-	}
-	reqID := r.Header.Get(openai.HeaderRequestID)
-	if reqID == "" {
-		reqID = s.idPrefix + strconv.FormatUint(s.seq.Add(1), 10)
-	} else if !validRequestID(reqID) {
-		return c, http.StatusBadRequest, "invalid_request_id", openai.HeaderRequestID, errors.New("request id: want 1 to 128 letters, digits and . _ : -")
 	}
 	req := &model.Request{
 		TaskID: reqID, Text: text, System: system, History: history, User: creq.User, Scope: scope, Model: name,
@@ -383,7 +462,7 @@ func (s *Server) observe(resp *model.Response, info *stack.Info) string {
 		label = "hit"
 		s.m.cacheHits.Inc()
 		if tr.Leak != "" {
-			s.m.leaks.WithLabelValues(tr.Leak).Inc()
+			s.m.leaks.WithLabelValues(bounded(tr.Leak, leakKinds)).Inc()
 		}
 	case model.CacheMiss:
 		label = "miss"
@@ -395,7 +474,7 @@ func (s *Server) observe(resp *model.Response, info *stack.Info) string {
 		s.m.scopeMismatch.Inc()
 	}
 	if tr.Routed {
-		s.m.routes.WithLabelValues(tr.RouteModel).Inc()
+		s.m.routes.WithLabelValues(bounded(tr.RouteModel, s.m.modelNames)).Inc()
 	}
 	if tr.Attempts > 0 {
 		s.m.queue.Observe(info.Queue.Seconds())
@@ -418,15 +497,6 @@ func (s *Server) observe(resp *model.Response, info *stack.Info) string {
 		}
 	}
 	return label
-}
-
-// violationRule extracts the rule of a "pointer: rule: message" violation.
-func violationRule(v string) string {
-	parts := strings.SplitN(v, ": ", 3)
-	if len(parts) < 2 || parts[1] == "" {
-		return "unknown"
-	}
-	return parts[1]
 }
 
 // setHeaders writes the X-Crab-* response headers.
@@ -467,43 +537,6 @@ func (s *Server) setHeaders(h http.Header, resp *model.Response, err error) {
 	h.Set(openai.HeaderRouteScore, score)
 	h.Set(openai.HeaderContract, contractResult)
 	h.Set("X-Crab-Attempts", strconv.Itoa(attempts))
-}
-
-// fail writes the error response for a failed stack call.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, resp *model.Response, err error, timedOut bool) {
-	var se *openai.StatusError
-	switch {
-	case errors.Is(err, contract.ErrViolation):
-		msg := "the answer does not meet the output contract"
-		if resp != nil && len(resp.Trace.Violations) > 0 {
-			msg += ": " + strings.Join(resp.Trace.Violations, "; ")
-		}
-		openai.WriteError(w, http.StatusBadGateway, openai.ErrTypeServer, "contract_violation", "", msg)
-	case timedOut || errors.Is(err, context.DeadlineExceeded):
-		openai.WriteError(w, http.StatusGatewayTimeout, openai.ErrTypeServer, "timeout", "",
-			fmt.Sprintf("no answer within %v", s.cfg.Timeout.Std()))
-	case r.Context().Err() != nil:
-		// The client left: nobody to answer.
-	case errors.As(err, &se):
-		status, typ, code := se.Status, se.Type, se.Code
-		if status == http.StatusUnauthorized || status == http.StatusForbidden {
-			status, typ, code = http.StatusBadGateway, openai.ErrTypeServer, "upstream_auth"
-		}
-		if typ == "" {
-			typ = openai.ErrTypeServer
-			if status < 500 {
-				typ = openai.ErrTypeInvalidRequest
-			}
-		}
-		if code == "" {
-			code = "upstream_error"
-		}
-		openai.WriteError(w, status, typ, code, "", fmt.Sprintf("upstream %s: HTTP %d: %s", se.Backend, se.Status, se.Message))
-	case errors.Is(err, model.ErrUnknownModel):
-		openai.WriteError(w, http.StatusNotFound, openai.ErrTypeNotFound, "model_not_found", "model", err.Error())
-	default:
-		openai.WriteError(w, http.StatusBadGateway, openai.ErrTypeServer, "upstream_error", "", err.Error())
-	}
 }
 
 // reply writes a successful answer, streamed in chunks when asked, and

@@ -302,9 +302,9 @@ func TestFailuresNeverCached(t *testing.T) {
 	}{
 		{"malformed, policy fail", sim.Config{MalformedRate: 1}, simserver.Faults{}, "", "", 502, "contract_violation", "fail", `crab_serve_contract_failures_total{kind="invalid_json"} 2`, "1", 1, false, false},
 		{"refusal, policy reask", sim.Config{RefusalRate: 1}, simserver.Faults{}, "", "contract: {file: triage.schema.json, policy: reask}\n", 502, "contract_violation", "fail", `crab_serve_contract_failures_total{kind="refusal"} 2`, "2", 2, true, false},
-		{"rate limited, retried", sim.Config{}, simserver.Faults{RateLimit: 1}, "", "retry: {max_attempts: 2, backoff: 1ms}\n", 429, "rate_limit_exceeded", "none", `crab_serve_upstream_errors_total{status="429"} 4`, "2", 2, false, false},
-		{"overloaded", sim.Config{}, simserver.Faults{ServerError: 1}, "", "", 503, "overloaded", "none", `crab_serve_upstream_errors_total{status="503"} 2`, "1", 1, true, false},
-		{"model error", sim.Config{ErrorRate: 1}, simserver.Faults{}, "", "", 500, "simulated_error", "none", `crab_serve_upstream_errors_total{status="500"} 2`, "1", 1, false, false},
+		{"rate limited, retried", sim.Config{}, simserver.Faults{RateLimit: 1}, "", "retry: {max_attempts: 2, backoff: 1ms, max_retry_after: 5ms}\n", 429, "upstream_rate_limited", "none", `crab_serve_upstream_errors_total{status="429"} 4`, "2", 2, false, false},
+		{"overloaded", sim.Config{}, simserver.Faults{ServerError: 1}, "", "", 503, "upstream_unavailable", "none", `crab_serve_upstream_errors_total{status="503"} 2`, "1", 1, true, false},
+		{"model error", sim.Config{ErrorRate: 1}, simserver.Faults{}, "", "", 502, "upstream_error", "none", `crab_serve_upstream_errors_total{status="500"} 2`, "1", 1, false, false},
 		{"cut mid-stream", sim.Config{}, simserver.Faults{Disconnect: 1}, "", "", 502, "upstream_error", "none", `crab_serve_upstream_errors_total{status="network"} 2`, "1", 1, false, false},
 		{"hang", sim.Config{HangRate: 1}, simserver.Faults{}, "", "timeout: 100ms\n", 504, "timeout", "none", `crab_serve_upstream_errors_total{status="timeout"} 2`, "1", 1, false, true},
 		{"upstream auth", sim.Config{}, simserver.Faults{}, authFail.URL + "/v1", "", 502, "upstream_auth", "none", `crab_serve_upstream_errors_total{status="401"} 2`, "1", 0, false, false},
@@ -468,6 +468,15 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown scorer", good + "router: {small: large, large: large, scorer: astrology}\n", testKeys, `serve.yaml:4: field "router.scorer"`},
 		{"bad router mode", good + "router: {mode: dice, small: large, large: large}\n", testKeys, `serve.yaml:4: field "router.mode"`},
 		{"unknown default model", good + "default_model: huge\n", testKeys, `serve.yaml:4: field "default_model": unknown model "huge"`},
+		{"infinite price", "keys: keys.yaml\nmodels:\n  - {name: large, base_url: http://x/v1, price_out_per_mtok: .inf}\n", testKeys, `serve.yaml:3: field "models.price_out_per_mtok": prices must be finite`},
+		{"timeout 1ns", good + "timeout: 1ns\n", testKeys, `serve.yaml:4: field "timeout": must be at least 1ms`},
+		{"body timeout 1ns", good + "body_timeout: 1ns\n", testKeys, `serve.yaml:4: field "body_timeout": must be at least 1ms`},
+		{"retry attempt timeout", good + "retry: {max_attempts: 2, attempt_timeout: 10us}\n", testKeys, `serve.yaml:4: field "retry.attempt_timeout": must be at least 1ms`},
+		{"negative per-key cap", good + "max_in_flight_per_key: -1\n", testKeys, `serve.yaml:4: field "max_in_flight_per_key"`},
+		{"blank tenant", good, "keys:\n  - key: a\n    tenant: '  '\n    permission: agent\n", `keys.yaml:3: field "keys.tenant": required (not blank)`},
+		{"blank permission", good, "keys:\n  - {key: a, tenant: t, permission: ' '}\n", `keys.yaml:2: field "keys.permission": required (not blank)`},
+		{"blank key", good, "keys:\n  - {key: '  ', tenant: t, permission: p}\n", `keys.yaml:2: field "keys.key": must not hold white space`},
+		{"padded tenant", good, "keys:\n  - {key: a, tenant: ' acme', permission: p}\n", `keys.yaml:2: field "keys.tenant": must not start or end with white space`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

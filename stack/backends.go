@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
@@ -71,7 +72,7 @@ func backend(ms ModelSpec, i int, o BackendOptions, lookup func(string) (string,
 		key := ""
 		if ms.APIKeyEnv != "" {
 			var ok bool
-			if key, ok = lookup(ms.APIKeyEnv); !ok || key == "" {
+			if key, ok = lookup(ms.APIKeyEnv); !ok || strings.TrimSpace(key) == "" {
 				return nil, &FieldError{Path: []any{"models", i, "api_key_env"}, Field: "models.api_key_env",
 					Msg: fmt.Sprintf("model %s: environment variable %s is not set", ms.Name, ms.APIKeyEnv)}
 			}

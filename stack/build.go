@@ -106,7 +106,7 @@ func Build(spec ArmSpec, backends map[string]model.Model, o Options) (*Arm, erro
 		}
 		inner = append(inner, cmw)
 	}
-	inner = append(inner, model.Retry(model.RetryPolicy{MaxAttempts: max(o.Retry.MaxAttempts, 1), Backoff: o.Retry.Backoff.Std()}))
+	inner = append(inner, model.Retry(o.Retry.Policy()))
 	judgeLayers := slices.Clip(inner) // the judge is evaluation overhead: it takes no slot of the cap
 	if o.Concurrency > 0 {
 		now := o.Now

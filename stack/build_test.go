@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -158,24 +159,29 @@ func TestBuildCascade(t *testing.T) {
 }
 
 // TestBuildRetry: retry repeats a failed backend call up to MaxAttempts,
-// below the contract, and counts every attempt.
+// below the contract, and counts every attempt; a permanent error is not
+// repeated.
 func TestBuildRetry(t *testing.T) {
+	down := fmt.Errorf("%w: backend down", model.ErrBackend)
 	for _, tc := range []struct {
 		name      string
 		attempts  int
 		failFirst int
+		err       error
 		wantCalls int
 		wantErr   bool
 	}{
-		{name: "no retry", attempts: 1, failFirst: 1, wantCalls: 1, wantErr: true},
-		{name: "retry succeeds", attempts: 3, failFirst: 2, wantCalls: 3},
-		{name: "retries exhausted", attempts: 2, failFirst: 5, wantCalls: 2, wantErr: true},
+		{name: "no retry", attempts: 1, failFirst: 1, err: down, wantCalls: 1, wantErr: true},
+		{name: "retry succeeds", attempts: 3, failFirst: 2, err: down, wantCalls: 3},
+		{name: "retries exhausted", attempts: 2, failFirst: 5, err: down, wantCalls: 2, wantErr: true},
+		{name: "permanent error", attempts: 3, failFirst: 5, err: model.ErrUnknownModel, wantCalls: 1, wantErr: true},
+		{name: "not a backend error", attempts: 3, failFirst: 5, err: errors.New("bad request"), wantCalls: 1, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{}
 			flaky := func(n int) (*model.Response, error) {
 				if n <= tc.failFirst {
-					return &model.Response{}, errors.New("backend down") // a failed call still reports its attempt
+					return &model.Response{}, tc.err // a failed call still reports its attempt
 				}
 				return ok(1)(n)
 			}

@@ -1,10 +1,14 @@
 package stack
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/crab-testbed/crab/internal/redact"
+	"github.com/crab-testbed/crab/model"
 )
 
 // ModelSpec declares a model backend and its prices.
@@ -25,6 +29,16 @@ type ModelSpec struct {
 	PriceOutPerMTok float64 `yaml:"price_out_per_mtok"` // cost units per million output tokens
 
 	Faults Faults `yaml:"faults"`
+}
+
+// MarshalJSON writes the spec as encoding/json would, with the password of
+// a user:password base URL masked: the spec goes into manifests and
+// outcome keys, which must never hold a credential.
+func (m ModelSpec) MarshalJSON() ([]byte, error) {
+	type plain ModelSpec // no methods: no recursion
+	p := plain(m)
+	p.BaseURL = redact.URL(p.BaseURL)
+	return json.Marshal(p)
 }
 
 // Backends a ModelSpec may name.
@@ -101,10 +115,26 @@ type ContractSpec struct {
 	EscalateTo string `yaml:"escalate_to"` // model for policy escalate
 }
 
-// RetrySpec is the retry policy for failed model calls.
+// RetrySpec is the retry policy for failed model calls (see
+// model.RetryPolicy for what is retried: network errors, attempt timeouts,
+// HTTP 408, 429 and 5xx, nothing else).
 type RetrySpec struct {
 	MaxAttempts int      `yaml:"max_attempts"` // total attempts, first included (default 1: no retry)
 	Backoff     Duration `yaml:"backoff"`      // wait before the second attempt, doubled after
+	// AttemptTimeout bounds one attempt; an attempt that runs out of it is
+	// retried within the request's deadline (default: none).
+	AttemptTimeout Duration `yaml:"attempt_timeout" json:",omitempty"`
+	// MaxRetryAfter caps the wait a server asks for with Retry-After
+	// (default 10s).
+	MaxRetryAfter Duration `yaml:"max_retry_after" json:",omitempty"`
+}
+
+// Policy is the model's retry policy of the spec.
+func (r RetrySpec) Policy() model.RetryPolicy {
+	return model.RetryPolicy{
+		MaxAttempts: max(r.MaxAttempts, 1), Backoff: r.Backoff.Std(),
+		AttemptTimeout: r.AttemptTimeout.Std(), MaxRetryAfter: r.MaxRetryAfter.Std(),
+	}
 }
 
 // Duration is a time.Duration written as "250ms", "10s" in YAML.

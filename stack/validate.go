@@ -8,9 +8,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/router"
@@ -142,7 +144,7 @@ func validModel(l *errs, m *ModelSpec, i int, names map[string]bool) {
 		case m.BaseURL == "":
 			l.add(p("base_url"), "required for backend openai, e.g. http://127.0.0.1:8000/v1")
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			l.add(p("base_url"), "want an http:// or https:// URL, got %q", m.BaseURL)
+			l.add(p("base_url"), "want an http:// or https:// URL, got %q", redact.URL(m.BaseURL))
 		}
 		if m.Kind != "" {
 			l.add(p("kind"), "only for backend sim")
@@ -300,8 +302,29 @@ func ValidateRetry(r *RetrySpec, path ...any) []*FieldError {
 	if r.MaxAttempts == 0 {
 		r.MaxAttempts = 1
 	}
+	at := func(f string) []any { return append(append([]any(nil), path...), f) }
 	if r.MaxAttempts < 0 || r.MaxAttempts > 10 {
-		l.add(append(append([]any(nil), path...), "max_attempts"), "must be 1 to 10")
+		l.add(at("max_attempts"), "must be 1 to 10")
+	}
+	if d := r.AttemptTimeout.Std(); d != 0 && d < MinTimeout {
+		l.add(at("attempt_timeout"), "must be at least %v, got %v", MinTimeout, d)
+	}
+	if d := r.MaxRetryAfter.Std(); d != 0 && d < MinTimeout {
+		l.add(at("max_retry_after"), "must be at least %v, got %v", MinTimeout, d)
 	}
 	return l
+}
+
+// MinTimeout is the shortest timeout a configuration may set: below a
+// millisecond, every call would time out before its first byte, which is
+// a typo (1ns for 1s), not a policy.
+const MinTimeout = time.Millisecond
+
+// ValidTimeout checks a configured timeout: 0 (the default) or at least
+// MinTimeout. It returns the message of a FieldError, "" when valid.
+func ValidTimeout(d time.Duration) string {
+	if d != 0 && d < MinTimeout {
+		return fmt.Sprintf("must be at least %v, got %v", MinTimeout, d)
+	}
+	return ""
 }

@@ -1,9 +1,11 @@
 package stack
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crab-testbed/crab/router"
 )
@@ -177,6 +179,44 @@ func TestValidateRetry(t *testing.T) {
 		}
 		if got != tc.err || r.MaxAttempts != tc.want {
 			t.Errorf("max_attempts %d: got %q, %d; want %q, %d", tc.attempts, got, r.MaxAttempts, tc.err, tc.want)
+		}
+	}
+}
+
+func TestModelSpecJSONMasksPassword(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal([]ModelSpec{{Name: "m", Backend: BackendOpenAI, BaseURL: "https://bob:hunter2@api.example.com/v1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "hunter2") || !strings.Contains(string(b), `"BaseURL":"https://bob:***@api.example.com/v1"`) {
+		t.Errorf("JSON = %s; want the password masked and the rest kept", b)
+	}
+	plain, _ := json.Marshal(ModelSpec{Name: "m", BaseURL: "http://127.0.0.1:8000/v1"})
+	if want := `"BaseURL":"http://127.0.0.1:8000/v1"`; !strings.Contains(string(plain), want) {
+		t.Errorf("JSON = %s; want %s", plain, want)
+	}
+}
+
+func TestValidateRetryTimeouts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		spec  RetrySpec
+		field string
+	}{
+		{"defaults", RetrySpec{}, ""},
+		{"attempt timeout 1ns", RetrySpec{AttemptTimeout: Duration(time.Nanosecond)}, "retry.attempt_timeout"},
+		{"max retry after 1ns", RetrySpec{MaxRetryAfter: Duration(time.Nanosecond)}, "retry.max_retry_after"},
+		{"attempt timeout 1ms", RetrySpec{AttemptTimeout: Duration(time.Millisecond)}, ""},
+		{"too many attempts", RetrySpec{MaxAttempts: 11}, "retry.max_attempts"},
+	} {
+		errs := ValidateRetry(&tc.spec, "retry")
+		switch {
+		case tc.field == "" && len(errs) > 0:
+			t.Errorf("%s: %v; want no error", tc.name, errs[0])
+		case tc.field != "" && (len(errs) == 0 || errs[0].Field != tc.field):
+			t.Errorf("%s: errors %v; want one on %s", tc.name, errs, tc.field)
 		}
 	}
 }

@@ -100,7 +100,12 @@ func (b *Backend) onceLean(ctx context.Context, req *model.Request, creq *goopen
 	defer res.Body.Close()
 	resp.Confidence = confidence(res.Header)
 	if res.StatusCode < http.StatusOK || res.StatusCode >= http.StatusBadRequest {
-		return true, statusError(errorAnswer(res))
+		boundErrorBody(res)
+		err := statusError(errorAnswer(res))
+		if se, ok := err.(*StatusError); ok {
+			se.Wait = parseRetryAfter(res.Header.Get("Retry-After"), b.now())
+		}
+		return true, err
 	}
 	bp := answerBufPool.Get().(*[]byte)
 	data, err := readAnswer((*bp)[:0], res)

@@ -41,9 +41,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -131,7 +133,7 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("%w: base_url is required", ErrConfig)
 	}
 	if !strings.HasPrefix(cfg.BaseURL, "http://") && !strings.HasPrefix(cfg.BaseURL, "https://") {
-		return nil, fmt.Errorf("%w: base_url %q: want an http:// or https:// URL", ErrConfig, cfg.BaseURL)
+		return nil, fmt.Errorf("%w: base_url %q: want an http:// or https:// URL", ErrConfig, redact.URL(cfg.BaseURL))
 	}
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, fmt.Errorf("%w: model is required", ErrConfig)
@@ -217,7 +219,8 @@ func (b *Backend) Close() { b.http.CloseIdleConnections() }
 // model.FinishRefusal; judging it is the contract layer's job.
 //
 // Errors: an HTTP error status returns a *StatusError (wrapping
-// model.ErrBackend) with the status and the server's message; a broken
+// model.ErrBackend) with the status, the server's message (credentials
+// masked, at most 512 bytes) and the Retry-After it asked for; a broken
 // connection or a stream that ends before its finish reason wraps
 // model.ErrBackend; when ctx ends first, ctx.Err() is returned. A failed
 // call still returns a response carrying its trace.
@@ -234,10 +237,12 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 	if b.lean != nil {
 		handled, err = b.onceLean(ctx, req, &creq, resp, start)
 	}
+	var retryAfter string
 	if !handled {
 		if !b.cfg.NoCrabHeaders {
 			ctx = context.WithValue(ctx, headersKey{}, crabHeaders(req))
 		}
+		ctx = context.WithValue(ctx, retryAfterKey{}, &retryAfter)
 		if b.cfg.NoStream {
 			err = b.once(ctx, creq, resp, start)
 		} else {
@@ -252,13 +257,22 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 		var se *StatusError
 		if errors.As(err, &se) {
 			se.Backend = b.cfg.Name
+			if se.Wait == 0 {
+				se.Wait = parseRetryAfter(retryAfter, b.now())
+			}
+			// The server's words go into records and logs: a server that
+			// echoes the credential it received must not put it there.
+			se.Type, se.Code, se.Message = b.mask(se.Type), b.mask(se.Code), b.mask(se.Message)
 			return resp, se
 		}
-		return resp, fmt.Errorf("%w: %s: %v", model.ErrBackend, b.cfg.Name, err)
+		return resp, fmt.Errorf("%w: %s: %s", model.ErrBackend, b.cfg.Name, b.mask(err.Error()))
 	}
 	resp.Usage.Cost = float64(resp.Usage.TokensIn)*b.cfg.PriceIn + float64(resp.Usage.TokensOut)*b.cfg.PriceOut
 	return resp, nil
 }
+
+// mask masks credentials in a server's text, the backend's API key first.
+func (b *Backend) mask(s string) string { return redact.String(s, b.cfg.APIKey) }
 
 // request builds the chat completion request.
 func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
@@ -413,7 +427,60 @@ type StatusError struct {
 	Status  int    // HTTP status code, e.g. 429
 	Type    string // the OpenAI error type, e.g. "rate_limit_error"; may be empty
 	Code    string // the OpenAI error code, e.g. "rate_limit_exceeded"; may be empty
-	Message string // the server's message
+	Message string // the server's message, at most maxErrorMessage bytes
+	// Wait is the delay the server asked for before the next call
+	// (Retry-After, in seconds or as an HTTP date); 0 when none.
+	Wait time.Duration
+}
+
+// HTTPStatus is the server's status, for the retry policy.
+func (e *StatusError) HTTPStatus() int { return e.Status }
+
+// RetryAfter is the delay the server asked for, for the retry policy.
+func (e *StatusError) RetryAfter() time.Duration { return e.Wait }
+
+var (
+	_ model.HTTPStatusError = (*StatusError)(nil)
+	_ model.RetryAfterError = (*StatusError)(nil)
+)
+
+// maxErrorBody bounds how much of an error answer's body is read, and
+// maxErrorMessage how much of its message is kept: a hostile or broken
+// server cannot make crab hold megabytes per failed call.
+const (
+	maxErrorBody    = 64 << 10
+	maxErrorMessage = 512
+)
+
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP
+// date (relative to now). Anything else, or a time in the past, is 0.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		return time.Duration(min(n, 24*3600)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// truncate keeps at most n bytes of s, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
 }
 
 // Error says which backend failed, with what status and message.
@@ -433,14 +500,11 @@ func statusError(err error) error {
 		if ae.Code != nil {
 			code = fmt.Sprint(ae.Code)
 		}
-		return &StatusError{Status: ae.HTTPStatusCode, Type: ae.Type, Code: code, Message: ae.Message}
+		return &StatusError{Status: ae.HTTPStatusCode, Type: ae.Type, Code: code, Message: truncate(ae.Message, maxErrorMessage)}
 	}
 	var re *goopenai.RequestError
 	if errors.As(err, &re) && re.HTTPStatusCode > 0 {
-		msg := strings.TrimSpace(string(re.Body))
-		if len(msg) > 512 {
-			msg = msg[:512] + "..."
-		}
+		msg := truncate(strings.TrimSpace(string(re.Body)), maxErrorMessage)
 		if msg == "" {
 			msg = http.StatusText(re.HTTPStatusCode)
 		}
@@ -462,7 +526,28 @@ func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
 			r.Header[k] = v
 		}
 	}
-	return d.c.Do(r)
+	res, err := d.c.Do(r)
+	if err == nil && res.StatusCode >= http.StatusBadRequest {
+		boundErrorBody(res)
+		if w, ok := r.Context().Value(retryAfterKey{}).(*string); ok {
+			*w = res.Header.Get("Retry-After")
+		}
+	}
+	return res, err
+}
+
+// retryAfterKey carries a *string through the context, where headerDoer
+// leaves an error answer's Retry-After header (go-openai's errors do not
+// keep the headers).
+type retryAfterKey struct{}
+
+// boundErrorBody makes an error answer's body end after maxErrorBody
+// bytes, whatever the server sends.
+func boundErrorBody(res *http.Response) {
+	res.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(res.Body, maxErrorBody), res.Body}
 }
 
 // crabHeaders are the X-Crab-* headers of req.

@@ -413,3 +413,52 @@ func TestPing(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusErrorMasksAndRetryAfter: an upstream that echoes the key it
+// received does not put it into crab's errors, and its Retry-After is
+// read, on both the go-openai path (stream) and the lean one.
+func TestStatusErrorMasksAndRetryAfter(t *testing.T) {
+	t.Parallel()
+	const key = "upstream-secret-key-123"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "7")
+		WriteError(w, http.StatusTooManyRequests, ErrTypeRateLimit, "rate_limit_exceeded", "",
+			"slow down, "+r.Header.Get("Authorization")+" and "+key+strings.Repeat(" pad", 400))
+	}))
+	t.Cleanup(srv.Close)
+	for _, noStream := range []bool{false, true} {
+		b, err := New(Config{BaseURL: srv.URL + "/v1", Model: "m", APIKey: key, NoStream: noStream})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.Complete(context.Background(), &model.Request{Text: "hi"})
+		var se *StatusError
+		if !errors.As(err, &se) {
+			t.Fatalf("noStream %v: err = %v; want a *StatusError", noStream, err)
+		}
+		if strings.Contains(err.Error(), key) || len(se.Message) > maxErrorMessage+3 {
+			t.Errorf("noStream %v: error holds the key or is unbounded (%d bytes): %.200s", noStream, len(se.Message), err)
+		}
+		if se.HTTPStatus() != 429 || se.RetryAfter() != 7*time.Second || !model.Retryable(err) {
+			t.Errorf("noStream %v: status %d, retry after %v, retryable %v; want 429, 7s, true", noStream, se.HTTPStatus(), se.RetryAfter(), model.Retryable(err))
+		}
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", 0}, {"3", 3 * time.Second}, {"0", 0}, {"-4", 0}, {"soon", 0},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 0},
+		{"99999999", 24 * time.Hour},
+	} {
+		if got := parseRetryAfter(tc.in, now); got != tc.want {
+			t.Errorf("parseRetryAfter(%q) = %v; want %v", tc.in, got, tc.want)
+		}
+	}
+}

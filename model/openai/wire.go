@@ -33,6 +33,11 @@ const (
 // completion request crab can answer.
 var ErrBadRequest = errors.New("openai: bad request")
 
+// ErrToolMessage is wrapped by Prompt's error for a tool or function
+// message: crab does not pass tools, and dropping the message would change
+// the question silently. It also wraps ErrBadRequest.
+var ErrToolMessage = fmt.Errorf("%w: tool messages are not supported", ErrBadRequest)
+
 // ErrTooLarge is wrapped by ReadRequest's error for a body over the limit.
 var ErrTooLarge = errors.New("openai: request body too large")
 
@@ -104,7 +109,7 @@ func ReadRequest(r *http.Request, limit int64) (*goopenai.ChatCompletionRequest,
 func (rd *RequestDecoder) ReadRequest(r *http.Request, limit int64) (*goopenai.ChatCompletionRequest, error) {
 	raw, err := readBody(r.Body, r.ContentLength, limit)
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading the body: %v", ErrBadRequest, err)
+		return nil, fmt.Errorf("%w: reading the body: %w", ErrBadRequest, err)
 	}
 	if limit > 0 && int64(len(raw)) > limit {
 		return nil, fmt.Errorf("%w: the limit is %d bytes", ErrTooLarge, limit)
@@ -529,7 +534,7 @@ func Prompt(msgs []goopenai.ChatCompletionMessage) (system string, history []mod
 		case goopenai.ChatMessageRoleUser, goopenai.ChatMessageRoleAssistant:
 			history = append(history, model.Message{Role: m.Role, Content: c})
 		case goopenai.ChatMessageRoleTool, goopenai.ChatMessageRoleFunction:
-			return "", nil, "", fmt.Errorf("%w: messages[%d]: %s messages are not supported (crab does not pass tools yet)", ErrBadRequest, i, m.Role)
+			return "", nil, "", fmt.Errorf("%w: messages[%d] has role %s (crab does not pass tools yet)", ErrToolMessage, i, m.Role)
 		default:
 			return "", nil, "", fmt.Errorf("%w: messages[%d]: role %q is not supported (want system, developer, user or assistant)", ErrBadRequest, i, m.Role)
 		}
