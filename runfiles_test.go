@@ -151,12 +151,16 @@ func TestRunRejectsBeforeWriting(t *testing.T) {
 	}{
 		{"warm-up covers every task", "seed: 7\nwarmup: 100000\n", `quick.yaml:5: field "warmup": 100000 warm-up requests leave none of the`},
 		{"NaN temperature", "seed: 7\n", "temperature"},
+		{"timeout under a millisecond", "seed: 7\n", `field "timeout": must be at least 1ms, got 1ns`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			exp := filepath.Join(dir, "quick.yaml")
 			body := strings.Replace(quickExperiment, "seed: 7\n", tc.edit, 1)
+			if tc.name == "timeout under a millisecond" {
+				body = strings.Replace(body, "timeout: 2s\n", "timeout: 1ns\n", 1)
+			}
 			if tc.name == "NaN temperature" {
 				body = strings.Replace(body, "mode: short, max_tokens: 160}", "mode: short, max_tokens: 160, temperature: .nan}", 1)
 			}

@@ -222,6 +222,9 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	if e.MaxInFlight < 0 {
 		return bad("max_in_flight", []any{"max_in_flight"}, "must not be negative")
 	}
+	if msg := stack.ValidTimeout(e.Timeout.Std()); msg != "" {
+		return bad("timeout", []any{"timeout"}, "%s", msg)
+	}
 	if e.Timeout == 0 {
 		e.Timeout = Duration(30 * time.Second)
 	}
