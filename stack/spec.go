@@ -52,7 +52,12 @@ type ArmSpec struct {
 	MaxTokens   int            `yaml:"max_tokens"` // output budget; 0 = backend default
 	Temperature float64        `yaml:"temperature"`
 	System      string         `yaml:"system"`
-	Cache       *CacheSpec     `yaml:"cache"`
+	// Instructions replace the default instruction appended to the system
+	// prompt for a shortened output mode, by mode (short, over_short), e.g.
+	// wording that names the contract's own fields. Unset modes keep
+	// model.DefaultInstruction.
+	Instructions map[string]string `yaml:"instructions" json:",omitempty"`
+	Cache        *CacheSpec        `yaml:"cache"`
 	Router      *RouterSpec    `yaml:"router"`
 	Contract    *ContractSpec  `yaml:"contract"`
 	Extra       map[string]any `yaml:",inline"` // rejected: unknown keys are reported with their line
