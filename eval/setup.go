@@ -14,6 +14,7 @@ import (
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/stack"
 )
 
@@ -35,6 +36,9 @@ type Setup struct {
 
 	embedded fs.FS
 	contract *contract.Contract
+	// expected is every task's expected partial answer by id: the
+	// simulated models' oracle.
+	expected map[string]map[string]any
 	backends map[string]model.Model
 	nominal  bool // simulated models sleep nothing and report nominal durations (outcome tables)
 }
@@ -87,6 +91,7 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 	if s.Tasks, err = ReadTasks(bytes.NewReader(s.TasksRaw), s.TasksName); err != nil {
 		return nil, err
 	}
+	s.expected = ExpectedByID(s.Tasks)
 	if s.Exp.Warmup >= len(s.Tasks) {
 		return nil, &InputError{File: s.Exp.File, Line: s.Exp.warmupLine, Field: "warmup",
 			Msg: fmt.Sprintf("%d warm-up requests leave none of the %d tasks measured", s.Exp.Warmup, len(s.Tasks))}
@@ -149,6 +154,14 @@ func (s *Setup) check() error {
 		return &InputError{File: s.ContractName, Msg: err.Error()}
 	}
 	s.contract = c
+	for _, m := range s.Exp.Models {
+		if m.Backend == stack.BackendSim || m.Backend == "" {
+			if err := sim.CheckContract(s.ContractRaw); err != nil {
+				return &InputError{File: s.ContractName, Field: "contract", Msg: fmt.Sprintf("model %s: %v", m.Name, err)}
+			}
+			break
+		}
+	}
 	if s.backends, err = s.buildBackends(); err != nil {
 		return err
 	}
@@ -172,6 +185,7 @@ func (s *Setup) Contract() *contract.Contract { return s.contract }
 func (s *Setup) buildBackends() (map[string]model.Model, error) {
 	b, err := stack.Backends(s.Exp.Models, stack.BackendOptions{
 		Seed: s.Exp.Seed, TimeScale: *s.Exp.TimeScale, Nominal: s.nominal, MaxConns: s.Exp.Concurrency,
+		Oracle: func(id string) map[string]any { return s.expected[id] },
 	})
 	if err != nil {
 		var fe *stack.FieldError
@@ -181,6 +195,34 @@ func (s *Setup) buildBackends() (map[string]model.Model, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// ExpectedByID maps every task with expected values to its expected
+// partial answer (contract fields and their values), the ground truth the
+// simulated models answer against.
+func ExpectedByID(tasks []Task) map[string]map[string]any {
+	out := make(map[string]map[string]any, len(tasks))
+	for i := range tasks {
+		if m := expectedAnswer(tasks[i].Expected); m != nil {
+			out[tasks[i].ID] = m
+		}
+	}
+	return out
+}
+
+// expectedAnswer is a task's expected values as a partial answer.
+func expectedAnswer(e *Expected) map[string]any {
+	if e == nil {
+		return nil
+	}
+	m := map[string]any{}
+	if e.Category != "" {
+		m["category"] = e.Category
+	}
+	if e.NeedsHumanReview != nil {
+		m["needs_human_review"] = *e.NeedsHumanReview
+	}
+	return m
 }
 
 // BuiltArm is an arm's stack plus what must be released after its pass.

@@ -154,6 +154,7 @@ func (s *Setup) UseTasks(path string) error {
 		return err
 	}
 	s.TasksName, s.TasksRaw, s.Tasks = path, raw, tasks
+	s.expected = ExpectedByID(tasks)
 	return nil
 }
 
