@@ -38,5 +38,5 @@ func ExampleNew() {
 		panic(err)
 	}
 	fmt.Println(resp.Model, resp.FinishReason, resp.Content, resp.Trace.Attempts, resp.Usage.TokensOut > 0)
-	// Output: large stop {"summary":"I was charged twice for my March "} 1 true
+	// Output: large stop {"summary":"I was charged twice for my March"} 1 true
 }

@@ -218,7 +218,7 @@ func (w *gen) strValue(s *schema, ptr string) string {
 	if w.mode == modeFull {
 		q = w.quoteOn(ptr) + w.sig
 	} else {
-		q = cutRunes(q, shortRunes)
+		q = strings.TrimRight(cutRunes(q, shortRunes), " ")
 	}
 	return fitLength(q, s.minLen, s.maxLen)
 }
