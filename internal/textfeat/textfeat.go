@@ -20,7 +20,8 @@ type Features struct {
 	// and list items (lines opened by a bullet or a number followed by "."
 	// or ")").
 	Asks int
-	// Negations counts negation particles (see Negation).
+	// Negations counts negation particles; Measure leaves it 0 and
+	// Negations fills it (see there).
 	Negations int
 	Numbers   int // words holding a digit
 	// IDs counts identifier-like words: letters and digits mixed
@@ -40,8 +41,8 @@ var scriptTables = []*unicode.RangeTable{
 	unicode.Cyrillic, unicode.Arabic, unicode.Greek, unicode.Hebrew, unicode.Devanagari, unicode.Thai,
 }
 
-// Measure computes the features of text in one pass (plus one for
-// negations). It never fails; an empty text has zero features.
+// Measure computes the features of text in one pass, all but Negations.
+// It never fails and does not allocate; an empty text has zero features.
 func Measure(text string) Features {
 	var f Features
 	var seen [16]bool
@@ -138,7 +139,6 @@ func Measure(text string) Features {
 			f.Scripts++
 		}
 	}
-	f.Negations = Negations(text)
 	return f
 }
 

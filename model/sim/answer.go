@@ -15,6 +15,7 @@ const refusal = "I'm sorry, but I can't help with this request."
 // answer is an error wrapping ErrContract.
 func (m *Model) answer(req *model.Request, mode int, u *[numDraws]float64) (string, float64, error) {
 	f := textfeat.Measure(req.Text)
+	f.Negations = textfeat.Negations(req.Text)
 	p := m.cfg.Errors.Prob(f, req.Scope.Lang)
 	conf := confidence(p, xxhash.Sum64String(m.cfg.Name+"\x00"+req.Text))
 	w := newGen(req.Text, &req.Scope, mode)
