@@ -104,6 +104,9 @@ func backend(ms ModelSpec, i int, o BackendOptions, lookup func(string) (string,
 	cfg.NoSleep = o.Nominal
 	cfg.Seed = o.Seed
 	cfg.Oracle = o.Oracle
+	if ms.Errors != nil {
+		cfg.Errors = *ms.Errors
+	}
 	f := ms.Faults
 	cfg.ErrorRate, cfg.HangRate, cfg.MalformedRate, cfg.MissingFieldRate = f.Error, f.Hang, f.Malformed, f.MissingField
 	cfg.WrongEnumRate, cfg.EmptyEvidenceRate, cfg.RefusalRate = f.WrongEnum, f.EmptyEvidence, f.Refusal

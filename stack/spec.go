@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/crab-testbed/crab/model/sim"
+
 	"go.yaml.in/yaml/v3"
 )
 
@@ -25,6 +27,10 @@ type ModelSpec struct {
 	PriceOutPerMTok float64 `yaml:"price_out_per_mtok"` // cost units per million output tokens
 
 	Faults Faults `yaml:"faults"`
+	// Errors (backend sim) replaces the kind's error model: how likely the
+	// model is to misread a request, from the request's observable
+	// features (see sim.ErrorModel); unset weights are 0.
+	Errors *sim.ErrorModel `yaml:"errors" json:",omitempty"`
 }
 
 // Backends a ModelSpec may name.

@@ -153,6 +153,9 @@ func validModel(l *errs, m *ModelSpec, i int, names map[string]bool) {
 		if m.Faults != (Faults{}) {
 			l.add(p("faults"), "faults are injected by simulated models; give them to crab sim-server instead")
 		}
+		if m.Errors != nil {
+			l.add(p("errors"), "only for backend sim")
+		}
 	default:
 		l.add(p("backend"), "unknown backend %q (want sim or openai)", m.Backend)
 	}

@@ -169,10 +169,9 @@ func (w *gen) object(s *schema, ptr string, depth int) {
 }
 
 func (w *gen) array(s *schema, ptr string, depth int) {
+	// A list has as many items as the contract requires, in every mode:
+	// shortening shortens what the items say, never which items there are.
 	n := s.minItems
-	if w.mode == modeFull && depth <= maxDepth && n < 1 {
-		n = 1
-	}
 	if s.maxItems >= 0 && n > s.maxItems {
 		n = s.maxItems
 	}
