@@ -411,7 +411,8 @@ func (s *Setup) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([
 		}
 		sc := scorer.Score(&model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()})
 		out[i] = routertune.Sample{ID: t.ID, Group: t.Group, Key: routertune.QuestionKey(t.Text), Score: sc.Value, Features: sc.Features,
-			Small: rowOutcome(p.small), Large: rowOutcome(p.large)}
+			Small: rowOutcome(p.small), Large: rowOutcome(p.large),
+			Req: &model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()}}
 	}
 	return out, nil
 }
@@ -578,7 +579,11 @@ func (s *Setup) applyTuned(resolve func(string) string, base string) error {
 // confidence, and a cascade arm is added when the experiment has none but
 // the report tuned one. Task, contract and trace references become absolute
 // (or stay embedded:), so the file runs from any directory.
-func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed int64) ([]byte, error) {
+//
+// scorer, when not empty, is the scorer the threshold was chosen with (a
+// registered name or a scorer file); every threshold arm that gets the
+// chosen threshold gets it too.
+func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed int64, scorer string) ([]byte, error) {
 	raw, err := s.read(s.Exp.File, "")
 	if err != nil {
 		return nil, err
@@ -648,6 +653,9 @@ func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed i
 			case !math.IsNaN(th) && same:
 				mapDelete(rn, "threshold_from")
 				setScalar(rn, "threshold", fmtYAMLFloat(th), "")
+				if scorer != "" {
+					setScalar(rn, "scorer", scorer, "!!str")
+				}
 				rk.HeadComment = "threshold " + note
 			}
 		}
