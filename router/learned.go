@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"unicode"
@@ -132,7 +133,11 @@ func (s *LearnedScorer) Score(req *model.Request) Score {
 	for i, v := range dense {
 		x += s.m.Dense[i] * (v - s.m.Mean[i]) / s.m.Scale[i]
 	}
-	Hashed(req, func(h uint64, v float64) { x += s.hashed[h&s.mask] * v })
+	var sum [NumFamilies]float64
+	words, tris := Hashed(req, func(h uint64, fam int) { sum[fam] += s.hashed[h&s.mask] })
+	for fam, v := range sum {
+		x += v * FamilyValue(fam, words, tris)
+	}
 	return Score{Value: 1 / (1 + math.Exp(-x))}
 }
 
@@ -149,45 +154,18 @@ func DenseOf(req *model.Request, out []float64) {
 	out[7] = float64(f.Scripts)
 }
 
-// Hashed calls visit with the hash and value of every hashed feature of
-// req: each word, each pair of adjacent words and each character trigram
+// Hashed calls visit with the hash and family of every hashed feature of
+// req — each word, each pair of adjacent words and each character trigram
 // of the lower-cased text (every character of a script written without
-// spaces is a word), and the primary language tag. Word and trigram
-// values are 1/√n for n of their family, so that a long text does not
-// outweigh a short one by its length alone. Hashes are to be reduced to a
-// bucket by the caller.
-func Hashed(req *model.Request, visit func(h uint64, v float64)) {
+// spaces is a word), and the primary language tag — and returns the
+// number of words and of trigrams. A feature's value is 1/√words for a
+// word or a bigram, 1/√trigrams for a trigram and 1 for the language
+// (FamilyValue), so that a long text does not outweigh a short one by its
+// length alone. Hashes are reduced to a bucket by the caller.
+func Hashed(req *model.Request, visit func(h uint64, fam int)) (words, trigrams int) {
 	text := req.Text
-	words, tris := 0, 0
 	var r3 [3]rune
 	nr := 0
-	inWord := false
-	for _, r := range text {
-		r = unicode.ToLower(r)
-		if textfeat.IsWide(r) || unicode.IsLetter(r) || unicode.IsDigit(r) {
-			if textfeat.IsWide(r) {
-				words++
-				inWord = false
-			} else if !inWord {
-				words++
-				inWord = true
-			}
-		} else {
-			inWord = false
-			r = ' '
-		}
-		if r == ' ' && nr > 0 && r3[(nr-1)%3] == ' ' {
-			continue
-		}
-		r3[nr%3] = r
-		nr++
-		if nr >= 3 {
-			tris++
-		}
-	}
-	wv := 1 / math.Sqrt(float64(max(words, 1)))
-	tv := 1 / math.Sqrt(float64(max(tris, 1)))
-	// words and bigrams
 	var prev uint64
 	hasPrev := false
 	h := fnvOffset
@@ -196,24 +174,37 @@ func Hashed(req *model.Request, visit func(h uint64, v float64)) {
 		if !in {
 			return
 		}
+		words++
 		w := mix(h ^ famWord)
-		visit(w, wv)
+		visit(w, FamWord)
 		if hasPrev {
-			visit(mix(prev*0x9e3779b97f4a7c15^w^famBigram), wv)
+			visit(mix(prev*0x9e3779b97f4a7c15^w^famBigram), FamBigram)
 		}
 		prev, hasPrev = w, true
 		h, in = fnvOffset, false
 	}
-	nr = 0
 	for _, r := range text {
-		r = unicode.ToLower(r)
 		switch {
+		case r < utf8.RuneSelf:
+			switch {
+			case 'A' <= r && r <= 'Z':
+				r += 'a' - 'A'
+				h = (h ^ uint64(r)) * fnvPrime
+				in = true
+			case 'a' <= r && r <= 'z' || '0' <= r && r <= '9':
+				h = (h ^ uint64(r)) * fnvPrime
+				in = true
+			default:
+				flush()
+				r = ' '
+			}
 		case textfeat.IsWide(r):
 			flush()
 			h = fnvRune(fnvOffset, r)
 			in = true
 			flush()
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			r = unicode.ToLower(r)
 			h = fnvRune(h, r)
 			in = true
 		default:
@@ -226,8 +217,9 @@ func Hashed(req *model.Request, visit func(h uint64, v float64)) {
 		r3[nr%3] = r
 		nr++
 		if nr >= 3 {
+			trigrams++
 			a, b, c := r3[(nr-3)%3], r3[(nr-2)%3], r3[(nr-1)%3]
-			visit(mix(uint64(a)*0xff51afd7ed558ccd^uint64(b)*0xc4ceb9fe1a85ec53^uint64(c)^famTrigram<<56), tv)
+			visit(mix(uint64(a)*0xff51afd7ed558ccd^uint64(b)*0xc4ceb9fe1a85ec53^uint64(c)^famTrigram<<56), FamTrigram)
 		}
 	}
 	flush()
@@ -236,7 +228,29 @@ func Hashed(req *model.Request, visit func(h uint64, v float64)) {
 	for i := 0; i < len(lang); i++ {
 		lh = (lh ^ uint64(lang[i])) * fnvPrime
 	}
-	visit(mix(lh^famLang), 1)
+	visit(mix(lh^famLang), FamLang)
+	return words, trigrams
+}
+
+// Families of hashed features, as Hashed reports them.
+const (
+	FamWord = iota
+	FamBigram
+	FamTrigram
+	FamLang
+	NumFamilies
+)
+
+// FamilyValue is the value of one feature of family fam in a text with
+// the given word and trigram counts (see Hashed).
+func FamilyValue(fam, words, trigrams int) float64 {
+	switch fam {
+	case FamWord, FamBigram:
+		return 1 / math.Sqrt(float64(max(words, 1)))
+	case FamTrigram:
+		return 1 / math.Sqrt(float64(max(trigrams, 1)))
+	}
+	return 1
 }
 
 const (
@@ -302,6 +316,8 @@ func ParseScorerFile(name string, raw []byte) (*LearnedScorer, error) {
 		switch {
 		case errors.As(err, &se):
 			e.Line, e.Msg = lineAt(raw, se.Offset), "invalid JSON: "+se.Error()
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			e.Line, e.Msg = lineAt(raw, int64(len(raw))), "invalid JSON: the file ends inside a value"
 		case errors.As(err, &te):
 			e.Line, e.Field, e.Msg = lineAt(raw, te.Offset), te.Field, fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)
 		default:

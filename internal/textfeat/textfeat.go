@@ -163,10 +163,9 @@ func scriptOf(r rune) int {
 
 // isWide reports a character of a script written without spaces between
 // words (Han, Kana, Hangul syllables, Thai): each is counted as a word.
-func isWide(r rune) bool {
-	if r < 0x0E00 {
-		return false
-	}
+func isWide(r rune) bool { return r >= 0x0E00 && wide(r) }
+
+func wide(r rune) bool {
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r) ||
 		unicode.Is(unicode.Hangul, r) || unicode.Is(unicode.Thai, r)
 }

@@ -83,8 +83,16 @@ func Fit(samples []Sample, idx []int, cfg LearnConfig) (*router.LearnedScorer, e
 		}
 		e := &ex[k]
 		router.DenseOf(s.Req, e.dense[:])
+		type hit struct {
+			b   int32
+			fam int
+		}
+		var hits []hit
+		words, tris := router.Hashed(s.Req, func(h uint64, fam int) { hits = append(hits, hit{int32(h & mask), fam}) })
 		acc := map[int32]float64{}
-		router.Hashed(s.Req, func(h uint64, v float64) { acc[int32(h&mask)] += v })
+		for _, x := range hits {
+			acc[x.b] += router.FamilyValue(x.fam, words, tris)
+		}
 		e.idx = make([]int32, 0, len(acc))
 		for b := range acc {
 			e.idx = append(e.idx, b)
