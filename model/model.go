@@ -135,8 +135,8 @@ type Request struct {
 	User   string // end user, inside Scope.Tenant
 	Scope  Scope
 
-	Model       string  // backend name; empty means the stack's default, set by a router
-	Mode        string  // output mode: ModeFull, ModeShort or ModeOverShort
+	Model string // backend name; empty means the stack's default, set by a router
+	Mode  string // output mode: ModeFull, ModeShort or ModeOverShort
 	// Instruction is what a backend appends to the system prompt for a
 	// shortened Mode; empty means DefaultInstruction(Mode). See
 	// ModeInstruction.

@@ -52,21 +52,21 @@ type Faults struct {
 
 // ArmSpec is one stack configuration: a baseline or a candidate.
 type ArmSpec struct {
-	Name        string         `yaml:"name"`
-	Model       string         `yaml:"model"`      // the model to call when there is no router
-	Mode        string         `yaml:"mode"`       // full (default), short, over_short
-	MaxTokens   int            `yaml:"max_tokens"` // output budget; 0 = backend default
-	Temperature float64        `yaml:"temperature"`
-	System      string         `yaml:"system"`
+	Name        string  `yaml:"name"`
+	Model       string  `yaml:"model"`      // the model to call when there is no router
+	Mode        string  `yaml:"mode"`       // full (default), short, over_short
+	MaxTokens   int     `yaml:"max_tokens"` // output budget; 0 = backend default
+	Temperature float64 `yaml:"temperature"`
+	System      string  `yaml:"system"`
 	// Instructions replace the default instruction appended to the system
 	// prompt for a shortened output mode, by mode (short, over_short), e.g.
 	// wording that names the contract's own fields. Unset modes keep
 	// model.DefaultInstruction.
 	Instructions map[string]string `yaml:"instructions" json:",omitempty"`
 	Cache        *CacheSpec        `yaml:"cache"`
-	Router      *RouterSpec    `yaml:"router"`
-	Contract    *ContractSpec  `yaml:"contract"`
-	Extra       map[string]any `yaml:",inline"` // rejected: unknown keys are reported with their line
+	Router       *RouterSpec       `yaml:"router"`
+	Contract     *ContractSpec     `yaml:"contract"`
+	Extra        map[string]any    `yaml:",inline"` // rejected: unknown keys are reported with their line
 }
 
 // CacheSpec configures an arm's response cache.

@@ -170,9 +170,9 @@ type Holdout struct {
 	// router only); nil when the large model recovers no pass over the
 	// small one there.
 	RouteLLM *RouteLLM `json:"routellm,omitempty"`
-	Matrix           Matrix         `json:"matrix"`
-	Recovery         Recovery       `json:"hard_sample_recovery"`
-	Paired           Paired         `json:"paired_vs_all_large"`
+	Matrix   Matrix    `json:"matrix"`
+	Recovery Recovery  `json:"hard_sample_recovery"`
+	Paired   Paired    `json:"paired_vs_all_large"`
 	// PassLoss is all-large passes minus the policy's passes (negative
 	// when it passes more). AllowedLoss is the rule's --max-pass-loss; nil
 	// under a budget rule.
