@@ -239,7 +239,7 @@ func TestTuneBadInput(t *testing.T) {
 	badTasks := filepath.Join(dir, "bad.jsonl")
 	os.WriteFile(badTasks, []byte(`{"id":"a","text":"x","tenant":"t","permission":"p","lang":"en","doc_version":"v1"}`+"\n"+`{"id":"b","text":7}`+"\n"), 0o644)
 	badTable := filepath.Join(dir, "table.jsonl")
-	os.WriteFile(badTable, []byte("{\"format\":\"crab.outcomes/v1\"}\n{oops\n"), 0o644)
+	os.WriteFile(badTable, []byte("{\"format\":\"crab.outcomes/v2\"}\n{oops\n"), 0o644)
 	out := filepath.Join(dir, "out")
 	for _, tc := range []struct {
 		name string

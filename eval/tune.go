@@ -27,7 +27,7 @@ import (
 
 // OutcomeFormat names the outcome-table file format. It changes when what a
 // table means changes, so that old tables are rebuilt instead of misread.
-const OutcomeFormat = "crab.outcomes/v1"
+const OutcomeFormat = "crab.outcomes/v2"
 
 // DefaultTuneCacheDir is where outcome tables of the embedded task set are
 // kept, relative to the working directory.
