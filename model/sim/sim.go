@@ -230,17 +230,19 @@ func (m *Model) rngFor(req *model.Request) rng {
 }
 
 // truthRNG seeds the draws that decide whether the model misreads the
-// request and which expected fields it then gets wrong. They leave out the
-// model's name and the attempt: every model meets the same draw for the
-// same request (so the large model fails only where the small one would
-// fail too, at its lower probability), and a retry or a re-ask does not
-// read the request afresh.
+// request and which expected fields it then gets wrong, from the seeds and
+// the request text only. They leave out the model's name and the attempt:
+// every model meets the same draw for the same request (so the large model
+// fails only where the small one would fail too, at its lower
+// probability), and a retry or a re-ask does not read the request afresh.
+// They leave out the task id too: a model answers the same question the
+// same way every time it is asked, so a cache hit serves the answer the
+// model would have given.
 func (m *Model) truthRNG(req *model.Request) rng {
 	var d xxhash.Digest
 	d.Reset()
 	hashU64(&d, uint64(m.cfg.Seed))
 	hashU64(&d, uint64(req.Seed))
-	hashStr(&d, req.TaskID)
 	hashStr(&d, req.Text)
 	return rng{s: d.Sum64()}
 }

@@ -172,7 +172,7 @@ func TestOracleAndErrorModel(t *testing.T) {
 	}
 	count := func(m *sim.Model, lang, text string, n int) (right int) {
 		for i := range n {
-			resp, err := m.Complete(context.Background(), &model.Request{TaskID: fmt.Sprint("t", i), Text: text, Contract: c.Raw(), Seed: 7,
+			resp, err := m.Complete(context.Background(), &model.Request{TaskID: "t", Text: text, Contract: c.Raw(), Seed: int64(i),
 				Scope: model.Scope{Tenant: "acme", Permission: "agent", Lang: lang, DocVersion: "v1"}})
 			if err != nil {
 				t.Fatal(err)
