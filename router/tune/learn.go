@@ -329,7 +329,16 @@ func AUC(scores []float64, ys []bool) (float64, bool) {
 
 // Learner returns a TuneConfig.Rescore that fits a scorer on each split's
 // calibration side and scores every sample with it; keep, when set,
-// receives the scorer of the first split (the one a report shows).
+// receives the scorer of the first split (the one a report shows and -o
+// writes).
+//
+// The calibration samples are scored out of fold (cross-fitting): each by
+// a scorer fitted on the other two thirds of the calibration side, so that
+// the threshold is chosen on scores the scorer did not learn from — a
+// model scores its own training data too confidently, and a threshold
+// chosen there would send too little to the large model on new traffic.
+// Every other sample is scored by the scorer fitted on the whole
+// calibration side, the one that is deployed.
 func Learner(cfg LearnConfig, keep func(*router.LearnedScorer)) func(samples []Sample, calib []int) ([]float64, error) {
 	first := true
 	return func(samples []Sample, calib []int) ([]float64, error) {
@@ -344,6 +353,27 @@ func Learner(cfg LearnConfig, keep func(*router.LearnedScorer)) func(samples []S
 		out := make([]float64, len(samples))
 		for i := range samples {
 			out[i] = sc.Score(samples[i].Req).Value
+		}
+		const k = 3
+		if len(calib) < 2*k {
+			return out, nil
+		}
+		for f := range k {
+			var train, held []int
+			for j, i := range calib {
+				if j%k == f {
+					held = append(held, i)
+				} else {
+					train = append(train, i)
+				}
+			}
+			fs, err := Fit(samples, train, cfg)
+			if err != nil {
+				return nil, err
+			}
+			for _, i := range held {
+				out[i] = fs.Score(samples[i].Req).Value
+			}
 		}
 		return out, nil
 	}
