@@ -234,7 +234,7 @@ func main() {
 	run(*crab, "check", "--lint", filepath.Join(*out, "booking.schema.json"))
 
 	fmt.Printf("\n$ crab run -c %s -o %s -q && crab report --format json %s\n", exp, filepath.Join(*out, "run"), filepath.Join(*out, "run"))
-	output(*crab, "run", "-c", exp, "-o", filepath.Join(*out, "run"), "-q")
+	output(*crab, "run", "-c", exp, "-o", filepath.Join(*out, "run"), "-q", "--overwrite")
 	var sum struct {
 		Arms []struct {
 			Name string `json:"name"`
@@ -250,7 +250,7 @@ func main() {
 		fmt.Printf("  %-10s contract-valid %d/%d (%.1f%%), pass %d/%d (%.1f%%)\n", a.Name, a.OK, a.N, 100*float64(a.OK)/float64(a.N), a.Pass, a.N, 100*float64(a.Pass)/float64(a.N))
 	}
 
-	fmt.Printf("\n$ crab tune -c %s -q --format json (scorer learned on the calibration split)\n", exp)
+	fmt.Printf("\n$ crab tune -c %s -q --format json [--budget B] [--scorer S]\n", exp)
 	var tj struct {
 		Holdout struct {
 			N            int     `json:"n"`
@@ -271,16 +271,23 @@ func main() {
 			} `json:"routellm"`
 		} `json:"holdout"`
 	}
-	for _, sc := range []string{"learn", "feature"} {
-		if err := json.Unmarshal(output(*crab, "tune", "-c", exp, "-q", "--format", "json", "--scorer", sc), &tj); err != nil {
+	for _, tc := range []struct{ scorer, budget string }{{"learn", ""}, {"learn", "0.0008"}, {"feature", "0.0008"}} {
+		args := []string{"tune", "-c", exp, "-q", "--format", "json", "--scorer", tc.scorer}
+		rule := "--max-pass-loss 0"
+		if tc.budget != "" {
+			args = append(args, "--budget", tc.budget)
+			rule = "--budget " + tc.budget
+		}
+		if err := json.Unmarshal(output(*crab, args...), &tj); err != nil {
 			fail(err)
 		}
+		sc := tc.scorer + ", " + rule
 		h := tj.Holdout
 		beat := "does not beat"
 		if h.Pass > h.Random.PassMax {
 			beat = "beats"
 		}
-		fmt.Printf("  scorer %-8s holdout %d tasks: router pass %d (all-large %d, all-small %d) at strong share %.1f%% (planned %.1f%%); %s the best of %d random routings at that share (%d, mean %.1f)",
+		fmt.Printf("  %-26s holdout %d tasks: router pass %d (all-large %d, all-small %d) at strong share %.1f%% (planned %.1f%%); %s the best of %d random routings at that share (%d, mean %.1f)",
 			sc, h.N, h.Pass, h.PassAllLarge, h.PassAllSmall, 100*h.StrongShare, 100*h.Planned, beat, h.Random.Seeds, h.Random.PassMax, h.Random.PassMean)
 		if r := h.RouteLLM; r != nil {
 			fmt.Printf("; apgr %.3f, cpt_50 %.1f%%, cpt_80 %.1f%%", r.APGR, 100*r.CPT50, 100*r.CPT80)
