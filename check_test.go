@@ -172,7 +172,7 @@ arms:
 		{name: "short passes the proof", args: []string{"check", "--contract", checkContract, "--run", out, "--full", "baseline", "--short", "short"}, want: 0,
 			contains: []string{"verdict: PASS", "0 failed", "ticket text: embedded:tasks.jsonl (480 tasks, hash matches"}},
 		{name: "over_short fails the proof naming the dropped fields", args: []string{"check", "--contract", checkContract, "--run", out, "--full", "baseline", "--short", "over_short"}, want: 1,
-			contains: []string{"verdict: FAIL", "dropped fields: evidence (", "risk_flags (", "FAIL t0001: dropped evidence, risk_flags"}},
+			contains: []string{"verdict: FAIL", "dropped fields: evidence (", "FAIL t0001: dropped evidence"}},
 		{name: "the gate rejects over_short", args: []string{"report", "--fail-on-reject", out}, want: 1,
 			contains: []string{"over_short: reject"}},
 	}

@@ -2,15 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/model/simserver"
 	"github.com/crab-testbed/crab/serve"
@@ -39,6 +42,7 @@ type simServerOptions struct {
 	TimeScale       float64
 	Seed            int64
 	Models          []string // NAME=KIND
+	Tasks           string   // task file whose expected values the models answer against; "" = none
 	Faults          sim.Config
 	Net             simserver.Faults
 	MaxBodyBytes    int64
@@ -58,16 +62,18 @@ func simServerCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "sim-server",
 		Usage: "serve the simulated models over the OpenAI chat completion API",
-		UsageText: "crab sim-server [--listen ADDR] [--time-scale F] [--seed N] [--model NAME=KIND ...] [fault flags]\n\n" +
+		UsageText: "crab sim-server [--listen ADDR] [--time-scale F] [--seed N] [--model NAME=KIND ...] [--tasks FILE] [fault flags]\n\n" +
 			"Answers POST /v1/chat/completions (streaming and not) and GET /v1/models. Scope and call id come\n" +
 			"from the X-Crab-* headers crab's openai backend sends; with --seed equal to an experiment's seed and\n" +
 			"the same --time-scale, an experiment with backend openai pointed here meets the same answers,\n" +
-			"faults and pacing as the in-process simulated models.",
+			"faults and pacing as the in-process simulated models. With --tasks, the models answer each call\n" +
+			"(identified by X-Crab-Request-Id, the task id) against that task's expected values, as they do in process.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8081", Usage: "`ADDR` to listen on (port 0 picks a free port)"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "pace answers at this fraction of the simulated latency (0: no waiting)"},
 			&cli.Int64Flag{Name: "seed", Usage: "seed of every random draw (use the experiment's seed to reproduce an in-process run)"},
 			&cli.StringSliceFlag{Name: "model", Usage: "serve a simulated model as `NAME=KIND` (small or large); repeatable (default small=small, large=large)"},
+			&cli.StringFlag{Name: "tasks", Usage: "task `FILE` (JSONL) whose expected values are the models' ground truth, by task id"},
 			&cli.Int64Flag{Name: "max-body-bytes", Value: 4 << 20, Usage: "largest request body accepted"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "on SIGTERM, how long in-flight answers may take to finish"},
 			&cli.DurationFlag{Name: "body-timeout", Value: serve.DefaultLimits().BodyTimeout, Usage: "a request body not received within this after its headers gets 408 and its connection closed"},
@@ -92,7 +98,7 @@ func simServerCmd() *cli.Command {
 			}
 			o := simServerOptions{
 				Listen: c.String("listen"), TimeScale: c.Float64("time-scale"), Seed: c.Int64("seed"),
-				Models: c.StringSlice("model"), MaxBodyBytes: c.Int64("max-body-bytes"),
+				Models: c.StringSlice("model"), Tasks: c.String("tasks"), MaxBodyBytes: c.Int64("max-body-bytes"),
 				ShutdownTimeout: c.Duration("shutdown-timeout"), Quiet: c.Bool("quiet"), Stderr: c.App.ErrWriter,
 				Limits: serve.Limits{BodyTimeout: c.Duration("body-timeout"), WriteTimeout: c.Duration("write-timeout"), MaxConns: c.Int("max-conns")},
 			}
@@ -118,6 +124,14 @@ func newSimServer(o simServerOptions) (*simserver.Server, error) {
 	if len(specs) == 0 {
 		specs = []string{"small=small", "large=large"}
 	}
+	var oracle sim.Oracle
+	if o.Tasks != "" {
+		exp, err := readOracle(o.Tasks)
+		if err != nil {
+			return nil, err
+		}
+		oracle = func(id string) map[string]any { return exp[id] }
+	}
 	var models []*sim.Model
 	for _, spec := range specs {
 		name, kind, ok := strings.Cut(spec, "=")
@@ -134,7 +148,7 @@ func newSimServer(o simServerOptions) (*simserver.Server, error) {
 			return nil, badUsage("--model %q: kind %q, want small or large", spec, kind)
 		}
 		f := o.Faults
-		cfg.Name, cfg.TimeScale, cfg.Seed = name, o.TimeScale, o.Seed
+		cfg.Name, cfg.TimeScale, cfg.Seed, cfg.Oracle = name, o.TimeScale, o.Seed, oracle
 		cfg.ErrorRate, cfg.HangRate, cfg.RefusalRate, cfg.MalformedRate = f.ErrorRate, f.HangRate, f.RefusalRate, f.MalformedRate
 		cfg.MissingFieldRate, cfg.WrongEnumRate, cfg.EmptyEvidenceRate = f.MissingFieldRate, f.WrongEnumRate, f.EmptyEvidenceRate
 		m, err := sim.New(cfg)
@@ -148,6 +162,25 @@ func newSimServer(o simServerOptions) (*simserver.Server, error) {
 		return nil, badUsage("%v", err)
 	}
 	return s, nil
+}
+
+// readOracle reads a task file's expected values by task id. A bad line
+// is an *eval.InputError naming the file, line and field (exit 2).
+func readOracle(path string) (map[string]map[string]any, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &eval.InputError{File: path, Field: "--tasks", Msg: "cannot read: " + err.Error()}
+	}
+	defer f.Close()
+	tasks, err := eval.ReadTasks(f, path)
+	if err != nil {
+		return nil, err
+	}
+	return eval.ExpectedByID(tasks), nil
 }
 
 // simServe runs the sim server until ctx ends (SIGTERM or Ctrl-C), then

@@ -11,12 +11,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/atomicfile"
+	"github.com/crab-testbed/crab/router"
 	routertune "github.com/crab-testbed/crab/router/tune"
 )
 
@@ -34,6 +36,7 @@ type tuneOptions struct {
 	Outcomes    string  // outcome table file; empty = beside the tasks (or under CacheDir)
 	CacheDir    string  // where the embedded task set's table goes
 	Refresh     bool
+	Scorer      string // "learn" (fit on calibration), a registered scorer, a URL or a scorer file
 	Quiet       bool
 	Stdout      io.Writer
 	Stderr      io.Writer
@@ -61,6 +64,7 @@ func tuneCmd() *cli.Command {
 			&cli.BoolFlag{Name: "refresh", Usage: "rebuild the outcome table even if one exists"},
 			&cli.StringFlag{Name: "outcomes", Usage: "outcome table `FILE` to read or build (default: beside the task file)"},
 			&cli.StringFlag{Name: "cache-dir", Value: eval.DefaultTuneCacheDir, Usage: "`DIR` for the embedded task set's outcome table"},
+			&cli.StringFlag{Name: "scorer", Value: "learn", Usage: "`SCORER` to route by: learn (fit a logistic regression on the calibration split; -o writes it to scorer.json), a registered scorer (" + strings.Join(router.Scorers(), ", ") + "), an http(s):// URL or a scorer .json file"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
 		},
 		Action: func(c *cli.Context) error {
@@ -71,7 +75,7 @@ func tuneCmd() *cli.Command {
 				Experiment: c.String("config"), Tasks: c.String("tasks"), Holdout: c.Float64("holdout"),
 				Folds: c.Int("folds"), MaxPassLoss: c.Int("max-pass-loss"), Budget: c.Float64("budget"),
 				Format: c.String("format"), OutDir: c.String("out"), Outcomes: c.String("outcomes"),
-				CacheDir: c.String("cache-dir"), Refresh: c.Bool("refresh"), Quiet: c.Bool("quiet"),
+				CacheDir: c.String("cache-dir"), Refresh: c.Bool("refresh"), Quiet: c.Bool("quiet"), Scorer: c.String("scorer"),
 				Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 			}
 			if c.IsSet("seed") {
@@ -131,14 +135,27 @@ func tune(ctx context.Context, o tuneOptions) error {
 	if err != nil {
 		return err
 	}
-	samples, err := setup.Samples(tab.Table, nil, tab.Path)
+	cfg := routertune.TuneConfig{
+		Holdout: o.Holdout, Seed: seed, Folds: o.Folds,
+		Rule: routertune.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
+	}
+	var scorer router.Scorer
+	var learned *router.LearnedScorer
+	switch o.Scorer {
+	case "", "learn":
+		cfg.Scorer = "learned: logistic regression over generic text features and hashed word and character n-grams, fitted on each split's calibration side"
+		cfg.Rescore = routertune.Learner(routertune.LearnConfig{}, func(s *router.LearnedScorer) { learned = s })
+	default:
+		if scorer, err = router.NewScorer(o.Scorer); err != nil {
+			return &eval.InputError{File: o.Scorer, Field: "--scorer", Msg: err.Error()}
+		}
+		cfg.Scorer = o.Scorer
+	}
+	samples, err := setup.Samples(tab.Table, scorer, tab.Path)
 	if err != nil {
 		return err
 	}
-	rep, err := routertune.Tune(samples, routertune.TuneConfig{
-		Holdout: o.Holdout, Seed: seed, Folds: o.Folds,
-		Rule: routertune.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
-	})
+	rep, err := routertune.Tune(samples, cfg)
 	if errors.Is(err, routertune.ErrTooFewSamples) || errors.Is(err, routertune.ErrTuneConfig) {
 		return badUsage("%w", err)
 	}
@@ -150,11 +167,15 @@ func tune(ctx context.Context, o tuneOptions) error {
 	}
 	out := tuneOutput{Outcomes: tab.Path, Small: target.Small, Large: target.Large, TuneReport: rep}
 	if o.OutDir != "" {
-		if err := writeTuneDir(o.OutDir, setup, target, &out, seed); err != nil {
+		files := "sweep.csv, tune.json, pareto.svg, pareto-cascade.svg, tuned.yaml"
+		if learned != nil {
+			files += ", scorer.json"
+		}
+		if err := writeTuneDir(o.OutDir, setup, target, &out, seed, o.Scorer, learned); err != nil {
 			return err
 		}
 		if log != nil {
-			fmt.Fprintf(log, "crab: wrote %s (sweep.csv, tune.json, pareto.svg, pareto-cascade.svg, tuned.yaml)\n", o.OutDir)
+			fmt.Fprintf(log, "crab: wrote %s (%s)\n", o.OutDir, files)
 		}
 	}
 	if o.Format == "json" {
@@ -174,14 +195,30 @@ type tuneOutput struct {
 	*routertune.TuneReport
 }
 
-// writeTuneDir writes the output files of -o DIR.
-func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tuneOutput, seed int64) error {
-	snippet, err := setup.TunedExperiment(target, out.TuneReport, seed)
+// writeTuneDir writes the output files of -o DIR; a learned scorer goes
+// to scorer.json, which tuned.yaml's router arms name.
+func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tuneOutput, seed int64, scorerRef string, learned *router.LearnedScorer) error {
+	if scorerRef == "learn" || router.IsScorerFile(scorerRef) {
+		scorerRef = filepath.Join(dir, "scorer.json")
+		if learned == nil {
+			if abs, err := filepath.Abs(out.Config.Scorer); err == nil {
+				scorerRef = abs
+			}
+		} else if abs, err := filepath.Abs(scorerRef); err == nil {
+			scorerRef = abs
+		}
+	}
+	snippet, err := setup.TunedExperiment(target, out.TuneReport, seed, scorerRef)
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
+	}
+	if learned != nil {
+		if err := writeJSON(filepath.Join(dir, "scorer.json"), learned.Model()); err != nil {
+			return err
+		}
 	}
 	if err := writeJSON(filepath.Join(dir, "tune.json"), out); err != nil {
 		return err

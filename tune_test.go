@@ -70,8 +70,8 @@ time_scale: 0
 arrival: {pattern: burst}
 timeout: 1s
 models:
-  - {name: small, kind: small, price_in_per_mtok: 0.15, price_out_per_mtok: 0.6}
-  - {name: large, kind: large, price_in_per_mtok: 2.5, price_out_per_mtok: 10}
+  - {name: small, kind: small, price_in_per_mtok: 0.15, price_out_per_mtok: 0.6`+smallErrors(easy, hard)+`}
+  - {name: large, kind: large, price_in_per_mtok: 2.5, price_out_per_mtok: 10`+largeErrors(easy, hard)+`}
 arms:
   - {name: baseline, model: large}
   - {name: router, router: {threshold: 0.5, small: small, large: large}}
@@ -80,6 +80,25 @@ arms:
 		t.Fatal(err)
 	}
 	return dir, exp, tasks
+}
+
+// smallErrors and largeErrors make an all-easy or all-hard task set
+// exactly that: the models' error models say so whatever the texts.
+func smallErrors(easy, hard int) string {
+	switch {
+	case hard == 0:
+		return ", errors: {bias: -30}"
+	case easy == 0:
+		return ", errors: {bias: 30}"
+	}
+	return ""
+}
+
+func largeErrors(easy, hard int) string {
+	if easy == 0 || hard == 0 {
+		return ", errors: {bias: -30}"
+	}
+	return ""
 }
 
 type tuneSide struct {
@@ -220,7 +239,7 @@ func TestTuneBadInput(t *testing.T) {
 	badTasks := filepath.Join(dir, "bad.jsonl")
 	os.WriteFile(badTasks, []byte(`{"id":"a","text":"x","tenant":"t","permission":"p","lang":"en","doc_version":"v1"}`+"\n"+`{"id":"b","text":7}`+"\n"), 0o644)
 	badTable := filepath.Join(dir, "table.jsonl")
-	os.WriteFile(badTable, []byte("{\"format\":\"crab.outcomes/v1\"}\n{oops\n"), 0o644)
+	os.WriteFile(badTable, []byte("{\"format\":\"crab.outcomes/v2\"}\n{oops\n"), 0o644)
 	out := filepath.Join(dir, "out")
 	for _, tc := range []struct {
 		name string

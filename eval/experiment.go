@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/internal/inputerr"
+	"github.com/crab-testbed/crab/router"
 	"github.com/crab-testbed/crab/stack"
 )
 
@@ -151,6 +153,15 @@ func node(n *yaml.Node, path ...any) *yaml.Node {
 func (e *Experiment) validate(name string, root *yaml.Node) error {
 	bad := func(field string, path []any, format string, args ...any) error {
 		return &InputError{File: name, Line: node(root, path...).Line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	if !strings.HasPrefix(name, embeddedPrefix) {
+		// A scorer file is named relative to the experiment file, like
+		// its tasks and contract.
+		for _, a := range e.Arms {
+			if r := a.Router; r != nil && router.IsScorerFile(r.Scorer) && !filepath.IsAbs(r.Scorer) {
+				r.Scorer = filepath.Join(filepath.Dir(name), r.Scorer)
+			}
+		}
 	}
 	specErrs := stack.Validate(e.Models, e.Arms)
 	first := func() error {

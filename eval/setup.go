@@ -16,6 +16,7 @@ import (
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/stack"
 )
 
@@ -39,6 +40,9 @@ type Setup struct {
 	base     string // folder of the experiment file, for relative references ("" for the embedded default)
 	contract *contract.Contract
 	grader   *grade.Grader
+	// expected is every task's expected partial answer by id: the
+	// simulated models' oracle.
+	expected map[string]map[string]any
 	backends map[string]model.Model
 	nominal  bool // simulated models sleep nothing and report nominal durations (outcome tables)
 }
@@ -92,6 +96,7 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 	if s.Tasks, err = ReadTasks(bytes.NewReader(s.TasksRaw), s.TasksName); err != nil {
 		return nil, err
 	}
+	s.expected = ExpectedByID(s.Tasks)
 	if s.Exp.Warmup >= len(s.Tasks) {
 		return nil, &InputError{File: s.Exp.File, Line: s.Exp.warmupLine, Field: "warmup",
 			Msg: fmt.Sprintf("%d warm-up requests leave none of the %d tasks measured", s.Exp.Warmup, len(s.Tasks))}
@@ -159,6 +164,14 @@ func (s *Setup) check() error {
 		return &InputError{File: s.ContractName, Msg: err.Error()}
 	}
 	s.contract = c
+	for _, m := range s.Exp.Models {
+		if m.Backend == stack.BackendSim || m.Backend == "" {
+			if err := sim.CheckContract(s.ContractRaw); err != nil {
+				return &InputError{File: s.ContractName, Field: "contract", Msg: fmt.Sprintf("model %s: %v", m.Name, err)}
+			}
+			break
+		}
+	}
 	if s.backends, err = s.buildBackends(); err != nil {
 		return err
 	}
@@ -188,6 +201,7 @@ func (s *Setup) Contract() *contract.Contract { return s.contract }
 func (s *Setup) buildBackends() (map[string]model.Model, error) {
 	b, err := stack.Backends(s.Exp.Models, stack.BackendOptions{
 		Seed: s.Exp.Seed, TimeScale: *s.Exp.TimeScale, Nominal: s.nominal, MaxConns: s.Exp.Concurrency,
+		Oracle: func(id string) map[string]any { return s.expected[id] },
 	})
 	if err != nil {
 		var fe *stack.FieldError
@@ -197,6 +211,19 @@ func (s *Setup) buildBackends() (map[string]model.Model, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// ExpectedByID maps every task with expected values to its expected
+// partial answer (contract fields and their values, nested objects as
+// maps), the ground truth the simulated models answer against.
+func ExpectedByID(tasks []Task) map[string]map[string]any {
+	out := make(map[string]map[string]any, len(tasks))
+	for i := range tasks {
+		if len(tasks[i].Expected) > 0 {
+			out[tasks[i].ID] = tasks[i].Expected
+		}
+	}
+	return out
 }
 
 // BuiltArm is an arm's stack plus what must be released after its pass.

@@ -28,7 +28,7 @@ import (
 
 // OutcomeFormat names the outcome-table file format. It changes when what a
 // table means changes, so that old tables are rebuilt instead of misread.
-const OutcomeFormat = "crab.outcomes/v1"
+const OutcomeFormat = "crab.outcomes/v2"
 
 // DefaultTuneCacheDir is where outcome tables of the embedded task set are
 // kept, relative to the working directory.
@@ -158,6 +158,7 @@ func (s *Setup) UseTasks(path string) error {
 		return err
 	}
 	s.TasksName, s.TasksRaw, s.Tasks = path, raw, tasks
+	s.expected = ExpectedByID(tasks)
 	return nil
 }
 
@@ -424,7 +425,8 @@ func (s *Setup) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([
 		}
 		sc := scorer.Score(&model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()})
 		out[i] = routertune.Sample{ID: t.ID, Group: t.Group, Key: routertune.QuestionKey(t.Text), Score: sc.Value, Features: sc.Features,
-			Small: rowOutcome(p.small), Large: rowOutcome(p.large)}
+			Small: rowOutcome(p.small), Large: rowOutcome(p.large),
+			Req: &model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()}}
 	}
 	return out, nil
 }
@@ -591,7 +593,11 @@ func (s *Setup) applyTuned(resolve func(string) string, base string) error {
 // confidence, and a cascade arm is added when the experiment has none but
 // the report tuned one. Task, contract and trace references become absolute
 // (or stay embedded:), so the file runs from any directory.
-func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed int64) ([]byte, error) {
+//
+// scorer, when not empty, is the scorer the threshold was chosen with (a
+// registered name or a scorer file); every threshold arm that gets the
+// chosen threshold gets it too.
+func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed int64, scorer string) ([]byte, error) {
 	raw, err := s.read(s.Exp.File, "")
 	if err != nil {
 		return nil, err
@@ -661,6 +667,9 @@ func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed i
 			case !math.IsNaN(th) && same:
 				mapDelete(rn, "threshold_from")
 				setScalar(rn, "threshold", fmtYAMLFloat(th), "")
+				if scorer != "" {
+					setScalar(rn, "scorer", scorer, "!!str")
+				}
 				rk.HeadComment = "threshold " + note
 			}
 		}

@@ -189,14 +189,14 @@ func TestOutcomeTableMatchesRun(t *testing.T) {
 
 func TestReadOutcomeTableErrors(t *testing.T) {
 	t.Parallel()
-	header := `{"format":"crab.outcomes/v1","key":"k","tasks":"t","tasks_hash":"h","task_count":1,"contract_hash":"c","seed":1,"small":{"name":"s","config_hash":"a"},"large":{"name":"l","config_hash":"b"},"mode":"full","latency":"x","created":"2025-01-01T00:00:00Z"}`
+	header := `{"format":"crab.outcomes/v2","key":"k","tasks":"t","tasks_hash":"h","task_count":1,"contract_hash":"c","seed":1,"small":{"name":"s","config_hash":"a"},"large":{"name":"l","config_hash":"b"},"mode":"full","latency":"x","created":"2025-01-01T00:00:00Z"}`
 	for _, tc := range []struct {
 		name, body string
 		line       int
 		field      string
 	}{
 		{"empty", "", 0, ""},
-		{"old format", strings.Replace(header, "crab.outcomes/v1", "crab.outcomes/v0", 1), 1, "format"},
+		{"old format", strings.Replace(header, "crab.outcomes/v2", "crab.outcomes/v0", 1), 1, "format"},
 		{"bad json", header + "\n{not json\n", 2, ""},
 		{"unknown field", header + "\n{\"task_id\":\"t1\",\"role\":\"small\",\"colour\":1}\n", 2, "colour"},
 		{"bad role", header + "\n{\"task_id\":\"t1\",\"role\":\"medium\"}\n", 2, "role"},
@@ -284,7 +284,7 @@ func TestTunedExperiment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.TunedExperiment(tg, rep, 3)
+	out, err := s.TunedExperiment(tg, rep, 3, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestTargetWithoutRouter(t *testing.T) {
 // FuzzReadOutcomeTable: any bytes give a table or an *InputError, never a
 // panic.
 func FuzzReadOutcomeTable(f *testing.F) {
-	f.Add([]byte(`{"format":"crab.outcomes/v1","key":"k"}` + "\n" + `{"task_id":"t1","role":"small","outcome":"ok","pass":true,"cost":0.1}` + "\n"))
+	f.Add([]byte(`{"format":"crab.outcomes/v2","key":"k"}` + "\n" + `{"task_id":"t1","role":"small","outcome":"ok","pass":true,"cost":0.1}` + "\n"))
 	f.Add([]byte("{}\n{}\n"))
 	f.Add([]byte("\n\n{\"format\":1}"))
 	f.Fuzz(func(t *testing.T, b []byte) {

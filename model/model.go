@@ -141,8 +141,12 @@ type Request struct {
 	User    string // end user, inside Scope.Tenant
 	Scope   Scope
 
-	Model       string  // backend name; empty means the stack's default, set by a router
-	Mode        string  // output mode: ModeFull, ModeShort or ModeOverShort
+	Model string // backend name; empty means the stack's default, set by a router
+	Mode  string // output mode: ModeFull, ModeShort or ModeOverShort
+	// Instruction is what a backend appends to the system prompt for a
+	// shortened Mode; empty means DefaultInstruction(Mode). See
+	// ModeInstruction.
+	Instruction string
 	MaxTokens   int     // output budget; 0 means the backend default
 	Temperature float64 // sampling temperature, part of the cache key
 
@@ -164,6 +168,39 @@ const (
 type Message struct {
 	Role    string `json:"role"` // RoleUser or RoleAssistant inside Request.History
 	Content string `json:"content"`
+}
+
+// Default instructions for the shortened output modes: generic wording
+// that asks for the shorter answer a contract allows (the output is not
+// trimmed afterwards). An experiment may set its own per arm.
+const (
+	DefaultInstructionShort     = "Answer as briefly as the output format allows: keep every required field, write the shortest text each field allows, give the fewest list items it requires and write null wherever null is allowed."
+	DefaultInstructionOverShort = "Answer with only the fields that carry your decision; leave out quotations, lists and explanations."
+)
+
+// DefaultInstruction is the instruction appended to the system prompt for
+// mode when a request sets none: "" for the full mode.
+func DefaultInstruction(mode string) string {
+	switch mode {
+	case ModeShort:
+		return DefaultInstructionShort
+	case ModeOverShort:
+		return DefaultInstructionOverShort
+	}
+	return ""
+}
+
+// ModeInstruction is the instruction a backend appends to the system
+// prompt for the request's output mode: Instruction when set, else
+// DefaultInstruction(Mode); "" in the full mode.
+func (r *Request) ModeInstruction() string {
+	if r.Mode == "" || r.Mode == ModeFull {
+		return ""
+	}
+	if r.Instruction != "" {
+		return r.Instruction
+	}
+	return DefaultInstruction(r.Mode)
 }
 
 // Clone returns a shallow copy that a layer may change freely.

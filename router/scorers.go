@@ -3,6 +3,8 @@ package router
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strings"
 	"sync"
 )
@@ -54,20 +56,52 @@ func Scorers() []string {
 	return append([]string(nil), scorerIDs...)
 }
 
-// NewScorer builds the scorer registered under name ("" means
-// DefaultScorer). An unknown name wraps ErrUnknownScorer and lists the
-// known ones.
-func NewScorer(name string) (Scorer, error) {
-	if name == "" {
-		name = DefaultScorer
+// NewScorer builds the scorer ref names:
+//
+//   - a registered name ("" means DefaultScorer, the hand-written
+//     feature lexicon);
+//   - an http:// or https:// URL: an HTTPScorer with its default timeout
+//     and fallback;
+//   - a path ending in .json: a learned scorer file written by crab tune
+//     (errors are *ScorerFileError naming file, line and field).
+//
+// Anything else wraps ErrUnknownScorer and lists the registered names.
+func NewScorer(ref string) (Scorer, error) {
+	if ref == "" {
+		ref = DefaultScorer
 	}
 	scorersMu.RLock()
-	f, ok := scorers[name]
+	f, ok := scorers[ref]
 	scorersMu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("%w %q (want %s)", ErrUnknownScorer, name, orList(Scorers()))
+	switch {
+	case ok:
+		return f()
+	case strings.HasPrefix(ref, "http://") || strings.HasPrefix(ref, "https://"):
+		return NewHTTPScorer(HTTPScorerConfig{URL: ref})
+	case strings.HasSuffix(ref, ".json"):
+		raw, err := os.ReadFile(ref)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return nil, &ScorerFileError{File: ref, Msg: "cannot read: " + err.Error()}
+		}
+		return ParseScorerFile(ref, raw)
 	}
-	return f()
+	return nil, fmt.Errorf("%w %q (want %s, an http(s):// URL or a scorer .json file)", ErrUnknownScorer, ref, orList(Scorers()))
+}
+
+// IsScorerFile reports whether a scorer reference names a file (and is
+// therefore resolved relative to the configuration that names it).
+func IsScorerFile(ref string) bool {
+	if ref == "" {
+		return false
+	}
+	scorersMu.RLock()
+	_, named := scorers[ref]
+	scorersMu.RUnlock()
+	return !named && !strings.HasPrefix(ref, "http://") && !strings.HasPrefix(ref, "https://") && strings.HasSuffix(ref, ".json")
 }
 
 // orList writes names as "a", "a or b", "a, b or c".

@@ -17,6 +17,7 @@ import (
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/internal/inputerr"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/router"
 	"github.com/crab-testbed/crab/stack"
 )
 
@@ -155,7 +156,7 @@ type RouterConfig struct {
 	// Confidence (mode cascade): a small answer less confident than this,
 	// or one that fails, is asked of large.
 	Confidence float64 `yaml:"confidence"`
-	Scorer     string  `yaml:"scorer"` // mode threshold: a registered scorer (default feature)
+	Scorer     string  `yaml:"scorer"` // mode threshold: a registered scorer (default feature), an http(s):// scorer URL or a scorer .json file written by crab tune (relative to this file)
 }
 
 // Duration is a time.Duration written as "250ms" or "10s".
@@ -456,6 +457,10 @@ func (c *Config) specs() ([]stack.ModelSpec, stack.ArmSpec) {
 	}
 	if r := c.Router; r != nil {
 		arm.Router = &stack.RouterSpec{Mode: r.Mode, Threshold: r.Threshold, Small: r.Small, Large: r.Large, Confidence: r.Confidence, Scorer: r.Scorer}
+		if router.IsScorerFile(r.Scorer) && !filepath.IsAbs(r.Scorer) && c.File != "" {
+			// a scorer file is named relative to the configuration file
+			arm.Router.Scorer = filepath.Join(filepath.Dir(c.File), r.Scorer)
+		}
 	}
 	return models, arm
 }

@@ -28,6 +28,9 @@ type BackendOptions struct {
 	HTTPClient *http.Client
 	// LookupEnv reads api_key_env; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// Oracle gives the simulated models the expected values of each task
+	// (their ground truth, see sim.Oracle); nil means none.
+	Oracle sim.Oracle
 }
 
 // BackendSet is the models of a set of specs by name, the map a stack's
@@ -101,6 +104,10 @@ func backend(ms ModelSpec, i int, o BackendOptions, lookup func(string) (string,
 	cfg.TimeScale = o.TimeScale
 	cfg.NoSleep = o.Nominal
 	cfg.Seed = o.Seed
+	cfg.Oracle = o.Oracle
+	if ms.Errors != nil {
+		cfg.Errors = *ms.Errors
+	}
 	f := ms.Faults
 	cfg.ErrorRate, cfg.HangRate, cfg.MalformedRate, cfg.MissingFieldRate = f.Error, f.Hang, f.Malformed, f.MissingField
 	cfg.WrongEnumRate, cfg.EmptyEvidenceRate, cfg.RefusalRate = f.WrongEnum, f.EmptyEvidence, f.Refusal

@@ -91,6 +91,7 @@ func Build(spec ArmSpec, backends map[string]model.Model, o Options) (*Arm, erro
 	if err != nil {
 		return nil, err
 	}
+	base := withInstructions(mux, spec.Instructions)
 	var inner []model.Middleware // contract → retry → concurrency cap
 	if o.Contract != nil {
 		cpol := ContractSpec{Policy: string(contract.PolicyFail)}
@@ -148,10 +149,26 @@ func Build(spec ArmSpec, backends map[string]model.Model, o Options) (*Arm, erro
 			return nil, err
 		}
 		outer = append(outer, rmw)
-		arm.Judge = model.Chain(mux, judgeLayers...)
+		arm.Judge = model.Chain(base, judgeLayers...)
 	}
-	arm.Model = model.Chain(mux, append(outer, inner...)...)
+	arm.Model = model.Chain(base, append(outer, inner...)...)
 	return arm, nil
+}
+
+// withInstructions gives every request in a shortened output mode the
+// arm's own instruction for that mode, right above the backends, so that
+// the judge's shadow calls and every retry carry it too.
+func withInstructions(next model.Model, ins map[string]string) model.Model {
+	if len(ins) == 0 {
+		return next
+	}
+	return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		if v := ins[req.Mode]; v != "" && req.Instruction == "" {
+			req = req.Clone()
+			req.Instruction = v
+		}
+		return next.Complete(ctx, req)
+	})
 }
 
 // routerLayer builds the arm's one routing policy: the cascade, or the

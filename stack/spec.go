@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/crab-testbed/crab/model/sim"
+
 	"go.yaml.in/yaml/v3"
 
 	"github.com/crab-testbed/crab/internal/redact"
@@ -29,6 +31,10 @@ type ModelSpec struct {
 	PriceOutPerMTok float64 `yaml:"price_out_per_mtok"` // cost units per million output tokens
 
 	Faults Faults `yaml:"faults"`
+	// Errors (backend sim) replaces the kind's error model: how likely the
+	// model is to misread a request, from the request's observable
+	// features (see sim.ErrorModel); unset weights are 0.
+	Errors *sim.ErrorModel `yaml:"errors" json:",omitempty"`
 }
 
 // MarshalJSON writes the spec as encoding/json would, with the password of
@@ -60,16 +66,21 @@ type Faults struct {
 
 // ArmSpec is one stack configuration: a baseline or a candidate.
 type ArmSpec struct {
-	Name        string         `yaml:"name"`
-	Model       string         `yaml:"model"`      // the model to call when there is no router
-	Mode        string         `yaml:"mode"`       // full (default), short, over_short
-	MaxTokens   int            `yaml:"max_tokens"` // output budget; 0 = backend default
-	Temperature float64        `yaml:"temperature"`
-	System      string         `yaml:"system"`
-	Cache       *CacheSpec     `yaml:"cache"`
-	Router      *RouterSpec    `yaml:"router"`
-	Contract    *ContractSpec  `yaml:"contract"`
-	Extra       map[string]any `yaml:",inline"` // rejected: unknown keys are reported with their line
+	Name        string  `yaml:"name"`
+	Model       string  `yaml:"model"`      // the model to call when there is no router
+	Mode        string  `yaml:"mode"`       // full (default), short, over_short
+	MaxTokens   int     `yaml:"max_tokens"` // output budget; 0 = backend default
+	Temperature float64 `yaml:"temperature"`
+	System      string  `yaml:"system"`
+	// Instructions replace the default instruction appended to the system
+	// prompt for a shortened output mode, by mode (short, over_short), e.g.
+	// wording that names the contract's own fields. Unset modes keep
+	// model.DefaultInstruction.
+	Instructions map[string]string `yaml:"instructions" json:",omitempty"`
+	Cache        *CacheSpec        `yaml:"cache"`
+	Router       *RouterSpec       `yaml:"router"`
+	Contract     *ContractSpec     `yaml:"contract"`
+	Extra        map[string]any    `yaml:",inline"` // rejected: unknown keys are reported with their line
 }
 
 // CacheSpec configures an arm's response cache.

@@ -155,6 +155,9 @@ func validModel(l *errs, m *ModelSpec, i int, names map[string]bool) {
 		if m.Faults != (Faults{}) {
 			l.add(p("faults"), "faults are injected by simulated models; give them to crab sim-server instead")
 		}
+		if m.Errors != nil {
+			l.add(p("errors"), "only for backend sim")
+		}
 	default:
 		l.add(p("backend"), "unknown backend %q (want sim or openai)", m.Backend)
 	}
@@ -193,6 +196,19 @@ func validArm(l *errs, a *ArmSpec, i int, models, seen map[string]bool) {
 	}
 	if a.MaxTokens < 0 {
 		l.add(p("max_tokens"), "must not be negative")
+	}
+	modes := make([]string, 0, len(a.Instructions))
+	for m := range a.Instructions {
+		modes = append(modes, m)
+	}
+	sort.Strings(modes)
+	for _, m := range modes {
+		switch {
+		case m != model.ModeShort && m != model.ModeOverShort:
+			l.add(p("instructions", m), "unknown mode %q (an instruction is for short or over_short)", m)
+		case strings.TrimSpace(a.Instructions[m]) == "":
+			l.add(p("instructions", m), "empty instruction (leave the mode out to keep the default)")
+		}
 	}
 	if a.Temperature < 0 || math.IsNaN(a.Temperature) || math.IsInf(a.Temperature, 0) {
 		l.add(p("temperature"), "a finite number, 0 or more, got %v", a.Temperature)

@@ -31,12 +31,12 @@ func ExampleNew() {
 	defer b.Close()
 	resp, err := b.Complete(context.Background(), &model.Request{
 		TaskID: "t1", Text: "I was charged twice for my March invoice.", Mode: model.ModeShort,
-		Scope: model.Scope{Tenant: "acme", Permission: "agent", Lang: "en", DocVersion: "v2"},
+		Scope:    model.Scope{Tenant: "acme", Permission: "agent", Lang: "en", DocVersion: "v2"},
+		Contract: []byte(`{"type":"object","properties":{"summary":{"type":"string"}},"required":["summary"],"additionalProperties":false}`),
 	})
 	if err != nil {
 		panic(err)
 	}
-	a, _ := sim.ParseAnswer(resp.Content)
-	fmt.Println(resp.Model, resp.FinishReason, a.Category, resp.Trace.Attempts, resp.Usage.TokensOut > 0)
-	// Output: large stop billing 1 true
+	fmt.Println(resp.Model, resp.FinishReason, resp.Content, resp.Trace.Attempts, resp.Usage.TokensOut > 0)
+	// Output: large stop {"summary":"I was charged twice for my March"} 1 true
 }

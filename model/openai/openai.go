@@ -277,7 +277,7 @@ func (b *Backend) mask(s string) string { return redact.String(s, b.cfg.APIKey) 
 // request builds the chat completion request.
 func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
 	system := req.System
-	if ins := ModeInstruction(req.Mode); ins != "" {
+	if ins := req.ModeInstruction(); ins != "" {
 		if system != "" {
 			system += "\n\n"
 		}
@@ -558,29 +558,25 @@ func crabHeaders(req *model.Request) http.Header {
 }
 
 // Instructions appended to the system prompt for the shortened output
-// modes, so that a real model is asked for the shorter answer (the output
-// is not trimmed afterwards). Full mode adds nothing.
+// modes when a request sets none (model.DefaultInstruction), so that a
+// real model is asked for the shorter answer (the output is not trimmed
+// afterwards). Full mode adds nothing.
 const (
-	InstructionShort     = "Answer tersely: a one-sentence reason, at most one evidence quote, and no background."
-	InstructionOverShort = "Answer with the category, a few-word reason, the suggested action and the review flag only; leave out evidence and risk flags."
+	InstructionShort     = model.DefaultInstructionShort
+	InstructionOverShort = model.DefaultInstructionOverShort
 )
 
-// ModeInstruction is the instruction a Backend appends to the system
-// prompt for mode, or "" for the full mode.
-func ModeInstruction(mode string) string {
-	switch mode {
-	case model.ModeShort:
-		return InstructionShort
-	case model.ModeOverShort:
-		return InstructionOverShort
-	}
-	return ""
-}
+// ModeInstruction is the default instruction a Backend appends to the
+// system prompt for mode, or "" for the full mode; a request's own
+// Instruction replaces it.
+func ModeInstruction(mode string) string { return model.DefaultInstruction(mode) }
 
-// SplitMode undoes what a Backend did to the system prompt: it returns the
-// prompt without a trailing mode instruction, and the mode that instruction
-// asks for (model.ModeFull when there is none). Servers use it to see the
-// caller's own system prompt and the output mode asked for.
+// SplitMode undoes what a Backend did to the system prompt with a default
+// instruction: it returns the prompt without a trailing default mode
+// instruction, and the mode that instruction asks for (model.ModeFull when
+// there is none). Servers use it to see the caller's own system prompt and
+// the output mode asked for; a request's own instruction is not
+// recognised (the X-Crab-Mode header still names the mode).
 func SplitMode(system string) (base, mode string) {
 	for _, m := range [...]string{model.ModeShort, model.ModeOverShort} {
 		ins := ModeInstruction(m)

@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// Model kinds: which reader a simulated model uses.
+// Model kinds: which default error model and latency a simulated model has.
 const (
-	// KindSmall reads only the start of a ticket (Config.ReadRunes), knows
-	// only English keywords, has no negation handling and lets the first
-	// keyword decide.
+	// KindSmall misreads long requests, several asks, negations,
+	// identifiers and requests outside its home language or script far more
+	// often than the large model (SmallErrors).
 	KindSmall = "small"
-	// KindLarge reads the whole ticket in English, German, Spanish and
-	// Chinese, handles negation and picks the primary issue.
+	// KindLarge suffers the same features with a fraction of the weight
+	// (LargeErrors).
 	KindLarge = "large"
 )
 
@@ -39,9 +39,13 @@ type Config struct {
 	Name string `yaml:"name" json:"name"`
 	// Kind is KindSmall or KindLarge.
 	Kind string `yaml:"kind" json:"kind"`
-	// ReadRunes is how many runes of the ticket the model reads; 0 means
-	// 90 for a small model and the whole ticket for a large one.
-	ReadRunes int `yaml:"read_runes" json:"read_runes"`
+	// Errors is the model's error model; its zero value means the kind's
+	// default (SmallErrors or LargeErrors).
+	Errors ErrorModel `yaml:"errors" json:"errors"`
+	// Oracle gives the expected values a correct answer carries, by task
+	// id; nil means none (every field is built from the contract and the
+	// request alone). It is the simulation's ground truth, see Oracle.
+	Oracle Oracle `yaml:"-" json:"-"`
 
 	// Base is the fixed cost of a call (network, queueing, scheduling).
 	Base time.Duration `yaml:"base" json:"base"`
@@ -94,30 +98,27 @@ type Config struct {
 	RefusalRate float64 `yaml:"refusal_rate" json:"refusal_rate"`
 	// MalformedRate: the content is not valid JSON.
 	MalformedRate float64 `yaml:"malformed_rate" json:"malformed_rate"`
-	// MissingFieldRate: one required key is left out.
+	// MissingFieldRate: one required top-level key is left out.
 	MissingFieldRate float64 `yaml:"missing_field_rate" json:"missing_field_rate"`
-	// WrongEnumRate: the category is not one of the enum's values.
+	// WrongEnumRate: the first enum-constrained field holds a value
+	// outside its enum.
 	WrongEnumRate float64 `yaml:"wrong_enum_rate" json:"wrong_enum_rate"`
-	// EmptyEvidenceRate: the evidence list is empty.
+	// EmptyEvidenceRate: the first list that must not be empty (minItems
+	// of 1 or more) is empty.
 	EmptyEvidenceRate float64 `yaml:"empty_evidence_rate" json:"empty_evidence_rate"`
 }
 
-// Default reading window of a small model, in runes.
-const defaultSmallWindow = 90
-
-// Small returns the default small model: fast and cheap, and wrong on
-// tickets whose clue comes late, that negate a keyword, raise several
-// issues or are not in English. Prices are in micro-dollars per token
-// (0.2 in, 0.8 out: $0.20 / $0.80 per million tokens). On the embedded
-// task set (no system prompt, no contract) a full answer averages about
-// 270 output tokens, 0.6 s and 230 units; a short one about 100 tokens,
-// 0.25 s and 90 units. The slow tail (2 % of calls) is 4 times slower.
-// No faults are injected.
+// Small returns the default small model: fast and cheap, and often wrong
+// on long requests, several asks, negations, identifiers and requests
+// outside English or the Latin script (SmallErrors). Prices are in
+// micro-dollars per token (0.2 in, 0.8 out: $0.20 / $0.80 per million
+// tokens). The slow tail (2 % of calls) is 4 times slower. No faults are
+// injected.
 func Small() Config {
 	return Config{
 		Name:            KindSmall,
 		Kind:            KindSmall,
-		ReadRunes:       defaultSmallWindow,
+		Errors:          SmallErrors(),
 		Base:            40 * time.Millisecond,
 		PrefillPerToken: 50 * time.Microsecond,
 		DecodePerToken:  2 * time.Millisecond,
@@ -133,13 +134,13 @@ func Small() Config {
 
 // Large returns the default large model: slower and ten times the price of
 // Small (2 in, 8 out micro-dollars per token: $2 / $8 per million tokens),
-// right on nearly every ticket. On the embedded task set a full answer
-// averages about 2.4 s and 2,300 units, a short one 1.1 s and 940 units.
-// The slow tail (2 % of calls) is 3 times slower. No faults are injected.
+// right on most requests (LargeErrors). The slow tail (2 % of calls) is 3
+// times slower. No faults are injected.
 func Large() Config {
 	return Config{
 		Name:            KindLarge,
 		Kind:            KindLarge,
+		Errors:          LargeErrors(),
 		Base:            150 * time.Millisecond,
 		PrefillPerToken: 200 * time.Microsecond,
 		DecodePerToken:  8 * time.Millisecond,
@@ -166,11 +167,26 @@ func (cfg *Config) validate() error {
 	if cfg.Name == "" {
 		cfg.Name = cfg.Kind
 	}
-	if cfg.ReadRunes < 0 {
-		return bad("read_runes", "%d is negative", cfg.ReadRunes)
+	if cfg.Errors.isZero() {
+		home := cfg.Errors.HomeLangs
+		cfg.Errors = LargeErrors()
+		if cfg.Kind == KindSmall {
+			cfg.Errors = SmallErrors()
+		}
+		if len(home) > 0 {
+			cfg.Errors.HomeLangs = home
+		}
 	}
-	if cfg.ReadRunes == 0 && cfg.Kind == KindSmall {
-		cfg.ReadRunes = defaultSmallWindow
+	if cfg.Errors.MisreadFields == 0 {
+		cfg.Errors.MisreadFields = 0.6
+	}
+	if mf := cfg.Errors.MisreadFields; math.IsNaN(mf) || mf < 0 || mf > 1 {
+		return bad("errors.misread_fields", "%v is outside [0, 1]", mf)
+	}
+	for _, w := range []float64{cfg.Errors.Bias, cfg.Errors.Length, cfg.Errors.Asks, cfg.Errors.Negation, cfg.Errors.Numbers, cfg.Errors.Script, cfg.Errors.Language} {
+		if math.IsNaN(w) || math.IsInf(w, 0) {
+			return bad("errors", "weights must be finite numbers")
+		}
 	}
 	for _, d := range []struct {
 		name string

@@ -83,27 +83,20 @@ func (m *Model) Plan(req *model.Request) (Plan, error) {
 		return p, nil
 	}
 
-	vd := m.rd.read(req.Text)
-	pack := &packs[langIndex(req.Scope.Lang)]
 	finish := model.FinishStop
 	var content string
 	if u[drawRefusal] < cfg.RefusalRate {
-		content = pack.refusal
+		content = refusal
 		finish = model.FinishRefusal
 	} else {
-		r := render{pack: pack, scope: &req.Scope, vd: &vd, text: req.Text, mode: mode, missing: -1, acct: tenantHash(req.Scope.Tenant)}
-		if u[drawMissing] < cfg.MissingFieldRate {
-			r.missing = presentKey(mode, u[drawMissingWhich])
+		var err error
+		content, p.Confidence, err = m.answer(req, mode, &u)
+		if err != nil {
+			return Plan{}, err
 		}
-		if u[drawWrong] < cfg.WrongEnumRate {
-			r.wrong = wrongCategories[int(u[drawWrongWhich]*float64(len(wrongCategories)))]
-		}
-		r.noEv = u[drawEmpty] < cfg.EmptyEvidenceRate
-		content = r.build()
-		p.Confidence = m.confidence(req.Text, &vd)
-		if u[drawMalformed] < cfg.MalformedRate {
+		if u[drawMalformed] < cfg.MalformedRate && len(content) > 1 {
 			// prose before the object and the closing brace lost: not JSON
-			content = "Here is the triage for this ticket:\n" + content[:len(content)-1]
+			content = "Here is the answer:\n" + content[:len(content)-1]
 		}
 	}
 	budget := req.MaxTokens

@@ -1,14 +1,30 @@
 // Package sim provides crab's simulated models: deterministic stand-ins for
-// a small and a large LLM that triage support tickets, need no network, and
-// behave like real backends where it matters to an experiment — latency
-// grows with input and output tokens, a shortened answer is cheaper and
-// faster, the small model is fast but misreads hard tickets, and every
-// fault a contract or retry policy must survive can be injected at a rate.
+// a small and a large LLM that answer any output contract, need no
+// network, and behave like real backends where it matters to an
+// experiment — latency grows with input and output tokens, a shortened
+// answer is cheaper and faster, the small model is fast but misreads hard
+// requests, and every fault a contract or retry policy must survive can be
+// injected at a rate.
 //
-// Answers follow from the ticket text only; nothing reads a task's labels.
+// An answer is built from the request's contract (a JSON Schema): every
+// required field, enum values, types, lengths, list sizes and number
+// ranges come from it, free text quotes the request. Whether an answer is
+// right comes from an Oracle (the expected values of each task, the
+// simulation's ground truth) and an ErrorModel over features anyone can
+// observe in the request (length, asks, negation, numbers and
+// identifiers, script and language): a model that misreads a request
+// writes other valid values in place of the expected ones. Nothing in the
+// package knows a domain or a vocabulary.
+//
+// The output modes follow from the contract too: short writes the
+// smallest valid free text, the fewest list items the contract requires
+// and null wherever null is allowed; over_short also leaves out one
+// required field, breaking the contract on purpose.
+//
 // Every answer is built for the request's scope (tenant, permission,
-// language, document version) and carries it, so an answer served to
-// another scope is detectable both in its provenance and in its text.
+// language, document version) and a full answer's free text names it, so
+// an answer served to another scope is detectable both in its provenance
+// and in its text.
 //
 // Every random choice of a call (jitter, slow tail, each fault) is drawn
 // from a generator seeded by hashing the model's seed and name with the
@@ -31,36 +47,26 @@ import (
 // prepares everything a call needs, so a call at time-scale 0 allocates
 // little more than its answer.
 type Model struct {
-	cfg Config
-	rd  reader
-	// neg holds the small model's English negation cues, which lower its
-	// confidence; nil for the large model.
-	neg   *vocab
+	cfg   Config
 	sleep func(ctx context.Context, d time.Duration) error // real waiting, scaled
 	now   func() time.Time
 	// sized remembers the size of the last contract this model billed, so
 	// that the contract every call of an experiment repeats is scanned once.
 	sized contractSizer
+	// contracts remembers the last contract compiled for answers.
+	contracts contractCache
 }
 
 var _ model.Model = (*Model)(nil)
 
-// New validates cfg, fills its defaults (Name from Kind, ReadRunes 90 for a
-// small model, TailFactor 1, MaxTokens 1024) and compiles the model's
-// vocabulary. Errors wrap ErrConfig and name the field at fault.
+// New validates cfg and fills its defaults (Name from Kind, the kind's
+// error model, TailFactor 1, MaxTokens 1024). Errors wrap ErrConfig and
+// name the field at fault.
 func New(cfg Config) (*Model, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: cfg, sleep: sleepCtx, now: time.Now}
-	switch cfg.Kind {
-	case KindSmall:
-		m.rd = reader{v: compileVocab([]string{"en"}, kindTopic), window: cfg.ReadRunes}
-		m.neg = compileVocab([]string{"en"}, kindNeg)
-	default:
-		m.rd = reader{v: compileVocab(nil, kindTopic, kindNeg, kindPrimary), window: cfg.ReadRunes, careful: true}
-	}
-	return m, nil
+	return &Model{cfg: cfg, sleep: sleepCtx, now: time.Now}, nil
 }
 
 // Name is the backend name the model reports in Response.Model.
@@ -84,6 +90,7 @@ const (
 	drawEmpty
 	drawJitter
 	drawTail
+	drawConfidence
 	numDraws
 )
 
@@ -149,16 +156,6 @@ func (m *Model) Complete(ctx context.Context, req *model.Request) (*model.Respon
 	resp.FinishReason = p.FinishReason
 	resp.Usage = p.Usage
 	return resp, nil
-}
-
-// presentKey picks the required key the missing-field fault drops among the
-// keys the mode writes.
-func presentKey(mode int, u float64) int {
-	if mode == modeOverShort {
-		keys := [...]int{keyCategory, keyReason, keyAction, keyReview}
-		return keys[int(u*float64(len(keys)))]
-	}
-	return int(u * numRequiredKeys)
 }
 
 // parseMode maps Request.Mode to a mode; empty means full.
@@ -229,6 +226,24 @@ func (m *Model) rngFor(req *model.Request) rng {
 	hashStr(&d, req.Scope.Permission)
 	hashStr(&d, req.Scope.Lang)
 	hashStr(&d, req.Scope.DocVersion)
+	return rng{s: d.Sum64()}
+}
+
+// truthRNG seeds the draws that decide whether the model misreads the
+// request and which expected fields it then gets wrong, from the seeds and
+// the request text only. They leave out the model's name and the attempt:
+// every model meets the same draw for the same request (so the large model
+// fails only where the small one would fail too, at its lower
+// probability), and a retry or a re-ask does not read the request afresh.
+// They leave out the task id too: a model answers the same question the
+// same way every time it is asked, so a cache hit serves the answer the
+// model would have given.
+func (m *Model) truthRNG(req *model.Request) rng {
+	var d xxhash.Digest
+	d.Reset()
+	hashU64(&d, uint64(m.cfg.Seed))
+	hashU64(&d, uint64(req.Seed))
+	hashStr(&d, req.Text)
 	return rng{s: d.Sum64()}
 }
 

@@ -49,3 +49,9 @@ func cutTokens(s string, budget int) string {
 	}
 	return s
 }
+
+// isCJK reports a character billed as one token: CJK ideographs, kana,
+// and full-width forms.
+func isCJK(r rune) bool {
+	return r >= 0x2E80 && r <= 0x9FFF || r >= 0xF900 && r <= 0xFAFF || r >= 0xFF00 && r <= 0xFFEF
+}

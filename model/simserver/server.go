@@ -191,7 +191,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	p, err := c.m.Plan(c.req)
 	if err != nil {
 		s.st.rejected.Add(1)
-		openai.WriteError(w, http.StatusBadRequest, openai.ErrTypeInvalidRequest, "invalid_mode", "", err.Error())
+		code, param := "invalid_mode", ""
+		if errors.Is(err, sim.ErrContract) {
+			code, param = "invalid_response_format", "response_format"
+		}
+		openai.WriteError(w, http.StatusBadRequest, openai.ErrTypeInvalidRequest, code, param, err.Error())
 		return
 	}
 	nf := s.netFault(c)

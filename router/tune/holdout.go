@@ -32,6 +32,30 @@ type TuneConfig struct {
 	// Policies to tune; default both PolicyThreshold and PolicyCascade.
 	// The first is reported at the top level of a TuneReport.
 	Policies []string `json:"policies"`
+	// Rescore, when set, scores the samples afresh for each split from
+	// its calibration side alone (e.g. a scorer fitted there, see
+	// Learner), so that no holdout figure is read by what the router
+	// learned; nil keeps the samples' scores.
+	Rescore func(samples []Sample, calib []int) ([]float64, error) `json:"-"`
+	// Scorer names the scorer the scores come from, for the report.
+	Scorer string `json:"scorer,omitempty"`
+}
+
+// rescored returns samples with the scores cfg.Rescore gives for the
+// split (samples itself without Rescore).
+func rescored(samples []Sample, calib []int, cfg TuneConfig) ([]Sample, error) {
+	if cfg.Rescore == nil {
+		return samples, nil
+	}
+	scores, err := cfg.Rescore(samples, calib)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]Sample(nil), samples...)
+	for i := range out {
+		out[i].Score = scores[i]
+	}
+	return out, nil
 }
 
 func (c *TuneConfig) fill() error {
@@ -142,9 +166,13 @@ type Holdout struct {
 	// other traffic shows it here.
 	StrongShareDrift float64        `json:"strong_share_drift"`
 	Random           RandomBaseline `json:"random"`
-	Matrix           Matrix         `json:"matrix"`
-	Recovery         Recovery       `json:"hard_sample_recovery"`
-	Paired           Paired         `json:"paired_vs_all_large"`
+	// RouteLLM are the score's ranking metrics on the holdout (threshold
+	// router only); nil when the large model recovers no pass over the
+	// small one there.
+	RouteLLM *RouteLLM `json:"routellm,omitempty"`
+	Matrix   Matrix    `json:"matrix"`
+	Recovery Recovery  `json:"hard_sample_recovery"`
+	Paired   Paired    `json:"paired_vs_all_large"`
 	// PassLoss is all-large passes minus the policy's passes (negative
 	// when it passes more). AllowedLoss is the rule's --max-pass-loss; nil
 	// under a budget rule.
@@ -172,6 +200,71 @@ type RandomBaseline struct {
 	PassMin     int     `json:"pass_min"`
 	PassMax     int     `json:"pass_max"`
 	CostMean    float64 `json:"cost_mean"`
+}
+
+// RouteLLM are the metrics RouteLLM reports for a router's score, over
+// every strong-model share: route the k highest-scored holdout tasks to
+// the large model (k = 0 … n), and call the share of the performance gap
+// between all-small and all-large passes recovered at k its PGR.
+type RouteLLM struct {
+	// Gap is all-large minus all-small passes on the holdout.
+	Gap int `json:"gap"`
+	// APGR is the average performance gap recovered: PGR averaged over
+	// the n+1 shares (random routing scores about 0.5, a perfect router
+	// close to 1).
+	APGR float64 `json:"apgr"`
+	// CPT50 and CPT80 are the smallest strong-model shares that recover
+	// 50% and 80% of the gap (random routing needs about 0.5 and 0.8).
+	CPT50 float64 `json:"cpt_50"`
+	CPT80 float64 `json:"cpt_80"`
+}
+
+// routeLLM computes the metrics from the samples' scores; ties in score
+// are broken by holdout order (the order tasks were split in).
+func routeLLM(samples []Sample, hold []int) *RouteLLM {
+	idx := append([]int(nil), hold...)
+	sort.SliceStable(idx, func(a, b int) bool { return samples[idx[a]].Score > samples[idx[b]].Score })
+	small, large := 0, 0
+	for _, i := range idx {
+		if samples[i].Small.Pass {
+			small++
+		}
+		if samples[i].Large.Pass {
+			large++
+		}
+	}
+	gap := large - small
+	if gap <= 0 || len(idx) == 0 {
+		return nil
+	}
+	r := &RouteLLM{Gap: gap, CPT50: -1, CPT80: -1}
+	n := len(idx)
+	perf := small
+	sum := 0.0
+	for k := 0; k <= n; k++ {
+		if k > 0 {
+			s := &samples[idx[k-1]]
+			perf += b2i(s.Large.Pass) - b2i(s.Small.Pass)
+		}
+		pgr := float64(perf-small) / float64(gap)
+		sum += pgr
+		share := float64(k) / float64(n)
+		if r.CPT50 < 0 && pgr >= 0.5 {
+			r.CPT50 = share
+		}
+		if r.CPT80 < 0 && pgr >= 0.8 {
+			r.CPT80 = share
+		}
+	}
+	r.APGR = sum / float64(n+1)
+	return r
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Recovery is hard-sample recovery: of the tasks the small model fails,
@@ -242,12 +335,16 @@ func Tune(samples []Sample, cfg TuneConfig) (*TuneReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	all := samples
+	if samples, err = rescored(samples, calib, cfg); err != nil {
+		return nil, err
+	}
 	rep := &TuneReport{Tasks: len(samples), Calibrated: len(calib), Held: len(hold), Config: cfg,
 		SplitNote: "seeded, stratified by group; tasks with the same normalised text stay on one side (translations are different texts)"}
 	for i, policy := range cfg.Policies {
 		pr := tunePolicy(policy, samples, calib, hold, cfg, cfg.Seed)
 		if cfg.Folds > 1 {
-			f, err := folds(policy, samples, cfg)
+			f, err := folds(policy, all, cfg)
 			if err != nil {
 				return nil, err
 			}
@@ -279,6 +376,9 @@ func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg TuneConf
 	h.StrongShareCalibration = pr.Calibration.StrongShare
 	h.StrongShareDrift = h.StrongShare - pr.Calibration.StrongShare
 	h.Random = randomBaseline(policy, samples, hold, p.Large, cfg.RandomSeeds, seed)
+	if policy == router.PolicyThreshold {
+		h.RouteLLM = routeLLM(samples, hold)
+	}
 	h.Paired = paired(policy, samples, hold, t, cfg.Resamples, seed)
 	h.PassLoss = h.PassAllLarge - h.Pass
 	if cfg.Rule.Budget == 0 {
@@ -519,6 +619,10 @@ func folds(policy string, samples []Sample, cfg TuneConfig) (*Folds, error) {
 	for k := 0; k < cfg.Folds; k++ {
 		seed := cfg.Seed + int64(k)
 		calib, hold, err := Split(samples, cfg.Holdout, seed)
+		if err != nil {
+			return nil, err
+		}
+		samples, err := rescored(samples, calib, cfg)
 		if err != nil {
 			return nil, err
 		}

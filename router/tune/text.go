@@ -23,6 +23,9 @@ func (r *TuneReport) WriteText(w io.Writer) error {
 	} else {
 		fmt.Fprintf(&b, "rule: cheapest threshold whose calibration pass count is at least all-large minus %d (--max-pass-loss)\n", c.Rule.MaxPassLoss)
 	}
+	if c.Scorer != "" {
+		fmt.Fprintf(&b, "scorer: %s\n", c.Scorer)
+	}
 	writePolicy(&b, &r.PolicyReport)
 	if r.Cascade != nil {
 		writePolicy(&b, r.Cascade)
@@ -63,8 +66,17 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 	pd := &h.Paired
 	fmt.Fprintf(b, "vs all-large, task by task (bootstrap 95%%, %d resamples): pass %+d [%+g, %+g], cost %s [%s, %s]\n",
 		pd.Resamples, pd.PassDiff, pd.PassCI[0], pd.PassCI[1], fmtSigned(pd.CostDiff), fmtSigned(pd.CostCI[0]), fmtSigned(pd.CostCI[1]))
-	fmt.Fprintf(b, "%s: %s on holdout vs %s on calibration (drift %+.1f points)\n", shareName(p.Policy),
-		fmtPct(h.StrongShare), fmtPct(h.StrongShareCalibration), 100*h.StrongShareDrift)
+	fmt.Fprintf(b, "%s: planned %s (calibration), realised %s (holdout), drift %+.1f points\n", shareName(p.Policy),
+		fmtPct(h.StrongShareCalibration), fmtPct(h.StrongShare), 100*h.StrongShareDrift)
+	beat := "does not beat"
+	if h.Pass > rb.PassMax {
+		beat = "beats"
+	}
+	fmt.Fprintf(b, "vs random routing at the same share: pass %d %s the best of %d random routings (%d)\n", h.Pass, beat, rb.Seeds, rb.PassMax)
+	if r := h.RouteLLM; r != nil {
+		fmt.Fprintf(b, "score ranking on the holdout (RouteLLM): apgr %.3f, cpt_50 %s, cpt_80 %s (gap all-large − all-small: %d passes; random routing: apgr ≈ 0.5, cpt_50 ≈ 50%%, cpt_80 ≈ 80%%)\n",
+			r.APGR, fmtPct(r.CPT50), fmtPct(r.CPT80), r.Gap)
+	}
 	if p.Policy == router.PolicyCascade {
 		fmt.Fprintf(b, "escalations: %d of %d requests, costing %s (both calls count: small %s + large %s)\n",
 			h.Escalated, h.N, fmtCost(h.EscalationCost), fmtCost(h.Cost-h.EscalationCost), fmtCost(h.EscalationCost))

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/router"
 )
 
@@ -58,6 +59,9 @@ type Sample struct {
 	Features router.Features
 	Small    Outcome
 	Large    Outcome
+	// Req is the request as a router sees it (text, scope), for a
+	// scorer that is fitted on the table (see Learner); nil otherwise.
+	Req *model.Request `json:"-"`
 }
 
 // QuestionKey normalises a ticket text for grouping repeats: case folded,
