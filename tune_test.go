@@ -273,7 +273,7 @@ func TestTuneBadInput(t *testing.T) {
 func TestTuneEmbedded(t *testing.T) {
 	t.Parallel()
 	table := filepath.Join(t.TempDir(), "outcomes.jsonl")
-	code, out, errs := crab(t, "", "tune", "--outcomes", table, "--format", "json", "-q")
+	code, out, errs := crab(t, "", "tune", "--outcomes", table, "--format", "json", "-q", "--max-pass-loss", "3")
 	if code != 0 {
 		t.Fatalf("exit %d (stderr %s)", code, errs)
 	}
