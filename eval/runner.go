@@ -373,7 +373,7 @@ func (r *Runner) baseRecord(spec ArmSpec, t *Task, rep, seq int) Record {
 
 func (r *Runner) request(spec ArmSpec, t *Task, seed int64) *model.Request {
 	req := &model.Request{
-		TaskID: t.ID, Text: t.Text, System: spec.System, User: t.User, Scope: t.Scope(),
+		TaskID: t.ID, Text: t.Text, System: joinSystem(spec.System, t.System()), History: t.History(), User: t.User, Scope: t.Scope(),
 		Mode: spec.Mode, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature,
 		ContractHash: r.ContractHash, Seed: seed,
 	}
@@ -515,3 +515,15 @@ func outcomeOf(parent context.Context, err error, timedOut bool) string {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// joinSystem is the system prompt of a request: the arm's, then the task's
+// own (a conversation's system turns), a blank line between them.
+func joinSystem(arm, task string) string {
+	switch {
+	case task == "":
+		return arm
+	case arm == "":
+		return task
+	}
+	return arm + "\n\n" + task
+}

@@ -20,8 +20,15 @@ import (
 // Group, Difficulty and Expected are labels for reports and for grading
 // answers; no model and no router ever reads them.
 type Task struct {
-	ID         string `json:"id"`
-	Text       string `json:"text"`
+	ID   string `json:"id"`
+	Text string `json:"text,omitempty"`
+	// Messages is a conversation, instead of Text: system, user and
+	// assistant turns, the last one the user's. Reading a task turns it
+	// into the request's parts: the system turns become the task's system
+	// prompt (after the arm's own), the last user turn the text, and the
+	// turns between them the history, so the cache key and the scope
+	// checks cover the whole conversation.
+	Messages   []model.Message `json:"messages,omitempty"`
 	Tenant     string `json:"tenant"`
 	User       string `json:"user"`
 	Permission string `json:"permission"`
@@ -35,6 +42,9 @@ type Task struct {
 	// the answer's (equals unless the experiment's grade section says
 	// otherwise).
 	Expected map[string]any `json:"expected,omitempty"`
+
+	system  string          // the conversation's system prompt (its system turns), "" without Messages
+	history []model.Message // the turns before the last user turn, nil without Messages
 
 	line int         // line in the task file, for errors found after reading
 	plan *grade.Plan // what answers are graded against; nil: the default rule, unchecked
@@ -78,6 +88,9 @@ func ReadTasks(r io.Reader, name string) ([]Task, error) {
 			return nil, jsonLineError(name, line, err)
 		}
 		t.line = line
+		if field, msg := t.conversation(); field != "" {
+			return nil, &InputError{File: name, Line: line, Field: field, Msg: msg}
+		}
 		for _, f := range []struct{ name, v string }{
 			{"id", t.ID}, {"text", t.Text}, {"tenant", t.Tenant}, {"permission", t.Permission}, {"lang", t.Lang}, {"doc_version", t.DocVersion},
 		} {
@@ -99,6 +112,53 @@ func ReadTasks(r io.Reader, name string) ([]Task, error) {
 	}
 	return tasks, nil
 }
+
+// conversation checks a task's messages and splits them into system
+// prompt, history and text; it returns the faulty field and why, or "".
+func (t *Task) conversation() (field, msg string) {
+	if len(t.Messages) == 0 {
+		return "", ""
+	}
+	if t.Text != "" {
+		return "messages", "a task has text or messages, not both"
+	}
+	var sys []string
+	var turns []model.Message
+	for i, m := range t.Messages {
+		f := fmt.Sprintf("messages[%d]", i)
+		switch m.Role {
+		case model.RoleSystem:
+			if len(turns) > 0 {
+				return f + ".role", "system turns come before the conversation's first user or assistant turn"
+			}
+			sys = append(sys, m.Content)
+		case model.RoleUser, model.RoleAssistant:
+			if strings.TrimSpace(m.Content) == "" {
+				return f + ".content", "required and empty"
+			}
+			turns = append(turns, m)
+		default:
+			return f + ".role", fmt.Sprintf("%q: want system, user or assistant (tool turns are not supported)", m.Role)
+		}
+	}
+	if len(turns) == 0 || turns[len(turns)-1].Role != model.RoleUser {
+		return fmt.Sprintf("messages[%d]", len(t.Messages)-1), "the last turn must be the user's"
+	}
+	t.system = strings.Join(sys, "\n\n")
+	t.Text = turns[len(turns)-1].Content
+	if len(turns) > 1 {
+		t.history = turns[:len(turns)-1]
+	}
+	return "", ""
+}
+
+// System is the task's own system prompt (a conversation's system turns);
+// "" for a task with text.
+func (t *Task) System() string { return t.system }
+
+// History is the turns of a conversation before its last user turn; nil
+// for a task with text.
+func (t *Task) History() []model.Message { return t.history }
 
 // decodeTask decodes one task line strictly, reading expected with exact
 // numbers (json.Number), as answers are read.

@@ -127,3 +127,35 @@ func TestTaskJSONRoundTrip(t *testing.T) {
 		t.Errorf("got %s; want %s", out, in)
 	}
 }
+
+func TestReadTasksConversation(t *testing.T) {
+	t.Parallel()
+	const scope = `"tenant":"a","user":"u","permission":"agent","lang":"pt","doc_version":"v1"`
+	good := `{"id":"c1",` + scope + `,"messages":[{"role":"system","content":"Reply in Portuguese."},{"role":"user","content":"order 17"},{"role":"assistant","content":"Which item?"},{"role":"user","content":"the lamp"}]}` + "\n"
+	tasks, err := ReadTasks(strings.NewReader(good), "conv.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &tasks[0]
+	if c.Text != "the lamp" || c.System() != "Reply in Portuguese." || len(c.History()) != 2 || c.History()[1].Content != "Which item?" {
+		t.Fatalf("got text %q system %q history %+v", c.Text, c.System(), c.History())
+	}
+	r := &Runner{Exp: &Experiment{}}
+	req := r.request(ArmSpec{Name: "a", Model: "m", System: "You are support."}, c, 1)
+	if req.System != "You are support.\n\nReply in Portuguese." || len(req.History) != 2 || req.Text != "the lamp" {
+		t.Fatalf("request: system %q history %+v text %q", req.System, req.History, req.Text)
+	}
+	for _, tc := range []struct{ name, msgs, want string }{
+		{"text and messages", `"text":"x","messages":[{"role":"user","content":"q"}]`, `conv.jsonl:1: field "messages": a task has text or messages, not both`},
+		{"assistant last", `"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a"}]`, `conv.jsonl:1: field "messages[1]": the last turn must be the user's`},
+		{"tool turn", `"messages":[{"role":"tool","content":"r"},{"role":"user","content":"q"}]`, `conv.jsonl:1: field "messages[0].role": "tool": want system, user or assistant (tool turns are not supported)`},
+		{"late system", `"messages":[{"role":"user","content":"q"},{"role":"system","content":"s"},{"role":"user","content":"q"}]`, `conv.jsonl:1: field "messages[1].role": system turns come before`},
+		{"empty turn", `"messages":[{"role":"user","content":" "}]`, `conv.jsonl:1: field "messages[0].content": required and empty`},
+		{"neither", `"messages":[]`, `conv.jsonl:1: field "text": required and empty`},
+	} {
+		_, err := ReadTasks(strings.NewReader(`{"id":"c1",`+scope+`,`+tc.msgs+"}\n"), "conv.jsonl")
+		if err == nil || !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v; want bad input containing %q", tc.name, err, tc.want)
+		}
+	}
+}
