@@ -40,20 +40,23 @@ type AuditConfig struct {
 
 // Names of the standard audit configurations.
 const (
-	AuditText        = "text"
-	AuditTenant      = "+tenant"
-	AuditPermission  = "+permission"
-	AuditDocVersion  = "+doc_version"
-	AuditLang        = "+lang"
-	AuditFull        = "full"
-	AuditFullNoCheck = "full-nocheck"
-	AuditTextChecked = "text-checked"
-	AuditAudited     = "audited"
+	AuditText       = "text"
+	AuditTenant     = "+tenant"
+	AuditPermission = "+permission"
+	AuditDocVersion = "+doc_version"
+	AuditLang       = "+lang"
+	// AuditConversation adds the system prompt and the history.
+	AuditConversation = "+conversation"
+	AuditFull         = "full"
+	AuditFullNoCheck  = "full-nocheck"
+	AuditTextChecked  = "text-checked"
+	AuditAudited      = "audited"
 )
 
 // StandardConfigs are the configurations every audit shows side by side:
 // a ladder from the naive text key adding one scope field at a time
-// (tenant, permission, doc_version, lang) to the full key, each without
+// (tenant, permission, doc_version, lang, then system prompt and history
+// together) to the full key, each without
 // check on hit so that what the key alone would serve is counted; the full
 // key with and without the check; and the text key with the check, which
 // turns its leaks into refused hits. The hit_cost of each step is the hit
@@ -65,7 +68,8 @@ func StandardConfigs() []AuditConfig {
 		{Name: AuditPermission, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldText}, Base: AuditTenant},
 		{Name: AuditDocVersion, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldDocVersion, cache.FieldText}, Base: AuditPermission},
 		{Name: AuditLang, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldDocVersion, cache.FieldLang, cache.FieldText}, Base: AuditDocVersion},
-		{Name: AuditFull, Fields: []string{cache.PresetFull}, CheckOnHit: true, Base: AuditLang},
+		{Name: AuditConversation, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldDocVersion, cache.FieldLang, cache.FieldSystem, cache.FieldHistory, cache.FieldText}, Base: AuditLang},
+		{Name: AuditFull, Fields: []string{cache.PresetFull}, CheckOnHit: true, Base: AuditConversation},
 		{Name: AuditFullNoCheck, Fields: []string{cache.PresetFull}, Base: AuditFull},
 		{Name: AuditTextChecked, Fields: []string{cache.FieldText}, CheckOnHit: true, Base: AuditText},
 	}
@@ -158,9 +162,9 @@ type ConfigResult struct {
 	HitCost *float64         `json:"hit_cost,omitempty"`
 	Base    string           `json:"base,omitempty"`
 	Leaks   cache.LeakCounts `json:"leaks"` // hits served to another scope, by kind
-	// OtherRequest counts hits served in the right scope but built for
-	// another request: another model, mode, max tokens, sampling, contract,
-	// system prompt or (after a hash collision) text.
+	// OtherRequest counts hits served in the right scope and conversation
+	// but built for another request: another model, mode, max tokens,
+	// sampling, contract or (after a hash collision) text.
 	OtherRequest    int      `json:"other_request"`
 	ScopeMismatches uint64   `json:"scope_mismatches"` // hits refused by check on hit
 	Invalidated     uint64   `json:"invalidated"`      // entries refused because their scope was invalidated
@@ -327,11 +331,7 @@ func auditConfig(ctx context.Context, lines []ScenarioLine, cfg AuditConfig, opt
 			lr.Cache = resp.Trace.Cache
 			lr.Mismatch = resp.Trace.ScopeMismatch
 			if lr.Cache == model.CacheHit {
-				lr.Leak = cache.LeakKind(resp.Scope, req.Scope)
-				if lr.Leak == "" {
-					origin, ok := be.origin(resp.Model)
-					lr.OtherRequest = !ok || !sameRequest(origin, req)
-				}
+				lr.Leak, lr.OtherRequest = be.judge(resp, req)
 			}
 		}
 		results[i] = lr
@@ -504,25 +504,15 @@ func scenarioResults(names []string, lines []ScenarioLine, results []LineResult)
 }
 
 // addKind counts one hit of a leak kind; "" counts nothing.
-func addKind(l *cache.LeakCounts, kind string) {
-	switch kind {
-	case cache.LeakCrossTenant:
-		l.CrossTenant++
-	case cache.LeakPermission:
-		l.Permission++
-	case cache.LeakStale:
-		l.Stale++
-	case cache.LeakLanguage:
-		l.Language++
-	}
-}
+func addKind(l *cache.LeakCounts, kind string) { l.Add(kind) }
 
 // sameRequest reports whether a hit built for origin answers req: the
-// same request apart from its scope (judged separately) and its id.
+// same request apart from its scope and conversation (judged separately)
+// and its id.
 func sameRequest(origin, req *model.Request) bool {
 	return origin.Model == req.Model && origin.Mode == req.Mode && origin.MaxTokens == req.MaxTokens &&
 		origin.Temperature == req.Temperature && origin.ContractHash == req.ContractHash &&
-		cache.NormalizeText(origin.System) == cache.NormalizeText(req.System) && cache.NormalizeText(origin.Text) == cache.NormalizeText(req.Text)
+		cache.NormalizeText(origin.Text) == cache.NormalizeText(req.Text)
 }
 
 // keyLabel is "full" for every field, else the canonical list.
@@ -639,6 +629,24 @@ func (b *auditBackend) Complete(ctx context.Context, req *model.Request) (*model
 	b.mu.Unlock()
 	resp.Model = resp.Model + "#" + strconv.Itoa(n)
 	return resp, nil
+}
+
+// judge labels a hit served to req from its provenance: the leak kind
+// (scope first, then system prompt and history of the request that built
+// it) and, for an answer of the right scope and conversation, whether it
+// was built for another request.
+func (b *auditBackend) judge(resp *model.Response, req *model.Request) (leak string, other bool) {
+	origin, ok := b.origin(resp.Model)
+	if k := cache.LeakKind(resp.Scope, req.Scope); k != "" {
+		return k, false
+	}
+	if !ok {
+		return "", true
+	}
+	if k := cache.ConversationLeak(cache.ConversationOf(origin), cache.ConversationOf(req)); k != "" {
+		return k, false
+	}
+	return "", !sameRequest(origin, req)
 }
 
 // origin returns the request an answer with this Model stamp was built for.

@@ -18,7 +18,7 @@ func (r *AuditReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "store %s, ttl %s, simulated models at time-scale %g; latency is wall-clock ms per request, nearest rank\n\n", r.Store, r.TTL, r.TimeScale)
 
 	t := textTable{header: []string{"config", "key", "check", "requests", "hits", "hit_rate", "hit_cost",
-		"cross_tenant", "permission", "stale", "language", "other_req", "refused", "invalidated",
+		"cross_tenant", "permission", "stale", "language", "system_prompt", "history", "other_req", "refused", "invalidated",
 		"hit_p50", "hit_p95", "miss_p50", "miss_p95", "verdict"}}
 	for i := range r.Configs {
 		c := &r.Configs[i]
@@ -27,13 +27,13 @@ func (r *AuditReport) WriteText(w io.Writer) error {
 			cost = strings.Replace(fmt.Sprintf("%.1fpp", 100**c.HitCost), "-0.0pp", "0.0pp", 1)
 		}
 		t.add(c.Name, c.Key, yesNo(c.CheckOnHit), strconv.Itoa(c.Requests), strconv.Itoa(c.Hits), pct(c.HitRate), cost,
-			u(c.Leaks.CrossTenant), u(c.Leaks.Permission), u(c.Leaks.Stale), u(c.Leaks.Language), strconv.Itoa(c.OtherRequest),
+			u(c.Leaks.CrossTenant), u(c.Leaks.Permission), u(c.Leaks.Stale), u(c.Leaks.Language), u(c.Leaks.SystemPrompt), u(c.Leaks.History), strconv.Itoa(c.OtherRequest),
 			u(c.ScopeMismatches), u(c.Invalidated),
 			msp(c.HitP50Ms), msp(c.HitP95Ms), msp(c.MissP50Ms), msp(c.MissP95Ms), c.Verdict)
 	}
 	t.write(&b)
-	b.WriteString("hit_cost: hit rate lost against the row it adds to (text → +tenant → +permission → +doc_version → +lang → full; full-nocheck and text-checked against full and text; audited against text)\n")
-	b.WriteString("cross_tenant … language: hits served an answer built for another scope; other_req: hits built for another model, mode, max tokens, sampling, contract or system prompt; refused: hits check-on-hit turned into misses\n")
+	b.WriteString("hit_cost: hit rate lost against the row it adds to (text → +tenant → +permission → +doc_version → +lang → +conversation → full; full-nocheck and text-checked against full and text; audited against text)\n")
+	b.WriteString("cross_tenant … history: hits served an answer built for another scope, system prompt or conversation history; other_req: hits built for another model, mode, max tokens, sampling or contract; refused: hits check-on-hit turned into misses\n")
 
 	b.WriteString("\nhits/wrong (leaks + other_req) per scenario:\n")
 	st := textTable{header: append([]string{"scenario", "requests"}, configNames(r)...)}
@@ -93,21 +93,18 @@ func verdictText(c *ConfigResult) string {
 	switch c.Verdict {
 	case VerdictLeaks:
 		var kinds []string
-		for _, k := range []struct {
-			name string
-			n    uint64
-		}{{cache.LeakCrossTenant, c.Leaks.CrossTenant}, {cache.LeakPermission, c.Leaks.Permission}, {cache.LeakStale, c.Leaks.Stale}, {cache.LeakLanguage, c.Leaks.Language}} {
-			if k.n > 0 {
-				kinds = append(kinds, fmt.Sprintf("%s %d", k.name, k.n))
+		for _, k := range cache.LeakKinds() {
+			if n := c.Leaks.Get(k); n > 0 {
+				kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 			}
 		}
-		s := fmt.Sprintf("LEAKS: %d answers served to another scope (%s)", c.LeakTotal(), strings.Join(kinds, ", "))
+		s := fmt.Sprintf("LEAKS: %d answers served to another scope or conversation (%s)", c.LeakTotal(), strings.Join(kinds, ", "))
 		if c.OtherRequest > 0 {
 			s += fmt.Sprintf(", and %d built for another request", c.OtherRequest)
 		}
 		return s
 	case VerdictWrong:
-		return fmt.Sprintf("WRONG ANSWERS: %d hits built for another request (model, mode, max tokens, sampling, contract or system prompt)", c.OtherRequest)
+		return fmt.Sprintf("WRONG ANSWERS: %d hits built for another request (model, mode, max tokens, sampling or contract)", c.OtherRequest)
 	case VerdictUnexpected:
 		return fmt.Sprintf("UNEXPECTED: %d lines did not hit or miss as expected", len(c.Unexpected))
 	case VerdictRefused:
