@@ -102,6 +102,16 @@ type AuditOptions struct {
 	TimeScale float64
 	// SideChannel, when set, adds the timing side-channel measurement.
 	SideChannel *SideChannelOptions
+	// Probes, when set, are played through every configuration after the
+	// scenarios (GenerateProbes): the leak proof at scale, each
+	// configuration's leaks shown with an upper bound on its leak rate.
+	Probes []Probe
+	// ProbeSeed is the seed the probes were drawn with (printed only).
+	ProbeSeed int64
+	// ProbeBackend answers the probes' misses; default Backend. The
+	// probes measure no latency, so a backend that answers at once (a
+	// simulated model at time scale 0) keeps 10,000 probes per key fast.
+	ProbeBackend model.Model
 }
 
 // Verdicts of a configuration.
@@ -134,6 +144,12 @@ type AuditReport struct {
 	// Failed is true when the audited configuration's verdict fails.
 	Failed      bool               `json:"failed"`
 	SideChannel *SideChannelReport `json:"side_channel,omitempty"`
+	// Probes is the number of cross-scope probes of the leak proof (0
+	// without one), Repeats the same-scope repeats played beside them,
+	// ProbeSeed the seed they were drawn with.
+	Probes    int   `json:"probes,omitempty"`
+	Repeats   int   `json:"repeats,omitempty"`
+	ProbeSeed int64 `json:"probe_seed,omitempty"`
 }
 
 // AuditedConfig returns the audited configuration's result.
@@ -179,7 +195,12 @@ type ConfigResult struct {
 	// configuration did not meet; checked for the full key only.
 	Unexpected []string           `json:"unexpected,omitempty"`
 	Verdict    string             `json:"verdict"`
-	Scenarios  []ScenarioResult   `json:"scenarios"`
+	// LeakUpper95 is the leak proof's one-sided 95% upper bound on the
+	// configuration's leak rate per cross-scope probe (Probe holds the
+	// counts); nil without probes.
+	LeakUpper95 *float64         `json:"leak_upper_95,omitempty"`
+	Probe       *ProbeResult     `json:"probe,omitempty"`
+	Scenarios   []ScenarioResult `json:"scenarios"`
 	Cache      cache.Stats        `json:"cache"`
 	Store      cache.StoreMetrics `json:"store"`
 	// Lines holds one result per scenario line, in file order (action
@@ -187,8 +208,30 @@ type ConfigResult struct {
 	Lines []LineResult `json:"-"`
 }
 
-// LeakTotal is the number of hits served to another scope.
-func (c *ConfigResult) LeakTotal() int { return int(c.Leaks.Total()) }
+// LeakTotal is the number of hits served to another scope or
+// conversation, in the scenarios and the probes.
+func (c *ConfigResult) LeakTotal() int { return int(c.AllLeaks().Total()) }
+
+// AllLeaks adds the probes' leaks to the scenarios'.
+func (c *ConfigResult) AllLeaks() cache.LeakCounts {
+	l := c.Leaks
+	if p := c.Probe; p != nil {
+		for _, k := range cache.LeakKinds() {
+			for n := p.Leaks.Get(k); n > 0; n-- {
+				l.Add(k)
+			}
+		}
+	}
+	return l
+}
+
+// OtherTotal is OtherRequest in the scenarios and the probes.
+func (c *ConfigResult) OtherTotal() int {
+	if c.Probe != nil {
+		return c.OtherRequest + c.Probe.OtherRequest
+	}
+	return c.OtherRequest
+}
 
 // ScenarioResult is one scenario's share of a configuration's row.
 type ScenarioResult struct {
@@ -234,6 +277,9 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 	if opts.DefaultModel == "" {
 		opts.DefaultModel = "large"
 	}
+	if opts.ProbeBackend == nil {
+		opts.ProbeBackend = opts.Backend
+	}
 	if opts.TTL == 0 {
 		opts.TTL = time.Hour
 	} else if opts.TTL < 0 {
@@ -258,6 +304,16 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 	configs = append(slices.Clone(configs), audited)
 
 	rep := &AuditReport{Source: opts.Source, Store: opts.StoreName, TTL: "none", TimeScale: opts.TimeScale, Lines: len(lines), Audited: AuditAudited}
+	for i := range opts.Probes {
+		if opts.Probes[i].Repeat() {
+			rep.Repeats++
+		} else {
+			rep.Probes++
+		}
+	}
+	if len(opts.Probes) > 0 {
+		rep.ProbeSeed = opts.ProbeSeed
+	}
 	if opts.TTL > 0 {
 		rep.TTL = opts.TTL.String()
 	}
@@ -278,6 +334,15 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 			return nil, fmt.Errorf("audit %s: %w", cfg.Name, err)
 		}
 		res.Scenarios = scenarioResults(rep.Scenarios, lines, res.Lines)
+		if len(opts.Probes) > 0 {
+			pr, unexpected, err := runProbes(ctx, opts.Probes, cfg, &opts)
+			if err != nil {
+				return nil, fmt.Errorf("audit %s: probes: %w", cfg.Name, err)
+			}
+			res.Probe, res.LeakUpper95 = pr, &pr.LeakUpper95
+			res.Unexpected = append(res.Unexpected, unexpected...)
+			res.Verdict = verdict(&res)
+		}
 		byName[res.Name] = len(rep.Configs)
 		rep.Configs = append(rep.Configs, res)
 	}
@@ -453,19 +518,29 @@ func auditConfig(ctx context.Context, lines []ScenarioLine, cfg AuditConfig, opt
 	res.Invalidated = st.Invalidated
 	res.DiscardedWrites = st.DiscardedWrites
 	res.NotCached = st.NotCached
-	switch {
-	case res.Leaks.Total() > 0:
-		res.Verdict = VerdictLeaks
-	case res.OtherRequest > 0:
-		res.Verdict = VerdictWrong
-	case len(res.Unexpected) > 0:
-		res.Verdict = VerdictUnexpected
-	case res.ScopeMismatches > 0:
-		res.Verdict = VerdictRefused
-	default:
-		res.Verdict = VerdictOK
-	}
+	res.Verdict = verdict(&res)
 	return res, nil
+}
+
+// verdict judges a configuration from its scenario and probe counts.
+func verdict(res *ConfigResult) string {
+	leaks, other, refused := res.Leaks.Total(), res.OtherRequest, res.ScopeMismatches
+	if p := res.Probe; p != nil {
+		leaks += p.Leaks.Total()
+		other += p.OtherRequest
+		refused += uint64(p.Refused)
+	}
+	switch {
+	case leaks > 0:
+		return VerdictLeaks
+	case other > 0:
+		return VerdictWrong
+	case len(res.Unexpected) > 0:
+		return VerdictUnexpected
+	case refused > 0:
+		return VerdictRefused
+	}
+	return VerdictOK
 }
 
 func orDash(s string) string {

@@ -35,6 +35,23 @@ func (r *AuditReport) WriteText(w io.Writer) error {
 	b.WriteString("hit_cost: hit rate lost against the row it adds to (text → +tenant → +permission → +doc_version → +lang → +conversation → full; full-nocheck and text-checked against full and text; audited against text)\n")
 	b.WriteString("cross_tenant … history: hits served an answer built for another scope, system prompt or conversation history; other_req: hits built for another model, mode, max tokens, sampling or contract; refused: hits check-on-hit turned into misses\n")
 
+	if r.Probes > 0 {
+		fmt.Fprintf(&b, "\nleak proof: %d cross-scope probes (each a request, then the same question from another tenant, permission, document version, language, system prompt or history, drawn with seed %d) and %d same-scope repeats\n", r.Probes, r.ProbeSeed, r.Repeats)
+		pt := textTable{header: []string{"config", "key", "check", "probes", "leaks", "leak_upper_95", "cross_tenant", "permission", "stale", "language", "system_prompt", "history", "other_req", "refused", "repeat_hits", "verdict"}}
+		for i := range r.Configs {
+			c := &r.Configs[i]
+			p := c.Probe
+			if p == nil {
+				continue
+			}
+			pt.add(c.Name, c.Key, yesNo(c.CheckOnHit), strconv.Itoa(p.Probes), u(p.Leaks.Total()), bound(p.LeakUpper95),
+				u(p.Leaks.CrossTenant), u(p.Leaks.Permission), u(p.Leaks.Stale), u(p.Leaks.Language), u(p.Leaks.SystemPrompt), u(p.Leaks.History),
+				strconv.Itoa(p.OtherRequest), strconv.Itoa(p.Refused), fmt.Sprintf("%d/%d", p.RepeatHits, p.Repeats), c.Verdict)
+		}
+		pt.write(&b)
+		b.WriteString("leak_upper_95: one-sided 95% upper bound on the leak rate per cross-scope probe (exact binomial, Clopper–Pearson; zero leaks in N bound it by 1−0.05^(1/N) ≈ 3/N)\n")
+	}
+
 	b.WriteString("\nhits/wrong (leaks + other_req) per scenario:\n")
 	st := textTable{header: append([]string{"scenario", "requests"}, configNames(r)...)}
 	for si, name := range r.Scenarios {
@@ -74,6 +91,9 @@ func (r *AuditReport) WriteText(w io.Writer) error {
 
 	if a := r.AuditedConfig(); a != nil {
 		fmt.Fprintf(&b, "\naudited: key %s, check on hit %s: %s", a.Key, onOff(a.CheckOnHit), verdictText(a))
+		if p := a.Probe; p != nil {
+			fmt.Fprintf(&b, "; leak proof: %d leaks in %d probes, leak rate <= %s (95%%, one-sided)", p.Leaks.Total(), p.Probes, bound(p.LeakUpper95))
+		}
 		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
@@ -93,24 +113,38 @@ func verdictText(c *ConfigResult) string {
 	switch c.Verdict {
 	case VerdictLeaks:
 		var kinds []string
+		all := c.AllLeaks()
 		for _, k := range cache.LeakKinds() {
-			if n := c.Leaks.Get(k); n > 0 {
+			if n := all.Get(k); n > 0 {
 				kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 			}
 		}
 		s := fmt.Sprintf("LEAKS: %d answers served to another scope or conversation (%s)", c.LeakTotal(), strings.Join(kinds, ", "))
-		if c.OtherRequest > 0 {
-			s += fmt.Sprintf(", and %d built for another request", c.OtherRequest)
+		if c.OtherTotal() > 0 {
+			s += fmt.Sprintf(", and %d built for another request", c.OtherTotal())
 		}
 		return s
 	case VerdictWrong:
-		return fmt.Sprintf("WRONG ANSWERS: %d hits built for another request (model, mode, max tokens, sampling or contract)", c.OtherRequest)
+		return fmt.Sprintf("WRONG ANSWERS: %d hits built for another request (model, mode, max tokens, sampling or contract)", c.OtherTotal())
 	case VerdictUnexpected:
 		return fmt.Sprintf("UNEXPECTED: %d lines did not hit or miss as expected", len(c.Unexpected))
 	case VerdictRefused:
-		return fmt.Sprintf("no leaks, but only because check on hit refused %d hits the key alone would have served", c.ScopeMismatches)
+		refused := c.ScopeMismatches
+		if c.Probe != nil {
+			refused += uint64(c.Probe.Refused)
+		}
+		return fmt.Sprintf("no leaks, but only because check on hit refused %d hits the key alone would have served", refused)
 	}
 	return fmt.Sprintf("no leaks, no wrong answers (hit rate %s)", pct(c.HitRate))
+}
+
+// bound prints a rate bound as a percentage with three significant
+// digits: 0.0300%, 3.39%, 100%.
+func bound(v float64) string {
+	if v >= 0.9995 {
+		return "100%"
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%#.3g", 100*v), ".") + "%"
 }
 
 func yesNo(b bool) string {
