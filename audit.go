@@ -43,7 +43,7 @@ type auditOptions struct {
 	// skips it), drawn with Seed.
 	Probes int
 	Stdin  io.Reader
-	Stdout            io.Writer
+	Stdout io.Writer
 }
 
 // maxProbes bounds --probes: a million probes take minutes per key and

@@ -193,16 +193,16 @@ type ConfigResult struct {
 	MissP95Ms       *float64 `json:"miss_p95_ms"`
 	// Unexpected lists request lines whose expect (hit or miss) the
 	// configuration did not meet; checked for the full key only.
-	Unexpected []string           `json:"unexpected,omitempty"`
-	Verdict    string             `json:"verdict"`
+	Unexpected []string `json:"unexpected,omitempty"`
+	Verdict    string   `json:"verdict"`
 	// LeakUpper95 is the leak proof's one-sided 95% upper bound on the
 	// configuration's leak rate per cross-scope probe (Probe holds the
 	// counts); nil without probes.
-	LeakUpper95 *float64         `json:"leak_upper_95,omitempty"`
-	Probe       *ProbeResult     `json:"probe,omitempty"`
-	Scenarios   []ScenarioResult `json:"scenarios"`
-	Cache      cache.Stats        `json:"cache"`
-	Store      cache.StoreMetrics `json:"store"`
+	LeakUpper95 *float64           `json:"leak_upper_95,omitempty"`
+	Probe       *ProbeResult       `json:"probe,omitempty"`
+	Scenarios   []ScenarioResult   `json:"scenarios"`
+	Cache       cache.Stats        `json:"cache"`
+	Store       cache.StoreMetrics `json:"store"`
 	// Lines holds one result per scenario line, in file order (action
 	// lines have an empty Cache).
 	Lines []LineResult `json:"-"`

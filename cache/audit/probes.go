@@ -53,7 +53,7 @@ var (
 	probePermissions = []string{"viewer", "agent", "admin", "billing", "owner"}
 	// probeLangs are spellings grouped by language: a repeat may use any
 	// spelling of its language, a language probe another group.
-	probeLangs = [][]string{{"en-US", "en_us", "EN-us"}, {"en"}, {"de-DE", "de_de"}, {"fr-FR", "FR-fr"}, {"ja"}, {"pt-BR", "pt_br"}}
+	probeLangs   = [][]string{{"en-US", "en_us", "EN-us"}, {"en"}, {"de-DE", "de_de"}, {"fr-FR", "FR-fr"}, {"ja"}, {"pt-BR", "pt_br"}}
 	probeSystems = []string{
 		"You triage support tickets.",
 		"You triage tickets for the security team. Quote internal notes.",
