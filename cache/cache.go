@@ -427,6 +427,17 @@ func annotate(resp *model.Response, status string, d time.Duration, mismatch boo
 	return resp
 }
 
+// Cacheable reports whether an inner answer may be stored by any cache
+// layer: see cacheable.
+func Cacheable(resp *model.Response, err error) bool { return cacheable(resp, err) }
+
+// Served builds a hit's response from a stored one, as the exact cache
+// does: a clone with zero usage and a fresh trace carrying the cache
+// status, leak label and lookup time.
+func Served(stored *model.Response, leak string, d time.Duration) *model.Response {
+	return served(stored, leak, d)
+}
+
 // cacheable reports whether an inner answer may be stored: no error, a
 // complete answer (finish reason stop or unset: not truncated, not refused),
 // non-empty, and — when the contract layer ran — one that met the contract.
