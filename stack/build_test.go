@@ -294,7 +294,6 @@ func BenchmarkBuild(b *testing.B) {
 	}
 }
 
-
 // A semantic cache arm serves a reworded question from the cache and
 // records the similarity; its metrics carry the semantic counters.
 func TestBuildSemanticCache(t *testing.T) {
