@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -215,5 +217,33 @@ func TestConfigErrors(t *testing.T) {
 	l, err := cache.NewLayer(cache.KindSemantic, cache.LayerConfig{Threshold: 0.9})
 	if err != nil || !l.Key().Full() {
 		t.Fatalf("registered kind: %v, %v; want a semantic layer over the full key", l, err)
+	}
+}
+
+// An OpenAI-compatible endpoint that fails (HTTP 500, or a body that is
+// not an embeddings answer) is a counted error served as a miss.
+func TestOpenAIEmbedderFailureIsAMiss(t *testing.T) {
+	t.Parallel()
+	for _, h := range []http.HandlerFunc{
+		func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, `{"error":{"message":"down"}}`, http.StatusInternalServerError)
+		},
+		func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`{"object":"list","data":[]}`)) },
+	} {
+		hs := httptest.NewServer(h)
+		emb, err := OpenEmbedder(cache.EmbedderConfig{Kind: EmbedOpenAI, BaseURL: hs.URL + "/v1", Model: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, m, _ := newStack(t, Config{Threshold: 0.9, CheckOnHit: true}, emb)
+		for i := 0; i < 2; i++ {
+			if r, err := m.Complete(context.Background(), req(q, "acme")); err != nil || r.Trace.Cache != model.CacheMiss {
+				t.Fatalf("call %d: %s, %v; want a miss", i, r.Trace.Cache, err)
+			}
+		}
+		if st := c.Stats(); st.Unavailable != 2 || st.Hits != 0 || st.Stored != 0 {
+			t.Fatalf("stats %+v; want 2 errors, no hit, nothing stored", st)
+		}
+		hs.Close()
 	}
 }

@@ -29,7 +29,9 @@ type HashedConfig struct {
 	Dim int
 	// Guards adds features that separate what a bag of words cannot:
 	// every number and identifier (a token with a digit, or a capital
-	// inside a word, such as INV-0042 or iPhone) and the presence of a
+	// inside a word, such as INV-0042 or iPhone), every capitalised word
+	// inside a sentence (a product or a name: Pro, Salesforce) and the
+	// presence of a
 	// negation (not, no, never, cannot, n't, without) weigh as much as
 	// several words, so "I can log in" and "I cannot log in", or invoice
 	// 1042 and invoice 1043, are far apart while rewordings, typos and
@@ -101,7 +103,8 @@ func (h *Hashed) Vector(text string) []float32 {
 	v := make([]float32, h.dim)
 	var buf [64]byte
 	negated := false
-	for _, tok := range tokens(text) {
+	for _, t := range tokens(text) {
+		tok := t.text
 		lower := strings.ToLower(tok)
 		w := 1.0
 		if stopWords[lower] {
@@ -117,7 +120,7 @@ func (h *Hashed) Vector(text string) []float32 {
 		for i := 0; i+3 <= len(rs); i++ {
 			h.add(v, append(append(buf[:0], "g:"...), string(rs[i:i+3])...), w*trigramWeight)
 		}
-		if h.guards && isIdentifier(tok) {
+		if h.guards && (isIdentifier(tok) || !t.first && isName(tok)) {
 			h.add(v, append(append(buf[:0], "n:"...), lower...), numberWeight)
 		}
 	}
@@ -160,13 +163,26 @@ func normalize(v []float32) {
 	}
 }
 
+// token is a word and whether it starts a sentence.
+type token struct {
+	text  string
+	first bool
+}
+
 // tokens splits text into words: runs of letters, digits and the joiners
 // ' - _ / . inside them (so "can't", "INV-0042" and "v2.1" stay one token).
-func tokens(text string) []string {
-	var out []string
+// A word is first when nothing but space and punctuation other than , ;
+// ( ) " precedes it since the start or the last . ! ? or :.
+func tokens(text string) []token {
+	var out []token
 	rs := []rune(text)
+	first := true
 	for i := 0; i < len(rs); {
 		if !isWordRune(rs[i]) {
+			switch rs[i] {
+			case '.', '!', '?', ':', '\n':
+				first = true
+			}
 			i++
 			continue
 		}
@@ -174,10 +190,18 @@ func tokens(text string) []string {
 		for j < len(rs) && (isWordRune(rs[j]) || isJoiner(rs[j]) && j+1 < len(rs) && isWordRune(rs[j+1])) {
 			j++
 		}
-		out = append(out, string(rs[i:j]))
+		out = append(out, token{text: string(rs[i:j]), first: first})
+		first = false
 		i = j
 	}
 	return out
+}
+
+// isName reports a capitalised word of two letters or more (a product or
+// a name, when it does not start a sentence): "Pro", "Salesforce".
+func isName(tok string) bool {
+	rs := []rune(tok)
+	return len(rs) >= 2 && unicode.IsUpper(rs[0])
 }
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
