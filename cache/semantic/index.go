@@ -8,9 +8,9 @@ import (
 
 // Index kinds (Config.Index).
 const (
-	IndexExact = "exact" // every entry compared: exact, and fastest while a partition is small
-	IndexHNSW  = "hnsw"  // github.com/coder/hnsw graph: approximate, sublinear
-	IndexAuto  = "auto"  // exact up to Config.HNSWAt entries, then HNSW (the default)
+	IndexExact = "exact" // every entry compared: exact, and fast while a partition is small
+	IndexHNSW  = "hnsw"  // github.com/coder/hnsw graph: approximate, sublinear; measured worse here (docs/semantic-cache.md)
+	IndexAuto  = "auto"  // exact up to Config.SketchAt entries, then sketch (the default)
 )
 
 // index finds the stored vector nearest to a query within one partition.
@@ -125,24 +125,23 @@ func (h *hnswIndex) nearest(v []float32) (uint64, float32, bool) {
 
 func (h *hnswIndex) size() int { return h.g.Len() }
 
-// autoIndex is exact until it holds at, then moves every vector into an
-// HNSW graph.
+// autoIndex is exact until it holds at entries, then moves every vector
+// into a sketch index.
 type autoIndex struct {
-	cur      index
-	exact    *exactIndex
-	at       int
-	seed     int64
-	efSearch int
+	cur   index
+	exact *exactIndex
+	at    int
+	seed  int64
 }
 
 func (a *autoIndex) add(id uint64, v []float32) {
 	a.cur.add(id, v)
 	if a.exact != nil && a.exact.size() >= a.at {
-		h := newHNSW(a.seed, a.efSearch)
+		sk := newSketch(a.exact.dim, a.seed)
 		for i, id := range a.exact.ids {
-			h.add(id, append([]float32(nil), a.exact.vecs[i*a.exact.dim:(i+1)*a.exact.dim]...))
+			sk.add(id, a.exact.vecs[i*a.exact.dim:(i+1)*a.exact.dim])
 		}
-		a.cur, a.exact = h, nil
+		a.cur, a.exact = sk, nil
 	}
 }
 

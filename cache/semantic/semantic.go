@@ -66,15 +66,15 @@ type Config struct {
 	// MaxEntries bounds the entries of all partitions; the oldest goes
 	// first. Default 1,000,000.
 	MaxEntries int
-	// Index is IndexAuto (default), IndexExact or IndexHNSW.
+	// Index is IndexAuto (default), IndexExact, IndexSketch or IndexHNSW.
 	Index string
-	// HNSWAt is the partition size at which IndexAuto moves from exact
-	// search to HNSW. Default 2048 (see docs/semantic-cache.md for the
-	// measurement behind it).
-	HNSWAt int
+	// SketchAt is the partition size at which IndexAuto moves from exact
+	// search to the sketch index. Default 1024 (see docs/semantic-cache.md
+	// for the measurements behind it).
+	SketchAt int
 	// EfSearch is the HNSW search breadth. Default 64.
 	EfSearch int
-	// Seed seeds the HNSW level draws.
+	// Seed seeds the sketch hyperplanes and the HNSW level draws.
 	Seed int64
 	// Now is the clock for TTL and durations. Default time.Now.
 	Now func() time.Time
@@ -83,7 +83,7 @@ type Config struct {
 // Defaults of Config.
 const (
 	DefaultMaxEntries = 1_000_000
-	DefaultHNSWAt     = 2048
+	DefaultSketchAt   = 1024
 	DefaultEfSearch   = 64
 )
 
@@ -144,8 +144,8 @@ func New(cfg Config, emb Embedder) (*Cache, error) {
 	if !(cfg.Threshold > 0 && cfg.Threshold <= 1) {
 		return nil, fmt.Errorf("%w: threshold %v outside (0, 1]", ErrBadConfig, cfg.Threshold)
 	}
-	if cfg.TTL < 0 || cfg.MaxEntries < 0 || cfg.HNSWAt < 0 || cfg.EfSearch < 0 {
-		return nil, fmt.Errorf("%w: negative TTL, max entries, hnsw_at or ef_search", ErrBadConfig)
+	if cfg.TTL < 0 || cfg.MaxEntries < 0 || cfg.SketchAt < 0 || cfg.EfSearch < 0 {
+		return nil, fmt.Errorf("%w: negative TTL, max entries, sketch_at or ef_search", ErrBadConfig)
 	}
 	if len(cfg.Fields) == 0 {
 		cfg.Fields = []string{cache.PresetFull}
@@ -158,15 +158,15 @@ func New(cfg Config, emb Embedder) (*Cache, error) {
 	switch cfg.Index {
 	case "":
 		cfg.Index = IndexAuto
-	case IndexAuto, IndexExact, IndexHNSW:
+	case IndexAuto, IndexExact, IndexSketch, IndexHNSW:
 	default:
-		return nil, fmt.Errorf("%w: unknown index %q (want %s, %s or %s)", ErrBadConfig, cfg.Index, IndexAuto, IndexExact, IndexHNSW)
+		return nil, fmt.Errorf("%w: unknown index %q (want %s, %s, %s or %s)", ErrBadConfig, cfg.Index, IndexAuto, IndexExact, IndexSketch, IndexHNSW)
 	}
 	if cfg.MaxEntries == 0 {
 		cfg.MaxEntries = DefaultMaxEntries
 	}
-	if cfg.HNSWAt == 0 {
-		cfg.HNSWAt = DefaultHNSWAt
+	if cfg.SketchAt == 0 {
+		cfg.SketchAt = DefaultSketchAt
 	}
 	if cfg.EfSearch == 0 {
 		cfg.EfSearch = DefaultEfSearch
@@ -338,11 +338,13 @@ func (c *Cache) newIndex(dim int) index {
 	switch c.cfg.Index {
 	case IndexExact:
 		return newExact(dim)
+	case IndexSketch:
+		return newSketch(dim, c.cfg.Seed)
 	case IndexHNSW:
 		return newHNSW(c.cfg.Seed, c.cfg.EfSearch)
 	}
 	x := newExact(dim)
-	return &autoIndex{cur: x, exact: x, at: c.cfg.HNSWAt, seed: c.cfg.Seed, efSearch: c.cfg.EfSearch}
+	return &autoIndex{cur: x, exact: x, at: c.cfg.SketchAt, seed: c.cfg.Seed}
 }
 
 // bypass reports whether req cannot be keyed safely, as in the exact

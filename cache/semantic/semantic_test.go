@@ -51,7 +51,7 @@ const q = "How do I export all invoices of 2024 as one CSV file?"
 
 func TestParaphraseHitsHardNegativeMisses(t *testing.T) {
 	t.Parallel()
-	for _, index := range []string{IndexExact, IndexHNSW, IndexAuto} {
+	for _, index := range []string{IndexExact, IndexSketch, IndexHNSW, IndexAuto} {
 		t.Run(index, func(t *testing.T) {
 			t.Parallel()
 			c, m, _ := newStack(t, Config{Threshold: 0.9, CheckOnHit: true, Index: index}, guarded(t))
@@ -245,5 +245,26 @@ func TestOpenAIEmbedderFailureIsAMiss(t *testing.T) {
 			t.Fatalf("stats %+v; want 2 errors, no hit, nothing stored", st)
 		}
 		hs.Close()
+	}
+}
+
+// The auto index moves from exact search to the sketch index as a
+// partition grows, and keeps finding what exact search finds.
+func TestAutoIndexMoves(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, m, _ := newStack(t, Config{Threshold: 0.9, SketchAt: 8}, guarded(t))
+	for i := 0; i < 40; i++ {
+		m.Complete(ctx, req(fmt.Sprintf("Why was invoice INV-%04d charged twice?", i), "acme"))
+	}
+	for i := 0; i < 40; i += 7 {
+		r, _ := m.Complete(ctx, req(fmt.Sprintf("Hello, why was invoice INV-%04d charged twice? Thanks", i), "acme"))
+		if r.Trace.Cache != model.CacheHit || r.Content != fmt.Sprintf("answer to Why was invoice INV-%04d charged twice?", i) {
+			t.Fatalf("paraphrase of %d: %s %q", i, r.Trace.Cache, r.Content)
+		}
+	}
+	p := c.parts[partitionKey(c.spec, req("x", "acme"))]
+	if a, ok := p.idx.(*autoIndex); !ok || a.exact != nil {
+		t.Fatalf("index %T; want an auto index past its exact stage", p.idx)
 	}
 }
