@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/internal/quantile"
 	"github.com/crab-testbed/crab/model"
 )
@@ -36,6 +37,97 @@ type AuditConfig struct {
 	// Base names the configuration this one adds to (its hit_cost is
 	// measured against it); empty for none.
 	Base string `json:"-"`
+	// Semantic, when set, makes the configuration a semantic cache whose
+	// partition is every key field but the text (played on the probes
+	// only: it keeps no generations for the scenarios' invalidations).
+	Semantic *SemanticKey `json:"-"`
+}
+
+// SemanticKey is a semantic cache configuration of an audit.
+type SemanticKey struct {
+	// Threshold is the least cosine similarity for a hit; with Tuned it
+	// is chosen by semantic.Tune on calibration pairs before the probes.
+	Threshold float64
+	Tuned     bool
+	// Embedder is a semantic embedder kind (semantic.EmbedBuiltin …).
+	Embedder string
+	// MaxFalseHitRate bounds the calibration false-hit rate when Tuned.
+	MaxFalseHitRate float64
+}
+
+func (k *SemanticKey) build(cfg AuditConfig, embs *embedders) (*semantic.Cache, error) {
+	emb, err := embs.get(k.Embedder)
+	if err != nil {
+		return nil, err
+	}
+	return semantic.New(semantic.Config{Fields: cfg.Fields, Threshold: k.Threshold, CheckOnHit: cfg.CheckOnHit}, emb)
+}
+
+// embedders opens each embedder kind once for an audit and remembers
+// every vector it made: the semantic configurations embed the same probe
+// texts, and the embedders are deterministic.
+type embedders struct {
+	mu    sync.Mutex
+	kinds map[string]semantic.Embedder
+}
+
+func (e *embedders) get(kind string) (semantic.Embedder, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if m, ok := e.kinds[kind]; ok {
+		return m, nil
+	}
+	emb, err := semantic.OpenEmbedder(cache.EmbedderConfig{Kind: kind})
+	if err != nil {
+		return nil, err
+	}
+	var memo sync.Map // text → []float32
+	m := semantic.EmbedderFunc(func(ctx context.Context, texts []string) ([][]float32, error) {
+		out := make([][]float32, len(texts))
+		var miss []string
+		var at []int
+		for i, t := range texts {
+			if v, ok := memo.Load(t); ok {
+				out[i] = v.([]float32)
+			} else {
+				miss, at = append(miss, t), append(at, i)
+			}
+		}
+		if len(miss) > 0 {
+			vs, err := emb.Embed(ctx, miss)
+			if err != nil {
+				return nil, err
+			}
+			if len(vs) != len(miss) {
+				return nil, fmt.Errorf("audit: %d vectors for %d texts", len(vs), len(miss))
+			}
+			for j, v := range vs {
+				memo.Store(miss[j], v)
+				out[at[j]] = v
+			}
+		}
+		return out, nil
+	})
+	if e.kinds == nil {
+		e.kinds = map[string]semantic.Embedder{}
+	}
+	e.kinds[kind] = m
+	return m, nil
+}
+
+// StandardSemanticConfigs are the semantic key designs an audit with
+// probes plays beside the exact ones: the guarded built-in embedder at
+// 0.80 (a common default threshold) and at the tuned threshold, the plain
+// embedder at its tuned threshold, and a semantic cache that isolates
+// scopes only by distance (text key, no check on hit).
+func StandardSemanticConfigs() []AuditConfig {
+	full := []string{cache.PresetFull}
+	return []AuditConfig{
+		{Name: "semantic@0.80", Fields: full, CheckOnHit: true, Semantic: &SemanticKey{Threshold: 0.8, Embedder: semantic.EmbedBuiltinGuarded}},
+		{Name: "semantic@tuned", Fields: full, CheckOnHit: true, Semantic: &SemanticKey{Tuned: true, Embedder: semantic.EmbedBuiltinGuarded}},
+		{Name: "semantic-plain@tuned", Fields: full, CheckOnHit: true, Semantic: &SemanticKey{Tuned: true, Embedder: semantic.EmbedBuiltin}},
+		{Name: "semantic-text@tuned", Fields: []string{cache.FieldText}, Semantic: &SemanticKey{Tuned: true, Embedder: semantic.EmbedBuiltinGuarded}},
+	}
 }
 
 // Names of the standard audit configurations.
@@ -108,6 +200,13 @@ type AuditOptions struct {
 	Probes []Probe
 	// ProbeSeed is the seed the probes were drawn with (printed only).
 	ProbeSeed int64
+	// SemanticConfigs are played on the probes beside the exact ones
+	// (default StandardSemanticConfigs() when there are probes; an empty,
+	// non-nil slice plays none).
+	SemanticConfigs []AuditConfig
+	// PairTexts are the texts tuned semantic configurations draw their
+	// calibration and holdout pairs from (default: the scenario texts).
+	PairTexts []string
 	// ProbeBackend answers the probes' misses; default Backend. The
 	// probes measure no latency, so a backend that answers at once (a
 	// simulated model at time scale 0) keeps 10,000 probes per key fast.
@@ -121,6 +220,7 @@ const (
 	VerdictLeaks      = "leaks"            // answers served to another scope
 	VerdictWrong      = "wrong_answers"    // answers built for another request served in the same scope
 	VerdictUnexpected = "unexpected"       // the full key did not hit or miss where a line expects it to
+	VerdictFalseHits  = "false_hits"       // a semantic configuration served an answer to a hard negative (same words, another question)
 )
 
 // VerdictFails reports whether a verdict fails the audit.
@@ -149,7 +249,11 @@ type AuditReport struct {
 	// ProbeSeed the seed they were drawn with.
 	Probes    int   `json:"probes,omitempty"`
 	Repeats   int   `json:"repeats,omitempty"`
+	Pairs     int   `json:"pairs,omitempty"`
 	ProbeSeed int64 `json:"probe_seed,omitempty"`
+	// Semantic holds the semantic configurations, played on the probes
+	// only (their Probe results beside the exact configurations').
+	Semantic []ConfigResult `json:"semantic,omitempty"`
 }
 
 // AuditedConfig returns the audited configuration's result.
@@ -198,11 +302,17 @@ type ConfigResult struct {
 	// LeakUpper95 is the leak proof's one-sided 95% upper bound on the
 	// configuration's leak rate per cross-scope probe (Probe holds the
 	// counts); nil without probes.
-	LeakUpper95 *float64           `json:"leak_upper_95,omitempty"`
-	Probe       *ProbeResult       `json:"probe,omitempty"`
-	Scenarios   []ScenarioResult   `json:"scenarios"`
-	Cache       cache.Stats        `json:"cache"`
-	Store       cache.StoreMetrics `json:"store"`
+	LeakUpper95 *float64     `json:"leak_upper_95,omitempty"`
+	Probe       *ProbeResult `json:"probe,omitempty"`
+	// Kind is "semantic" for a semantic configuration (else empty), with
+	// its Threshold, Embedder and, when tuned, the tuning result.
+	Kind      string               `json:"kind,omitempty"`
+	Threshold float64              `json:"threshold,omitempty"`
+	Embedder  string               `json:"embedder,omitempty"`
+	Tune      *semantic.TuneResult `json:"tune,omitempty"`
+	Scenarios []ScenarioResult     `json:"scenarios"`
+	Cache     cache.Stats          `json:"cache"`
+	Store     cache.StoreMetrics   `json:"store"`
 	// Lines holds one result per scenario line, in file order (action
 	// lines have an empty Cache).
 	Lines []LineResult `json:"-"`
@@ -305,9 +415,12 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 
 	rep := &AuditReport{Source: opts.Source, Store: opts.StoreName, TTL: "none", TimeScale: opts.TimeScale, Lines: len(lines), Audited: AuditAudited}
 	for i := range opts.Probes {
-		if opts.Probes[i].Repeat() {
+		switch p := &opts.Probes[i]; {
+		case p.IsPair():
+			rep.Pairs++
+		case p.Repeat():
 			rep.Repeats++
-		} else {
+		default:
 			rep.Probes++
 		}
 	}
@@ -335,7 +448,7 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 		}
 		res.Scenarios = scenarioResults(rep.Scenarios, lines, res.Lines)
 		if len(opts.Probes) > 0 {
-			pr, unexpected, err := runProbes(ctx, opts.Probes, cfg, &opts)
+			pr, unexpected, err := runProbes(ctx, opts.Probes, cfg, nil, &opts)
 			if err != nil {
 				return nil, fmt.Errorf("audit %s: probes: %w", cfg.Name, err)
 			}
@@ -356,6 +469,42 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 		}
 	}
 	rep.Failed = VerdictFails(rep.AuditedConfig().Verdict)
+	if len(opts.Probes) > 0 {
+		sem := opts.SemanticConfigs
+		if sem == nil {
+			sem = StandardSemanticConfigs()
+		}
+		texts := opts.PairTexts
+		if texts == nil {
+			for i := range lines {
+				texts = append(texts, lines[i].Text)
+			}
+		}
+		// The semantic configurations measure no latency: two at a time.
+		rep.Semantic = make([]ConfigResult, len(sem))
+		errs := make([]error, len(sem))
+		embs := &embedders{}
+		slots := make(chan struct{}, 2)
+		var wg sync.WaitGroup
+		for i, cfg := range sem {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				slots <- struct{}{}
+				defer func() { <-slots }()
+				res, err := auditSemantic(ctx, cfg, texts, embs, &opts)
+				if err != nil {
+					errs[i] = fmt.Errorf("audit %s: %w", cfg.Name, err)
+					return
+				}
+				rep.Semantic[i] = *res
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+	}
 	if opts.SideChannel != nil {
 		sc, err := SideChannel(ctx, *opts.SideChannel)
 		if err != nil {
@@ -521,6 +670,69 @@ func auditConfig(ctx context.Context, lines []ScenarioLine, cfg AuditConfig, opt
 	res.Verdict = verdict(&res)
 	return res, nil
 }
+
+// auditSemantic tunes a semantic configuration if asked (on calibration
+// pairs drawn from texts, reported once on holdout pairs) and plays the
+// probes through it.
+func auditSemantic(ctx context.Context, cfg AuditConfig, texts []string, embs *embedders, opts *AuditOptions) (*ConfigResult, error) {
+	if cfg.Semantic == nil {
+		return nil, fmt.Errorf("%w: %s is not a semantic configuration", ErrAuditConfig, cfg.Name)
+	}
+	k := *cfg.Semantic
+	spec, err := cache.NewKeySpec(cfg.Fields)
+	if err != nil {
+		return nil, err
+	}
+	res := &ConfigResult{Name: cfg.Name, Key: keyLabel(spec), CheckOnHit: cfg.CheckOnHit, Kind: cache.KindSemantic, Embedder: k.Embedder}
+	if k.Tuned {
+		emb, err := embs.get(k.Embedder)
+		if err != nil {
+			return nil, err
+		}
+		score := func(seed int64, ref string) ([]semantic.Scored, error) {
+			pairs, err := semantic.GeneratePairs(texts, tunePairs, seed, ref)
+			if err != nil {
+				return nil, err
+			}
+			return semantic.Score(ctx, emb, pairs)
+		}
+		calib, err := score(opts.ProbeSeed+1, "cal")
+		if err != nil {
+			return nil, err
+		}
+		hold, err := score(opts.ProbeSeed+2, "hold")
+		if err != nil {
+			return nil, err
+		}
+		if res.Tune, err = semantic.Tune(calib, hold, semantic.TuneOptions{MaxFalseHitRate: k.MaxFalseHitRate}); err != nil {
+			return nil, err
+		}
+		k.Threshold = res.Tune.Threshold
+	}
+	res.Threshold = k.Threshold
+	cfg.Semantic = &k
+	pr, _, err := runProbes(ctx, opts.Probes, cfg, embs, opts)
+	if err != nil {
+		return nil, err
+	}
+	res.Probe, res.LeakUpper95 = pr, &pr.LeakUpper95
+	res.Requests = 2 * len(opts.Probes)
+	switch {
+	case pr.Leaks.Total() > 0:
+		res.Verdict = VerdictLeaks
+	case pr.FalseHits > 0:
+		res.Verdict = VerdictFalseHits
+	case pr.Refused > 0:
+		res.Verdict = VerdictRefused
+	default:
+		res.Verdict = VerdictOK
+	}
+	return res, nil
+}
+
+// tunePairs is the number of calibration (and of holdout) pairs a tuned
+// semantic configuration is chosen and checked on.
+const tunePairs = 1000
 
 // verdict judges a configuration from its scenario and probe counts.
 func verdict(res *ConfigResult) string {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/internal/binom"
 	"github.com/crab-testbed/crab/model"
 )
@@ -24,10 +25,18 @@ type Probe struct {
 	ID            string
 	Differs       []string
 	First, Second *model.Request
+	// Variant, on a pair probe, is the pair kind (semantic.PairReword …
+	// semantic.PairProduct): Second asks, in the same scope and
+	// conversation, a paraphrase of First (Same) or a hard negative.
+	Variant string
+	Same    bool
 }
 
 // Repeat reports whether the probe is a same-scope repeat.
-func (p *Probe) Repeat() bool { return len(p.Differs) == 0 }
+func (p *Probe) Repeat() bool { return len(p.Differs) == 0 && p.Variant == "" }
+
+// IsPair reports whether the probe is a paraphrase or hard-negative pair.
+func (p *Probe) IsPair() bool { return p.Variant != "" }
 
 // ProbeOptions configure GenerateProbes.
 type ProbeOptions struct {
@@ -43,6 +52,10 @@ type ProbeOptions struct {
 	// texts); each probe adds a reference of its own, so that no two
 	// probes share a question. Default: a few built-in support questions.
 	Texts []string
+	// Pairs is the number of paraphrase and hard-negative pair probes
+	// (semantic.GeneratePairs over Texts, each in a drawn scope), about
+	// half of each; 0 means N/2, negative none.
+	Pairs int
 }
 
 // probeDims are the dimensions a cross-scope probe may differ in, in the
@@ -123,6 +136,23 @@ func GenerateProbes(opts ProbeOptions) ([]Probe, error) {
 			respell(rng, second)
 		}
 		out[i] = Probe{ID: id, Differs: differs, First: first, Second: second}
+	}
+	if opts.Pairs == 0 {
+		opts.Pairs = max(opts.N/2, 1)
+	}
+	if opts.Pairs > 0 {
+		pairs, err := semantic.GeneratePairs(texts, opts.Pairs, opts.Seed, "ref")
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrAuditConfig, err)
+		}
+		for i, pr := range pairs {
+			id := fmt.Sprintf("Q%06d", i+1)
+			first := probeRequest(rng, id, texts)
+			first.Text = pr.A
+			second := first.Clone()
+			second.TaskID, second.Text = id+"b", pr.B
+			out = append(out, Probe{ID: id, First: first, Second: second, Variant: pr.Kind, Same: pr.Same})
+		}
 	}
 	return out, nil
 }
@@ -282,27 +312,55 @@ type ProbeResult struct {
 	OtherRequest int `json:"other_request"`
 	// Errors counts requests that failed.
 	Errors int `json:"errors"`
+	// Paraphrases and ParaphraseHits: pair probes whose second text asks
+	// the same (rewording, typo, greeting), and those served the first's
+	// answer — the hits a semantic cache adds.
+	Paraphrases       int     `json:"paraphrases"`
+	ParaphraseHits    int     `json:"paraphrase_hits"`
+	ParaphraseHitRate float64 `json:"paraphrase_hit_rate"`
+	// HardNegatives and FalseHits: pair probes whose second text asks
+	// something else in the same words (negation, another number,
+	// identifier or product), and those served the first's answer anyway;
+	// FalseHitUpper95 is the exact one-sided 95% upper bound on the
+	// false-hit rate.
+	HardNegatives   int            `json:"hard_negatives"`
+	FalseHits       int            `json:"false_hits"`
+	FalseHitUpper95 float64        `json:"false_hit_upper_95"`
+	FalseHitKinds   map[string]int `json:"false_hit_kinds,omitempty"`
 }
 
 // runProbes plays every probe (first, then second) through one fresh
 // cache of configuration cfg. Only the second request of each probe is
 // judged.
-func runProbes(ctx context.Context, probes []Probe, cfg AuditConfig, opts *AuditOptions) (*ProbeResult, []string, error) {
+func runProbes(ctx context.Context, probes []Probe, cfg AuditConfig, embs *embedders, opts *AuditOptions) (*ProbeResult, []string, error) {
 	spec, err := cache.NewKeySpec(cfg.Fields)
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := opts.NewStore("probes-" + cfg.Name)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer store.Close()
-	c, err := cache.New(cache.Config{Fields: cfg.Fields, CheckOnHit: cfg.CheckOnHit}, store)
-	if err != nil {
-		return nil, nil, err
+	var layer model.Middleware
+	if cfg.Semantic != nil {
+		if embs == nil {
+			embs = &embedders{}
+		}
+		sc, err := cfg.Semantic.build(cfg, embs)
+		if err != nil {
+			return nil, nil, err
+		}
+		layer = sc.Middleware()
+	} else {
+		store, err := opts.NewStore("probes-" + cfg.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer store.Close()
+		c, err := cache.New(cache.Config{Fields: cfg.Fields, CheckOnHit: cfg.CheckOnHit}, store)
+		if err != nil {
+			return nil, nil, err
+		}
+		layer = c.Middleware()
 	}
 	be := newAuditBackend(opts.ProbeBackend, nil)
-	stack := model.Chain(be, c.Middleware())
+	stack := model.Chain(be, layer)
 	res := &ProbeResult{}
 	var unexpected []string
 	for i := range probes {
@@ -320,6 +378,29 @@ func runProbes(ctx context.Context, probes []Probe, cfg AuditConfig, opts *Audit
 			res.Errors++
 		}
 		hit := resp != nil && resp.Trace.Cache == model.CacheHit
+		if p.IsPair() {
+			if hit {
+				leak, _ := be.judge(resp, p.Second)
+				res.Leaks.Add(leak)
+			}
+			switch {
+			case p.Same:
+				res.Paraphrases++
+				if hit {
+					res.ParaphraseHits++
+				}
+			default:
+				res.HardNegatives++
+				if hit {
+					res.FalseHits++
+					if res.FalseHitKinds == nil {
+						res.FalseHitKinds = map[string]int{}
+					}
+					res.FalseHitKinds[p.Variant]++
+				}
+			}
+			continue
+		}
 		if p.Repeat() {
 			res.Repeats++
 			if hit {
@@ -349,6 +430,10 @@ func runProbes(ctx context.Context, probes []Probe, cfg AuditConfig, opts *Audit
 	if res.Repeats > 0 {
 		res.RepeatHitRate = roundTo(float64(res.RepeatHits)/float64(res.Repeats), 4)
 	}
+	if res.Paraphrases > 0 {
+		res.ParaphraseHitRate = roundTo(float64(res.ParaphraseHits)/float64(res.Paraphrases), 4)
+	}
+	res.FalseHitUpper95 = roundTo(binom.Upper95(res.FalseHits, res.HardNegatives), 8)
 	return res, unexpected, nil
 }
 

@@ -29,7 +29,16 @@ func TestGenerateProbes(t *testing.T) {
 	var cross, repeats int
 	dims := map[string]int{}
 	texts := map[string]bool{}
+	pairs := 0
 	for _, p := range probes {
+		if p.IsPair() {
+			pairs++
+			if p.First.Text == p.Second.Text || !p.First.Scope.Equal(p.Second.Scope) || p.First.System != p.Second.System ||
+				!slices.Equal(p.First.History, p.Second.History) {
+				t.Fatalf("pair %s: texts %q / %q; want other texts in one scope and conversation", p.ID, p.First.Text, p.Second.Text)
+			}
+			continue
+		}
 		if texts[p.First.Text] {
 			t.Fatalf("probe %s: question %q used twice", p.ID, p.First.Text)
 		}
@@ -55,8 +64,8 @@ func TestGenerateProbes(t *testing.T) {
 			dims[d]++
 		}
 	}
-	if cross != 2000 || repeats != 500 {
-		t.Fatalf("%d cross-scope probes, %d repeats; want 2000 and 500", cross, repeats)
+	if cross != 2000 || repeats != 500 || pairs != 1000 {
+		t.Fatalf("%d cross-scope probes, %d repeats, %d pairs; want 2000, 500, 1000", cross, repeats, pairs)
 	}
 	// Each dimension is changed in about half the probes (a uniform
 	// non-empty subset of six: 32/63).
@@ -118,6 +127,33 @@ func TestAuditProbes(t *testing.T) {
 		if text.Probe.Leaks.Get(k) == 0 {
 			t.Errorf("audited text: no %s leaks in the probes; want every kind", k)
 		}
+	}
+	// Semantic designs beside the exact ones, on the same probes.
+	sem := map[string]*ConfigResult{}
+	for i := range rep.Semantic {
+		sem[rep.Semantic[i].Name] = &rep.Semantic[i]
+	}
+	exact := configByName(t, rep, AuditFull).Probe
+	if exact.ParaphraseHits != 0 || exact.FalseHits != 0 || exact.Paraphrases == 0 || exact.HardNegatives == 0 {
+		t.Fatalf("full key on the pairs: %+v; want no paraphrase hit and no false hit", exact)
+	}
+	tuned, loose, plain, soft := sem["semantic@tuned"], sem["semantic@0.80"], sem["semantic-plain@tuned"], sem["semantic-text@tuned"]
+	if tuned == nil || loose == nil || plain == nil || soft == nil {
+		t.Fatalf("semantic rows %v; want the four standard ones", sem)
+	}
+	for _, c := range []*ConfigResult{tuned, loose, plain} {
+		if c.Probe.Leaks.Total() != 0 || *c.LeakUpper95 > 3.0/n || c.Probe.RepeatHits != c.Probe.Repeats {
+			t.Errorf("%s: %+v; want no leak (a hard partition) and every repeat served", c.Name, c.Probe)
+		}
+	}
+	if tuned.Probe.ParaphraseHitRate < 0.5 || tuned.Probe.FalseHitUpper95 > 0.05 || tuned.Tune == nil || tuned.Threshold != tuned.Tune.Threshold {
+		t.Errorf("semantic@tuned: %+v (threshold %v); want most paraphrases served and a false-hit bound below 5%%", tuned.Probe, tuned.Threshold)
+	}
+	if loose.Probe.FalseHits <= tuned.Probe.FalseHits || loose.Verdict != VerdictFalseHits {
+		t.Errorf("semantic@0.80: %d false hits (verdict %s); want more than the tuned %d", loose.Probe.FalseHits, loose.Verdict, tuned.Probe.FalseHits)
+	}
+	if soft.Probe.Leaks.Total() == 0 || soft.Verdict != VerdictLeaks {
+		t.Errorf("semantic-text: leaks %+v; want the soft isolation to leak", soft.Probe.Leaks)
 	}
 	covered := map[string][]string{
 		AuditTenant:     {cache.LeakCrossTenant},

@@ -51,6 +51,9 @@ func (r *AuditReport) WriteText(w io.Writer) error {
 		pt.write(&b)
 		b.WriteString("leak_upper_95: one-sided 95% upper bound on the leak rate per cross-scope probe (exact binomial, Clopper–Pearson; zero leaks in N bound it by 1−0.05^(1/N) ≈ 3/N)\n")
 	}
+	if len(r.Semantic) > 0 {
+		writeSideBySide(&b, r)
+	}
 
 	b.WriteString("\nhits/wrong (leaks + other_req) per scenario:\n")
 	st := textTable{header: append([]string{"scenario", "requests"}, configNames(r)...)}
@@ -98,6 +101,50 @@ func (r *AuditReport) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSideBySide prints exact and semantic key designs on the same
+// probes: hit rate on repeats and paraphrases, false hits on hard
+// negatives and leaks, each count beside its bound.
+func writeSideBySide(b *strings.Builder, r *AuditReport) {
+	var para, neg int
+	if p := r.Semantic[0].Probe; p != nil {
+		para, neg = p.Paraphrases, p.HardNegatives
+	}
+	fmt.Fprintf(b, "\nsemantic key designs beside exact ones, on the same probes: %d pairs in one scope each — %d paraphrases (rewording, typo, greeting: should hit) and %d hard negatives (negation, another number, identifier or product: must not hit)\n", r.Pairs, para, neg)
+	t := textTable{header: []string{"config", "kind", "key", "check", "threshold", "embedder", "repeat_hits", "paraphrase_hits", "false_hits", "false_hit_upper_95", "leaks", "leak_upper_95", "verdict"}}
+	row := func(c *ConfigResult) {
+		p := c.Probe
+		if p == nil {
+			return
+		}
+		kind, thr, emb := "exact", "-", "-"
+		if c.Kind != "" {
+			kind, thr, emb = c.Kind, strconv.FormatFloat(c.Threshold, 'f', 4, 64), c.Embedder
+		}
+		t.add(c.Name, kind, c.Key, yesNo(c.CheckOnHit), thr, emb, fmt.Sprintf("%d/%d", p.RepeatHits, p.Repeats),
+			fmt.Sprintf("%d/%d %s", p.ParaphraseHits, p.Paraphrases, pct(p.ParaphraseHitRate)),
+			fmt.Sprintf("%d/%d", p.FalseHits, p.HardNegatives), bound(p.FalseHitUpper95),
+			u(p.Leaks.Total()), bound(p.LeakUpper95), c.Verdict)
+	}
+	for i := range r.Configs {
+		row(&r.Configs[i])
+	}
+	for i := range r.Semantic {
+		row(&r.Semantic[i])
+	}
+	t.write(b)
+	for i := range r.Semantic {
+		c := &r.Semantic[i]
+		if c.Tune == nil {
+			continue
+		}
+		h := c.Tune.Holdout
+		fmt.Fprintf(b, "%s: threshold %.4f chosen on %d calibration pairs (no false hit allowed); on %d holdout pairs: paraphrase hits %d/%d (%s), false hits %d/%d (<= %s)\n",
+			c.Name, c.Tune.Threshold, c.Tune.Calibration.Paraphrases+c.Tune.Calibration.HardNegatives,
+			h.Paraphrases+h.HardNegatives, h.Hits, h.Paraphrases, pct(h.HitRate), h.FalseHits, h.HardNegatives, bound(h.FalseHitUpper95))
+	}
+	b.WriteString("false_hit_upper_95: one-sided 95% upper bound on the false-hit rate per hard negative (Clopper–Pearson); a semantic cache partitions by every key field but the text, so its leaks come only from a key without scope fields\n")
 }
 
 func configNames(r *AuditReport) []string {

@@ -65,9 +65,6 @@ func GeneratePairs(texts []string, n int, seed int64, ref string) ([]Pair, error
 			return nil, fmt.Errorf("%w: the texts allow too few transformations", ErrBadConfig)
 		}
 		base := usable[rng.IntN(len(usable))]
-		if ref != "" {
-			base = fmt.Sprintf("%s (%s %d)", base, ref, len(out)+1)
-		}
 		kinds := ParaphraseKinds
 		same := rng.IntN(2) == 0
 		if !same {
@@ -77,6 +74,10 @@ func GeneratePairs(texts []string, n int, seed int64, ref string) ([]Pair, error
 		a, b, ok := transform(rng, kind, base)
 		if !ok {
 			continue
+		}
+		if ref != "" { // after the transformation, which must not change it
+			tag := fmt.Sprintf(" (%s %d)", ref, len(out)+1)
+			a, b = a+tag, b+tag
 		}
 		out = append(out, Pair{Kind: kind, A: a, B: b, Same: same})
 	}

@@ -6,9 +6,9 @@ import (
 )
 
 // IndexSketch is exact re-ranking of a shortlist found by comparing
-// 256-bit sign sketches (random hyperplane LSH): every entry is scanned,
-// but as 32 bytes instead of dim×4, and only the closest sketches are
-// compared exactly.
+// 256-bit sign sketches (sparse random hyperplane LSH): every entry is
+// scanned, but as 32 bytes instead of dim×4, and only the closest
+// sketches are compared exactly.
 const IndexSketch = "sketch"
 
 const (
@@ -20,32 +20,49 @@ const (
 
 // sketchIndex keeps, per entry, its vector and the signs of its
 // projections on 256 random hyperplanes (drawn from the seed). Two
-// vectors at angle θ disagree on each sign with probability θ/π, so the
-// Hamming distance between sketches estimates the angle: a hit at cosine
-// 0.9 (25.8°) differs in about 37 of 256 bits, an unrelated text at 0.3
-// in about 160.
+// vectors at angle θ disagree on each sign with probability about θ/π,
+// so the Hamming distance between sketches estimates the angle: a hit at
+// cosine 0.9 (25.8°) differs in about 37 of 256 bits, an unrelated text
+// at 0.3 in about 160. The hyperplanes are very sparse (each draws
+// sketchTaps coordinates with random signs), which keeps a sketch at a
+// few thousand additions instead of 256 full dot products.
 type sketchIndex struct {
-	dim    int
-	planes []float32 // 256 × dim
-	ids    []uint64
-	sk     []uint64 // sketchWords per entry
-	vecs   []float32
-	pos    map[uint64]int
+	dim  int
+	taps []int32 // 256 × sketchTaps coordinates; a negative entry −(i+1) subtracts coordinate i
+	ids  []uint64
+	sk   []uint64 // sketchWords per entry
+	vecs []float32
+	pos  map[uint64]int
 }
+
+// sketchTaps is the number of coordinates of each sparse hyperplane.
+const sketchTaps = 48
 
 func newSketch(dim int, seed int64) *sketchIndex {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5ce7c4))
-	p := make([]float32, 64*sketchWords*dim)
-	for i := range p {
-		p[i] = float32(rng.NormFloat64())
+	taps := make([]int32, 64*sketchWords*sketchTaps)
+	for i := range taps {
+		c := int32(rng.IntN(dim))
+		if rng.IntN(2) == 0 {
+			c = -c - 1
+		}
+		taps[i] = c
 	}
-	return &sketchIndex{dim: dim, planes: p, pos: map[uint64]int{}}
+	return &sketchIndex{dim: dim, taps: taps, pos: map[uint64]int{}}
 }
 
 func (x *sketchIndex) sketch(v []float32) [sketchWords]uint64 {
 	var s [sketchWords]uint64
 	for b := 0; b < 64*sketchWords; b++ {
-		if dot(v, x.planes[b*x.dim:(b+1)*x.dim]) >= 0 {
+		var p float32
+		for _, c := range x.taps[b*sketchTaps : (b+1)*sketchTaps] {
+			if c >= 0 {
+				p += v[c]
+			} else {
+				p -= v[-c-1]
+			}
+		}
+		if p >= 0 {
 			s[b>>6] |= 1 << (b & 63)
 		}
 	}
