@@ -6,29 +6,29 @@ import (
 )
 
 // IndexSketch is exact re-ranking of a shortlist found by comparing
-// 256-bit sign sketches (sparse random hyperplane LSH): every entry is
-// scanned, but as 32 bytes instead of dim×4, and only the closest
+// 128-bit sign sketches (sparse random hyperplane LSH): every entry is
+// scanned, but as 16 bytes instead of dim×4, and only the closest
 // sketches are compared exactly.
 const IndexSketch = "sketch"
 
 const (
-	sketchWords = 4 // 256 bits
+	sketchWords = 2 // 128 bits (the scan in nearest reads two words)
 	// sketchShortlist is how many entries, closest by sketch, are
 	// compared exactly.
 	sketchShortlist = 64
 )
 
 // sketchIndex keeps, per entry, its vector and the signs of its
-// projections on 256 random hyperplanes (drawn from the seed). Two
+// projections on 128 random hyperplanes (drawn from the seed). Two
 // vectors at angle θ disagree on each sign with probability about θ/π,
 // so the Hamming distance between sketches estimates the angle: a hit at
-// cosine 0.9 (25.8°) differs in about 37 of 256 bits, an unrelated text
-// at 0.3 in about 160. The hyperplanes are very sparse (each draws
+// cosine 0.9 (25.8°) differs in about 18 of 128 bits, an unrelated text
+// at 0.3 in about 80. The hyperplanes are very sparse (each draws
 // sketchTaps coordinates with random signs), which keeps a sketch at a
-// few thousand additions instead of 256 full dot products.
+// few thousand additions instead of 128 full dot products.
 type sketchIndex struct {
 	dim  int
-	taps []int32 // 256 × sketchTaps coordinates; a negative entry −(i+1) subtracts coordinate i
+	taps []int32 // 128 × sketchTaps coordinates; a negative entry −(i+1) subtracts coordinate i
 	ids  []uint64
 	sk   []uint64 // sketchWords per entry
 	vecs []float32
@@ -125,19 +125,27 @@ func (x *sketchIndex) nearest(v []float32) (uint64, float32, bool) {
 			i = m
 		}
 	}
+	q0, q1 := q[0], q[1]
+	sk := x.sk[: 2*n : 2*n]
+	worst := 1 << 30 // the shortlist's largest distance, once it is full
 	for i := 0; i < n; i++ {
-		s := x.sk[i*sketchWords : i*sketchWords+sketchWords : i*sketchWords+sketchWords]
-		d := bits.OnesCount64(s[0]^q[0]) + bits.OnesCount64(s[1]^q[1]) + bits.OnesCount64(s[2]^q[2]) + bits.OnesCount64(s[3]^q[3])
-		switch {
-		case len(heap) < sketchShortlist:
+		d := bits.OnesCount64(sk[2*i]^q0) + bits.OnesCount64(sk[2*i+1]^q1)
+		if d >= worst {
+			continue
+		}
+		if len(heap) < sketchShortlist {
 			heap = append(heap, cand{d, i})
 			for j := len(heap) - 1; j > 0 && heap[(j-1)/2].d < heap[j].d; j = (j - 1) / 2 {
 				heap[j], heap[(j-1)/2] = heap[(j-1)/2], heap[j]
 			}
-		case d < heap[0].d:
-			heap[0] = cand{d, i}
-			down()
+			if len(heap) == sketchShortlist {
+				worst = heap[0].d
+			}
+			continue
 		}
+		heap[0] = cand{d, i}
+		down()
+		worst = heap[0].d
 	}
 	best, bestSim := -1, float32(-2)
 	for _, c := range heap {
