@@ -1,10 +1,14 @@
 // Package audit is crab's offline leak audit of the response cache: Audit
 // plays leak scenarios (ReadScenarios) through several cache key
 // configurations side by side and counts, for each, the hits served to
-// another scope; SideChannel measures whether latency tells a tenant that
-// another tenant asked first (a two-sample Kolmogorov–Smirnov test, KS2).
-// It builds ordinary caches from package cache and adds nothing to their
-// request path.
+// another scope or conversation; with probes (GenerateProbes) it adds a
+// leak proof at scale, each key's leaks beside an exact upper bound on
+// its leak rate, and plays semantic key designs beside the exact ones on
+// the same probes (paraphrase hits, false hits on hard negatives, leaks);
+// SideChannel measures whether latency tells a tenant that another tenant
+// asked first (a two-sample Kolmogorov–Smirnov test, KS2). It builds
+// ordinary caches from packages cache and cache/semantic and adds nothing
+// to their request path.
 package audit
 
 import (
