@@ -298,9 +298,9 @@ func validCache(l *errs, c *CacheSpec, p []any) {
 // validSemantic checks the fields of a semantic cache (and that an exact
 // one sets none of them).
 func validSemantic(l *errs, c *CacheSpec, at func(string) []any) {
-	if c.Kind == "" {
-		c.Kind = cache.DefaultKind
-	} else if !cache.KnownKind(c.Kind) {
+	// An empty kind stays empty (the exact cache), so manifests of exact
+	// arms read as before.
+	if c.Kind != "" && !cache.KnownKind(c.Kind) {
 		l.add(at("kind"), "unknown cache kind %q (want %s)", c.Kind, cache.KindChoices())
 		return
 	}
