@@ -1,6 +1,7 @@
 package simserver
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
@@ -83,4 +84,24 @@ func TestEmbeddingsBadInput(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET: HTTP %d; want 405", resp.StatusCode)
 	}
+}
+
+// The embeddings body decoder never panics, and whatever it accepts holds
+// 1 to 2048 texts and a known encoding.
+func FuzzDecodeEmbeddings(f *testing.F) {
+	for _, s := range []string{`{"input":"hi","model":"m"}`, `{"input":["a","b"],"encoding_format":"base64"}`, `{"input":[]}`, `{"input":7}`, `[`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		texts, req, err := decodeEmbeddings(bytes.NewReader(body), 1<<20)
+		if err != nil {
+			return
+		}
+		if len(texts) == 0 || len(texts) > maxEmbedInputs {
+			t.Fatalf("accepted %d texts", len(texts))
+		}
+		if f := req.EncodingFormat; f != "" && f != "float" && f != "base64" {
+			t.Fatalf("accepted encoding %q", f)
+		}
+	})
 }
