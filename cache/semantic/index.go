@@ -2,6 +2,7 @@ package semantic
 
 import (
 	"math/rand"
+	"sync"
 
 	"github.com/coder/hnsw"
 )
@@ -97,7 +98,8 @@ func dot(a, b []float32) float32 {
 // hnswIndex is a github.com/coder/hnsw graph with cosine distance, its
 // level draws seeded so that one seed builds one graph.
 type hnswIndex struct {
-	g *hnsw.Graph[uint64]
+	mu sync.Mutex // the graph does not promise concurrent searches
+	g  *hnsw.Graph[uint64]
 }
 
 func newHNSW(seed int64, efSearch int) *hnswIndex {
@@ -113,6 +115,8 @@ func (h *hnswIndex) add(id uint64, v []float32) { h.g.Add(hnsw.MakeNode(id, v)) 
 func (h *hnswIndex) remove(id uint64) { h.g.Delete(id) }
 
 func (h *hnswIndex) nearest(v []float32) (uint64, float32, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.g.Len() == 0 {
 		return 0, 0, false
 	}

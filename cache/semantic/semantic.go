@@ -292,7 +292,8 @@ func (c *Cache) lookup(pkey string, vec []float32) (*entry, float32, bool) {
 	if !ok || float64(sim) < c.cfg.Threshold-1e-6 {
 		return nil, 0, false
 	}
-	return p.entries[id], sim, true
+	e := p.entries[id]
+	return e, sim, e != nil
 }
 
 func (c *Cache) insert(pkey string, e *entry) {

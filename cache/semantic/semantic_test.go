@@ -268,3 +268,23 @@ func TestAutoIndexMoves(t *testing.T) {
 		t.Fatalf("index %T; want an auto index past its exact stage", p.idx)
 	}
 }
+
+// Concurrent lookups and inserts on every index kind (run with -race).
+func TestConcurrent(t *testing.T) {
+	t.Parallel()
+	for _, index := range []string{IndexExact, IndexSketch, IndexHNSW, IndexAuto} {
+		_, m, _ := newStack(t, Config{Threshold: 0.9, Index: index, SketchAt: 16, MaxEntries: 64}, guarded(t))
+		done := make(chan struct{})
+		for g := 0; g < 4; g++ {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for i := 0; i < 60; i++ {
+					m.Complete(context.Background(), req(fmt.Sprintf("Where is order %d of %d?", i%20, g%2), "acme"))
+				}
+			}()
+		}
+		for g := 0; g < 4; g++ {
+			<-done
+		}
+	}
+}
