@@ -142,6 +142,9 @@ func TestAuditBadInput(t *testing.T) {
 		{"bad stdin", `{"scenario":"s"}`, []string{"--scenarios", "-"}, `-:1: field "id"`},
 		{"bad store", "", []string{"--store", "memcached"}, "--store"},
 		{"argument", "", []string{"extra"}, "no arguments"},
+		{"negative probes", "", []string{"--probes", "-5"}, "--probes"},
+		{"too many probes", "", []string{"--probes", "2000000"}, "--probes"},
+		{"probes not a number", "", []string{"--probes", "many"}, "probes"},
 	}
 	if down != "" {
 		tests = append(tests, struct {
@@ -162,5 +165,44 @@ func TestAuditBadInput(t *testing.T) {
 	// Good input on stdin is read.
 	if code, _, errs := crab(t, good+"\n", "audit", "--scenarios", "-", "--time-scale", "0", "--side-channel-trials", "0"); code != 0 {
 		t.Fatalf("scenarios on stdin: exit %d (%s); want 0", code, errs)
+	}
+}
+
+// The leak proof from the command line: probes and, per config,
+// leak_upper_95 in JSON; the default key leaks nothing, bounded by 3/N.
+func TestAuditProbesJSON(t *testing.T) {
+	t.Parallel()
+	code, out, errs := crab(t, "", "audit", "--format", "json", "--time-scale", "0", "--side-channel-trials", "0", "--probes", "400")
+	if code != 0 {
+		t.Fatalf("exit %d (%s); want 0", code, errs)
+	}
+	var rep struct {
+		Probes  int `json:"probes"`
+		Configs []struct {
+			Name        string   `json:"name"`
+			LeakUpper95 *float64 `json:"leak_upper_95"`
+			Probe       *struct {
+				Probes int               `json:"probes"`
+				Leaks  map[string]uint64 `json:"leaks"`
+			} `json:"probe"`
+		} `json:"configs"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Probes != 400 {
+		t.Fatalf("probes %d; want 400", rep.Probes)
+	}
+	for _, c := range rep.Configs {
+		if c.LeakUpper95 == nil || c.Probe == nil || c.Probe.Probes != 400 {
+			t.Fatalf("config %s: leak_upper_95 %v, probe %+v; want both", c.Name, c.LeakUpper95, c.Probe)
+		}
+		if c.Name == "audited" && *c.LeakUpper95 > 3.0/400 {
+			t.Errorf("audited full key: leak_upper_95 %v; want <= 3/N", *c.LeakUpper95)
+		}
+	}
+	code, out, _ = crab(t, "", "audit", "--time-scale", "0", "--side-channel-trials", "0", "--probes", "400")
+	if code != 0 || !strings.Contains(out, "leak_upper_95") || !strings.Contains(out, "leak proof: 0 leaks in 400 probes, leak rate <= 0.746%") {
+		t.Fatalf("exit %d; text output lacks the bound beside the count:\n%s", code, out)
 	}
 }

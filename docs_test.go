@@ -41,6 +41,7 @@ import (
 var docFiles = []string{
 	"README.md",
 	"docs/cache-audit.md",
+	"docs/semantic-cache.md",
 	"docs/router-tuning.md",
 	"docs/contract.md",
 	"docs/backends-and-serve.md",

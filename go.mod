@@ -13,6 +13,19 @@ require (
 )
 
 require (
+	github.com/coder/hnsw v0.6.1
+	gonum.org/v1/gonum v0.16.0
+)
+
+require (
+	github.com/chewxy/math32 v1.10.1 // indirect
+	github.com/google/renameio v1.0.1 // indirect
+	github.com/viterin/partial v1.1.0 // indirect
+	github.com/viterin/vek v0.4.2 // indirect
+	golang.org/x/exp v0.0.0-20240506185415-9bf2ced13842 // indirect
+)
+
+require (
 	github.com/andybalholm/brotli v1.3.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect

@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"sync"
@@ -17,11 +18,67 @@ import (
 // Leak kinds, written into Trace.Leak on a hit served for
 // another scope. One label per hit, the first that applies in this order.
 const (
-	LeakCrossTenant = "cross_tenant" // built for another tenant
-	LeakPermission  = "permission"   // built for another permission (role)
-	LeakStale       = "stale"        // built from another (usually older) document version
-	LeakLanguage    = "language"     // built for another language (compared after NormalizeLang)
+	LeakCrossTenant  = "cross_tenant"  // built for another tenant
+	LeakPermission   = "permission"    // built for another permission (role)
+	LeakStale        = "stale"         // built from another (usually older) document version
+	LeakLanguage     = "language"      // built for another language (compared after NormalizeLang)
+	LeakSystemPrompt = "system_prompt" // built under another system prompt (compared after NormalizeText)
+	LeakHistory      = "history"       // built after another conversation history (the same last message)
 )
+
+// LeakKinds lists every leak kind in the order a hit is labelled.
+func LeakKinds() []string {
+	return []string{LeakCrossTenant, LeakPermission, LeakStale, LeakLanguage, LeakSystemPrompt, LeakHistory}
+}
+
+// Conversation is the provenance of an answer beyond its scope: digests
+// of the system prompt and of the earlier turns it was built after,
+// normalised as the key normalises them. An answer to the same last
+// message after another history, or under another system prompt, is an
+// answer to another conversation: serving it is a leak of that
+// conversation (of the other user's earlier turns, or of what another
+// assistant was told), whatever the key.
+type Conversation struct {
+	System  uint64 // xxhash64 of the normalised system prompt
+	History uint64 // xxhash64 of the history's roles and normalised texts
+}
+
+// ConversationOf returns req's conversation digests.
+func ConversationOf(req *model.Request) Conversation {
+	var buf [256]byte
+	b := appendNormalized(buf[:0], req.System)
+	c := Conversation{System: xxhash.Sum64(b)}
+	b = binary.AppendUvarint(b[:0], uint64(len(req.History)))
+	for _, m := range req.History {
+		b = appendBytes(b, m.Role)
+		b = appendNormalized(b, m.Content)
+	}
+	c.History = xxhash.Sum64(b)
+	return c
+}
+
+// ConversationLeak is the leak kind of serving an answer built in stored
+// to a request in req: "" when both digests agree, otherwise
+// system_prompt or history (the system prompt first).
+func ConversationLeak(stored, req Conversation) string {
+	switch {
+	case stored.System != req.System:
+		return LeakSystemPrompt
+	case stored.History != req.History:
+		return LeakHistory
+	}
+	return ""
+}
+
+// RequestLeakKind is LeakKind followed, for answers of the same scope, by
+// ConversationLeak: the one label of a hit built for (scope, conv) and
+// served to req.
+func RequestLeakKind(scope model.Scope, conv Conversation, req *model.Request) string {
+	if k := LeakKind(scope, req.Scope); k != "" {
+		return k
+	}
+	return ConversationLeak(conv, ConversationOf(req))
+}
 
 // LeakKind says how an answer built for stored differs from what a request
 // with scope req may receive: "" when the scopes are the same (languages
@@ -217,7 +274,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 			c.st.invalidated.Add(1)
 		default:
 			sameKey := bytes.Equal(e.Key, key)
-			leak := LeakKind(e.Scope, req.Scope)
+			leak := RequestLeakKind(e.Scope, e.Conversation, req)
 			if !sameKey {
 				c.st.collisions.Add(1)
 			}
@@ -248,7 +305,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 			c.st.discarded.Add(1) // invalidated while in flight (or cannot tell)
 			break
 		}
-		e := &Entry{Key: bytes.Clone(key), Scope: resp.Scope, Gen: gen, Response: resp.Clone(), Stored: storeStart}
+		e := &Entry{Key: bytes.Clone(key), Scope: resp.Scope, Conversation: ConversationOf(req), Gen: gen, Response: resp.Clone(), Stored: storeStart}
 		if e.Scope == (model.Scope{}) {
 			e.Scope = req.Scope
 		}
@@ -370,6 +427,17 @@ func annotate(resp *model.Response, status string, d time.Duration, mismatch boo
 	return resp
 }
 
+// Cacheable reports whether an inner answer may be stored by any cache
+// layer: see cacheable.
+func Cacheable(resp *model.Response, err error) bool { return cacheable(resp, err) }
+
+// Served builds a hit's response from a stored one, as the exact cache
+// does: a clone with zero usage and a fresh trace carrying the cache
+// status, leak label and lookup time.
+func Served(stored *model.Response, leak string, d time.Duration) *model.Response {
+	return served(stored, leak, d)
+}
+
 // cacheable reports whether an inner answer may be stored: no error, a
 // complete answer (finish reason stop or unset: not truncated, not refused),
 // non-empty, and — when the contract layer ran — one that met the contract.
@@ -427,14 +495,51 @@ type Stats struct {
 
 // LeakCounts counts hits by leak kind.
 type LeakCounts struct {
-	CrossTenant uint64 `json:"cross_tenant"`
-	Permission  uint64 `json:"permission"`
-	Stale       uint64 `json:"stale"`
-	Language    uint64 `json:"language"`
+	CrossTenant  uint64 `json:"cross_tenant"`
+	Permission   uint64 `json:"permission"`
+	Stale        uint64 `json:"stale"`
+	Language     uint64 `json:"language"`
+	SystemPrompt uint64 `json:"system_prompt"`
+	History      uint64 `json:"history"`
 }
 
 // Total is the sum over all kinds.
-func (l LeakCounts) Total() uint64 { return l.CrossTenant + l.Permission + l.Stale + l.Language }
+func (l LeakCounts) Total() uint64 {
+	return l.CrossTenant + l.Permission + l.Stale + l.Language + l.SystemPrompt + l.History
+}
+
+// Get returns the count of one kind (0 for an unknown one).
+func (l LeakCounts) Get(kind string) uint64 {
+	if p := l.field(kind); p != nil {
+		return *p
+	}
+	return 0
+}
+
+// Add counts one hit of kind; "" or an unknown kind counts nothing.
+func (l *LeakCounts) Add(kind string) {
+	if p := l.field(kind); p != nil {
+		*p++
+	}
+}
+
+func (l *LeakCounts) field(kind string) *uint64 {
+	switch kind {
+	case LeakCrossTenant:
+		return &l.CrossTenant
+	case LeakPermission:
+		return &l.Permission
+	case LeakStale:
+		return &l.Stale
+	case LeakLanguage:
+		return &l.Language
+	case LeakSystemPrompt:
+		return &l.SystemPrompt
+	case LeakHistory:
+		return &l.History
+	}
+	return nil
+}
 
 // Stats returns a snapshot of the counters.
 func (c *Cache) Stats() Stats {
@@ -468,7 +573,7 @@ type counters struct {
 }
 
 type leakCounters struct {
-	crossTenant, permission, stale, language atomic.Uint64
+	crossTenant, permission, stale, language, system, history atomic.Uint64
 }
 
 func (l *leakCounters) add(kind string) {
@@ -481,14 +586,20 @@ func (l *leakCounters) add(kind string) {
 		l.stale.Add(1)
 	case LeakLanguage:
 		l.language.Add(1)
+	case LeakSystemPrompt:
+		l.system.Add(1)
+	case LeakHistory:
+		l.history.Add(1)
 	}
 }
 
 func (l *leakCounters) load() LeakCounts {
 	return LeakCounts{
-		CrossTenant: l.crossTenant.Load(),
-		Permission:  l.permission.Load(),
-		Stale:       l.stale.Load(),
-		Language:    l.language.Load(),
+		CrossTenant:  l.crossTenant.Load(),
+		Permission:   l.permission.Load(),
+		Stale:        l.stale.Load(),
+		Language:     l.language.Load(),
+		SystemPrompt: l.system.Load(),
+		History:      l.history.Load(),
 	}
 }

@@ -199,6 +199,17 @@ func TestNaiveTextKeyServesAcrossScopes(t *testing.T) {
 		{"bare language", func(r *model.Request) { r.Scope.Lang = "en" }, LeakLanguage},
 		{"tenant and permission: tenant first", func(r *model.Request) { r.Scope.Tenant, r.Scope.Permission = "globex", "viewer" }, LeakCrossTenant},
 		{"version and language: stale first", func(r *model.Request) { r.Scope.DocVersion, r.Scope.Lang = "v1", "de" }, LeakStale},
+		{"other system prompt", func(r *model.Request) { r.System = "You answer for the security team." }, LeakSystemPrompt},
+		{"system prompt white space only", func(r *model.Request) { r.System = "  " }, ""},
+		{"other history", func(r *model.Request) {
+			r.History = []model.Message{{Role: model.RoleUser, Content: "I was charged twice."}, {Role: model.RoleAssistant, Content: "Which order?"}}
+		}, LeakHistory},
+		{"system prompt and history: system first", func(r *model.Request) {
+			r.System, r.History = "Other.", []model.Message{{Role: model.RoleUser, Content: "x"}}
+		}, LeakSystemPrompt},
+		{"language and history: language first", func(r *model.Request) {
+			r.Scope.Lang, r.History = "de", []model.Message{{Role: model.RoleUser, Content: "x"}}
+		}, LeakLanguage},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -229,6 +240,32 @@ func TestNaiveTextKeyServesAcrossScopes(t *testing.T) {
 				t.Fatalf("Stats.Leaks = %+v; want total %d", st.Leaks, wantLeaks)
 			}
 		})
+	}
+}
+
+// With check on hit, a text key refuses an answer built under another
+// system prompt or after another history, as it refuses another scope.
+func TestCheckOnHitRefusesOtherConversation(t *testing.T) {
+	t.Parallel()
+	stored := scopeReq("Where is my refund?", "acme", "admin", "en-US", "v2")
+	stored.History = []model.Message{{Role: model.RoleUser, Content: "Order 7 was returned."}}
+	for _, change := range []func(*model.Request){
+		func(r *model.Request) { r.System = "Be brief." },
+		func(r *model.Request) { r.History = nil },
+		func(r *model.Request) {
+			r.History = []model.Message{{Role: model.RoleAssistant, Content: "Order 7 was returned."}}
+		},
+	} {
+		h := newHarness(t, Config{Fields: []string{PresetText}, CheckOnHit: true})
+		h.do(t, stored)
+		if resp := h.do(t, stored.Clone()); resp.Trace.Cache != model.CacheHit {
+			t.Errorf("same conversation: cache %q; want hit", resp.Trace.Cache)
+		}
+		req := stored.Clone()
+		change(req)
+		if resp := h.do(t, req); resp.Trace.Cache != model.CacheMiss || !resp.Trace.ScopeMismatch {
+			t.Errorf("cache %q, mismatch %v; want a refused hit", resp.Trace.Cache, resp.Trace.ScopeMismatch)
+		}
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 // entryCodecVersion is the first byte of an encoded entry. A change of the
 // layout bumps it; an entry of another version does not decode (a miss).
-const entryCodecVersion = 1
+const entryCodecVersion = 2
 
 // ErrBadEntry is returned when a stored entry does not decode.
 var ErrBadEntry = errors.New("cache: stored entry does not decode")
@@ -25,8 +25,9 @@ const (
 )
 
 // encodeEntry writes e for a shared store: everything a hit needs to be
-// checked (full key, scope, generation, time stored) and served (content,
-// model, finish reason, usage, provenance scope, contract result). Strings
+// checked (full key, scope, conversation, generation, time stored) and served (content,
+// model, finish reason, usage, provenance scope and conversation, contract
+// result). Strings
 // and byte slices are length-prefixed (uvarint), integers varint-encoded.
 func encodeEntry(e *Entry) []byte {
 	n := 64 + len(e.Key) + scopeLen(e.Scope)
@@ -43,6 +44,8 @@ func encodeEntry(e *Entry) []byte {
 	b = binary.AppendVarint(b, e.Stored.UnixNano())
 	b = binary.AppendUvarint(b, e.Gen.Tenant)
 	b = binary.AppendUvarint(b, e.Gen.Permission)
+	b = binary.LittleEndian.AppendUint64(b, e.Conversation.System)
+	b = binary.LittleEndian.AppendUint64(b, e.Conversation.History)
 	r := e.Response
 	if r == nil {
 		return append(b, 0)
@@ -96,6 +99,8 @@ func decodeEntry(b []byte) (*Entry, error) {
 	e.Stored = time.Unix(0, d.varint())
 	e.Gen.Tenant = d.uvarint()
 	e.Gen.Permission = d.uvarint()
+	e.Conversation.System = d.u64()
+	e.Conversation.History = d.u64()
 	flags := d.byte()
 	if flags&flagResponse != 0 {
 		r := &model.Response{}
@@ -178,7 +183,7 @@ func (d *decoder) varint() int64 {
 
 func (d *decoder) u64() uint64 {
 	if d.err != nil || len(d.b) < 8 {
-		d.fail("float")
+		d.fail("fixed64")
 		return 0
 	}
 	v := binary.LittleEndian.Uint64(d.b)

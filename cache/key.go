@@ -14,7 +14,10 @@
 // process (the default), and Redis, shared by several replicas with the
 // same check on hit and the same invalidations. The offline leak audit,
 // which plays scenarios through several key configurations side by side,
-// lives in the sub-package cache/audit, outside the request path.
+// lives in the sub-package cache/audit, outside the request path; a
+// semantic cache (answers served by embedding similarity inside the exact
+// partition of every other key field) in cache/semantic, registered as a
+// cache kind (RegisterKind).
 package cache
 
 import (

@@ -68,10 +68,11 @@ func testStores(t *testing.T) []testStore {
 
 func sampleEntry() *Entry {
 	return &Entry{
-		Key:    []byte{KeyVersion, 4, 't', 'e', 'x', 't', 2, 'h', 'i'},
-		Scope:  model.Scope{Tenant: "acme", Permission: "agent", Lang: "en-US", DocVersion: "v2"},
-		Gen:    Generation{Tenant: 3, Permission: 1 << 40},
-		Stored: time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC),
+		Key:          []byte{KeyVersion, 4, 't', 'e', 'x', 't', 2, 'h', 'i'},
+		Scope:        model.Scope{Tenant: "acme", Permission: "agent", Lang: "en-US", DocVersion: "v2"},
+		Gen:          Generation{Tenant: 3, Permission: 1 << 40},
+		Conversation: Conversation{System: 11, History: 1 << 63},
+		Stored:       time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC),
 		Response: &model.Response{
 			Content: `{"category":"billing"}`, Model: "large#7", FinishReason: model.FinishStop,
 			Usage: model.Usage{TokensIn: 120, TokensOut: 40, Cost: 0.000123},

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/crab-testbed/crab/model"
 )
 
 // ErrUnknownStore is returned by OpenStore for a kind no store is
@@ -120,3 +122,113 @@ func OpenStore(kind string, cfg StoreConfig) (Store, error) {
 	}
 	return open(cfg)
 }
+
+// Layer is a cache layer of a stack: the exact cache (Cache) or another
+// registered kind (the semantic cache). Stats and Key feed the run
+// manifest.
+type Layer interface {
+	Middleware() model.Middleware
+	Stats() Stats
+	Key() KeySpec
+}
+
+var _ Layer = (*Cache)(nil)
+
+// Cache layer kinds.
+const (
+	KindExact    = "exact"    // answers served by exact key (Cache), the default
+	KindSemantic = "semantic" // answers served by embedding similarity within the exact scope (cache/semantic)
+)
+
+// DefaultKind is the kind used when a configuration names none.
+const DefaultKind = KindExact
+
+// EmbedderConfig names a semantic layer's embedder and how to reach it.
+type EmbedderConfig struct {
+	// Kind is a registered embedder: builtin, builtin-guarded or openai.
+	Kind string
+	// BaseURL, Model and APIKey reach an OpenAI-compatible /v1/embeddings
+	// endpoint (kind openai).
+	BaseURL, Model, APIKey string
+	// Dim is the built-in embedders' vector length (0: their default).
+	Dim int
+}
+
+// LayerConfig is what any cache layer kind is built with; a kind ignores
+// the fields it has no use for.
+type LayerConfig struct {
+	// Config is the key, TTL, check on hit and clock.
+	Config Config
+	// Store holds an exact cache's entries (a semantic layer keeps its own
+	// in-process index and leaves it unused).
+	Store Store
+	// Threshold is a semantic layer's least cosine similarity for a hit.
+	Threshold float64
+	// Embedder is a semantic layer's embedder.
+	Embedder EmbedderConfig
+}
+
+// NewLayerFunc builds one cache layer.
+type NewLayerFunc func(cfg LayerConfig) (Layer, error)
+
+var (
+	kindsMu sync.RWMutex
+	kinds   = map[string]NewLayerFunc{}
+	kindIDs []string
+)
+
+func init() {
+	RegisterKind(KindExact, func(cfg LayerConfig) (Layer, error) { return New(cfg.Config, cfg.Store) })
+}
+
+// RegisterKind makes a cache layer kind available to experiment files
+// and serve configurations; a package implementing one calls it from its
+// init function (the semantic cache registers "semantic"). It panics when
+// the kind is empty or taken.
+func RegisterKind(kind string, build NewLayerFunc) {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	if kind == "" || build == nil {
+		panic("cache: RegisterKind needs a kind and a constructor")
+	}
+	if _, dup := kinds[kind]; dup {
+		panic("cache: RegisterKind called twice for " + kind)
+	}
+	kinds[kind] = build
+	kindIDs = append(kindIDs, kind)
+}
+
+// KnownKind reports whether a cache layer kind is registered.
+func KnownKind(kind string) bool {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	_, ok := kinds[kind]
+	return ok
+}
+
+// KindChoices lists the registered kinds, the default first, for
+// messages and help text.
+func KindChoices() string {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	return strings.Join(kindIDs, ", ")
+}
+
+// NewLayer builds a layer of the registered kind ("" means DefaultKind).
+// An unknown kind wraps ErrUnknownKind.
+func NewLayer(kind string, cfg LayerConfig) (Layer, error) {
+	if kind == "" {
+		kind = DefaultKind
+	}
+	kindsMu.RLock()
+	build, ok := kinds[kind]
+	kindsMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w %q (want %s)", ErrUnknownKind, kind, KindChoices())
+	}
+	return build(cfg)
+}
+
+// ErrUnknownKind is returned by NewLayer for a kind no layer is
+// registered under.
+var ErrUnknownKind = errors.New("cache: unknown cache kind")

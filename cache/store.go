@@ -27,6 +27,11 @@ type Entry struct {
 	// the request's when the backend set none). A hit compares it with the
 	// request's scope to detect and label leaks.
 	Scope model.Scope
+	// Conversation is the digest of the system prompt and history the
+	// answer was built under; a hit under a key without system or history
+	// compares it with the request's to label (and, with CheckOnHit,
+	// refuse) an answer to another conversation.
+	Conversation Conversation
 	// Gen is the generation of Scope's tenant and permission when the
 	// request that built the answer started; the entry is served only while
 	// that is still the current generation (see Cache.InvalidateTenant).

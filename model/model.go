@@ -232,6 +232,12 @@ type Trace struct {
 	CacheDur      time.Duration // key building and lookup (and store, on a miss)
 	Leak          string        // on a hit: leak kind when the entry was built for another scope
 	ScopeMismatch bool          // a hit refused because its stored scope differs
+	// Similarity is, on a hit of a semantic cache, the cosine similarity
+	// between the request's text and the stored one's (1 for the same
+	// text); 0 otherwise.
+	Similarity float64
+	// EmbedDur is a semantic cache's embedding call, outside CacheDur.
+	EmbedDur time.Duration
 
 	// Router layer.
 	Routed     bool

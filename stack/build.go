@@ -2,10 +2,12 @@ package stack
 
 import (
 	"context"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/router"
@@ -47,8 +49,9 @@ type Arm struct {
 	// no cache and no router: the runner asks it what the other model
 	// would have answered to judge misroutes. Nil without a router.
 	Judge model.Model
-	// Cache and Store are nil when the arm has no cache.
-	Cache *cache.Cache
+	// Cache is nil when the arm has no cache; Store is nil without one
+	// and for a semantic cache (which keeps its own index).
+	Cache cache.Layer
 	Store cache.Store
 }
 
@@ -68,15 +71,26 @@ type CacheMetrics struct {
 	Key   string             `json:"key"`
 	Cache cache.Stats        `json:"cache"`
 	Store cache.StoreMetrics `json:"store"`
+	// Semantic holds a semantic cache's own counters (similar hits,
+	// embedding calls, errors and time).
+	Semantic *semantic.SemanticStats `json:"semantic,omitempty"`
 }
 
 // CacheMetrics returns the cache's and its store's counters so far; nil
 // when the arm has no cache.
 func (a *Arm) CacheMetrics() *CacheMetrics {
-	if a.Cache == nil || a.Store == nil {
+	if a.Cache == nil {
 		return nil
 	}
-	return &CacheMetrics{Key: a.Cache.Key().String(), Cache: a.Cache.Stats(), Store: a.Store.Metrics()}
+	m := &CacheMetrics{Key: a.Cache.Key().String(), Cache: a.Cache.Stats()}
+	if a.Store != nil {
+		m.Store = a.Store.Metrics()
+	}
+	if s, ok := a.Cache.(*semantic.Cache); ok {
+		st := s.SemanticStats()
+		m.Semantic = &st
+	}
+	return m
 }
 
 // Build assembles the stack of spec over backends (see the package
@@ -124,19 +138,28 @@ func Build(spec ArmSpec, backends map[string]model.Model, o Options) (*Arm, erro
 		if err != nil {
 			return nil, err
 		}
-		sc := o.Store
-		sc.Addr, sc.MaxCost = cs.RedisAddr, cs.MaxCost
-		store, err := cache.OpenStore(cs.Store, sc)
-		if err != nil {
-			return nil, err
-		}
 		check := cs.CheckOnHit == nil || *cs.CheckOnHit
-		c, err := cache.New(cache.Config{Fields: fields, TTL: cs.TTL.Std(), CheckOnHit: check, NoWait: o.AsyncStore && !cs.WaitForStore}, store)
+		lc := cache.LayerConfig{
+			Config:    cache.Config{Fields: fields, TTL: cs.TTL.Std(), CheckOnHit: check, NoWait: o.AsyncStore && !cs.WaitForStore},
+			Threshold: cs.Threshold,
+			Embedder: cache.EmbedderConfig{Kind: cs.Embedder, BaseURL: cs.EmbedBaseURL, Model: cs.EmbedModel,
+				APIKey: envOrEmpty(cs.EmbedAPIKeyEnv)},
+		}
+		if cs.Kind != cache.KindSemantic {
+			sc := o.Store
+			sc.Addr, sc.MaxCost = cs.RedisAddr, cs.MaxCost
+			if lc.Store, err = cache.OpenStore(cs.Store, sc); err != nil {
+				return nil, err
+			}
+		}
+		c, err := cache.NewLayer(cs.Kind, lc)
 		if err != nil {
-			store.Close()
+			if lc.Store != nil {
+				lc.Store.Close()
+			}
 			return nil, err
 		}
-		arm.Cache, arm.Store = c, store
+		arm.Cache, arm.Store = c, lc.Store
 		outer = append(outer, c.Middleware())
 	}
 	if o.Timeout > 0 {
@@ -169,6 +192,14 @@ func withInstructions(next model.Model, ins map[string]string) model.Model {
 		}
 		return next.Complete(ctx, req)
 	})
+}
+
+// envOrEmpty reads the environment variable name, "" when name is empty.
+func envOrEmpty(name string) string {
+	if name == "" {
+		return ""
+	}
+	return os.Getenv(name)
 }
 
 // routerLayer builds the arm's one routing policy: the cascade, or the

@@ -299,3 +299,36 @@ func BenchmarkBuild(b *testing.B) {
 		})
 	}
 }
+
+// A semantic cache arm serves a reworded question from the cache and
+// records the similarity; its metrics carry the semantic counters.
+func TestBuildSemanticCache(t *testing.T) {
+	rec := &recorder{}
+	backends := map[string]model.Model{"large": rec.model("large", ok(1))}
+	spec := validated(t, simModels, ArmSpec{Name: "s", Model: "large", Cache: &CacheSpec{Kind: cache.KindSemantic, Threshold: 0.9}})
+	arm, err := Build(spec, backends, Options{Contract: loadContract(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer arm.Close()
+	first := request("t1")
+	first.Text = "How do I export all invoices of 2024 as one CSV file?"
+	if r, err := arm.Model.Complete(context.Background(), first); err != nil || r.Trace.Cache != model.CacheMiss {
+		t.Fatalf("first: %v %v; want a miss", r.Trace.Cache, err)
+	}
+	second := request("t2")
+	second.Text = "Hello, how can I export all invoices of 2024 as one CSV file?"
+	r, err := arm.Model.Complete(context.Background(), second)
+	if err != nil || r.Trace.Cache != model.CacheHit || r.Trace.Similarity < 0.9 {
+		t.Fatalf("paraphrase: %s, similarity %v, %v; want a hit at >= 0.9", r.Trace.Cache, r.Trace.Similarity, err)
+	}
+	if arm.Store != nil {
+		t.Errorf("a semantic arm opened a store")
+	}
+	if m := arm.CacheMetrics(); m == nil || m.Cache.Hits != 1 || m.Semantic == nil || m.Semantic.SimilarHits != 1 {
+		t.Fatalf("metrics %+v; want one similar hit", m)
+	}
+	if got := rec.got(); len(got) != 1 {
+		t.Errorf("backend calls %v; want one", got)
+	}
+}

@@ -96,6 +96,26 @@ type CacheSpec struct {
 	// entry off the response path. crab run always waits, so a measured
 	// pass never misses an entry that is merely still in flight.
 	WaitForStore bool `yaml:"wait_for_store" json:",omitempty"`
+
+	// Kind is the cache layer: exact (default) serves an answer to the
+	// same key; semantic serves it to a text close in meaning (cosine
+	// similarity of embeddings >= threshold) inside the exact partition
+	// of every other key field. A semantic cache keeps its index in
+	// process (store must be the default).
+	Kind string `yaml:"kind" json:",omitempty"`
+	// Threshold (kind semantic, required) is the least cosine similarity,
+	// in (0, 1], for a hit; choose it with semantic.Tune.
+	Threshold float64 `yaml:"threshold" json:",omitempty"`
+	// Embedder (kind semantic): builtin-guarded (default, offline),
+	// builtin (offline, words and n-grams only) or openai (an
+	// OpenAI-compatible /v1/embeddings endpoint, e.g. crab sim-server).
+	Embedder string `yaml:"embedder" json:",omitempty"`
+	// EmbedBaseURL, EmbedModel and EmbedAPIKeyEnv reach the endpoint of
+	// embedder openai (API root, model name, environment variable holding
+	// the API key).
+	EmbedBaseURL   string `yaml:"embed_base_url" json:",omitempty"`
+	EmbedModel     string `yaml:"embed_model" json:",omitempty"`
+	EmbedAPIKeyEnv string `yaml:"embed_api_key_env" json:",omitempty"`
 }
 
 // RouterSpec configures an arm's difficulty router.

@@ -5,12 +5,14 @@ import (
 	"math"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
@@ -307,6 +309,59 @@ func validCache(l *errs, c *CacheSpec, p []any) {
 	}
 	if c.MaxCost < 0 {
 		l.add(at("max_cost"), "must not be negative")
+	}
+	validSemantic(l, c, at)
+}
+
+// validSemantic checks the fields of a semantic cache (and that an exact
+// one sets none of them).
+func validSemantic(l *errs, c *CacheSpec, at func(string) []any) {
+	// An empty kind stays empty (the exact cache), so manifests of exact
+	// arms read as before.
+	if c.Kind != "" && !cache.KnownKind(c.Kind) {
+		l.add(at("kind"), "unknown cache kind %q (want %s)", c.Kind, cache.KindChoices())
+		return
+	}
+	if c.Kind != cache.KindSemantic {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"threshold", c.Threshold != 0}, {"embedder", c.Embedder != ""}, {"embed_base_url", c.EmbedBaseURL != ""},
+			{"embed_model", c.EmbedModel != ""}, {"embed_api_key_env", c.EmbedAPIKeyEnv != ""}} {
+			if f.set {
+				l.add(at(f.name), "only used with kind: %s", cache.KindSemantic)
+			}
+		}
+		return
+	}
+	if !(c.Threshold > 0 && c.Threshold <= 1) {
+		l.add(at("threshold"), "required for kind %s: a cosine similarity in (0, 1], got %v", cache.KindSemantic, c.Threshold)
+	}
+	if c.Store != cache.DefaultStore {
+		l.add(at("store"), "kind %s keeps its index in process (a shared store would need vector search, which Debian's redis-server lacks)", cache.KindSemantic)
+	}
+	if c.Embedder == "" {
+		c.Embedder = semantic.EmbedBuiltinGuarded
+	} else if !slices.Contains(semantic.EmbedderKinds(), c.Embedder) {
+		l.add(at("embedder"), "unknown embedder %q (want %s)", c.Embedder, strings.Join(semantic.EmbedderKinds(), ", "))
+		return
+	}
+	if c.Embedder == semantic.EmbedOpenAI {
+		if strings.TrimSpace(c.EmbedBaseURL) == "" {
+			l.add(at("embed_base_url"), "required for embedder %s", semantic.EmbedOpenAI)
+		}
+		if strings.TrimSpace(c.EmbedModel) == "" {
+			l.add(at("embed_model"), "required for embedder %s", semantic.EmbedOpenAI)
+		}
+	} else {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"embed_base_url", c.EmbedBaseURL != ""}, {"embed_model", c.EmbedModel != ""}, {"embed_api_key_env", c.EmbedAPIKeyEnv != ""}} {
+			if f.set {
+				l.add(at(f.name), "only used with embedder %s", semantic.EmbedOpenAI)
+			}
+		}
 	}
 }
 

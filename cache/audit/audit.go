@@ -1,10 +1,14 @@
 // Package audit is crab's offline leak audit of the response cache: Audit
 // plays leak scenarios (ReadScenarios) through several cache key
 // configurations side by side and counts, for each, the hits served to
-// another scope; SideChannel measures whether latency tells a tenant that
-// another tenant asked first (a two-sample Kolmogorov–Smirnov test, KS2).
-// It builds ordinary caches from package cache and adds nothing to their
-// request path.
+// another scope or conversation; with probes (GenerateProbes) it adds a
+// leak proof at scale, each key's leaks beside an exact upper bound on
+// its leak rate, and plays semantic key designs beside the exact ones on
+// the same probes (paraphrase hits, false hits on hard negatives, leaks);
+// SideChannel measures whether latency tells a tenant that another tenant
+// asked first (a two-sample Kolmogorov–Smirnov test, KS2). It builds
+// ordinary caches from packages cache and cache/semantic and adds nothing
+// to their request path.
 package audit
 
 import (
@@ -14,12 +18,11 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/internal/quantile"
 	"github.com/crab-testbed/crab/model"
 )
@@ -36,24 +39,31 @@ type AuditConfig struct {
 	// Base names the configuration this one adds to (its hit_cost is
 	// measured against it); empty for none.
 	Base string `json:"-"`
+	// Semantic, when set, makes the configuration a semantic cache whose
+	// partition is every key field but the text (played on the probes
+	// only: it keeps no generations for the scenarios' invalidations).
+	Semantic *SemanticKey `json:"-"`
 }
 
 // Names of the standard audit configurations.
 const (
-	AuditText        = "text"
-	AuditTenant      = "+tenant"
-	AuditPermission  = "+permission"
-	AuditDocVersion  = "+doc_version"
-	AuditLang        = "+lang"
-	AuditFull        = "full"
-	AuditFullNoCheck = "full-nocheck"
-	AuditTextChecked = "text-checked"
-	AuditAudited     = "audited"
+	AuditText       = "text"
+	AuditTenant     = "+tenant"
+	AuditPermission = "+permission"
+	AuditDocVersion = "+doc_version"
+	AuditLang       = "+lang"
+	// AuditConversation adds the system prompt and the history.
+	AuditConversation = "+conversation"
+	AuditFull         = "full"
+	AuditFullNoCheck  = "full-nocheck"
+	AuditTextChecked  = "text-checked"
+	AuditAudited      = "audited"
 )
 
 // StandardConfigs are the configurations every audit shows side by side:
 // a ladder from the naive text key adding one scope field at a time
-// (tenant, permission, doc_version, lang) to the full key, each without
+// (tenant, permission, doc_version, lang, then system prompt and history
+// together) to the full key, each without
 // check on hit so that what the key alone would serve is counted; the full
 // key with and without the check; and the text key with the check, which
 // turns its leaks into refused hits. The hit_cost of each step is the hit
@@ -65,7 +75,8 @@ func StandardConfigs() []AuditConfig {
 		{Name: AuditPermission, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldText}, Base: AuditTenant},
 		{Name: AuditDocVersion, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldDocVersion, cache.FieldText}, Base: AuditPermission},
 		{Name: AuditLang, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldDocVersion, cache.FieldLang, cache.FieldText}, Base: AuditDocVersion},
-		{Name: AuditFull, Fields: []string{cache.PresetFull}, CheckOnHit: true, Base: AuditLang},
+		{Name: AuditConversation, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldDocVersion, cache.FieldLang, cache.FieldSystem, cache.FieldHistory, cache.FieldText}, Base: AuditLang},
+		{Name: AuditFull, Fields: []string{cache.PresetFull}, CheckOnHit: true, Base: AuditConversation},
 		{Name: AuditFullNoCheck, Fields: []string{cache.PresetFull}, Base: AuditFull},
 		{Name: AuditTextChecked, Fields: []string{cache.FieldText}, CheckOnHit: true, Base: AuditText},
 	}
@@ -98,6 +109,23 @@ type AuditOptions struct {
 	TimeScale float64
 	// SideChannel, when set, adds the timing side-channel measurement.
 	SideChannel *SideChannelOptions
+	// Probes, when set, are played through every configuration after the
+	// scenarios (GenerateProbes): the leak proof at scale, each
+	// configuration's leaks shown with an upper bound on its leak rate.
+	Probes []Probe
+	// ProbeSeed is the seed the probes were drawn with (printed only).
+	ProbeSeed int64
+	// SemanticConfigs are played on the probes beside the exact ones
+	// (default StandardSemanticConfigs() when there are probes; an empty,
+	// non-nil slice plays none).
+	SemanticConfigs []AuditConfig
+	// PairTexts are the texts tuned semantic configurations draw their
+	// calibration and holdout pairs from (default: the scenario texts).
+	PairTexts []string
+	// ProbeBackend answers the probes' misses; default Backend. The
+	// probes measure no latency, so a backend that answers at once (a
+	// simulated model at time scale 0) keeps 10,000 probes per key fast.
+	ProbeBackend model.Model
 }
 
 // Verdicts of a configuration.
@@ -107,6 +135,7 @@ const (
 	VerdictLeaks      = "leaks"            // answers served to another scope
 	VerdictWrong      = "wrong_answers"    // answers built for another request served in the same scope
 	VerdictUnexpected = "unexpected"       // the full key did not hit or miss where a line expects it to
+	VerdictFalseHits  = "false_hits"       // a semantic configuration served an answer to a hard negative (same words, another question)
 )
 
 // VerdictFails reports whether a verdict fails the audit.
@@ -130,6 +159,16 @@ type AuditReport struct {
 	// Failed is true when the audited configuration's verdict fails.
 	Failed      bool               `json:"failed"`
 	SideChannel *SideChannelReport `json:"side_channel,omitempty"`
+	// Probes is the number of cross-scope probes of the leak proof (0
+	// without one), Repeats the same-scope repeats played beside them,
+	// ProbeSeed the seed they were drawn with.
+	Probes    int   `json:"probes,omitempty"`
+	Repeats   int   `json:"repeats,omitempty"`
+	Pairs     int   `json:"pairs,omitempty"`
+	ProbeSeed int64 `json:"probe_seed,omitempty"`
+	// Semantic holds the semantic configurations, played on the probes
+	// only (their Probe results beside the exact configurations').
+	Semantic []ConfigResult `json:"semantic,omitempty"`
 }
 
 // AuditedConfig returns the audited configuration's result.
@@ -158,9 +197,9 @@ type ConfigResult struct {
 	HitCost *float64         `json:"hit_cost,omitempty"`
 	Base    string           `json:"base,omitempty"`
 	Leaks   cache.LeakCounts `json:"leaks"` // hits served to another scope, by kind
-	// OtherRequest counts hits served in the right scope but built for
-	// another request: another model, mode, max tokens, sampling, contract,
-	// system prompt or (after a hash collision) text.
+	// OtherRequest counts hits served in the right scope and conversation
+	// but built for another request: another model, mode, max tokens,
+	// sampling, contract or (after a hash collision) text.
 	OtherRequest    int      `json:"other_request"`
 	ScopeMismatches uint64   `json:"scope_mismatches"` // hits refused by check on hit
 	Invalidated     uint64   `json:"invalidated"`      // entries refused because their scope was invalidated
@@ -173,18 +212,51 @@ type ConfigResult struct {
 	MissP95Ms       *float64 `json:"miss_p95_ms"`
 	// Unexpected lists request lines whose expect (hit or miss) the
 	// configuration did not meet; checked for the full key only.
-	Unexpected []string           `json:"unexpected,omitempty"`
-	Verdict    string             `json:"verdict"`
-	Scenarios  []ScenarioResult   `json:"scenarios"`
-	Cache      cache.Stats        `json:"cache"`
-	Store      cache.StoreMetrics `json:"store"`
+	Unexpected []string `json:"unexpected,omitempty"`
+	Verdict    string   `json:"verdict"`
+	// LeakUpper95 is the leak proof's one-sided 95% upper bound on the
+	// configuration's leak rate per cross-scope probe (Probe holds the
+	// counts); nil without probes.
+	LeakUpper95 *float64     `json:"leak_upper_95,omitempty"`
+	Probe       *ProbeResult `json:"probe,omitempty"`
+	// Kind is "semantic" for a semantic configuration (else empty), with
+	// its Threshold, Embedder and, when tuned, the tuning result.
+	Kind      string               `json:"kind,omitempty"`
+	Threshold float64              `json:"threshold,omitempty"`
+	Embedder  string               `json:"embedder,omitempty"`
+	Tune      *semantic.TuneResult `json:"tune,omitempty"`
+	Scenarios []ScenarioResult     `json:"scenarios"`
+	Cache     cache.Stats          `json:"cache"`
+	Store     cache.StoreMetrics   `json:"store"`
 	// Lines holds one result per scenario line, in file order (action
 	// lines have an empty Cache).
 	Lines []LineResult `json:"-"`
 }
 
-// LeakTotal is the number of hits served to another scope.
-func (c *ConfigResult) LeakTotal() int { return int(c.Leaks.Total()) }
+// LeakTotal is the number of hits served to another scope or
+// conversation, in the scenarios and the probes.
+func (c *ConfigResult) LeakTotal() int { return int(c.AllLeaks().Total()) }
+
+// AllLeaks adds the probes' leaks to the scenarios'.
+func (c *ConfigResult) AllLeaks() cache.LeakCounts {
+	l := c.Leaks
+	if p := c.Probe; p != nil {
+		for _, k := range cache.LeakKinds() {
+			for n := p.Leaks.Get(k); n > 0; n-- {
+				l.Add(k)
+			}
+		}
+	}
+	return l
+}
+
+// OtherTotal is OtherRequest in the scenarios and the probes.
+func (c *ConfigResult) OtherTotal() int {
+	if c.Probe != nil {
+		return c.OtherRequest + c.Probe.OtherRequest
+	}
+	return c.OtherRequest
+}
 
 // ScenarioResult is one scenario's share of a configuration's row.
 type ScenarioResult struct {
@@ -230,6 +302,9 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 	if opts.DefaultModel == "" {
 		opts.DefaultModel = "large"
 	}
+	if opts.ProbeBackend == nil {
+		opts.ProbeBackend = opts.Backend
+	}
 	if opts.TTL == 0 {
 		opts.TTL = time.Hour
 	} else if opts.TTL < 0 {
@@ -254,6 +329,19 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 	configs = append(slices.Clone(configs), audited)
 
 	rep := &AuditReport{Source: opts.Source, Store: opts.StoreName, TTL: "none", TimeScale: opts.TimeScale, Lines: len(lines), Audited: AuditAudited}
+	for i := range opts.Probes {
+		switch p := &opts.Probes[i]; {
+		case p.IsPair():
+			rep.Pairs++
+		case p.Repeat():
+			rep.Repeats++
+		default:
+			rep.Probes++
+		}
+	}
+	if len(opts.Probes) > 0 {
+		rep.ProbeSeed = opts.ProbeSeed
+	}
 	if opts.TTL > 0 {
 		rep.TTL = opts.TTL.String()
 	}
@@ -274,6 +362,15 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 			return nil, fmt.Errorf("audit %s: %w", cfg.Name, err)
 		}
 		res.Scenarios = scenarioResults(rep.Scenarios, lines, res.Lines)
+		if len(opts.Probes) > 0 {
+			pr, unexpected, err := runProbes(ctx, opts.Probes, cfg, nil, &opts)
+			if err != nil {
+				return nil, fmt.Errorf("audit %s: probes: %w", cfg.Name, err)
+			}
+			res.Probe, res.LeakUpper95 = pr, &pr.LeakUpper95
+			res.Unexpected = append(res.Unexpected, unexpected...)
+			res.Verdict = verdict(&res)
+		}
 		byName[res.Name] = len(rep.Configs)
 		rep.Configs = append(rep.Configs, res)
 	}
@@ -287,6 +384,42 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 		}
 	}
 	rep.Failed = VerdictFails(rep.AuditedConfig().Verdict)
+	if len(opts.Probes) > 0 {
+		sem := opts.SemanticConfigs
+		if sem == nil {
+			sem = StandardSemanticConfigs()
+		}
+		texts := opts.PairTexts
+		if texts == nil {
+			for i := range lines {
+				texts = append(texts, lines[i].Text)
+			}
+		}
+		// The semantic configurations measure no latency: two at a time.
+		rep.Semantic = make([]ConfigResult, len(sem))
+		errs := make([]error, len(sem))
+		embs := &embedders{}
+		slots := make(chan struct{}, 2)
+		var wg sync.WaitGroup
+		for i, cfg := range sem {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				slots <- struct{}{}
+				defer func() { <-slots }()
+				res, err := auditSemantic(ctx, cfg, texts, embs, &opts)
+				if err != nil {
+					errs[i] = fmt.Errorf("audit %s: %w", cfg.Name, err)
+					return
+				}
+				rep.Semantic[i] = *res
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+	}
 	if opts.SideChannel != nil {
 		sc, err := SideChannel(ctx, *opts.SideChannel)
 		if err != nil {
@@ -327,11 +460,7 @@ func auditConfig(ctx context.Context, lines []ScenarioLine, cfg AuditConfig, opt
 			lr.Cache = resp.Trace.Cache
 			lr.Mismatch = resp.Trace.ScopeMismatch
 			if lr.Cache == model.CacheHit {
-				lr.Leak = cache.LeakKind(resp.Scope, req.Scope)
-				if lr.Leak == "" {
-					origin, ok := be.origin(resp.Model)
-					lr.OtherRequest = !ok || !sameRequest(origin, req)
-				}
+				lr.Leak, lr.OtherRequest = be.judge(resp, req)
 			}
 		}
 		results[i] = lr
@@ -453,19 +582,29 @@ func auditConfig(ctx context.Context, lines []ScenarioLine, cfg AuditConfig, opt
 	res.Invalidated = st.Invalidated
 	res.DiscardedWrites = st.DiscardedWrites
 	res.NotCached = st.NotCached
-	switch {
-	case res.Leaks.Total() > 0:
-		res.Verdict = VerdictLeaks
-	case res.OtherRequest > 0:
-		res.Verdict = VerdictWrong
-	case len(res.Unexpected) > 0:
-		res.Verdict = VerdictUnexpected
-	case res.ScopeMismatches > 0:
-		res.Verdict = VerdictRefused
-	default:
-		res.Verdict = VerdictOK
-	}
+	res.Verdict = verdict(&res)
 	return res, nil
+}
+
+// verdict judges a configuration from its scenario and probe counts.
+func verdict(res *ConfigResult) string {
+	leaks, other, refused := res.Leaks.Total(), res.OtherRequest, res.ScopeMismatches
+	if p := res.Probe; p != nil {
+		leaks += p.Leaks.Total()
+		other += p.OtherRequest
+		refused += uint64(p.Refused)
+	}
+	switch {
+	case leaks > 0:
+		return VerdictLeaks
+	case other > 0:
+		return VerdictWrong
+	case len(res.Unexpected) > 0:
+		return VerdictUnexpected
+	case refused > 0:
+		return VerdictRefused
+	}
+	return VerdictOK
 }
 
 func orDash(s string) string {
@@ -504,25 +643,15 @@ func scenarioResults(names []string, lines []ScenarioLine, results []LineResult)
 }
 
 // addKind counts one hit of a leak kind; "" counts nothing.
-func addKind(l *cache.LeakCounts, kind string) {
-	switch kind {
-	case cache.LeakCrossTenant:
-		l.CrossTenant++
-	case cache.LeakPermission:
-		l.Permission++
-	case cache.LeakStale:
-		l.Stale++
-	case cache.LeakLanguage:
-		l.Language++
-	}
-}
+func addKind(l *cache.LeakCounts, kind string) { l.Add(kind) }
 
 // sameRequest reports whether a hit built for origin answers req: the
-// same request apart from its scope (judged separately) and its id.
+// same request apart from its scope and conversation (judged separately)
+// and its id.
 func sameRequest(origin, req *model.Request) bool {
 	return origin.Model == req.Model && origin.Mode == req.Mode && origin.MaxTokens == req.MaxTokens &&
 		origin.Temperature == req.Temperature && origin.ContractHash == req.ContractHash &&
-		cache.NormalizeText(origin.System) == cache.NormalizeText(req.System) && cache.NormalizeText(origin.Text) == cache.NormalizeText(req.Text)
+		cache.NormalizeText(origin.Text) == cache.NormalizeText(req.Text)
 }
 
 // keyLabel is "full" for every field, else the canonical list.
@@ -555,106 +684,4 @@ func roundTo(v float64, dec int) float64 {
 	}
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', dec, 64), 64)
 	return r
-}
-
-// offsetClock is wall-clock time plus a jump the scenario lines control.
-type offsetClock struct{ off atomic.Int64 }
-
-func (c *offsetClock) Now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
-func (c *offsetClock) Advance(d time.Duration) { c.off.Add(int64(d)) }
-
-// auditBackend wraps the audited backend: it forces each line's fault,
-// holds requests until their release, and stamps every answer's Model with
-// a provenance number ("large#17") so that a hit, through any store, can be
-// traced to the request that built it.
-type auditBackend struct {
-	next  model.Model
-	lines map[string]*ScenarioLine
-
-	mu    sync.Mutex
-	holds map[string]*heldRequest
-	built []*model.Request // provenance number → request
-}
-
-type heldRequest struct {
-	entered, release, done chan struct{}
-	enterOnce, relOnce     sync.Once
-}
-
-func (h *heldRequest) releaseOnce() { h.relOnce.Do(func() { close(h.release) }) }
-
-func newAuditBackend(next model.Model, lines []ScenarioLine) *auditBackend {
-	b := &auditBackend{next: next, lines: map[string]*ScenarioLine{}, holds: map[string]*heldRequest{}}
-	for i := range lines {
-		b.lines[lines[i].ID] = &lines[i]
-	}
-	return b
-}
-
-// hold makes the backend call of request id wait for the returned release.
-func (b *auditBackend) hold(id string) *heldRequest {
-	h := &heldRequest{entered: make(chan struct{}), release: make(chan struct{}), done: make(chan struct{})}
-	b.mu.Lock()
-	b.holds[id] = h
-	b.mu.Unlock()
-	return h
-}
-
-// Complete implements model.Model.
-func (b *auditBackend) Complete(ctx context.Context, req *model.Request) (*model.Response, error) {
-	b.mu.Lock()
-	h := b.holds[req.TaskID]
-	b.mu.Unlock()
-	if h != nil {
-		h.enterOnce.Do(func() { close(h.entered) })
-		select {
-		case <-h.release:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	fault := ""
-	if l := b.lines[req.TaskID]; l != nil {
-		fault = l.Fault
-	}
-	if fault == FaultError {
-		return &model.Response{Trace: model.Trace{Attempts: 1}}, fmt.Errorf("%w: fault forced by the scenario", model.ErrBackend)
-	}
-	resp, err := b.next.Complete(ctx, req)
-	if err != nil || resp == nil {
-		return resp, err
-	}
-	switch fault {
-	case FaultTruncate:
-		resp.Content = resp.Content[:len(resp.Content)/2]
-		resp.FinishReason = model.FinishLength
-	case FaultContract:
-		// What the contract layer reports for an answer that breaks it.
-		resp.Trace.Validated, resp.Trace.ContractOK = true, false
-		resp.Trace.Violations = []string{"/evidence: minItems: want at least 1 item (forced by the scenario)"}
-	}
-	b.mu.Lock()
-	n := len(b.built)
-	b.built = append(b.built, req.Clone())
-	b.mu.Unlock()
-	resp.Model = resp.Model + "#" + strconv.Itoa(n)
-	return resp, nil
-}
-
-// origin returns the request an answer with this Model stamp was built for.
-func (b *auditBackend) origin(stamp string) (*model.Request, bool) {
-	i := strings.LastIndexByte(stamp, '#')
-	if i < 0 {
-		return nil, false
-	}
-	n, err := strconv.Atoi(stamp[i+1:])
-	if err != nil {
-		return nil, false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if n < 0 || n >= len(b.built) {
-		return nil, false
-	}
-	return b.built[n], true
 }

@@ -114,10 +114,12 @@ var scenarioWant = []struct {
 	{scenario: "doc_bump_in_flight", fullHits: 1, textLeaks: cache.LeakCounts{Stale: 1}, missEverywhere: []string{"if4", "if9"}},
 	{scenario: "languages", fullHits: 3, textLeaks: cache.LeakCounts{Language: 3}},
 	{scenario: "field_boundary", fullHits: 0, textLeaks: cache.LeakCounts{Permission: 1}, missEverywhere: []string{"fb2"}},
-	{scenario: "request_params", fullHits: 2, textOther: 6},
+	{scenario: "request_params", fullHits: 2, textLeaks: cache.LeakCounts{SystemPrompt: 1}, textOther: 5},
 	{scenario: "ttl_expiry", fullHits: 2, missEverywhere: []string{"tt3"}},
 	{scenario: "faults_not_cached", fullHits: 3, missEverywhere: []string{"er2", "tr2", "cf2"}},
 	{scenario: "many_tenants_parallel", fullHits: 12, textLeaks: cache.LeakCounts{CrossTenant: 11}, atLeast: true},
+	{scenario: "system_prompt", fullHits: 2, textLeaks: cache.LeakCounts{SystemPrompt: 3}},
+	{scenario: "history", fullHits: 2, textLeaks: cache.LeakCounts{History: 4}},
 }
 
 // Every built-in scenario, on both stores.
@@ -200,7 +202,8 @@ func TestAuditLadderAndVerdicts(t *testing.T) {
 			}{
 				{cache.PresetFull, false, VerdictOK},
 				{cache.PresetText, true, VerdictLeaks},
-				{"tenant,permission,doc_version,lang,text", true, VerdictWrong},
+				{"tenant,permission,doc_version,lang,text", true, VerdictLeaks},
+				{"tenant,permission,doc_version,lang,system,history,text", true, VerdictWrong},
 			} {
 				rep := runAudit(t, st, tc.audited)
 				a := rep.AuditedConfig()
@@ -208,14 +211,14 @@ func TestAuditLadderAndVerdicts(t *testing.T) {
 					t.Errorf("audited %s: failed %v, verdict %s; want %v, %s", tc.audited, rep.Failed, a.Verdict, tc.wantFailed, tc.wantVerdict)
 				}
 				if tc.audited == cache.PresetText {
-					if l := a.Leaks; l.CrossTenant == 0 || l.Permission == 0 || l.Stale == 0 || l.Language == 0 {
+					if l := a.Leaks; l.CrossTenant == 0 || l.Permission == 0 || l.Stale == 0 || l.Language == 0 || l.SystemPrompt == 0 || l.History == 0 {
 						t.Errorf("audited text: leaks %+v; want every kind counted", l)
 					}
 				}
 				if tc.audited != cache.PresetFull {
 					continue
 				}
-				ladder := []string{AuditText, AuditTenant, AuditPermission, AuditDocVersion, AuditLang, AuditFull}
+				ladder := []string{AuditText, AuditTenant, AuditPermission, AuditDocVersion, AuditLang, AuditConversation, AuditFull}
 				for i := 1; i < len(ladder); i++ {
 					prev, cur := configByName(t, rep, ladder[i-1]), configByName(t, rep, ladder[i])
 					if cur.HitRate > prev.HitRate || cur.HitCost == nil || *cur.HitCost != roundTo(prev.HitRate-cur.HitRate, 4) {
@@ -223,10 +226,11 @@ func TestAuditLadderAndVerdicts(t *testing.T) {
 					}
 				}
 				gone := map[string]func(cache.LeakCounts) uint64{
-					AuditTenant:     func(l cache.LeakCounts) uint64 { return l.CrossTenant },
-					AuditPermission: func(l cache.LeakCounts) uint64 { return l.CrossTenant + l.Permission },
-					AuditDocVersion: func(l cache.LeakCounts) uint64 { return l.CrossTenant + l.Permission + l.Stale },
-					AuditLang:       func(l cache.LeakCounts) uint64 { return l.Total() },
+					AuditTenant:       func(l cache.LeakCounts) uint64 { return l.CrossTenant },
+					AuditPermission:   func(l cache.LeakCounts) uint64 { return l.CrossTenant + l.Permission },
+					AuditDocVersion:   func(l cache.LeakCounts) uint64 { return l.CrossTenant + l.Permission + l.Stale },
+					AuditLang:         func(l cache.LeakCounts) uint64 { return l.CrossTenant + l.Permission + l.Stale + l.Language },
+					AuditConversation: func(l cache.LeakCounts) uint64 { return l.Total() },
 				}
 				for name, f := range gone {
 					if n := f(configByName(t, rep, name).Leaks); n != 0 {
@@ -234,7 +238,7 @@ func TestAuditLadderAndVerdicts(t *testing.T) {
 					}
 				}
 				verdicts := map[string]string{
-					AuditText: VerdictLeaks, AuditLang: VerdictWrong, AuditFull: VerdictOK, AuditFullNoCheck: VerdictOK,
+					AuditText: VerdictLeaks, AuditLang: VerdictLeaks, AuditConversation: VerdictWrong, AuditFull: VerdictOK, AuditFullNoCheck: VerdictOK,
 					AuditTextChecked: VerdictWrong, // scope refused, but mode/model differences pass the text key's check
 				}
 				for name, want := range verdicts {
@@ -333,8 +337,8 @@ func TestAuditReportOutput(t *testing.T) {
 		t.Fatalf("audited %q, %d configs; want %q and %d", got.Audited, len(got.Configs), AuditAudited, len(StandardConfigs())+1)
 	}
 	last := got.Configs[len(got.Configs)-1]
-	if last.Name != AuditAudited || last.Key != "text" || last.HitRate == nil || last.Verdict != VerdictLeaks || len(last.Leaks) != 4 {
-		t.Fatalf("audited config JSON = %+v; want name, key, hit_rate, four leak kinds and verdict", last)
+	if last.Name != AuditAudited || last.Key != "text" || last.HitRate == nil || last.Verdict != VerdictLeaks || len(last.Leaks) != len(cache.LeakKinds()) {
+		t.Fatalf("audited config JSON = %+v; want name, key, hit_rate, every leak kind and verdict", last)
 	}
 	var b strings.Builder
 	if err := rep.WriteText(&b); err != nil {
@@ -406,6 +410,10 @@ func TestReadScenariosErrors(t *testing.T) {
 		{"negative advance", `{` + ok + `,"id":"a","text":"x","advance":"-1s"}`, 1, "advance"},
 		{"bad expect", `{` + ok + `,"id":"a","text":"x","expect":"maybe"}`, 1, "expect"},
 		{"unknown model", `{` + ok + `,"id":"a","text":"x","model":"huge"}`, 1, "model"},
+		{"history role", `{` + ok + `,"id":"a","text":"x","history":[{"role":"system","content":"be brief"}]}`, 1, "history"},
+		{"history empty turn", `{` + ok + `,"id":"a","text":"x","history":[{"role":"user","content":" "}]}`, 1, "history"},
+		{"history not a list", `{` + ok + `,"id":"a","text":"x","history":"hi"}`, 1, "history"},
+		{"history on an action", `{"scenario":"s","id":"i","invalidate":"tenant","tenant":"t","history":[{"role":"user","content":"x"}]}`, 1, "history"},
 		{"duplicate id", `{` + ok + `,"id":"a","text":"x"}` + "\n" + `{` + ok + `,"id":"a","text":"y"}`, 2, "id"},
 		{"release without hold", `{"scenario":"s","id":"r","release":"w"}`, 1, "release"},
 		{"hold never released", `{` + ok + `,"id":"a","text":"x","hold":"w"}`, 1, "hold"},

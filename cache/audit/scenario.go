@@ -53,8 +53,8 @@ const (
 // release set, no text):
 //
 //   - request: scenario, id, text, tenant, permission, lang, doc_version are
-//     required; user, model, mode, max_tokens, temperature, system and
-//     contract are optional (model defaults to the audit's default model,
+//     required; user, model, mode, max_tokens, temperature, system, history
+//     and contract are optional (model defaults to the audit's default model,
 //     mode to full). tenant and permission stand for the caller's
 //     identity; a "namespace" the client writes can only be part of the
 //     text, which is what a client controls.
@@ -88,14 +88,17 @@ type ScenarioLine struct {
 	MaxTokens   int     `json:"max_tokens,omitempty"`
 	Temperature float64 `json:"temperature,omitempty"`
 	System      string  `json:"system,omitempty"`
-	Contract    string  `json:"contract,omitempty"`
-	Advance     string  `json:"advance,omitempty"`
-	Fault       string  `json:"fault,omitempty"`
-	Hold        string  `json:"hold,omitempty"`
-	Release     string  `json:"release,omitempty"`
-	Invalidate  string  `json:"invalidate,omitempty"`
-	Parallel    string  `json:"parallel,omitempty"`
-	Expect      string  `json:"expect,omitempty"`
+	// History holds a conversation's earlier turns (roles user and
+	// assistant); Text is then its last user message.
+	History    []model.Message `json:"history,omitempty"`
+	Contract   string          `json:"contract,omitempty"`
+	Advance    string          `json:"advance,omitempty"`
+	Fault      string          `json:"fault,omitempty"`
+	Hold       string          `json:"hold,omitempty"`
+	Release    string          `json:"release,omitempty"`
+	Invalidate string          `json:"invalidate,omitempty"`
+	Parallel   string          `json:"parallel,omitempty"`
+	Expect     string          `json:"expect,omitempty"`
 
 	// Line is the 1-based line in the file (set by ReadScenarios).
 	Line int `json:"-"`
@@ -109,7 +112,7 @@ func (l *ScenarioLine) IsRequest() bool { return l.Text != "" }
 // Request builds the line's request; defModel fills an empty model.
 func (l *ScenarioLine) Request(defModel string) *model.Request {
 	r := &model.Request{
-		TaskID: l.ID, Text: l.Text, System: l.System, User: l.User,
+		TaskID: l.ID, Text: l.Text, System: l.System, History: l.History, User: l.User,
 		Scope:       model.Scope{Tenant: l.Tenant, Permission: l.Permission, Lang: l.Lang, DocVersion: l.DocVersion},
 		Model:       l.Model,
 		Mode:        l.Mode,
@@ -231,7 +234,7 @@ func (l *ScenarioLine) check(bad func(field, format string, args ...any) error, 
 		}{
 			{"user", l.User != ""}, {"lang", l.Lang != ""}, {"doc_version", l.DocVersion != ""}, {"model", l.Model != ""},
 			{"mode", l.Mode != ""}, {"max_tokens", l.MaxTokens != 0}, {"temperature", l.Temperature != 0}, {"system", l.System != ""},
-			{"contract", l.Contract != ""}, {"fault", l.Fault != ""}, {"hold", l.Hold != ""}, {"parallel", l.Parallel != ""}, {"expect", l.Expect != ""},
+			{"contract", l.Contract != ""}, {"history", len(l.History) > 0}, {"fault", l.Fault != ""}, {"hold", l.Hold != ""}, {"parallel", l.Parallel != ""}, {"expect", l.Expect != ""},
 		} {
 			if f.set {
 				return bad(f.name, "not allowed on an invalidate or release line")
@@ -273,6 +276,14 @@ func (l *ScenarioLine) check(bad func(field, format string, args ...any) error, 
 	case "", model.ModeFull, model.ModeShort, model.ModeOverShort:
 	default:
 		return bad("mode", "unknown mode %q (want %s, %s or %s)", l.Mode, model.ModeFull, model.ModeShort, model.ModeOverShort)
+	}
+	for i, m := range l.History {
+		if m.Role != model.RoleUser && m.Role != model.RoleAssistant {
+			return bad("history", "turn %d: role %q (want %s or %s; the system prompt is the field system)", i+1, m.Role, model.RoleUser, model.RoleAssistant)
+		}
+		if strings.TrimSpace(m.Content) == "" {
+			return bad("history", "turn %d: content required and empty", i+1)
+		}
 	}
 	if l.MaxTokens < 0 {
 		return bad("max_tokens", "must not be negative, got %d", l.MaxTokens)

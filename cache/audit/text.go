@@ -18,7 +18,7 @@ func (r *AuditReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "store %s, ttl %s, simulated models at time-scale %g; latency is wall-clock ms per request, nearest rank\n\n", r.Store, r.TTL, r.TimeScale)
 
 	t := textTable{header: []string{"config", "key", "check", "requests", "hits", "hit_rate", "hit_cost",
-		"cross_tenant", "permission", "stale", "language", "other_req", "refused", "invalidated",
+		"cross_tenant", "permission", "stale", "language", "system_prompt", "history", "other_req", "refused", "invalidated",
 		"hit_p50", "hit_p95", "miss_p50", "miss_p95", "verdict"}}
 	for i := range r.Configs {
 		c := &r.Configs[i]
@@ -27,13 +27,33 @@ func (r *AuditReport) WriteText(w io.Writer) error {
 			cost = strings.Replace(fmt.Sprintf("%.1fpp", 100**c.HitCost), "-0.0pp", "0.0pp", 1)
 		}
 		t.add(c.Name, c.Key, yesNo(c.CheckOnHit), strconv.Itoa(c.Requests), strconv.Itoa(c.Hits), pct(c.HitRate), cost,
-			u(c.Leaks.CrossTenant), u(c.Leaks.Permission), u(c.Leaks.Stale), u(c.Leaks.Language), strconv.Itoa(c.OtherRequest),
+			u(c.Leaks.CrossTenant), u(c.Leaks.Permission), u(c.Leaks.Stale), u(c.Leaks.Language), u(c.Leaks.SystemPrompt), u(c.Leaks.History), strconv.Itoa(c.OtherRequest),
 			u(c.ScopeMismatches), u(c.Invalidated),
 			msp(c.HitP50Ms), msp(c.HitP95Ms), msp(c.MissP50Ms), msp(c.MissP95Ms), c.Verdict)
 	}
 	t.write(&b)
-	b.WriteString("hit_cost: hit rate lost against the row it adds to (text → +tenant → +permission → +doc_version → +lang → full; full-nocheck and text-checked against full and text; audited against text)\n")
-	b.WriteString("cross_tenant … language: hits served an answer built for another scope; other_req: hits built for another model, mode, max tokens, sampling, contract or system prompt; refused: hits check-on-hit turned into misses\n")
+	b.WriteString("hit_cost: hit rate lost against the row it adds to (text → +tenant → +permission → +doc_version → +lang → +conversation → full; full-nocheck and text-checked against full and text; audited against text)\n")
+	b.WriteString("cross_tenant … history: hits served an answer built for another scope, system prompt or conversation history; other_req: hits built for another model, mode, max tokens, sampling or contract; refused: hits check-on-hit turned into misses\n")
+
+	if r.Probes > 0 {
+		fmt.Fprintf(&b, "\nleak proof: %d cross-scope probes (each a request, then the same question from another tenant, permission, document version, language, system prompt or history, drawn with seed %d) and %d same-scope repeats\n", r.Probes, r.ProbeSeed, r.Repeats)
+		pt := textTable{header: []string{"config", "key", "check", "probes", "leaks", "leak_upper_95", "cross_tenant", "permission", "stale", "language", "system_prompt", "history", "other_req", "refused", "repeat_hits", "verdict"}}
+		for i := range r.Configs {
+			c := &r.Configs[i]
+			p := c.Probe
+			if p == nil {
+				continue
+			}
+			pt.add(c.Name, c.Key, yesNo(c.CheckOnHit), strconv.Itoa(p.Probes), u(p.Leaks.Total()), bound(p.LeakUpper95),
+				u(p.Leaks.CrossTenant), u(p.Leaks.Permission), u(p.Leaks.Stale), u(p.Leaks.Language), u(p.Leaks.SystemPrompt), u(p.Leaks.History),
+				strconv.Itoa(p.OtherRequest), strconv.Itoa(p.Refused), fmt.Sprintf("%d/%d", p.RepeatHits, p.Repeats), c.Verdict)
+		}
+		pt.write(&b)
+		b.WriteString("leak_upper_95: one-sided 95% upper bound on the leak rate per cross-scope probe (exact binomial, Clopper–Pearson; zero leaks in N bound it by 1−0.05^(1/N) ≈ 3/N)\n")
+	}
+	if len(r.Semantic) > 0 {
+		writeSideBySide(&b, r)
+	}
 
 	b.WriteString("\nhits/wrong (leaks + other_req) per scenario:\n")
 	st := textTable{header: append([]string{"scenario", "requests"}, configNames(r)...)}
@@ -74,10 +94,57 @@ func (r *AuditReport) WriteText(w io.Writer) error {
 
 	if a := r.AuditedConfig(); a != nil {
 		fmt.Fprintf(&b, "\naudited: key %s, check on hit %s: %s", a.Key, onOff(a.CheckOnHit), verdictText(a))
+		if p := a.Probe; p != nil {
+			fmt.Fprintf(&b, "; leak proof: %d leaks in %d probes, leak rate <= %s (95%%, one-sided)", p.Leaks.Total(), p.Probes, bound(p.LeakUpper95))
+		}
 		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSideBySide prints exact and semantic key designs on the same
+// probes: hit rate on repeats and paraphrases, false hits on hard
+// negatives and leaks, each count beside its bound.
+func writeSideBySide(b *strings.Builder, r *AuditReport) {
+	var para, neg int
+	if p := r.Semantic[0].Probe; p != nil {
+		para, neg = p.Paraphrases, p.HardNegatives
+	}
+	fmt.Fprintf(b, "\nsemantic key designs beside exact ones, on the same probes: %d pairs in one scope each — %d paraphrases (rewording, typo, greeting: should hit) and %d hard negatives (negation, another number, identifier or product: must not hit)\n", r.Pairs, para, neg)
+	t := textTable{header: []string{"config", "kind", "key", "check", "threshold", "embedder", "repeat_hits", "paraphrase_hits", "false_hits", "false_hit_upper_95", "leaks", "leak_upper_95", "verdict"}}
+	row := func(c *ConfigResult) {
+		p := c.Probe
+		if p == nil {
+			return
+		}
+		kind, thr, emb := "exact", "-", "-"
+		if c.Kind != "" {
+			kind, thr, emb = c.Kind, strconv.FormatFloat(c.Threshold, 'f', 4, 64), c.Embedder
+		}
+		t.add(c.Name, kind, c.Key, yesNo(c.CheckOnHit), thr, emb, fmt.Sprintf("%d/%d", p.RepeatHits, p.Repeats),
+			fmt.Sprintf("%d/%d %s", p.ParaphraseHits, p.Paraphrases, pct(p.ParaphraseHitRate)),
+			fmt.Sprintf("%d/%d", p.FalseHits, p.HardNegatives), bound(p.FalseHitUpper95),
+			u(p.Leaks.Total()), bound(p.LeakUpper95), c.Verdict)
+	}
+	for i := range r.Configs {
+		row(&r.Configs[i])
+	}
+	for i := range r.Semantic {
+		row(&r.Semantic[i])
+	}
+	t.write(b)
+	for i := range r.Semantic {
+		c := &r.Semantic[i]
+		if c.Tune == nil {
+			continue
+		}
+		h := c.Tune.Holdout
+		fmt.Fprintf(b, "%s: threshold %.4f chosen on %d calibration pairs (no false hit allowed); on %d holdout pairs: paraphrase hits %d/%d (%s), false hits %d/%d (<= %s)\n",
+			c.Name, c.Tune.Threshold, c.Tune.Calibration.Paraphrases+c.Tune.Calibration.HardNegatives,
+			h.Paraphrases+h.HardNegatives, h.Hits, h.Paraphrases, pct(h.HitRate), h.FalseHits, h.HardNegatives, bound(h.FalseHitUpper95))
+	}
+	b.WriteString("false_hit_upper_95: one-sided 95% upper bound on the false-hit rate per hard negative (Clopper–Pearson); a semantic cache partitions by every key field but the text, so its leaks come only from a key without scope fields\n")
 }
 
 func configNames(r *AuditReport) []string {
@@ -93,27 +160,38 @@ func verdictText(c *ConfigResult) string {
 	switch c.Verdict {
 	case VerdictLeaks:
 		var kinds []string
-		for _, k := range []struct {
-			name string
-			n    uint64
-		}{{cache.LeakCrossTenant, c.Leaks.CrossTenant}, {cache.LeakPermission, c.Leaks.Permission}, {cache.LeakStale, c.Leaks.Stale}, {cache.LeakLanguage, c.Leaks.Language}} {
-			if k.n > 0 {
-				kinds = append(kinds, fmt.Sprintf("%s %d", k.name, k.n))
+		all := c.AllLeaks()
+		for _, k := range cache.LeakKinds() {
+			if n := all.Get(k); n > 0 {
+				kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 			}
 		}
-		s := fmt.Sprintf("LEAKS: %d answers served to another scope (%s)", c.LeakTotal(), strings.Join(kinds, ", "))
-		if c.OtherRequest > 0 {
-			s += fmt.Sprintf(", and %d built for another request", c.OtherRequest)
+		s := fmt.Sprintf("LEAKS: %d answers served to another scope or conversation (%s)", c.LeakTotal(), strings.Join(kinds, ", "))
+		if c.OtherTotal() > 0 {
+			s += fmt.Sprintf(", and %d built for another request", c.OtherTotal())
 		}
 		return s
 	case VerdictWrong:
-		return fmt.Sprintf("WRONG ANSWERS: %d hits built for another request (model, mode, max tokens, sampling, contract or system prompt)", c.OtherRequest)
+		return fmt.Sprintf("WRONG ANSWERS: %d hits built for another request (model, mode, max tokens, sampling or contract)", c.OtherTotal())
 	case VerdictUnexpected:
 		return fmt.Sprintf("UNEXPECTED: %d lines did not hit or miss as expected", len(c.Unexpected))
 	case VerdictRefused:
-		return fmt.Sprintf("no leaks, but only because check on hit refused %d hits the key alone would have served", c.ScopeMismatches)
+		refused := c.ScopeMismatches
+		if c.Probe != nil {
+			refused += uint64(c.Probe.Refused)
+		}
+		return fmt.Sprintf("no leaks, but only because check on hit refused %d hits the key alone would have served", refused)
 	}
 	return fmt.Sprintf("no leaks, no wrong answers (hit rate %s)", pct(c.HitRate))
+}
+
+// bound prints a rate bound as a percentage with three significant
+// digits: 0.0300%, 3.39%, 100%.
+func bound(v float64) string {
+	if v >= 0.9995 {
+		return "100%"
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%#.3g", 100*v), ".") + "%"
 }
 
 func yesNo(b bool) string {

@@ -157,6 +157,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.complete(w, r)
+	case "/v1/embeddings", "/embeddings":
+		s.serveEmbeddings(w, r)
 	case "/v1/models", "/models":
 		openai.WriteModels(w, s.names, s.created)
 	case "/healthz":

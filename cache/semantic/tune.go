@@ -1,0 +1,158 @@
+package semantic
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/crab-testbed/crab/internal/binom"
+)
+
+// Scored is a labelled pair's similarity under one embedder.
+type Scored struct {
+	Kind       string  `json:"kind"`
+	Same       bool    `json:"same"`
+	Similarity float64 `json:"similarity"`
+}
+
+// Score embeds both texts of every pair (in one call per 256 pairs) and
+// returns their cosine similarities, in order.
+func Score(ctx context.Context, emb Embedder, pairs []Pair) ([]Scored, error) {
+	out := make([]Scored, 0, len(pairs))
+	for start := 0; start < len(pairs); start += 256 {
+		chunk := pairs[start:min(start+256, len(pairs))]
+		texts := make([]string, 0, 2*len(chunk))
+		for _, p := range chunk {
+			texts = append(texts, p.A, p.B)
+		}
+		vecs, err := emb.Embed(ctx, texts)
+		if err != nil {
+			return nil, err
+		}
+		if len(vecs) != len(texts) {
+			return nil, fmt.Errorf("semantic: %d vectors for %d texts", len(vecs), len(texts))
+		}
+		for i, p := range chunk {
+			a, b := vecs[2*i], vecs[2*i+1]
+			if len(a) != len(b) {
+				return nil, fmt.Errorf("semantic: vectors of lengths %d and %d", len(a), len(b))
+			}
+			out = append(out, Scored{Kind: p.Kind, Same: p.Same, Similarity: float64(dot(a, b))})
+		}
+	}
+	return out, nil
+}
+
+// TuneOptions configure Tune.
+type TuneOptions struct {
+	// MaxFalseHitRate is the largest share of the calibration hard
+	// negatives the chosen threshold may serve (default 0: none).
+	MaxFalseHitRate float64
+	// Min and Max bound the threshold (defaults 0.5 and 1).
+	Min, Max float64
+}
+
+// TuneResult is the threshold Tune chose and what it does, measured once
+// on the holdout pairs.
+type TuneResult struct {
+	Threshold float64 `json:"threshold"`
+	// Calibration: what the threshold does on the pairs it was chosen on.
+	Calibration Outcome `json:"calibration"`
+	// Holdout: the same, on pairs the choice never saw — the figures to
+	// report.
+	Holdout Outcome `json:"holdout"`
+}
+
+// Outcome is a threshold's effect on labelled pairs.
+type Outcome struct {
+	// Paraphrases and Hits: same-meaning pairs, and those at or above
+	// the threshold (served); HitRate is Hits / Paraphrases.
+	Paraphrases int     `json:"paraphrases"`
+	Hits        int     `json:"hits"`
+	HitRate     float64 `json:"hit_rate"`
+	// HardNegatives and FalseHits: pairs of another meaning, and those a
+	// cache at this threshold would serve; FalseHitUpper95 is the exact
+	// one-sided 95% upper bound on the false-hit rate.
+	HardNegatives   int     `json:"hard_negatives"`
+	FalseHits       int     `json:"false_hits"`
+	FalseHitRate    float64 `json:"false_hit_rate"`
+	FalseHitUpper95 float64 `json:"false_hit_upper_95"`
+}
+
+// Evaluate is the outcome of a threshold on scored pairs: a pair is
+// served when its similarity is at least the threshold.
+func Evaluate(scored []Scored, threshold float64) Outcome {
+	var o Outcome
+	for _, s := range scored {
+		hit := s.Similarity >= threshold-1e-6
+		if s.Same {
+			o.Paraphrases++
+			if hit {
+				o.Hits++
+			}
+		} else {
+			o.HardNegatives++
+			if hit {
+				o.FalseHits++
+			}
+		}
+	}
+	if o.Paraphrases > 0 {
+		o.HitRate = float64(o.Hits) / float64(o.Paraphrases)
+	}
+	if o.HardNegatives > 0 {
+		o.FalseHitRate = float64(o.FalseHits) / float64(o.HardNegatives)
+	}
+	o.FalseHitUpper95 = binom.Upper95(o.FalseHits, o.HardNegatives)
+	return o
+}
+
+// Tune chooses the similarity threshold on the calibration pairs: the
+// lowest threshold (highest hit rate) whose calibration false-hit rate is
+// at most opts.MaxFalseHitRate, placed midway between the hard negative
+// it excludes and the next similarity above; then it measures that
+// threshold once on the holdout pairs. Choose on one split and report on
+// the other: the calibration figures are optimistic by construction.
+func Tune(calib, holdout []Scored, opts TuneOptions) (*TuneResult, error) {
+	if opts.Min == 0 && opts.Max == 0 {
+		opts.Min, opts.Max = 0.5, 1
+	}
+	if !(opts.Min > 0 && opts.Min < opts.Max && opts.Max <= 1) || opts.MaxFalseHitRate < 0 || opts.MaxFalseHitRate >= 1 {
+		return nil, fmt.Errorf("%w: tune bounds [%v, %v], max false-hit rate %v", ErrBadConfig, opts.Min, opts.Max, opts.MaxFalseHitRate)
+	}
+	negatives := 0
+	for _, s := range calib {
+		if !s.Same {
+			negatives++
+		}
+	}
+	if negatives == 0 || negatives == len(calib) {
+		return nil, fmt.Errorf("%w: calibration needs paraphrases and hard negatives", ErrBadConfig)
+	}
+	// Candidates: midpoints between consecutive distinct similarities,
+	// and the bounds.
+	sims := make([]float64, 0, len(calib))
+	for _, s := range calib {
+		sims = append(sims, s.Similarity)
+	}
+	slices.Sort(sims)
+	sims = slices.Compact(sims)
+	cands := []float64{opts.Min}
+	for i := 1; i < len(sims); i++ {
+		if m := (sims[i-1] + sims[i]) / 2; m > opts.Min && m < opts.Max {
+			cands = append(cands, m)
+		}
+	}
+	cands = append(cands, opts.Max)
+	allowed := int(math.Floor(opts.MaxFalseHitRate * float64(negatives)))
+	best := opts.Max
+	for _, t := range cands { // ascending: the first that fits serves the most
+		if Evaluate(calib, t).FalseHits <= allowed {
+			best = t
+			break
+		}
+	}
+	best = math.Min(math.Ceil(best*1e4)/1e4, opts.Max) // rounded up: never below the excluded negative
+	return &TuneResult{Threshold: best, Calibration: Evaluate(calib, best), Holdout: Evaluate(holdout, best)}, nil
+}

@@ -1,0 +1,107 @@
+package semantic
+
+import (
+	"context"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/crab-testbed/crab/model/embed"
+)
+
+// scenarioTexts are the built-in scenario texts.
+func scenarioTexts(t testing.TB) []string {
+	t.Helper()
+	raw, err := os.ReadFile("../../fixtures/scenarios.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if i := strings.Index(l, `"text":"`); i >= 0 {
+			rest := l[i+8:]
+			out = append(out, rest[:strings.Index(rest, `"`)])
+		}
+	}
+	return out
+}
+
+func TestGeneratePairs(t *testing.T) {
+	t.Parallel()
+	texts := scenarioTexts(t)
+	pairs, err := GeneratePairs(texts, 700, 3, "ref")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := GeneratePairs(texts, 700, 3, "ref")
+	if !reflect.DeepEqual(pairs, again) {
+		t.Fatal("one seed, two draws")
+	}
+	kinds := map[string]int{}
+	for _, p := range pairs {
+		kinds[p.Kind]++
+		if p.A == p.B {
+			t.Fatalf("%s pair with equal texts: %q", p.Kind, p.A)
+		}
+		if want := slicesContains(ParaphraseKinds, p.Kind); p.Same != want {
+			t.Fatalf("%s pair labelled same = %v", p.Kind, p.Same)
+		}
+	}
+	for _, k := range append(append([]string{}, ParaphraseKinds...), HardNegativeKinds...) {
+		if kinds[k] < 25 {
+			t.Errorf("%d %s pairs of 700; want every kind drawn", kinds[k], k)
+		}
+	}
+	if _, err := GeneratePairs([]string{"hi"}, 5, 1, ""); err == nil {
+		t.Error("texts without a long word accepted")
+	}
+}
+
+func slicesContains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Tune on one split, report on another: with the guard features the
+// chosen threshold serves most paraphrases and no hard negative of the
+// calibration split; the plain embedder cannot separate negations and
+// numbers, so the same rule leaves it few hits.
+func TestTune(t *testing.T) {
+	t.Parallel()
+	texts := scenarioTexts(t)
+	calibPairs, _ := GeneratePairs(texts, 600, 1, "cal")
+	holdPairs, _ := GeneratePairs(texts, 600, 2, "hold")
+	for _, tc := range []struct {
+		guards  bool
+		minHits float64
+	}{{true, 0.7}, {false, 0}} {
+		h, _ := embed.NewHashed(embed.HashedConfig{Guards: tc.guards})
+		calib, err := Score(context.Background(), h, calibPairs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hold, _ := Score(context.Background(), h, holdPairs)
+		res, err := Tune(calib, hold, TuneOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Calibration.FalseHits != 0 {
+			t.Errorf("guards %v: %d calibration false hits; want 0", tc.guards, res.Calibration.FalseHits)
+		}
+		if res.Holdout.HitRate < tc.minHits || res.Holdout.Paraphrases == 0 || res.Holdout.HardNegatives == 0 {
+			t.Errorf("guards %v: holdout %+v; want hit rate >= %v", tc.guards, res.Holdout, tc.minHits)
+		}
+		t.Logf("guards %v: threshold %.4f, holdout %+v", tc.guards, res.Threshold, res.Holdout)
+	}
+	if _, err := Tune(nil, nil, TuneOptions{}); err == nil {
+		t.Error("empty calibration accepted")
+	}
+	if o := Evaluate([]Scored{{Same: true, Similarity: 0.95}, {Similarity: 0.97}, {Similarity: 0.5}}, 0.9); o.Hits != 1 || o.FalseHits != 1 || o.HardNegatives != 2 {
+		t.Errorf("Evaluate = %+v", o)
+	}
+}

@@ -1,0 +1,58 @@
+package binom
+
+import (
+	"math"
+	"testing"
+)
+
+func TestUpper(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		x, n int
+		conf float64
+		want float64
+	}{
+		// 1 − 0.05^(1/n): the rule of three's exact form.
+		{"zero of 10000", 0, 10000, 0.95, 2.9953e-4},
+		{"zero of 87", 0, 87, 0.95, 0.033848},
+		{"zero of 1", 0, 1, 0.95, 0.95},
+		// Reference values of the exact binomial upper bound (the p at
+		// which P[X <= x] = 0.05), checked by the CDF below too.
+		{"one of 10", 1, 10, 0.95, 0.39416},
+		{"five of 100", 5, 100, 0.95, 0.10225},
+		{"all", 10, 10, 0.95, 1},
+		{"no trials", 0, 0, 0.95, 1},
+	}
+	for _, tc := range tests {
+		got := Upper(tc.x, tc.n, tc.conf)
+		if math.Abs(got-tc.want) > 5e-5*math.Max(tc.want, 1e-3) && math.Abs(got-tc.want) > 1e-7 {
+			t.Errorf("%s: Upper(%d, %d, %v) = %.6g; want %.6g", tc.name, tc.x, tc.n, tc.conf, got, tc.want)
+		}
+	}
+	if !math.IsNaN(Upper(1, 10, 1)) || !math.IsNaN(Upper(-1, 10, 0.95)) {
+		t.Errorf("bad conf or x: want NaN")
+	}
+}
+
+// The bound is where the binomial CDF of x falls to 1−conf.
+func TestUpperIsCDFRoot(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ x, n int }{{1, 10}, {3, 50}, {7, 1000}, {0, 20}} {
+		p := Upper95(c.x, c.n)
+		if got := cdf(c.x, c.n, p); math.Abs(got-0.05) > 1e-6 {
+			t.Errorf("P[X <= %d | n=%d, p=%.6g] = %.8f; want 0.05", c.x, c.n, p, got)
+		}
+	}
+}
+
+func cdf(x, n int, p float64) float64 {
+	var s float64
+	for k := 0; k <= x; k++ {
+		lc, _ := math.Lgamma(float64(n + 1))
+		lk, _ := math.Lgamma(float64(k + 1))
+		lnk, _ := math.Lgamma(float64(n - k + 1))
+		s += math.Exp(lc - lk - lnk + float64(k)*math.Log(p) + float64(n-k)*math.Log1p(-p))
+	}
+	return s
+}
