@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,9 @@ type Runner struct {
 	Generator GeneratorMode
 
 	gen generatorOptions
+
+	byIDOnce sync.Once
+	byID     map[string]*Task
 }
 
 // PassMetrics is what one arm's pass reports beside its records.
@@ -419,6 +423,7 @@ func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j 
 	}
 	fill(&rec, resp)
 	r.grade(ctx, &rec, resp, req, t, false)
+	rec.FalseHit = r.falseHit(&rec, t)
 	// External graders (a command, a judge model) take their time beside
 	// the workers, like the shadow call, so they never hold up a
 	// scheduled request; they only see answers that could pass.
@@ -430,6 +435,7 @@ func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j 
 	return rec, func(rec *Record) {
 		if external {
 			r.grade(ctx, rec, resp, req, t, true)
+			rec.FalseHit = r.falseHit(rec, t)
 		}
 		if shadow {
 			r.judge(ctx, arm, t, req, resp, rec)
@@ -452,6 +458,9 @@ func fill(rec *Record, resp *model.Response) {
 	rec.TTFTMs = ms(rec.FirstByteAt.Sub(rec.IntendedAt))
 	rec.CacheMs, rec.RouteMs, rec.ModelMs, rec.ValidateMs = ms(tr.CacheDur), ms(tr.RouteDur), ms(tr.ModelDur), ms(tr.ValidateDur)
 	rec.Cache, rec.Leak, rec.ScopeMismatch = tr.Cache, tr.Leak, tr.ScopeMismatch
+	if tr.Cache == model.CacheHit {
+		rec.Similarity, rec.CacheOrigin = tr.Similarity, tr.Origin
+	}
 	rec.Model, rec.RouteScore, rec.Routed, rec.Escalated, rec.Attempts = resp.Model, tr.RouteScore, tr.Routed, tr.Escalated, tr.Attempts
 	rec.TokensIn, rec.TokensOut, rec.Cost = resp.Usage.TokensIn, resp.Usage.TokensOut, resp.Usage.Cost
 	rec.EscalationCost = tr.EscalationCost
@@ -526,4 +535,30 @@ func joinSystem(arm, task string) string {
 		return task
 	}
 	return arm + "\n\n" + task
+}
+
+// falseHit reports whether a semantic cache's hit served an answer this
+// task should not get: one built for another task whose expected answer
+// differs (the task set knows, as the simulated models do), or, when
+// either task has no expected answer, one the graders do not accept for
+// this task. A hit on the task's own entry is never false: it is the exact
+// cache's hit. Without expected answers and graders a served answer cannot
+// be judged, and the hit is not counted as false.
+func (r *Runner) falseHit(rec *Record, t *Task) bool {
+	if rec.Cache != model.CacheHit || rec.Similarity == 0 || rec.CacheOrigin == "" || rec.CacheOrigin == t.ID {
+		return false
+	}
+	r.byIDOnce.Do(func() {
+		r.byID = make(map[string]*Task, len(r.Tasks))
+		for i := range r.Tasks {
+			r.byID[r.Tasks[i].ID] = &r.Tasks[i]
+		}
+	})
+	if o := r.byID[rec.CacheOrigin]; o != nil && len(o.Expected) > 0 && len(t.Expected) > 0 {
+		return !reflect.DeepEqual(o.Expected, t.Expected)
+	}
+	if len(t.Expected) == 0 && !r.Grader.External() {
+		return false
+	}
+	return !rec.Correct
 }

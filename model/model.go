@@ -238,6 +238,10 @@ type Trace struct {
 	Similarity float64
 	// EmbedDur is a semantic cache's embedding call, outside CacheDur.
 	EmbedDur time.Duration
+	// Origin is, on a hit of a semantic cache, the TaskID of the request
+	// whose answer was stored and served: a runner that knows both tasks
+	// can tell whether the answer was right for this one.
+	Origin string
 
 	// Router layer.
 	Routed     bool

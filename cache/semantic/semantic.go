@@ -128,6 +128,7 @@ type entry struct {
 	conv   cache.Conversation
 	resp   *model.Response
 	stored time.Time
+	origin string // TaskID of the request the answer was built for
 }
 
 var _ cache.Layer = (*Cache)(nil)
@@ -248,6 +249,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 				resp := cache.Served(e.resp, leak, now.Sub(start)-embedDur)
 				resp.Trace.Similarity = float64(sim)
 				resp.Trace.EmbedDur = embedDur
+				resp.Trace.Origin = e.origin
 				return resp, nil
 			}
 		}
@@ -268,7 +270,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 		}
 		c.insert(pkey, &entry{
 			vec: vec, text: text, params: partitionKey(c.full, req), scope: scope,
-			conv: cache.ConversationOf(req), resp: resp.Clone(), stored: storeStart,
+			conv: cache.ConversationOf(req), resp: resp.Clone(), stored: storeStart, origin: req.TaskID,
 		})
 		c.st.stored.Add(1)
 	}

@@ -155,6 +155,9 @@ func decide(s *Summary, opt Options) {
 	for i := 1; i < len(s.Arms); i++ {
 		a := &s.Arms[i]
 		fails := hardFails(a, opt.Incomplete != "")
+		if f := falseHitFail(a, g); f != "" {
+			fails = append(fails, f)
+		}
 		switch differ, unknown, msg := ContractChange(base, a); {
 		case differ && !opt.AllowContractChange:
 			fails = append(fails, "ran different work: "+msg+"; a changed contract changes what counts as done (allow the contract change to compare anyway)")
@@ -506,4 +509,16 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// falseHitFail is the failure of a semantic cache whose false hits are not
+// shown to stay under the gate's limit: its one-sided 95% upper bound on
+// false hits per hit is above it. "" when the arm has no semantic hits.
+func falseHitFail(a *ArmSummary, g GateConfig) string {
+	c := a.CacheStats
+	if c == nil || c.FalseHitUpper95 == nil || *c.FalseHitUpper95 <= g.FalseHitLimit() {
+		return ""
+	}
+	return fmt.Sprintf("false hits: %d of %s served another task's answer wrongly; the 95%% upper bound on the rate, %s, is above the gate's %s",
+		c.FalseHits, words.Count(c.SemanticHits, "semantic hit"), figure.Pct(*c.FalseHitUpper95), figure.Pct(g.FalseHitLimit()))
 }

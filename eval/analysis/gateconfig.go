@@ -63,6 +63,10 @@ type GateConfig struct {
 	// MinPairs is the fewest matched pairs a verdict rests on (default 5);
 	// fewer make it inconclusive.
 	MinPairs int `yaml:"min_pairs" json:"min_pairs"`
+	// MaxFalseHitRate is the largest false-hit rate a semantic cache may
+	// be shown to have: an arm whose one-sided 95% upper bound on its
+	// false hits per hit is above it is rejected (nil: DefaultMaxFalseHitRate).
+	MaxFalseHitRate *float64 `yaml:"max_false_hit_rate" json:"max_false_hit_rate,omitempty"`
 }
 
 // SLO is the latency a request must meet to count toward goodput.
@@ -76,7 +80,16 @@ const (
 	DefaultP95RegressPct         = 10
 	DefaultCostPerPassRegressPct = 10
 	DefaultMinPairs              = 2
+	DefaultMaxFalseHitRate       = 0.05
 )
+
+// FalseHitLimit is the false-hit rate limit in force.
+func (g GateConfig) FalseHitLimit() float64 {
+	if g.MaxFalseHitRate != nil {
+		return *g.MaxFalseHitRate
+	}
+	return DefaultMaxFalseHitRate
+}
 
 // Defaults returns g with every unset field at its default.
 func (g GateConfig) Defaults() GateConfig {
@@ -130,6 +143,9 @@ func (g GateConfig) Check() (field, msg string) {
 		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
 			return f.name, fmt.Sprintf("milliseconds, 0 or more, got %v", f.v)
 		}
+	}
+	if v := g.MaxFalseHitRate; v != nil && !(*v >= 0 && *v <= 1) {
+		return "max_false_hit_rate", fmt.Sprintf("a rate from 0 to 1, got %v", *v)
 	}
 	if g.MaxLost < 0 {
 		return "max_lost", "must not be negative"

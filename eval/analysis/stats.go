@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/binom"
 	"github.com/crab-testbed/crab/internal/quantile"
 	"github.com/crab-testbed/crab/internal/words"
 )
@@ -178,6 +179,13 @@ type CacheStats struct {
 	SavedPerHit     *float64       `json:"saved_per_hit,omitempty"`
 	Leaks           map[string]int `json:"leaks"` // leak kind → hits served from another scope; empty when none
 	ScopeMismatches int            `json:"scope_mismatches"`
+	// SemanticHits are hits of a semantic cache (served by similarity);
+	// FalseHits those that served an answer the task should not get;
+	// FalseHitUpper95 the exact one-sided 95% upper bound on the false
+	// hits per semantic hit. All left out for exact caches.
+	SemanticHits    int      `json:"semantic_hits,omitempty"`
+	FalseHits       int      `json:"false_hits,omitempty"`
+	FalseHitUpper95 *float64 `json:"false_hit_upper_95,omitempty"`
 	// Cold holds the same figures over the warm-up requests, when the
 	// experiment warms the cache: the cache while cold, beside the warm
 	// figures above (which, like every figure, leave warm-up out).
@@ -413,6 +421,12 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 			case "hit":
 				c.Hits++
 				hit = append(hit, r.E2EMs)
+				if r.Semantic {
+					c.SemanticHits++
+					if r.FalseHit {
+						c.FalseHits++
+					}
+				}
 			case "miss":
 				miss = append(miss, r.E2EMs)
 			}
@@ -462,6 +476,9 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 		if len(miss) > 0 {
 			slices.Sort(miss)
 			c.MissP50Ms, c.MissP95Ms = f64p(quantile.NearestRank(miss, 50)), f64p(quantile.NearestRank(miss, 95))
+		}
+		if c.SemanticHits > 0 {
+			c.FalseHitUpper95 = f64p(binom.Upper95(c.FalseHits, c.SemanticHits))
 		}
 		if c.HitP50Ms != nil && c.MissP50Ms != nil && *c.MissP50Ms > 0 {
 			c.SavedPerHit = f64p(1 - *c.HitP50Ms / *c.MissP50Ms)

@@ -69,6 +69,13 @@ type Record struct {
 	Cache         string  `json:"cache,omitempty"` // hit, miss, bypass
 	Leak          string  `json:"leak,omitempty"`  // leak kind of a hit served from another scope
 	ScopeMismatch bool    `json:"scope_mismatch,omitempty"`
+	// Similarity is, on a semantic cache's hit, the cosine similarity of
+	// the request to the entry served; CacheOrigin the task the entry was
+	// built for; FalseHit that the served answer was not the one this task
+	// should get (see the runner's falseHit).
+	Similarity  float64 `json:"similarity,omitempty"`
+	CacheOrigin string  `json:"cache_origin,omitempty"`
+	FalseHit    bool    `json:"false_hit,omitempty"`
 	Model         string  `json:"model,omitempty"`
 	RouteScore    float64 `json:"route_score"`
 	Routed        bool    `json:"routed,omitempty"`
@@ -168,6 +175,13 @@ func (rec *Record) AppendJSON(dst []byte) ([]byte, bool) {
 	b = appendOmitString(b, `,"leak":`, rec.Leak)
 	if rec.ScopeMismatch {
 		b = append(b, `,"scope_mismatch":true`...)
+	}
+	if rec.Similarity != 0 {
+		b, ok = appendFloat(b, `,"similarity":`, rec.Similarity, ok)
+	}
+	b = appendOmitString(b, `,"cache_origin":`, rec.CacheOrigin)
+	if rec.FalseHit {
+		b = append(b, `,"false_hit":true`...)
 	}
 	b = appendOmitString(b, `,"model":`, rec.Model)
 	b, ok = appendFloat(b, `,"route_score":`, rec.RouteScore, ok)

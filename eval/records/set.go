@@ -46,6 +46,9 @@ type Rec struct {
 	TokensOut, Attempts int32
 
 	Warmup, ContractOK, Pass, Routed, Escalated, ScopeMismatch, SlotWait, GradeError bool
+	// Semantic is a hit of a semantic cache (it carries a similarity);
+	// FalseHit one that served another task's answer wrongly.
+	Semantic, FalseHit bool
 	// Timed is set when the record carries an intended send time (a run's
 	// records; interchange CSV has none).
 	Timed bool
@@ -168,7 +171,7 @@ func (s *RecordSet) push(r *Record) {
 		Arm: s.syms.of(r.Arm), TaskID: s.syms.of(r.TaskID), Group: s.syms.of(r.Group), Outcome: s.syms.of(r.Outcome),
 		Cache: s.syms.of(r.Cache), Leak: s.syms.of(r.Leak), Model: s.syms.of(r.Model), Misroute: s.syms.of(r.Misroute),
 		Contract: s.syms.of(r.Contract), Violation: s.syms.of(firstRuleKey(r.Violations)), GradeFail: s.syms.of(RuleKey(r.GradeReason)),
-		Repeat: r.Repeat, GradeCost: r.GradeCost, GradeMs: r.GradeMs, GradeError: r.GradeError != "",
+		Repeat: r.Repeat, GradeCost: r.GradeCost, GradeMs: r.GradeMs, GradeError: r.GradeError != "", Semantic: r.Similarity != 0, FalseHit: r.FalseHit,
 		E2EMs: r.E2EMs, TTFTMs: r.TTFTMs, LagMs: r.LagMs, QueueMs: r.QueueMs,
 		Cost: r.Cost, ShadowCost: r.ShadowCost, EscalationCost: r.EscalationCost, RouteScore: r.RouteScore,
 		TokensOut: int32(r.TokensOut), Attempts: int32(r.Attempts),

@@ -204,7 +204,40 @@ func cacheTable(s *analysis.Summary) *Table {
 	if len(t.Rows) == 0 {
 		return nil
 	}
+	semanticColumns(s, t)
 	return t
+}
+
+// semanticColumns adds, when some arm's cache is semantic, its semantic
+// hits, false hits and the 95% upper bound on the false-hit rate; exact
+// caches show "-". Without a semantic arm the table is left as it was.
+func semanticColumns(s *analysis.Summary, t *Table) {
+	var rows [][]Cell
+	semantic := false
+	for i := range s.Arms {
+		c := s.Arms[i].CacheStats
+		if c == nil {
+			continue
+		}
+		for _, cs := range []*analysis.CacheStats{c, c.Cold} {
+			if cs == nil {
+				continue
+			}
+			if cs.FalseHitUpper95 == nil {
+				rows = append(rows, []Cell{missing(), missing(), missing()})
+				continue
+			}
+			semantic = true
+			rows = append(rows, []Cell{count(cs.SemanticHits), count(cs.FalseHits), pct(*cs.FalseHitUpper95)})
+		}
+	}
+	if !semantic || len(rows) != len(t.Rows) {
+		return
+	}
+	t.Header = append(t.Header, "semantic_hits", "false_hits", "false_hit_upper_95")
+	for i := range t.Rows {
+		t.Rows[i] = append(t.Rows[i], rows[i]...)
+	}
 }
 
 // cacheRow is one row of the cache table.
