@@ -53,8 +53,8 @@ arms:
 	}
 	var sum struct {
 		Arms []struct {
-			Name       string `json:"name"`
-			Verdict    string `json:"verdict"`
+			Name            string   `json:"name"`
+			Verdict         string   `json:"verdict"`
 			Hits            int      `json:"hits"`
 			SemanticHits    int      `json:"semantic_hits"`
 			FalseHits       int      `json:"false_hits"`

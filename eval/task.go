@@ -29,13 +29,13 @@ type Task struct {
 	// turns between them the history, so the cache key and the scope
 	// checks cover the whole conversation.
 	Messages   []model.Message `json:"messages,omitempty"`
-	Tenant     string `json:"tenant"`
-	User       string `json:"user"`
-	Permission string `json:"permission"`
-	Lang       string `json:"lang"`
-	DocVersion string `json:"doc_version"`
-	Group      string `json:"group,omitempty"`      // free-form label for breakdowns (e.g. short, long, tool)
-	Difficulty string `json:"difficulty,omitempty"` // free-form label for breakdowns (e.g. easy, hard)
+	Tenant     string          `json:"tenant"`
+	User       string          `json:"user"`
+	Permission string          `json:"permission"`
+	Lang       string          `json:"lang"`
+	DocVersion string          `json:"doc_version"`
+	Group      string          `json:"group,omitempty"`      // free-form label for breakdowns (e.g. short, long, tool)
+	Difficulty string          `json:"difficulty,omitempty"` // free-form label for breakdowns (e.g. easy, hard)
 	// Expected is a partial answer: any fields of the contract, nested
 	// ones as nested objects, numbers as json.Number. Each is checked
 	// against the contract when the experiment loads and graded against

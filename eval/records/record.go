@@ -66,9 +66,9 @@ type Record struct {
 	Outcome string `json:"outcome"`
 	Error   string `json:"error,omitempty"`
 
-	Cache         string  `json:"cache,omitempty"` // hit, miss, bypass
-	Leak          string  `json:"leak,omitempty"`  // leak kind of a hit served from another scope
-	ScopeMismatch bool    `json:"scope_mismatch,omitempty"`
+	Cache         string `json:"cache,omitempty"` // hit, miss, bypass
+	Leak          string `json:"leak,omitempty"`  // leak kind of a hit served from another scope
+	ScopeMismatch bool   `json:"scope_mismatch,omitempty"`
 	// Similarity is, on a semantic cache's hit, the cosine similarity of
 	// the request to the entry served; CacheOrigin the task the entry was
 	// built for; FalseHit that the served answer was not the one this task
@@ -76,12 +76,12 @@ type Record struct {
 	Similarity  float64 `json:"similarity,omitempty"`
 	CacheOrigin string  `json:"cache_origin,omitempty"`
 	FalseHit    bool    `json:"false_hit,omitempty"`
-	Model         string  `json:"model,omitempty"`
-	RouteScore    float64 `json:"route_score"`
-	Routed        bool    `json:"routed,omitempty"`
-	Misroute      string  `json:"misroute,omitempty"`
-	Escalated     bool    `json:"escalated,omitempty"`
-	Attempts      int     `json:"attempts"`
+	Model       string  `json:"model,omitempty"`
+	RouteScore  float64 `json:"route_score"`
+	Routed      bool    `json:"routed,omitempty"`
+	Misroute    string  `json:"misroute,omitempty"`
+	Escalated   bool    `json:"escalated,omitempty"`
+	Attempts    int     `json:"attempts"`
 
 	TokensIn  int     `json:"tokens_in"`
 	TokensOut int     `json:"tokens_out"`
