@@ -8,46 +8,17 @@ import (
 	"testing"
 )
 
-// A semantic cache's hits are judged: a hit on a paraphrase with the same
-// expected answer is right, one on a near-duplicate whose expected answer
-// differs (a negation) is a false hit, counted with its upper bound; a
-// loose threshold makes the gate reject the arm, a strict one does not
-// count hits it did not serve.
+// A semantic cache's hits are judged (examples/semantic): a hit on a
+// paraphrase with the same expected answer is right, one on a
+// near-duplicate whose expected answer differs (a negation) is a false
+// hit, counted with its upper bound. A loose threshold makes the gate
+// reject the arm; the guarded embedder at a strict one serves more hits
+// than the exact key, none false, and is accepted.
 func TestSemanticFalseHits(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	var tasks strings.Builder
-	scope := `"tenant":"acme","user":"u","permission":"agent","lang":"en","doc_version":"v1"`
-	for i := range 12 {
-		id := func(s string) string { return `"id":"` + s + string(rune('a'+i)) + `"` }
-		n := string(rune('0' + i%10))
-		tasks.WriteString(`{` + id("p") + `,"text":"My invoice 10` + n + ` was charged twice this month, please refund",` + scope + `,"expected":{"category":"billing"}}` + "\n")
-		tasks.WriteString(`{` + id("q") + `,"text":"Hello! My invoice 10` + n + ` was charged twice this month, please refund.",` + scope + `,"expected":{"category":"billing"}}` + "\n")
-		tasks.WriteString(`{` + id("r") + `,"text":"My invoice 10` + n + ` was not charged twice this month, please check my account",` + scope + `,"expected":{"category":"account"}}` + "\n")
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tasks.jsonl"), []byte(tasks.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	exp := `name: semantic
-tasks: tasks.jsonl
-contract: embedded:triage.schema.json
-seed: 3
-time_scale: 0
-order: sequential
-arrival: {pattern: burst}
-max_in_flight: 1
-gate: {objective: cost, p95_regress_pct: 1000000, max_false_hit_rate: 0.2}
-models:
-  - {name: large, kind: large, price_in_per_mtok: 2.5, price_out_per_mtok: 10}
-arms:
-  - {name: baseline, model: large}
-  - {name: loose, model: large, cache: {kind: semantic, threshold: 0.5, embedder: builtin}}
-`
-	if err := os.WriteFile(filepath.Join(dir, "exp.yaml"), []byte(exp), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(dir, "run")
-	code, stdout, errs := crab(t, "", "run", "-q", "-c", filepath.Join(dir, "exp.yaml"), "-o", out, "--format", "json")
+	code, stdout, errs := crab(t, "", "run", "-q", "-c", filepath.Join("examples", "semantic", "experiment.yaml"), "-o", out, "--format", "json")
 	if code != 0 && code != exitCheck {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -64,7 +35,14 @@ arms:
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
 		t.Fatalf("summary: %v\n%s", err, stdout)
 	}
-	loose := sum.Arms[1]
+	if len(sum.Arms) != 4 {
+		t.Fatalf("%d arms; want 4", len(sum.Arms))
+	}
+	loose, guarded := sum.Arms[2], sum.Arms[3]
+	if guarded.FalseHits != 0 || guarded.SemanticHits <= sum.Arms[1].Hits || guarded.Verdict != "accept" {
+		t.Errorf("guarded arm: %d semantic hits (exact arm %d), %d false, %s; want more hits than exact, none false, accept",
+			guarded.SemanticHits, sum.Arms[1].Hits, guarded.FalseHits, guarded.Verdict)
+	}
 	c := &loose
 	if c.SemanticHits == 0 || c.SemanticHits != c.Hits || c.FalseHits == 0 || c.FalseHitUpper95 == nil {
 		t.Fatalf("loose arm cache: %+v; want semantic hits, some false", c)
