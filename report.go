@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"runtime/debug"
 	"strings"
@@ -56,6 +57,9 @@ func reportCmd() *cli.Command {
 func runReport(_ context.Context, o reportOptions) error {
 	if !report.Valid(o.Format) {
 		return badUsage("unknown --format %q (want %s)", o.Format, report.Help())
+	}
+	if err := checkShards(o.Paths); err != nil {
+		return err
 	}
 	large, gate, incomplete, passRule := fromManifests(o.Paths)
 	opt := analysis.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, Incomplete: incomplete, AllowContractChange: o.AllowContractChange, PassRule: passRule}
@@ -113,4 +117,69 @@ func fromManifests(paths []string) (large []string, gate *analysis.GateConfig, i
 		}
 	}
 	return large, gate, incomplete, passRule
+}
+
+// checkShards makes sure run directories holding shards (crab run --shard)
+// are the shards of one experiment: all sharded, the same experiment,
+// tasks and contract, the same count, each index once and none missing.
+// Anything else is bad input naming the directories.
+func checkShards(paths []string) error {
+	type shardDir struct {
+		dir   string
+		shard eval.Shard
+		id    string // experiment, tasks and contract hashes
+	}
+	var dirs []shardDir
+	var whole []string
+	for _, p := range paths {
+		m, err := eval.ReadManifest(p)
+		if err != nil {
+			continue
+		}
+		if m.Shard == "" {
+			whole = append(whole, p)
+			continue
+		}
+		sh, err := eval.ParseShard(m.Shard)
+		if err != nil {
+			return badUsage("%s: manifest shard: %v", p, err)
+		}
+		dirs = append(dirs, shardDir{p, sh, m.ExperimentHash + "/" + m.TasksHash + "/" + m.ContractHash})
+	}
+	if len(dirs) == 0 {
+		return nil
+	}
+	if len(whole) > 0 {
+		return badUsage("%s is a shard and %s a whole run: report the shards of one experiment together, or whole runs", dirs[0].dir, whole[0])
+	}
+	first := dirs[0]
+	seen := map[int]string{}
+	for _, d := range dirs {
+		if d.id != first.id {
+			return badUsage("%s and %s are shards of different experiments (experiment, tasks or contract differ)", first.dir, d.dir)
+		}
+		if d.shard.Count != first.shard.Count {
+			return badUsage("%s is shard %s and %s shard %s: the shard counts differ", first.dir, first.shard, d.dir, d.shard)
+		}
+		if prev, dup := seen[d.shard.Index]; dup {
+			return badUsage("%s and %s are both shard %s", prev, d.dir, d.shard)
+		}
+		seen[d.shard.Index] = d.dir
+	}
+	var missing []string
+	for i := 0; i < first.shard.Count; i++ {
+		if _, ok := seen[i]; !ok {
+			missing = append(missing, fmt.Sprintf("%d/%d", i, first.shard.Count))
+		}
+	}
+	if len(missing) > 0 {
+		return badUsage("shards missing: %s (given: %s)", strings.Join(missing, ", "), strings.Join(func() []string {
+			var g []string
+			for _, d := range dirs {
+				g = append(g, d.dir)
+			}
+			return g
+		}(), ", "))
+	}
+	return nil
 }

@@ -36,6 +36,9 @@ type Manifest struct {
 
 	Experiment     string `json:"experiment"`
 	ExperimentHash string `json:"experiment_hash"`
+	// Shard is "I/N" for a run of one slice of the schedule (crab run
+	// --shard); crab report merges the N shards of one experiment.
+	Shard string `json:"shard,omitempty"`
 	Tasks          string `json:"tasks"`
 	TasksHash      string `json:"tasks_hash"`
 	TaskCount      int    `json:"task_count"`

@@ -51,6 +51,9 @@ type Runner struct {
 	// Generator is how the load generator waits for send times; the zero
 	// value, GeneratorPortable, changes no process-wide setting.
 	Generator GeneratorMode
+	// Shard, when set, plays only its slice of every repeat's schedule
+	// (see Shard); the zero value plays all of it.
+	Shard Shard
 
 	gen generatorOptions
 
@@ -93,7 +96,7 @@ type Result struct {
 // pass appears exactly once in the records.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	res := &Result{Started: time.Now()}
-	total := r.Exp.Repeats * len(r.Exp.Arms) * len(r.Tasks)
+	total := r.Exp.Repeats * len(r.Exp.Arms) * len(r.Shard.Seqs(len(r.Tasks)))
 	done := 0
 	var emitErr error
 	var mu sync.Mutex
@@ -146,9 +149,10 @@ const DefaultBlock = 500 * time.Millisecond
 
 // sequential plays the whole schedule on each arm in turn.
 func (r *Runner) sequential(ctx context.Context, res *Result, rep int, seed int64, offsets []time.Duration, emit func(Record)) error {
-	all := make([]int, len(r.Tasks))
-	for i := range all {
-		all[i] = i
+	all := r.Shard.Seqs(len(r.Tasks))
+	offs := make([]time.Duration, len(all))
+	for i, seq := range all {
+		offs[i] = offsets[seq]
 	}
 	for _, spec := range r.Exp.Arms {
 		if ctx.Err() != nil {
@@ -159,7 +163,7 @@ func (r *Runner) sequential(ctx context.Context, res *Result, rep int, seed int6
 		if err != nil {
 			return fmt.Errorf("arm %s: %w", spec.Name, err)
 		}
-		gen := r.pass(ctx, arm, rep, seed, all, offsets[:len(r.Tasks)], emit)
+		gen := r.pass(ctx, arm, rep, seed, all, offs, emit)
 		res.Passes = append(res.Passes, r.passMetrics(arm, rep, gen))
 		if release != nil {
 			release()
@@ -198,7 +202,15 @@ func (r *Runner) interleaved(ctx context.Context, res *Result, rep int, seed int
 	}
 	gens := make([]string, len(arms))
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x626c6f636b73)) // "blocks"
-	for bi, b := range Blocks(offsets[:len(r.Tasks)], r.block()) {
+	seqs := r.Shard.Seqs(len(r.Tasks))
+	offs := make([]time.Duration, len(seqs))
+	for i, seq := range seqs {
+		offs[i] = offsets[seq]
+	}
+	for bi, b := range Blocks(offs, r.block()) {
+		for i := range b.Seqs {
+			b.Seqs[i] = seqs[b.Seqs[i]]
+		}
 		order := rng.Perm(len(arms))
 		if bi == 0 {
 			// The first block keeps the experiment's order, so the records
@@ -369,6 +381,7 @@ func waitUntil(ctx context.Context, timer *time.Timer, t time.Time) {
 func (r *Runner) baseRecord(spec ArmSpec, t *Task, rep, seq int) Record {
 	rec := Record{
 		RunID: r.RunID, Arm: spec.Name, Repeat: rep, Seq: seq, Warmup: seq < r.Exp.Warmup,
+		Shard: r.Shard.String(),
 		TaskID: t.ID, Group: t.Group, Difficulty: t.Difficulty, Tenant: t.Tenant,
 		Permission: t.Permission, Lang: t.Lang, DocVersion: t.DocVersion, Contract: r.ContractHash,
 	}

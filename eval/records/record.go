@@ -35,6 +35,9 @@ type Record struct {
 	Repeat int    `json:"repeat"`
 	Seq    int    `json:"seq"`              // position in the arrival schedule
 	Warmup bool   `json:"warmup,omitempty"` // warm-up requests are excluded from statistics
+	// Shard is "I/N" when the run played one slice of the schedule (crab
+	// run --shard); "" for a whole run.
+	Shard string `json:"shard,omitempty"`
 
 	TaskID     string `json:"task_id"`
 	Group      string `json:"group"`
@@ -141,6 +144,7 @@ func (rec *Record) AppendJSON(dst []byte) ([]byte, bool) {
 	if rec.Warmup {
 		b = append(b, `,"warmup":true`...)
 	}
+	b = appendOmitString(b, `,"shard":`, rec.Shard)
 	b = append(b, `,"task_id":`...)
 	b = jsonw.AppendString(b, rec.TaskID, false)
 	b = append(b, `,"group":`...)
