@@ -16,7 +16,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/crab-testbed/crab/eval"
-	"github.com/crab-testbed/crab/eval/records"
 )
 
 // Exit codes, as documented in the README.
@@ -142,7 +141,7 @@ func exitCode(err error) int {
 	switch {
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.Is(err, eval.ErrBadInput), errors.Is(err, records.ErrBadInput):
+	case errors.Is(err, eval.ErrBadInput):
 		return exitBadInput
 	}
 	return exitCheck

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/internal/inputerr"
 	"github.com/crab-testbed/crab/internal/jsonl"
@@ -56,23 +57,12 @@ func (t *Task) Scope() model.Scope {
 }
 
 // InputError is bad input: it names the file, line and field at fault.
-// Commands turn it into exit code 2.
-type InputError struct {
-	File  string
-	Line  int // 1-based; 0 when the fault is not tied to a line
-	Field string
-	Msg   string
-}
-
-func (e *InputError) Error() string {
-	return inputerr.Format(e.File, e.Line, e.Field, e.Msg)
-}
+// Commands turn it into exit code 2. It is the records package's one
+// type, so every reader of crab's inputs reports faults alike.
+type InputError = records.InputError
 
 // ErrBadInput matches every *InputError with errors.Is.
-var ErrBadInput = errors.New("eval: bad input")
-
-// Is reports ErrBadInput.
-func (e *InputError) Is(target error) bool { return target == ErrBadInput }
+var ErrBadInput = records.ErrBadInput
 
 // ReadTasks parses a tasks JSONL stream. name is used in error messages.
 // Unknown fields, missing required fields and duplicate ids are errors.
@@ -210,6 +200,5 @@ func DecodeStrict(raw []byte, v any) error { return inputerr.DecodeStrict(raw, v
 
 // jsonLineError turns a decoding error into an InputError naming the field.
 func jsonLineError(name string, line int, err error) error {
-	field, msg := inputerr.JSONField(err)
-	return &InputError{File: name, Line: line, Field: field, Msg: msg}
+	return records.JSONLineError(name, line, err)
 }

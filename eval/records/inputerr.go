@@ -21,13 +21,14 @@ func (e *InputError) Error() string {
 }
 
 // ErrBadInput matches every *InputError with errors.Is.
-var ErrBadInput = errors.New("records: bad input")
+var ErrBadInput = errors.New("crab: bad input")
 
 // Is reports ErrBadInput.
 func (e *InputError) Is(target error) bool { return target == ErrBadInput }
 
-// jsonLineError turns a decoding error into an InputError naming the field.
-func jsonLineError(name string, line int, err error) error {
+// JSONLineError turns a decoding error of one JSON line into an InputError
+// naming the field.
+func JSONLineError(name string, line int, err error) error {
 	field, msg := inputerr.JSONField(err)
 	return &InputError{File: name, Line: line, Field: field, Msg: msg}
 }

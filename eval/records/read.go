@@ -188,7 +188,7 @@ func readJSONL(r io.Reader, name string, emit func(*Record, int) error) error {
 				b.syntax = make([]bool, len(b.raw))
 				for i, raw := range b.raw {
 					if err := inputerr.DecodeStrict(raw, &b.recs[i]); err != nil {
-						b.errs[i] = jsonLineError(name, b.lines[i], err)
+						b.errs[i] = JSONLineError(name, b.lines[i], err)
 						var se *json.SyntaxError
 						b.syntax[i] = errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF)
 						break
