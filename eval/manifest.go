@@ -38,12 +38,12 @@ type Manifest struct {
 	ExperimentHash string `json:"experiment_hash"`
 	// Shard is "I/N" for a run of one slice of the schedule (crab run
 	// --shard); crab report merges the N shards of one experiment.
-	Shard string `json:"shard,omitempty"`
-	Tasks          string `json:"tasks"`
-	TasksHash      string `json:"tasks_hash"`
-	TaskCount      int    `json:"task_count"`
-	Contract       string `json:"contract"`
-	ContractHash   string `json:"contract_hash"`
+	Shard        string `json:"shard,omitempty"`
+	Tasks        string `json:"tasks"`
+	TasksHash    string `json:"tasks_hash"`
+	TaskCount    int    `json:"task_count"`
+	Contract     string `json:"contract"`
+	ContractHash string `json:"contract_hash"`
 
 	Seed        int64      `json:"seed"`
 	Seeds       []int64    `json:"seeds"` // per repeat

@@ -381,7 +381,7 @@ func waitUntil(ctx context.Context, timer *time.Timer, t time.Time) {
 func (r *Runner) baseRecord(spec ArmSpec, t *Task, rep, seq int) Record {
 	rec := Record{
 		RunID: r.RunID, Arm: spec.Name, Repeat: rep, Seq: seq, Warmup: seq < r.Exp.Warmup,
-		Shard: r.Shard.String(),
+		Shard:  r.Shard.String(),
 		TaskID: t.ID, Group: t.Group, Difficulty: t.Difficulty, Tenant: t.Tenant,
 		Permission: t.Permission, Lang: t.Lang, DocVersion: t.DocVersion, Contract: r.ContractHash,
 	}
