@@ -5,9 +5,8 @@
 #
 #   scripts/travel-targets.sh [DIR]
 #
-# Until the task format takes any contract field as an expected value, run
-# with LEGACY=1: the graded fields are then named category and
-# needs_human_review.
+# LEGACY=1 renames the graded fields to category and needs_human_review (the
+# labels older crab versions could grade).
 set -eu
 cd "$(dirname "$0")/.."
 dir=${1:-$(mktemp -d)}
