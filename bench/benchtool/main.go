@@ -45,6 +45,8 @@ func main() {
 		err = vegeta(os.Args[2:])
 	case "added":
 		err = added(os.Args[2:])
+	case "gen":
+		err = gen(os.Args[2:])
 	case "header":
 		fmt.Println(header)
 	default:
@@ -63,6 +65,7 @@ func usage() {
        benchtool arms [-label L] [-target RATE] RECORDS.jsonl
        benchtool vegeta [-label L] [-target RATE] REPORT.json [SLICE.json ...]
        benchtool added DIRECT.json OTHER.json ...
+       benchtool gen -n N -o DIR [-tasks T] [-shards K] [-output BYTES]
        benchtool header`)
 	os.Exit(2)
 }
