@@ -8,13 +8,17 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, copyFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, copyFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
+// The simulated models answer from the contract itself (no expected
+// answers reach them through serve), so an answer is checked against the
+// contract's categories, not a particular one.
+const categories = JSON.parse(readFileSync(join(root, 'fixtures', 'triage.schema.json'), 'utf8')).properties.category.enum;
 const dir = mkdtempSync(join(tmpdir(), 'crab-e2e-'));
 const children = [];
 let proxyURL;
@@ -106,7 +110,7 @@ test('non-streaming call', async () => {
   assert.ok(['small', 'large'].includes(response.headers.get('x-crab-model')));
   answerA = data.choices[0].message.content;
   const triage = JSON.parse(answerA);
-  assert.equal(triage.category, 'billing');
+  assert.ok(categories.includes(triage.category), `category ${triage.category} is one of the contract's`);
   assert.ok(data.usage.prompt_tokens > 0 && data.usage.completion_tokens > 0);
   assert.equal(data.choices[0].finish_reason, 'stop');
 });
@@ -132,7 +136,7 @@ test('streaming call, content reassembled', async () => {
   assert.equal(finish, 'stop');
   assert.ok(usage && usage.completion_tokens > 0, 'a usage chunk arrives last');
   answerB = content;
-  assert.equal(JSON.parse(content).category, 'technical');
+  assert.ok(categories.includes(JSON.parse(content).category), 'the streamed answer reassembles into a contract answer');
 });
 
 test('cache hit on repeat, streamed or not, with the hit header', async () => {
