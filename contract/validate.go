@@ -223,7 +223,12 @@ func display(v any) string {
 	return clip(s)
 }
 
-// clip shortens s to at most maxShown bytes at a rune boundary, marking the cut.
+// Clip shortens s to at most 60 bytes at a rune boundary, marking the cut
+// with "...": how crab quotes a value found in an answer, so a long wrong
+// value cannot flood a message or a record.
+func Clip(s string) string { return clip(s) }
+
+// clip is Clip.
 func clip(s string) string {
 	if len(s) <= maxShown {
 		return s

@@ -7,7 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/crab-testbed/crab/contract"
 )
 
 // Normalize turns a value decoded from YAML or built in Go into the JSON
@@ -136,9 +137,6 @@ func partial(got, want map[string]any, fold bool) bool {
 	return true
 }
 
-// maxShown bounds how much of a value is quoted in a reason.
-const maxShown = 60
-
 // show renders a value briefly for a reason.
 func show(v any) string {
 	var s string
@@ -161,16 +159,8 @@ func show(v any) string {
 	return clip(s)
 }
 
-func clip(s string) string {
-	if len(s) <= maxShown {
-		return s
-	}
-	cut := maxShown
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
+// clip quotes a value as the contract's messages do.
+func clip(s string) string { return contract.Clip(s) }
 
 // jsonType names the JSON type of a decoded value, as JSON Schema does.
 func jsonType(v any) string {
