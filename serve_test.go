@@ -4,31 +4,44 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/serve"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestServeGracefulShutdown: on SIGTERM (the command's context ending) a
 // request in flight still gets its answer, and no new connection is
-// accepted afterwards.
+// accepted afterwards. The upstream holds the request until the listener
+// is closed, so the order of events is fixed, not raced.
 func TestServeGracefulShutdown(t *testing.T) {
 	t.Parallel()
-	simCtx, stopSim := context.WithCancel(context.Background())
-	defer stopSim()
-	// time-scale 0.2: a full answer of the large model takes about half a second
-	up := startSimServer(t, simCtx, simServerOptions{Listen: "127.0.0.1:0", TimeScale: 0.2, Seed: 1, ShutdownTimeout: time.Second})
+	arrived := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		once.Do(func() { close(arrived) })
+		<-release
+		openai.WriteCompletion(w, openai.Completion{ID: "x", Model: "large", Content: "held answer", FinishReason: "stop", TokensIn: 10, TokensOut: 2})
+	}))
+	defer up.Close()
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	defer free()
 
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte("keys:\n  - {key: sk-test, tenant: acme, permission: agent}\n"), 0o644)
-	cfg := fmt.Sprintf("keys: keys.yaml\nmodels:\n  - {name: large, base_url: 'http://%s/v1'}\n", up)
+	cfg := fmt.Sprintf("keys: keys.yaml\nmodels:\n  - {name: large, base_url: '%s/v1', stream: false}\n", up.URL)
 	path := filepath.Join(dir, "serve.yaml")
 	os.WriteFile(path, []byte(cfg), 0o644)
 
@@ -37,7 +50,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serveProxy(ctx, serveOptions{Config: path, Listen: "127.0.0.1:0", ShutdownTimeout: 10 * time.Second,
+		done <- serveProxy(ctx, serveOptions{Config: path, Listen: "127.0.0.1:0", ShutdownTimeout: 30 * time.Second,
 			Quiet: true, Stderr: io.Discard, Ready: func(a string) { ready <- a }})
 	}()
 	var addr string
@@ -66,23 +79,34 @@ func TestServeGracefulShutdown(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		got <- answer{status: resp.StatusCode, body: string(b)}
 	}()
-	// Wait until the request is in flight, then stop.
-	for i := 0; ; i++ {
-		resp, err := http.Get("http://" + addr + "/metrics")
+	select {
+	case <-arrived:
+	case a := <-got:
+		t.Fatalf("the request was answered before it reached the upstream: %d %q, %v", a.status, a.body, a.err)
+	case <-time.After(time.Minute):
+		t.Fatal("the request never reached the upstream")
+	}
+	// The request is held upstream: stop, and wait until the listener no
+	// longer accepts connections before letting the answer through.
+	stop()
+	closed := false
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if strings.Contains(string(b), "crab_serve_requests_in_flight 1") {
+			closed = true
 			break
 		}
-		if i == 500 {
-			t.Fatal("the request never showed as in flight")
-		}
-		time.Sleep(2 * time.Millisecond)
+		c.Close()
 	}
-	stop()
+	if !closed {
+		t.Fatal("the listener still accepted connections a minute after shutdown began")
+	}
+	select {
+	case a := <-got:
+		t.Fatalf("the in-flight request ended before its upstream answered: %d %q, %v", a.status, a.body, a.err)
+	default:
+	}
+	free()
 	a := <-got
 	if a.err != nil || a.status != 200 || !strings.Contains(a.body, "chat.completion") {
 		t.Fatalf("in-flight request: got %d %q, %v; want its 200 answer", a.status, a.body, a.err)
