@@ -35,6 +35,9 @@ type runOptions struct {
 	Quiet      bool
 	// Shard is "I/N" to play one slice of the schedule ("" for all).
 	Shard string
+	// StartAt is an RFC 3339 time at which to start the schedule ("" for
+	// at once), so that shards started apart send on one clock.
+	StartAt string
 	// CPUProfile, if set, is a file to write a CPU profile of the run
 	// (the requests, then the summary and reports) to.
 	CPUProfile string
@@ -49,7 +52,7 @@ func runCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "run every arm of an experiment and compare them with the baseline",
-		UsageText: "crab run [-c EXPERIMENT.yaml] [-o DIR [--overwrite]] [--format " + strings.Join(report.Names(), "|") + "] [--quiet]",
+		UsageText: "crab run [-c EXPERIMENT.yaml] [-o DIR [--overwrite]] [--shard I/N [--start-at TIME]] [--format " + strings.Join(report.Names(), "|") + "] [--quiet]",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "experiment `FILE` (default: the embedded default experiment on simulated models)"},
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "run `DIR` to write records, manifest and reports into (default: runs/RUN_ID)"},
@@ -57,6 +60,7 @@ func runCmd() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: report.DefaultFormat, Usage: "printed summary: " + report.Help()},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary"},
 			&cli.StringFlag{Name: "shard", Usage: "play shard `I/N` of the schedule: every N-th arrival from the I-th (0-based), at its own time; crab report merges the N run directories"},
+			&cli.StringFlag{Name: "start-at", Usage: "start the schedule at `TIME` (RFC 3339, e.g. 2026-12-01T10:00:00Z) instead of at once, so that shards started apart send on one clock"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile of the run and its reports to `FILE`"},
 			&cli.StringFlag{Name: "trace", Hidden: true, Usage: "write an execution trace of the requests to `FILE`"},
 		},
@@ -66,7 +70,7 @@ func runCmd() *cli.Command {
 			}
 			return run(c.Context, runOptions{
 				Experiment: c.String("config"), OutDir: c.String("out"), Format: c.String("format"), Overwrite: c.Bool("overwrite"),
-				Quiet: c.Bool("quiet"), Shard: c.String("shard"), CPUProfile: c.String("cpuprofile"), Trace: c.String("trace"), Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
+				Quiet: c.Bool("quiet"), Shard: c.String("shard"), StartAt: c.String("start-at"), CPUProfile: c.String("cpuprofile"), Trace: c.String("trace"), Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 			})
 		},
 	}
@@ -86,6 +90,14 @@ func run(ctx context.Context, o runOptions) error {
 			return badUsage("--shard: %v", err)
 		}
 		shard = s
+	}
+	var startAt time.Time
+	if o.StartAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, o.StartAt)
+		if err != nil {
+			return badUsage("--start-at %q: want an RFC 3339 time such as 2026-12-01T10:00:00Z", o.StartAt)
+		}
+		startAt = t
 	}
 	setup, err := eval.LoadSetup(o.Experiment, fixtures.FS)
 	if err != nil {
@@ -114,6 +126,9 @@ func run(ctx context.Context, o runOptions) error {
 	}
 	manifest := setup.Manifest(runID)
 	manifest.Shard = shard.String()
+	if !startAt.IsZero() {
+		manifest.StartAt = startAt.UTC().Format(time.RFC3339Nano)
+	}
 	if err := writeJSON(filepath.Join(dir, "manifest.json"), manifest); err != nil {
 		return err
 	}
@@ -127,6 +142,12 @@ func run(ctx context.Context, o runOptions) error {
 	sink := newRecordSink(f, ticker.C)
 	runner := setup.Runner(runID, sink.Emit)
 	runner.Shard = shard
+	runner.StartAt = startAt
+	if !startAt.IsZero() {
+		if late := time.Since(startAt); late > 0 {
+			fmt.Fprintf(o.Stderr, "crab: warning: --start-at %s passed %s ago; the schedule starts now\n", o.StartAt, late.Round(time.Millisecond))
+		}
+	}
 	// A dedicated, real-time generator thread keeps the schedule lag low
 	// on a busy machine; crab run owns the process, so it may change
 	// GOMAXPROCS and ask for SCHED_FIFO for the pass.

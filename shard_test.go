@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // shardExperiment is the quick experiment without caches (shards do not
@@ -127,6 +128,35 @@ func TestShardsMergeToOneRun(t *testing.T) {
 		}
 		if _, err := os.Stat(out); err == nil {
 			t.Errorf("--shard %s: run directory written", bad)
+		}
+	}
+}
+
+// --start-at: a start already past is a warning and the schedule starts
+// at once; a malformed one is exit 2 with nothing written. (That shards
+// started apart send on one clock is TestRunnerStartAt in eval.)
+func TestRunStartAtFlag(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	exp := filepath.Join(dir, "one.yaml")
+	yaml := "name: one\ntasks: embedded:tasks.jsonl\ncontract: embedded:triage.schema.json\nseed: 3\nrepeats: 1\ntime_scale: 0\n" +
+		"arrival: {pattern: burst}\nconcurrency: 16\ntimeout: 2s\nmodels:\n  - {name: large, kind: large}\narms:\n  - {name: baseline, model: large}\n"
+	if err := os.WriteFile(exp, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	code, _, e := crab(t, "", "run", "-q", "-c", exp, "-o", filepath.Join(dir, "late"), "--shard", "0/2", "--start-at", past)
+	if (code != 0 && code != exitCheck) || !strings.Contains(e, "--start-at "+past+" passed") {
+		t.Errorf("a past --start-at: exit %d, %q; want a run and a warning that it passed", code, e)
+	}
+	for _, bad := range []string{"tomorrow", "2026-12-01 10:00", "10:00:00Z"} {
+		out := filepath.Join(dir, "bad")
+		code, _, e := crab(t, "", "run", "-q", "-c", exp, "-o", out, "--start-at", bad)
+		if code != exitBadInput || !strings.Contains(e, "--start-at") {
+			t.Errorf("--start-at %q: exit %d, %q; want %d naming --start-at", bad, code, e, exitBadInput)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("--start-at %q: run directory written", bad)
 		}
 	}
 }

@@ -38,7 +38,10 @@ type Manifest struct {
 	ExperimentHash string `json:"experiment_hash"`
 	// Shard is "I/N" for a run of one slice of the schedule (crab run
 	// --shard); crab report merges the N shards of one experiment.
-	Shard        string `json:"shard,omitempty"`
+	Shard string `json:"shard,omitempty"`
+	// StartAt is the wall-clock start the shards' schedules shared (crab
+	// run --start-at), RFC 3339.
+	StartAt      string `json:"start_at,omitempty"`
 	Tasks        string `json:"tasks"`
 	TasksHash    string `json:"tasks_hash"`
 	TaskCount    int    `json:"task_count"`

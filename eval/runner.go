@@ -54,8 +54,13 @@ type Runner struct {
 	// Shard, when set, plays only its slice of every repeat's schedule
 	// (see Shard); the zero value plays all of it.
 	Shard Shard
+	// StartAt, if set and still ahead when the first pass starts, is the
+	// wall-clock time of the first pass's schedule offset 0, so that shards
+	// started apart (processes, pods) send on one clock.
+	StartAt time.Time
 
-	gen generatorOptions
+	started bool // the first pass has started (StartAt is spent)
+	gen     generatorOptions
 
 	byIDOnce sync.Once
 	byID     map[string]*Task
@@ -322,6 +327,10 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, s
 		}
 	}
 	start := time.Now().Add(5 * time.Millisecond)
+	if !r.started && r.StartAt.After(start) {
+		start = r.StartAt
+	}
+	r.started = true
 	gen := generate(ctx, r.gen.with(r.Generator), start, offsets, func(i int, intended time.Time) {
 		n := int(outstanding.Add(1))
 		if n > started && started < r.workerCap() {

@@ -404,6 +404,33 @@ func TestShardJob(t *testing.T) {
 	if _, err := eval.ParseExperiment(raw, file); err != nil {
 		t.Errorf("the shards' experiment: %v", err)
 	}
+
+	// Every shard reads one start time, --start-at $(START_AT), from a
+	// ConfigMap key the kustomization generates.
+	if at, ok := flagValue(c.Args, "--start-at"); !ok || at != "$(START_AT)" {
+		t.Errorf("--start-at %q; want $(START_AT), one start for every shard", at)
+	}
+	i = slices.IndexFunc(c.Env, func(e envVar) bool { return e.Name == "START_AT" })
+	if i < 0 || c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.ConfigMapKeyRef == nil {
+		t.Fatal("START_AT is not taken from a ConfigMap")
+	}
+	ref := c.Env[i].ValueFrom.ConfigMapKeyRef
+	if !slices.ContainsFunc(generatedLiterals(kusts, ref.Name), func(l string) bool { return strings.HasPrefix(l, ref.Key+"=") }) {
+		t.Errorf("START_AT comes from key %s of ConfigMap %s, which no kustomization generates", ref.Key, ref.Name)
+	}
+}
+
+// generatedLiterals are the literals of the ConfigMap generators called gen.
+func generatedLiterals(kusts map[string]kustomization, gen string) []string {
+	var out []string
+	for _, k := range kusts {
+		for _, g := range k.ConfigMapGenerator {
+			if g.Name == gen {
+				out = append(out, g.Literals...)
+			}
+		}
+	}
+	return out
 }
 
 // generatedFile is the file a kustomization's ConfigMap or Secret
