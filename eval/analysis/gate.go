@@ -415,8 +415,12 @@ func changeAccept(base, a *ArmSummary, g GateConfig) string {
 	if k > 1 {
 		verb = "reject"
 	}
-	return fmt.Sprintf("%s %s %s; so would any leaking cache hit, any invalid answer recorded ok, or a run on different tasks",
-		words.Count(k, "more failed task"), verb, a.Name)
+	also := []string{"any leaking cache hit", "any invalid answer recorded ok"}
+	if c := a.CacheStats; c != nil && c.FalseHitUpper95 != nil {
+		also = append(also, "false hits whose 95% upper bound passes "+figure.Pct(g.FalseHitLimit())+" of semantic hits")
+	}
+	return fmt.Sprintf("%s %s %s; so would %s, or a run on different tasks",
+		words.Count(k, "more failed task"), verb, a.Name, strings.Join(also, ", "))
 }
 
 // changeReject says what would let a rejected candidate through the gate.
@@ -437,6 +441,10 @@ func changeReject(base, a *ArmSummary, g GateConfig, contractBlocks bool) string
 	}
 	if a.SilentViolations > 0 {
 		parts = append(parts, "no invalid answers recorded ok")
+	}
+	if falseHitFail(a, g) != "" {
+		parts = append(parts, "a 95% upper bound on false hits per semantic hit at most "+figure.Pct(g.FalseHitLimit())+
+			" (fewer false hits at a higher threshold, or more semantic hits to narrow the bound)")
 	}
 	if a.Paired != nil && len(a.Paired.Unmatched) > 0 {
 		parts = append(parts, "a run on the same tasks as the baseline")

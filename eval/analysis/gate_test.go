@@ -77,6 +77,31 @@ func TestGate(t *testing.T) {
 			wantChange:  "no invalid answers recorded ok",
 		},
 		{
+			name: "semantic false hits",
+			recs: gateArms(all, 50, func(r []Record) []Record {
+				for i := range r {
+					r[i].Cache, r[i].Similarity = "hit", 0.93
+				}
+				r[1].FalseHit = true
+				return r
+			}),
+			wantVerdict: VerdictReject,
+			wantReasons: []string{"false hits: 1 of 4 semantic hits served another task's answer wrongly"},
+			wantChange:  "a 95% upper bound on false hits per semantic hit at most 5%",
+		},
+		{
+			name: "semantic hits under a loose limit",
+			recs: gateArms(all, 50, func(r []Record) []Record {
+				for i := range r {
+					r[i].Cache, r[i].Similarity = "hit", 0.93
+				}
+				return r
+			}),
+			gate:        &GateConfig{MaxFalseHitRate: f64p(0.6)},
+			wantVerdict: VerdictAccept,
+			wantChange:  "so would any leaking cache hit, any invalid answer recorded ok, false hits whose 95% upper bound passes 60% of semantic hits, or a run",
+		},
+		{
 			name: "unmatched tasks",
 			recs: gateArms(all, 50, func(r []Record) []Record {
 				return append(r, mkRec("cand", "t9", 1, OutcomeOK, true, 1))

@@ -183,8 +183,8 @@ func (g GateConfig) String() string {
 		ObjectiveCost:    "per-task cost",
 		ObjectiveGoodput: "goodput (share of tasks passing within " + g.SLO.String() + ")",
 	}[g.Objective]
-	return fmt.Sprintf("gate: %s, no leaking cache hit, no invalid answer recorded ok, the same work as the baseline; guardrails: %s; accept only when %s improves with a 95%% interval that excludes 0; at least %d pairs",
-		lost, words.And(rails), obj, g.MinPairs)
+	return fmt.Sprintf("gate: %s, no leaking cache hit, no invalid answer recorded ok, the same work as the baseline, a semantic cache's false hits at most %s of its hits (95%% upper bound); guardrails: %s; accept only when %s improves with a 95%% interval that excludes 0; at least %d pairs",
+		lost, figure.Pct(g.FalseHitLimit()), words.And(rails), obj, g.MinPairs)
 }
 
 // String writes "TTFT ≤ 200 ms and end to end ≤ 2000 ms".
