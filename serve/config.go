@@ -43,7 +43,7 @@ import (
 //	    crab_headers: false
 //	default_model: large
 //	contract: {file: triage.schema.json, policy: escalate, escalate_to: large}
-//	cache: {key: full, ttl: 10m, store: ristretto}   # store redis shares it between replicas
+//	cache: {key: full, ttl: 10m, store: ristretto}   # store redis shares it between replicas; or {kind: semantic, threshold: 0.9}
 //	router: {threshold: 0.5, small: small, large: large}   # or {mode: cascade, small: small, large: large, confidence: 0.8}
 //
 // The configuration is a thin layer over the stack package: its models,
@@ -91,6 +91,10 @@ type Config struct {
 	// Mode is the output mode asked of the upstream when the client sends
 	// no X-Crab-Mode: full (default), short or over_short.
 	Mode string `yaml:"mode"`
+	// Instructions replace, per output mode (short, over_short), the
+	// instruction appended to the system prompt, as an arm's instructions
+	// do in crab run.
+	Instructions map[string]string `yaml:"instructions"`
 	// DefaultLang and DefaultDocVersion are the scope's language and
 	// document version when neither the client nor its key give one.
 	DefaultLang       string `yaml:"default_lang"`
@@ -130,22 +134,14 @@ type ContractConfig struct {
 	EscalateTo string `yaml:"escalate_to"` // model for policy escalate
 }
 
-// CacheConfig is the response cache.
-type CacheConfig struct {
-	Key        string   `yaml:"key"`          // "full" (default), "text", or a comma list of key fields
-	TTL        Duration `yaml:"ttl"`          // 0 = no expiry
-	CheckOnHit *bool    `yaml:"check_on_hit"` // refuse hits built for another scope (default true)
-	MaxCost    int64    `yaml:"max_cost"`     // store capacity in bytes of answers (default: the store's)
-	// WaitForStore makes a miss answer only once its entry is visible to
-	// the next request. Default false: the store applies the entry in the
-	// background, off the response path, so an identical request arriving
-	// within microseconds of the first answer may miss once more.
-	WaitForStore bool `yaml:"wait_for_store"`
-	// Store is a registered cache store: ristretto (default, in process)
-	// or redis (shared by every replica of the proxy).
-	Store     string `yaml:"store"`
-	RedisAddr string `yaml:"redis_addr"` // host:port for store redis (default 127.0.0.1:6379)
-}
+// CacheConfig is the scoped response cache: the stack's cache spec, so
+// every field an arm of crab run may set (key, ttl, check_on_hit, store,
+// redis_addr, max_cost, wait_for_store, and kind semantic with threshold
+// and embedder) means the same here. In serve, wait_for_store defaults to
+// false: the store applies an entry off the response path, so an identical
+// request arriving within microseconds of the first answer may miss once
+// more.
+type CacheConfig = stack.CacheSpec
 
 // RouterConfig is the difficulty router.
 type RouterConfig struct {
@@ -447,13 +443,13 @@ func (c *Config) specs() ([]stack.ModelSpec, stack.ArmSpec) {
 			Stream: m.Stream, CrabHeaders: m.CrabHeaders, PriceInPerMTok: m.PriceInPerMTok, PriceOutPerMTok: m.PriceOutPerMTok,
 		}
 	}
-	arm := stack.ArmSpec{Name: "serve", Model: c.DefaultModel, Mode: c.Mode}
+	arm := stack.ArmSpec{Name: "serve", Model: c.DefaultModel, Mode: c.Mode, Instructions: c.Instructions}
 	if k := c.Contract; k != nil {
 		arm.Contract = &stack.ContractSpec{Policy: k.Policy, EscalateTo: k.EscalateTo}
 	}
 	if k := c.Cache; k != nil {
-		arm.Cache = &stack.CacheSpec{Key: k.Key, TTL: k.TTL, CheckOnHit: k.CheckOnHit, Store: k.Store, RedisAddr: k.RedisAddr,
-			MaxCost: k.MaxCost, WaitForStore: k.WaitForStore}
+		cache := *k
+		arm.Cache = &cache
 	}
 	if r := c.Router; r != nil {
 		arm.Router = &stack.RouterSpec{Mode: r.Mode, Threshold: r.Threshold, Small: r.Small, Large: r.Large, Confidence: r.Confidence, Scorer: r.Scorer}
@@ -471,7 +467,7 @@ func (c *Config) fill(arm stack.ArmSpec) {
 		k.Policy = a.Policy
 	}
 	if k, a := c.Cache, arm.Cache; k != nil && a != nil {
-		k.Key, k.CheckOnHit, k.Store, k.RedisAddr = a.Key, a.CheckOnHit, a.Store, a.RedisAddr
+		*k = *a
 	}
 	if r, a := c.Router, arm.Router; r != nil && a != nil {
 		r.Mode = a.Mode

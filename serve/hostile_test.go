@@ -599,3 +599,42 @@ func TestViolationRule(t *testing.T) {
 		}
 	}
 }
+
+// TestSemanticCacheAndInstructions: the configuration takes every field an
+// arm of crab run may set: a semantic cache answers a paraphrase from the
+// cache and never crosses a tenant, and the short mode's instruction is
+// the configured one.
+func TestSemanticCacheAndInstructions(t *testing.T) {
+	t.Parallel()
+	f, url := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		completion(w, fmt.Sprintf(`{"answer":%d}`, n))
+	})
+	_, ps, _ := proxyOver(t, url, "mode: short\ninstructions: {short: 'Answer in five words.'}\n"+
+		"cache: {kind: semantic, threshold: 0.9, embedder: builtin-guarded, wait_for_store: true}\n")
+	ticket := "My invoice 100 was charged twice this month, please refund"
+	for _, tc := range []struct {
+		name, key, text, cache string
+	}{
+		{"first", "sk-acme", ticket, "MISS"},
+		{"paraphrase", "sk-acme", "Hello! " + ticket + ".", "HIT"},
+		{"another tenant", "sk-globex", ticket, "MISS"},
+		{"another invoice", "sk-acme", "My invoice 731 was charged twice this month, please refund", "MISS"},
+	} {
+		r := post(t, ps.URL, tc.key, chatBody("large", tc.text, false, ""), nil)
+		if r.status != 200 || r.header.Get(openai.HeaderCache) != tc.cache {
+			t.Errorf("%s: %d cache %q; want 200 %s (%s)", tc.name, r.status, r.header.Get(openai.HeaderCache), tc.cache, r.body)
+		}
+		if tc.name != "first" && tc.cache == "MISS" && r.content == `{"answer":0}` {
+			t.Errorf("%s: served the first ticket's answer", tc.name)
+		}
+	}
+	var system []string
+	for _, m := range f.last().Messages {
+		if m.Role == "system" {
+			system = append(system, m.Content)
+		}
+	}
+	if s := strings.Join(system, "\n"); !strings.Contains(s, "Answer in five words.") {
+		t.Errorf("upstream system prompt %q; want the configured short instruction", s)
+	}
+}
