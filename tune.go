@@ -10,11 +10,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/atomicfile"
@@ -36,7 +38,9 @@ type tuneOptions struct {
 	Outcomes    string  // outcome table file; empty = beside the tasks (or under CacheDir)
 	CacheDir    string  // where the embedded task set's table goes
 	Refresh     bool
-	Scorer      string // "learn" (fit on calibration), a registered scorer, a URL or a scorer file
+	Scorer      string  // "learn" (fit on calibration), a registered scorer, a URL or a scorer file
+	CacheArm    string  // tune only this semantic-cache arm's threshold; empty = the router and every semantic arm
+	MaxFalseHit float64 // share of calibration hard negatives a similarity threshold may serve
 	Quiet       bool
 	Stdout      io.Writer
 	Stderr      io.Writer
@@ -45,12 +49,15 @@ type tuneOptions struct {
 func tuneCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "tune",
-		Usage: "choose a router threshold on a calibration split and report it once on a frozen holdout",
+		Usage: "choose router and semantic-cache thresholds on a calibration split and report them once on a frozen holdout",
 		UsageText: "crab tune [-c EXPERIMENT.yaml] [--tasks FILE] [--holdout 0.3] [--seed N] [--folds K] [--max-pass-loss N | --budget COST]\n" +
-			"          [--format text|json] [-o DIR] [--refresh] [--outcomes FILE]\n\n" +
+			"          [--cache-arm ARM] [--max-false-hit-rate R] [--format text|json] [-o DIR] [--refresh] [--outcomes FILE]\n\n" +
 			"The first run calls each model once per task (through the experiment's contract and retry layers) and\n" +
 			"stores the outcomes in a table beside the task file (for the embedded task set: under .crab/outcomes/);\n" +
-			"every later run with the same tasks and models replays that table and calls no model.",
+			"every later run with the same tasks and models replays that table and calls no model.\n\n" +
+			"Every arm with a semantic cache (cache: {kind: semantic}) gets its similarity threshold chosen too, on\n" +
+			"labelled pairs of the calibration tasks, with the arm's embedder; --cache-arm ARM tunes that arm alone\n" +
+			"(no router, no model call). An experiment without a router tunes its semantic arms only.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "experiment `FILE` giving the models, prices, contract and retry policy (default: the embedded default)"},
 			&cli.StringFlag{Name: "tasks", Usage: "task `FILE` (JSONL) instead of the experiment's"},
@@ -65,6 +72,8 @@ func tuneCmd() *cli.Command {
 			&cli.StringFlag{Name: "outcomes", Usage: "outcome table `FILE` to read or build (default: beside the task file)"},
 			&cli.StringFlag{Name: "cache-dir", Value: eval.DefaultTuneCacheDir, Usage: "`DIR` for the embedded task set's outcome table"},
 			&cli.StringFlag{Name: "scorer", Value: "learn", Usage: "`SCORER` to route by: learn (fit a logistic regression on the calibration split; -o writes it to scorer.json), a registered scorer (" + strings.Join(router.Scorers(), ", ") + "), an http(s):// URL or a scorer .json file"},
+			&cli.StringFlag{Name: "cache-arm", Usage: "tune only the similarity threshold of the semantic-cache `ARM`", DefaultText: "the router and every semantic-cache arm"},
+			&cli.Float64Flag{Name: "max-false-hit-rate", Usage: "share `R` of the calibration hard negatives a similarity threshold may serve", DefaultText: "0: none"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
 		},
 		Action: func(c *cli.Context) error {
@@ -76,6 +85,7 @@ func tuneCmd() *cli.Command {
 				Folds: c.Int("folds"), MaxPassLoss: c.Int("max-pass-loss"), Budget: c.Float64("budget"),
 				Format: c.String("format"), OutDir: c.String("out"), Outcomes: c.String("outcomes"),
 				CacheDir: c.String("cache-dir"), Refresh: c.Bool("refresh"), Quiet: c.Bool("quiet"), Scorer: c.String("scorer"),
+				CacheArm: c.String("cache-arm"), MaxFalseHit: c.Float64("max-false-hit-rate"),
 				Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 			}
 			if c.IsSet("seed") {
@@ -90,10 +100,10 @@ func tuneCmd() *cli.Command {
 	}
 }
 
-// tune checks every input, gets the outcome table (read, or built by
-// calling each model once per task), tunes both routing policies and
-// writes the report; with -o it writes the output files atomically, and
-// only after everything else succeeded.
+// tune checks every input, tunes the router (from the outcome table: read,
+// or built by calling each model once per task) and every semantic-cache
+// arm's similarity threshold, and writes the report; with -o it writes the
+// output files atomically, and only after everything else succeeded.
 func tune(ctx context.Context, o tuneOptions) error {
 	if o.Format != "text" && o.Format != "json" {
 		return badUsage("unknown --format %q (want text or json)", o.Format)
@@ -110,6 +120,9 @@ func tune(ctx context.Context, o tuneOptions) error {
 	if o.Budget < 0 || math.IsNaN(o.Budget) || math.IsInf(o.Budget, 0) {
 		return badUsage("--budget %v: want a cost per request > 0", o.Budget)
 	}
+	if !(o.MaxFalseHit >= 0 && o.MaxFalseHit < 1) {
+		return badUsage("--max-false-hit-rate %v: want a share in [0, 1)", o.MaxFalseHit)
+	}
 	setup, err := eval.LoadSetup(o.Experiment, fixtures.FS)
 	if err != nil {
 		return err
@@ -119,9 +132,12 @@ func tune(ctx context.Context, o tuneOptions) error {
 			return err
 		}
 	}
-	target, err := setup.Target()
-	if err != nil {
-		return err
+	semArms := setup.SemanticArms()
+	if o.CacheArm != "" {
+		semArms = slices.DeleteFunc(semArms, func(a eval.ArmSpec) bool { return a.Name != o.CacheArm })
+		if len(semArms) == 0 {
+			return badUsage("--cache-arm %q: %s has no semantic-cache arm of that name", o.CacheArm, setup.Exp.File)
+		}
 	}
 	seed := setup.Exp.Seed
 	if o.Seed != nil {
@@ -131,43 +147,39 @@ func tune(ctx context.Context, o tuneOptions) error {
 	if !o.Quiet {
 		log = o.Stderr
 	}
-	tab, err := setup.OutcomeTableFor(ctx, target, eval.TableOptions{Path: o.Outcomes, CacheDir: o.CacheDir, Refresh: o.Refresh, Log: log})
-	if err != nil {
-		return err
-	}
-	cfg := routertune.TuneConfig{
-		Holdout: o.Holdout, Seed: seed, Folds: o.Folds,
-		Rule: routertune.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
-	}
-	var scorer router.Scorer
+	out := tuneOutput{}
+	var target eval.TuneTarget
 	var learned *router.LearnedScorer
-	switch o.Scorer {
-	case "", "learn":
-		cfg.Scorer = "learned: logistic regression over generic text features and hashed word and character n-grams, fitted on each split's calibration side"
-		cfg.Rescore = routertune.Learner(routertune.LearnConfig{}, func(s *router.LearnedScorer) { learned = s })
-	default:
-		if scorer, err = router.NewScorer(o.Scorer); err != nil {
-			return &eval.InputError{File: o.Scorer, Field: "--scorer", Msg: err.Error()}
+	if o.CacheArm == "" {
+		target, err = setup.Target()
+		switch {
+		case err != nil && len(semArms) == 0:
+			return err
+		case err != nil:
+			if log != nil {
+				fmt.Fprintf(log, "crab: no router to tune (%v); tuning the semantic-cache arms only\n", err)
+			}
+		default:
+			if learned, err = tuneRouter(ctx, o, setup, target, seed, log, &out); err != nil {
+				return err
+			}
 		}
-		cfg.Scorer = o.Scorer
 	}
-	samples, err := setup.Samples(tab.Table, scorer, tab.Path)
-	if err != nil {
-		return err
+	for _, a := range semArms {
+		st, err := setup.TuneSemantic(ctx, a, eval.SemanticTuneConfig{Holdout: o.Holdout, Seed: seed, MaxFalseHitRate: o.MaxFalseHit})
+		if errors.Is(err, semantic.ErrBadConfig) || errors.Is(err, routertune.ErrTooFewSamples) || errors.Is(err, routertune.ErrTuneConfig) {
+			return badUsage("semantic-cache arm %s: %w", a.Name, err)
+		}
+		if err != nil {
+			return err
+		}
+		out.Semantic = append(out.Semantic, st)
 	}
-	rep, err := routertune.Tune(samples, cfg)
-	if errors.Is(err, routertune.ErrTooFewSamples) || errors.Is(err, routertune.ErrTuneConfig) {
-		return badUsage("%w", err)
-	}
-	if err != nil {
-		return err
-	}
-	if log != nil && !tab.Built {
-		fmt.Fprintf(log, "crab: outcome table %s (read, no model calls)\n", tab.Path)
-	}
-	out := tuneOutput{Outcomes: tab.Path, Small: target.Small, Large: target.Large, TuneReport: rep}
 	if o.OutDir != "" {
-		files := "sweep.csv, tune.json, pareto.svg, pareto-cascade.svg, tuned.yaml"
+		files := "tune.json, tuned.yaml"
+		if out.TuneReport != nil {
+			files = "sweep.csv, tune.json, pareto.svg, pareto-cascade.svg, tuned.yaml"
+		}
 		if learned != nil {
 			files += ", scorer.json"
 		}
@@ -183,22 +195,80 @@ func tune(ctx context.Context, o tuneOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(&out)
 	}
-	fmt.Fprintf(o.Stdout, "models: %s (small) vs %s (large); outcome table %s\n", target.Small, target.Large, tab.Path)
-	return rep.WriteText(o.Stdout)
+	if out.TuneReport != nil {
+		fmt.Fprintf(o.Stdout, "models: %s (small) vs %s (large); outcome table %s\n", target.Small, target.Large, out.Outcomes)
+		if err := out.TuneReport.WriteText(o.Stdout); err != nil {
+			return err
+		}
+	}
+	for i, st := range out.Semantic {
+		if i > 0 || out.TuneReport != nil {
+			fmt.Fprintln(o.Stdout)
+		}
+		if err := st.WriteText(o.Stdout); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// tuneOutput is tune.json: the report plus where its outcomes came from.
+// tuneRouter gets the outcome table and tunes both routing policies into
+// out; it returns the learned scorer when one was fitted.
+func tuneRouter(ctx context.Context, o tuneOptions, setup *eval.Setup, target eval.TuneTarget, seed int64, log io.Writer, out *tuneOutput) (*router.LearnedScorer, error) {
+	tab, err := setup.OutcomeTableFor(ctx, target, eval.TableOptions{Path: o.Outcomes, CacheDir: o.CacheDir, Refresh: o.Refresh, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	cfg := routertune.TuneConfig{
+		Holdout: o.Holdout, Seed: seed, Folds: o.Folds,
+		Rule: routertune.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
+	}
+	var scorer router.Scorer
+	var learned *router.LearnedScorer
+	switch o.Scorer {
+	case "", "learn":
+		cfg.Scorer = "learned: logistic regression over generic text features and hashed word and character n-grams, fitted on each split's calibration side"
+		cfg.Rescore = routertune.Learner(routertune.LearnConfig{}, func(s *router.LearnedScorer) { learned = s })
+	default:
+		if scorer, err = router.NewScorer(o.Scorer); err != nil {
+			return nil, &eval.InputError{File: o.Scorer, Field: "--scorer", Msg: err.Error()}
+		}
+		cfg.Scorer = o.Scorer
+	}
+	samples, err := setup.Samples(tab.Table, scorer, tab.Path)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := routertune.Tune(samples, cfg)
+	if errors.Is(err, routertune.ErrTooFewSamples) || errors.Is(err, routertune.ErrTuneConfig) {
+		return nil, badUsage("%w", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if log != nil && !tab.Built {
+		fmt.Fprintf(log, "crab: outcome table %s (read, no model calls)\n", tab.Path)
+	}
+	out.Outcomes, out.Small, out.Large, out.TuneReport = tab.Path, target.Small, target.Large, rep
+	return learned, nil
+}
+
+// tuneOutput is tune.json: the router report plus where its outcomes came
+// from (absent when no router was tuned), and each semantic-cache arm's
+// similarity threshold.
 type tuneOutput struct {
-	Outcomes string `json:"outcomes"`
-	Small    string `json:"small"`
-	Large    string `json:"large"`
+	Outcomes string `json:"outcomes,omitempty"`
+	Small    string `json:"small,omitempty"`
+	Large    string `json:"large,omitempty"`
 	*routertune.TuneReport
+	Semantic []*eval.SemanticTune `json:"semantic,omitempty"`
 }
 
 // writeTuneDir writes the output files of -o DIR; a learned scorer goes
-// to scorer.json, which tuned.yaml's router arms name.
+// to scorer.json, which tuned.yaml's router arms name. Without a router
+// report only tune.json and tuned.yaml are written.
 func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tuneOutput, seed int64, scorerRef string, learned *router.LearnedScorer) error {
-	if scorerRef == "learn" || router.IsScorerFile(scorerRef) {
+	if out.TuneReport != nil && (scorerRef == "learn" || router.IsScorerFile(scorerRef)) {
 		scorerRef = filepath.Join(dir, "scorer.json")
 		if learned == nil {
 			if abs, err := filepath.Abs(out.Config.Scorer); err == nil {
@@ -208,7 +278,7 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 			scorerRef = abs
 		}
 	}
-	snippet, err := setup.TunedExperiment(target, out.TuneReport, seed, scorerRef)
+	snippet, err := setup.TunedExperiment(target, out.TuneReport, seed, scorerRef, out.Semantic)
 	if err != nil {
 		return err
 	}
@@ -223,6 +293,20 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 	if err := writeJSON(filepath.Join(dir, "tune.json"), out); err != nil {
 		return err
 	}
+	if out.TuneReport != nil {
+		if err := writeRouterFiles(dir, out); err != nil {
+			return err
+		}
+	}
+	return atomicfile.Write(filepath.Join(dir, "tuned.yaml"), func(w io.Writer) error {
+		_, err := w.Write(snippet)
+		return err
+	})
+}
+
+// writeRouterFiles writes sweep.csv and the Pareto plots of the router
+// report.
+func writeRouterFiles(dir string, out *tuneOutput) error {
 	if err := atomicfile.Write(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error { return writeSweepCSV(w, out.TuneReport) }); err != nil {
 		return err
 	}
@@ -244,10 +328,7 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 			return err
 		}
 	}
-	return atomicfile.Write(filepath.Join(dir, "tuned.yaml"), func(w io.Writer) error {
-		_, err := w.Write(snippet)
-		return err
-	})
+	return nil
 }
 
 // writeSweepCSV writes every policy's calibration sweep, one row per

@@ -286,3 +286,78 @@ func TestTuneEmbedded(t *testing.T) {
 		t.Errorf("holdout %+v; want 480 tasks in all, the router cheaper than all-large, all-small behind", h)
 	}
 }
+
+// crab tune on an experiment with a semantic-cache arm and no router
+// tunes the arm's similarity threshold alone; -o writes it into the
+// experiment snippet, which runs.
+func TestTuneSemanticArm(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	code, stdout, errs := crab(t, "", "tune", "-c", "examples/semantic/experiment.yaml", "--cache-arm", "guarded", "-o", out, "-q", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d; want 0 (stderr %s)", code, errs)
+	}
+	var tj struct {
+		Threshold *float64 `json:"threshold"`
+		Semantic  []struct {
+			Arm       string  `json:"arm"`
+			Threshold float64 `json:"threshold"`
+			Holdout   *struct {
+				Paraphrases     int      `json:"paraphrases"`
+				HardNegatives   int      `json:"hard_negatives"`
+				FalseHitUpper95 *float64 `json:"false_hit_upper_95"`
+			} `json:"holdout"`
+		} `json:"semantic"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &tj); err != nil {
+		t.Fatalf("tune JSON: %v\n%s", err, stdout)
+	}
+	if tj.Threshold != nil || len(tj.Semantic) != 1 || tj.Semantic[0].Arm != "guarded" {
+		t.Fatalf("got %s; want the guarded arm alone, no router", stdout)
+	}
+	s := tj.Semantic[0]
+	if s.Threshold <= 0.5 || s.Threshold > 1 || s.Holdout == nil || s.Holdout.Paraphrases == 0 || s.Holdout.HardNegatives == 0 || s.Holdout.FalseHitUpper95 == nil {
+		t.Errorf("semantic tune %+v; want a threshold in (0.5, 1] and a holdout with both labels and a bound", s)
+	}
+	snippet := string(mustReadFile(t, filepath.Join(out, "tuned.yaml")))
+	if want := fmt.Sprintf("threshold: %v", s.Threshold); !strings.Contains(snippet, want) {
+		t.Errorf("tuned.yaml lacks %q:\n%s", want, snippet)
+	}
+	code, text, errs := crab(t, "", "tune", "-c", "examples/semantic/experiment.yaml", "-q")
+	if code != 0 || !strings.Contains(text, "semantic cache arm loose") || !strings.Contains(text, "semantic cache arm guarded") || !strings.Contains(text, "false_hit_upper_95") {
+		t.Errorf("text: exit %d, stderr %s; want both semantic arms' reports:\n%s", code, errs, text)
+	}
+	if code, _, errs := crab(t, "", "run", "-c", filepath.Join(out, "tuned.yaml"), "-o", filepath.Join(dir, "run"), "-q"); code != 0 && code != 1 {
+		t.Errorf("crab run on tuned.yaml: exit %d (stderr %s)", code, errs)
+	}
+}
+
+func TestTuneSemanticBadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	few := filepath.Join(dir, "few.jsonl")
+	os.WriteFile(few, []byte(`{"id":"a","text":"hi","tenant":"t","user":"u","permission":"p","lang":"en","doc_version":"v1"}`+"\n"+
+		`{"id":"b","text":"ok","tenant":"t","user":"u","permission":"p","lang":"en","doc_version":"v1"}`+"\n"), 0o644)
+	out := filepath.Join(dir, "out")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown arm", []string{"--cache-arm", "nope"}, "--cache-arm"},
+		{"exact arm", []string{"--cache-arm", "exact"}, "--cache-arm"},
+		{"rate 1", []string{"--max-false-hit-rate", "1"}, "--max-false-hit-rate"},
+		{"rate negative", []string{"--max-false-hit-rate", "-0.1"}, "--max-false-hit-rate"},
+		{"no text to pair", []string{"--cache-arm", "guarded", "--tasks", few}, "guarded"},
+	} {
+		args := append([]string{"tune", "-c", "examples/semantic/experiment.yaml", "-q", "-o", out}, tc.args...)
+		code, _, errs := crab(t, "", args...)
+		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 and one line naming %q", tc.name, code, errs, tc.want)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("bad input left %s behind", out)
+	}
+}

@@ -596,8 +596,9 @@ func (s *Setup) applyTuned(resolve func(string) string, base string) error {
 //
 // scorer, when not empty, is the scorer the threshold was chosen with (a
 // registered name or a scorer file); every threshold arm that gets the
-// chosen threshold gets it too.
-func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed int64, scorer string) ([]byte, error) {
+// chosen threshold gets it too. rep may be nil (no router tuned); every
+// semantic-cache arm named in sem gets its tuned threshold.
+func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed int64, scorer string, sem []*SemanticTune) ([]byte, error) {
 	raw, err := s.read(s.Exp.File, "")
 	if err != nil {
 		return nil, err
@@ -636,17 +637,18 @@ func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed i
 			tr.Value = ref(tr.Value)
 		}
 	}
-	th := rep.Threshold
-	var conf *float64
-	if rep.Policy == router.PolicyCascade {
-		conf, th = &rep.Threshold, math.NaN()
-	} else if rep.Cascade != nil {
-		conf = &rep.Cascade.Threshold
-	}
 	note := fmt.Sprintf("chosen by crab tune on calibration (seed %d); see tune.json", seed)
 	arms := mapGet(doc, "arms")
+	setSemanticThresholds(arms, s.Exp.Arms, sem, note)
 	hasCascade := false
-	if arms != nil && arms.Kind == yaml.SequenceNode {
+	if rep != nil && arms != nil && arms.Kind == yaml.SequenceNode {
+		th := rep.Threshold
+		var conf *float64
+		if rep.Policy == router.PolicyCascade {
+			conf, th = &rep.Threshold, math.NaN()
+		} else if rep.Cascade != nil {
+			conf = &rep.Cascade.Threshold
+		}
 		for i, a := range s.Exp.Arms {
 			if a.Router == nil || i >= len(arms.Content) {
 				continue
@@ -695,7 +697,7 @@ func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed i
 			arms.Content = append(arms.Content, arm)
 		}
 	}
-	root.HeadComment = strings.TrimSpace(fmt.Sprintf("Written by crab tune from %s: the router thresholds below were chosen on the\ncalibration split and reported once on the holdout (tune.json). Run it with crab run -c FILE.", s.Exp.File) + "\n\n" + root.HeadComment)
+	root.HeadComment = strings.TrimSpace(fmt.Sprintf("Written by crab tune from %s: the thresholds below were chosen on the\ncalibration split and reported once on the holdout (tune.json). Run it with crab run -c FILE.", s.Exp.File) + "\n\n" + root.HeadComment)
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
@@ -706,58 +708,4 @@ func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed i
 		return nil, err
 	}
 	return b.Bytes(), nil
-}
-
-func uniqueArm(arms []ArmSpec, name string) string {
-	taken := map[string]bool{}
-	for _, a := range arms {
-		taken[a.Name] = true
-	}
-	out := name
-	for i := 2; taken[out]; i++ {
-		out = fmt.Sprintf("%s_%d", name, i)
-	}
-	return out
-}
-
-// fmtYAMLFloat writes v so that it parses back to exactly v.
-func fmtYAMLFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-
-func mapGet(m *yaml.Node, key string) *yaml.Node {
-	_, v := mapKey(m, key)
-	return v
-}
-
-// mapKey returns the key and value nodes of key in mapping m, or nils.
-func mapKey(m *yaml.Node, key string) (k, v *yaml.Node) {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil, nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i], m.Content[i+1]
-		}
-	}
-	return nil, nil
-}
-
-func mapDelete(m *yaml.Node, key string) {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			m.Content = append(m.Content[:i], m.Content[i+2:]...)
-			return
-		}
-	}
-}
-
-// setScalar sets (or adds) key to a scalar value and returns the value
-// node; an empty tag lets YAML resolve the value's type.
-func setScalar(m *yaml.Node, key, value, tag string) *yaml.Node {
-	if v := mapGet(m, key); v != nil {
-		v.Kind, v.Value, v.Tag, v.Style, v.Content = yaml.ScalarNode, value, tag, 0, nil
-		return v
-	}
-	v := &yaml.Node{Kind: yaml.ScalarNode, Value: value, Tag: tag}
-	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
-	return v
 }

@@ -250,3 +250,40 @@ func lowerFirst(s string) string {
 	}
 	return string(unicode.ToLower(r)) + s[n:]
 }
+
+// identifiers are tokens of letters, a hyphen and digits (INV-2024-0318,
+// TCK-4471): what the identifier kind of Vary changes.
+var identifiers = regexp.MustCompile(`\b[A-Za-z]+-\d+(?:-\d+)*\b`)
+
+// Vary rewrites text into the second text of a pair of kind whose first
+// text is text itself, drawing its choices with seed; false when the kind
+// does not apply to text. It is how a workload adds paraphrases (same
+// question) and hard negatives (another question in almost the same
+// words) of its own texts. Unlike GeneratePairs, which appends a fresh
+// identifier to both texts, the identifier kind changes the last number of
+// an identifier already in the text (INV-2024-0318 → INV-2024-0321), and
+// does not apply to a text without one.
+func Vary(text, kind string, seed int64) (string, bool) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x7a2e))
+	if kind == PairIdentifier {
+		locs := identifiers.FindAllStringIndex(text, -1)
+		if len(locs) == 0 {
+			return "", false
+		}
+		loc := locs[rng.IntN(len(locs))]
+		id := text[loc[0]:loc[1]]
+		nums := numbers.FindAllStringIndex(id, -1)
+		last := nums[len(nums)-1]
+		n, err := strconv.Atoi(id[last[0]:last[1]])
+		if err != nil {
+			return "", false
+		}
+		digits := fmt.Sprintf("%0*d", last[1]-last[0], n+1+rng.IntN(9))
+		return text[:loc[0]] + id[:last[0]] + digits + id[last[1]:] + text[loc[1]:], true
+	}
+	a, b, ok := transform(rng, kind, text)
+	if !ok || a != text || b == text {
+		return "", false
+	}
+	return b, true
+}

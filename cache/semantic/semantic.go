@@ -104,6 +104,7 @@ type Cache struct {
 	count  int
 
 	st       counters
+	gens     generations
 	embedDur atomic.Int64
 	embeds   atomic.Uint64
 }
@@ -129,6 +130,7 @@ type entry struct {
 	resp   *model.Response
 	stored time.Time
 	origin string // TaskID of the request the answer was built for
+	gen    generation
 }
 
 var _ cache.Layer = (*Cache)(nil)
@@ -212,6 +214,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 	}
 	text := cache.NormalizeText(req.Text)
 	pkey := partitionKey(c.spec, req)
+	gen := c.gens.get(req.Scope.Tenant, req.Scope.Permission)
 
 	e0 := c.cfg.Now()
 	vecs, err := c.emb.Embed(ctx, []string{text})
@@ -232,6 +235,8 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 			switch {
 			case c.cfg.TTL > 0 && now.Sub(e.stored) >= c.cfg.TTL:
 				c.st.expired.Add(1)
+			case e.gen != c.gens.get(e.scope.Tenant, e.scope.Permission):
+				c.st.invalidated.Add(1)
 			default:
 				leak := cache.RequestLeakKind(e.scope, e.conv, req)
 				sameParams := e.params == partitionKey(c.full, req)
@@ -270,7 +275,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 		}
 		c.insert(pkey, &entry{
 			vec: vec, text: text, params: partitionKey(c.full, req), scope: scope,
-			conv: cache.ConversationOf(req), resp: resp.Clone(), stored: storeStart, origin: req.TaskID,
+			conv: cache.ConversationOf(req), resp: resp.Clone(), stored: storeStart, origin: req.TaskID, gen: gen,
 		})
 		c.st.stored.Add(1)
 	}
@@ -399,6 +404,7 @@ func (c *Cache) Stats() cache.Stats {
 		Expired: s.expired.Load(), ScopeMismatches: s.mismatches.Load(),
 		Leaks: s.leaks.load(), Refused: s.refused.load(),
 		Stored: s.stored.Load(), NotCached: s.notCached.Load(), Unavailable: s.unavailable.Load(),
+		Invalidations: s.invalidations.Load(), Invalidated: s.invalidated.Load(),
 	}
 }
 
@@ -432,7 +438,7 @@ func (c *Cache) SemanticStats() SemanticStats {
 type counters struct {
 	hits, misses, bypasses, expired, mismatches atomic.Uint64
 	stored, notCached, unavailable, similar     atomic.Uint64
-	evicted                                     atomic.Uint64
+	evicted, invalidations, invalidated         atomic.Uint64
 	leaks, refused                              leakCounters
 }
 

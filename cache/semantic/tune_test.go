@@ -105,3 +105,30 @@ func TestTune(t *testing.T) {
 		t.Errorf("Evaluate = %+v", o)
 	}
 }
+
+func TestVary(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		kind, text string
+		ok         bool
+	}{
+		{PairReword, "How do I export all invoices of 2024?", true},
+		{PairTypo, "How do I export all invoices of 2024?", true},
+		{PairGreeting, "How do I export all invoices of 2024?", true},
+		{PairNegation, "How do I export all invoices of 2024?", true},
+		{PairNumber, "How do I export all invoices of 2024?", true},
+		{PairIdentifier, "Please resend invoice INV-2024-0318.", true},
+		{PairIdentifier, "How do I export all invoices of 2024?", false},
+		{PairProduct, "How do I export all invoices of 2024?", true},
+		{PairProduct, "Das Paket hängt beim Zoll fest.", false},
+	} {
+		got, ok := Vary(tc.text, tc.kind, 3)
+		again, _ := Vary(tc.text, tc.kind, 3)
+		if ok != tc.ok || ok && (got == tc.text || got == "") || got != again {
+			t.Errorf("Vary(%q, %s) = %q, %v (again %q); want a changed text: %v, the same on every call", tc.text, tc.kind, got, ok, again, tc.ok)
+		}
+	}
+	if got, _ := Vary("Please resend invoice INV-2024-0318.", PairIdentifier, 3); !strings.HasPrefix(got, "Please resend invoice INV-2024-03") || len(got) != len("Please resend invoice INV-2024-0318.") {
+		t.Errorf("identifier variant %q; want the last number of the identifier changed, its width kept", got)
+	}
+}
