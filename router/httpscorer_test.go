@@ -29,28 +29,38 @@ func TestHTTPScorer(t *testing.T) {
 		case "out of range":
 			w.Write([]byte(`{"score": 7}`))
 		case "slow":
-			time.Sleep(200 * time.Millisecond)
-			w.Write([]byte(`{"score": 0.1}`))
+			<-r.Context().Done() // never answers: the scorer's timeout ends the call
+			return
 		default:
 			w.Write([]byte(`not json`))
 		}
 	}))
 	defer srv.Close()
 	fb := 0.9
-	s, err := router.NewHTTPScorer(router.HTTPScorerConfig{URL: srv.URL, Timeout: 50 * time.Millisecond, Fallback: &fb})
+	// A generous timeout for the answers, so a loaded machine cannot turn
+	// the good one into a timeout; a short one for the scorer that hangs.
+	s, err := router.NewHTTPScorer(router.HTTPScorerConfig{URL: srv.URL, Timeout: 10 * time.Second, Fallback: &fb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := router.NewHTTPScorer(router.HTTPScorerConfig{URL: srv.URL, Timeout: 50 * time.Millisecond, Fallback: &fb})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
+		s    *router.HTTPScorer
 		text string
 		want float64
-	}{{"ok", 0.25}, {"500", 0.9}, {"out of range", 0.9}, {"slow", 0.9}, {"garbage", 0.9}} {
-		if got := s.Score(&model.Request{Text: tc.text, Scope: model.Scope{Lang: "fr"}}).Value; got != tc.want {
+	}{{s, "ok", 0.25}, {s, "500", 0.9}, {s, "out of range", 0.9}, {s, "garbage", 0.9}, {short, "slow", 0.9}} {
+		if got := tc.s.Score(&model.Request{Text: tc.text, Scope: model.Scope{Lang: "fr"}}).Value; got != tc.want {
 			t.Errorf("%s: score %v; want %v", tc.text, got, tc.want)
 		}
 	}
-	if st := s.Stats(); st.Calls != 5 || st.Fallbacks != 4 {
-		t.Errorf("stats %+v; want 5 calls, 4 fallbacks", st)
+	if st := s.Stats(); st.Calls != 4 || st.Fallbacks != 3 {
+		t.Errorf("stats %+v; want 4 calls, 3 fallbacks", st)
+	}
+	if st := short.Stats(); st.Calls != 1 || st.Fallbacks != 1 {
+		t.Errorf("timed-out scorer's stats %+v; want 1 call, 1 fallback", st)
 	}
 	if _, err := router.NewHTTPScorer(router.HTTPScorerConfig{URL: "ftp://x"}); err == nil {
 		t.Error("an ftp URL was accepted")
