@@ -227,11 +227,30 @@ func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
 // read the compact ReadSet instead.
 func ReadAll(paths []string, stdin io.Reader) ([]Record, *RecordSet, error) {
 	var all []Record
-	set, err := readInto(paths, stdin, func(rec *Record) { all = append(all, *rec) })
+	set, err := readInto(paths, stdin, func(rec *Record) { all = append(all, rec.detached()) })
 	if err != nil {
 		return nil, nil, err
 	}
 	return all, set, nil
+}
+
+// detached is a copy of rec whose strings share no memory with rec's: a
+// reader hands out records whose strings alias its buffers, which it
+// reuses.
+func (rec *Record) detached() Record {
+	c := *rec
+	for _, p := range [...]*string{&c.RunID, &c.Arm, &c.Shard, &c.TaskID, &c.Group, &c.Difficulty, &c.Tenant, &c.Permission,
+		&c.Lang, &c.DocVersion, &c.Outcome, &c.Error, &c.Cache, &c.Leak, &c.CacheOrigin, &c.Model, &c.Misroute,
+		&c.Contract, &c.Category, &c.Expected, &c.GradeReason, &c.GradeError, &c.Output} {
+		*p = strings.Clone(*p)
+	}
+	if c.Violations != nil {
+		c.Violations = make([]string, len(rec.Violations))
+		for i, v := range rec.Violations {
+			c.Violations[i] = strings.Clone(v)
+		}
+	}
+	return c
 }
 
 // readInto is ReadSet; keep, if set, also gets every record read.
