@@ -27,19 +27,19 @@ type LoadStats struct {
 
 // loadStats summarises lag and queue time; nil when the records carry
 // neither (e.g. interchange CSV).
-func loadStats(recs []*records.Rec) *LoadStats {
+func loadStats(t *records.Symbols, recs []*records.Rec) *LoadStats {
 	lag := make([]float64, 0, len(recs))
 	queue := make([]float64, 0, len(recs))
 	seen := false
 	ls := &LoadStats{}
 	for _, r := range recs {
-		if r.Warmup {
+		if t.Attrs(r).Warmup {
 			continue
 		}
-		seen = seen || r.LagMs != 0 || r.QueueMs != 0 || r.Timed
+		seen = seen || r.LagMs != 0 || r.QueueMs != 0 || t.Attrs(r).Timed
 		lag = append(lag, r.LagMs)
 		queue = append(queue, r.QueueMs)
-		if r.SlotWait {
+		if t.Attrs(r).SlotWait {
 			ls.Queued++
 		}
 	}

@@ -117,7 +117,7 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 		if d := rank[a.TaskID] - rank[b.TaskID]; d != 0 {
 			return d
 		}
-		return a.Repeat - b.Repeat
+		return t.Attrs(a).Repeat - t.Attrs(b).Repeat
 	}
 	sortedSide := func(side []*records.Rec) []*records.Rec {
 		s := slices.Clone(side)
@@ -132,7 +132,7 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 		return out
 	}
 	bs, cs := sortedSide(baseline), sortedSide(candidate)
-	keyOfRec := func(r *records.Rec) pk { return pk{t.Str(r.TaskID), r.Repeat} }
+	keyOfRec := func(r *records.Rec) pk { return pk{t.Str(r.TaskID), t.Attrs(r).Repeat} }
 	p := Paired{Lost: []string{}, Gained: []string{}, Unmatched: []string{}, Groups: map[string]GroupDelta{}}
 	if len(baseline) > 0 {
 		p.Baseline = t.Str(baseline[0].Arm)
@@ -166,20 +166,20 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 		lat = append(lat, d)
 		cost = append(cost, c.Cost-b.Cost)
 		if opt.SLO != nil {
-			good = append(good, b2f(opt.SLO.met(c))-b2f(opt.SLO.met(b)))
+			good = append(good, b2f(opt.SLO.met(t, c))-b2f(opt.SLO.met(t, b)))
 		}
-		g := t.Str(b.Group)
+		g := t.Str(t.Attrs(b).Group)
 		gd := p.Groups[g]
 		gd.Pairs++
 		switch {
-		case b.Pass && !c.Pass:
+		case t.Attrs(b).Pass && !t.Attrs(c).Pass:
 			p.Lost = append(p.Lost, id(k))
 			gd.Lost++
 			if p.LostCauses == nil {
 				p.LostCauses = map[string]int{}
 			}
 			p.LostCauses[lostCause(t, c)]++
-		case !b.Pass && c.Pass:
+		case !t.Attrs(b).Pass && t.Attrs(c).Pass:
 			p.Gained = append(p.Gained, id(k))
 			gd.Gained++
 		}
@@ -206,10 +206,10 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 
 // lostCause names why a request did not pass.
 func lostCause(t *records.Symbols, r *records.Rec) string {
-	switch o := t.Str(r.Outcome); {
+	switch o := t.Str(t.Attrs(r).Outcome); {
 	case o != records.OutcomeOK:
 		return o
-	case !r.ContractOK:
+	case !t.Attrs(r).ContractOK:
 		return "contract"
 	}
 	return "wrong_answer"

@@ -241,13 +241,13 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 			order = append(order, t.Str(r.Arm))
 			byArm[t.Str(r.Arm)] = nil
 		}
-		if r.Warmup {
+		if t.Attrs(r).Warmup {
 			warm[t.Str(r.Arm)]++
 			warmRecs[t.Str(r.Arm)] = append(warmRecs[t.Str(r.Arm)], r)
 			return
 		}
 		byArm[t.Str(r.Arm)] = append(byArm[t.Str(r.Arm)], r)
-		repeats[r.Repeat] = true
+		repeats[t.Attrs(r).Repeat] = true
 	})
 	if len(order) == 0 {
 		return nil, ErrNoRecords
@@ -281,7 +281,7 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	for _, name := range arms {
 		s.Arms = append(s.Arms, summarizeArm(t, name, byArm[name], warm[name], large))
 		coldCache(t, &s.Arms[len(s.Arms)-1], warmRecs[name], large)
-		s.Arms[len(s.Arms)-1].Uncertainty = uncertainty(byArm[name], opt.Seed)
+		s.Arms[len(s.Arms)-1].Uncertainty = uncertainty(t, byArm[name], opt.Seed)
 	}
 	multiRepeat := len(repeats) > 1
 	g := opt.gate()
@@ -366,7 +366,7 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 	groupPass := map[string]int{}
 	var sum, okSum, tokOut, cost float64
 	for _, r := range recs {
-		if t.Str(r.Outcome) == records.OutcomeCancelled {
+		if t.Str(t.Attrs(r).Outcome) == records.OutcomeCancelled {
 			// Never sent or cut short by an interruption: counted, but no
 			// latency of the system under test.
 			a.Cancelled++
@@ -374,66 +374,66 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 			all = append(all, r.E2EMs)
 			sum += r.E2EMs
 		}
-		a.Outcomes[t.Str(r.Outcome)]++
-		switch t.Str(r.Outcome) {
+		a.Outcomes[t.Str(t.Attrs(r).Outcome)]++
+		switch t.Str(t.Attrs(r).Outcome) {
 		case records.OutcomeOK:
 			a.OK++
 			okLat = append(okLat, r.E2EMs)
 			okSum += r.E2EMs
-			if !r.ContractOK {
+			if !t.Attrs(r).ContractOK {
 				a.SilentViolations++
 			}
 		case records.OutcomeTimeout:
 			a.Timeouts++
 		}
-		if r.Pass {
+		if t.Attrs(r).Pass {
 			a.Pass++
 		}
-		if t.Str(r.Contract) != "" && !slices.Contains(a.Contracts, t.Str(r.Contract)) {
-			a.Contracts = append(a.Contracts, t.Str(r.Contract))
+		if t.Str(t.Attrs(r).Contract) != "" && !slices.Contains(a.Contracts, t.Str(t.Attrs(r).Contract)) {
+			a.Contracts = append(a.Contracts, t.Str(t.Attrs(r).Contract))
 		}
 		if r.TTFTMs > 0 {
 			ttft = append(ttft, r.TTFTMs)
 		}
 		tokOut += float64(r.TokensOut)
 		cost += r.Cost
-		a.ShadowCost += r.ShadowCost
-		a.Attempts += int(r.Attempts)
-		if r.Escalated {
+		a.ShadowCost += t.Extras(r).ShadowCost
+		a.Attempts += int(t.Attrs(r).Attempts)
+		if t.Attrs(r).Escalated {
 			a.Escalated++
 		}
-		a.EscalationCost += r.EscalationCost
-		if t.Str(r.Group) != "" {
-			groups[t.Str(r.Group)] = append(groups[t.Str(r.Group)], r.E2EMs)
-			if r.Pass {
-				groupPass[t.Str(r.Group)]++
+		a.EscalationCost += t.Extras(r).EscalationCost
+		if t.Str(t.Attrs(r).Group) != "" {
+			groups[t.Str(t.Attrs(r).Group)] = append(groups[t.Str(t.Attrs(r).Group)], r.E2EMs)
+			if t.Attrs(r).Pass {
+				groupPass[t.Str(t.Attrs(r).Group)]++
 			}
 		}
-		if t.Str(r.Cache) != "" || t.Str(r.Leak) != "" || r.ScopeMismatch {
+		if t.Str(t.Attrs(r).Cache) != "" || t.Str(t.Attrs(r).Leak) != "" || t.Attrs(r).ScopeMismatch {
 			if a.CacheStats == nil {
 				a.CacheStats = &CacheStats{Leaks: map[string]int{}}
 			}
 			c := a.CacheStats
-			if t.Str(r.Cache) != "" {
+			if t.Str(t.Attrs(r).Cache) != "" {
 				c.CacheRequests++
 			}
-			switch t.Str(r.Cache) {
+			switch t.Str(t.Attrs(r).Cache) {
 			case "hit":
 				c.Hits++
 				hit = append(hit, r.E2EMs)
-				if r.Semantic {
+				if t.Attrs(r).Semantic {
 					c.SemanticHits++
-					if r.FalseHit {
+					if t.Attrs(r).FalseHit {
 						c.FalseHits++
 					}
 				}
 			case "miss":
 				miss = append(miss, r.E2EMs)
 			}
-			if t.Str(r.Leak) != "" {
-				c.Leaks[t.Str(r.Leak)]++
+			if t.Str(t.Attrs(r).Leak) != "" {
+				c.Leaks[t.Str(t.Attrs(r).Leak)]++
 			}
-			if r.ScopeMismatch {
+			if t.Attrs(r).ScopeMismatch {
 				c.ScopeMismatches++
 			}
 		}
@@ -485,7 +485,7 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 		}
 	}
 	a.RouteStats = routeStats(t, recs, large)
-	a.Load = loadStats(recs)
+	a.Load = loadStats(t, recs)
 	a.TailNote = tailNote(a.N)
 	return a
 }
@@ -496,24 +496,24 @@ func routeStats(t *records.Symbols, recs []*records.Rec, large map[string]bool) 
 	scoreSum := map[string]float64{}
 	scoreN := map[string]int{}
 	for _, r := range recs {
-		if !r.Routed && t.Str(r.Misroute) == "" {
+		if !t.Attrs(r).Routed && t.Str(t.Attrs(r).Misroute) == "" {
 			continue
 		}
 		if rs == nil {
 			rs = &RouteStats{RoutedModels: map[string]int{}, Misroutes: map[string]int{records.MisrouteUnder: 0, records.MisrouteOver: 0, records.MisrouteHopeless: 0}}
 		}
-		if t.Str(r.Misroute) != "" {
-			rs.Misroutes[t.Str(r.Misroute)]++
+		if t.Str(t.Attrs(r).Misroute) != "" {
+			rs.Misroutes[t.Str(t.Attrs(r).Misroute)]++
 		}
-		if !r.Routed {
+		if !t.Attrs(r).Routed {
 			continue
 		}
 		rs.Routed++
-		if t.Str(r.Model) != "" {
-			rs.RoutedModels[t.Str(r.Model)]++
-			if !r.Escalated {
-				scoreSum[t.Str(r.Model)] += r.RouteScore
-				scoreN[t.Str(r.Model)]++
+		if t.Str(t.Attrs(r).Model) != "" {
+			rs.RoutedModels[t.Str(t.Attrs(r).Model)]++
+			if !t.Attrs(r).Escalated {
+				scoreSum[t.Str(t.Attrs(r).Model)] += t.Extras(r).RouteScore
+				scoreN[t.Str(t.Attrs(r).Model)]++
 			}
 		}
 	}

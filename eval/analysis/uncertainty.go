@@ -58,10 +58,10 @@ const (
 )
 
 // uncertainty computes an arm's intervals over its non-warm-up records.
-func uncertainty(recs []*records.Rec, seed int64) *Uncertainty {
+func uncertainty(t *records.Symbols, recs []*records.Rec, seed int64) *Uncertainty {
 	sorted := make([]float64, 0, len(recs))
 	for _, r := range recs {
-		if !r.Warmup {
+		if !t.Attrs(r).Warmup {
 			sorted = append(sorted, r.E2EMs)
 		}
 	}
@@ -69,11 +69,11 @@ func uncertainty(recs []*records.Rec, seed int64) *Uncertainty {
 		return nil
 	}
 	slices.Sort(sorted)
-	u := &Uncertainty{P50CI: quantileCI(sorted, 0.50), P95CI: quantileCI(sorted, 0.95), CostPerPassCI: costPerPassCI(recs, seed)}
+	u := &Uncertainty{P50CI: quantileCI(sorted, 0.50), P95CI: quantileCI(sorted, 0.95), CostPerPassCI: costPerPassCI(t, recs, seed)}
 	byRep := map[int][]float64{}
 	for _, r := range recs {
-		if !r.Warmup {
-			byRep[r.Repeat] = append(byRep[r.Repeat], r.E2EMs)
+		if !t.Attrs(r).Warmup {
+			byRep[t.Attrs(r).Repeat] = append(byRep[t.Attrs(r).Repeat], r.E2EMs)
 		}
 	}
 	if len(byRep) > 1 {
@@ -147,17 +147,17 @@ func binomialBounds(n int, q float64) (l, u int) {
 }
 
 // costPerPassCI bounds cost / passes over resampled requests.
-func costPerPassCI(recs []*records.Rec, seed int64) Interval {
+func costPerPassCI(t *records.Symbols, recs []*records.Rec, seed int64) Interval {
 	n := len(recs)
 	cost := make([]float64, n)
 	pass := make([]float64, n)
 	var sc, sp float64
 	for i, r := range recs {
-		if r.Warmup {
+		if t.Attrs(r).Warmup {
 			continue
 		}
 		cost[i] = r.Cost
-		if r.Pass {
+		if t.Attrs(r).Pass {
 			pass[i] = 1
 		}
 		sc += cost[i]
