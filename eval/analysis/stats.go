@@ -361,8 +361,7 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 // summarizeArm computes one arm's figures; recs holds no warm-up records.
 func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int, large map[string]bool) ArmSummary {
 	a := ArmSummary{Name: name, N: len(recs), Warmup: warm, Outcomes: map[string]int{}, Reasons: []string{}, Groups: map[string]GroupSummary{}}
-	var all, okLat, ttft, hit, miss []float64
-	groups := map[string][]float64{}
+	groupN := map[records.Sym]int{} // requests of each non-empty group
 	groupPass := map[string]int{}
 	var sum, okSum, tokOut, cost float64
 	for _, r := range recs {
@@ -371,14 +370,12 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 			// latency of the system under test.
 			a.Cancelled++
 		} else {
-			all = append(all, r.E2EMs)
 			sum += r.E2EMs
 		}
 		a.Outcomes[t.Str(t.Attrs(r).Outcome)]++
 		switch t.Str(t.Attrs(r).Outcome) {
 		case records.OutcomeOK:
 			a.OK++
-			okLat = append(okLat, r.E2EMs)
 			okSum += r.E2EMs
 			if !t.Attrs(r).ContractOK {
 				a.SilentViolations++
@@ -392,9 +389,6 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 		if t.Str(t.Attrs(r).Contract) != "" && !slices.Contains(a.Contracts, t.Str(t.Attrs(r).Contract)) {
 			a.Contracts = append(a.Contracts, t.Str(t.Attrs(r).Contract))
 		}
-		if r.TTFTMs > 0 {
-			ttft = append(ttft, r.TTFTMs)
-		}
 		tokOut += float64(r.TokensOut)
 		cost += r.Cost
 		a.ShadowCost += t.Extras(r).ShadowCost
@@ -404,7 +398,7 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 		}
 		a.EscalationCost += t.Extras(r).EscalationCost
 		if t.Str(t.Attrs(r).Group) != "" {
-			groups[t.Str(t.Attrs(r).Group)] = append(groups[t.Str(t.Attrs(r).Group)], r.E2EMs)
+			groupN[t.Attrs(r).Group]++
 			if t.Attrs(r).Pass {
 				groupPass[t.Str(t.Attrs(r).Group)]++
 			}
@@ -420,7 +414,6 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 			switch t.Str(t.Attrs(r).Cache) {
 			case "hit":
 				c.Hits++
-				hit = append(hit, r.E2EMs)
 				if t.Attrs(r).Semantic {
 					c.SemanticHits++
 					if t.Attrs(r).FalseHit {
@@ -428,7 +421,6 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 					}
 				}
 			case "miss":
-				miss = append(miss, r.E2EMs)
 			}
 			if t.Str(t.Attrs(r).Leak) != "" {
 				c.Leaks[t.Str(t.Attrs(r).Leak)]++
@@ -440,19 +432,32 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 	}
 	a.Failed = a.N - a.OK
 	slices.Sort(a.Contracts)
-	slices.Sort(all)
+	// Each distribution is gathered and sorted in turn in one buffer: on
+	// millions of requests, copies of every figure at once would cost
+	// more than the records themselves.
+	buf := make([]float64, 0, len(recs))
+	sorted := func(keep func(r *records.Rec) (float64, bool)) []float64 {
+		buf = buf[:0]
+		for _, r := range recs {
+			if v, ok := keep(r); ok {
+				buf = append(buf, v)
+			}
+		}
+		slices.Sort(buf)
+		return buf
+	}
+	outcome := func(r *records.Rec) string { return t.Str(t.Attrs(r).Outcome) }
+	all := sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, outcome(r) != records.OutcomeCancelled })
 	if len(all) > 0 { // else every request was cancelled: no latency to show (zeros)
 		a.P50Ms, a.P90Ms, a.P95Ms, a.P99Ms = quantile.NearestRank(all, 50), quantile.NearestRank(all, 90), quantile.NearestRank(all, 95), quantile.NearestRank(all, 99)
 		a.MinMs, a.MaxMs = all[0], all[len(all)-1]
 		a.MeanMs = meanWithin(sum, len(all), a.MinMs, a.MaxMs)
 	}
-	if len(okLat) > 0 {
-		slices.Sort(okLat)
+	if okLat := sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, outcome(r) == records.OutcomeOK }); len(okLat) > 0 {
 		a.OKP50Ms, a.OKP95Ms = f64p(quantile.NearestRank(okLat, 50)), f64p(quantile.NearestRank(okLat, 95))
 		a.OKMeanMs = f64p(meanWithin(okSum, len(okLat), okLat[0], okLat[len(okLat)-1]))
 	}
-	if len(ttft) > 0 {
-		slices.Sort(ttft)
+	if ttft := sorted(func(r *records.Rec) (float64, bool) { return r.TTFTMs, r.TTFTMs > 0 }); len(ttft) > 0 {
 		a.TTFTP50Ms, a.TTFTP95Ms = f64p(quantile.NearestRank(ttft, 50)), f64p(quantile.NearestRank(ttft, 95))
 	}
 	a.TokensOutMean = tokOut / float64(a.N)
@@ -461,20 +466,34 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 	if a.Pass > 0 {
 		a.CostPerPass = f64p(a.Cost / float64(a.Pass))
 	}
-	for g, lat := range groups {
+	// Groups: each one's latencies in its own stretch of the buffer.
+	at := map[records.Sym]int{}
+	off := 0
+	for g, n := range groupN {
+		at[g] = off
+		off += n
+	}
+	buf = buf[:off]
+	for _, r := range recs {
+		if g := t.Attrs(r).Group; groupN[g] > 0 {
+			buf[at[g]] = r.E2EMs
+			at[g]++
+		}
+	}
+	for g, n := range groupN {
+		lat := buf[at[g]-n : at[g]]
 		slices.Sort(lat)
-		a.Groups[g] = GroupSummary{N: len(lat), Pass: groupPass[g], P50Ms: quantile.NearestRank(lat, 50), P95Ms: quantile.NearestRank(lat, 95)}
+		a.Groups[t.Str(g)] = GroupSummary{N: n, Pass: groupPass[t.Str(g)], P50Ms: quantile.NearestRank(lat, 50), P95Ms: quantile.NearestRank(lat, 95)}
 	}
 	if c := a.CacheStats; c != nil {
 		if c.CacheRequests > 0 {
 			c.HitRate = float64(c.Hits) / float64(c.CacheRequests)
 		}
-		if len(hit) > 0 {
-			slices.Sort(hit)
+		cache := func(r *records.Rec) string { return t.Str(t.Attrs(r).Cache) }
+		if hit := sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, cache(r) == "hit" }); len(hit) > 0 {
 			c.HitP50Ms, c.HitP95Ms = f64p(quantile.NearestRank(hit, 50)), f64p(quantile.NearestRank(hit, 95))
 		}
-		if len(miss) > 0 {
-			slices.Sort(miss)
+		if miss := sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, cache(r) == "miss" }); len(miss) > 0 {
 			c.MissP50Ms, c.MissP95Ms = f64p(quantile.NearestRank(miss, 50)), f64p(quantile.NearestRank(miss, 95))
 		}
 		if c.SemanticHits > 0 {
@@ -485,7 +504,7 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 		}
 	}
 	a.RouteStats = routeStats(t, recs, large)
-	a.Load = loadStats(t, recs)
+	a.Load = loadStats(t, recs, buf)
 	a.TailNote = tailNote(a.N)
 	return a
 }

@@ -114,6 +114,10 @@ func (t *Symbols) of(v string) Sym {
 	return id
 }
 
+// Len is the number of distinct strings in the table: every Sym is below
+// it.
+func (t *Symbols) Len() int { return len(t.names) }
+
 // Str is the string y stands for.
 func (t *Symbols) Str(y Sym) string { return t.names[y] }
 
