@@ -143,18 +143,28 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 	if len(baseline) > 0 {
 		p.Baseline = t.Str(baseline[0].Arm)
 	}
-	lat := make([]float64, 0, min(len(bs), len(cs)))
-	cost := make([]float64, 0, min(len(bs), len(cs)))
-	var good []float64
-	groupLat := map[string][]float64{}
+	// walk merges the sides, calling pair on every matched pair in key
+	// order and unmatched on the others.
+	walk := func(pair func(b, c *records.Rec), unmatched func(r *records.Rec)) {
+		for i, j := 0, 0; i < len(bs) || j < len(cs); {
+			switch {
+			case j == len(cs) || (i < len(bs) && cmpKey(baseline[bs[i]], candidate[cs[j]]) < 0):
+				unmatched(baseline[bs[i]])
+				i++
+			case i == len(bs) || cmpKey(baseline[bs[i]], candidate[cs[j]]) > 0:
+				unmatched(candidate[cs[j]])
+				j++
+			default:
+				pair(baseline[bs[i]], candidate[cs[j]])
+				i++
+				j++
+			}
+		}
+	}
+	groupN := map[records.Sym]int{} // pairs of each non-empty group
 	pair := func(b, c *records.Rec) {
 		k := keyOfRec(b)
-		d := c.E2EMs - b.E2EMs
-		lat = append(lat, d)
-		cost = append(cost, c.Cost-b.Cost)
-		if opt.SLO != nil {
-			good = append(good, b2f(opt.SLO.met(t, c))-b2f(opt.SLO.met(t, b)))
-		}
+		p.Pairs++
 		g := t.Str(t.Attrs(b).Group)
 		gd := p.Groups[g]
 		gd.Pairs++
@@ -172,39 +182,42 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 		}
 		if g != "" {
 			p.Groups[g] = gd
-			groupLat[g] = append(groupLat[g], d)
+			groupN[t.Attrs(b).Group]++
 		}
 	}
-	for i, j := 0, 0; i < len(bs) || j < len(cs); {
-		switch {
-		case j == len(cs) || (i < len(bs) && cmpKey(baseline[bs[i]], candidate[cs[j]]) < 0):
-			p.Unmatched = append(p.Unmatched, id(keyOfRec(baseline[bs[i]])))
-			i++
-		case i == len(bs) || cmpKey(baseline[bs[i]], candidate[cs[j]]) > 0:
-			p.Unmatched = append(p.Unmatched, id(keyOfRec(candidate[cs[j]])))
-			j++
-		default:
-			pair(baseline[bs[i]], candidate[cs[j]])
-			i++
-			j++
-		}
-	}
-	bs, cs = nil, nil
+	walk(pair, func(r *records.Rec) { p.Unmatched = append(p.Unmatched, id(keyOfRec(r))) })
 	slices.Sort(p.Unmatched)
-	p.Pairs = len(lat)
-	for g, ds := range groupLat {
-		gd := p.Groups[g]
-		gd.LatencyDeltaMs = medianSorting(ds)
-		p.Groups[g] = gd
-		delete(groupLat, g)
+	// The groups' latency deltas, each in its own stretch of one scratch
+	// buffer, then the cost deltas in the same buffer.
+	scratch := make([]float64, p.Pairs)
+	at, off := map[records.Sym]int{}, 0
+	for g, n := range groupN {
+		at[g] = off
+		off += n
+	}
+	walk(func(b, c *records.Rec) {
+		if g := t.Attrs(b).Group; groupN[g] > 0 {
+			scratch[at[g]] = c.E2EMs - b.E2EMs
+			at[g]++
+		}
+	}, func(*records.Rec) {})
+	for g, n := range groupN {
+		gd := p.Groups[t.Str(g)]
+		gd.LatencyDeltaMs = medianSorting(scratch[at[g]-n : at[g]])
+		p.Groups[t.Str(g)] = gd
+	}
+	deltas := func(delta func(b, c *records.Rec) float64) []float64 {
+		d := scratch[:0]
+		walk(func(b, c *records.Rec) { d = append(d, delta(b, c)) }, func(*records.Rec) {})
+		return d
 	}
 	p.McNemarP = McNemarExact(len(p.Lost), len(p.Gained))
 	if p.Pairs > 0 {
-		p.LatencyDeltaMs = describeSorting(lat, opt.Seed, 1, opt.Resamples)
-		lat = nil
-		p.CostDelta = describeSorting(cost, opt.Seed, 2, opt.Resamples)
+		p.LatencyDeltaMs = describeSorting(deltas(func(b, c *records.Rec) float64 { return c.E2EMs - b.E2EMs }), opt.Seed, 1, opt.Resamples)
+		p.CostDelta = describeSorting(deltas(func(b, c *records.Rec) float64 { return c.Cost - b.Cost }), opt.Seed, 2, opt.Resamples)
 		if opt.SLO != nil {
-			p.GoodputDelta = describeSorting(good, opt.Seed, 3, opt.Resamples)
+			good := func(b, c *records.Rec) float64 { return b2f(opt.SLO.met(t, c)) - b2f(opt.SLO.met(t, b)) }
+			p.GoodputDelta = describeSorting(deltas(good), opt.Seed, 3, opt.Resamples)
 		}
 	}
 	return p

@@ -236,10 +236,18 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	warm := map[string]int{}
 	warmRecs := map[string][]*records.Rec{} // for the cold-cache figures
 	repeats := map[int]bool{}
+	// Each arm's slice is made to measure: on millions of records the
+	// slack of growing ones would be the largest thing allocated here.
+	perArm := map[records.Sym]int{}
+	set.Each(func(r *records.Rec) {
+		if !t.Attrs(r).Warmup {
+			perArm[r.Arm]++
+		}
+	})
 	set.Each(func(r *records.Rec) {
 		if _, ok := byArm[t.Str(r.Arm)]; !ok {
 			order = append(order, t.Str(r.Arm))
-			byArm[t.Str(r.Arm)] = nil
+			byArm[t.Str(r.Arm)] = make([]*records.Rec, 0, perArm[r.Arm])
 		}
 		if t.Attrs(r).Warmup {
 			warm[t.Str(r.Arm)]++
