@@ -127,7 +127,12 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 		for i := range s {
 			s[i] = int32(i)
 		}
-		slices.SortStableFunc(s, func(a, b int32) int { return cmpKey(side[a], side[b]) })
+		slices.SortFunc(s, func(a, b int32) int { // stable: equal keys stay in record order
+			if d := cmpKey(side[a], side[b]); d != 0 {
+				return d
+			}
+			return int(a) - int(b)
+		})
 		out := s[:0]
 		for i, r := range s {
 			if i+1 < len(s) && cmpKey(side[r], side[s[i+1]]) == 0 {
