@@ -221,7 +221,7 @@ func ws(r *rand.Rand) string { return []string{"", "", " ", "\t", " \r\n "}[r.In
 
 // Records handed out by ReadAll share no memory with the reader's
 // buffers, which it reuses.
-func TestDetachedSharesNoString(t *testing.T) {
+func TestCloneSharesNoString(t *testing.T) {
 	t.Parallel()
 	var rec Record
 	v := reflect.ValueOf(&rec).Elem()
@@ -233,9 +233,9 @@ func TestDetachedSharesNoString(t *testing.T) {
 			f.Set(reflect.ValueOf([]string{"v1", "v2"}))
 		}
 	}
-	c := rec.detached()
+	c := rec.Clone()
 	if !reflect.DeepEqual(c, rec) {
-		t.Fatalf("detached copy differs: %+v", c)
+		t.Fatalf("cloned copy differs: %+v", c)
 	}
 	cv := reflect.ValueOf(c)
 	for i := range v.NumField() {

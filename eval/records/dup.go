@@ -21,6 +21,22 @@ type dupTable struct {
 	used  int
 	lines []uint32    // the line of each record
 	files []fileStart // in the order the inputs were read
+	keys  []dupKey    // the key of each record, when the set keeps no records
+}
+
+// dupKey is what identifies a request.
+type dupKey struct {
+	arm, task Sym
+	repeat    int
+}
+
+// keyAt is the key of record idx of s.
+func (s *RecordSet) keyAt(idx int) dupKey {
+	if s.keysOnly {
+		return s.dups.keys[idx]
+	}
+	r := s.rec(idx)
+	return dupKey{r.Arm, r.TaskID, s.syms.attrs[r.Kind].Repeat}
 }
 
 // fileStart says that records from index first on come from input file.
@@ -55,8 +71,7 @@ func (d *dupTable) insert(s *RecordSet, c *Rec) (prev int, dup bool) {
 		if d.fp[i] != fp {
 			continue
 		}
-		r := s.rec(int(slot - 1))
-		if r.Arm == c.Arm && r.TaskID == c.TaskID && s.syms.attrs[r.Kind].Repeat == repeat {
+		if s.keyAt(int(slot-1)) == (dupKey{c.Arm, c.TaskID, repeat}) {
 			return int(slot - 1), true
 		}
 	}
@@ -68,8 +83,8 @@ func (d *dupTable) grow(s *RecordSet) {
 	d.fp = make([]uint8, len(d.slots))
 	mask := uint64(len(d.slots) - 1)
 	for idx := range s.n {
-		r := s.rec(idx)
-		h := dupHash(r.Arm, r.TaskID, s.syms.attrs[r.Kind].Repeat)
+		k := s.keyAt(idx)
+		h := dupHash(k.arm, k.task, k.repeat)
 		i := h & mask
 		for d.slots[i] != 0 {
 			i = (i + 1) & mask

@@ -27,6 +27,9 @@ type RecordSet struct {
 	runIDs  map[string]bool
 	current int // index in files of the input being read
 	torn    []*TornError
+	// keysOnly: the set keeps no records, only their keys for the
+	// duplicate check (see ReadEach).
+	keysOnly bool
 }
 
 // Rec is one request in a RecordSet. Field names follow Record; what many
@@ -214,6 +217,11 @@ func (s *RecordSet) add(r *Record, line int) (dupFile int, dupLine int, dup bool
 	if f := s.dups.files; len(f) == 0 || f[len(f)-1].file != s.current {
 		s.dups.files = append(f, fileStart{s.current, s.n})
 	}
+	if s.keysOnly {
+		s.dups.keys = append(s.dups.keys, dupKey{c.Arm, c.TaskID, s.syms.attrs[c.Kind].Repeat})
+		s.n++
+		return 0, 0, false
+	}
 	s.push(r, c)
 	return 0, 0, false
 }
@@ -294,7 +302,7 @@ func (s *RecordSet) Each(f func(r *Rec)) {
 // optional contract column names the contract (its hash or any other
 // identifier) the answers were validated against.
 func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
-	return readInto(paths, stdin, nil)
+	return readInto(paths, stdin, false, nil)
 }
 
 // ReadAll reads full records from paths exactly as ReadSet does (the same
@@ -304,17 +312,40 @@ func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
 // read the compact ReadSet instead.
 func ReadAll(paths []string, stdin io.Reader) ([]Record, *RecordSet, error) {
 	var all []Record
-	set, err := readInto(paths, stdin, func(rec *Record) { all = append(all, rec.detached()) })
+	set, err := readInto(paths, stdin, false, func(rec *Record) error {
+		all = append(all, rec.Clone())
+		return nil
+	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return all, set, nil
 }
 
-// detached is a copy of rec whose strings share no memory with rec's: a
-// reader hands out records whose strings alias its buffers, which it
-// reuses.
-func (rec *Record) detached() Record {
+// ReadEach reads full records from paths as ReadAll does (the same inputs,
+// the same strict decoding and duplicate check), handing each in turn to
+// each instead of keeping them: memory stays at the duplicate check's few
+// tens of bytes a record, whatever the records hold. The record is valid
+// only during the call (its strings share the reader's buffers; Clone
+// keeps one). An error from each stops the reading and is returned as
+// is. A records.jsonl whose last line is cut short yields the records
+// before it and a *TornError in torn.
+//
+// Records are handed out as they are read: a fault found later (a bad
+// line, a duplicate) comes after each has seen the records before it, so
+// a caller that must write nothing on bad input writes somewhere it can
+// discard.
+func ReadEach(paths []string, stdin io.Reader, each func(rec *Record) error) (torn []*TornError, err error) {
+	set, err := readInto(paths, stdin, true, each)
+	if err != nil {
+		return nil, err
+	}
+	return set.torn, nil
+}
+
+// Clone is a copy of rec whose strings share no memory with rec's: the
+// readers hand out records whose strings alias buffers they reuse.
+func (rec *Record) Clone() Record {
 	c := *rec
 	for _, p := range [...]*string{&c.RunID, &c.Arm, &c.Shard, &c.TaskID, &c.Group, &c.Difficulty, &c.Tenant, &c.Permission,
 		&c.Lang, &c.DocVersion, &c.Outcome, &c.Error, &c.Cache, &c.Leak, &c.CacheOrigin, &c.Model, &c.Misroute,
@@ -330,12 +361,15 @@ func (rec *Record) detached() Record {
 	return c
 }
 
-// readInto is ReadSet; keep, if set, also gets every record read.
-func readInto(paths []string, stdin io.Reader, keep func(*Record)) (*RecordSet, error) {
+// readInto is ReadSet; keep, if set, also gets every record read. With
+// keysOnly the set keeps no compact records, only what the duplicate
+// check needs while reading.
+func readInto(paths []string, stdin io.Reader, keysOnly bool, keep func(*Record) error) (*RecordSet, error) {
 	if len(paths) == 0 {
 		return nil, &InputError{File: "-", Msg: "no input: name a run directory, a records.jsonl, a CSV file, or - for stdin"}
 	}
 	s := newRecordSet()
+	s.keysOnly = keysOnly
 	usedStdin := false
 	for _, p := range paths {
 		r, name, closeInput, err := openInput(p, stdin, &usedStdin)
@@ -349,7 +383,7 @@ func readInto(paths []string, stdin io.Reader, keep func(*Record)) (*RecordSet, 
 			file, prev, dup := s.add(rec, line)
 			if !dup {
 				if keep != nil {
-					keep(rec)
+					return keep(rec)
 				}
 				return nil
 			}

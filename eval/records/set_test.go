@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -122,5 +123,48 @@ func TestReadSetDuplicatesAtScale(t *testing.T) {
 	want := fmt.Sprintf("b.jsonl:3001: field \"task_id\": duplicate record (arm \"cand\", task_id \"t123\", repeat 3), also in %s:%d", first, wantLine)
 	if err == nil || !strings.HasSuffix(err.Error(), want) {
 		t.Errorf("got %v; want it to end in %q", err, want)
+	}
+}
+
+// ReadEach hands out what ReadAll keeps, in the same order, keeping none
+// of it, and fails on the same faults with the same words.
+func TestReadEachMatchesReadAll(t *testing.T) {
+	t.Parallel()
+	var recs []Record
+	for i := range 3000 {
+		recs = append(recs, Record{Arm: []string{"a", "b"}[i%2], TaskID: fmt.Sprint("t", i/2), Outcome: OutcomeOK, E2EMs: float64(i),
+			Output: strings.Repeat("x", i%50), Violations: []string{fmt.Sprint("/v", i)}})
+	}
+	dir := writeJSONL(t, recs)
+	want, _, err := ReadAll([]string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Record
+	torn, err := ReadEach([]string{dir}, nil, func(rec *Record) error {
+		got = append(got, rec.Clone())
+		return nil
+	})
+	if err != nil || len(torn) != 0 {
+		t.Fatalf("ReadEach: %v, torn %v", err, torn)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d records; want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Fatalf("record %d: got %+v; want %+v", i, got[i], want[i])
+		}
+	}
+	// The same duplicate, the same message; each's error comes back as is.
+	again := writeJSONL(t, recs[2990:])
+	_, errAll := ReadSet([]string{dir, again}, nil)
+	_, errEach := ReadEach([]string{dir, again}, nil, func(*Record) error { return nil })
+	if errAll == nil || errEach == nil || errAll.Error() != errEach.Error() {
+		t.Errorf("duplicates: ReadEach %v; want ReadSet's %v", errEach, errAll)
+	}
+	stop := errors.New("stop")
+	if _, err := ReadEach([]string{dir}, nil, func(*Record) error { return stop }); err != stop {
+		t.Errorf("each's error: got %v; want it returned as is", err)
 	}
 }
