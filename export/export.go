@@ -19,19 +19,28 @@ import (
 // registered for.
 var ErrUnknownFormat = errors.New("export: unknown format")
 
+// RecordWriter writes records one at a time in one format: Write takes a
+// record (valid only during the call, as records.ReadEach hands them out),
+// Close finishes the output (a Parquet file's footer, buffered bytes).
+// After an error the output is incomplete.
+type RecordWriter interface {
+	Write(rec *records.Record) error
+	Close() error
+}
+
 // format is one way of writing records.
 type format struct {
 	name  string
 	about string // one line for help text
-	write func(io.Writer, []records.Record) error
+	open  func(io.Writer) RecordWriter
 }
 
 // formats is the registry, in the order help text lists them.
 func formats() []format {
 	return []format{
-		{"parquet", "one row per request, typed columns, zstd-compressed (answer text left out)", writeParquet},
-		{"csv", "interchange CSV as crab report reads it (warm-up requests left out: the format cannot mark them)", writeCSV},
-		{"jsonl", "records.jsonl, byte for byte as crab run writes it", writeJSONL},
+		{"parquet", "one row per request, typed columns, zstd-compressed (answer text left out)", newParquetWriter},
+		{"csv", "interchange CSV as crab report reads it (warm-up requests left out: the format cannot mark them)", newCSVWriter},
+		{"jsonl", "records.jsonl, byte for byte as crab run writes it", newJSONLWriter},
 	}
 }
 
@@ -64,13 +73,29 @@ func Known(name string) bool {
 	return false
 }
 
+// NewWriter returns a writer of the named format to w, for records that
+// come one at a time (see records.ReadEach); an unknown name is
+// ErrUnknownFormat.
+func NewWriter(w io.Writer, name string) (RecordWriter, error) {
+	for _, f := range formats() {
+		if f.name == name {
+			return f.open(w), nil
+		}
+	}
+	return nil, fmt.Errorf("%w %q (want %s)", ErrUnknownFormat, name, strings.Join(Formats(), ", "))
+}
+
 // Write writes recs to w in the named format; an unknown name is
 // ErrUnknownFormat and nothing is written.
 func Write(w io.Writer, name string, recs []records.Record) error {
-	for _, f := range formats() {
-		if f.name == name {
-			return f.write(w, recs)
+	rw, err := NewWriter(w, name)
+	if err != nil {
+		return err
+	}
+	for i := range recs {
+		if err := rw.Write(&recs[i]); err != nil {
+			return err
 		}
 	}
-	return fmt.Errorf("%w %q (want %s)", ErrUnknownFormat, name, strings.Join(Formats(), ", "))
+	return rw.Close()
 }

@@ -119,26 +119,51 @@ func timeOrNil(t time.Time) *time.Time {
 const rowGroupRows = 64 << 10
 
 // parquetBatch is how many rows are converted and handed to the writer at
-// a time, so the rows never exist twice in full.
+// a time.
 const parquetBatch = 4096
 
-// writeParquet writes recs as one Parquet file. The writer needs no seek,
-// so w may be a pipe.
-func writeParquet(w io.Writer, recs []records.Record) error {
-	pw := parquet.NewGenericWriter[Row](w,
-		parquet.Compression(&parquet.Zstd),
-		parquet.MaxRowsPerRowGroup(rowGroupRows),
-		parquet.CreatedBy("crab", "", ""),
-	)
-	rows := make([]Row, 0, parquetBatch)
-	for i := 0; i < len(recs); i += parquetBatch {
-		rows = rows[:0]
-		for j := i; j < min(i+parquetBatch, len(recs)); j++ {
-			rows = append(rows, RowOf(&recs[j]))
-		}
-		if _, err := pw.Write(rows); err != nil {
-			return err
-		}
+// parquetWriter writes one Parquet file, row group by row group as the
+// records come: it holds one batch of rows and the pages of one row group,
+// never the whole file. The writer needs no seek, so w may be a pipe.
+type parquetWriter struct {
+	pw   *parquet.GenericWriter[Row]
+	rows []Row
+}
+
+func newParquetWriter(w io.Writer) RecordWriter {
+	return &parquetWriter{
+		pw: parquet.NewGenericWriter[Row](w,
+			parquet.Compression(&parquet.Zstd),
+			parquet.MaxRowsPerRowGroup(rowGroupRows),
+			parquet.CreatedBy("crab", "", ""),
+		),
+		rows: make([]Row, 0, parquetBatch),
 	}
-	return pw.Close()
+}
+
+func (p *parquetWriter) Write(rec *records.Record) error {
+	// The batch outlives the call: its strings must not share the
+	// reader's buffers. The answer text is no column.
+	c := *rec
+	c.Output = ""
+	c = c.Clone()
+	p.rows = append(p.rows, RowOf(&c))
+	if len(p.rows) == parquetBatch {
+		return p.flush()
+	}
+	return nil
+}
+
+func (p *parquetWriter) flush() error {
+	_, err := p.pw.Write(p.rows)
+	clear(p.rows)
+	p.rows = p.rows[:0]
+	return err
+}
+
+func (p *parquetWriter) Close() error {
+	if err := p.flush(); err != nil {
+		return err
+	}
+	return p.pw.Close()
 }

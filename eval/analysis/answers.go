@@ -21,20 +21,20 @@ func answerWarnings(t *records.Symbols, s *Summary, byArm map[string][]*records.
 		answered, broken := 0, 0
 		violations, fails := map[string]int{}, map[string]int{}
 		for _, r := range byArm[a.Name] {
-			if r.GradeError {
+			if t.Attrs(r).GradeError {
 				a.GradeErrors++
 			}
-			a.GradeCost += r.GradeCost
-			if t.Str(r.Outcome) != records.OutcomeOK && t.Str(r.Outcome) != records.OutcomeContractFail {
+			a.GradeCost += t.Extras(r).GradeCost
+			if t.Str(t.Attrs(r).Outcome) != records.OutcomeOK && t.Str(t.Attrs(r).Outcome) != records.OutcomeContractFail {
 				continue // no answer to judge
 			}
 			answered++
-			if !r.ContractOK {
+			if !t.Attrs(r).ContractOK {
 				broken++
-				if v := t.Str(r.Violation); v != "" {
+				if v := t.Str(t.Attrs(r).Violation); v != "" {
 					violations[v]++
 				}
-			} else if f := t.Str(r.GradeFail); f != "" && !r.Pass {
+			} else if f := t.Str(t.Attrs(r).GradeFail); f != "" && !t.Attrs(r).Pass {
 				fails[f]++
 			}
 		}

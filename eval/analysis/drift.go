@@ -40,7 +40,7 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 	total, failed := 0, 0
 	for _, name := range arms {
 		for _, r := range byArm[name] {
-			if !r.Timed {
+			if !t.Attrs(r).Timed {
 				continue
 			}
 			if total == 0 || r.At < lo {
@@ -48,7 +48,7 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 			}
 			hi = max(hi, r.At)
 			total++
-			if isFailure(t.Str(r.Outcome)) {
+			if isFailure(t.Str(t.Attrs(r).Outcome)) {
 				failed++
 			}
 		}
@@ -64,12 +64,12 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 	bins := make([]bin, clusterBins)
 	for _, name := range arms {
 		for _, r := range byArm[name] {
-			if !r.Timed {
+			if !t.Attrs(r).Timed {
 				continue
 			}
 			i := min(int(float64(r.At-lo)/width), clusterBins-1)
 			bins[i].n++
-			if isFailure(t.Str(r.Outcome)) {
+			if isFailure(t.Str(t.Attrs(r).Outcome)) {
 				bins[i].f++
 				if bins[i].arms == nil {
 					bins[i].arms = map[string]bool{}

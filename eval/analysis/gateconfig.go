@@ -200,8 +200,8 @@ func (s SLO) String() string {
 }
 
 // met reports whether a record counts toward goodput.
-func (s SLO) met(r *records.Rec) bool {
-	if !r.Pass {
+func (s SLO) met(t *records.Symbols, r *records.Rec) bool {
+	if !t.Attrs(r).Pass {
 		return false
 	}
 	if s.E2EMs > 0 && r.E2EMs > s.E2EMs {

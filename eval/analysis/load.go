@@ -26,29 +26,37 @@ type LoadStats struct {
 }
 
 // loadStats summarises lag and queue time; nil when the records carry
-// neither (e.g. interchange CSV).
-func loadStats(recs []*records.Rec) *LoadStats {
-	lag := make([]float64, 0, len(recs))
-	queue := make([]float64, 0, len(recs))
-	seen := false
+// neither (e.g. interchange CSV). buf is scratch space for a copy of one
+// figure of every record.
+func loadStats(t *records.Symbols, recs []*records.Rec, buf []float64) *LoadStats {
+	seen, n := false, 0
 	ls := &LoadStats{}
 	for _, r := range recs {
-		if r.Warmup {
+		if t.Attrs(r).Warmup {
 			continue
 		}
-		seen = seen || r.LagMs != 0 || r.QueueMs != 0 || r.Timed
-		lag = append(lag, r.LagMs)
-		queue = append(queue, r.QueueMs)
-		if r.SlotWait {
+		seen = seen || r.LagMs != 0 || r.QueueMs != 0 || t.Attrs(r).Timed
+		n++
+		if t.Attrs(r).SlotWait {
 			ls.Queued++
 		}
 	}
-	if !seen || len(lag) == 0 {
+	if !seen || n == 0 {
 		return nil
 	}
-	slices.Sort(lag)
-	slices.Sort(queue)
+	sorted := func(v func(r *records.Rec) float64) []float64 {
+		buf = buf[:0]
+		for _, r := range recs {
+			if !t.Attrs(r).Warmup {
+				buf = append(buf, v(r))
+			}
+		}
+		slices.Sort(buf)
+		return buf
+	}
+	lag := sorted(func(r *records.Rec) float64 { return r.LagMs })
 	ls.LagP50Ms, ls.LagP99Ms, ls.LagMaxMs = quantile.NearestRank(lag, 50), quantile.NearestRank(lag, 99), lag[len(lag)-1]
+	queue := sorted(func(r *records.Rec) float64 { return r.QueueMs })
 	ls.QueueP50Ms, ls.QueueP99Ms, ls.QueueMaxMs = quantile.NearestRank(queue, 50), quantile.NearestRank(queue, 99), queue[len(queue)-1]
 	return ls
 }

@@ -98,33 +98,44 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 		return k.task
 	}
 	// Both sides sorted by (task id, repeat), the last of equal keys kept,
-	// then merged: pairs in key order without a map per side.
-	rank := map[records.Sym]int{}
+	// then merged: pairs in key order without a map per side. The sides
+	// are sorted as indices (4 bytes a record) and the pairs' figures
+	// gathered as the merge finds them: on millions of records these
+	// copies are what the comparison costs in memory.
+	rank := make([]int32, t.Len()) // 1 + the task's rank by id; 0 for a string that is no task
+	var tasks []records.Sym
 	for _, side := range [][]*records.Rec{baseline, candidate} {
 		for _, r := range side {
-			rank[r.TaskID] = 0
+			if rank[r.TaskID] == 0 {
+				rank[r.TaskID] = 1
+				tasks = append(tasks, r.TaskID)
+			}
 		}
-	}
-	tasks := make([]records.Sym, 0, len(rank))
-	for t := range rank {
-		tasks = append(tasks, t)
 	}
 	slices.SortFunc(tasks, func(a, b records.Sym) int { return strings.Compare(t.Str(a), t.Str(b)) })
-	for i, t := range tasks {
-		rank[t] = i
+	for i, y := range tasks {
+		rank[y] = int32(i + 1)
 	}
 	cmpKey := func(a, b *records.Rec) int {
-		if d := rank[a.TaskID] - rank[b.TaskID]; d != 0 {
+		if d := int(rank[a.TaskID]) - int(rank[b.TaskID]); d != 0 {
 			return d
 		}
-		return a.Repeat - b.Repeat
+		return t.Attrs(a).Repeat - t.Attrs(b).Repeat
 	}
-	sortedSide := func(side []*records.Rec) []*records.Rec {
-		s := slices.Clone(side)
-		slices.SortStableFunc(s, cmpKey)
+	sortedSide := func(side []*records.Rec) []int32 {
+		s := make([]int32, len(side))
+		for i := range s {
+			s[i] = int32(i)
+		}
+		slices.SortFunc(s, func(a, b int32) int { // stable: equal keys stay in record order
+			if d := cmpKey(side[a], side[b]); d != 0 {
+				return d
+			}
+			return int(a) - int(b)
+		})
 		out := s[:0]
 		for i, r := range s {
-			if i+1 < len(s) && cmpKey(r, s[i+1]) == 0 {
+			if i+1 < len(s) && cmpKey(side[r], side[s[i+1]]) == 0 {
 				continue // a later record with the same key wins
 			}
 			out = append(out, r)
@@ -132,73 +143,86 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 		return out
 	}
 	bs, cs := sortedSide(baseline), sortedSide(candidate)
-	keyOfRec := func(r *records.Rec) pk { return pk{t.Str(r.TaskID), r.Repeat} }
+	keyOfRec := func(r *records.Rec) pk { return pk{t.Str(r.TaskID), t.Attrs(r).Repeat} }
 	p := Paired{Lost: []string{}, Gained: []string{}, Unmatched: []string{}, Groups: map[string]GroupDelta{}}
 	if len(baseline) > 0 {
 		p.Baseline = t.Str(baseline[0].Arm)
 	}
-	var pairs [][2]*records.Rec
-	for i, j := 0, 0; i < len(bs) || j < len(cs); {
-		switch {
-		case j == len(cs) || (i < len(bs) && cmpKey(bs[i], cs[j]) < 0):
-			p.Unmatched = append(p.Unmatched, id(keyOfRec(bs[i])))
-			i++
-		case i == len(bs) || cmpKey(bs[i], cs[j]) > 0:
-			p.Unmatched = append(p.Unmatched, id(keyOfRec(cs[j])))
-			j++
-		default:
-			pairs = append(pairs, [2]*records.Rec{bs[i], cs[j]})
-			i++
-			j++
+	// walk merges the sides, calling pair on every matched pair in key
+	// order and unmatched on the others.
+	walk := func(pair func(b, c *records.Rec), unmatched func(r *records.Rec)) {
+		for i, j := 0, 0; i < len(bs) || j < len(cs); {
+			switch {
+			case j == len(cs) || (i < len(bs) && cmpKey(baseline[bs[i]], candidate[cs[j]]) < 0):
+				unmatched(baseline[bs[i]])
+				i++
+			case i == len(bs) || cmpKey(baseline[bs[i]], candidate[cs[j]]) > 0:
+				unmatched(candidate[cs[j]])
+				j++
+			default:
+				pair(baseline[bs[i]], candidate[cs[j]])
+				i++
+				j++
+			}
 		}
 	}
-	bs, cs = nil, nil
-	slices.Sort(p.Unmatched)
-	p.Pairs = len(pairs)
-	lat := make([]float64, 0, len(pairs))
-	cost := make([]float64, 0, len(pairs))
-	var good []float64
-	groupLat := map[string][]float64{}
-	for _, bc := range pairs {
-		b, c := bc[0], bc[1]
+	groupN := map[records.Sym]int{} // pairs of each non-empty group
+	pair := func(b, c *records.Rec) {
 		k := keyOfRec(b)
-		d := c.E2EMs - b.E2EMs
-		lat = append(lat, d)
-		cost = append(cost, c.Cost-b.Cost)
-		if opt.SLO != nil {
-			good = append(good, b2f(opt.SLO.met(c))-b2f(opt.SLO.met(b)))
-		}
-		g := t.Str(b.Group)
+		p.Pairs++
+		g := t.Str(t.Attrs(b).Group)
 		gd := p.Groups[g]
 		gd.Pairs++
 		switch {
-		case b.Pass && !c.Pass:
+		case t.Attrs(b).Pass && !t.Attrs(c).Pass:
 			p.Lost = append(p.Lost, id(k))
 			gd.Lost++
 			if p.LostCauses == nil {
 				p.LostCauses = map[string]int{}
 			}
 			p.LostCauses[lostCause(t, c)]++
-		case !b.Pass && c.Pass:
+		case !t.Attrs(b).Pass && t.Attrs(c).Pass:
 			p.Gained = append(p.Gained, id(k))
 			gd.Gained++
 		}
 		if g != "" {
 			p.Groups[g] = gd
-			groupLat[g] = append(groupLat[g], d)
+			groupN[t.Attrs(b).Group]++
 		}
 	}
-	for g, ds := range groupLat {
-		gd := p.Groups[g]
-		gd.LatencyDeltaMs = medianOf(ds)
-		p.Groups[g] = gd
+	walk(pair, func(r *records.Rec) { p.Unmatched = append(p.Unmatched, id(keyOfRec(r))) })
+	slices.Sort(p.Unmatched)
+	// The groups' latency deltas, each in its own stretch of one scratch
+	// buffer, then the cost deltas in the same buffer.
+	scratch := make([]float64, p.Pairs)
+	at, off := map[records.Sym]int{}, 0
+	for g, n := range groupN {
+		at[g] = off
+		off += n
+	}
+	walk(func(b, c *records.Rec) {
+		if g := t.Attrs(b).Group; groupN[g] > 0 {
+			scratch[at[g]] = c.E2EMs - b.E2EMs
+			at[g]++
+		}
+	}, func(*records.Rec) {})
+	for g, n := range groupN {
+		gd := p.Groups[t.Str(g)]
+		gd.LatencyDeltaMs = medianSorting(scratch[at[g]-n : at[g]])
+		p.Groups[t.Str(g)] = gd
+	}
+	deltas := func(delta func(b, c *records.Rec) float64) []float64 {
+		d := scratch[:0]
+		walk(func(b, c *records.Rec) { d = append(d, delta(b, c)) }, func(*records.Rec) {})
+		return d
 	}
 	p.McNemarP = McNemarExact(len(p.Lost), len(p.Gained))
-	if len(pairs) > 0 {
-		p.LatencyDeltaMs = describeDelta(lat, opt.Seed, 1, opt.Resamples)
-		p.CostDelta = describeDelta(cost, opt.Seed, 2, opt.Resamples)
+	if p.Pairs > 0 {
+		p.LatencyDeltaMs = describeSorting(deltas(func(b, c *records.Rec) float64 { return c.E2EMs - b.E2EMs }), opt.Seed, 1, opt.Resamples)
+		p.CostDelta = describeSorting(deltas(func(b, c *records.Rec) float64 { return c.Cost - b.Cost }), opt.Seed, 2, opt.Resamples)
 		if opt.SLO != nil {
-			p.GoodputDelta = describeDelta(good, opt.Seed, 3, opt.Resamples)
+			good := func(b, c *records.Rec) float64 { return b2f(opt.SLO.met(t, c)) - b2f(opt.SLO.met(t, b)) }
+			p.GoodputDelta = describeSorting(deltas(good), opt.Seed, 3, opt.Resamples)
 		}
 	}
 	return p
@@ -206,10 +230,10 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 
 // lostCause names why a request did not pass.
 func lostCause(t *records.Symbols, r *records.Rec) string {
-	switch o := t.Str(r.Outcome); {
+	switch o := t.Str(t.Attrs(r).Outcome); {
 	case o != records.OutcomeOK:
 		return o
-	case !r.ContractOK:
+	case !t.Attrs(r).ContractOK:
 		return "contract"
 	}
 	return "wrong_answer"
@@ -226,13 +250,21 @@ func b2f(b bool) float64 {
 // Each kind of delta uses its own random stream, so adding one does not
 // shift the others.
 func describeDelta(x []float64, seed int64, stream uint64, resamples int) *Delta {
+	return describeSorting(slices.Clone(x), seed, stream, resamples)
+}
+
+// describeSorting is describeDelta that sorts x in place once it has
+// taken the mean and interval, which depend on x's order; the median does
+// not.
+func describeSorting(x []float64, seed int64, stream uint64, resamples int) *Delta {
 	var lo, hi float64
 	if len(x) > PairBootstrapMaxN {
 		lo, hi = normalMeanCI(x)
 	} else {
 		lo, hi = bootstrapMeanCI(x, seed, stream, resamples)
 	}
-	return &Delta{Median: medianOf(x), Mean: meanOf(x), CILow: lo, CIHigh: hi}
+	mean := meanOf(x)
+	return &Delta{Median: medianSorting(x), Mean: mean, CILow: lo, CIHigh: hi}
 }
 
 // PairBootstrapMaxN is the number of pairs above which a paired delta's
@@ -258,14 +290,14 @@ func normalMeanCI(x []float64) (lo, hi float64) {
 	return m - 1.959964*se, m + 1.959964*se
 }
 
-// medianOf is the middle value of x, or the mean of the two middle values;
-// x is not modified.
-func medianOf(x []float64) float64 {
+// medianSorting is the middle value of x, or the mean of the two middle
+// values; it sorts x.
+func medianSorting(x []float64) float64 {
 	n := len(x)
 	if n == 0 {
 		return math.NaN()
 	}
-	s := slices.Clone(x)
+	s := x
 	slices.Sort(s)
 	if n%2 == 1 {
 		return s[n/2]

@@ -236,18 +236,26 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	warm := map[string]int{}
 	warmRecs := map[string][]*records.Rec{} // for the cold-cache figures
 	repeats := map[int]bool{}
+	// Each arm's slice is made to measure: on millions of records the
+	// slack of growing ones would be the largest thing allocated here.
+	perArm := map[records.Sym]int{}
+	set.Each(func(r *records.Rec) {
+		if !t.Attrs(r).Warmup {
+			perArm[r.Arm]++
+		}
+	})
 	set.Each(func(r *records.Rec) {
 		if _, ok := byArm[t.Str(r.Arm)]; !ok {
 			order = append(order, t.Str(r.Arm))
-			byArm[t.Str(r.Arm)] = nil
+			byArm[t.Str(r.Arm)] = make([]*records.Rec, 0, perArm[r.Arm])
 		}
-		if r.Warmup {
+		if t.Attrs(r).Warmup {
 			warm[t.Str(r.Arm)]++
 			warmRecs[t.Str(r.Arm)] = append(warmRecs[t.Str(r.Arm)], r)
 			return
 		}
 		byArm[t.Str(r.Arm)] = append(byArm[t.Str(r.Arm)], r)
-		repeats[r.Repeat] = true
+		repeats[t.Attrs(r).Repeat] = true
 	})
 	if len(order) == 0 {
 		return nil, ErrNoRecords
@@ -281,7 +289,7 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	for _, name := range arms {
 		s.Arms = append(s.Arms, summarizeArm(t, name, byArm[name], warm[name], large))
 		coldCache(t, &s.Arms[len(s.Arms)-1], warmRecs[name], large)
-		s.Arms[len(s.Arms)-1].Uncertainty = uncertainty(byArm[name], opt.Seed)
+		s.Arms[len(s.Arms)-1].Uncertainty = uncertainty(t, byArm[name], opt.Seed)
 	}
 	multiRepeat := len(repeats) > 1
 	g := opt.gate()
@@ -361,98 +369,103 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 // summarizeArm computes one arm's figures; recs holds no warm-up records.
 func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int, large map[string]bool) ArmSummary {
 	a := ArmSummary{Name: name, N: len(recs), Warmup: warm, Outcomes: map[string]int{}, Reasons: []string{}, Groups: map[string]GroupSummary{}}
-	var all, okLat, ttft, hit, miss []float64
-	groups := map[string][]float64{}
+	groupN := map[records.Sym]int{} // requests of each non-empty group
 	groupPass := map[string]int{}
 	var sum, okSum, tokOut, cost float64
 	for _, r := range recs {
-		if t.Str(r.Outcome) == records.OutcomeCancelled {
+		if t.Str(t.Attrs(r).Outcome) == records.OutcomeCancelled {
 			// Never sent or cut short by an interruption: counted, but no
 			// latency of the system under test.
 			a.Cancelled++
 		} else {
-			all = append(all, r.E2EMs)
 			sum += r.E2EMs
 		}
-		a.Outcomes[t.Str(r.Outcome)]++
-		switch t.Str(r.Outcome) {
+		a.Outcomes[t.Str(t.Attrs(r).Outcome)]++
+		switch t.Str(t.Attrs(r).Outcome) {
 		case records.OutcomeOK:
 			a.OK++
-			okLat = append(okLat, r.E2EMs)
 			okSum += r.E2EMs
-			if !r.ContractOK {
+			if !t.Attrs(r).ContractOK {
 				a.SilentViolations++
 			}
 		case records.OutcomeTimeout:
 			a.Timeouts++
 		}
-		if r.Pass {
+		if t.Attrs(r).Pass {
 			a.Pass++
 		}
-		if t.Str(r.Contract) != "" && !slices.Contains(a.Contracts, t.Str(r.Contract)) {
-			a.Contracts = append(a.Contracts, t.Str(r.Contract))
-		}
-		if r.TTFTMs > 0 {
-			ttft = append(ttft, r.TTFTMs)
+		if t.Str(t.Attrs(r).Contract) != "" && !slices.Contains(a.Contracts, t.Str(t.Attrs(r).Contract)) {
+			a.Contracts = append(a.Contracts, t.Str(t.Attrs(r).Contract))
 		}
 		tokOut += float64(r.TokensOut)
 		cost += r.Cost
-		a.ShadowCost += r.ShadowCost
-		a.Attempts += int(r.Attempts)
-		if r.Escalated {
+		a.ShadowCost += t.Extras(r).ShadowCost
+		a.Attempts += int(t.Attrs(r).Attempts)
+		if t.Attrs(r).Escalated {
 			a.Escalated++
 		}
-		a.EscalationCost += r.EscalationCost
-		if t.Str(r.Group) != "" {
-			groups[t.Str(r.Group)] = append(groups[t.Str(r.Group)], r.E2EMs)
-			if r.Pass {
-				groupPass[t.Str(r.Group)]++
+		a.EscalationCost += t.Extras(r).EscalationCost
+		if t.Str(t.Attrs(r).Group) != "" {
+			groupN[t.Attrs(r).Group]++
+			if t.Attrs(r).Pass {
+				groupPass[t.Str(t.Attrs(r).Group)]++
 			}
 		}
-		if t.Str(r.Cache) != "" || t.Str(r.Leak) != "" || r.ScopeMismatch {
+		if t.Str(t.Attrs(r).Cache) != "" || t.Str(t.Attrs(r).Leak) != "" || t.Attrs(r).ScopeMismatch {
 			if a.CacheStats == nil {
 				a.CacheStats = &CacheStats{Leaks: map[string]int{}}
 			}
 			c := a.CacheStats
-			if t.Str(r.Cache) != "" {
+			if t.Str(t.Attrs(r).Cache) != "" {
 				c.CacheRequests++
 			}
-			switch t.Str(r.Cache) {
+			switch t.Str(t.Attrs(r).Cache) {
 			case "hit":
 				c.Hits++
-				hit = append(hit, r.E2EMs)
-				if r.Semantic {
+				if t.Attrs(r).Semantic {
 					c.SemanticHits++
-					if r.FalseHit {
+					if t.Attrs(r).FalseHit {
 						c.FalseHits++
 					}
 				}
 			case "miss":
-				miss = append(miss, r.E2EMs)
 			}
-			if t.Str(r.Leak) != "" {
-				c.Leaks[t.Str(r.Leak)]++
+			if t.Str(t.Attrs(r).Leak) != "" {
+				c.Leaks[t.Str(t.Attrs(r).Leak)]++
 			}
-			if r.ScopeMismatch {
+			if t.Attrs(r).ScopeMismatch {
 				c.ScopeMismatches++
 			}
 		}
 	}
 	a.Failed = a.N - a.OK
 	slices.Sort(a.Contracts)
-	slices.Sort(all)
+	// Each distribution is gathered and sorted in turn in one buffer: on
+	// millions of requests, copies of every figure at once would cost
+	// more than the records themselves.
+	buf := make([]float64, 0, len(recs))
+	sorted := func(keep func(r *records.Rec) (float64, bool)) []float64 {
+		buf = buf[:0]
+		for _, r := range recs {
+			if v, ok := keep(r); ok {
+				buf = append(buf, v)
+			}
+		}
+		slices.Sort(buf)
+		return buf
+	}
+	outcome := func(r *records.Rec) string { return t.Str(t.Attrs(r).Outcome) }
+	all := sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, outcome(r) != records.OutcomeCancelled })
 	if len(all) > 0 { // else every request was cancelled: no latency to show (zeros)
 		a.P50Ms, a.P90Ms, a.P95Ms, a.P99Ms = quantile.NearestRank(all, 50), quantile.NearestRank(all, 90), quantile.NearestRank(all, 95), quantile.NearestRank(all, 99)
 		a.MinMs, a.MaxMs = all[0], all[len(all)-1]
 		a.MeanMs = meanWithin(sum, len(all), a.MinMs, a.MaxMs)
 	}
-	if len(okLat) > 0 {
-		slices.Sort(okLat)
+	if okLat := sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, outcome(r) == records.OutcomeOK }); len(okLat) > 0 {
 		a.OKP50Ms, a.OKP95Ms = f64p(quantile.NearestRank(okLat, 50)), f64p(quantile.NearestRank(okLat, 95))
 		a.OKMeanMs = f64p(meanWithin(okSum, len(okLat), okLat[0], okLat[len(okLat)-1]))
 	}
-	if len(ttft) > 0 {
-		slices.Sort(ttft)
+	if ttft := sorted(func(r *records.Rec) (float64, bool) { return r.TTFTMs, r.TTFTMs > 0 }); len(ttft) > 0 {
 		a.TTFTP50Ms, a.TTFTP95Ms = f64p(quantile.NearestRank(ttft, 50)), f64p(quantile.NearestRank(ttft, 95))
 	}
 	a.TokensOutMean = tokOut / float64(a.N)
@@ -461,20 +474,34 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 	if a.Pass > 0 {
 		a.CostPerPass = f64p(a.Cost / float64(a.Pass))
 	}
-	for g, lat := range groups {
+	// Groups: each one's latencies in its own stretch of the buffer.
+	at := map[records.Sym]int{}
+	off := 0
+	for g, n := range groupN {
+		at[g] = off
+		off += n
+	}
+	buf = buf[:off]
+	for _, r := range recs {
+		if g := t.Attrs(r).Group; groupN[g] > 0 {
+			buf[at[g]] = r.E2EMs
+			at[g]++
+		}
+	}
+	for g, n := range groupN {
+		lat := buf[at[g]-n : at[g]]
 		slices.Sort(lat)
-		a.Groups[g] = GroupSummary{N: len(lat), Pass: groupPass[g], P50Ms: quantile.NearestRank(lat, 50), P95Ms: quantile.NearestRank(lat, 95)}
+		a.Groups[t.Str(g)] = GroupSummary{N: n, Pass: groupPass[t.Str(g)], P50Ms: quantile.NearestRank(lat, 50), P95Ms: quantile.NearestRank(lat, 95)}
 	}
 	if c := a.CacheStats; c != nil {
 		if c.CacheRequests > 0 {
 			c.HitRate = float64(c.Hits) / float64(c.CacheRequests)
 		}
-		if len(hit) > 0 {
-			slices.Sort(hit)
+		cache := func(r *records.Rec) string { return t.Str(t.Attrs(r).Cache) }
+		if hit := sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, cache(r) == "hit" }); len(hit) > 0 {
 			c.HitP50Ms, c.HitP95Ms = f64p(quantile.NearestRank(hit, 50)), f64p(quantile.NearestRank(hit, 95))
 		}
-		if len(miss) > 0 {
-			slices.Sort(miss)
+		if miss := sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, cache(r) == "miss" }); len(miss) > 0 {
 			c.MissP50Ms, c.MissP95Ms = f64p(quantile.NearestRank(miss, 50)), f64p(quantile.NearestRank(miss, 95))
 		}
 		if c.SemanticHits > 0 {
@@ -485,7 +512,7 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 		}
 	}
 	a.RouteStats = routeStats(t, recs, large)
-	a.Load = loadStats(recs)
+	a.Load = loadStats(t, recs, buf)
 	a.TailNote = tailNote(a.N)
 	return a
 }
@@ -496,24 +523,24 @@ func routeStats(t *records.Symbols, recs []*records.Rec, large map[string]bool) 
 	scoreSum := map[string]float64{}
 	scoreN := map[string]int{}
 	for _, r := range recs {
-		if !r.Routed && t.Str(r.Misroute) == "" {
+		if !t.Attrs(r).Routed && t.Str(t.Attrs(r).Misroute) == "" {
 			continue
 		}
 		if rs == nil {
 			rs = &RouteStats{RoutedModels: map[string]int{}, Misroutes: map[string]int{records.MisrouteUnder: 0, records.MisrouteOver: 0, records.MisrouteHopeless: 0}}
 		}
-		if t.Str(r.Misroute) != "" {
-			rs.Misroutes[t.Str(r.Misroute)]++
+		if t.Str(t.Attrs(r).Misroute) != "" {
+			rs.Misroutes[t.Str(t.Attrs(r).Misroute)]++
 		}
-		if !r.Routed {
+		if !t.Attrs(r).Routed {
 			continue
 		}
 		rs.Routed++
-		if t.Str(r.Model) != "" {
-			rs.RoutedModels[t.Str(r.Model)]++
-			if !r.Escalated {
-				scoreSum[t.Str(r.Model)] += r.RouteScore
-				scoreN[t.Str(r.Model)]++
+		if t.Str(t.Attrs(r).Model) != "" {
+			rs.RoutedModels[t.Str(t.Attrs(r).Model)]++
+			if !t.Attrs(r).Escalated {
+				scoreSum[t.Str(t.Attrs(r).Model)] += t.Extras(r).RouteScore
+				scoreN[t.Str(t.Attrs(r).Model)]++
 			}
 		}
 	}

@@ -58,10 +58,10 @@ const (
 )
 
 // uncertainty computes an arm's intervals over its non-warm-up records.
-func uncertainty(recs []*records.Rec, seed int64) *Uncertainty {
+func uncertainty(t *records.Symbols, recs []*records.Rec, seed int64) *Uncertainty {
 	sorted := make([]float64, 0, len(recs))
 	for _, r := range recs {
-		if !r.Warmup {
+		if !t.Attrs(r).Warmup {
 			sorted = append(sorted, r.E2EMs)
 		}
 	}
@@ -69,12 +69,29 @@ func uncertainty(recs []*records.Rec, seed int64) *Uncertainty {
 		return nil
 	}
 	slices.Sort(sorted)
-	u := &Uncertainty{P50CI: quantileCI(sorted, 0.50), P95CI: quantileCI(sorted, 0.95), CostPerPassCI: costPerPassCI(recs, seed)}
-	byRep := map[int][]float64{}
+	u := &Uncertainty{P50CI: quantileCI(sorted, 0.50), P95CI: quantileCI(sorted, 0.95)}
+	u.CostPerPassCI = costPerPassCI(t, recs, seed)
+	// Each repeat's latencies in its own stretch of the same buffer.
+	repN := map[int]int{}
 	for _, r := range recs {
-		if !r.Warmup {
-			byRep[r.Repeat] = append(byRep[r.Repeat], r.E2EMs)
+		if !t.Attrs(r).Warmup {
+			repN[t.Attrs(r).Repeat]++
 		}
+	}
+	at, off := map[int]int{}, 0
+	for rep, n := range repN {
+		at[rep] = off
+		off += n
+	}
+	for _, r := range recs {
+		if a := t.Attrs(r); !a.Warmup {
+			sorted[at[a.Repeat]] = r.E2EMs
+			at[a.Repeat]++
+		}
+	}
+	byRep := map[int][]float64{}
+	for rep, n := range repN {
+		byRep[rep] = sorted[at[rep]-n : at[rep]]
 	}
 	if len(byRep) > 1 {
 		var p50, p95, p99 []float64
@@ -147,21 +164,23 @@ func binomialBounds(n int, q float64) (l, u int) {
 }
 
 // costPerPassCI bounds cost / passes over resampled requests.
-func costPerPassCI(recs []*records.Rec, seed int64) Interval {
+func costPerPassCI(t *records.Symbols, recs []*records.Rec, seed int64) Interval {
 	n := len(recs)
-	cost := make([]float64, n)
-	pass := make([]float64, n)
+	// A warm-up record counts as zero cost and no pass.
+	figures := func(r *records.Rec) (cost, pass float64) {
+		if a := t.Attrs(r); !a.Warmup {
+			cost = r.Cost
+			if a.Pass {
+				pass = 1
+			}
+		}
+		return cost, pass
+	}
 	var sc, sp float64
-	for i, r := range recs {
-		if r.Warmup {
-			continue
-		}
-		cost[i] = r.Cost
-		if r.Pass {
-			pass[i] = 1
-		}
-		sc += cost[i]
-		sp += pass[i]
+	for _, r := range recs {
+		c, p := figures(r)
+		sc += c
+		sp += p
 	}
 	if sp == 0 {
 		return Interval{}
@@ -170,8 +189,9 @@ func costPerPassCI(recs []*records.Rec, seed int64) Interval {
 		// delta method for the ratio of means R = mean(cost) / mean(pass)
 		mc, mp := sc/float64(n), sp/float64(n)
 		var vc, vp, cv float64
-		for i := range cost {
-			dc, dp := cost[i]-mc, pass[i]-mp
+		for _, r := range recs {
+			c, p := figures(r)
+			dc, dp := c-mc, p-mp
 			vc += dc * dc
 			vp += dp * dp
 			cv += dc * dp
@@ -181,6 +201,11 @@ func costPerPassCI(recs []*records.Rec, seed int64) Interval {
 		r := mc / mp
 		se := math.Sqrt((vc-2*r*cv+r*r*vp)/float64(n)) / mp
 		return Interval{Lo: f64p(r - 1.959964*se), Hi: f64p(r + 1.959964*se)}
+	}
+	cost := make([]float64, n)
+	pass := make([]float64, n)
+	for i, r := range recs {
+		cost[i], pass[i] = figures(r)
 	}
 	src := rand.NewPCG(uint64(seed), 0xc057c057c057c057)
 	ratios := make([]float64, 0, costBootstrapResamples)

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/crab-testbed/crab/eval/records"
@@ -40,13 +41,17 @@ func TestBinomialBounds(t *testing.T) {
 
 func TestUncertainty(t *testing.T) {
 	t.Parallel()
-	var recs []*records.Rec
+	var in []Record
 	for rep := 0; rep < 3; rep++ {
 		for i := 0; i < 100; i++ {
-			recs = append(recs, &records.Rec{Repeat: rep, E2EMs: float64(i + 1 + 10*rep), Cost: 1, Pass: i%4 != 0})
+			in = append(in, Record{Arm: "a", TaskID: fmt.Sprint("t", i), Outcome: OutcomeOK, Repeat: rep, E2EMs: float64(i + 1 + 10*rep), Cost: 1, Pass: i%4 != 0})
 		}
 	}
-	u := uncertainty(recs, 1)
+	set := mustSet(t, in)
+	var recs []*records.Rec
+	set.Each(func(r *records.Rec) { recs = append(recs, r) })
+	syms := set.Symbols()
+	u := uncertainty(syms, recs, 1)
 	if u.P50CI.Lo == nil || u.P50CI.Hi == nil || *u.P50CI.Lo > 60 || *u.P50CI.Hi < 60 {
 		t.Errorf("p50 interval %+v; want it to contain 60", u.P50CI)
 	}
@@ -54,14 +59,17 @@ func TestUncertainty(t *testing.T) {
 	if u.CostPerPassCI.Lo == nil || *u.CostPerPassCI.Lo > 1.333 || *u.CostPerPassCI.Hi < 1.334 || *u.CostPerPassCI.Hi > 1.6 {
 		t.Errorf("cost per pass interval %+v; want a narrow interval around 1.333", u.CostPerPassCI)
 	}
-	again := uncertainty(recs, 1)
+	again := uncertainty(syms, recs, 1)
 	if *again.CostPerPassCI.Lo != *u.CostPerPassCI.Lo || *again.CostPerPassCI.Hi != *u.CostPerPassCI.Hi {
 		t.Error("cost interval differs for the same seed")
 	}
 	if u.Repeats == nil || u.Repeats.N != 3 || u.Repeats.P50.Min != 50 || u.Repeats.P50.Median != 60 || u.Repeats.P50.Max != 70 {
 		t.Errorf("repeat spread %+v; want 3 repeats, p50 50/60/70", u.Repeats)
 	}
-	none := uncertainty([]*records.Rec{{E2EMs: 5, Cost: 1}}, 1)
+	one := mustSet(t, []Record{{Arm: "a", TaskID: "t", Outcome: OutcomeError, E2EMs: 5, Cost: 1}})
+	var first []*records.Rec
+	one.Each(func(r *records.Rec) { first = append(first, r) })
+	none := uncertainty(one.Symbols(), first, 1)
 	if none.CostPerPassCI.Lo != nil || none.P50CI.Lo != nil {
 		t.Errorf("one failed request: got %+v and %+v; want unbounded intervals", none.P50CI, none.CostPerPassCI)
 	}

@@ -5,7 +5,9 @@
 // ReadSet merges several inputs (run directories, records.jsonl files,
 // CSV files, stdin) into a RecordSet, the compact form statistics and
 // charts read; a records file whose last line a dying process cut short is
-// read up to that line and reported as a TornError. ReadAnswers reads the
+// read up to that line and reported as a TornError. ReadEach reads the same
+// inputs with the same checks but hands each full record to a function
+// instead of keeping it, for writers that stream (crab export). ReadAnswers reads the
 // answers of records.jsonl (or of any JSONL file with task_id and output)
 // leniently, for validating them against a contract. Every fault in an
 // input is an *InputError naming the file, line and field.

@@ -14,8 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-
-	"github.com/crab-testbed/crab/internal/inputerr"
+	"unsafe"
 )
 
 // RecordsFile is the name of the records file inside a run directory.
@@ -121,17 +120,33 @@ func readJSONL(r io.Reader, name string, emit func(*Record, int) error) error {
 	// Lines are decoded in batches by one worker per CPU (JSON decoding is
 	// most of the time a large report takes) and handed to emit in file
 	// order, so the first fault reported is the first in the file, as with
-	// one reader.
+	// one reader. A batch's lines are copied into one block, which the
+	// decoded strings alias: a block is reused only once emit has seen
+	// every record of its batch (emit's record is valid only during the
+	// call, as for CSV).
 	type batch struct {
-		raw    [][]byte
+		block  []byte
+		ends   []int // ends[i] is where line i ends in block
 		lines  []int
 		recs   []Record
-		errs   []error
-		syntax []bool // errs[i] is a JSON syntax error (a torn line looks like one)
+		bad    int   // index of the first line at fault, or -1
+		err    error // its error
+		syntax bool  // err is a JSON syntax error (a torn line looks like one)
 		done   chan struct{}
 	}
-	const batchLines = 256
+	const batchLines, batchBytes = 512, 1 << 20
 	workers := max(1, runtime.GOMAXPROCS(0))
+	free := make(chan *batch, 4*workers+2) // emitted batches, for reuse
+	newBatch := func() *batch {
+		select {
+		case b := <-free:
+			b.block, b.ends, b.lines = b.block[:0], b.ends[:0], b.lines[:0]
+			b.bad, b.err, b.syntax, b.done = -1, nil, false, make(chan struct{})
+			return b
+		default:
+			return &batch{block: make([]byte, 0, batchBytes), bad: -1, done: make(chan struct{})}
+		}
+	}
 	work := make(chan *batch, 2*workers)
 	ordered := make(chan *batch, 2*workers)
 	stop := make(chan struct{})
@@ -147,7 +162,7 @@ func readJSONL(r io.Reader, name string, emit func(*Record, int) error) error {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 		line := 0
-		b := &batch{done: make(chan struct{})}
+		b := newBatch()
 		send := func() bool {
 			select {
 			case work <- b:
@@ -159,7 +174,7 @@ func readJSONL(r io.Reader, name string, emit func(*Record, int) error) error {
 			case <-stop:
 				return false
 			}
-			b = &batch{done: make(chan struct{})}
+			b = newBatch()
 			return true
 		}
 		for sc.Scan() {
@@ -168,37 +183,41 @@ func readJSONL(r io.Reader, name string, emit func(*Record, int) error) error {
 			if len(raw) == 0 {
 				continue
 			}
-			b.raw = append(b.raw, bytes.Clone(raw))
+			b.block = append(b.block, raw...)
+			b.ends = append(b.ends, len(b.block))
 			b.lines = append(b.lines, line)
 			lastContent = line
-			if len(b.raw) == batchLines && !send() {
+			if (len(b.lines) == batchLines || len(b.block) >= batchBytes) && !send() {
 				return
 			}
 		}
 		scanErr, lastLine = sc.Err(), line
-		if len(b.raw) > 0 {
+		if len(b.lines) > 0 {
 			send()
 		}
 	}()
 	for range workers {
 		go func() {
 			for b := range work {
-				b.recs = make([]Record, len(b.raw))
-				b.errs = make([]error, len(b.raw))
-				b.syntax = make([]bool, len(b.raw))
-				for i, raw := range b.raw {
-					if err := inputerr.DecodeStrict(raw, &b.recs[i]); err != nil {
-						b.errs[i] = JSONLineError(name, b.lines[i], err)
+				if cap(b.recs) < len(b.lines) {
+					b.recs = make([]Record, len(b.lines))
+				}
+				b.recs = b.recs[:len(b.lines)]
+				text := unsafe.String(unsafe.SliceData(b.block), len(b.block))
+				start := 0
+				for i, end := range b.ends {
+					if err := decodeLine(text[start:end], b.block[start:end:end], &b.recs[i]); err != nil {
+						b.bad, b.err = i, JSONLineError(name, b.lines[i], err)
 						var se *json.SyntaxError
-						b.syntax[i] = errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF)
+						b.syntax = errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF)
 						break
 					}
 					if err := checkRecord(&b.recs[i], name, b.lines[i]); err != nil {
-						b.errs[i] = err
+						b.bad, b.err = i, err
 						break
 					}
+					start = end
 				}
-				b.raw = nil
 				close(b.done)
 			}
 		}()
@@ -207,24 +226,28 @@ func readJSONL(r io.Reader, name string, emit func(*Record, int) error) error {
 	for b := range ordered {
 		<-b.done
 		for i := range b.recs {
-			if b.errs[i] != nil {
+			if i == b.bad {
 				// A syntax error on the last line with content is a torn
 				// write: the process died mid-record. Every complete line
 				// before it counts; the caller is told with a *TornError.
-				torn := b.syntax[i] && i == len(b.recs)-1
+				torn := b.syntax && i == len(b.recs)-1
 				for rest := range ordered {
 					<-rest.done
 					torn = torn && len(rest.lines) == 0
 				}
 				if torn && b.lines[i] == lastContent && n > 0 {
-					return &TornError{File: name, Line: b.lines[i], Err: b.errs[i]}
+					return &TornError{File: name, Line: b.lines[i], Err: b.err}
 				}
-				return b.errs[i]
+				return b.err
 			}
 			if err := emit(&b.recs[i], b.lines[i]); err != nil {
 				return err
 			}
 			n++
+		}
+		select {
+		case free <- b:
+		default:
 		}
 	}
 	if scanErr != nil {

@@ -106,7 +106,7 @@ func TestReadCSVContractOK(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []bool
-	set.Each(func(r *Rec) { got = append(got, r.ContractOK) })
+	set.Each(func(r *Rec) { got = append(got, set.Symbols().Attrs(r).ContractOK) })
 	if want := []bool{false, true, false}; !slices.Equal(got, want) {
 		t.Errorf("contract_ok %v; want %v", got, want)
 	}
@@ -328,7 +328,7 @@ func FuzzReadRecords(f *testing.F) {
 		seen := map[recordKey]bool{}
 		syms := set.Symbols()
 		set.Each(func(r *Rec) {
-			k := recordKey{syms.Str(r.Arm), syms.Str(r.TaskID), r.Repeat}
+			k := recordKey{syms.Str(r.Arm), syms.Str(r.TaskID), syms.Attrs(r).Repeat}
 			if seen[k] {
 				t.Fatalf("accepted a duplicate %s", k)
 			}
@@ -345,7 +345,7 @@ func TestReadCSVContractColumn(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	set.Each(func(r *Rec) { got = append(got, set.Symbols().Str(r.Contract)) })
+	set.Each(func(r *Rec) { got = append(got, set.Symbols().Str(set.Symbols().Attrs(r).Contract)) })
 	if !slices.Equal(got, []string{"abc", ""}) {
 		t.Errorf("contracts %q; want [abc \"\"]", got)
 	}

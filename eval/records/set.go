@@ -4,46 +4,65 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
 )
 
 // RecordSet is records in the compact form statistics and charts need:
-// per request only the figures Summarize reads (latencies, cost, outcome,
-// flags), with arm, task, group, model, cache status and the other strings
-// stored once (see Sym). Answer text, violations, error text and timestamps
-// are never kept, so a RecordSet costs about 120 bytes per request, none of
-// them pointers: a million-request run fits in a few hundred megabytes where
-// full records would need several gigabytes.
+// per request only the figures Summarize reads (latencies, cost, tokens,
+// the intended send time) and, shared by the many requests that have the
+// same ones, its strings and flags (see Attrs). Answer text, violations,
+// error text and the other timestamps are never kept, so a RecordSet costs
+// about 72 bytes per request, none of them pointers: ten million requests
+// fit in well under a gigabyte where full records would need tens.
 type RecordSet struct {
 	syms    *Symbols
 	chunks  [][]Rec
 	n       int
 	warm    int
-	seen    map[setKey]uint64 // duplicate check: file index << 32 | line
+	dups    dupTable // while reading
 	files   []string
 	runIDs  map[string]bool
 	current int // index in files of the input being read
 	torn    []*TornError
+	// keysOnly: the set keeps no records, only their keys for the
+	// duplicate check (see ReadEach).
+	keysOnly bool
 }
 
-// Rec is one request in a RecordSet. Field names follow Record, so the
-// statistics read the same names in both forms.
+// Rec is one request in a RecordSet. Field names follow Record; what many
+// requests share (group, outcome, cache status, model, repeat, flags...)
+// is in its Attrs, and the figures most requests leave zero in its Extras,
+// both read through the set's Symbols.
 type Rec struct {
-	Arm, TaskID, Group, Outcome, Cache, Leak, Model, Misroute, Contract Sym
+	Arm, TaskID Sym
+	Kind        Kind // the request's Attrs in the set's table
+	TokensOut   int32
+	extra       uint32 // 1 + the index of the request's Extras, 0 when they are all zero
+
+	E2EMs, TTFTMs, LagMs, QueueMs, Cost float64
+	// At is the intended send time in Unix nanoseconds (0 when not Timed),
+	// for finding failures clustered in time.
+	At int64
+}
+
+// Kind stands for an Attrs in its RecordSet's table.
+type Kind uint32
+
+// Attrs is what a request shares with many others of its set: its strings
+// but arm and task, its repeat, attempts and flags. Field names follow
+// Record.
+type Attrs struct {
+	Group, Outcome, Cache, Leak, Model, Misroute, Contract Sym
 	// Violation is the answer's first contract violation and GradeFail the
 	// grade's failed check, each as "pointer: rule" (see RuleKey), for
 	// naming what most answers got wrong.
 	Violation, GradeFail Sym
 
-	Repeat int
-
-	E2EMs, TTFTMs, LagMs, QueueMs                float64
-	Cost, ShadowCost, EscalationCost, RouteScore float64
-	GradeCost, GradeMs                           float64
-
-	TokensOut, Attempts int32
+	Repeat   int
+	Attempts int32
 
 	Warmup, ContractOK, Pass, Routed, Escalated, ScopeMismatch, SlotWait, GradeError bool
 	// Semantic is a hit of a semantic cache (it carries a similarity);
@@ -52,9 +71,19 @@ type Rec struct {
 	// Timed is set when the record carries an intended send time (a run's
 	// records; interchange CSV has none).
 	Timed bool
-	// At is the intended send time in Unix nanoseconds (0 when not Timed),
-	// for finding failures clustered in time.
-	At int64
+}
+
+// Extras are the figures of a request that most requests leave zero
+// (evaluation overhead, escalation, routing score), stored only for those
+// that have one.
+type Extras struct {
+	ShadowCost, EscalationCost, RouteScore, GradeCost, GradeMs float64
+}
+
+// zero reports whether every figure of x is +0 (a -0 is kept as it is).
+func (x Extras) zero() bool {
+	return math.Float64bits(x.ShadowCost)|math.Float64bits(x.EscalationCost)|math.Float64bits(x.RouteScore)|
+		math.Float64bits(x.GradeCost)|math.Float64bits(x.GradeMs) == 0
 }
 
 // Sym stands for a string in its RecordSet's table of the distinct strings
@@ -63,14 +92,18 @@ type Rec struct {
 // scans the records of a large set.
 type Sym uint32
 
-// Symbols is a RecordSet's string table. A set is filled by one goroutine
-// at a time, so the table needs no lock.
+// Symbols is a RecordSet's tables: the distinct strings its records carry,
+// the distinct Attrs, and the Extras of the requests that have any. A set
+// is filled by one goroutine at a time, so the tables need no lock.
 type Symbols struct {
-	ids   map[string]Sym
-	names []string
+	ids    map[string]Sym
+	names  []string
+	kinds  map[Attrs]Kind
+	attrs  []Attrs
+	extras []Extras
 }
 
-func newSymbols() *Symbols { return &Symbols{ids: map[string]Sym{}} }
+func newSymbols() *Symbols { return &Symbols{ids: map[string]Sym{}, kinds: map[Attrs]Kind{}} }
 
 // of returns the Sym of v, adding v to the table if it is new.
 func (t *Symbols) of(v string) Sym {
@@ -84,12 +117,34 @@ func (t *Symbols) of(v string) Sym {
 	return id
 }
 
+// Len is the number of distinct strings in the table: every Sym is below
+// it.
+func (t *Symbols) Len() int { return len(t.names) }
+
 // Str is the string y stands for.
 func (t *Symbols) Str(y Sym) string { return t.names[y] }
 
-type setKey struct {
-	arm, task uint32
-	repeat    int64
+// Attrs is r's shared part; the pointer stays valid until a record is
+// added to the set.
+func (t *Symbols) Attrs(r *Rec) *Attrs { return &t.attrs[r.Kind] }
+
+// Extras is r's rarely non-zero figures.
+func (t *Symbols) Extras(r *Rec) Extras {
+	if r.extra == 0 {
+		return Extras{}
+	}
+	return t.extras[r.extra-1]
+}
+
+// kind returns the Kind of a, adding a to the table if it is new.
+func (t *Symbols) kind(a *Attrs) Kind {
+	if k, ok := t.kinds[*a]; ok {
+		return k
+	}
+	k := Kind(len(t.attrs))
+	t.attrs = append(t.attrs, *a)
+	t.kinds[*a] = k
+	return k
 }
 
 const setChunk = 4096
@@ -97,14 +152,15 @@ const setChunk = 4096
 // SummarizeGCPercent is the garbage collector target (GOGC) commands set
 // while they read and summarise records: a RecordSet holds no pointers, so
 // collecting more often costs little time and keeps peak memory near what
-// is live (about 130 bytes per record plus the duplicate check while
-// reading) instead of twice that. The library never changes the setting
-// itself; the process owner does (see run.go and report.go).
-const SummarizeGCPercent = 20
+// is live (about 72 bytes per record, plus the duplicate check's 12 while
+// reading, plus the statistics' sorted copies of one arm's figures)
+// instead of twice that. The library never changes the setting itself;
+// the process owner does (see run.go and report.go).
+const SummarizeGCPercent = 10
 
 // newRecordSet returns an empty set.
 func newRecordSet() *RecordSet {
-	return &RecordSet{seen: map[setKey]uint64{}, runIDs: map[string]bool{}, files: []string{""}, syms: newSymbols()}
+	return &RecordSet{runIDs: map[string]bool{}, files: []string{""}, syms: newSymbols()}
 }
 
 // Len is the number of records in the set, warm-up ones included; 0 for a
@@ -116,9 +172,14 @@ func (s *RecordSet) Len() int {
 	return s.n
 }
 
-// Symbols is the set's string table, which every Sym of its records
-// stands in.
-func (s *RecordSet) Symbols() *Symbols { return s.syms }
+// Symbols is the set's tables, which every Sym, Kind and Extras of its
+// records stands in; nil for a nil set.
+func (s *RecordSet) Symbols() *Symbols {
+	if s == nil {
+		return nil
+	}
+	return s.syms
+}
 
 // Warmup is the number of warm-up records in the set.
 func (s *RecordSet) Warmup() int { return s.warm }
@@ -140,16 +201,28 @@ func (s *RecordSet) RunIDs() []string {
 // finish writing.
 func (s *RecordSet) Torn() []*TornError { return s.torn }
 
-// add stores the compact form of r. When another record already has r's
-// (arm, task_id, repeat), it stores nothing and returns that record's file
-// index and line.
+// rec is the i-th record added.
+func (s *RecordSet) rec(i int) *Rec { return &s.chunks[i/setChunk][i%setChunk] }
+
+// add stores the compact form of r, read from line of the current input.
+// When another record already has r's (arm, task_id, repeat), it stores
+// nothing and returns that record's file index and line.
 func (s *RecordSet) add(r *Record, line int) (dupFile int, dupLine int, dup bool) {
-	k := setKey{uint32(s.syms.of(r.Arm)), uint32(s.syms.of(r.TaskID)), int64(r.Repeat)}
-	if prev, ok := s.seen[k]; ok {
-		return int(prev >> 32), int(uint32(prev)), true
+	c := s.compact(r)
+	if prev, ok := s.dups.insert(s, &c); ok {
+		file, line := s.dups.place(prev)
+		return file, line, true
 	}
-	s.seen[k] = uint64(s.current)<<32 | uint64(uint32(line))
-	s.push(r)
+	s.dups.lines = append(s.dups.lines, uint32(line))
+	if f := s.dups.files; len(f) == 0 || f[len(f)-1].file != s.current {
+		s.dups.files = append(f, fileStart{s.current, s.n})
+	}
+	if s.keysOnly {
+		s.dups.keys = append(s.dups.keys, dupKey{c.Arm, c.TaskID, s.syms.attrs[c.Kind].Repeat})
+		s.n++
+		return 0, 0, false
+	}
+	s.push(r, c)
 	return 0, 0, false
 }
 
@@ -161,23 +234,35 @@ func unixNano(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// push stores the compact form of r without the duplicate check.
-func (s *RecordSet) push(r *Record) {
+// compact is the Rec of r, adding its strings, Attrs and Extras to the
+// tables.
+func (s *RecordSet) compact(r *Record) Rec {
+	t := s.syms
+	a := Attrs{
+		Group: t.of(r.Group), Outcome: t.of(r.Outcome), Cache: t.of(r.Cache), Leak: t.of(r.Leak), Model: t.of(r.Model),
+		Misroute: t.of(r.Misroute), Contract: t.of(r.Contract), Violation: t.of(firstRuleKey(r.Violations)), GradeFail: t.of(RuleKey(r.GradeReason)),
+		Repeat: r.Repeat, Attempts: int32(r.Attempts),
+		Warmup: r.Warmup, ContractOK: r.ContractOK, Pass: r.Pass, Routed: r.Routed, Escalated: r.Escalated,
+		ScopeMismatch: r.ScopeMismatch, SlotWait: r.SlotWait, GradeError: r.GradeError != "",
+		Semantic: r.Similarity != 0, FalseHit: r.FalseHit, Timed: !r.IntendedAt.IsZero(),
+	}
+	return Rec{
+		Arm: t.of(r.Arm), TaskID: t.of(r.TaskID), Kind: t.kind(&a), TokensOut: int32(r.TokensOut),
+		E2EMs: r.E2EMs, TTFTMs: r.TTFTMs, LagMs: r.LagMs, QueueMs: r.QueueMs, Cost: r.Cost, At: unixNano(r.IntendedAt),
+	}
+}
+
+// push stores c, the compact form of r, without the duplicate check.
+func (s *RecordSet) push(r *Record, c Rec) {
+	if x := (Extras{r.ShadowCost, r.EscalationCost, r.RouteScore, r.GradeCost, r.GradeMs}); !x.zero() {
+		s.syms.extras = append(s.syms.extras, x)
+		c.extra = uint32(len(s.syms.extras))
+	}
 	if len(s.chunks) == 0 || len(s.chunks[len(s.chunks)-1]) == setChunk {
 		s.chunks = append(s.chunks, make([]Rec, 0, setChunk))
 	}
-	c := &s.chunks[len(s.chunks)-1]
-	*c = append(*c, Rec{
-		Arm: s.syms.of(r.Arm), TaskID: s.syms.of(r.TaskID), Group: s.syms.of(r.Group), Outcome: s.syms.of(r.Outcome),
-		Cache: s.syms.of(r.Cache), Leak: s.syms.of(r.Leak), Model: s.syms.of(r.Model), Misroute: s.syms.of(r.Misroute),
-		Contract: s.syms.of(r.Contract), Violation: s.syms.of(firstRuleKey(r.Violations)), GradeFail: s.syms.of(RuleKey(r.GradeReason)),
-		Repeat: r.Repeat, GradeCost: r.GradeCost, GradeMs: r.GradeMs, GradeError: r.GradeError != "", Semantic: r.Similarity != 0, FalseHit: r.FalseHit,
-		E2EMs: r.E2EMs, TTFTMs: r.TTFTMs, LagMs: r.LagMs, QueueMs: r.QueueMs,
-		Cost: r.Cost, ShadowCost: r.ShadowCost, EscalationCost: r.EscalationCost, RouteScore: r.RouteScore,
-		TokensOut: int32(r.TokensOut), Attempts: int32(r.Attempts),
-		Warmup: r.Warmup, ContractOK: r.ContractOK, Pass: r.Pass, Routed: r.Routed, Escalated: r.Escalated,
-		ScopeMismatch: r.ScopeMismatch, SlotWait: r.SlotWait, Timed: !r.IntendedAt.IsZero(), At: unixNano(r.IntendedAt),
-	})
+	last := &s.chunks[len(s.chunks)-1]
+	*last = append(*last, c)
 	if r.RunID != "" && !s.runIDs[r.RunID] {
 		s.runIDs[strings.Clone(r.RunID)] = true
 	}
@@ -217,7 +302,7 @@ func (s *RecordSet) Each(f func(r *Rec)) {
 // optional contract column names the contract (its hash or any other
 // identifier) the answers were validated against.
 func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
-	return readInto(paths, stdin, nil)
+	return readInto(paths, stdin, false, nil)
 }
 
 // ReadAll reads full records from paths exactly as ReadSet does (the same
@@ -227,19 +312,64 @@ func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
 // read the compact ReadSet instead.
 func ReadAll(paths []string, stdin io.Reader) ([]Record, *RecordSet, error) {
 	var all []Record
-	set, err := readInto(paths, stdin, func(rec *Record) { all = append(all, *rec) })
+	set, err := readInto(paths, stdin, false, func(rec *Record) error {
+		all = append(all, rec.Clone())
+		return nil
+	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return all, set, nil
 }
 
-// readInto is ReadSet; keep, if set, also gets every record read.
-func readInto(paths []string, stdin io.Reader, keep func(*Record)) (*RecordSet, error) {
+// ReadEach reads full records from paths as ReadAll does (the same inputs,
+// the same strict decoding and duplicate check), handing each in turn to
+// each instead of keeping them: memory stays at the duplicate check's few
+// tens of bytes a record, whatever the records hold. The record is valid
+// only during the call (its strings share the reader's buffers; Clone
+// keeps one). An error from each stops the reading and is returned as
+// is. A records.jsonl whose last line is cut short yields the records
+// before it and a *TornError in torn.
+//
+// Records are handed out as they are read: a fault found later (a bad
+// line, a duplicate) comes after each has seen the records before it, so
+// a caller that must write nothing on bad input writes somewhere it can
+// discard.
+func ReadEach(paths []string, stdin io.Reader, each func(rec *Record) error) (torn []*TornError, err error) {
+	set, err := readInto(paths, stdin, true, each)
+	if err != nil {
+		return nil, err
+	}
+	return set.torn, nil
+}
+
+// Clone is a copy of rec whose strings share no memory with rec's: the
+// readers hand out records whose strings alias buffers they reuse.
+func (rec *Record) Clone() Record {
+	c := *rec
+	for _, p := range [...]*string{&c.RunID, &c.Arm, &c.Shard, &c.TaskID, &c.Group, &c.Difficulty, &c.Tenant, &c.Permission,
+		&c.Lang, &c.DocVersion, &c.Outcome, &c.Error, &c.Cache, &c.Leak, &c.CacheOrigin, &c.Model, &c.Misroute,
+		&c.Contract, &c.Category, &c.Expected, &c.GradeReason, &c.GradeError, &c.Output} {
+		*p = strings.Clone(*p)
+	}
+	if c.Violations != nil {
+		c.Violations = make([]string, len(rec.Violations))
+		for i, v := range rec.Violations {
+			c.Violations[i] = strings.Clone(v)
+		}
+	}
+	return c
+}
+
+// readInto is ReadSet; keep, if set, also gets every record read. With
+// keysOnly the set keeps no compact records, only what the duplicate
+// check needs while reading.
+func readInto(paths []string, stdin io.Reader, keysOnly bool, keep func(*Record) error) (*RecordSet, error) {
 	if len(paths) == 0 {
 		return nil, &InputError{File: "-", Msg: "no input: name a run directory, a records.jsonl, a CSV file, or - for stdin"}
 	}
 	s := newRecordSet()
+	s.keysOnly = keysOnly
 	usedStdin := false
 	for _, p := range paths {
 		r, name, closeInput, err := openInput(p, stdin, &usedStdin)
@@ -253,7 +383,7 @@ func readInto(paths []string, stdin io.Reader, keep func(*Record)) (*RecordSet, 
 			file, prev, dup := s.add(rec, line)
 			if !dup {
 				if keep != nil {
-					keep(rec)
+					return keep(rec)
 				}
 				return nil
 			}
@@ -272,7 +402,7 @@ func readInto(paths []string, stdin io.Reader, keep func(*Record)) (*RecordSet, 
 			return nil, err
 		}
 	}
-	s.seen = nil // the duplicate check is done: free it for the statistics
+	s.dups = dupTable{} // the duplicate check is done: free it for the statistics
 	return s, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -67,5 +68,103 @@ func TestReadSetErrors(t *testing.T) {
 				t.Errorf("got %q; want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// The duplicate check holds across its table's growth and across inputs:
+// among thousands of records (same tasks in other arms and repeats, blank
+// lines moving the line numbers), every duplicate is found and its first
+// place named by file and line.
+func TestReadSetDuplicatesAtScale(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	var a, b strings.Builder
+	line := 0
+	for i := range 5000 {
+		for _, arm := range []string{"base", "cand"} {
+			fmt.Fprintf(&a, `{"arm":%q,"task_id":"t%d","repeat":%d,"outcome":"ok"}`+"\n", arm, i%1000, i/1000)
+			line++
+			if i%7 == 0 {
+				a.WriteString("\n")
+				line++
+			}
+		}
+	}
+	first := filepath.Join(dir, "a.jsonl")
+	if err := os.WriteFile(first, []byte(a.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	set, err := ReadSet([]string{first}, nil)
+	if err != nil || set.Len() != 10000 {
+		t.Fatalf("got %d records, %v; want 10000 and no error", set.Len(), err)
+	}
+	// Task t123 repeat 3 of arm cand is record 2*3123+1 of a.jsonl.
+	wantLine := 0
+	for i := 0; i <= 3123; i++ {
+		for k := range 2 {
+			wantLine++
+			if i == 3123 && k == 1 {
+				break
+			}
+			if i%7 == 0 {
+				wantLine++
+			}
+		}
+	}
+	for i := range 3000 {
+		fmt.Fprintf(&b, `{"arm":"other","task_id":"t%d","outcome":"ok"}`+"\n", i)
+	}
+	b.WriteString(`{"arm":"cand","task_id":"t123","repeat":3,"outcome":"ok"}` + "\n")
+	second := filepath.Join(dir, "b.jsonl")
+	if err := os.WriteFile(second, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadSet([]string{first, second}, nil)
+	want := fmt.Sprintf("b.jsonl:3001: field \"task_id\": duplicate record (arm \"cand\", task_id \"t123\", repeat 3), also in %s:%d", first, wantLine)
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("got %v; want it to end in %q", err, want)
+	}
+}
+
+// ReadEach hands out what ReadAll keeps, in the same order, keeping none
+// of it, and fails on the same faults with the same words.
+func TestReadEachMatchesReadAll(t *testing.T) {
+	t.Parallel()
+	var recs []Record
+	for i := range 3000 {
+		recs = append(recs, Record{Arm: []string{"a", "b"}[i%2], TaskID: fmt.Sprint("t", i/2), Outcome: OutcomeOK, E2EMs: float64(i),
+			Output: strings.Repeat("x", i%50), Violations: []string{fmt.Sprint("/v", i)}})
+	}
+	dir := writeJSONL(t, recs)
+	want, _, err := ReadAll([]string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Record
+	torn, err := ReadEach([]string{dir}, nil, func(rec *Record) error {
+		got = append(got, rec.Clone())
+		return nil
+	})
+	if err != nil || len(torn) != 0 {
+		t.Fatalf("ReadEach: %v, torn %v", err, torn)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d records; want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Fatalf("record %d: got %+v; want %+v", i, got[i], want[i])
+		}
+	}
+	// The same duplicate, the same message; each's error comes back as is.
+	again := writeJSONL(t, recs[2990:])
+	_, errAll := ReadSet([]string{dir, again}, nil)
+	_, errEach := ReadEach([]string{dir, again}, nil, func(*Record) error { return nil })
+	if errAll == nil || errEach == nil || errAll.Error() != errEach.Error() {
+		t.Errorf("duplicates: ReadEach %v; want ReadSet's %v", errEach, errAll)
+	}
+	stop := errors.New("stop")
+	if _, err := ReadEach([]string{dir}, nil, func(*Record) error { return stop }); err != stop {
+		t.Errorf("each's error: got %v; want it returned as is", err)
 	}
 }

@@ -66,14 +66,15 @@ func buildCharts(s *analysis.Summary, recs *records.RecordSet) ([]htmlChart, []S
 	}
 	lat := make([]armLatencies, len(s.Arms))
 	n := 0
+	t := recs.Symbols()
 	recs.Each(func(r *records.Rec) {
-		j, ok := idx[recs.Symbols().Str(r.Arm)]
-		if !ok || r.Warmup || math.IsNaN(r.E2EMs) || math.IsInf(r.E2EMs, 0) {
+		j, ok := idx[t.Str(r.Arm)]
+		if !ok || t.Attrs(r).Warmup || math.IsNaN(r.E2EMs) || math.IsInf(r.E2EMs, 0) {
 			return
 		}
 		n++
 		lat[j].all = append(lat[j].all, r.E2EMs)
-		switch recs.Symbols().Str(r.Cache) {
+		switch t.Str(t.Attrs(r).Cache) {
 		case "hit":
 			lat[j].hit = append(lat[j].hit, r.E2EMs)
 		case "miss":
