@@ -483,7 +483,7 @@ func fill(rec *Record, resp *model.Response) {
 	if tr.Cache == model.CacheHit {
 		rec.Similarity, rec.CacheOrigin = tr.Similarity, tr.Origin
 	}
-	rec.Model, rec.RouteScore, rec.Routed, rec.Escalated, rec.Attempts = resp.Model, tr.RouteScore, tr.Routed, tr.Escalated, tr.Attempts
+	rec.Model, rec.RouteScore, rec.Routed, rec.RouteFallback, rec.Escalated, rec.Attempts = resp.Model, tr.RouteScore, tr.Routed, tr.RouteFallback, tr.Escalated, tr.Attempts
 	rec.TokensIn, rec.TokensOut, rec.Cost = resp.Usage.TokensIn, resp.Usage.TokensOut, resp.Usage.Cost
 	rec.EscalationCost = tr.EscalationCost
 	rec.ContractOK = tr.Validated && tr.ContractOK

@@ -59,6 +59,7 @@ type Row struct {
 	Model         *string `parquet:"model,dict,optional"`
 	RouteScore    float64 `parquet:"route_score,split"`
 	Routed        bool    `parquet:"routed"`
+	RouteFallback bool    `parquet:"route_fallback"`
 	Misroute      *string `parquet:"misroute,dict,optional"`
 	Escalated     bool    `parquet:"escalated"`
 	Attempts      int32   `parquet:"attempts"`
@@ -90,7 +91,7 @@ func RowOf(rec *records.Record) Row {
 		ModelMs: rec.ModelMs, TTFTMs: rec.TTFTMs, ValidateMs: rec.ValidateMs, E2EMs: rec.E2EMs, SlotWait: rec.SlotWait,
 		Outcome: rec.Outcome, Error: strOrNil(rec.Error),
 		Cache: strOrNil(rec.Cache), Leak: strOrNil(rec.Leak), ScopeMismatch: rec.ScopeMismatch, Model: strOrNil(rec.Model),
-		RouteScore: rec.RouteScore, Routed: rec.Routed, Misroute: strOrNil(rec.Misroute), Escalated: rec.Escalated,
+		RouteScore: rec.RouteScore, Routed: rec.Routed, RouteFallback: rec.RouteFallback, Misroute: strOrNil(rec.Misroute), Escalated: rec.Escalated,
 		Attempts: int32(rec.Attempts),
 		TokensIn: int64(rec.TokensIn), TokensOut: int64(rec.TokensOut),
 		Cost: rec.Cost, ShadowCost: rec.ShadowCost, EscalationCost: rec.EscalationCost,

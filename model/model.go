@@ -246,9 +246,12 @@ type Trace struct {
 	// Router layer.
 	Routed     bool
 	RouteScore float64
-	RouteModel string
-	RouteDur   time.Duration
-	Escalated  bool // a cascade or contract policy moved the request to a larger model
+	// RouteFallback: the scorer failed (a scoring service did not answer
+	// in time or answered nonsense) and RouteScore is its fallback score.
+	RouteFallback bool
+	RouteModel    string
+	RouteDur      time.Duration
+	Escalated     bool // a cascade or contract policy moved the request to a larger model
 	// EscalationCost is the part of Usage.Cost spent after a cascade
 	// escalated the request (the larger model's call); 0 otherwise.
 	EscalationCost float64

@@ -99,7 +99,7 @@ func (s *HTTPScorer) Score(req *model.Request) Score {
 	v, err := s.call(req)
 	if err != nil {
 		s.failures.Add(1)
-		return Score{Value: s.fallback}
+		return Score{Value: s.fallback, Fallback: true}
 	}
 	return Score{Value: v}
 }

@@ -108,7 +108,8 @@ func New(cfg Config, s Scorer) (model.Middleware, error) {
 				return next.Complete(ctx, req)
 			}
 			start := now()
-			score := Clamp(s.Score(req).Value)
+			sc := s.Score(req)
+			score := Clamp(sc.Value)
 			name := cfg.Choose(score)
 			dur := now().Sub(start)
 
@@ -118,6 +119,7 @@ func New(cfg Config, s Scorer) (model.Middleware, error) {
 			if resp != nil {
 				resp.Trace.Routed = true
 				resp.Trace.RouteScore = score
+				resp.Trace.RouteFallback = sc.Fallback
 				resp.Trace.RouteModel = name
 				resp.Trace.RouteDur = dur
 			}

@@ -50,6 +50,9 @@ var _ Scorer = ScorerFunc(nil)
 type Score struct {
 	Value    float64  // difficulty in [0,1]; compared with Config.Threshold
 	Features Features // what the built-in scorer saw; zero for other scorers
+	// Fallback is set when the scorer could not score the request (a
+	// failed call to a scoring service) and Value is its fallback score.
+	Fallback bool
 }
 
 // String formats the score for reports, e.g.

@@ -638,3 +638,51 @@ func TestSemanticCacheAndInstructions(t *testing.T) {
 		t.Errorf("upstream system prompt %q; want the configured short instruction", s)
 	}
 }
+
+// TestScorerFallbackCounted: a request routed on the scorer's fallback
+// score because the scoring service failed is counted.
+func TestScorerFallbackCounted(t *testing.T) {
+	t.Parallel()
+	_, url := newFakeUpstream(t, nil)
+	scorer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Text string `json:"text"`
+		}
+		json.NewDecoder(r.Body).Decode(&in)
+		if strings.Contains(in.Text, "down") {
+			http.Error(w, "scorer down", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte(`{"score": 0.9}`))
+	}))
+	t.Cleanup(scorer.Close)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte(testKeys), 0o644)
+	cfg := fmt.Sprintf("keys: keys.yaml\ntimeout: 5s\nmodels:\n  - {name: small, base_url: %q, stream: false}\n  - {name: large, base_url: %q, stream: false}\n"+
+		"router: {threshold: 0.5, small: small, large: large, scorer: %q}\n", url, url, scorer.URL)
+	path := filepath.Join(dir, "serve.yaml")
+	os.WriteFile(path, []byte(cfg), 0o644)
+	setup, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	s, err := New(setup, Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	ps := httptest.NewServer(s)
+	t.Cleanup(ps.Close)
+	for _, text := range []string{"scored ticket", "the scorer is down", "another ticket", "down again"} {
+		if r := post(t, ps.URL, "sk-acme", chatBody("auto", text, false, ""), nil); r.status != 200 {
+			t.Fatalf("%q: %d %s", text, r.status, r.body)
+		}
+	}
+	if got := testutil.ToFloat64(s.m.routeFallbacks); got != 2 {
+		t.Errorf("crab_serve_route_scorer_fallbacks_total = %v; want 2", got)
+	}
+	if got := testutil.ToFloat64(s.m.routes.WithLabelValues("large")); got != 4 {
+		t.Errorf("route decisions to large = %v; want 4 (score 0.9 and the fallback 1)", got)
+	}
+}

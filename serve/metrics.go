@@ -49,6 +49,7 @@ type metrics struct {
 	scopeMismatch  prometheus.Counter
 	leaks          *prometheus.CounterVec // by leak kind
 	routes         *prometheus.CounterVec // by model
+	routeFallbacks prometheus.Counter
 	contractFails  *prometheus.CounterVec // by rule
 	upstreamErrors *prometheus.CounterVec // by status
 	tokens         *prometheus.CounterVec // by direction
@@ -193,6 +194,8 @@ func newMetrics(reg prometheus.Registerer, models []string) (*metrics, error) {
 			Help: "Cache hits served although built for another scope (only with check_on_hit: false), by leak kind."}, []string{"kind"}),
 		routes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "route_decisions_total",
 			Help: "Routing decisions of the difficulty router, by chosen model."}, []string{"model"}),
+		routeFallbacks: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "route_scorer_fallbacks_total",
+			Help: "Routing decisions made on the scorer's fallback score because the scorer failed (a scoring service's error or timeout)."}),
 		contractFails: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "contract_failures_total",
 			Help: "Answers refused because they break the contract (after the policy's re-ask or escalation), by rule broken."}, []string{"kind"}),
 		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_errors_total",
@@ -208,7 +211,7 @@ func newMetrics(reg prometheus.Registerer, models []string) (*metrics, error) {
 	}
 	m.promptTok, m.generatedTok = m.tokens.WithLabelValues("prompt"), m.tokens.WithLabelValues("generation")
 	for _, c := range []prometheus.Collector{m.inFlight, m.requests, m.e2e, m.ttft, m.upstreamTTFT, m.queue, m.modelTime,
-		m.cacheHits, m.cacheMisses, m.cacheBypasses, m.scopeMismatch, m.leaks, m.routes, m.contractFails, m.upstreamErrors, m.tokens} {
+		m.cacheHits, m.cacheMisses, m.cacheBypasses, m.scopeMismatch, m.leaks, m.routes, m.routeFallbacks, m.contractFails, m.upstreamErrors, m.tokens} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

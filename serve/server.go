@@ -475,6 +475,9 @@ func (s *Server) observe(resp *model.Response, info *stack.Info) string {
 	}
 	if tr.Routed {
 		s.m.routes.WithLabelValues(bounded(tr.RouteModel, s.m.modelNames)).Inc()
+		if tr.RouteFallback {
+			s.m.routeFallbacks.Inc()
+		}
 	}
 	if tr.Attempts > 0 {
 		s.m.queue.Observe(info.Queue.Seconds())

@@ -61,6 +61,10 @@ func answerWarnings(t *records.Symbols, s *Summary, byArm map[string][]*records.
 			s.Decision.Warnings = append(s.Decision.Warnings, fmt.Sprintf("%s: %s (a grader could not decide: timeout, crash, bad output or a failed judge); counted as not passing, see grade_error in the records",
 				a.Name, words.Count(a.GradeErrors, "grading error")))
 		}
+		if rs := a.RouteStats; rs != nil && rs.ScorerFallbacks > 0 {
+			s.Decision.Warnings = append(s.Decision.Warnings, fmt.Sprintf("%s: the router's scorer failed on %d of %d routed requests, which were routed on its fallback score instead; see route_fallback in the records",
+				a.Name, rs.ScorerFallbacks, rs.Routed))
+		}
 	}
 }
 

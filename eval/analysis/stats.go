@@ -201,6 +201,9 @@ type RouteStats struct {
 	// model (see Options.LargeModels); left out when it cannot be told.
 	RoutedLargeShare *float64       `json:"routed_large_share,omitempty"`
 	Misroutes        map[string]int `json:"misroutes"` // under, over, hopeless → requests
+	// ScorerFallbacks counts routed requests whose scorer failed, routed
+	// on the scorer's fallback score instead.
+	ScorerFallbacks int `json:"scorer_fallbacks,omitempty"`
 }
 
 // LeakCount is the number of leaking hits of any kind.
@@ -536,6 +539,9 @@ func routeStats(t *records.Symbols, recs []*records.Rec, large map[string]bool) 
 			continue
 		}
 		rs.Routed++
+		if t.Attrs(r).RouteFallback {
+			rs.ScorerFallbacks++
+		}
 		if t.Str(t.Attrs(r).Model) != "" {
 			rs.RoutedModels[t.Str(t.Attrs(r).Model)]++
 			if !t.Attrs(r).Escalated {

@@ -90,6 +90,7 @@ const (
 	fModel
 	fRouteScore
 	fRouted
+	fRouteFallback
 	fMisroute
 	fEscalated
 	fAttempts
@@ -191,6 +192,8 @@ func fieldOf(key string) (f uint8, ok bool) {
 		return fRouteScore, true
 	case "routed":
 		return fRouted, true
+	case "route_fallback":
+		return fRouteFallback, true
 	case "misroute":
 		return fMisroute, true
 	case "escalated":
@@ -312,6 +315,8 @@ func (l *recordLexer) field(f uint8, rec *Record) bool {
 		return l.float(&rec.RouteScore)
 	case fRouted:
 		return l.bool(&rec.Routed)
+	case fRouteFallback:
+		return l.bool(&rec.RouteFallback)
 	case fMisroute:
 		return l.str(&rec.Misroute)
 	case fEscalated:

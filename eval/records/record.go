@@ -82,9 +82,12 @@ type Record struct {
 	Model       string  `json:"model,omitempty"`
 	RouteScore  float64 `json:"route_score"`
 	Routed      bool    `json:"routed,omitempty"`
-	Misroute    string  `json:"misroute,omitempty"`
-	Escalated   bool    `json:"escalated,omitempty"`
-	Attempts    int     `json:"attempts"`
+	// RouteFallback: the router's scorer failed, and the request was
+	// routed on the scorer's fallback score.
+	RouteFallback bool   `json:"route_fallback,omitempty"`
+	Misroute      string `json:"misroute,omitempty"`
+	Escalated     bool   `json:"escalated,omitempty"`
+	Attempts      int    `json:"attempts"`
 
 	TokensIn  int     `json:"tokens_in"`
 	TokensOut int     `json:"tokens_out"`
@@ -191,6 +194,9 @@ func (rec *Record) AppendJSON(dst []byte) ([]byte, bool) {
 	b, ok = appendFloat(b, `,"route_score":`, rec.RouteScore, ok)
 	if rec.Routed {
 		b = append(b, `,"routed":true`...)
+	}
+	if rec.RouteFallback {
+		b = append(b, `,"route_fallback":true`...)
 	}
 	b = appendOmitString(b, `,"misroute":`, rec.Misroute)
 	if rec.Escalated {

@@ -64,7 +64,7 @@ type Attrs struct {
 	Repeat   int
 	Attempts int32
 
-	Warmup, ContractOK, Pass, Routed, Escalated, ScopeMismatch, SlotWait, GradeError bool
+	Warmup, ContractOK, Pass, Routed, RouteFallback, Escalated, ScopeMismatch, SlotWait, GradeError bool
 	// Semantic is a hit of a semantic cache (it carries a similarity);
 	// FalseHit one that served another task's answer wrongly.
 	Semantic, FalseHit bool
@@ -242,7 +242,7 @@ func (s *RecordSet) compact(r *Record) Rec {
 		Group: t.of(r.Group), Outcome: t.of(r.Outcome), Cache: t.of(r.Cache), Leak: t.of(r.Leak), Model: t.of(r.Model),
 		Misroute: t.of(r.Misroute), Contract: t.of(r.Contract), Violation: t.of(firstRuleKey(r.Violations)), GradeFail: t.of(RuleKey(r.GradeReason)),
 		Repeat: r.Repeat, Attempts: int32(r.Attempts),
-		Warmup: r.Warmup, ContractOK: r.ContractOK, Pass: r.Pass, Routed: r.Routed, Escalated: r.Escalated,
+		Warmup: r.Warmup, ContractOK: r.ContractOK, Pass: r.Pass, Routed: r.Routed, RouteFallback: r.RouteFallback, Escalated: r.Escalated,
 		ScopeMismatch: r.ScopeMismatch, SlotWait: r.SlotWait, GradeError: r.GradeError != "",
 		Semantic: r.Similarity != 0, FalseHit: r.FalseHit, Timed: !r.IntendedAt.IsZero(),
 	}
