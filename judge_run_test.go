@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,8 +16,7 @@ import (
 func TestJudgeGraderRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	exp := filepath.Join(dir, "judged.yaml")
-	if err := os.WriteFile(exp, []byte(`name: judged
+	const plain = `name: judged
 tasks: embedded:tasks.jsonl
 contract: embedded:triage.schema.json
 seed: 5
@@ -36,42 +33,25 @@ models:
 arms:
   - {name: baseline, model: large}
   - {name: cheap, model: small}
-grade:
+`
+	exp, plainExp := filepath.Join(dir, "judged.yaml"), filepath.Join(dir, "plain.yaml")
+	judged := plain + `grade:
   judge: {model: judge, instructions: "Is the category right for this ticket? Answer with pass and a reason."}
-`), 0o644); err != nil {
+`
+	if err := os.WriteFile(exp, []byte(judged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plainExp, []byte(plain), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "run")
-	code, stdout, errs := crab(t, "", "run", "-q", "-c", exp, "-o", out)
-	if code != 0 && code != exitCheck {
-		t.Fatalf("run: exit %d: %s", code, errs)
-	}
 
 	type tally struct {
 		judged, errors, passes int
 		cost                   float64
 	}
 	per := map[string]*tally{}
-	f, err := os.Open(filepath.Join(out, "records.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r struct {
-			Arm        string  `json:"arm"`
-			TaskID     string  `json:"task_id"`
-			Outcome    string  `json:"outcome"`
-			ContractOK bool    `json:"contract_ok"`
-			Pass       bool    `json:"pass"`
-			GradeCost  float64 `json:"grade_cost"`
-			GradeError string  `json:"grade_error"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range runRecords(t, exp, out) {
 		a := per[r.Arm]
 		if a == nil {
 			a = &tally{}
@@ -94,11 +74,8 @@ grade:
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
 
-	var sum struct {
+	type summary struct {
 		Arms []struct {
 			Name        string  `json:"name"`
 			Pass        int     `json:"pass"`
@@ -107,13 +84,8 @@ grade:
 			GradeCost   float64 `json:"grade_cost"`
 		} `json:"arms"`
 	}
-	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &sum); err != nil {
-		t.Fatal(err)
-	}
+	var sum summary
+	readJSON(t, filepath.Join(out, "summary.json"), &sum)
 	if len(sum.Arms) != 2 {
 		t.Fatalf("%d arms in summary.json; want 2", len(sum.Arms))
 	}
@@ -135,34 +107,18 @@ grade:
 			t.Errorf("arm %s: summary grade_cost %v; the records sum to %v", a.Name, a.GradeCost, got.cost)
 		}
 	}
+
 	// The same run without the judge costs the arms exactly as much.
-	plain := filepath.Join(dir, "plain.yaml")
-	b, _ := os.ReadFile(exp)
-	if err := os.WriteFile(plain, []byte(strings.Split(string(b), "grade:")[0]), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, errs := crab(t, "", "run", "-q", "-c", plain, "-o", filepath.Join(dir, "plain")); code != 0 && code != exitCheck {
-		t.Fatalf("run without the judge: exit %d: %s", code, errs)
-	}
-	raw, err = os.ReadFile(filepath.Join(dir, "plain", "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var without struct {
-		Arms []struct {
-			Name string  `json:"name"`
-			Cost float64 `json:"cost"`
-		} `json:"arms"`
-	}
-	if err := json.Unmarshal(raw, &without); err != nil {
-		t.Fatal(err)
-	}
+	runRecords(t, plainExp, filepath.Join(dir, "plain"))
+	var without summary
+	readJSON(t, filepath.Join(dir, "plain", "summary.json"), &without)
 	for i, a := range without.Arms {
 		if a.Name != sum.Arms[i].Name || math.Abs(a.Cost-sum.Arms[i].Cost) > 1e-12 || a.Cost <= 0 {
 			t.Errorf("arm %s: cost %v with the judge, %v without; want the judge's calls outside the arm's cost", a.Name, sum.Arms[i].Cost, a.Cost)
 		}
 	}
-	if !strings.Contains(stdout, "grading errors (a grader could not decide") || !strings.Contains(stdout, "grading cost (judge model calls; part of no arm's cost or latency)") {
-		t.Errorf("report does not warn of grading errors and state the grading cost:\n%s", stdout)
+	report := string(mustReadFile(t, filepath.Join(out, "report.txt")))
+	if !strings.Contains(report, "grading errors (a grader could not decide") || !strings.Contains(report, "grading cost (judge model calls; part of no arm's cost or latency)") {
+		t.Errorf("report does not warn of grading errors and state the grading cost:\n%s", report)
 	}
 }

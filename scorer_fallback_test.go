@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -57,28 +56,8 @@ arms:
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "run")
-	code, stdout, errs := crab(t, "", "run", "-q", "-c", exp, "-o", out)
-	if code != 0 && code != exitCheck {
-		t.Fatalf("run: exit %d: %s", code, errs)
-	}
-	f, err := os.Open(filepath.Join(out, "records.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	fallbacks := 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r struct {
-			Arm           string  `json:"arm"`
-			Model         string  `json:"model"`
-			RouteScore    float64 `json:"route_score"`
-			RouteFallback bool    `json:"route_fallback"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range runRecords(t, exp, out) {
 		if r.Arm != "router" {
 			continue
 		}
@@ -102,17 +81,11 @@ arms:
 			ScorerFallbacks int    `json:"scorer_fallbacks"`
 		} `json:"arms"`
 	}
-	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &sum); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, filepath.Join(out, "summary.json"), &sum)
 	if len(sum.Arms) != 2 || sum.Arms[1].ScorerFallbacks != fallbacks || sum.Arms[1].Routed != 480 {
 		t.Errorf("summary arms %+v; want the router arm with 480 routed and %d scorer fallbacks", sum.Arms, fallbacks)
 	}
-	if want := fmt.Sprintf("router: the router's scorer failed on %d of 480 routed requests", fallbacks); !strings.Contains(stdout, want) {
-		t.Errorf("report lacks %q:\n%s", want, stdout)
+	if want := fmt.Sprintf("router: the router's scorer failed on %d of 480 routed requests", fallbacks); !strings.Contains(string(mustReadFile(t, filepath.Join(out, "report.txt"))), want) {
+		t.Errorf("report.txt lacks %q", want)
 	}
 }

@@ -233,6 +233,14 @@ func mustReadFile(t *testing.T, path string) []byte {
 	return b
 }
 
+// readJSON decodes the JSON file at path into v.
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	if err := json.Unmarshal(mustReadFile(t, path), v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
 func TestTuneBadInput(t *testing.T) {
 	t.Parallel()
 	dir, exp, _ := tuneFixture(t, 4, 4)

@@ -75,12 +75,18 @@ func (f *fakeUpstream) last() goopenai.ChatCompletionRequest {
 // that do not stream, so the fake upstream's plain completions suit them.
 func proxyOver(t testing.TB, url, extra string) (*Server, *httptest.Server, *prometheus.Registry) {
 	t.Helper()
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte(testKeys), 0o644)
 	if !strings.Contains(extra, "timeout:") {
 		extra += "timeout: 5s\n"
 	}
-	cfg := fmt.Sprintf("keys: keys.yaml\nmax_body_bytes: 4096\nmodels:\n  - {name: large, base_url: %q, stream: false}\n%s", url, extra)
+	return proxyConfig(t, fmt.Sprintf("keys: keys.yaml\nmax_body_bytes: 4096\nmodels:\n  - {name: large, base_url: %q, stream: false}\n%s", url, extra))
+}
+
+// proxyConfig starts the proxy (in-process handler) on the configuration
+// cfg, whose keys file is keys.yaml with testKeys.
+func proxyConfig(t testing.TB, cfg string) (*Server, *httptest.Server, *prometheus.Registry) {
+	t.Helper()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte(testKeys), 0o644)
 	path := filepath.Join(dir, "serve.yaml")
 	os.WriteFile(path, []byte(cfg), 0o644)
 	setup, err := Load(path)
@@ -656,24 +662,8 @@ func TestScorerFallbackCounted(t *testing.T) {
 		w.Write([]byte(`{"score": 0.9}`))
 	}))
 	t.Cleanup(scorer.Close)
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte(testKeys), 0o644)
-	cfg := fmt.Sprintf("keys: keys.yaml\ntimeout: 5s\nmodels:\n  - {name: small, base_url: %q, stream: false}\n  - {name: large, base_url: %q, stream: false}\n"+
-		"router: {threshold: 0.5, small: small, large: large, scorer: %q}\n", url, url, scorer.URL)
-	path := filepath.Join(dir, "serve.yaml")
-	os.WriteFile(path, []byte(cfg), 0o644)
-	setup, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	s, err := New(setup, Options{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	ps := httptest.NewServer(s)
-	t.Cleanup(ps.Close)
+	s, ps, _ := proxyConfig(t, fmt.Sprintf("keys: keys.yaml\ntimeout: 5s\nmodels:\n  - {name: small, base_url: %q, stream: false}\n  - {name: large, base_url: %q, stream: false}\n"+
+		"router: {threshold: 0.5, small: small, large: large, scorer: %q}\n", url, url, scorer.URL))
 	for _, text := range []string{"scored ticket", "the scorer is down", "another ticket", "down again"} {
 		if r := post(t, ps.URL, "sk-acme", chatBody("auto", text, false, ""), nil); r.status != 200 {
 			t.Fatalf("%q: %d %s", text, r.status, r.body)
