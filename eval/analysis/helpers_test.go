@@ -1,24 +1,13 @@
 package analysis
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/crab-testbed/crab/eval/records"
 )
 
-// readSet writes recs as records.jsonl and reads them back with
-// records.ReadSet, the way every command reads records.
-func readSet(recs []Record) (*records.RecordSet, error) {
-	var buf bytes.Buffer
-	w := records.JSONLWriter(&buf)
-	for _, r := range recs {
-		if err := w(r); err != nil {
-			return nil, err
-		}
-	}
-	return records.ReadSet([]string{"-"}, &buf)
-}
+// readSet builds the set of recs the way every command reads records.
+func readSet(recs []Record) (*records.RecordSet, error) { return records.SetOf(recs) }
 
 // mustSet is readSet for records a test knows to be valid.
 func mustSet(t testing.TB, recs []Record) *records.RecordSet {

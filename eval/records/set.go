@@ -1,6 +1,7 @@
 package records
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -283,6 +284,20 @@ func (s *RecordSet) Each(f func(r *Rec)) {
 			f(&c[i])
 		}
 	}
+}
+
+// SetOf builds the set of records held in memory by writing them as
+// records.jsonl and reading them back through ReadSet, so they meet every
+// check a command's input meets.
+func SetOf(recs []Record) (*RecordSet, error) {
+	var buf bytes.Buffer
+	w := JSONLWriter(&buf)
+	for _, r := range recs {
+		if err := w(r); err != nil {
+			return nil, err
+		}
+	}
+	return ReadSet([]string{"-"}, &buf)
 }
 
 // ReadSet reads and merges records from several inputs into the compact
