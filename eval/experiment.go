@@ -40,9 +40,12 @@ type Experiment struct {
 	// cache hits included, like a client pool of that size (0: no cap but
 	// the model calls' concurrency). 1 sends one request at a time.
 	MaxInFlight int `yaml:"max_in_flight"`
-	// Order is how arms share the schedule: interleaved (default; blocks of
-	// the schedule, each played by every arm in a random order) or
-	// sequential (each arm plays the whole schedule in turn).
+	// Order is how arms share the schedule: paired (default: every
+	// scheduled arrival is sent to every arm at once, in a random order, so
+	// the backend's stalls and drift fall on each arm's copy of the same
+	// task), interleaved (blocks of the schedule laid end to end, each
+	// played by every arm in a random order) or sequential (each arm plays
+	// the whole schedule in turn).
 	Order   string    `yaml:"order"`
 	Block   Duration  `yaml:"block"`   // interleaved: schedule time per block (default 500ms)
 	Timeout Duration  `yaml:"timeout"` // per request, from its actual send time (default 30s)
@@ -198,10 +201,10 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	}
 	switch e.Order {
 	case "":
-		e.Order = OrderInterleaved
-	case OrderInterleaved, OrderSequential:
+		e.Order = OrderPaired
+	case OrderPaired, OrderInterleaved, OrderSequential:
 	default:
-		return bad("order", []any{"order"}, "unknown order %q (want interleaved or sequential)", e.Order)
+		return bad("order", []any{"order"}, "unknown order %q (want paired, interleaved or sequential)", e.Order)
 	}
 	if e.Block != 0 && e.Order != OrderInterleaved {
 		return bad("block", []any{"block"}, "only for order interleaved")

@@ -31,8 +31,8 @@ func TestParseExperimentDefaults(t *testing.T) {
 		t.Errorf("defaults: got repeats=%d conc=%d timeout=%v attempts=%d scale=%v shadow=%v",
 			e.Repeats, e.Concurrency, e.Timeout.Std(), e.Retry.MaxAttempts, *e.TimeScale, *e.Shadow)
 	}
-	if e.Order != OrderInterleaved || e.Block.Std() != DefaultBlock {
-		t.Errorf("order: got %q block %v; want %q block %v", e.Order, e.Block.Std(), OrderInterleaved, DefaultBlock)
+	if e.Order != OrderPaired || e.Block != 0 {
+		t.Errorf("order: got %q block %v; want %q and no block", e.Order, e.Block.Std(), OrderPaired)
 	}
 	if e.Arms[0].Mode != "full" {
 		t.Errorf("arm mode: got %q; want full", e.Arms[0].Mode)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -109,12 +110,14 @@ func TestInterleavedSpreadsOutage(t *testing.T) {
 	for _, tc := range []struct {
 		order  string
 		spread bool
-	}{{OrderInterleaved, true}, {OrderSequential, false}} {
+	}{{OrderPaired, true}, {OrderInterleaved, true}, {OrderSequential, false}} {
 		t.Run(tc.order, func(t *testing.T) {
 			t.Parallel()
 			exp := testExperiment(arms...)
 			exp.Arrival = Arrival{Pattern: "constant", Rate: 3000}
-			exp.Block = Duration(10 * time.Millisecond) // 30 requests a block
+			if tc.order == OrderInterleaved {
+				exp.Block = Duration(10 * time.Millisecond) // 30 requests a block
+			}
 			exp.Timeout = Duration(time.Second)
 			failed := outageRun(t, tc.order, exp, fakeTasks(n), down)
 			lo, hi := minMax(failed)
@@ -164,5 +167,59 @@ func TestOutageHarness(t *testing.T) {
 		})
 		lo, hi := minMax(failed)
 		t.Logf("%-11s outage 3s at %v: failures per arm %v (max/min %.2f)", order, at, failed, float64(hi)/float64(max(lo, 1)))
+	}
+}
+
+// In paired order a short stall of the backend falls on every arm's copy of
+// the same task, so it cancels in the paired delta; in the other orders it
+// lands on whichever arm was sending. What decides it is how far apart in
+// the backend's calls the copies of one task are: measured in calls (they
+// happen in release order), the test does not depend on how fast the
+// machine is, and the median keeps a few copies that a worker picked up
+// out of order from deciding it.
+func TestPairedStallHitsEveryCopy(t *testing.T) {
+	t.Parallel()
+	arms := []ArmSpec{{Name: "a", Model: "m", Mode: "full"}, {Name: "b", Model: "m", Mode: "full"}, {Name: "c", Model: "m", Mode: "full"}}
+	for _, tc := range []struct {
+		order      string
+		lo, hi     int // bounds on the median distance in calls between a task's copies
+		blockTasks int
+	}{{OrderPaired, 0, 8, 0}, {OrderInterleaved, 30, 1000, 30}, {OrderSequential, 299, 1000, 0}} {
+		t.Run(tc.order, func(t *testing.T) {
+			t.Parallel()
+			exp := testExperiment(arms...)
+			exp.Arrival = Arrival{Pattern: "constant", Rate: 3000}
+			exp.Timeout = Duration(time.Second)
+			exp.Order = tc.order
+			if tc.blockTasks > 0 {
+				exp.Block = Duration(time.Duration(tc.blockTasks) * time.Second / 3000)
+			}
+			var calls atomic.Int64
+			var mu sync.Mutex
+			at := map[string][]int64{} // task -> call numbers of its copies
+			stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+				n := calls.Add(1) - 1
+				mu.Lock()
+				at[req.TaskID] = append(at[req.TaskID], n)
+				mu.Unlock()
+				return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
+			})
+			r := &Runner{Exp: exp, Tasks: fakeTasks(300),
+				Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
+					return &ArmStack{Spec: spec, Stack: stack}, nil, nil
+				},
+				Emit: func(Record) error { return nil }}
+			if _, err := r.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			spread := make([]int, 0, len(at))
+			for _, ns := range at {
+				spread = append(spread, int(slices.Max(ns)-slices.Min(ns)))
+			}
+			slices.Sort(spread)
+			if m := spread[len(spread)/2]; m < tc.lo || m > tc.hi {
+				t.Errorf("median distance between a task's copies: %d calls; want %d to %d", m, tc.lo, tc.hi)
+			}
+		})
 	}
 }

@@ -86,19 +86,22 @@ type Result struct {
 	Ended       time.Time
 }
 
-// Run executes every arm in every repeat and streams the records. Arms
-// never compete for the machine: one arm plays at a time. In the default
-// interleaved order (Order), each repeat's seeded schedule is cut into
-// blocks of Block schedule time, and every block is played by every arm in
-// a fresh random order (a randomised block design; the first block keeps
-// the experiment's order, so records list the baseline first), so drift, other load
-// and outages of a real backend fall on all arms alike; within a block an
-// arm sees the declared arrival process, and the next arm starts once the
-// block's requests are answered. In sequential order each arm plays the
-// whole schedule before the next starts. When ctx is cancelled the runner
-// stops sending, records the requests it did not complete as cancelled,
-// and returns with Interrupted set: every scheduled request of a started
-// pass appears exactly once in the records.
+// Run executes every arm in every repeat and streams the records. In the
+// default paired order (Order) every arm plays the repeat's seeded schedule
+// at once: at each scheduled arrival the task's request is released to
+// every arm, in a fresh random order, so a stall, a pause or drift of a real
+// backend falls on every arm's copy of the same task and cancels in the
+// paired delta. The backend then sees the declared rate once per arm. In
+// interleaved order the schedule is cut into blocks of Block schedule time,
+// and the blocks are laid end to end on one timeline, each played by every
+// arm in a fresh random order (the first block in the experiment's order);
+// in sequential order each arm plays the whole schedule before the next
+// starts. In every order the loop stays open: a request is released at its
+// intended time whatever happened to earlier ones, and latency counts from
+// that time. When ctx is cancelled the runner stops sending, records the
+// requests it did not complete as cancelled, and returns with Interrupted
+// set: every scheduled request of a started pass appears exactly once in
+// the records.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	res := &Result{Started: time.Now()}
 	total := r.Exp.Repeats * len(r.Exp.Arms) * len(r.Shard.Seqs(len(r.Tasks)))
@@ -125,7 +128,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		play := r.interleaved
+		play := r.together
 		if r.Exp.Order == OrderSequential {
 			play = r.sequential
 		}
@@ -145,6 +148,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 
 // Orders in which arms share the schedule (Experiment.Order).
 const (
+	OrderPaired      = "paired"
 	OrderInterleaved = "interleaved"
 	OrderSequential  = "sequential"
 )
@@ -152,12 +156,31 @@ const (
 // DefaultBlock is the schedule time of one block in interleaved order.
 const DefaultBlock = 500 * time.Millisecond
 
+// release is one scheduled request of a pass: which arm sends which task,
+// at what offset from the pass's start.
+type release struct {
+	arm int
+	seq int
+	off time.Duration
+}
+
+// shardOffsets returns the sequence numbers this runner plays and their
+// send offsets.
+func (r *Runner) shardOffsets(offsets []time.Duration) ([]int, []time.Duration) {
+	seqs := r.Shard.Seqs(len(r.Tasks))
+	offs := make([]time.Duration, len(seqs))
+	for i, seq := range seqs {
+		offs[i] = offsets[seq]
+	}
+	return seqs, offs
+}
+
 // sequential plays the whole schedule on each arm in turn.
 func (r *Runner) sequential(ctx context.Context, res *Result, rep int, seed int64, offsets []time.Duration, emit func(Record)) error {
-	all := r.Shard.Seqs(len(r.Tasks))
-	offs := make([]time.Duration, len(all))
-	for i, seq := range all {
-		offs[i] = offsets[seq]
+	seqs, offs := r.shardOffsets(offsets)
+	plan := make([]release, len(seqs))
+	for i := range seqs {
+		plan[i] = release{seq: seqs[i], off: offs[i]}
 	}
 	for _, spec := range r.Exp.Arms {
 		if ctx.Err() != nil {
@@ -168,7 +191,7 @@ func (r *Runner) sequential(ctx context.Context, res *Result, rep int, seed int6
 		if err != nil {
 			return fmt.Errorf("arm %s: %w", spec.Name, err)
 		}
-		gen := r.pass(ctx, arm, rep, seed, all, offs, emit)
+		gen := r.pass(ctx, []*ArmStack{arm}, rep, seed, plan, emit)
 		res.Passes = append(res.Passes, r.passMetrics(arm, rep, gen))
 		if release != nil {
 			release()
@@ -177,10 +200,10 @@ func (r *Runner) sequential(ctx context.Context, res *Result, rep int, seed int6
 	return nil
 }
 
-// interleaved builds every arm of the repeat, then plays the schedule block
-// by block, each block on every arm in a random order drawn from seed (the
-// first block in the experiment's order).
-func (r *Runner) interleaved(ctx context.Context, res *Result, rep int, seed int64, offsets []time.Duration, emit func(Record)) error {
+// together builds every arm of the repeat and plays one open-loop pass in
+// which all of them send: in paired order at the same scheduled arrivals,
+// in interleaved order in blocks laid end to end.
+func (r *Runner) together(ctx context.Context, res *Result, rep int, seed int64, offsets []time.Duration, emit func(Record)) error {
 	arms := make([]*ArmStack, len(r.Exp.Arms))
 	releases := make([]func(), 0, len(arms))
 	defer func() {
@@ -198,41 +221,122 @@ func (r *Runner) interleaved(ctx context.Context, res *Result, rep int, seed int
 			releases = append(releases, release)
 		}
 	}
-	if o := r.gen.with(r.Generator); o.wait == waitThread && threadSleepSupported {
-		// Hold the generator's extra P for the whole repeat: each block's
-		// pass then finds it reserved, and GOMAXPROCS (a stop-the-world)
-		// changes twice per repeat instead of twice per block and arm.
-		reserveP()
-		defer unreserveP()
+	seqs, offs := r.shardOffsets(offsets)
+	var plan []release
+	if r.Exp.Order == OrderInterleaved {
+		plan = InterleavedPlan(offs, r.block(), len(arms), seed)
+	} else {
+		plan = PairedPlan(offs, len(arms), seed)
 	}
-	gens := make([]string, len(arms))
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x626c6f636b73)) // "blocks"
-	seqs := r.Shard.Seqs(len(r.Tasks))
-	offs := make([]time.Duration, len(seqs))
-	for i, seq := range seqs {
-		offs[i] = offsets[seq]
+	for i := range plan {
+		plan[i].seq = seqs[plan[i].seq]
 	}
-	for bi, b := range Blocks(offs, r.block()) {
-		for i := range b.Seqs {
-			b.Seqs[i] = seqs[b.Seqs[i]]
+	names := make([]string, len(arms))
+	for i, arm := range arms {
+		names[i] = arm.Spec.Name
+	}
+	ordered, flush := inArmOrder(names, emit)
+	gen := r.pass(ctx, arms, rep, seed, plan, ordered)
+	flush()
+	for _, arm := range arms {
+		res.Passes = append(res.Passes, r.passMetrics(arm, rep, gen))
+	}
+	return nil
+}
+
+// PairedPlan releases every scheduled arrival to all arms at its offset,
+// the arms in a fresh random order drawn from seed (the first arrival in
+// the experiment's order). seq in the plan indexes offsets.
+func PairedPlan(offsets []time.Duration, arms int, seed int64) []release {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x7061697273)) // "pairs"
+	plan := make([]release, 0, len(offsets)*arms)
+	order := make([]int, arms)
+	for i, off := range offsets {
+		for k := range order {
+			order[k] = k
 		}
-		order := rng.Perm(len(arms))
+		if i > 0 {
+			rng.Shuffle(arms, func(a, b int) { order[a], order[b] = order[b], order[a] })
+		}
+		for _, a := range order {
+			plan = append(plan, release{arm: a, seq: i, off: off})
+		}
+	}
+	return plan
+}
+
+// InterleavedPlan cuts the schedule into blocks of span schedule time
+// (Blocks) and lays them end to end: each block is played by every arm in
+// a fresh random order drawn from seed (the first block in the
+// experiment's order), the next arm's copy of the block starting where the
+// previous one's last request was sent. Inside a block an arm sees the
+// declared arrival process; nothing waits for answers, so a backend that
+// cannot keep up shows as latency rather than as a slower schedule.
+func InterleavedPlan(offsets []time.Duration, span time.Duration, arms int, seed int64) []release {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x626c6f636b73)) // "blocks"
+	plan := make([]release, 0, len(offsets)*arms)
+	var cursor time.Duration
+	for bi, b := range Blocks(offsets, span) {
+		order := rng.Perm(arms)
 		if bi == 0 {
-			// The first block keeps the experiment's order, so the records
-			// list the arms (the baseline first) as the experiment does and
-			// a report rebuilt from them alone names the same baseline.
 			for i := range order {
 				order[i] = i
 			}
 		}
-		for _, ai := range order {
-			gens[ai] = r.pass(ctx, arms[ai], rep, seed, b.Seqs, b.Offsets, emit)
+		for _, a := range order {
+			for i, seq := range b.Seqs {
+				plan = append(plan, release{arm: a, seq: seq, off: cursor + b.Offsets[i]})
+			}
+			cursor += b.Offsets[len(b.Offsets)-1]
 		}
 	}
-	for i, arm := range arms {
-		res.Passes = append(res.Passes, r.passMetrics(arm, rep, gens[i]))
+	return plan
+}
+
+// inArmOrder wraps emit so that arms first appear in the records in the
+// experiment's order (the baseline first), as a report rebuilt from the
+// records alone expects: a record of arm k is held until every arm before
+// it has emitted one. flush emits whatever is still held; call it once
+// every record is in.
+func inArmOrder(names []string, emit func(Record)) (wrapped func(Record), flush func()) {
+	var mu sync.Mutex
+	index := make(map[string]int, len(names))
+	for i, n := range names {
+		index[n] = i
 	}
-	return nil
+	held := make([][]Record, len(names))
+	seen := 0 // arms 0..seen-1 have emitted a record
+	wrapped = func(rec Record) {
+		mu.Lock()
+		defer mu.Unlock()
+		k, ok := index[rec.Arm]
+		switch {
+		case !ok || k < seen:
+			emit(rec)
+			return
+		case k > seen:
+			held[k] = append(held[k], rec)
+			return
+		}
+		emit(rec)
+		for seen++; seen < len(names) && len(held[seen]) > 0; seen++ {
+			for _, h := range held[seen] {
+				emit(h)
+			}
+			held[seen] = nil
+		}
+	}
+	flush = func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for k := range held {
+			for _, h := range held[k] {
+				emit(h)
+			}
+			held[k] = nil
+		}
+	}
+	return wrapped, flush
 }
 
 func (r *Runner) block() time.Duration {
@@ -280,29 +384,40 @@ func Blocks(offsets []time.Duration, span time.Duration) []Block {
 	return out
 }
 
-// pass plays the requests seqs, released at offsets from the pass's start,
-// through one arm, open loop: request i is released at its intended time
-// whatever happened to earlier requests. Released requests wait in a FIFO
-// for a worker (see workerCap), and model calls wait for a slot of the
-// experiment's concurrency inside the stack; both waits are queue time,
-// inside the latency, which is measured from the intended send time. The
-// FIFO holds a few words per request, so even a burst of a million
-// requests costs tens of megabytes, not a goroutine each. Workers start as
-// releases find none idle, so a fast target is served by a few warm
-// goroutines. It returns once every request is answered, with how the
-// generator waited (see generate).
-func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, seqs []int, offsets []time.Duration, emit func(Record)) string {
-	jobs := make(chan job, len(seqs))
-	var wg sync.WaitGroup
+// lane is one arm's side of a pass: released requests wait in its FIFO
+// for one of its workers.
+type lane struct {
+	arm  *ArmStack
+	jobs chan job
 	// outstanding counts released requests not yet answered: those in
 	// flight and those waiting in the FIFO. A release that makes it exceed
 	// the workers started starts one more, up to workerCap.
-	var outstanding atomic.Int64
-	worker := func() {
+	outstanding atomic.Int64
+	started     int
+}
+
+// pass plays the releases of plan through the arms, open loop: each is
+// released at its intended time whatever happened to earlier requests.
+// Released requests wait in their arm's FIFO for a worker (see workerCap),
+// and model calls wait for a slot of the experiment's concurrency inside
+// the stack; both waits are queue time, inside the latency, which is
+// measured from the intended send time. A FIFO holds a few words per
+// request, so even a burst of a million requests costs tens of megabytes,
+// not a goroutine each. Workers start as releases find none idle, so a
+// fast target is served by a few warm goroutines. It returns once every
+// request is answered, with how the generator waited (see generate).
+func (r *Runner) pass(ctx context.Context, arms []*ArmStack, rep int, seed int64, plan []release, emit func(Record)) string {
+	lanes := make([]*lane, len(arms))
+	counts := make([]int, len(arms))
+	for _, p := range plan {
+		counts[p.arm]++
+	}
+	var wg sync.WaitGroup
+	worker := func(l *lane) {
 		defer wg.Done()
-		for j := range jobs {
-			rec, shadow := r.one(ctx, arm, rep, seed, j)
-			outstanding.Add(-1)
+		for j := range l.jobs {
+			rec, shadow := r.one(ctx, l.arm, rep, seed, j)
+			l.outstanding.Add(-1)
 			if shadow == nil {
 				emit(rec)
 				continue
@@ -318,12 +433,15 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, s
 			}()
 		}
 	}
-	started := 0
-	if r.gen.eagerWorkers {
-		started = r.workerCap()
-		wg.Add(started)
-		for range started {
-			go worker()
+	for i, arm := range arms {
+		l := &lane{arm: arm, jobs: make(chan job, counts[i])}
+		lanes[i] = l
+		if r.gen.eagerWorkers {
+			l.started = r.workerCap()
+			wg.Add(l.started)
+			for range l.started {
+				go worker(l)
+			}
 		}
 	}
 	start := time.Now().Add(5 * time.Millisecond)
@@ -331,16 +449,23 @@ func (r *Runner) pass(ctx context.Context, arm *ArmStack, rep int, seed int64, s
 		start = r.StartAt
 	}
 	r.started = true
+	offsets := make([]time.Duration, len(plan))
+	for i, p := range plan {
+		offsets[i] = p.off
+	}
 	gen := generate(ctx, r.gen.with(r.Generator), start, offsets, func(i int, intended time.Time) {
-		n := int(outstanding.Add(1))
-		if n > started && started < r.workerCap() {
-			started++
+		l := lanes[plan[i].arm]
+		n := int(l.outstanding.Add(1))
+		if n > l.started && l.started < r.workerCap() {
+			l.started++
 			wg.Add(1)
-			go worker()
+			go worker(l)
 		}
-		jobs <- job{seq: seqs[i], intended: intended, released: time.Now()}
+		l.jobs <- job{seq: plan[i].seq, intended: intended, released: time.Now()}
 	})
-	close(jobs)
+	for _, l := range lanes {
+		close(l.jobs)
+	}
 	wg.Wait()
 	return gen
 }

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"github.com/crab-testbed/crab/internal/quantile"
 	"math"
 	"slices"
 
@@ -21,6 +22,8 @@ type Cluster struct {
 	Expected float64  `json:"expected"` // failures expected at the run's failure rate
 	P        float64  `json:"p"`        // Bonferroni-corrected binomial tail probability
 	Arms     []string `json:"arms"`     // arms with failures in the window
+
+	startNs, endNs int64 // the window in Unix nanoseconds
 }
 
 // Clustering thresholds: the run is cut into clusterBins windows; a window
@@ -88,11 +91,12 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 			continue
 		}
 		if !open {
-			out = append(out, Cluster{StartMs: float64(i) * width / 1e6, P: p})
+			out = append(out, Cluster{StartMs: float64(i) * width / 1e6, P: p, startNs: lo + int64(float64(i)*width)})
 			open = true
 		}
 		c := &out[len(out)-1]
 		c.EndMs = float64(i+1) * width / 1e6
+		c.endNs = lo + int64(float64(i+1)*width)
 		c.Failures += b.f
 		c.Requests += b.n
 		c.Expected += rate * float64(b.n)
@@ -170,4 +174,147 @@ func errorRateGap(base, a *ArmSummary) string {
 	}
 	return fmt.Sprintf("%s's errors and timeouts (%d of %d) differ from %s's (%d of %d) beyond chance (p = %s)",
 		a.Name, fa, na, base.Name, fb, nb, figure.P(p))
+}
+
+// Stall is a window of the run in which the latency of every arm sending
+// in it rose far above the run's usual level: a backend that stalled or
+// paused. Times are milliseconds from the run's first intended send time.
+type Stall struct {
+	StartMs  float64 `json:"start_ms"`
+	EndMs    float64 `json:"end_ms"`
+	Requests int     `json:"requests"`
+	P50Ms    float64 `json:"p50_ms"`     // median latency in the window
+	RunP50Ms float64 `json:"run_p50_ms"` // median latency over the run
+
+	startNs, endNs int64 // the window in Unix nanoseconds
+}
+
+// String describes the window for a warning.
+func (w Stall) String() string {
+	return fmt.Sprintf("median latency %s ms among %d requests between %s s and %s s of the run, against %s ms over the run",
+		figure.Ms(w.P50Ms), w.Requests, figure.Sig(w.StartMs/1000, 3), figure.Sig(w.EndMs/1000, 3), figure.Ms(w.RunP50Ms))
+}
+
+// Stall thresholds: a window (one of clusterBins) is a stall when its
+// median latency is at least stallFactor times the run's and at least
+// stallMinMs above it, over at least clusterMinFailures requests.
+const (
+	stallFactor = 3
+	stallMinMs  = 50
+)
+
+// latencyStalls finds windows of stalled latency among the timed records
+// of every arm. Adjacent flagged windows merge into one.
+func latencyStalls(t *records.Symbols, byArm map[string][]*records.Rec, arms []string) []Stall {
+	var lo, hi int64
+	var all []float64
+	for _, name := range arms {
+		for _, r := range byArm[name] {
+			if !t.Attrs(r).Timed {
+				continue
+			}
+			if len(all) == 0 || r.At < lo {
+				lo = r.At
+			}
+			hi = max(hi, r.At)
+			all = append(all, r.E2EMs)
+		}
+	}
+	if len(all) < clusterBins*clusterMinFailures || hi <= lo {
+		return nil
+	}
+	slices.Sort(all)
+	runP50 := quantile.NearestRank(all, 50)
+	width := float64(hi-lo) / clusterBins
+	bins := make([][]float64, clusterBins)
+	for _, name := range arms {
+		for _, r := range byArm[name] {
+			if t.Attrs(r).Timed {
+				i := min(int(float64(r.At-lo)/width), clusterBins-1)
+				bins[i] = append(bins[i], r.E2EMs)
+			}
+		}
+	}
+	var out []Stall
+	open := false
+	for i, b := range bins {
+		if len(b) < clusterMinFailures {
+			open = false
+			continue
+		}
+		slices.Sort(b)
+		p50 := quantile.NearestRank(b, 50)
+		if p50 < stallFactor*runP50 || p50-runP50 < stallMinMs {
+			open = false
+			continue
+		}
+		if !open {
+			out = append(out, Stall{StartMs: float64(i) * width / 1e6, RunP50Ms: runP50, startNs: lo + int64(float64(i)*width)})
+			open = true
+		}
+		w := &out[len(out)-1]
+		w.EndMs = float64(i+1) * width / 1e6
+		w.endNs = lo + int64(float64(i+1)*width)
+		w.Requests += len(b)
+		w.P50Ms = max(w.P50Ms, p50)
+	}
+	return out
+}
+
+// window is a stretch of the run in Unix nanoseconds, [start, end).
+type window struct{ start, end int64 }
+
+// outsideWindows returns both sides without the pairs that either side
+// sent inside one of the windows, so that a comparison can be checked
+// on the stretches of the run where the backend was steady.
+func outsideWindows(t *records.Symbols, base, cand []*records.Rec, ws []window) ([]*records.Rec, []*records.Rec) {
+	type key struct {
+		task   records.Sym
+		repeat int
+	}
+	inside := map[key]bool{}
+	for _, side := range [][]*records.Rec{base, cand} {
+		for _, r := range side {
+			for _, w := range ws {
+				if r.At >= w.start && r.At < w.end {
+					inside[key{r.TaskID, t.Attrs(r).Repeat}] = true
+					break
+				}
+			}
+		}
+	}
+	keep := func(side []*records.Rec) []*records.Rec {
+		out := make([]*records.Rec, 0, len(side))
+		for _, r := range side {
+			if !inside[key{r.TaskID, t.Attrs(r).Repeat}] {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	return keep(base), keep(cand)
+}
+
+// lagWarnings name candidates whose load generator lagged differently from
+// the baseline's by enough to move a latency guardrail figure: a
+// difference of the client side, not of the stack.
+func lagWarnings(arms []ArmSummary, g GateConfig) []string {
+	if len(arms) < 2 || arms[0].Load == nil || g.P95RegressPct == nil {
+		return nil
+	}
+	base := &arms[0]
+	var out []string
+	for i := 1; i < len(arms); i++ {
+		a := &arms[i]
+		if a.Load == nil {
+			continue
+		}
+		diff := math.Abs(a.Load.LagP99Ms - base.Load.LagP99Ms)
+		if diff < 1 || diff < base.P95Ms**g.P95RegressPct/100/2 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: the load generator lagged differently (send lag p99 %s ms vs %s ms for %s), enough to move its p95 by half the guardrail's margin: part of its latency difference is the client's, not the stack's; a quieter machine or max_in_flight would tell",
+			a.Name, figure.Ms(a.Load.LagP99Ms), figure.Ms(base.Load.LagP99Ms), base.Name))
+	}
+	return out
 }

@@ -90,30 +90,50 @@ func TestBinomialUpperTail(t *testing.T) {
 // inconclusive; a small difference is not.
 func TestErrorRateGap(t *testing.T) {
 	t.Parallel()
-	mk := func(candFails int) []Record {
+	// The candidate times out on tasks 0..fails-1. lostToo: the baseline
+	// passes them (every timeout loses a passing task), else it answers
+	// them wrongly (the timeouts cost no pass).
+	mk := func(fails int, lostToo, timed bool) []Record {
 		var recs []Record
+		at := time.Unix(1700000000, 0)
 		for i := range 200 {
 			id := fmt.Sprint("t", i)
-			recs = append(recs, Record{Arm: "baseline", TaskID: id, E2EMs: 50, Outcome: OutcomeOK, Pass: true, ContractOK: true, Cost: 1})
+			b := Record{Arm: "baseline", TaskID: id, E2EMs: 50, Outcome: OutcomeOK, Pass: true, ContractOK: true, Cost: 1}
 			r := Record{Arm: "cand", TaskID: id, E2EMs: 40, Outcome: OutcomeOK, Pass: true, ContractOK: true, Cost: 1}
-			if i < candFails {
+			if i < fails {
 				r.Outcome, r.Pass = OutcomeTimeout, false
+				b.Pass = lostToo
 			}
-			recs = append(recs, r)
+			if timed {
+				b.IntendedAt = at.Add(time.Duration(i) * 10 * time.Millisecond)
+				r.IntendedAt = b.IntendedAt
+			}
+			recs = append(recs, b, r)
 		}
-		recs[0].Outcome, recs[0].Pass = OutcomeError, false // the baseline fails once
 		return recs
 	}
 	for _, tc := range []struct {
-		fails int
-		want  string
-	}{{40, VerdictInconclusive}, {2, VerdictReject}} {
-		s, err := summarizeRecs(mk(tc.fails), Options{Gate: &GateConfig{Rule: RuleAny}})
+		name           string
+		fails          int
+		lostToo, timed bool
+		want           string
+	}{
+		// More failures never soften a verdict: each lost task rejects.
+		{"2 lost", 2, true, true, VerdictReject},
+		{"11 lost", 11, true, true, VerdictReject},
+		{"40 lost", 40, true, false, VerdictReject},
+		// Timeouts on tasks nobody passes cost no pass: with send times
+		// an uneven error rate makes the verdict inconclusive; records
+		// without timing are never judged for it.
+		{"40 timeouts, timed", 40, false, true, VerdictInconclusive},
+		{"40 timeouts, untimed", 40, false, false, VerdictAccept},
+	} {
+		s, err := summarizeRecs(mk(tc.fails, tc.lostToo, tc.timed), Options{Gate: &GateConfig{Rule: RuleAny}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if v := s.Arms[1].Verdict; v != tc.want {
-			t.Errorf("%d failures against 1: verdict %s (%q); want %s", tc.fails, v, s.Arms[1].Reasons, tc.want)
+			t.Errorf("%s: verdict %s (%q); want %s", tc.name, v, s.Arms[1].Reasons, tc.want)
 		}
 	}
 }

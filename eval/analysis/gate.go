@@ -28,6 +28,10 @@ type Decision struct {
 	// WhatWouldChange says, per candidate, what evidence would change its
 	// verdict.
 	WhatWouldChange map[string]string `json:"what_would_change"`
+	// Miscalibrated, when set, says why the run's A/A control (a twin of
+	// the baseline) does not vouch for the backend: no candidate is
+	// accepted then.
+	Miscalibrated string `json:"miscalibrated,omitempty"`
 }
 
 // qualityFail says how candidate breaks the gate's rule on passing tasks;
@@ -89,178 +93,246 @@ func hardFails(candidate *ArmSummary, interrupted bool) []string {
 	return fails
 }
 
+// atLimit is the relative tolerance within which a figure counts as at a
+// limit rather than beyond it: decimal figures such as 1.1 against 1.0 at
+// +10% are at the limit, whatever binary floating point makes of them.
+const atLimit = 1e-9
+
+// beyond reports whether v exceeds limit by more than floating-point noise.
+func beyond(v, limit float64) bool { return v > limit*(1+atLimit)+atLimit*1e-300 }
+
 // guardrailFails lists the guardrails candidate breaks: figures that
-// regress beyond the gate's limit against the baseline.
-func guardrailFails(base, a *ArmSummary, g GateConfig) []string {
-	var fails []string
-	check := func(name, unit string, limit *float64, av, bv *float64) {
+// regress beyond the gate's limit against the baseline. A figure whose
+// point estimate is beyond the limit but whose paired interval (see
+// Paired.P95Ratio) reaches inside it is not shown to break the guardrail:
+// it is returned in unclear instead, and makes the verdict inconclusive.
+func guardrailFails(base, a *ArmSummary, g GateConfig) (fails, unclear []string) {
+	var ratios struct{ p95, ttft *Ratio }
+	if p := a.Paired; p != nil {
+		ratios.p95, ratios.ttft = p.P95Ratio, p.TTFTP95Ratio
+	}
+	check := func(name, unit string, limit *float64, av, bv *float64, r *Ratio) {
 		if limit == nil || av == nil || bv == nil || *bv <= 0 {
 			return
 		}
 		// av/bv - 1 > limit/100, multiplied out so that a figure exactly
 		// at the limit (110 against 100 at 10%) is not pushed over it by
 		// floating-point division.
-		if *av*100 > *bv*(100+*limit) {
-			sa, sb := figure.Pair(*av, *bv, figure.Ms)
-			if unit == "" {
-				sa, sb = figure.CostPerPassPair(av, bv)
-			}
-			fails = append(fails, fmt.Sprintf("breaks a guardrail: %s %s vs %s%s%s, beyond the +%s%% allowed", name, sa, sb, unit, figure.RelChange(*av, *bv), figure.Trim(fmt.Sprint(*limit))))
+		if !beyond(*av*100, *bv*(100+*limit)) {
+			return
 		}
+		sa, sb := figure.Pair(*av, *bv, figure.Ms)
+		if unit == "" {
+			sa, sb = figure.CostPerPassPair(av, bv)
+		}
+		change := figure.RelChangeVsLimit(*av, *bv, *limit)
+		lim := figure.Trim(fmt.Sprint(*limit))
+		if r != nil && !beyond(r.CILow*100, 100+*limit) {
+			unclear = append(unclear, fmt.Sprintf("%s %s vs %s%s%s is beyond the +%s%% allowed, but its paired 95%% interval (%s to %s) reaches within it",
+				name, sa, sb, unit, change, lim, figure.RatioPct(r.CILow, *limit), figure.RatioPct(r.CIHigh, *limit)))
+			return
+		}
+		fails = append(fails, fmt.Sprintf("breaks a guardrail: %s %s vs %s%s%s, beyond the +%s%% allowed", name, sa, sb, unit, change, lim))
 	}
-	check("p95", " ms", g.P95RegressPct, &a.P95Ms, &base.P95Ms)
-	check("TTFT p95", " ms", g.TTFTP95RegressPct, a.TTFTP95Ms, base.TTFTP95Ms)
-	check("cost per pass", "", g.CostPerPassRegressPct, a.CostPerPass, base.CostPerPass)
-	return fails
+	check("p95", " ms", g.P95RegressPct, &a.P95Ms, &base.P95Ms, ratios.p95)
+	check("TTFT p95", " ms", g.TTFTP95RegressPct, a.TTFTP95Ms, base.TTFTP95Ms, ratios.ttft)
+	check("cost per pass", "", g.CostPerPassRegressPct, a.CostPerPass, base.CostPerPass, nil)
+	return fails, unclear
 }
 
 // improves reports whether candidate improves the gate's objective: the
-// paired interval of its per-task delta excludes 0 on the better side.
-func improves(a *ArmSummary, g GateConfig) (bool, string) {
+// paired interval of its per-task delta excludes 0 on the better side, by
+// more than the gate's minimum effect (a share of the baseline's mean per
+// task, so that an identical twin's jitter is never an improvement).
+func improves(base, a *ArmSummary, g GateConfig) (bool, string) {
 	p := a.Paired
-	below := func(d *Delta) bool { return d != nil && d.CIHigh < 0 }
+	m := g.MinEffect() / 100
+	latScale, costScale := base.MeanMs, 0.0
+	if base.N > 0 {
+		costScale = base.Cost / float64(base.N)
+	}
+	below := func(d *Delta, scale float64) bool { return d != nil && d.CIHigh < -m*scale && d.CIHigh < 0 }
 	switch g.Objective {
 	case ObjectiveLatency:
-		return below(p.LatencyDeltaMs), "per-task latency"
+		return below(p.LatencyDeltaMs, latScale), "per-task latency"
 	case ObjectiveCost:
-		return below(p.CostDelta), "per-task cost"
+		return below(p.CostDelta, costScale), "per-task cost"
 	case ObjectiveGoodput:
-		return p.GoodputDelta != nil && p.GoodputDelta.CILow > 0, "goodput"
+		return p.GoodputDelta != nil && p.GoodputDelta.CILow > m, "goodput"
 	}
-	return below(p.LatencyDeltaMs) || below(p.CostDelta), "per-task latency or cost"
+	return below(p.LatencyDeltaMs, latScale) || below(p.CostDelta, costScale), "per-task latency or cost"
 }
 
-// decide sets every arm's verdict and reasons and fills s.Decision, in
-// this order: failures nothing excuses (leaks, invalid answers, different
-// work) reject; an interrupted arm is incomplete; a comparison the data
-// cannot carry (baseline passing nothing, too few pairs, failures
-// clustered in time) is inconclusive; the quality rule and the guardrails
-// reject; what is left is accepted if it improves the objective, else
-// no_gain.
+// gateInput is what the gate knows of one comparison beyond the two
+// summaries.
+type gateInput struct {
+	g                   GateConfig
+	incomplete          string
+	allowContractChange bool
+	// clustered: failures clustered in time fall on this comparison.
+	clustered bool
+	// timed: the records carry send times, so differences between arms
+	// can be told apart from a backend that changed over time.
+	timed bool
+	// miscalibrated says why the run's A/A control does not vouch for
+	// the backend ("" when it does or there is none): no candidate is
+	// accepted then.
+	miscalibrated string
+}
+
+// judgement is the gate's verdict on one candidate.
+type judgement struct {
+	verdict string
+	fails   []string // reject: what breaks the gate
+	why     []string // incomplete or inconclusive: why
+	what    string   // the objective, as improves names it
+	quality bool     // rejected (or inconclusive) on the quality rule
+}
+
+// judge applies the gate to one candidate, in this order: failures nothing
+// excuses (leaks, invalid answers, different work, false hits) reject; an
+// interrupted arm is incomplete; a comparison with no quality to hold to
+// or too few pairs is inconclusive; the quality rule and the guardrails
+// reject, before anything about the backend can soften them (a candidate
+// that fails more is never judged more kindly); then clustered failures,
+// an uneven error rate, a guardrail that may or may not be broken, and
+// hits whose leaks were not measured make the verdict inconclusive; what
+// is left is accepted if it improves the objective, else no_gain.
+func judge(base, a *ArmSummary, in gateInput) judgement {
+	g := in.g
+	fails := hardFails(a, in.incomplete != "")
+	if f := falseHitFail(a, g); f != "" {
+		fails = append(fails, f)
+	}
+	if differ, _, msg := ContractChange(base, a); differ && !in.allowContractChange {
+		fails = append(fails, "ran different work: "+msg+"; a changed contract changes what counts as done (allow the contract change to compare anyway)")
+	}
+	if len(fails) > 0 {
+		return judgement{verdict: VerdictReject, fails: fails}
+	}
+	switch {
+	case in.incomplete != "":
+		return judgement{verdict: VerdictIncomplete, why: []string{"incomplete: " + in.incomplete}}
+	case a.Outcomes[records.OutcomeCancelled] > 0 || base.Outcomes[records.OutcomeCancelled] > 0:
+		return judgement{verdict: VerdictIncomplete, why: []string{fmt.Sprintf("incomplete: the run was interrupted (%s and %s cancelled in this arm and the baseline); only a complete run decides",
+			words.Count(a.Outcomes[records.OutcomeCancelled], "request"), words.Count(base.Outcomes[records.OutcomeCancelled], "request"))}}
+	case base.Pass == 0:
+		return judgement{verdict: VerdictInconclusive, why: []string{"inconclusive: the baseline passes nothing, so there is no quality to hold a candidate to"}}
+	case a.Paired.Pairs < g.MinPairs:
+		return judgement{verdict: VerdictInconclusive, why: []string{fmt.Sprintf("inconclusive: %s, fewer than the %d a verdict needs", words.Count(a.Paired.Pairs, "matched pair"), g.MinPairs)}}
+	}
+	quality := false
+	if f := qualityFail(base, a, g); f != "" {
+		fails, quality = append(fails, f), true
+	}
+	if a.OK == 0 {
+		fails = append(fails, "no request succeeded")
+	}
+	rails, unclear := guardrailFails(base, a, g)
+	fails = append(fails, rails...)
+	if len(fails) > 0 {
+		return judgement{verdict: VerdictReject, fails: fails, quality: quality}
+	}
+	var why []string
+	if in.clustered {
+		why = append(why, "inconclusive: failures clustered in time fall on this comparison (see the warnings); re-run when the backend is steady")
+	}
+	if gap := errorRateGap(base, a); gap != "" && in.timed {
+		why = append(why, "inconclusive: "+gap+": a backend that failed unevenly between arms, not evidence about the stack; re-run when it is steady")
+	}
+	for _, u := range unclear {
+		why = append(why, "inconclusive: "+u+"; more tasks or repeats would decide it")
+	}
+	if !a.LeaksMeasured() && !g.Waived(WaiveLeaks) {
+		why = append(why, fmt.Sprintf("inconclusive: %s could not be checked for leaks (the records do not say which scope each answer was built for); waive leaks in the gate to decide without that check",
+			words.Count(a.LeaksUnchecked, "cache hit")))
+	}
+	if len(why) > 0 {
+		return judgement{verdict: VerdictInconclusive, why: why}
+	}
+	ok, what := improves(base, a, g)
+	switch {
+	case ok && in.miscalibrated != "":
+		return judgement{verdict: VerdictInconclusive, what: what, why: []string{"inconclusive: improves " + what + ", but " + in.miscalibrated + ", so no candidate is accepted"}}
+	case ok:
+		return judgement{verdict: VerdictAccept, what: what}
+	}
+	return judgement{verdict: VerdictNoGain, what: what}
+}
+
+// decide sets every arm's verdict and reasons and fills s.Decision (see
+// judge for the order of the rules). A verdict that rests on windows of
+// the run where the backend stalled or failed is checked again on the
+// pairs outside them (ArmSummary.Outside): an accept, or a rejection on
+// the quality rule or a guardrail, that does not hold there is
+// inconclusive.
 func decide(s *Summary, opt Options) {
 	g := opt.gate()
 	d := Decision{Accepted: []string{}, Rejected: []string{}, NoGain: []string{}, Inconclusive: []string{}, Incomplete: []string{},
 		Warnings: []string{}, WhatWouldChange: map[string]string{}}
 	base := &s.Arms[0]
 	base.Verdict = VerdictBaseline
-	drift := map[string]bool{}
+	clustered := map[string]bool{}
 	for _, c := range s.Clusters {
 		for _, a := range c.Arms {
-			drift[a] = true
+			clustered[a] = true
 		}
 		d.Warnings = append(d.Warnings, "failures clustered in time: "+c.String()+"; arms affected: "+strings.Join(c.Arms, ", ")+
-			": an outage or drift of the backend, not evidence about an arm, so their verdicts are inconclusive")
+			": an outage or drift of the backend, not evidence about an arm; verdicts that rest on it are inconclusive")
 	}
-	var sentences []string
+	for _, w := range s.Stalls {
+		d.Warnings = append(d.Warnings, "latency stalled: "+w.String()+": verdicts that rest on that window are inconclusive")
+	}
+	timed := s.Timed
+	in := func(a *ArmSummary) gateInput {
+		return gateInput{g: g, incomplete: opt.Incomplete, allowContractChange: opt.AllowContractChange,
+			clustered: clustered[a.Name] || clustered[base.Name], timed: timed}
+	}
+	// The A/A control is judged first: a twin of the baseline that is not
+	// no_gain says the backend or the method cannot tell arms apart.
+	miscalibrated := ""
+	order := make([]int, 0, len(s.Arms))
 	for i := 1; i < len(s.Arms); i++ {
-		a := &s.Arms[i]
-		fails := hardFails(a, opt.Incomplete != "")
-		if f := falseHitFail(a, g); f != "" {
-			fails = append(fails, f)
+		if s.Arms[i].Name == opt.Twin {
+			order = append([]int{i}, order...)
+		} else {
+			order = append(order, i)
 		}
-		switch differ, unknown, msg := ContractChange(base, a); {
-		case differ && !opt.AllowContractChange:
-			fails = append(fails, "ran different work: "+msg+"; a changed contract changes what counts as done (allow the contract change to compare anyway)")
+	}
+	sentences := make([]string, len(s.Arms))
+	for _, i := range order {
+		a := &s.Arms[i]
+		gi := in(a)
+		gi.miscalibrated = miscalibrated
+		j := judgeInTime(base, a, gi)
+		if differ, unknown, msg := ContractChange(base, a); differ && !opt.AllowContractChange {
 			d.Warnings = append(d.Warnings, a.Name+": "+msg+": the comparison is of different work, so the gate rejects it")
-		case differ:
+		} else if differ {
 			d.Warnings = append(d.Warnings, a.Name+": "+msg+": compared anyway because the contract change was allowed, but the two arms did different work")
-		case unknown:
+		} else if unknown {
 			d.Warnings = append(d.Warnings, a.Name+": "+msg)
 		}
-		var why []string // reasons for a verdict other than accept or reject
-		verdict := ""
-		switch {
-		case len(fails) > 0:
-			verdict = VerdictReject
-		case opt.Incomplete != "":
-			verdict = VerdictIncomplete
-			why = append(why, "incomplete: "+opt.Incomplete)
-		case a.Outcomes[records.OutcomeCancelled] > 0 || base.Outcomes[records.OutcomeCancelled] > 0:
-			verdict = VerdictIncomplete
-			why = append(why, fmt.Sprintf("incomplete: the run was interrupted (%s and %s cancelled in this arm and the baseline); only a complete run decides",
-				words.Count(a.Outcomes[records.OutcomeCancelled], "request"), words.Count(base.Outcomes[records.OutcomeCancelled], "request")))
-		case base.Pass == 0:
-			verdict = VerdictInconclusive
-			why = append(why, "inconclusive: the baseline passes nothing, so there is no quality to hold a candidate to")
-		case a.Paired.Pairs < g.MinPairs:
-			verdict = VerdictInconclusive
-			why = append(why, fmt.Sprintf("inconclusive: %s, fewer than the %d a verdict needs", words.Count(a.Paired.Pairs, "matched pair"), g.MinPairs))
-		case drift[a.Name] || drift[base.Name]:
-			verdict = VerdictInconclusive
-			why = append(why, "inconclusive: failures clustered in time fall on this comparison (see the warnings); re-run when the backend is steady")
-		case errorRateGap(base, a) != "":
-			gap := errorRateGap(base, a)
-			verdict = VerdictInconclusive
-			why = append(why, "inconclusive: "+gap+": a backend that failed unevenly between arms, not evidence about the stack; re-run, interleaved, when it is steady")
-			d.Warnings = append(d.Warnings, gap)
-		}
-		if verdict == "" {
-			if f := qualityFail(base, a, g); f != "" {
-				fails = append(fails, f)
-			}
-			if a.OK == 0 {
-				fails = append(fails, "no request succeeded")
-			}
-			fails = append(fails, guardrailFails(base, a, g)...)
-			if len(fails) > 0 {
-				verdict = VerdictReject
-			}
-		}
-		switch verdict {
-		case VerdictReject:
-			a.Verdict = VerdictReject
-			a.Reasons = append(a.Reasons, fails...)
-			if r := notRescued(base, a); r != "" {
-				a.Reasons = append(a.Reasons, r)
-			}
-			d.Rejected = append(d.Rejected, a.Name)
-			sentences = append(sentences, a.Name+" rejected: "+fails[0]+".")
-			d.WhatWouldChange[a.Name] = changeReject(base, a, g, !opt.AllowContractChange)
-			if w := weakLoss(a); w != "" {
-				d.Warnings = append(d.Warnings, w)
-			}
-			continue
-		case VerdictIncomplete, VerdictInconclusive:
-			a.Verdict = verdict
-			a.Reasons = append(a.Reasons, why...)
-			if verdict == VerdictIncomplete {
-				d.Incomplete = append(d.Incomplete, a.Name)
-				d.WhatWouldChange[a.Name] = "a complete run of " + a.Name + " and " + base.Name
-			} else {
-				d.Inconclusive = append(d.Inconclusive, a.Name)
-				d.WhatWouldChange[a.Name] = "a comparison the data can carry: " + strings.TrimPrefix(why[0], "inconclusive: ")
-			}
-			sentences = append(sentences, a.Name+" "+verdict+": "+strings.TrimPrefix(strings.TrimPrefix(why[0], "incomplete: "), "inconclusive: ")+".")
-			continue
-		}
-		a.Reasons = append(a.Reasons, passReason(base, a), latencyReason(base, a), costReason(base, a))
-		if g.Objective == ObjectiveGoodput {
-			a.Reasons = append(a.Reasons, goodputReason(a, g))
-		}
-		ap95, bp95 := figure.Pair(a.P95Ms, base.P95Ms, figure.Ms)
-		acpp, bcpp := figure.CostPerPassPair(a.CostPerPass, base.CostPerPass)
-		figures := fmt.Sprintf("passes %d of %d vs %d of %d for %s; p95 %s vs %s ms; cost per pass %s vs %s",
-			a.Pass, a.N, base.Pass, base.N, base.Name, ap95, bp95, acpp, bcpp)
-		if ok, what := improves(a, g); ok {
-			a.Verdict = VerdictAccept
-			d.Accepted = append(d.Accepted, a.Name)
-			sentences = append(sentences, a.Name+" accepted: "+figures+".")
-			d.WhatWouldChange[a.Name] = changeAccept(base, a, g)
-		} else {
-			a.Verdict = VerdictNoGain
-			a.Reasons = append([]string{"no gain: passes the gate, but " + what + " does not improve with a 95% interval that excludes 0"}, a.Reasons...)
-			d.NoGain = append(d.NoGain, a.Name)
-			sentences = append(sentences, a.Name+" no gain: "+figures+".")
-			d.WhatWouldChange[a.Name] = a.Name + " would be accepted with an improvement of " + what + " whose 95% interval excludes 0"
+		sentences[i] = record(&d, base, a, j, gi)
+		if a.Name == opt.Twin && j.verdict != VerdictNoGain {
+			miscalibrated = fmt.Sprintf("the A/A control %s, an identical copy of %s, came out %s instead of no_gain", a.Name, base.Name, j.verdict)
+			d.Warnings = append(d.Warnings, "miscalibrated: "+miscalibrated+": the backend or the load moved enough to make identical arms differ, so no candidate is accepted; check the backend before believing any result")
+			d.Miscalibrated = miscalibrated
 		}
 	}
-	if len(sentences) == 0 {
+	var said []string
+	for _, sn := range sentences {
+		if sn != "" {
+			said = append(said, sn)
+		}
+	}
+	if len(said) == 0 {
 		d.Summary = "only one arm (" + base.Name + "): nothing to compare"
 	} else {
-		d.Summary = strings.Join(sentences, " ")
+		d.Summary = strings.Join(said, " ")
 	}
 	d.Warnings = append(tailWarnings(s.Arms), d.Warnings...)
 	d.Warnings = append(d.Warnings, fewPairsWarnings(s.Arms)...)
+	d.Warnings = append(d.Warnings, lagWarnings(s.Arms, g)...)
 	if opt.Incomplete != "" {
 		d.Warnings = append(d.Warnings, "the run is incomplete: "+opt.Incomplete)
 	}
@@ -271,6 +343,113 @@ func decide(s *Summary, opt Options) {
 		}
 	}
 	s.Decision = d
+}
+
+// judgeInTime is judge, checked again on the pairs outside the windows
+// where the backend stalled or failed (a.Outside): an accept, or a
+// rejection on the quality rule or a guardrail, that does not hold there
+// rests on those windows and is inconclusive.
+func judgeInTime(base, a *ArmSummary, in gateInput) judgement {
+	j := judge(base, a, in)
+	if a.Outside == nil || (j.verdict != VerdictAccept && j.verdict != VerdictReject) {
+		return j
+	}
+	if j.verdict == VerdictReject && hasHardFail(base, a, in) {
+		return j
+	}
+	ob, oa := outsideArms(base, a)
+	oin := in
+	oin.clustered = false
+	o := judge(ob, oa, oin)
+	if o.verdict == j.verdict {
+		return j
+	}
+	first := j.fails
+	if j.verdict == VerdictAccept {
+		first = []string{"improves " + j.what}
+	}
+	return judgement{verdict: VerdictInconclusive, why: []string{fmt.Sprintf("inconclusive: %s over the whole run, but is %s on the %s outside the windows where the backend stalled or failed (see the warnings): the verdict rests on those windows",
+		strings.TrimPrefix(first[0], "breaks a guardrail: "), o.verdict, words.Count(a.Outside.Pairs, "pair"))}}
+}
+
+// hasHardFail reports whether a rejection rests on a failure no window of
+// the run explains (leaks, invalid answers, different work, false hits).
+func hasHardFail(base, a *ArmSummary, in gateInput) bool {
+	if len(hardFails(a, in.incomplete != "")) > 0 || falseHitFail(a, in.g) != "" {
+		return true
+	}
+	differ, _, _ := ContractChange(base, a)
+	return differ && !in.allowContractChange
+}
+
+// outsideArms are copies of the two summaries with the paired figures and
+// pass counts of the pairs outside the stall and failure windows.
+func outsideArms(base, a *ArmSummary) (*ArmSummary, *ArmSummary) {
+	ob, oa := *base, *a
+	o := a.Outside
+	oa.Paired = o
+	ob.Pass, oa.Pass = o.basePass, o.candPass
+	ob.N, oa.N = o.Pairs, o.Pairs
+	ob.OK, oa.OK = o.baseOK, o.candOK
+	if r := o.P95Ratio; r != nil {
+		oa.P95Ms = base.P95Ms * r.Point
+	}
+	if r := o.TTFTP95Ratio; r != nil && base.TTFTP95Ms != nil {
+		v := *base.TTFTP95Ms * r.Point
+		oa.TTFTP95Ms = &v
+	}
+	return &ob, &oa
+}
+
+// record writes one candidate's judgement into its summary and the
+// decision, and returns its sentence for the decision's summary.
+func record(d *Decision, base, a *ArmSummary, j judgement, in gateInput) string {
+	g := in.g
+	switch j.verdict {
+	case VerdictReject:
+		a.Verdict = VerdictReject
+		a.Reasons = append(a.Reasons, j.fails...)
+		if r := notRescued(base, a); r != "" {
+			a.Reasons = append(a.Reasons, r)
+		}
+		d.Rejected = append(d.Rejected, a.Name)
+		d.WhatWouldChange[a.Name] = changeReject(base, a, in)
+		if w := weakLoss(a); w != "" {
+			d.Warnings = append(d.Warnings, w)
+		}
+		return a.Name + " rejected: " + j.fails[0] + "."
+	case VerdictIncomplete:
+		a.Verdict = j.verdict
+		a.Reasons = append(a.Reasons, j.why...)
+		d.Incomplete = append(d.Incomplete, a.Name)
+		d.WhatWouldChange[a.Name] = "a complete run of " + a.Name + " and " + base.Name
+		return a.Name + " incomplete: " + strings.TrimPrefix(j.why[0], "incomplete: ") + "."
+	case VerdictInconclusive:
+		a.Verdict = j.verdict
+		a.Reasons = append(a.Reasons, j.why...)
+		d.Inconclusive = append(d.Inconclusive, a.Name)
+		d.WhatWouldChange[a.Name] = "a comparison the data can carry: " + strings.TrimPrefix(j.why[0], "inconclusive: ")
+		return a.Name + " inconclusive: " + strings.TrimPrefix(j.why[0], "inconclusive: ") + "."
+	}
+	a.Reasons = append(a.Reasons, passReason(base, a), latencyReason(base, a), costReason(base, a))
+	if g.Objective == ObjectiveGoodput {
+		a.Reasons = append(a.Reasons, goodputReason(a, g))
+	}
+	ap95, bp95 := figure.Pair(a.P95Ms, base.P95Ms, figure.Ms)
+	acpp, bcpp := figure.CostPerPassPair(a.CostPerPass, base.CostPerPass)
+	figures := fmt.Sprintf("passes %d of %d vs %d of %d for %s; p95 %s vs %s ms; cost per pass %s vs %s",
+		a.Pass, a.N, base.Pass, base.N, base.Name, ap95, bp95, acpp, bcpp)
+	if j.verdict == VerdictAccept {
+		a.Verdict = VerdictAccept
+		d.Accepted = append(d.Accepted, a.Name)
+		d.WhatWouldChange[a.Name] = changeToReject(base, a, in)
+		return a.Name + " accepted: " + figures + "."
+	}
+	a.Verdict = VerdictNoGain
+	a.Reasons = append([]string{"no gain: passes the gate, but " + j.what + " does not improve by more than " + figure.Trim(fmt.Sprint(g.MinEffect())) + "% of the baseline's with a 95% interval that excludes 0"}, a.Reasons...)
+	d.NoGain = append(d.NoGain, a.Name)
+	d.WhatWouldChange[a.Name] = a.Name + " would be accepted with an improvement of " + j.what + " beyond " + figure.Trim(fmt.Sprint(g.MinEffect())) + "% of the baseline's whose 95% interval excludes 0; " + changeToReject(base, a, in)
+	return a.Name + " no gain: " + figures + "."
 }
 
 // goodputReason states the change in the share of tasks passing within the SLO.
@@ -406,53 +585,6 @@ func notRescued(base, a *ArmSummary) string {
 		return ""
 	}
 	return "not rescued by speed or cost (" + strings.Join(wins, ", ") + "): the quality gate comes first"
-}
-
-// changeAccept says what would reject an accepted candidate.
-func changeAccept(base, a *ArmSummary, g GateConfig) string {
-	k := a.Pass - base.Pass + 1 + g.MaxLost
-	verb := "rejects"
-	if k > 1 {
-		verb = "reject"
-	}
-	also := []string{"any leaking cache hit", "any invalid answer recorded ok"}
-	if c := a.CacheStats; c != nil && c.FalseHitUpper95 != nil {
-		also = append(also, "false hits whose 95% upper bound passes "+figure.Pct(g.FalseHitLimit())+" of semantic hits")
-	}
-	return fmt.Sprintf("%s %s %s; so would %s, or a run on different tasks",
-		words.Count(k, "more failed task"), verb, a.Name, strings.Join(also, ", "))
-}
-
-// changeReject says what would let a rejected candidate through the gate.
-func changeReject(base, a *ArmSummary, g GateConfig, contractBlocks bool) string {
-	var parts []string
-	if qualityFail(base, a, g) != "" {
-		if k := base.Pass - a.Pass - g.MaxLost; k > 0 {
-			parts = append(parts, words.Count(k, "more passing task")+" (level with the baseline)")
-		} else {
-			parts = append(parts, "no passing task lost")
-		}
-	}
-	if len(guardrailFails(base, a, g)) > 0 {
-		parts = append(parts, "figures within the guardrails")
-	}
-	if a.LeakCount() > 0 {
-		parts = append(parts, "no leaking cache hits")
-	}
-	if a.SilentViolations > 0 {
-		parts = append(parts, "no invalid answers recorded ok")
-	}
-	if falseHitFail(a, g) != "" {
-		parts = append(parts, "a 95% upper bound on false hits per semantic hit at most "+figure.Pct(g.FalseHitLimit())+
-			" (fewer false hits at a higher threshold, or more semantic hits to narrow the bound)")
-	}
-	if a.Paired != nil && len(a.Paired.Unmatched) > 0 {
-		parts = append(parts, "a run on the same tasks as the baseline")
-	}
-	if differ, _, _ := ContractChange(base, a); differ && contractBlocks {
-		parts = append(parts, "the baseline's contract (or the contract change allowed)")
-	}
-	return a.Name + " would pass the gate with " + words.And(parts)
 }
 
 // weakLoss warns when a rejection for lost tasks is not statistically clear.

@@ -132,14 +132,29 @@ func TestGate(t *testing.T) {
 		{
 			name: "a broken guardrail",
 			recs: gateArms(all, 0, func(r []Record) []Record {
-				for i, v := range []float64{60, 140, 90, 110} {
+				for i, v := range []float64{130, 140, 135, 138} {
 					r[i].E2EMs = v
 				}
 				return r
 			}),
 			wantVerdict: VerdictReject,
 			wantReasons: []string{"breaks a guardrail: p95 140 vs 100 ms (+40%), beyond the +10% allowed"},
-			wantChange:  "figures within the guardrails",
+			wantChange:  "p95 and TTFT p95 within the guardrails",
+		},
+		{
+			// One slow task makes the p95: its paired interval reaches
+			// back within the limit, so the data cannot say the
+			// guardrail is broken.
+			name: "a guardrail the data cannot decide",
+			recs: gateArms(all, 0, func(r []Record) []Record {
+				for i, v := range []float64{60, 140, 90, 110} {
+					r[i].E2EMs = v
+				}
+				return r
+			}),
+			wantVerdict: VerdictInconclusive,
+			wantReasons: []string{"p95 140 vs 100 ms (+40%) is beyond the +10% allowed, but its paired 95% interval"},
+			wantChange:  "a comparison the data can carry",
 		},
 		{
 			name: "no gain",

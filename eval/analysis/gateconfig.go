@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
@@ -67,6 +68,35 @@ type GateConfig struct {
 	// be shown to have: an arm whose one-sided 95% upper bound on its
 	// false hits per hit is above it is rejected (nil: DefaultMaxFalseHitRate).
 	MaxFalseHitRate *float64 `yaml:"max_false_hit_rate" json:"max_false_hit_rate,omitempty"`
+	// MinEffectPct is the smallest improvement the objective must show,
+	// in percent of the baseline's mean per task (for goodput: in points
+	// of the share): the paired interval must lie wholly beyond it, so an
+	// identical twin's jitter is never called better (nil:
+	// DefaultMinEffectPct; 0 asks only that the interval exclude 0).
+	MinEffectPct *float64 `yaml:"min_effect_pct" json:"min_effect_pct,omitempty"`
+	// Waive names criteria the gate may decide without, when the records
+	// cannot measure them: "leaks" accepts an arm whose cache hits carry
+	// no scope to check (an interchange CSV without a leak column).
+	Waive []string `yaml:"waive" json:"waive,omitempty"`
+}
+
+// Criteria a gate may waive (GateConfig.Waive).
+const (
+	WaiveLeaks = "leaks"
+)
+
+// Waivable lists the criteria a gate may waive.
+var Waivable = []string{WaiveLeaks}
+
+// Waived reports whether the gate waives criterion c.
+func (g GateConfig) Waived(c string) bool { return slices.Contains(g.Waive, c) }
+
+// MinEffect is the minimum effect in force, in percent.
+func (g GateConfig) MinEffect() float64 {
+	if g.MinEffectPct != nil {
+		return *g.MinEffectPct
+	}
+	return DefaultMinEffectPct
 }
 
 // SLO is the latency a request must meet to count toward goodput.
@@ -81,6 +111,7 @@ const (
 	DefaultCostPerPassRegressPct = 10
 	DefaultMinPairs              = 2
 	DefaultMaxFalseHitRate       = 0.05
+	DefaultMinEffectPct          = 1
 )
 
 // FalseHitLimit is the false-hit rate limit in force.
@@ -150,6 +181,14 @@ func (g GateConfig) Check() (field, msg string) {
 	if g.MaxLost < 0 {
 		return "max_lost", "must not be negative"
 	}
+	if v := g.MinEffectPct; v != nil && !(*v >= 0 && *v < 100) {
+		return "min_effect_pct", fmt.Sprintf("a share in percent from 0 to below 100, got %v", *v)
+	}
+	for _, w := range g.Waive {
+		if !slices.Contains(Waivable, w) {
+			return "waive", fmt.Sprintf("unknown criterion %q (can waive: %s)", w, strings.Join(Waivable, ", "))
+		}
+	}
 	if g.MinPairs < 0 {
 		return "min_pairs", "must not be negative"
 	}
@@ -183,8 +222,12 @@ func (g GateConfig) String() string {
 		ObjectiveCost:    "per-task cost",
 		ObjectiveGoodput: "goodput (share of tasks passing within " + g.SLO.String() + ")",
 	}[g.Objective]
-	return fmt.Sprintf("gate: %s, no leaking cache hit, no invalid answer recorded ok, the same work as the baseline, a semantic cache's false hits at most %s of its hits (95%% upper bound); guardrails: %s; accept only when %s improves with a 95%% interval that excludes 0; at least %d pairs",
-		lost, figure.Pct(g.FalseHitLimit()), words.And(rails), obj, g.MinPairs)
+	leaks := "no leaking cache hit"
+	if g.Waived(WaiveLeaks) {
+		leaks = "no leaking cache hit where the records can tell (unchecked hits waived)"
+	}
+	return fmt.Sprintf("gate: %s, %s, no invalid answer recorded ok, the same work as the baseline, a semantic cache's false hits at most %s of its hits (95%% upper bound); guardrails: %s (a latency guardrail breaks when its paired 95%% interval lies beyond the limit); accept only when %s improves by more than %s%% of the baseline's with a 95%% interval (blocks of neighbouring pairs resampled when the records are timed); at least %d pairs",
+		lost, leaks, figure.Pct(g.FalseHitLimit()), words.And(rails), obj, figure.Trim(fmt.Sprint(g.MinEffect())), g.MinPairs)
 }
 
 // String writes "TTFT ≤ 200 ms and end to end ≤ 2000 ms".

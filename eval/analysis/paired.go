@@ -43,6 +43,36 @@ type Paired struct {
 	// Groups breaks the pairs down by the baseline's input group, so that
 	// a faster total that only reflects a different input mix shows.
 	Groups map[string]GroupDelta `json:"groups"`
+	// BlockPairs is the length, in pairs, of the blocks the intervals
+	// resample when every pair carries its send time: pairs are taken in
+	// time order and resampled in runs of this many (a circular block
+	// bootstrap), so a stall or drift that moves many neighbouring pairs
+	// together widens the interval instead of passing for many independent
+	// pieces of evidence. 0: the pairs carry no time and are resampled one
+	// by one.
+	BlockPairs int `json:"block_pairs,omitempty"`
+	// P95Ratio and TTFTP95Ratio are candidate/baseline of the latency
+	// guardrail figures over the matched pairs, with a 95% interval from
+	// the same resampling as the deltas: a latency guardrail is broken
+	// only when its whole interval lies beyond the limit, and a point
+	// estimate beyond it with an interval that reaches inside makes the
+	// verdict inconclusive. Nil when not measured (no pairs, no TTFT, or
+	// above PairBootstrapMaxN pairs, where the point estimate is precise
+	// enough on its own). Cost per pass has no such interval: it follows
+	// from counts and costs, and is decided on its exact value.
+	P95Ratio     *Ratio `json:"p95_ratio,omitempty"`
+	TTFTP95Ratio *Ratio `json:"ttft_p95_ratio,omitempty"`
+
+	// The two sides' passing and ok requests among the pairs.
+	basePass, candPass, baseOK, candOK int
+}
+
+// Ratio is a candidate/baseline ratio over matched pairs with its 95%
+// interval.
+type Ratio struct {
+	Point  float64 `json:"point"`
+	CILow  float64 `json:"ci_low"`
+	CIHigh float64 `json:"ci_high"`
 }
 
 // Delta describes per-pair differences. Median is the usual middle value
@@ -167,9 +197,23 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 		}
 	}
 	groupN := map[records.Sym]int{} // pairs of each non-empty group
+	timed := true                   // every pair's baseline carries its send time
 	pair := func(b, c *records.Rec) {
 		k := keyOfRec(b)
 		p.Pairs++
+		timed = timed && t.Attrs(b).Timed
+		if t.Attrs(b).Pass {
+			p.basePass++
+		}
+		if t.Attrs(c).Pass {
+			p.candPass++
+		}
+		if t.Str(t.Attrs(b).Outcome) == records.OutcomeOK {
+			p.baseOK++
+		}
+		if t.Str(t.Attrs(c).Outcome) == records.OutcomeOK {
+			p.candOK++
+		}
 		g := t.Str(t.Attrs(b).Group)
 		gd := p.Groups[g]
 		gd.Pairs++
@@ -211,21 +255,163 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 		gd.LatencyDeltaMs = medianSorting(scratch[at[g]-n : at[g]])
 		p.Groups[t.Str(g)] = gd
 	}
+	// With send times, the pairs are taken in time order (by the
+	// baseline's intended send time, then key order) and resampled in
+	// blocks; timeOrder maps a position in time order to the pair's
+	// position in key order.
+	var timeOrder []int32
+	if timed && p.Pairs > 1 {
+		at := make([]int64, 0, p.Pairs)
+		walk(func(b, _ *records.Rec) { at = append(at, b.At) }, func(*records.Rec) {})
+		timeOrder = make([]int32, p.Pairs)
+		for i := range timeOrder {
+			timeOrder[i] = int32(i)
+		}
+		slices.SortStableFunc(timeOrder, func(a, b int32) int { return cmpInt64(at[a], at[b]) })
+		p.BlockPairs = blockLen(p.Pairs)
+	}
+	block := max(p.BlockPairs, 1)
+	inTime := make([]float64, 0, p.Pairs)
 	deltas := func(delta func(b, c *records.Rec) float64) []float64 {
 		d := scratch[:0]
 		walk(func(b, c *records.Rec) { d = append(d, delta(b, c)) }, func(*records.Rec) {})
-		return d
+		if timeOrder == nil {
+			return d
+		}
+		inTime = inTime[:0]
+		for _, i := range timeOrder {
+			inTime = append(inTime, d[i])
+		}
+		return inTime
 	}
 	p.McNemarP = McNemarExact(len(p.Lost), len(p.Gained))
 	if p.Pairs > 0 {
-		p.LatencyDeltaMs = describeSorting(deltas(func(b, c *records.Rec) float64 { return c.E2EMs - b.E2EMs }), opt.Seed, 1, opt.Resamples)
-		p.CostDelta = describeSorting(deltas(func(b, c *records.Rec) float64 { return c.Cost - b.Cost }), opt.Seed, 2, opt.Resamples)
+		p.LatencyDeltaMs = describeSorting(deltas(func(b, c *records.Rec) float64 { return c.E2EMs - b.E2EMs }), opt.Seed, 1, opt.Resamples, block)
+		p.CostDelta = describeSorting(deltas(func(b, c *records.Rec) float64 { return c.Cost - b.Cost }), opt.Seed, 2, opt.Resamples, block)
 		if opt.SLO != nil {
 			good := func(b, c *records.Rec) float64 { return b2f(opt.SLO.met(t, c)) - b2f(opt.SLO.met(t, b)) }
-			p.GoodputDelta = describeSorting(deltas(good), opt.Seed, 3, opt.Resamples)
+			p.GoodputDelta = describeSorting(deltas(good), opt.Seed, 3, opt.Resamples, block)
 		}
 	}
+	if p.Pairs > 0 && p.Pairs <= PairBootstrapMaxN {
+		guardrailRatios(t, &p, walk, timeOrder, opt, block)
+	}
 	return p
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// blockLen is the block length, in pairs, of the time-ordered resampling:
+// the square root of the pair count, so that a block spans a stretch of
+// the run long enough to hold a stall's worth of neighbouring requests
+// while there are as many blocks as pairs in a block.
+func blockLen(n int) int {
+	return max(1, int(math.Ceil(math.Sqrt(float64(n)))))
+}
+
+// pairFigures are one side's figures of the matched pairs, in the order
+// the resampling sees them.
+type pairFigures struct {
+	e2e, ttft []float64
+	ttftOK    bool // every pair has a TTFT on this side
+}
+
+// guardrailRatios sets the candidate/baseline ratios of the guardrail
+// figures over the pairs, with intervals from the same block resampling
+// as the deltas.
+func guardrailRatios(_ *records.Symbols, p *Paired, walk func(pair func(b, c *records.Rec), unmatched func(*records.Rec)), timeOrder []int32, opt PairOptions, block int) {
+	var bs, cs pairFigures
+	bs.ttftOK, cs.ttftOK = true, true
+	add := func(f *pairFigures, r *records.Rec) {
+		f.e2e = append(f.e2e, r.E2EMs)
+		f.ttft = append(f.ttft, r.TTFTMs)
+		f.ttftOK = f.ttftOK && r.TTFTMs > 0
+	}
+	walk(func(b, c *records.Rec) { add(&bs, b); add(&cs, c) }, func(*records.Rec) {})
+	if timeOrder != nil {
+		for _, f := range []*pairFigures{&bs, &cs} {
+			e2e, ttft := make([]float64, len(timeOrder)), make([]float64, len(timeOrder))
+			for k, i := range timeOrder {
+				e2e[k], ttft[k] = f.e2e[i], f.ttft[i]
+			}
+			f.e2e, f.ttft = e2e, ttft
+		}
+	}
+	n := len(bs.e2e)
+	p95 := func(x []float64, idx []int32, buf []float64) float64 {
+		buf = buf[:0]
+		for _, i := range idx {
+			buf = append(buf, x[i])
+		}
+		slices.Sort(buf)
+		return quantile.NearestRank(buf, 95)
+	}
+	buf := make([]float64, 0, n)
+	stat := []func(idx []int32) float64{
+		func(idx []int32) float64 { return p95(cs.e2e, idx, buf) / p95(bs.e2e, idx, buf) },
+		func(idx []int32) float64 { return p95(cs.ttft, idx, buf) / p95(bs.ttft, idx, buf) },
+	}
+	measured := []bool{p95(bs.e2e, identity(n), buf) > 0, bs.ttftOK && cs.ttftOK}
+	out := []**Ratio{&p.P95Ratio, &p.TTFTP95Ratio}
+	for k := range stat {
+		if measured[k] {
+			*out[k] = ratioCI(n, block, opt.Seed, uint64(10+k), opt.Resamples, stat[k])
+		}
+	}
+}
+
+func identity(n int) []int32 {
+	idx := make([]int32, n)
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	return idx
+}
+
+// ratioCI is the point value of stat over all n pairs and its circular
+// block bootstrap 95% interval (nearest-rank 2.5th and 97.5th percentiles
+// of stat over resamples). A resample whose stat is not finite (nothing
+// passing in it) counts as +Inf, above every finite value.
+func ratioCI(n, block int, seed int64, stream uint64, resamples int, stat func(idx []int32) float64) *Ratio {
+	if resamples <= 0 {
+		resamples = DefaultResamples
+	}
+	r := &Ratio{Point: stat(identity(n))}
+	src := rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15^stream)
+	vals := make([]float64, resamples)
+	idx := make([]int32, 0, n)
+	for b := range vals {
+		idx = blockSample(src, n, block, idx[:0])
+		v := stat(idx)
+		if math.IsNaN(v) {
+			v = math.Inf(1)
+		}
+		vals[b] = v
+	}
+	slices.Sort(vals)
+	r.CILow, r.CIHigh = quantile.NearestRank(vals, 2.5), quantile.NearestRank(vals, 97.5)
+	return r
+}
+
+// blockSample appends n indices of a circular block bootstrap resample of
+// 0..n-1: runs of block consecutive indices (wrapping at n) from uniformly
+// drawn starts, the last run cut to make n.
+func blockSample(src *rand.PCG, n, block int, idx []int32) []int32 {
+	for len(idx) < n {
+		s := int(boundedIndex(src, uint64(n)))
+		for j := 0; j < block && len(idx) < n; j++ {
+			idx = append(idx, int32((s+j)%n))
+		}
+	}
+	return idx
 }
 
 // lostCause names why a request did not pass.
@@ -250,18 +436,23 @@ func b2f(b bool) float64 {
 // Each kind of delta uses its own random stream, so adding one does not
 // shift the others.
 func describeDelta(x []float64, seed int64, stream uint64, resamples int) *Delta {
-	return describeSorting(slices.Clone(x), seed, stream, resamples)
+	return describeSorting(slices.Clone(x), seed, stream, resamples, 1)
 }
 
 // describeSorting is describeDelta that sorts x in place once it has
 // taken the mean and interval, which depend on x's order; the median does
-// not.
-func describeSorting(x []float64, seed int64, stream uint64, resamples int) *Delta {
+// not. With block > 1, x is in time order and the interval resamples runs
+// of block neighbours (above PairBootstrapMaxN: the normal interval of
+// the means of consecutive batches of block values).
+func describeSorting(x []float64, seed int64, stream uint64, resamples, block int) *Delta {
 	var lo, hi float64
-	if len(x) > PairBootstrapMaxN {
+	switch {
+	case len(x) > PairBootstrapMaxN && block > 1:
+		lo, hi = batchMeansCI(x, block)
+	case len(x) > PairBootstrapMaxN:
 		lo, hi = normalMeanCI(x)
-	} else {
-		lo, hi = bootstrapMeanCI(x, seed, stream, resamples)
+	default:
+		lo, hi = bootstrapMeanCI(x, seed, stream, resamples, block)
 	}
 	mean := meanOf(x)
 	return &Delta{Median: medianSorting(x), Mean: mean, CILow: lo, CIHigh: hi}
@@ -287,6 +478,31 @@ func normalMeanCI(x []float64) (lo, hi float64) {
 		v /= n - 1
 	}
 	se := math.Sqrt(v / n)
+	return m - 1.959964*se, m + 1.959964*se
+}
+
+// batchMeansCI is the normal 95% interval of the mean of x from the means
+// of its consecutive batches of block values (the last batch may be
+// shorter and is weighted by its length): correlation within a batch
+// widens the interval as it should.
+func batchMeansCI(x []float64, block int) (lo, hi float64) {
+	var means, weights []float64
+	for i := 0; i < len(x); i += block {
+		end := min(i+block, len(x))
+		means = append(means, meanOf(x[i:end]))
+		weights = append(weights, float64(end-i))
+	}
+	m := meanOf(x)
+	if len(means) < 2 {
+		return m, m
+	}
+	v, w := 0.0, 0.0
+	for i := range means {
+		v += weights[i] * weights[i] * (means[i] - m) * (means[i] - m)
+		w += weights[i]
+	}
+	k := float64(len(means))
+	se := math.Sqrt(v*k/(k-1)) / w
 	return m - 1.959964*se, m + 1.959964*se
 }
 
@@ -322,7 +538,7 @@ func meanOf(x []float64) float64 {
 // the same interval (the generator is PCG, drawing indexes without
 // modulo bias); stream picks one of several independent streams of a
 // seed. It returns NaN, NaN for empty x.
-func bootstrapMeanCI(x []float64, seed int64, stream uint64, resamples int) (lo, hi float64) {
+func bootstrapMeanCI(x []float64, seed int64, stream uint64, resamples, block int) (lo, hi float64) {
 	n := len(x)
 	if n == 0 {
 		return math.NaN(), math.NaN()
@@ -334,8 +550,17 @@ func bootstrapMeanCI(x []float64, seed int64, stream uint64, resamples int) (lo,
 	means := make([]float64, resamples)
 	for b := range means {
 		s := 0.0
-		for range n {
-			s += x[boundedIndex(src, uint64(n))]
+		if block > 1 {
+			for k := 0; k < n; {
+				start := int(boundedIndex(src, uint64(n)))
+				for j := 0; j < block && k < n; j, k = j+1, k+1 {
+					s += x[(start+j)%n]
+				}
+			}
+		} else {
+			for range n {
+				s += x[boundedIndex(src, uint64(n))]
+			}
 		}
 		means[b] = s / float64(n)
 	}

@@ -51,12 +51,12 @@ func TestMcNemarExact(t *testing.T) {
 func TestBootstrapMeanCI(t *testing.T) {
 	t.Parallel()
 	x := []float64{-10, -20, -20, -30, -20, -400}
-	lo1, hi1 := bootstrapMeanCI(x, 42, 0, 2000)
-	lo2, hi2 := bootstrapMeanCI(x, 42, 0, 2000)
+	lo1, hi1 := bootstrapMeanCI(x, 42, 0, 2000, 1)
+	lo2, hi2 := bootstrapMeanCI(x, 42, 0, 2000, 1)
 	if lo1 != lo2 || hi1 != hi2 {
 		t.Errorf("same seed gave [%v, %v] and [%v, %v]; want identical", lo1, hi1, lo2, hi2)
 	}
-	lo3, hi3 := bootstrapMeanCI(x, 43, 0, 2000)
+	lo3, hi3 := bootstrapMeanCI(x, 43, 0, 2000, 1)
 	if lo1 == lo3 && hi1 == hi3 {
 		t.Errorf("seeds 42 and 43 gave the same interval [%v, %v]; want them to differ", lo1, hi1)
 	}
@@ -64,10 +64,10 @@ func TestBootstrapMeanCI(t *testing.T) {
 	if !(lo1 <= m && m <= hi1) || lo1 < -400 || hi1 > -10 {
 		t.Errorf("interval [%v, %v]; want it inside [-400, -10] and around the mean %v", lo1, hi1, m)
 	}
-	if lo, hi := bootstrapMeanCI([]float64{7, 7, 7}, 1, 0, 100); lo != 7 || hi != 7 {
+	if lo, hi := bootstrapMeanCI([]float64{7, 7, 7}, 1, 0, 100, 1); lo != 7 || hi != 7 {
 		t.Errorf("constant data interval [%v, %v]; want [7, 7]", lo, hi)
 	}
-	if lo, hi := bootstrapMeanCI(nil, 1, 0, 100); !math.IsNaN(lo) || !math.IsNaN(hi) {
+	if lo, hi := bootstrapMeanCI(nil, 1, 0, 100, 1); !math.IsNaN(lo) || !math.IsNaN(hi) {
 		t.Errorf("empty data interval [%v, %v]; want NaN", lo, hi)
 	}
 }
@@ -84,7 +84,7 @@ func TestBootstrapStable(t *testing.T) {
 	if want := []uint64{7, 6, 7, 7, 2, 0, 4, 4}; !reflect.DeepEqual(got, want) {
 		t.Errorf("boundedIndex stream = %v; want %v", got, want)
 	}
-	lo, hi := bootstrapMeanCI([]float64{-10, -20, -20, -30, -20, -400}, 42, 0, 2000)
+	lo, hi := bootstrapMeanCI([]float64{-10, -20, -20, -30, -20, -400}, 42, 0, 2000, 1)
 	if lo != -210 || math.Abs(hi-(-50.0/3)) > 1e-9 {
 		t.Errorf("interval [%v, %v]; want [-210, -16.667]", lo, hi)
 	}

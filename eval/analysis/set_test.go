@@ -25,7 +25,7 @@ func TestPairedDeltaNormalAboveBootstrapSize(t *testing.T) {
 	if d.Mean != 0.5 || d.CILow >= 0.5 || d.CIHigh <= 0.5 {
 		t.Errorf("delta %+v; want mean 0.5 inside the interval", d)
 	}
-	blo, bhi := bootstrapMeanCI(x, 1, 1, 200)
+	blo, bhi := bootstrapMeanCI(x, 1, 1, 200, 1)
 	if math.Abs(blo-d.CILow) > se || math.Abs(bhi-d.CIHigh) > se {
 		t.Errorf("normal [%v, %v] and bootstrap [%v, %v] differ by more than a standard error", d.CILow, d.CIHigh, blo, bhi)
 	}

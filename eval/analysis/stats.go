@@ -43,6 +43,9 @@ type Options struct {
 	// (e.g. its manifest still says running: the process died); every
 	// candidate's verdict is then incomplete.
 	Incomplete string
+	// Twin names the run's A/A control, an identical copy of the baseline:
+	// when it is not no_gain no candidate is accepted.
+	Twin string
 	// Baseline names the arm candidates are compared against. Empty means
 	// the arm named "baseline" if there is one, else the first arm seen.
 	Baseline string
@@ -77,6 +80,11 @@ type Summary struct {
 	// clustered (an outage or drift); arms with failures in one get an
 	// inconclusive verdict.
 	Clusters []Cluster `json:"clusters,omitempty"`
+	// Stalls are windows of the run in which every arm's latency rose far
+	// above its usual level (a backend that stalled or paused).
+	Stalls []Stall `json:"stalls,omitempty"`
+	// Timed is set when every record carries its send time.
+	Timed bool `json:"timed"`
 }
 
 // ArmSummary is the figures of one arm over its non-warm-up requests, under
@@ -153,7 +161,11 @@ type ArmSummary struct {
 	Load        *LoadStats   `json:"load,omitempty"`        // schedule lag and queue time
 	Uncertainty *Uncertainty `json:"uncertainty,omitempty"` // intervals of p50, p95 and cost per pass
 	Paired      *Paired      `json:"paired,omitempty"`      // candidates only
-	TailNote    string       `json:"tail_note,omitempty"`   // set when a tail percentile is the sample maximum
+	// Outside is the paired comparison over the pairs sent outside the
+	// run's stall and failure windows (nil when there are none): a
+	// verdict that does not hold there rests on those windows.
+	Outside  *Paired `json:"-"`
+	TailNote string  `json:"tail_note,omitempty"` // set when a tail percentile is the sample maximum
 }
 
 // GroupSummary is one input group (short, long, tool) of an arm.
@@ -176,9 +188,13 @@ type CacheStats struct {
 	MissP95Ms     *float64 `json:"miss_p95_ms,omitempty"`
 	// SavedPerHit is the share of end-to-end time a hit saves against a
 	// miss: 1 - hit_p50/miss_p50.
-	SavedPerHit     *float64       `json:"saved_per_hit,omitempty"`
-	Leaks           map[string]int `json:"leaks"` // leak kind → hits served from another scope; empty when none
-	ScopeMismatches int            `json:"scope_mismatches"`
+	SavedPerHit *float64       `json:"saved_per_hit,omitempty"`
+	Leaks       map[string]int `json:"leaks"` // leak kind → hits served from another scope; empty when none
+	// LeaksUnchecked counts hits whose records cannot say which scope the
+	// answer was built for (an interchange CSV without a leak column):
+	// their leaks were not measured, which is not the same as none.
+	LeaksUnchecked  int `json:"leaks_unchecked,omitempty"`
+	ScopeMismatches int `json:"scope_mismatches"`
 	// SemanticHits are hits of a semantic cache (served by similarity);
 	// FalseHits those that served an answer the task should not get;
 	// FalseHitUpper95 the exact one-sided 95% upper bound on the false
@@ -205,6 +221,10 @@ type RouteStats struct {
 	// on the scorer's fallback score instead.
 	ScorerFallbacks int `json:"scorer_fallbacks,omitempty"`
 }
+
+// LeaksMeasured reports whether every cache hit of the arm was checked
+// for leaks.
+func (a *ArmSummary) LeaksMeasured() bool { return a.CacheStats == nil || a.LeaksUnchecked == 0 }
 
 // LeakCount is the number of leaking hits of any kind.
 func (a *ArmSummary) LeakCount() int {
@@ -305,6 +325,27 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		s.Arms[i].Paired = &p
 	}
 	s.Clusters = failureClusters(t, byArm, arms)
+	s.Stalls = latencyStalls(t, byArm, arms)
+	s.Timed = true
+	for _, name := range arms {
+		for _, r := range byArm[name] {
+			s.Timed = s.Timed && t.Attrs(r).Timed
+		}
+	}
+	var ws []window
+	for _, c := range s.Clusters {
+		ws = append(ws, window{c.startNs, c.endNs})
+	}
+	for _, w := range s.Stalls {
+		ws = append(ws, window{w.startNs, w.endNs})
+	}
+	if len(ws) > 0 {
+		for i := 1; i < len(s.Arms); i++ {
+			b, c := outsideWindows(t, byArm[base], byArm[s.Arms[i].Name], ws)
+			o := comparePaired(t, b, c, PairOptions{Seed: opt.Seed, Resamples: opt.Resamples, ShowRepeat: multiRepeat, SLO: slo})
+			s.Arms[i].Outside = &o
+		}
+	}
 	for _, te := range set.Torn() {
 		why := te.Error()
 		if opt.Incomplete != "" {
@@ -433,8 +474,12 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 				}
 			case "miss":
 			}
-			if t.Str(t.Attrs(r).Leak) != "" {
-				c.Leaks[t.Str(t.Attrs(r).Leak)]++
+			switch l := t.Str(t.Attrs(r).Leak); l {
+			case "":
+			case records.LeakUnchecked:
+				c.LeaksUnchecked++
+			default:
+				c.Leaks[l]++
 			}
 			if t.Attrs(r).ScopeMismatch {
 				c.ScopeMismatches++

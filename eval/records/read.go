@@ -24,7 +24,7 @@ const RecordsFile = "records.jsonl"
 // header; optional ones may be left out or left empty on a row.
 var (
 	csvRequired = []string{"arm", "task_id", "latency_ms", "outcome", "pass", "cost"}
-	csvOptional = []string{"group", "repeat", "ttft_ms", "cache", "model", "correct", "attempts", "contract", "contract_ok"}
+	csvOptional = []string{"group", "repeat", "ttft_ms", "cache", "model", "correct", "attempts", "contract", "contract_ok", "leak"}
 )
 
 // Outcomes lists every outcome a record may have, in the order messages
@@ -349,6 +349,14 @@ func readCSV(r io.Reader, name string, emit func(*Record, int) error) error {
 		rec.Contract = p.str("contract")
 		rec.Outcome = p.str("outcome")
 		rec.Cache = strings.ToLower(p.str("cache"))
+		// A hit is checked for leaks only when the export says which
+		// scope its answer was built for: a leak column (the leak's kind,
+		// empty for none). Without one, crab cannot tell, and says so.
+		if _, ok := col["leak"]; ok {
+			rec.Leak = p.str("leak")
+		} else if rec.Cache == "hit" {
+			rec.Leak = LeakUnchecked
+		}
 		rec.E2EMs = p.num("latency_ms", true)
 		rec.Cost = p.num("cost", true)
 		rec.TTFTMs = p.num("ttft_ms", false)

@@ -56,6 +56,19 @@ func TestReadRecordsCSVVariants(t *testing.T) {
 		check func(t *testing.T, recs []Record)
 	}{
 		{
+			// A leak column says which hits leaked; without one a hit's
+			// leak is unchecked (see the variant above).
+			name: "leak column",
+			in: "arm,task_id,latency_ms,outcome,pass,cost,cache,leak\n" +
+				"a,t1,1,ok,1,0,hit,\n" +
+				"a,t2,1,ok,1,0,hit,cross_tenant\n",
+			check: func(t *testing.T, recs []Record) {
+				if recs[0].Leak != "" || recs[1].Leak != "cross_tenant" {
+					t.Errorf("leaks %q, %q; want none and cross_tenant", recs[0].Leak, recs[1].Leak)
+				}
+			},
+		},
+		{
 			name: "all optional columns, 1/0 booleans, upper-case header",
 			in: "ARM,Task_ID,group,repeat,latency_ms,ttft_ms,outcome,pass,cost,cache,model,correct,attempts\n" +
 				"a,t1,short,2,12.5,3.25,ok,1,0.002,hit,small,1,0\n" +
@@ -63,7 +76,7 @@ func TestReadRecordsCSVVariants(t *testing.T) {
 			check: func(t *testing.T, recs []Record) {
 				want := []Record{
 					{Arm: "a", TaskID: "t1", Group: "short", Repeat: 2, E2EMs: 12.5, TTFTMs: 3.25, Outcome: OutcomeOK, Pass: true, Cost: 0.002,
-						Cache: "hit", Model: "small", Correct: true, ContractOK: true},
+						Cache: "hit", Leak: LeakUnchecked, Model: "small", Correct: true, ContractOK: true},
 					{Arm: "a", TaskID: "t2", E2EMs: 7, Outcome: OutcomeContractFail, Cost: 0.004, Attempts: 2, ContractOK: false, Seq: 1},
 				}
 				if !reflect.DeepEqual(recs, want) {

@@ -11,6 +11,11 @@ import (
 )
 
 // Outcomes: every scheduled request ends in exactly one.
+// LeakUnchecked is the leak of a cache hit whose records cannot say
+// which scope its answer was built for (an interchange CSV without a leak
+// column): neither a leak nor shown to be none.
+const LeakUnchecked = "unchecked"
+
 const (
 	OutcomeOK           = "ok"
 	OutcomeError        = "error"

@@ -163,7 +163,7 @@ func armsTable(s *analysis.Summary) *Table {
 		}
 		if hasCache {
 			if c := a.CacheStats; c != nil {
-				row = append(row, pct(c.HitRate), msP(c.HitP50Ms), msP(c.MissP50Ms), count(a.LeakCount()))
+				row = append(row, pct(c.HitRate), msP(c.HitP50Ms), msP(c.MissP50Ms), leakCount(a))
 			} else {
 				row = append(row, missing(), missing(), missing(), missing())
 			}
@@ -240,9 +240,21 @@ func semanticColumns(s *analysis.Summary, t *Table) {
 	}
 }
 
+// leakCount is the arm's leaking hits, or "-" when some hits could not
+// be checked and none was seen to leak.
+func leakCount(a *analysis.ArmSummary) Cell {
+	if n := a.LeakCount(); n > 0 || a.LeaksMeasured() {
+		return count(n)
+	}
+	return missing()
+}
+
 // cacheRow is one row of the cache table.
 func cacheRow(name string, c *analysis.CacheStats) []Cell {
 	leaks, n := figureCell("0"), 0
+	if c.LeaksUnchecked > 0 {
+		leaks = missing()
+	}
 	var kinds []string
 	for _, k := range slices.Sorted(maps.Keys(c.Leaks)) {
 		n += c.Leaks[k]

@@ -170,3 +170,44 @@ func Trim(s string) string {
 	}
 	return s
 }
+
+// PctVsLimit writes a change of pct percent with as many decimals as it
+// takes for the printed figure to stand on the same side of limit as the
+// exact one (a change just beyond +10% prints as +10.4%, never +10%), so
+// that a sentence comparing it with the limit agrees with its own figure.
+func PctVsLimit(pct, limit float64) string {
+	side := func(v float64) int { return cmpFloat(v, limit) }
+	for dec := 0; ; dec++ {
+		s := strconv.FormatFloat(pct, 'f', dec, 64)
+		v, _ := strconv.ParseFloat(s, 64)
+		if side(v) == side(pct) || dec >= 12 {
+			if !strings.HasPrefix(s, "-") {
+				s = "+" + s
+			}
+			if s == "-0" || s == "+-0" {
+				s = "+0"
+			}
+			return s + "%"
+		}
+	}
+}
+
+// RelChangeVsLimit is RelChange with the digits PctVsLimit needs against
+// a limit in percent: " (+10.4%)".
+func RelChangeVsLimit(v, ref, limit float64) string {
+	if ref == 0 {
+		return ""
+	}
+	return " (" + PctVsLimit((v/ref-1)*100, limit) + ")"
+}
+
+// RatioPct writes a ratio as a relative change against a limit in
+// percent (see PctVsLimit): 1.032 is +3.2%... with the digits needed.
+func RatioPct(r, limit float64) string { return PctVsLimit((r-1)*100, limit) }
+
+// PctOfLimit writes a share in percent with as many decimals as it takes
+// to stand on the same side of limit (also a share) as the exact value.
+func PctOfLimit(v, limit float64) string {
+	s := PctVsLimit(v*100, limit*100)
+	return strings.TrimPrefix(s, "+")
+}
