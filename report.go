@@ -78,8 +78,10 @@ func runReport(_ context.Context, o reportOptions) error {
 	if err := writeFormat(o.Stdout, sum, recs, o.Format); err != nil {
 		return err
 	}
-	if o.FailOnReject && len(sum.Decision.Rejected) > 0 {
-		return checkFailed("rejected: %v", sum.Decision.Rejected)
+	if o.FailOnReject {
+		if err := failOnReject(sum.Decision); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -180,6 +182,22 @@ func checkShards(paths []string) error {
 			}
 			return g
 		}(), ", "))
+	}
+	return nil
+}
+
+// failOnReject is the check of --fail-on-reject: a rejected candidate, a
+// run that could not decide because it is incomplete, or a miscalibrated
+// A/A control fails it, so a CI gate never passes a dead or untrustworthy
+// run.
+func failOnReject(d analysis.Decision) error {
+	switch {
+	case len(d.Rejected) > 0:
+		return checkFailed("rejected: %v", d.Rejected)
+	case len(d.Incomplete) > 0:
+		return checkFailed("incomplete: %v: the run did not finish, so nothing was decided", d.Incomplete)
+	case d.Miscalibrated != "":
+		return checkFailed("miscalibrated: %s", d.Miscalibrated)
 	}
 	return nil
 }

@@ -62,7 +62,7 @@ func simServerCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "sim-server",
 		Usage: "serve the simulated models over the OpenAI chat completion API",
-		UsageText: "crab sim-server [--listen ADDR] [--time-scale F] [--seed N] [--model NAME=KIND ...] [--tasks FILE] [fault flags]\n\n" +
+		UsageText: "crab sim-server [--listen ADDR] [--time-scale F] [--seed N] [--model NAME=KIND ...] [--tasks FILE] [--pause AT+FOR[/EVERY]] [--outage AT+FOR] [fault flags]\n\n" +
 			"Answers POST /v1/chat/completions (streaming and not) and GET /v1/models. Scope and call id come\n" +
 			"from the X-Crab-* headers crab's openai backend sends; with --seed equal to an experiment's seed and\n" +
 			"the same --time-scale, an experiment with backend openai pointed here meets the same answers,\n" +
@@ -91,6 +91,8 @@ func simServerCmd() *cli.Command {
 			rate("server-error-rate", "answer HTTP 503 at once"),
 			rate("disconnect-rate", "close the connection half-way through the answer"),
 			rate("stall-rate", "stop the answer half-way and never finish it"),
+			&cli.StringSliceFlag{Name: "pause", Category: "faults", Usage: "stall the whole backend (nothing answered or streamed) for `AT+FOR[/EVERY]` from the first call, e.g. 2s+1.2s or 0s+400ms/1s; repeatable"},
+			&cli.StringSliceFlag{Name: "outage", Category: "faults", Usage: "answer every call 503 for `AT+FOR[/EVERY]` from the first call, e.g. 3s+3s; repeatable"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -112,6 +114,18 @@ func simServerCmd() *cli.Command {
 			o.Net = simserver.Faults{
 				RateLimit: c.Float64("rate-limit-rate"), ServerError: c.Float64("server-error-rate"),
 				Disconnect: c.Float64("disconnect-rate"), Stall: c.Float64("stall-rate"),
+			}
+			for _, f := range []struct {
+				flag string
+				into *[]simserver.Window
+			}{{"pause", &o.Net.Pauses}, {"outage", &o.Net.Outages}} {
+				for _, v := range c.StringSlice(f.flag) {
+					w, err := simserver.ParseWindow(v)
+					if err != nil {
+						return badUsage("--%s: %v", f.flag, err)
+					}
+					*f.into = append(*f.into, w)
+				}
 			}
 			return simServe(c.Context, o)
 		},

@@ -62,6 +62,12 @@ type Experiment struct {
 	Grade  grade.Config `yaml:"grade"`
 	Models []ModelSpec  `yaml:"models"`
 	Arms   []ArmSpec    `yaml:"arms"`
+	// Control adds an A/A control: "twin" runs an identical copy of the
+	// baseline as one more arm, named twin. It must come out no_gain;
+	// when it does not, the backend or the load moved enough to make
+	// identical arms differ, the run is flagged as miscalibrated and no
+	// candidate is accepted.
+	Control string `yaml:"control"`
 
 	// Set by LoadExperiment, not read from the file.
 	File string `yaml:"-"` // path the experiment was read from
@@ -93,6 +99,9 @@ type (
 	ContractSpec = stack.ContractSpec
 	Duration     = stack.Duration
 )
+
+// ControlTwin is the A/A control (Experiment.Control) and the name of its arm.
+const ControlTwin = "twin"
 
 // ParseExperiment decodes and validates an experiment file. name is used in
 // error messages; every error is an *InputError naming the line and field.
@@ -165,6 +174,23 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 				r.Scorer = filepath.Join(filepath.Dir(name), r.Scorer)
 			}
 		}
+	}
+	switch e.Control {
+	case "":
+	case ControlTwin:
+		for _, a := range e.Arms {
+			if a.Name == ControlTwin {
+				return bad("control", []any{"control"}, "control twin adds an arm named twin, and the experiment has one already")
+			}
+		}
+		if len(e.Arms) > 0 {
+			twin := e.Arms[0]
+			twin.Name = ControlTwin
+			e.Arms = append(e.Arms, twin)
+			e.Gate.Control = ControlTwin
+		}
+	default:
+		return bad("control", []any{"control"}, "unknown control %q (want twin)", e.Control)
 	}
 	specErrs := stack.Validate(e.Models, e.Arms)
 	first := func() error {

@@ -68,6 +68,12 @@ func TestParseExperimentErrors(t *testing.T) {
 		{"goodput without an SLO", func(s string) string { return s + "gate:\n  objective: goodput\n" }, 14, "gate.slo"},
 		{"negative guardrail", func(s string) string { return s + "gate:\n  p95_regress_pct: -5\n" }, 14, "gate.p95_regress_pct"},
 		{"block without interleaving", func(s string) string { return s + "order: sequential\nblock: 1s\n" }, 14, "block"},
+		{"unknown control", func(s string) string { return s + "control: triplet\n" }, 13, "control"},
+		{"twin beside an arm named twin", func(s string) string {
+			return strings.Replace(s, "name: router", "name: twin", 1) + "control: twin\n"
+		}, 13, "control"},
+		{"unknown waiver", func(s string) string { return s + "gate: {waive: [quality]}\n" }, 13, "gate.waive"},
+		{"negative minimum effect", func(s string) string { return s + "gate: {min_effect_pct: -1}\n" }, 13, "gate.min_effect_pct"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,5 +130,19 @@ func TestSchedule(t *testing.T) {
 	}
 	if _, err := Schedule(Arrival{Pattern: "nope"}, 1, 1); err == nil {
 		t.Error("unknown pattern: got nil error")
+	}
+}
+
+// control: twin adds an identical copy of the baseline, named twin, and
+// tells the gate which arm it is.
+func TestParseExperimentTwin(t *testing.T) {
+	t.Parallel()
+	e, err := ParseExperiment([]byte(minimalExperiment+"control: twin\n"), "x.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := e.Arms[len(e.Arms)-1]
+	if len(e.Arms) != 3 || last.Name != "twin" || last.Model != e.Arms[0].Model || e.Gate.Control != "twin" {
+		t.Errorf("arms %+v, gate control %q; want a third arm twin copying the baseline", e.Arms, e.Gate.Control)
 	}
 }

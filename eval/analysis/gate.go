@@ -293,7 +293,7 @@ func decide(s *Summary, opt Options) {
 	miscalibrated := ""
 	order := make([]int, 0, len(s.Arms))
 	for i := 1; i < len(s.Arms); i++ {
-		if s.Arms[i].Name == opt.Twin {
+		if s.Arms[i].Name == g.Control {
 			order = append([]int{i}, order...)
 		} else {
 			order = append(order, i)
@@ -313,7 +313,7 @@ func decide(s *Summary, opt Options) {
 			d.Warnings = append(d.Warnings, a.Name+": "+msg)
 		}
 		sentences[i] = record(&d, base, a, j, gi)
-		if a.Name == opt.Twin && j.verdict != VerdictNoGain {
+		if a.Name == g.Control && j.verdict != VerdictNoGain {
 			miscalibrated = fmt.Sprintf("the A/A control %s, an identical copy of %s, came out %s instead of no_gain", a.Name, base.Name, j.verdict)
 			d.Warnings = append(d.Warnings, "miscalibrated: "+miscalibrated+": the backend or the load moved enough to make identical arms differ, so no candidate is accepted; check the backend before believing any result")
 			d.Miscalibrated = miscalibrated

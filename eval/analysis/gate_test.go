@@ -301,3 +301,75 @@ func TestDecisionWarnings(t *testing.T) {
 		t.Errorf("summary with one arm = %q; want it to say there is nothing to compare", got)
 	}
 }
+
+// An A/A control that is not no_gain says the backend cannot tell
+// identical arms apart: the run is flagged and no candidate is accepted,
+// however clearly it improves.
+func TestTwinControl(t *testing.T) {
+	t.Parallel()
+	mk := func(twinLat float64) []Record {
+		var recs []Record
+		for i := range 40 {
+			id := fmt.Sprint("t", i)
+			recs = append(recs,
+				mkRec("baseline", id, 100+float64(i%5), OutcomeOK, true, 10),
+				mkRec("twin", id, twinLat+float64(i%5), OutcomeOK, true, 10),
+				mkRec("fast", id, 50+float64(i%5), OutcomeOK, true, 10))
+		}
+		return recs
+	}
+	for _, tc := range []struct {
+		name          string
+		twinLat       float64
+		twin, fast    string
+		miscalibrated bool
+	}{
+		{"twin level", 100, VerdictNoGain, VerdictAccept, false},
+		{"twin faster", 60, VerdictAccept, VerdictInconclusive, true},
+	} {
+		s, err := summarizeRecs(mk(tc.twinLat), Options{Gate: &GateConfig{Control: "twin"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, a := range s.Arms {
+			got[a.Name] = a.Verdict
+		}
+		if got["twin"] != tc.twin || got["fast"] != tc.fast || (s.Decision.Miscalibrated != "") != tc.miscalibrated {
+			t.Errorf("%s: twin %s, fast %s, miscalibrated %q; want %s, %s, %v", tc.name, got["twin"], got["fast"], s.Decision.Miscalibrated, tc.twin, tc.fast, tc.miscalibrated)
+		}
+	}
+}
+
+// Figures at a limit decide at their decimal value: cost per pass 1.1
+// against 1.0 is at the +10% guardrail, not beyond it, and a sentence that
+// compares a figure with a limit prints the digits that show the side.
+func TestLimitsDecideAtExactValues(t *testing.T) {
+	t.Parallel()
+	mk := func(candCost float64) []Record {
+		var recs []Record
+		for i := range 10 {
+			id := fmt.Sprint("t", i)
+			recs = append(recs, mkRec("baseline", id, 100, OutcomeOK, true, 1.0), mkRec("cand", id, 50, OutcomeOK, true, candCost))
+		}
+		return recs
+	}
+	s, err := summarizeRecs(mk(1.1), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Arms[1].Verdict; v != VerdictAccept {
+		t.Errorf("cost per pass 1.1 vs 1.0 at +10%%: verdict %s (%q); want accept", v, s.Arms[1].Reasons)
+	}
+	s, err = summarizeRecs(mk(1.1004), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range s.Arms[1].Reasons {
+		found = found || strings.Contains(r, "(+10.04%), beyond the +10% allowed")
+	}
+	if s.Arms[1].Verdict != VerdictReject || !found {
+		t.Errorf("cost per pass 1.1004 vs 1.0: %s %q; want reject naming +10.04%%", s.Arms[1].Verdict, s.Arms[1].Reasons)
+	}
+}

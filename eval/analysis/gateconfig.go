@@ -78,6 +78,10 @@ type GateConfig struct {
 	// cannot measure them: "leaks" accepts an arm whose cache hits carry
 	// no scope to check (an interchange CSV without a leak column).
 	Waive []string `yaml:"waive" json:"waive,omitempty"`
+	// Control names the arm that is an identical copy of the baseline (an
+	// A/A control; set from the experiment's control: twin): when it is
+	// not no_gain, no candidate is accepted.
+	Control string `yaml:"-" json:"control,omitempty"`
 }
 
 // Criteria a gate may waive (GateConfig.Waive).

@@ -43,9 +43,6 @@ type Options struct {
 	// (e.g. its manifest still says running: the process died); every
 	// candidate's verdict is then incomplete.
 	Incomplete string
-	// Twin names the run's A/A control, an identical copy of the baseline:
-	// when it is not no_gain no candidate is accepted.
-	Twin string
 	// Baseline names the arm candidates are compared against. Empty means
 	// the arm named "baseline" if there is one, else the first arm seen.
 	Baseline string

@@ -128,6 +128,16 @@ func interval(iv analysis.Interval) Cell {
 	return figureCell("[" + end(iv.Lo) + ", " + end(iv.Hi) + "]")
 }
 
+// pointInterval is a point estimate's cell and its interval's, printed so
+// that the point never stands outside its own printed interval.
+func pointInterval(p *float64, iv analysis.Interval, f func(float64) string) (Cell, Cell) {
+	if p == nil {
+		return missing(), interval(iv)
+	}
+	sp, lo, hi := figure.PointInInterval(*p, iv.Lo, iv.Hi, f)
+	return figureCell(sp), figureCell("[" + lo + ", " + hi + "]")
+}
+
 // armsTable is the main table; cache, routing, TTFT and silent-violation
 // columns appear only when some arm has them.
 func armsTable(s *analysis.Summary) *Table {
@@ -307,7 +317,10 @@ func uncertaintyTable(s *analysis.Summary) *Table {
 			reps = count(u.Repeats.N)
 			rp95 = figureCell(figure.Ms(u.Repeats.P95.Min) + ".." + figure.Ms(u.Repeats.P95.Max))
 		}
-		t.add(textCell(a.Name), ms(a.P50Ms), interval(u.P50CI), ms(a.P95Ms), interval(u.P95CI), costPerPass(a.CostPerPass), interval(u.CostPerPassCI), reps, rp95)
+		p50, p50CI := pointInterval(&a.P50Ms, u.P50CI, figure.Ms)
+		p95, p95CI := pointInterval(&a.P95Ms, u.P95CI, figure.Ms)
+		cpp, cppCI := pointInterval(a.CostPerPass, u.CostPerPassCI, func(v float64) string { return figure.CostPerPass(&v) })
+		t.add(textCell(a.Name), p50, p50CI, p95, p95CI, cpp, cppCI, reps, rp95)
 	}
 	if len(t.Rows) == 0 {
 		return nil

@@ -69,6 +69,61 @@ type Faults struct {
 	// Stall stops the answer half-way and never finishes it; only the
 	// client's deadline ends the call.
 	Stall float64
+	// Pauses are stretches of time, from the server's first call, in
+	// which the backend stalls: nothing is answered or streamed until the
+	// pause ends (a request arriving during one waits too), as a backend
+	// does in a garbage-collection pause, a network hiccup or a noisy
+	// neighbour's burst.
+	Pauses []Window
+	// Outages are stretches of time, from the server's first call, in
+	// which every call arriving is answered HTTP 503 at once.
+	Outages []Window
+}
+
+// Window is a stretch of a server's life: For long, starting At after its
+// first call, and again every Every when Every is set.
+type Window struct {
+	At, For, Every time.Duration
+}
+
+// end returns the end of the window occurrence holding t (an offset from
+// the first call), or false when t falls in none.
+func (w Window) end(t time.Duration) (time.Duration, bool) {
+	if t < w.At {
+		return 0, false
+	}
+	start := w.At
+	if w.Every > 0 {
+		start += (t - w.At) / w.Every * w.Every
+	}
+	if t < start+w.For {
+		return start + w.For, true
+	}
+	return 0, false
+}
+
+// ParseWindow reads AT+FOR or AT+FOR/EVERY (Go durations), e.g. 2s+1.2s
+// or 0s+400ms/1s.
+func ParseWindow(s string) (Window, error) {
+	at, rest, ok := strings.Cut(s, "+")
+	if !ok {
+		return Window{}, fmt.Errorf("%w: window %q: want AT+FOR or AT+FOR/EVERY (e.g. 2s+1.2s)", ErrConfig, s)
+	}
+	dur, every, repeat := strings.Cut(rest, "/")
+	var w Window
+	var err error
+	if w.At, err = time.ParseDuration(at); err != nil || w.At < 0 {
+		return Window{}, fmt.Errorf("%w: window %q: start %q is not a duration of 0 or more", ErrConfig, s, at)
+	}
+	if w.For, err = time.ParseDuration(dur); err != nil || w.For <= 0 {
+		return Window{}, fmt.Errorf("%w: window %q: length %q is not a positive duration", ErrConfig, s, dur)
+	}
+	if repeat {
+		if w.Every, err = time.ParseDuration(every); err != nil || w.Every <= w.For {
+			return Window{}, fmt.Errorf("%w: window %q: period %q is not a duration longer than the window", ErrConfig, s, every)
+		}
+	}
+	return w, nil
 }
 
 // Config configures a Server.
@@ -101,6 +156,9 @@ type Server struct {
 	// wait waits until a moment of the plan; false when ctx ended first.
 	// Tests replace it to step a fake clock instead of sleeping.
 	wait func(ctx context.Context, until time.Time) bool
+	// first is the time of the first call (Unix ns, 0 before it): pauses
+	// and outages are timed from it.
+	first atomic.Int64
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -198,6 +256,14 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 			code, param = "invalid_response_format", "response_format"
 		}
 		openai.WriteError(w, http.StatusBadRequest, openai.ErrTypeInvalidRequest, code, param, err.Error())
+		return
+	}
+	if s.inOutage() {
+		s.st.serverErrors.Add(1)
+		openai.WriteError(w, http.StatusServiceUnavailable, openai.ErrTypeServer, "overloaded", "", "simulated outage: the server is down")
+		return
+	}
+	if !s.pauseWait(r.Context()) {
 		return
 	}
 	nf := s.netFault(c)
@@ -403,9 +469,52 @@ func (s *Server) whole(ctx context.Context, w http.ResponseWriter, p *sim.Plan, 
 // sleepUntil waits until t; false when ctx ended first (the client left).
 func (s *Server) sleepUntil(ctx context.Context, t time.Time, sleep bool) bool {
 	if !sleep {
-		return ctx.Err() == nil
+		return s.pauseWait(ctx)
 	}
-	return s.wait(ctx, t)
+	return s.wait(ctx, t) && s.pauseWait(ctx)
+}
+
+// since is the time from the first call to now, starting the clock at the
+// first call.
+func (s *Server) since() time.Duration {
+	now := s.now().UnixNano()
+	s.first.CompareAndSwap(0, now)
+	return time.Duration(now - s.first.Load())
+}
+
+// inOutage reports whether an outage is on now.
+func (s *Server) inOutage() bool {
+	if len(s.cfg.Faults.Outages) == 0 {
+		return false
+	}
+	t := s.since()
+	for _, w := range s.cfg.Faults.Outages {
+		if _, on := w.end(t); on {
+			return true
+		}
+	}
+	return false
+}
+
+// pauseWait holds the caller while a pause is on; false when ctx ended
+// first.
+func (s *Server) pauseWait(ctx context.Context) bool {
+	for len(s.cfg.Faults.Pauses) > 0 {
+		t := s.since()
+		var until time.Duration
+		for _, w := range s.cfg.Faults.Pauses {
+			if e, on := w.end(t); on {
+				until = max(until, e)
+			}
+		}
+		if until == 0 {
+			break
+		}
+		if !s.wait(ctx, s.now().Add(until-t)) {
+			return false
+		}
+	}
+	return ctx.Err() == nil
 }
 
 // timerWait waits on a timer until t.
@@ -438,7 +547,7 @@ const (
 // the two never share a number).
 func (s *Server) netFault(c call) int {
 	f := s.cfg.Faults
-	if f == (Faults{}) {
+	if f.RateLimit == 0 && f.ServerError == 0 && f.Disconnect == 0 && f.Stall == 0 {
 		return faultNone
 	}
 	var d xxhash.Digest

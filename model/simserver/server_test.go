@@ -430,3 +430,73 @@ func TestNewValidates(t *testing.T) {
 		}
 	}
 }
+
+func TestParseWindow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want Window
+		err  bool
+	}{
+		{"2s+1.2s", Window{At: 2 * time.Second, For: 1200 * time.Millisecond}, false},
+		{"0s+400ms/1s", Window{For: 400 * time.Millisecond, Every: time.Second}, false},
+		{"2s", Window{}, true},
+		{"-1s+1s", Window{}, true},
+		{"1s+0s", Window{}, true},
+		{"0s+1s/1s", Window{}, true}, // the period must be longer than the window
+	} {
+		got, err := ParseWindow(tc.in)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("ParseWindow(%q) = %+v, %v; want %+v, error %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+	w := Window{At: time.Second, For: 400 * time.Millisecond, Every: time.Second}
+	for _, tc := range []struct {
+		t   time.Duration
+		end time.Duration
+		on  bool
+	}{{500 * time.Millisecond, 0, false}, {time.Second, 1400 * time.Millisecond, true}, {2300 * time.Millisecond, 2400 * time.Millisecond, true}, {2500 * time.Millisecond, 0, false}} {
+		if end, on := w.end(tc.t); end != tc.end || on != tc.on {
+			t.Errorf("end(%v) = %v, %v; want %v, %v", tc.t, end, on, tc.end, tc.on)
+		}
+	}
+}
+
+// A pause holds every answer until it ends and an outage answers 503;
+// both are timed from the first call, on the server's clock.
+func TestPausesAndOutages(t *testing.T) {
+	t.Parallel()
+	tk := loadTasks(t, 1)[0]
+	var mu sync.Mutex
+	now := time.Unix(1700000000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s, hs := newServer(t, Config{Models: models(t)[:1], Now: clock, Faults: Faults{
+		Pauses:  []Window{{At: 0, For: 2 * time.Second}},
+		Outages: []Window{{At: 5 * time.Second, For: time.Second}},
+	}})
+	var waited []time.Time
+	s.wait = func(ctx context.Context, until time.Time) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		waited = append(waited, until)
+		if until.After(now) {
+			now = until
+		}
+		return ctx.Err() == nil
+	}
+	b := backend(t, hs.URL, "small", true)
+	if _, err := b.Complete(context.Background(), tk.request(model.ModeFull, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if len(waited) == 0 || waited[0] != time.Unix(1700000002, 0) {
+		t.Errorf("waits %v; want the first until the pause ends 2 s after the first call", waited)
+	}
+	mu.Lock()
+	now = time.Unix(1700000005, 500_000_000)
+	mu.Unlock()
+	_, err := b.Complete(context.Background(), tk.request(model.ModeFull, 0))
+	var se *openai.StatusError
+	if !errors.As(err, &se) || se.Status != http.StatusServiceUnavailable {
+		t.Errorf("during the outage: got %v; want HTTP 503", err)
+	}
+}

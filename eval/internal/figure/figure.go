@@ -211,3 +211,36 @@ func PctOfLimit(v, limit float64) string {
 	s := PctVsLimit(v*100, limit*100)
 	return strings.TrimPrefix(s, "+")
 }
+
+// PointInInterval writes a point estimate with f and its interval's ends
+// (nil: unbounded, written "?") with four significant digits, then with
+// more significant digits on all three until the printed point lies within
+// the printed interval whenever the exact one does: a point is never
+// printed outside its own printed interval.
+func PointInInterval(p float64, lo, hi *float64, f func(float64) string) (sp, slo, shi string) {
+	end := func(v *float64, sig int) string {
+		if v == nil {
+			return "?"
+		}
+		return Trim(strconv.FormatFloat(*v, 'g', sig, 64))
+	}
+	inside := func(sp, slo, shi string) bool {
+		v, err := strconv.ParseFloat(sp, 64)
+		if err != nil {
+			return true
+		}
+		if l, err := strconv.ParseFloat(slo, 64); err == nil && v < l {
+			return false
+		}
+		if h, err := strconv.ParseFloat(shi, 64); err == nil && v > h {
+			return false
+		}
+		return true
+	}
+	exact := (lo == nil || p >= *lo) && (hi == nil || p <= *hi)
+	sp, slo, shi = f(p), end(lo, 4), end(hi, 4)
+	for sig := 4; exact && !inside(sp, slo, shi) && sig <= 17; sig++ {
+		sp, slo, shi = Sig(p, sig), end(lo, sig), end(hi, sig)
+	}
+	return sp, slo, shi
+}
