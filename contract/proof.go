@@ -58,35 +58,55 @@ type Pair struct {
 	Full, Short *Answer
 }
 
-// ProofConfig names the fields the shortening proof compares. The zero
-// value means DefaultProofConfig.
+// ProofConfig names the fields the shortening proof compares, each as a
+// proof path (see valueAt: "intent.name", "slots.value"). The zero value
+// means the contract's DeriveProofConfig.
 type ProofConfig struct {
-	// Same are root fields whose value must be identical in both answers,
-	// e.g. the category and the human-review flag: shortening may change
-	// how an answer is worded, never what it decides.
+	// Same are the fields whose value must be identical in both answers,
+	// e.g. a category, an intent, a human-review flag: shortening may
+	// change how an answer is worded, never what it decides.
 	Same []string
-	// Superset are root array fields whose every item in the full answer
-	// must also be in the short one, e.g. risk flags.
+	// Keep are fields that must stay non-empty in the short answer where
+	// the full answer's is non-empty, beside every required root field
+	// (which the proof always checks), e.g. a nested summary or each
+	// slot's value.
+	Keep []string
+	// Superset are array fields whose every item in the full answer must
+	// also be in the short one, e.g. risk flags.
 	Superset []string
-	// Evidence is the root array field of ticket quotations that must still
-	// support the category in the short answer.
+	// Evidence is the array field of input quotations that must still
+	// support the full answer's decision in the short one; "" for none.
 	Evidence string
 	// MinOverlap is how many characters (runes, after normalising) two
 	// quotations must share to count as quoting the same ticket span; a
-	// quotation shorter than that must lie wholly inside the other's span.
+	// quotation shorter than that must lie wholly inside the other's span
+	// (default 8).
 	MinOverlap int
+	// Derived marks a configuration made by DeriveProofConfig, for the
+	// proof's text; Source names where a declared one came from ("" when
+	// not known).
+	Derived bool
+	Source  string
 }
 
-// DefaultProofConfig is the triage contract's: category and
-// needs_human_review unchanged, risk_flags kept, evidence still supporting
-// the category, quotations of the same span sharing at least 8 characters.
-func DefaultProofConfig() ProofConfig {
-	return ProofConfig{
-		Same:       []string{"category", "needs_human_review"},
-		Superset:   []string{"risk_flags"},
-		Evidence:   "evidence",
-		MinOverlap: 8,
+// DefaultMinOverlap is ProofConfig.MinOverlap's default.
+const DefaultMinOverlap = 8
+
+// declared reports whether cfg names any field.
+func (cfg ProofConfig) declared() bool {
+	return cfg.Evidence != "" || cfg.Same != nil || cfg.Superset != nil || cfg.Keep != nil
+}
+
+// resolve fills a zero configuration from the contract and the default
+// overlap.
+func (c *Contract) resolve(cfg ProofConfig) ProofConfig {
+	if !cfg.declared() && !cfg.Derived {
+		cfg = c.DeriveProofConfig()
 	}
+	if cfg.MinOverlap <= 0 {
+		cfg.MinOverlap = DefaultMinOverlap
+	}
+	return cfg
 }
 
 // Task verdicts of the proof.
@@ -178,12 +198,7 @@ type Proof struct {
 // at least one passes, and no request was cancelled (an interrupted run
 // proves nothing about the tasks it did not finish).
 func (c *Contract) Prove(pairs []Pair, cfg ProofConfig) *Proof {
-	if cfg.Evidence == "" && cfg.Same == nil && cfg.Superset == nil {
-		cfg = DefaultProofConfig()
-	}
-	if cfg.MinOverlap <= 0 {
-		cfg.MinOverlap = DefaultProofConfig().MinOverlap
-	}
+	cfg = c.resolve(cfg)
 	p := &Proof{Tasks: make([]TaskProof, 0, len(pairs)), Dropped: map[string]int{}, Changed: map[string]int{}}
 	var full, short sideTotals
 	for i := range pairs {
@@ -362,33 +377,53 @@ func (c *Contract) proveOne(pr *Pair, cfg ProofConfig) TaskProof {
 		drop(name)
 		fail("%s is empty in the short answer (full answer: %s)", name, show(fv))
 	}
-	for _, name := range cfg.Same {
-		sv, fv := s.doc[name], f.doc[name]
-		if !reflect.DeepEqual(sv, fv) {
-			tp.Changed = append(tp.Changed, name)
-			fail("%s changed: %s in the full answer, %s in the short one", name, show(fv), show(sv))
+	for _, path := range cfg.Keep {
+		if slices.Contains(c.required, path) {
+			continue // checked above
+		}
+		segs := splitPath(path)
+		sv, _ := valueAt(s.doc, segs)
+		fv, _ := valueAt(f.doc, segs)
+		if isEmptyDeep(fv) || !isEmptyDeep(sv) {
+			continue
+		}
+		drop(path)
+		fail("%s is empty in the short answer (full answer: %s)", path, show(fv))
+	}
+	for _, path := range cfg.Same {
+		segs := splitPath(path)
+		sv, sok := valueAt(s.doc, segs)
+		fv, fok := valueAt(f.doc, segs)
+		if sok != fok || !sameValue(sv, fv) {
+			tp.Changed = append(tp.Changed, path)
+			fail("%s changed: %s in the full answer, %s in the short one", path, showAt(fv, fok), showAt(sv, sok))
 		}
 	}
-	for _, name := range cfg.Superset {
-		fl, _ := f.doc[name].([]any)
-		sl, _ := s.doc[name].([]any)
+	for _, path := range cfg.Superset {
+		segs := splitPath(path)
+		fa, _ := valueAt(f.doc, segs)
+		sa, _ := valueAt(s.doc, segs)
+		fl, _ := fa.([]any)
+		sl, _ := sa.([]any)
 		var missing []string
 		for _, item := range fl {
-			if !slices.ContainsFunc(sl, func(x any) bool { return reflect.DeepEqual(x, item) }) {
+			if !slices.ContainsFunc(sl, func(x any) bool { return sameValue(x, item) }) {
 				missing = append(missing, show(item))
 			}
 		}
 		if len(missing) > 0 {
-			drop(name)
-			fail("%s dropped: %s", name, strings.Join(missing, ", "))
+			drop(path)
+			fail("%s dropped: %s", path, strings.Join(missing, ", "))
 		}
 	}
 	if cfg.Evidence != "" {
-		fe := stringsOf(f.doc[cfg.Evidence])
-		se := stringsOf(s.doc[cfg.Evidence])
+		segs := splitPath(cfg.Evidence)
+		fa, _ := valueAt(f.doc, segs)
+		sa, _ := valueAt(s.doc, segs)
+		fe, se := stringsOf(fa), stringsOf(sa)
 		if len(fe) > 0 && !supports(se, fe, pr.Ticket, cfg.MinOverlap) {
 			tp.Changed = append(tp.Changed, cfg.Evidence)
-			fail("%s no longer supports the category: no item of the short answer's %d quotes the same ticket span as one of the full answer's %d", cfg.Evidence, len(se), len(fe))
+			fail("%s no longer supports the full answer: no item of the short answer's %d quotes the same input span as one of the full answer's %d", cfg.Evidence, len(se), len(fe))
 		}
 	}
 	c.orderFields(tp.Dropped)
@@ -407,6 +442,70 @@ func (c *Contract) orderFields(fields []string) {
 		return len(c.required)
 	}
 	slices.SortStableFunc(fields, func(a, b string) int { return rank(a) - rank(b) })
+}
+
+// isEmptyDeep is isEmpty, and also a list whose every item is empty (the
+// values of a member across an array's items).
+func isEmptyDeep(v any) bool {
+	list, ok := v.([]any)
+	if !ok {
+		return isEmpty(v)
+	}
+	for _, x := range list {
+		if !isEmptyDeep(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameValue compares two decoded values; numbers compare by value, so 3
+// and 3.0 are the same decision.
+func sameValue(a, b any) bool {
+	if an, ok := a.(json.Number); ok {
+		if bn, ok := b.(json.Number); ok {
+			if an == bn {
+				return true
+			}
+			x, errA := an.Float64()
+			y, errB := bn.Float64()
+			return errA == nil && errB == nil && x == y
+		}
+	}
+	switch x := a.(type) {
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameValue(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// showAt is show, or "absent" for a value that is not there.
+func showAt(v any, ok bool) string {
+	if !ok {
+		return "absent"
+	}
+	return show(v)
 }
 
 // isEmpty reports a value that says nothing: absent, null, a blank string,

@@ -56,9 +56,12 @@ type Experiment struct {
 	Gate GateConfig `yaml:"gate"`
 	// Grade is how answers are judged right (default: every field of a
 	// task's expected answer equal to the answer's).
-	Grade  grade.Config `yaml:"grade"`
-	Models []ModelSpec  `yaml:"models"`
-	Arms   []ArmSpec    `yaml:"arms"`
+	Grade grade.Config `yaml:"grade"`
+	// Proof declares what the shortening proof (crab check --full
+	// --short) holds a shorter answer to; absent: derived from the contract.
+	Proof  *ProofSpec  `yaml:"proof"`
+	Models []ModelSpec `yaml:"models"`
+	Arms   []ArmSpec   `yaml:"arms"`
 
 	// Set by LoadExperiment, not read from the file.
 	File string `yaml:"-"` // path the experiment was read from
@@ -223,6 +226,12 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	}
 	if ge := e.Grade.Check(); ge != nil {
 		return gradeError(name, root, ge)
+	}
+	if e.Proof != nil {
+		e.Proof.recordLines(root)
+		if err := e.Proof.check(name); err != nil {
+			return err
+		}
 	}
 	if e.Concurrency == 0 {
 		e.Concurrency = 64

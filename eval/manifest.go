@@ -65,9 +65,11 @@ type Manifest struct {
 	// and PassRule the pass rule in force, in words, as the report states it.
 	Grade    *grade.Config `json:"grade,omitempty"`
 	PassRule string        `json:"pass_rule,omitempty"`
-	Shadow   bool          `json:"shadow"`
-	Models   []ModelSpec   `json:"models"`
-	Arms     []ArmSpec     `json:"arms"`
+	// Proof is the experiment's proof section, read by crab check --run.
+	Proof  *ProofSpec  `json:"proof,omitempty"`
+	Shadow bool        `json:"shadow"`
+	Models []ModelSpec `json:"models"`
+	Arms   []ArmSpec   `json:"arms"`
 
 	Passes []PassMetrics `json:"passes,omitempty"`
 }

@@ -164,6 +164,9 @@ func (s *Setup) check() error {
 		return &InputError{File: s.ContractName, Msg: err.Error()}
 	}
 	s.contract = c
+	if err := CheckProof(s.Exp.Proof, s.Exp.File, c); err != nil {
+		return err
+	}
 	for _, m := range s.Exp.Models {
 		if m.Backend == stack.BackendSim || m.Backend == "" {
 			if err := sim.CheckContract(s.ContractRaw); err != nil {
@@ -274,6 +277,7 @@ func (s *Setup) Manifest(runID string) *Manifest {
 		m.Grade = &g
 	}
 	m.PassRule = s.PassRule()
+	m.Proof = s.Exp.Proof
 	return m
 }
 
