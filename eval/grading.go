@@ -53,6 +53,10 @@ func (s *Setup) buildGrader() (*grade.Grader, error) {
 	var cmd *grade.Command
 	if cfg.Command != nil {
 		cmd = grade.NewCommand(*cfg.Command, s.base)
+		if err := cmd.Check(); err != nil {
+			// Found before the first request, not after a run of grading errors.
+			return nil, &InputError{File: s.Exp.File, Line: cfg.Command.Line, Field: "grade.command.run", Msg: err.Error()}
+		}
 	}
 	var judge *grade.Judge
 	if j := cfg.Judge; j != nil {
