@@ -172,7 +172,7 @@ func (c *Command) grade(ctx context.Context, in Input, answer any) verdict {
 	stdout.max, stderr.max = maxCommandOutput, 4096
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = time.Second // a child that keeps the pipes open cannot hold the grade
-	ownGroup(cmd) // a timeout or cancellation kills the grader's children too
+	ownGroup(cmd)               // a timeout or cancellation kills the grader's children too
 	err = cmd.Run()
 	killGroup(cmd) // and nothing it started outlives it
 	switch {
