@@ -40,6 +40,9 @@ type Setup struct {
 	base     string // folder of the experiment file, for relative references ("" for the embedded default)
 	contract *contract.Contract
 	grader   *grade.Grader
+	// graderID names what the external graders run (the resolved command
+	// and its files' hashes, the judge's contract), for outcome-table keys.
+	graderID string
 	// expected is every task's expected partial answer by id: the
 	// simulated models' oracle.
 	expected map[string]map[string]any
