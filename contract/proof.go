@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"unicode"
@@ -56,57 +55,6 @@ type Pair struct {
 	Ticket string
 	// Full and Short are the two answers; nil when that side has none.
 	Full, Short *Answer
-}
-
-// ProofConfig names the fields the shortening proof compares, each as a
-// proof path (see valueAt: "intent.name", "slots.value"). The zero value
-// means the contract's DeriveProofConfig.
-type ProofConfig struct {
-	// Same are the fields whose value must be identical in both answers,
-	// e.g. a category, an intent, a human-review flag: shortening may
-	// change how an answer is worded, never what it decides.
-	Same []string
-	// Keep are fields that must stay non-empty in the short answer where
-	// the full answer's is non-empty, beside every required root field
-	// (which the proof always checks), e.g. a nested summary or each
-	// slot's value.
-	Keep []string
-	// Superset are array fields whose every item in the full answer must
-	// also be in the short one, e.g. risk flags.
-	Superset []string
-	// Evidence is the array field of input quotations that must still
-	// support the full answer's decision in the short one; "" for none.
-	Evidence string
-	// MinOverlap is how many characters (runes, after normalising) two
-	// quotations must share to count as quoting the same ticket span; a
-	// quotation shorter than that must lie wholly inside the other's span
-	// (default 8).
-	MinOverlap int
-	// Derived marks a configuration made by DeriveProofConfig, for the
-	// proof's text; Source names where a declared one came from ("" when
-	// not known).
-	Derived bool
-	Source  string
-}
-
-// DefaultMinOverlap is ProofConfig.MinOverlap's default.
-const DefaultMinOverlap = 8
-
-// declared reports whether cfg names any field.
-func (cfg ProofConfig) declared() bool {
-	return cfg.Evidence != "" || cfg.Same != nil || cfg.Superset != nil || cfg.Keep != nil
-}
-
-// resolve fills a zero configuration from the contract and the default
-// overlap.
-func (c *Contract) resolve(cfg ProofConfig) ProofConfig {
-	if !cfg.declared() && !cfg.Derived {
-		cfg = c.DeriveProofConfig()
-	}
-	if cfg.MinOverlap <= 0 {
-		cfg.MinOverlap = DefaultMinOverlap
-	}
-	return cfg
 }
 
 // Task verdicts of the proof.
@@ -176,9 +124,10 @@ type Proof struct {
 //     blank, a list with items (an empty list passes when the full answer's
 //     is empty too), and null only where the contract admits null (an
 //     optional value such as background, which shortening may leave out);
-//   - keeps every cfg.Same field unchanged (category, needs_human_review);
+//   - keeps every cfg.Keep field non-empty where the full answer's is;
+//   - keeps every cfg.Same field unchanged (numbers compared by value);
 //   - keeps every item of every cfg.Superset field (no risk flag dropped);
-//   - keeps evidence that supports the category: at least one short item e
+//   - keeps cfg.Evidence supporting the full answer: at least one short item e
 //     and one full item f quote the same ticket span, meaning, after
 //     normalising both (case folded, runs of spaces and punctuation
 //     collapsed to one space, ends trimmed), that e equals f, or one
@@ -196,7 +145,8 @@ type Proof struct {
 // is not there to compare with, or when the short request ended that way:
 // neither says anything about shortening. The proof is OK when no task fails,
 // at least one passes, and no request was cancelled (an interrupted run
-// proves nothing about the tasks it did not finish).
+// proves nothing about the tasks it did not finish). A zero cfg derives the
+// fields from the contract (DeriveProofConfig).
 func (c *Contract) Prove(pairs []Pair, cfg ProofConfig) *Proof {
 	cfg = c.resolve(cfg)
 	p := &Proof{Tasks: make([]TaskProof, 0, len(pairs)), Dropped: map[string]int{}, Changed: map[string]int{}}
@@ -442,70 +392,6 @@ func (c *Contract) orderFields(fields []string) {
 		return len(c.required)
 	}
 	slices.SortStableFunc(fields, func(a, b string) int { return rank(a) - rank(b) })
-}
-
-// isEmptyDeep is isEmpty, and also a list whose every item is empty (the
-// values of a member across an array's items).
-func isEmptyDeep(v any) bool {
-	list, ok := v.([]any)
-	if !ok {
-		return isEmpty(v)
-	}
-	for _, x := range list {
-		if !isEmptyDeep(x) {
-			return false
-		}
-	}
-	return true
-}
-
-// sameValue compares two decoded values; numbers compare by value, so 3
-// and 3.0 are the same decision.
-func sameValue(a, b any) bool {
-	if an, ok := a.(json.Number); ok {
-		if bn, ok := b.(json.Number); ok {
-			if an == bn {
-				return true
-			}
-			x, errA := an.Float64()
-			y, errB := bn.Float64()
-			return errA == nil && errB == nil && x == y
-		}
-	}
-	switch x := a.(type) {
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !sameValue(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !sameValue(v, w) {
-				return false
-			}
-		}
-		return true
-	}
-	return reflect.DeepEqual(a, b)
-}
-
-// showAt is show, or "absent" for a value that is not there.
-func showAt(v any, ok bool) string {
-	if !ok {
-		return "absent"
-	}
-	return show(v)
 }
 
 // isEmpty reports a value that says nothing: absent, null, a blank string,

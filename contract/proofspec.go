@@ -1,8 +1,10 @@
 package contract
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +15,57 @@ import (
 // ErrProofField is wrapped by the error CheckProofConfig returns for a
 // declared field the contract does not describe.
 var ErrProofField = errors.New("contract: proof field not in the contract")
+
+// ProofConfig names the fields the shortening proof compares, each as a
+// proof path (see valueAt: "intent.name", "slots.value"). The zero value
+// means the contract's DeriveProofConfig.
+type ProofConfig struct {
+	// Same are the fields whose value must be identical in both answers,
+	// e.g. a category, an intent, a human-review flag: shortening may
+	// change how an answer is worded, never what it decides.
+	Same []string
+	// Keep are fields that must stay non-empty in the short answer where
+	// the full answer's is non-empty, beside every required root field
+	// (which the proof always checks), e.g. a nested summary or each
+	// slot's value.
+	Keep []string
+	// Superset are array fields whose every item in the full answer must
+	// also be in the short one, e.g. risk flags.
+	Superset []string
+	// Evidence is the array field of input quotations that must still
+	// support the full answer's decision in the short one; "" for none.
+	Evidence string
+	// MinOverlap is how many characters (runes, after normalising) two
+	// quotations must share to count as quoting the same ticket span; a
+	// quotation shorter than that must lie wholly inside the other's span
+	// (default 8).
+	MinOverlap int
+	// Derived marks a configuration made by DeriveProofConfig, for the
+	// proof's text; Source names where a declared one came from ("" when
+	// not known).
+	Derived bool
+	Source  string
+}
+
+// DefaultMinOverlap is ProofConfig.MinOverlap's default.
+const DefaultMinOverlap = 8
+
+// declared reports whether cfg names any field.
+func (cfg ProofConfig) declared() bool {
+	return cfg.Evidence != "" || cfg.Same != nil || cfg.Superset != nil || cfg.Keep != nil
+}
+
+// resolve fills a zero configuration from the contract and the default
+// overlap.
+func (c *Contract) resolve(cfg ProofConfig) ProofConfig {
+	if !cfg.declared() && !cfg.Derived {
+		cfg = c.DeriveProofConfig()
+	}
+	if cfg.MinOverlap <= 0 {
+		cfg.MinOverlap = DefaultMinOverlap
+	}
+	return cfg
+}
 
 // A proof path names a field of an answer as dot-separated member names,
 // e.g. "intent.name". A segment that is a number indexes an array
@@ -237,4 +290,68 @@ func itemsOf(ss []*jsonschema.Schema) *jsonschema.Schema {
 		}
 	}
 	return nil
+}
+
+// isEmptyDeep is isEmpty, and also a list whose every item is empty (the
+// values of a member across an array's items).
+func isEmptyDeep(v any) bool {
+	list, ok := v.([]any)
+	if !ok {
+		return isEmpty(v)
+	}
+	for _, x := range list {
+		if !isEmptyDeep(x) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameValue compares two decoded values; numbers compare by value, so 3
+// and 3.0 are the same decision.
+func sameValue(a, b any) bool {
+	if an, ok := a.(json.Number); ok {
+		if bn, ok := b.(json.Number); ok {
+			if an == bn {
+				return true
+			}
+			x, errA := an.Float64()
+			y, errB := bn.Float64()
+			return errA == nil && errB == nil && x == y
+		}
+	}
+	switch x := a.(type) {
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameValue(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// showAt is show, or "absent" for a value that is not there.
+func showAt(v any, ok bool) string {
+	if !ok {
+		return "absent"
+	}
+	return show(v)
 }
