@@ -127,3 +127,32 @@ func TestCheckProofConfig(t *testing.T) {
 		})
 	}
 }
+
+// FuzzProofPath: any declared path is found in the contract or refused
+// with a ProofFieldError, and reading it from any answer never panics.
+func FuzzProofPath(f *testing.F) {
+	raw, err := os.ReadFile("testdata/voice.schema.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	c, err := Load("voice.schema.json", raw)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("slots.value", `{"slots":[{"value":"1"},{"name":"x"}]}`)
+	f.Add("intent.name", `{"intent":{"name":"weather"}}`)
+	f.Add("slots.0.position", `{"slots":[]}`)
+	f.Add("a..b", `[]`)
+	f.Fuzz(func(t *testing.T, path, answer string) {
+		err := c.CheckProofConfig(ProofConfig{Same: []string{path}})
+		var fe *ProofFieldError
+		if err != nil && !errors.As(err, &fe) {
+			t.Fatalf("error %v is not a ProofFieldError", err)
+		}
+		doc, err := DecodeAnswer(answer)
+		if err != nil {
+			return
+		}
+		valueAt(doc, splitPath(path))
+	})
+}
