@@ -32,8 +32,13 @@ type checkOptions struct {
 	Short     string   // proof: shortened answers (a JSONL file, or an arm of Run)
 	Tasks     string   // task file giving the ticket text for evidence spans; "" = from the run's manifest
 	MaxListed int      // tasks listed per kind of finding; 0 = all
-	Stdin     io.Reader
-	Stdout    io.Writer
+	// The proof's fields from the command line (paths joined by dots);
+	// any of them replaces the experiment's proof section.
+	Decide, Keep, Superset []string
+	Evidence               string
+	Experiment             string // experiment file whose proof section the proof uses; "" = the run's manifest's
+	Stdin                  io.Reader
+	Stdout                 io.Writer
 }
 
 func checkCmd() *cli.Command {
@@ -44,11 +49,16 @@ func checkCmd() *cli.Command {
 crab check --contract FILE OUTPUTS...
 crab check --contract FILE [--tasks TASKS] --full A.jsonl --short B.jsonl
 crab check --contract FILE --run DIR --full ARM --short ARM
+    [--decide FIELD,...] [--keep FIELD,...] [--superset FIELD,...] [--evidence FIELD] [--experiment FILE]
 
 --lint checks that a contract stays inside the JSON Schema subset strict structured-output APIs accept.
 OUTPUTS are JSONL files with task_id and output (a JSON object, or a string holding one) per line,
 or run directories (their records.jsonl: every ok record's output is checked); - reads stdin.
---full/--short is the shortening proof, task by task. Exit 1 on a lint problem, a violation or a failed proof.`,
+--full/--short is the shortening proof, task by task. The fields it holds a short answer to come from
+--decide/--keep/--superset/--evidence, else the experiment's proof section (--experiment, or the run's
+manifest), else the contract (required enums, booleans and numbers decided the same; required strings
+and arrays kept non-empty). A field is a path of names joined by dots (intent.name; slots.value is
+every slot's value). Exit 1 on a lint problem, a violation or a failed proof.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "lint", Usage: "contract `FILE` to check against the strict structured-output subset"},
 			&cli.StringFlag{Name: "contract", Usage: "contract `FILE` (JSON Schema) answers are checked against"},
@@ -56,13 +66,19 @@ or run directories (their records.jsonl: every ok record's output is checked); -
 			&cli.StringFlag{Name: "full", Usage: "full answers: a JSONL `FILE`, or an ARM of --run"},
 			&cli.StringFlag{Name: "short", Usage: "shortened answers: a JSONL `FILE`, or an ARM of --run"},
 			&cli.StringFlag{Name: "tasks", Usage: "task `FILE` with each ticket's text, for matching evidence to ticket spans (default: the run's task file; embedded:NAME reads a built-in fixture)"},
+			&cli.StringSliceFlag{Name: "decide", Usage: "proof: `FIELD`s a short answer must decide the same (comma-separated paths, e.g. intent.name,confirm)"},
+			&cli.StringSliceFlag{Name: "keep", Usage: "proof: `FIELD`s that must stay non-empty where the full answer's is (e.g. slots.value)"},
+			&cli.StringSliceFlag{Name: "superset", Usage: "proof: array `FIELD`s whose every item must be kept (e.g. risk_flags)"},
+			&cli.StringFlag{Name: "evidence", Usage: "proof: array `FIELD` of input quotations that must still quote what the full answer quotes"},
+			&cli.StringFlag{Name: "experiment", Usage: "proof: experiment `FILE` whose proof section declares the fields (default: the run's manifest)"},
 			&cli.IntFlag{Name: "max-listed", Value: 20, Usage: "list at most `N` tasks or answers per kind of finding (0: all)"},
 		},
 		Action: func(c *cli.Context) error {
 			return check(c.Context, checkOptions{
 				Lint: c.String("lint"), Contract: c.String("contract"), Outputs: c.Args().Slice(),
 				Run: c.String("run"), Full: c.String("full"), Short: c.String("short"), Tasks: c.String("tasks"),
-				MaxListed: c.Int("max-listed"), Stdin: c.App.Reader, Stdout: c.App.Writer,
+				MaxListed: c.Int("max-listed"), Decide: c.StringSlice("decide"), Keep: c.StringSlice("keep"),
+				Superset: c.StringSlice("superset"), Evidence: c.String("evidence"), Experiment: c.String("experiment"), Stdin: c.App.Reader, Stdout: c.App.Writer,
 			})
 		},
 	}
@@ -96,6 +112,8 @@ func check(_ context.Context, o checkOptions) error {
 		return checkProof(c, o)
 	case o.Tasks != "":
 		return badUsage("--tasks is for the shortening proof (--full and --short)")
+	case o.proofDeclared() || o.Experiment != "":
+		return badUsage("--decide, --keep, --superset, --evidence and --experiment are for the shortening proof (--full and --short)")
 	case len(o.Outputs) == 0:
 		return badUsage("check --contract needs OUTPUTS (JSONL answer files or run directories), or --full and --short")
 	}
@@ -326,7 +344,11 @@ func checkProof(c *contract.Contract, o checkOptions) error {
 	if err != nil {
 		return err
 	}
-	proof := c.ProveSides(full, short, tickets, contract.DefaultProofConfig())
+	cfg, err := proofConfig(c, o)
+	if err != nil {
+		return err
+	}
+	proof := c.ProveSides(full, short, tickets, cfg)
 	if err := proof.WriteText(o.Stdout, contract.ProofText{ContractName: o.Contract, TicketNote: ticketNote, MaxListed: o.MaxListed}); err != nil {
 		return err
 	}

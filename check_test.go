@@ -16,6 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 const (
 	checkContract = "fixtures/triage.schema.json"
 	checkData     = "testdata/check/"
+	voiceData     = "testdata/voice/"
 )
 
 // TestCheckGolden runs crab check on the files under testdata/check and
@@ -36,14 +37,18 @@ func TestCheckGolden(t *testing.T) {
 		{name: "violations_max_listed", args: []string{"--contract", checkContract, "--max-listed", "2", checkData + "violations.jsonl"}, want: 1},
 		{name: "run_dir", args: []string{"--contract", checkContract, checkData + "run"}, want: 0},
 		{name: "stdin", stdin: `{"task_id":"s1","output":"{\"category\":\"refund\"}"}` + "\n", args: []string{"--contract", checkContract, "-"}, want: 1},
-		{name: "proof_pass", args: []string{"--contract", checkContract, "--full", checkData + "full.jsonl", "--short", checkData + "short_ok.jsonl"}, want: 0},
-		{name: "proof_span_with_tasks", args: []string{"--contract", checkContract, "--tasks", checkData + "tasks.jsonl", "--full", checkData + "full.jsonl", "--short", checkData + "short_span.jsonl"}, want: 0},
-		{name: "proof_span_without_tasks", args: []string{"--contract", checkContract, "--full", checkData + "full.jsonl", "--short", checkData + "short_span.jsonl"}, want: 1},
-		{name: "proof_over_short", args: []string{"--contract", checkContract, "--full", checkData + "full.jsonl", "--short", checkData + "short_over.jsonl"}, want: 1},
-		{name: "proof_changed", args: []string{"--contract", checkContract, "--tasks", checkData + "tasks.jsonl", "--full", checkData + "full.jsonl", "--short", checkData + "short_changed.jsonl"}, want: 1},
-		{name: "proof_truncated", args: []string{"--contract", checkContract, "--full", checkData + "full.jsonl", "--short", checkData + "short_truncated.jsonl"}, want: 1},
-		{name: "proof_full_timeout", args: []string{"--contract", checkContract, "--full", checkData + "full_timeout.jsonl", "--short", checkData + "short_ok.jsonl"}, want: 0},
-		{name: "proof_missing_task", args: []string{"--contract", checkContract, "--full", checkData + "full.jsonl", "--short", checkData + "short_missing.jsonl", "--max-listed", "0"}, want: 1},
+		{name: "proof_pass", args: []string{"--contract", checkContract, "--experiment", "fixtures/default.yaml", "--full", checkData + "full.jsonl", "--short", checkData + "short_ok.jsonl"}, want: 0},
+		{name: "proof_span_with_tasks", args: []string{"--contract", checkContract, "--experiment", "fixtures/default.yaml", "--tasks", checkData + "tasks.jsonl", "--full", checkData + "full.jsonl", "--short", checkData + "short_span.jsonl"}, want: 0},
+		{name: "proof_span_without_tasks", args: []string{"--contract", checkContract, "--experiment", "fixtures/default.yaml", "--full", checkData + "full.jsonl", "--short", checkData + "short_span.jsonl"}, want: 1},
+		{name: "proof_over_short", args: []string{"--contract", checkContract, "--experiment", "fixtures/default.yaml", "--full", checkData + "full.jsonl", "--short", checkData + "short_over.jsonl"}, want: 1},
+		{name: "proof_changed", args: []string{"--contract", checkContract, "--experiment", "fixtures/default.yaml", "--tasks", checkData + "tasks.jsonl", "--full", checkData + "full.jsonl", "--short", checkData + "short_changed.jsonl"}, want: 1},
+		{name: "proof_truncated", args: []string{"--contract", checkContract, "--experiment", "fixtures/default.yaml", "--full", checkData + "full.jsonl", "--short", checkData + "short_truncated.jsonl"}, want: 1},
+		{name: "proof_full_timeout", args: []string{"--contract", checkContract, "--experiment", "fixtures/default.yaml", "--full", checkData + "full_timeout.jsonl", "--short", checkData + "short_ok.jsonl"}, want: 0},
+		{name: "proof_missing_task", args: []string{"--contract", checkContract, "--experiment", "fixtures/default.yaml", "--full", checkData + "full.jsonl", "--short", checkData + "short_missing.jsonl", "--max-listed", "0"}, want: 1},
+		{name: "proof_span_derived", args: []string{"--contract", checkContract, "--full", checkData + "full.jsonl", "--short", checkData + "short_span.jsonl"}, want: 0},
+		{name: "proof_voice_derived", args: []string{"--contract", voiceData + "voice.schema.json", "--full", voiceData + "full.jsonl", "--short", voiceData + "short.jsonl"}, want: 1},
+		{name: "proof_voice_declared", args: []string{"--contract", voiceData + "voice.schema.json", "--decide", "intent.name,confirm", "--keep", "slots.value", "--full", voiceData + "full.jsonl", "--short", voiceData + "short.jsonl"}, want: 1},
+		{name: "proof_voice_experiment", args: []string{"--contract", voiceData + "voice.schema.json", "--experiment", voiceData + "experiment.yaml", "--full", voiceData + "full.jsonl", "--short", voiceData + "short.jsonl"}, want: 1},
 		{name: "proof_run_short", args: []string{"--contract", checkContract, "--run", checkData + "run", "--full", "baseline", "--short", "short"}, want: 0},
 		{name: "proof_run_over_short", args: []string{"--contract", checkContract, "--run", checkData + "run", "--full", "baseline", "--short", "over_short"}, want: 1},
 	}
@@ -116,6 +121,13 @@ func TestCheckBadInput(t *testing.T) {
 		{name: "no answers", args: []string{"--contract", checkContract, empty}, wantErr: "no answers"},
 		{name: "missing outputs file", args: []string{"--contract", checkContract, filepath.Join(dir, "none.jsonl")}, wantErr: "none.jsonl: cannot read"},
 		{name: "negative max-listed", args: []string{"--contract", checkContract, "--max-listed", "-1", checkData + "valid.jsonl"}, wantErr: "--max-listed"},
+		{name: "decided field the contract lacks", args: []string{"--contract", voiceData + "voice.schema.json", "--decide", "intent.nope", "--full", voiceData + "full.jsonl", "--short", voiceData + "short.jsonl"},
+			wantErr: `voice.schema.json: field "--decide": the contract has no field intent.nope (given "intent.nope")`},
+		{name: "evidence not an array", args: []string{"--contract", voiceData + "voice.schema.json", "--evidence", "reply", "--full", voiceData + "full.jsonl", "--short", voiceData + "short.jsonl"},
+			wantErr: `field "--evidence": reply is not an array`},
+		{name: "experiment proof field the contract lacks", args: []string{"--contract", voiceData + "voice.schema.json", "--experiment", voiceData + "bad_proof.yaml", "--full", voiceData + "full.jsonl", "--short", voiceData + "short.jsonl"},
+			wantErr: `bad_proof.yaml:14: field "proof.decide[1]": "slots.kind": the contract has no field slots.kind`},
+		{name: "proof flags without a proof", args: []string{"--contract", checkContract, "--decide", "category", checkData + "valid.jsonl"}, wantErr: "are for the shortening proof"},
 		{name: "several arms in one proof file", args: []string{"--contract", checkContract, "--full", checkData + "run/records.jsonl", "--short", checkData + "short_ok.jsonl"}, wantErr: "one arm per file"},
 	}
 	for _, tt := range tests {

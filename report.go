@@ -61,8 +61,8 @@ func runReport(_ context.Context, o reportOptions) error {
 	if err := checkShards(o.Paths); err != nil {
 		return err
 	}
-	large, gate, incomplete, passRule := fromManifests(o.Paths)
-	opt := analysis.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, Incomplete: incomplete, AllowContractChange: o.AllowContractChange, PassRule: passRule}
+	opt := fromManifests(o.Paths)
+	opt.Baseline, opt.AllowContractChange = o.Baseline, o.AllowContractChange
 	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
 	recs, err := records.ReadSet(o.Paths, o.Stdin)
 	if err != nil {
@@ -93,10 +93,12 @@ func writeFormat(w io.Writer, sum *analysis.Summary, recs *records.RecordSet, fo
 }
 
 // fromManifests reads, from the manifests of run directories among paths,
-// the routers' large models (so the routed share is computed as in the run)
-// and the gate and pass rule the run declared (the first ones found), so a
-// report rebuilt from a run directory decides and words as the run did.
-func fromManifests(paths []string) (large []string, gate *analysis.GateConfig, incomplete, passRule string) {
+// the routers' large models (so the routed share is computed as in the run),
+// the gate and pass rule the run declared (the first ones found), whether a
+// run did not finish and why, and its cache store failures, so a report
+// rebuilt from a run directory decides, words and warns as the run did.
+func fromManifests(paths []string) analysis.Options {
+	var opt analysis.Options
 	for _, p := range paths {
 		m, err := eval.ReadManifest(p)
 		if err != nil {
@@ -104,21 +106,31 @@ func fromManifests(paths []string) (large []string, gate *analysis.GateConfig, i
 		}
 		for _, a := range m.Arms {
 			if a.Router != nil {
-				large = append(large, a.Router.Large)
+				opt.LargeModels = append(opt.LargeModels, a.Router.Large)
 			}
 		}
-		if gate == nil {
+		if opt.Gate == nil {
 			g := m.Gate
-			gate = &g
+			opt.Gate = &g
 		}
-		if passRule == "" {
-			passRule = m.PassRule
+		if opt.PassRule == "" {
+			opt.PassRule = m.PassRule
 		}
-		if m.Status == "running" && incomplete == "" {
-			incomplete = "the run in " + p + " did not finish: its manifest still says running (the process died)"
+		switch {
+		case opt.Incomplete != "":
+		case m.Status == "running":
+			opt.Incomplete = "the run in " + p + " did not finish: its manifest still says running (the process died)"
+		case m.Status == eval.StatusIncomplete:
+			opt.Incomplete = "the run in " + p + " ended early: " + m.StatusReason
+		}
+		for arm, n := range eval.StoreErrors(m.Passes) {
+			if opt.StoreErrors == nil {
+				opt.StoreErrors = map[string]int{}
+			}
+			opt.StoreErrors[arm] += n
 		}
 	}
-	return large, gate, incomplete, passRule
+	return opt
 }
 
 // checkShards makes sure run directories holding shards (crab run --shard)

@@ -43,9 +43,12 @@ type runOptions struct {
 	CPUProfile string
 	// Trace, if set, is a file to write an execution trace of the requests
 	// (runtime/trace) to.
-	Trace  string
-	Stdout io.Writer
-	Stderr io.Writer
+	Trace string
+	// recordsWriter, when set, wraps the records file (tests inject write
+	// faults such as a full disk through it).
+	recordsWriter func(io.Writer) io.Writer
+	Stdout        io.Writer
+	Stderr        io.Writer
 }
 
 func runCmd() *cli.Command {
@@ -103,6 +106,11 @@ func run(ctx context.Context, o runOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.OutDir != "" {
+		if err := checkRunDir(o.OutDir); err != nil {
+			return err
+		}
+	}
 	if shard.Sharded() {
 		for _, a := range setup.Exp.Arms {
 			if a.Cache != nil {
@@ -139,8 +147,24 @@ func run(ctx context.Context, o runOptions) error {
 	defer f.Close()
 	ticker := time.NewTicker(flushInterval)
 	defer ticker.Stop()
-	sink := newRecordSink(f, ticker.C)
-	runner := setup.Runner(runID, sink.Emit)
+	var w io.Writer = f
+	if o.recordsWriter != nil {
+		w = o.recordsWriter(f)
+	}
+	sink := newRecordSink(w, ticker.C)
+	// A record that cannot be written (a full disk) ends the run at once:
+	// the rest of the schedule would be sent and never recorded.
+	ctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	var writeErr error
+	runner := setup.Runner(runID, func(rec eval.Record) error {
+		err := sink.Emit(rec)
+		if err != nil && writeErr == nil {
+			writeErr = err
+			stopRun(err)
+		}
+		return err
+	})
 	runner.Shard = shard
 	runner.StartAt = startAt
 	if !startAt.IsZero() {
@@ -170,8 +194,11 @@ func run(ctx context.Context, o runOptions) error {
 	}
 	res, runErr := runner.Run(ctx)
 	stopTrace()
-	if err := sink.Close(); err != nil && runErr == nil {
-		runErr = err
+	if err := sink.Close(); err != nil && writeErr == nil {
+		writeErr = err
+	}
+	if err := f.Close(); err != nil && writeErr == nil {
+		writeErr = err
 	}
 	if res != nil {
 		manifest.Passes = res.Passes
@@ -181,25 +208,40 @@ func run(ctx context.Context, o runOptions) error {
 			manifest.Status = "interrupted"
 		}
 	}
-	if err := writeJSON(filepath.Join(dir, "manifest.json"), manifest); err != nil && runErr == nil {
+	if writeErr != nil {
+		// Named as it is, in the manifest and the report: not a run that
+		// died, nor one interrupted by hand.
+		manifest.Status, manifest.StatusReason = eval.StatusIncomplete, writeFault("records.jsonl", writeErr)
+		if res == nil {
+			res = &eval.Result{Started: started, Ended: time.Now()}
+			manifest.EndedAt = res.Ended.UTC()
+		}
+		runErr = nil
+	}
+	if err := writeManifestFinal(filepath.Join(dir, "manifest.json"), manifest); err != nil && runErr == nil {
 		runErr = err
 	}
 	if runErr != nil {
 		return runErr
-	}
-	if err := f.Close(); err != nil {
-		return err
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
 	recs, err := records.ReadSet([]string{dir}, nil)
 	if err != nil {
 		return err
 	}
-	sum, err := analysis.Summarize(recs, setup.SummaryOptions())
+	opt := setup.SummaryOptions()
+	opt.StoreErrors = eval.StoreErrors(res.Passes)
+	if manifest.Status == eval.StatusIncomplete {
+		opt.Incomplete = "the run in " + dir + " ended early: " + manifest.StatusReason
+	}
+	sum, err := analysis.Summarize(recs, opt)
 	if err != nil {
 		return err
 	}
 	if err := writeReports(dir, sum, recs); err != nil {
+		if manifest.Status == eval.StatusIncomplete {
+			return checkFailed("run incomplete: %s; the reports could not be written either (%v): crab report %s rebuilds them", manifest.StatusReason, err, dir)
+		}
 		return err
 	}
 	if err := writeFormat(o.Stdout, sum, recs, o.Format); err != nil {
@@ -208,6 +250,9 @@ func run(ctx context.Context, o runOptions) error {
 	if !o.Quiet {
 		fmt.Fprintf(o.Stderr, "crab: wrote %s (records.jsonl, manifest.json, summary.json, report.md, report.html) in %s\n",
 			dir, res.Ended.Sub(res.Started).Round(time.Millisecond))
+	}
+	if manifest.Status == eval.StatusIncomplete {
+		return checkFailed("run incomplete: %s", manifest.StatusReason)
 	}
 	if res.Interrupted {
 		return checkFailed("run interrupted: the records and reports cover the requests made so far")

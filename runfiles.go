@@ -2,13 +2,16 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/crab-testbed/crab/eval/records"
@@ -21,6 +24,9 @@ var runFiles = []string{"records.jsonl", "manifest.json", "summary.json", "repor
 // holds a run is refused (bad usage), so new records are never mixed with
 // an old run's reports; with overwrite, that run's files are removed first.
 func prepareRunDir(dir string, overwrite bool) error {
+	if err := checkRunDir(dir); err != nil {
+		return err
+	}
 	var held []string
 	for _, name := range runFiles {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
@@ -38,6 +44,54 @@ func prepareRunDir(dir string, overwrite bool) error {
 		}
 	}
 	return os.MkdirAll(dir, 0o755)
+}
+
+// checkRunDir refuses, as bad usage, a -o DIR that is not a directory or
+// lies under a file; a missing one is fine (it is created).
+func checkRunDir(dir string) error {
+	st, err := os.Stat(dir)
+	switch {
+	case err == nil && !st.IsDir():
+		return badUsage("-o %s is a file, not a directory: choose a directory for the run", dir)
+	case errors.Is(err, syscall.ENOTDIR):
+		return badUsage("-o %s: a parent of it is a file, not a directory", dir)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return badUsage("-o %s: %v", dir, pathErrOnly(err))
+	}
+	return nil
+}
+
+// pathErrOnly is the cause of a path error, without the operation and
+// path that the message around it already names.
+func pathErrOnly(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// writeFault words a failure to write the run's files, naming a full disk
+// (or quota) as such.
+func writeFault(file string, err error) string {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Sprintf("disk full while writing %s (%v): the records cover the requests written before it", file, pathErrOnly(err))
+	}
+	return fmt.Sprintf("cannot write %s (%v): the records cover the requests written before it", file, pathErrOnly(err))
+}
+
+// writeManifestFinal writes the final manifest; when the atomic write
+// (a temporary file, then a rename) fails — as on a full disk — it writes
+// over the manifest in place, whose blocks the truncation frees.
+func writeManifestFinal(path string, m any) error {
+	if err := writeJSON(path, m); err == nil {
+		return nil
+	}
+	raw, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(raw, '\n'), 0o644)
 }
 
 // Records reach the file at least this often, so a run killed at any moment

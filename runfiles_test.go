@@ -17,6 +17,10 @@ import (
 // nothing on stdout (no help page dumped).
 func TestUsageExitCodes(t *testing.T) {
 	t.Parallel()
+	file := filepath.Join(t.TempDir(), "out.txt")
+	if err := os.WriteFile(file, []byte("not a run\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -26,6 +30,8 @@ func TestUsageExitCodes(t *testing.T) {
 		{"missing required flag", []string{"serve"}, "serve needs --config"},
 		{"missing experiment file", []string{"run", "-c", filepath.Join(t.TempDir(), "missing.yaml")}, "missing.yaml: cannot read: "},
 		{"missing records", []string{"report", filepath.Join(t.TempDir(), "none.jsonl")}, "none.jsonl"},
+		{"run onto a file", []string{"run", "-q", "-o", file}, "out.txt is a file, not a directory"},
+		{"run under a file", []string{"run", "-q", "-o", filepath.Join(file, "run")}, "a parent of it is a file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := crab(t, "", tc.args...)

@@ -197,6 +197,9 @@ func tune(ctx context.Context, o tuneOptions) error {
 	}
 	if out.TuneReport != nil {
 		fmt.Fprintf(o.Stdout, "models: %s (small) vs %s (large); outcome table %s\n", target.Small, target.Large, out.Outcomes)
+		if out.GradingErrors != nil {
+			fmt.Fprintf(o.Stdout, "warning: %s\n", out.GradingErrors)
+		}
 		if err := out.TuneReport.WriteText(o.Stdout); err != nil {
 			return err
 		}
@@ -218,6 +221,14 @@ func tuneRouter(ctx context.Context, o tuneOptions, setup *eval.Setup, target ev
 	tab, err := setup.OutcomeTableFor(ctx, target, eval.TableOptions{Path: o.Outcomes, CacheDir: o.CacheDir, Refresh: o.Refresh, Log: log})
 	if err != nil {
 		return nil, err
+	}
+	if ge := tab.Table.GradingErrors(); ge != nil {
+		out.GradingErrors = ge
+		fmt.Fprintf(o.Stderr, "crab: warning: outcome table %s: %s\n", tab.Path, ge)
+		if ge.Mostly() && o.OutDir != "" {
+			return nil, checkFailed("tune: outcome table %s is mostly grading errors (%d of %d): fix the grader (the table is rebuilt when it changes) before writing %s",
+				tab.Path, ge.N, ge.Rows, filepath.Join(o.OutDir, "tuned.yaml"))
+		}
 	}
 	cfg := routertune.TuneConfig{
 		Holdout: o.Holdout, Seed: seed, Folds: o.Folds,
@@ -260,6 +271,8 @@ type tuneOutput struct {
 	Outcomes string `json:"outcomes,omitempty"`
 	Small    string `json:"small,omitempty"`
 	Large    string `json:"large,omitempty"`
+	// GradingErrors counts the outcomes a grader could not decide.
+	GradingErrors *eval.GradingErrors `json:"grading_errors,omitempty"`
 	*routertune.TuneReport
 	Semantic []*eval.SemanticTune `json:"semantic,omitempty"`
 }

@@ -92,7 +92,7 @@ func BenchmarkProve(b *testing.B) {
 		m["background"] = nil
 	})}
 	pairs := []Pair{{Task: "t1", Ticket: "Hello, I was charged twice on 3 May, please refund the annual plan.", Full: full, Short: short}}
-	cfg := DefaultProofConfig()
+	cfg := triageProof()
 	b.ReportAllocs()
 	for b.Loop() {
 		if p := c.Prove(pairs, cfg); !p.OK {

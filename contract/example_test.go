@@ -108,7 +108,7 @@ func ExampleContract_Prove() {
 	p := c.Prove([]contract.Pair{
 		{Task: "t1", Full: &contract.Answer{Output: full}, Short: &contract.Answer{Output: short}},
 		{Task: "t2", Full: &contract.Answer{Output: full}, Short: &contract.Answer{Output: overShort}},
-	}, contract.DefaultProofConfig())
+	}, contract.ProofConfig{Same: []string{"category", "needs_human_review"}, Superset: []string{"risk_flags"}, Evidence: "evidence"})
 	for _, t := range p.Tasks {
 		fmt.Println(t.Task, t.Verdict, t.Dropped)
 	}
@@ -137,7 +137,7 @@ func ExampleContract_ProveSides() {
 	p := c.ProveSides(
 		&contract.ProofSide{Label: "full", Source: "records.jsonl", Answers: []contract.SideAnswer{{Task: "t1", Answer: answer(full)}}},
 		&contract.ProofSide{Label: "short", Source: "records.jsonl", Answers: []contract.SideAnswer{{Task: "t1", Answer: answer(short)}}},
-		nil, contract.DefaultProofConfig())
+		nil, contract.ProofConfig{Same: []string{"category", "needs_human_review"}, Superset: []string{"risk_flags"}, Evidence: "evidence"})
 	fmt.Println(p.Failure())
 	for _, t := range p.Tasks {
 		fmt.Println(t.Task, t.Verdict, t.Dropped)

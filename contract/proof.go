@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"unicode"
@@ -56,37 +55,6 @@ type Pair struct {
 	Ticket string
 	// Full and Short are the two answers; nil when that side has none.
 	Full, Short *Answer
-}
-
-// ProofConfig names the fields the shortening proof compares. The zero
-// value means DefaultProofConfig.
-type ProofConfig struct {
-	// Same are root fields whose value must be identical in both answers,
-	// e.g. the category and the human-review flag: shortening may change
-	// how an answer is worded, never what it decides.
-	Same []string
-	// Superset are root array fields whose every item in the full answer
-	// must also be in the short one, e.g. risk flags.
-	Superset []string
-	// Evidence is the root array field of ticket quotations that must still
-	// support the category in the short answer.
-	Evidence string
-	// MinOverlap is how many characters (runes, after normalising) two
-	// quotations must share to count as quoting the same ticket span; a
-	// quotation shorter than that must lie wholly inside the other's span.
-	MinOverlap int
-}
-
-// DefaultProofConfig is the triage contract's: category and
-// needs_human_review unchanged, risk_flags kept, evidence still supporting
-// the category, quotations of the same span sharing at least 8 characters.
-func DefaultProofConfig() ProofConfig {
-	return ProofConfig{
-		Same:       []string{"category", "needs_human_review"},
-		Superset:   []string{"risk_flags"},
-		Evidence:   "evidence",
-		MinOverlap: 8,
-	}
 }
 
 // Task verdicts of the proof.
@@ -156,9 +124,10 @@ type Proof struct {
 //     blank, a list with items (an empty list passes when the full answer's
 //     is empty too), and null only where the contract admits null (an
 //     optional value such as background, which shortening may leave out);
-//   - keeps every cfg.Same field unchanged (category, needs_human_review);
+//   - keeps every cfg.Keep field non-empty where the full answer's is;
+//   - keeps every cfg.Same field unchanged (numbers compared by value);
 //   - keeps every item of every cfg.Superset field (no risk flag dropped);
-//   - keeps evidence that supports the category: at least one short item e
+//   - keeps cfg.Evidence supporting the full answer: at least one short item e
 //     and one full item f quote the same ticket span, meaning, after
 //     normalising both (case folded, runs of spaces and punctuation
 //     collapsed to one space, ends trimmed), that e equals f, or one
@@ -176,14 +145,10 @@ type Proof struct {
 // is not there to compare with, or when the short request ended that way:
 // neither says anything about shortening. The proof is OK when no task fails,
 // at least one passes, and no request was cancelled (an interrupted run
-// proves nothing about the tasks it did not finish).
+// proves nothing about the tasks it did not finish). A zero cfg derives the
+// fields from the contract (DeriveProofConfig).
 func (c *Contract) Prove(pairs []Pair, cfg ProofConfig) *Proof {
-	if cfg.Evidence == "" && cfg.Same == nil && cfg.Superset == nil {
-		cfg = DefaultProofConfig()
-	}
-	if cfg.MinOverlap <= 0 {
-		cfg.MinOverlap = DefaultProofConfig().MinOverlap
-	}
+	cfg = c.resolve(cfg)
 	p := &Proof{Tasks: make([]TaskProof, 0, len(pairs)), Dropped: map[string]int{}, Changed: map[string]int{}}
 	var full, short sideTotals
 	for i := range pairs {
@@ -362,33 +327,53 @@ func (c *Contract) proveOne(pr *Pair, cfg ProofConfig) TaskProof {
 		drop(name)
 		fail("%s is empty in the short answer (full answer: %s)", name, show(fv))
 	}
-	for _, name := range cfg.Same {
-		sv, fv := s.doc[name], f.doc[name]
-		if !reflect.DeepEqual(sv, fv) {
-			tp.Changed = append(tp.Changed, name)
-			fail("%s changed: %s in the full answer, %s in the short one", name, show(fv), show(sv))
+	for _, path := range cfg.Keep {
+		if slices.Contains(c.required, path) {
+			continue // checked above
+		}
+		segs := splitPath(path)
+		sv, _ := valueAt(s.doc, segs)
+		fv, _ := valueAt(f.doc, segs)
+		if isEmptyDeep(fv) || !isEmptyDeep(sv) {
+			continue
+		}
+		drop(path)
+		fail("%s is empty in the short answer (full answer: %s)", path, show(fv))
+	}
+	for _, path := range cfg.Same {
+		segs := splitPath(path)
+		sv, sok := valueAt(s.doc, segs)
+		fv, fok := valueAt(f.doc, segs)
+		if sok != fok || !sameValue(sv, fv) {
+			tp.Changed = append(tp.Changed, path)
+			fail("%s changed: %s in the full answer, %s in the short one", path, showAt(fv, fok), showAt(sv, sok))
 		}
 	}
-	for _, name := range cfg.Superset {
-		fl, _ := f.doc[name].([]any)
-		sl, _ := s.doc[name].([]any)
+	for _, path := range cfg.Superset {
+		segs := splitPath(path)
+		fa, _ := valueAt(f.doc, segs)
+		sa, _ := valueAt(s.doc, segs)
+		fl, _ := fa.([]any)
+		sl, _ := sa.([]any)
 		var missing []string
 		for _, item := range fl {
-			if !slices.ContainsFunc(sl, func(x any) bool { return reflect.DeepEqual(x, item) }) {
+			if !slices.ContainsFunc(sl, func(x any) bool { return sameValue(x, item) }) {
 				missing = append(missing, show(item))
 			}
 		}
 		if len(missing) > 0 {
-			drop(name)
-			fail("%s dropped: %s", name, strings.Join(missing, ", "))
+			drop(path)
+			fail("%s dropped: %s", path, strings.Join(missing, ", "))
 		}
 	}
 	if cfg.Evidence != "" {
-		fe := stringsOf(f.doc[cfg.Evidence])
-		se := stringsOf(s.doc[cfg.Evidence])
+		segs := splitPath(cfg.Evidence)
+		fa, _ := valueAt(f.doc, segs)
+		sa, _ := valueAt(s.doc, segs)
+		fe, se := stringsOf(fa), stringsOf(sa)
 		if len(fe) > 0 && !supports(se, fe, pr.Ticket, cfg.MinOverlap) {
 			tp.Changed = append(tp.Changed, cfg.Evidence)
-			fail("%s no longer supports the category: no item of the short answer's %d quotes the same ticket span as one of the full answer's %d", cfg.Evidence, len(se), len(fe))
+			fail("%s no longer supports the full answer: no item of the short answer's %d quotes the same input span as one of the full answer's %d", cfg.Evidence, len(se), len(fe))
 		}
 	}
 	c.orderFields(tp.Dropped)

@@ -81,7 +81,7 @@ func TestProve(t *testing.T) {
 			short: short(func(m map[string]any) { m["evidence"] = []any{"twice for the annual plan on 3 May. Please refund"} }), want: want{verdict: ProofPass}},
 		{name: "same span needs the ticket", full: delivered(full),
 			short: short(func(m map[string]any) { m["evidence"] = []any{"twice for the annual plan on 3 May. Please refund"} }),
-			want:  want{verdict: ProofFail, changed: []string{"evidence"}, problem: "no longer supports the category"}},
+			want:  want{verdict: ProofFail, changed: []string{"evidence"}, problem: "no longer supports the full answer"}},
 		{name: "evidence from another span of the ticket", full: delivered(full), ticket: ticket,
 			short: short(func(m map[string]any) { m["evidence"] = []any{"Please refund one of the payments"} }),
 			want:  want{verdict: ProofFail, changed: []string{"evidence"}}},
@@ -131,7 +131,7 @@ func TestProve(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			p := c.Prove([]Pair{{Task: "t1", Ticket: tt.ticket, Full: tt.full, Short: tt.short}}, ProofConfig{})
+			p := c.Prove([]Pair{{Task: "t1", Ticket: tt.ticket, Full: tt.full, Short: tt.short}}, triageProof())
 			if len(p.Tasks) != 1 {
 				t.Fatalf("got %d task proofs; want 1", len(p.Tasks))
 			}
@@ -173,7 +173,7 @@ func TestProveSummary(t *testing.T) {
 		{Task: "t3", Full: with(&Answer{Status: "timeout"}, 0, 5000, 1), Short: with(delivered(short), 50, 400, 1)},
 		{Task: "t4", Full: with(delivered(full), 100, 100, 1)}, // no short answer: not in the totals
 	}
-	p := c.Prove(pairs, DefaultProofConfig())
+	p := c.Prove(pairs, triageProof())
 	if p.Pass != 2 || p.Fail != 1 || p.NotCompared != 1 || p.OK {
 		t.Errorf("pass %d, fail %d, not compared %d, OK %v; want 2, 1, 1, false", p.Pass, p.Fail, p.NotCompared, p.OK)
 	}
@@ -187,11 +187,11 @@ func TestProveSummary(t *testing.T) {
 
 	// A figure one answer lacks is unknown, not zero.
 	pairs[0].Short.Cost = nil
-	if p := c.Prove(pairs, DefaultProofConfig()); p.Short.Cost != nil || p.Full.Cost == nil {
+	if p := c.Prove(pairs, triageProof()); p.Short.Cost != nil || p.Full.Cost == nil {
 		t.Errorf("short cost %v, full cost %v; want nil and a value", p.Short.Cost, p.Full.Cost)
 	}
 
-	if p := c.Prove(nil, DefaultProofConfig()); p.OK {
+	if p := c.Prove(nil, triageProof()); p.OK {
 		t.Error("empty proof is OK; want not OK: nothing was proven")
 	}
 }
@@ -232,11 +232,17 @@ func TestProveIncomplete(t *testing.T) {
 		{Task: "t1", Full: delivered(full), Short: delivered(short)},
 		{Task: "t2", Full: delivered(full), Short: &Answer{Status: StatusCancelled}},
 	}
-	p := c.Prove(pairs, DefaultProofConfig())
+	p := c.Prove(pairs, triageProof())
 	if p.Pass != 1 || p.Fail != 0 || p.Cancelled != 1 || p.OK {
 		t.Errorf("pass %d, fail %d, cancelled %d, OK %v; want 1, 0, 1, false", p.Pass, p.Fail, p.Cancelled, p.OK)
 	}
-	if p := c.Prove(pairs[:1], DefaultProofConfig()); !p.OK {
+	if p := c.Prove(pairs[:1], triageProof()); !p.OK {
 		t.Errorf("the complete pair alone: OK false; want true")
 	}
+}
+
+// triageProof is the triage demo's declaration: category and the review
+// flag decided the same, risk flags kept, evidence still supporting.
+func triageProof() ProofConfig {
+	return ProofConfig{Same: []string{"category", "needs_human_review"}, Superset: []string{"risk_flags"}, Evidence: "evidence"}
 }

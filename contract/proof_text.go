@@ -84,9 +84,7 @@ func (c *Contract) ProveSides(full, short *ProofSide, tickets map[string]string,
 		}
 		pairs[i] = p
 	}
-	if cfg.Evidence == "" && cfg.Same == nil && cfg.Superset == nil {
-		cfg = DefaultProofConfig()
-	}
+	cfg = c.resolve(cfg)
 	p := c.Prove(pairs, cfg)
 	p.c, p.cfg, p.full, p.short = c, cfg, full, short
 	return p
@@ -134,8 +132,7 @@ func (p *Proof) WriteText(w io.Writer, o ProofText) error {
 	} else {
 		fmt.Fprintf(&b, "answers: %s (full), %s (short)\n", full.Source, short.Source)
 	}
-	fmt.Fprintf(&b, "rules: every required field present and non-empty (null only where the contract admits it); %s unchanged; %s kept; %s still supporting the category (an item shared, or quoting the same ticket span)\n",
-		strings.Join(cfg.Same, " and "), strings.Join(cfg.Superset, ", "), cfg.Evidence)
+	b.WriteString(rulesLine(p.c, cfg))
 	b.WriteString("ticket text: " + o.TicketNote + "\n")
 	for _, h := range p.otherContracts() {
 		b.WriteString("note: " + h + "\n")
@@ -166,6 +163,38 @@ func (p *Proof) WriteText(w io.Writer, o ProofText) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// rulesLine names every field the proof checked and where the fields came
+// from.
+func rulesLine(c *Contract, cfg ProofConfig) string {
+	from := "declared"
+	switch {
+	case cfg.Derived:
+		from = "derived from the contract, no proof declaration"
+	case cfg.Source != "":
+		from = "declared in " + cfg.Source
+	}
+	rules := []string{"every required field present and non-empty (null only where the contract admits it)"}
+	var keep []string
+	for _, k := range cfg.Keep {
+		if !slices.Contains(c.required, k) {
+			keep = append(keep, k)
+		}
+	}
+	if len(keep) > 0 {
+		rules = append(rules, "also non-empty: "+strings.Join(keep, ", "))
+	}
+	if len(cfg.Same) > 0 {
+		rules = append(rules, "unchanged: "+strings.Join(cfg.Same, ", "))
+	}
+	if len(cfg.Superset) > 0 {
+		rules = append(rules, "every item kept: "+strings.Join(cfg.Superset, ", "))
+	}
+	if cfg.Evidence != "" {
+		rules = append(rules, cfg.Evidence+" still supporting the full answer (an item shared, or quoting the same input span)")
+	}
+	return "rules (" + from + "): " + strings.Join(rules, "; ") + "\n"
 }
 
 // Failure is the one-line summary of a failed proof made by ProveSides

@@ -24,7 +24,7 @@ func TestProveSidesPairsAndWrites(t *testing.T) {
 		{Task: "t1", Repeat: 1, Answer: delivered(render(t, shortFields(), nil))},
 		{Task: "t3", Answer: delivered(render(t, shortFields(), nil))},
 	}}
-	p := c.ProveSides(fs, ss, map[string]string{"t1": ticket, "t2": ticket}, ProofConfig{})
+	p := c.ProveSides(fs, ss, map[string]string{"t1": ticket, "t2": ticket}, triageProof())
 	var got []string
 	for _, tp := range p.Tasks {
 		got = append(got, tp.Task+"="+tp.Verdict)

@@ -59,9 +59,12 @@ type Experiment struct {
 	Gate GateConfig `yaml:"gate"`
 	// Grade is how answers are judged right (default: every field of a
 	// task's expected answer equal to the answer's).
-	Grade  grade.Config `yaml:"grade"`
-	Models []ModelSpec  `yaml:"models"`
-	Arms   []ArmSpec    `yaml:"arms"`
+	Grade grade.Config `yaml:"grade"`
+	// Proof declares what the shortening proof (crab check --full
+	// --short) holds a shorter answer to; absent: derived from the contract.
+	Proof  *ProofSpec  `yaml:"proof"`
+	Models []ModelSpec `yaml:"models"`
+	Arms   []ArmSpec   `yaml:"arms"`
 	// Control adds an A/A control: "twin" runs an identical copy of the
 	// baseline as one more arm, named twin. It must come out no_gain;
 	// when it does not, the backend or the load moved enough to make
@@ -253,6 +256,12 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	if ge := e.Grade.Check(); ge != nil {
 		return gradeError(name, root, ge)
 	}
+	if e.Proof != nil {
+		e.Proof.recordLines(root)
+		if err := e.Proof.check(name); err != nil {
+			return err
+		}
+	}
 	if e.Concurrency == 0 {
 		e.Concurrency = 64
 	}
@@ -264,6 +273,13 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	}
 	if msg := stack.ValidTimeout(e.Timeout.Std()); msg != "" {
 		return bad("timeout", []any{"timeout"}, "%s", msg)
+	}
+	// A timeout written as 0 is refused rather than read as "the default":
+	// only a timeout left out is the default.
+	for _, p := range [][]any{{"timeout"}, {"grade", "command", "timeout"}, {"grade", "judge", "timeout"}} {
+		if n := lookup(root, p...); n != nil && zeroDuration(n.Value) {
+			return bad(fieldName(p), p, "must be more than 0 (leave it out for the default)")
+		}
 	}
 	if e.Timeout == 0 {
 		e.Timeout = Duration(30 * time.Second)
@@ -288,6 +304,50 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 		}
 	}
 	return nil
+}
+
+// lookup is the node at a path of mapping keys, or nil when a key is
+// missing.
+func lookup(n *yaml.Node, keys ...any) *yaml.Node {
+	cur := n
+	for _, k := range keys {
+		name, _ := k.(string)
+		var next *yaml.Node
+		if cur.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(cur.Content); i += 2 {
+				if cur.Content[i].Value == name {
+					next = cur.Content[i+1]
+				}
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		cur = next
+	}
+	return cur
+}
+
+// zeroDuration reports a YAML scalar that spells a zero duration (0, 0s,
+// 0ms, 0h0m).
+func zeroDuration(v string) bool {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return false
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return d == 0
+	}
+	return strings.Trim(v, "0.") == "" && strings.ContainsRune(v, '0')
+}
+
+// fieldName joins a YAML path of keys with dots.
+func fieldName(p []any) string {
+	parts := make([]string, len(p))
+	for i, k := range p {
+		parts[i] = fmt.Sprint(k)
+	}
+	return strings.Join(parts, ".")
 }
 
 // gradeError turns a grade section fault into an InputError on its line.

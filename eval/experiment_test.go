@@ -67,6 +67,11 @@ func TestParseExperimentErrors(t *testing.T) {
 		{"unknown objective", func(s string) string { return s + "gate: {objective: speed}\n" }, 13, "gate.objective"},
 		{"goodput without an SLO", func(s string) string { return s + "gate:\n  objective: goodput\n" }, 14, "gate.slo"},
 		{"negative guardrail", func(s string) string { return s + "gate:\n  p95_regress_pct: -5\n" }, 14, "gate.p95_regress_pct"},
+		{"zero timeout", func(s string) string { return s + "timeout: 0s\n" }, 13, "timeout"},
+		{"bare zero timeout", func(s string) string { return s + "timeout: 0\n" }, 13, "timeout"},
+		{"negative timeout", func(s string) string { return s + "timeout: -1s\n" }, 13, "timeout"},
+		{"zero grader timeout", func(s string) string { return s + "grade:\n  command: {run: [true], timeout: 0s}\n" }, 14, "grade.command.timeout"},
+		{"empty proof section", func(s string) string { return s + "proof: {min_overlap: 4}\n" }, 13, "proof"},
 		{"block without interleaving", func(s string) string { return s + "order: sequential\nblock: 1s\n" }, 14, "block"},
 		{"unknown control", func(s string) string { return s + "control: triplet\n" }, 13, "control"},
 		{"twin beside an arm named twin", func(s string) string {

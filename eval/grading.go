@@ -53,6 +53,11 @@ func (s *Setup) buildGrader() (*grade.Grader, error) {
 	var cmd *grade.Command
 	if cfg.Command != nil {
 		cmd = grade.NewCommand(*cfg.Command, s.base)
+		if err := cmd.Check(); err != nil {
+			// Found before the first request, not after a run of grading errors.
+			return nil, &InputError{File: s.Exp.File, Line: cfg.Command.Line, Field: "grade.command.run", Msg: err.Error()}
+		}
+		s.graderID = "command " + cmd.Identity()
 	}
 	var judge *grade.Judge
 	if j := cfg.Judge; j != nil {
@@ -67,6 +72,7 @@ func (s *Setup) buildGrader() (*grade.Grader, error) {
 			if err != nil {
 				return nil, &InputError{File: s.Exp.File, Line: j.Line, Field: "grade.judge.contract", Msg: err.Error()}
 			}
+			s.graderID += " judge contract " + HashBytes(raw)
 			if jc, err = contract.Load(name, raw); err != nil {
 				var le *contract.LoadError
 				if errors.As(err, &le) {

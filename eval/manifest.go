@@ -20,10 +20,13 @@ import (
 // work and to re-run one: inputs and their hashes, seeds, schedule, limits,
 // models and prices, versions and machine, and whether the run finished.
 type Manifest struct {
-	RunID     string    `json:"run_id"`
-	Status    string    `json:"status"` // running, finished, interrupted
-	StartedAt time.Time `json:"started_at"`
-	EndedAt   time.Time `json:"ended_at,omitzero"`
+	RunID  string `json:"run_id"`
+	Status string `json:"status"` // running, finished, interrupted, incomplete
+	// StatusReason says why a run is incomplete (e.g. the disk filled up
+	// while its records were written).
+	StatusReason string    `json:"status_reason,omitempty"`
+	StartedAt    time.Time `json:"started_at"`
+	EndedAt      time.Time `json:"ended_at,omitzero"`
 
 	CrabVersion string            `json:"crab_version"`
 	GoVersion   string            `json:"go_version"`
@@ -65,9 +68,11 @@ type Manifest struct {
 	// and PassRule the pass rule in force, in words, as the report states it.
 	Grade    *grade.Config `json:"grade,omitempty"`
 	PassRule string        `json:"pass_rule,omitempty"`
-	Shadow   bool          `json:"shadow"`
-	Models   []ModelSpec   `json:"models"`
-	Arms     []ArmSpec     `json:"arms"`
+	// Proof is the experiment's proof section, read by crab check --run.
+	Proof  *ProofSpec  `json:"proof,omitempty"`
+	Shadow bool        `json:"shadow"`
+	Models []ModelSpec `json:"models"`
+	Arms   []ArmSpec   `json:"arms"`
 
 	Passes []PassMetrics `json:"passes,omitempty"`
 }
@@ -142,4 +147,34 @@ func ReadManifest(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
 	}
 	return &m, nil
+}
+
+// StatusIncomplete is the status of a run that ended early on a fault of
+// its own machine (Manifest.StatusReason says which), e.g. a full disk.
+const StatusIncomplete = "incomplete"
+
+// StoreErrors sums, by arm, the cache store calls that failed over a
+// run's passes (PassMetrics.Metrics.store.errors), whether the metrics are
+// a pass's own (crab run) or read back from manifest.json; arms without a
+// failure are left out.
+func StoreErrors(passes []PassMetrics) map[string]int {
+	out := map[string]int{}
+	for _, p := range passes {
+		raw, err := json.Marshal(p.Metrics)
+		if err != nil {
+			continue
+		}
+		var m struct {
+			Store struct {
+				Errors int `json:"errors"`
+			} `json:"store"`
+		}
+		if json.Unmarshal(raw, &m) == nil && m.Store.Errors > 0 {
+			out[p.Arm] += m.Store.Errors
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }

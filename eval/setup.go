@@ -40,6 +40,9 @@ type Setup struct {
 	base     string // folder of the experiment file, for relative references ("" for the embedded default)
 	contract *contract.Contract
 	grader   *grade.Grader
+	// graderID names what the external graders run (the resolved command
+	// and its files' hashes, the judge's contract), for outcome-table keys.
+	graderID string
 	// expected is every task's expected partial answer by id: the
 	// simulated models' oracle.
 	expected map[string]map[string]any
@@ -164,6 +167,9 @@ func (s *Setup) check() error {
 		return &InputError{File: s.ContractName, Msg: err.Error()}
 	}
 	s.contract = c
+	if err := CheckProof(s.Exp.Proof, s.Exp.File, c); err != nil {
+		return err
+	}
 	for _, m := range s.Exp.Models {
 		if m.Backend == stack.BackendSim || m.Backend == "" {
 			if err := sim.CheckContract(s.ContractRaw); err != nil {
@@ -274,6 +280,7 @@ func (s *Setup) Manifest(runID string) *Manifest {
 		m.Grade = &g
 	}
 	m.PassRule = s.PassRule()
+	m.Proof = s.Exp.Proof
 	return m
 }
 

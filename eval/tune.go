@@ -79,15 +79,18 @@ type OutcomeModel struct {
 
 // OutcomeRow is one task on one model.
 type OutcomeRow struct {
-	TaskID     string  `json:"task_id"`
-	Role       string  `json:"role"` // small or large
-	Model      string  `json:"model"`
-	Outcome    string  `json:"outcome"`
-	Error      string  `json:"error,omitempty"`
-	ContractOK bool    `json:"contract_ok"`
-	Category   string  `json:"category,omitempty"` // written by older crab versions (the triage category); read, never written
-	Correct    bool    `json:"correct"`
-	Pass       bool    `json:"pass"`
+	TaskID     string `json:"task_id"`
+	Role       string `json:"role"` // small or large
+	Model      string `json:"model"`
+	Outcome    string `json:"outcome"`
+	Error      string `json:"error,omitempty"`
+	ContractOK bool   `json:"contract_ok"`
+	Category   string `json:"category,omitempty"` // written by older crab versions (the triage category); read, never written
+	Correct    bool   `json:"correct"`
+	Pass       bool   `json:"pass"`
+	// GradeError is why a grader could not decide (a command that
+	// crashed or timed out, a judge that failed): never a pass.
+	GradeError string  `json:"grade_error,omitempty"`
 	LatencyMs  float64 `json:"latency_ms"`
 	Cost       float64 `json:"cost"`
 	TokensIn   int     `json:"tokens_in"`
@@ -212,6 +215,9 @@ func (s *Setup) OutcomeKey(t TuneTarget) (key string, small, large OutcomeModel,
 		// keeps the key tables were written under before it existed.
 		g, _ := json.Marshal(s.Exp.Grade)
 		b = append(b, g...)
+		// What the command runs, resolved, and its files' contents: a
+		// grader fixed after a broken table invalidates that table.
+		b = append(b, s.graderID...)
 	}
 	return HashBytes(b), small, large, nil
 }
@@ -328,7 +334,7 @@ func (s *Setup) outcome(ctx context.Context, stack model.Model, r *Runner, spec 
 		row.LatencyMs = ms(s.Exp.Timeout.Std())
 	}
 	g := r.judgeAnswer(ctx, row.Outcome, row.ContractOK, resp, req, t, true)
-	row.Correct, row.Pass = g.Correct, g.pass
+	row.Correct, row.Pass, row.GradeError = g.Correct, g.pass, g.Error
 	return row
 }
 
@@ -637,6 +643,7 @@ func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed i
 			tr.Value = ref(tr.Value)
 		}
 	}
+	resolveTunedPaths(doc, base)
 	note := fmt.Sprintf("chosen by crab tune on calibration (seed %d); see tune.json", seed)
 	arms := mapGet(doc, "arms")
 	setSemanticThresholds(arms, s.Exp.Arms, sem, note)

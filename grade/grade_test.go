@@ -51,6 +51,7 @@ const testContract = `{
     "escalate": {"type": "boolean"},
     "priority": {"type": "integer"},
     "amount": {"type": "number"},
+    "refund": {"type": ["number", "null"]},
     "summary": {"type": "string"},
     "tags": {"type": "array", "items": {"type": "string"}},
     "details": {"type": "object", "properties": {"channel": {"type": "string", "enum": ["email", "phone"]}}, "required": ["channel"], "additionalProperties": false}
@@ -71,7 +72,7 @@ func mustContract(t *testing.T, raw string) *contract.Contract {
 func TestRules(t *testing.T) {
 	t.Parallel()
 	c := mustContract(t, testContract)
-	const answer = `{"intent":"refund","escalate":false,"priority":3,"amount":12.5,"summary":"Customer wants a REFUND for order 42","tags":["b","a","a"],"details":{"channel":"email"}}`
+	const answer = `{"intent":"refund","escalate":false,"priority":3,"refund":null,"amount":12.5,"summary":"Customer wants a REFUND for order 42","tags":["b","a","a"],"details":{"channel":"email"}}`
 	for _, tc := range []struct {
 		name     string
 		rules    []Rule
@@ -92,6 +93,10 @@ func TestRules(t *testing.T) {
 		{"regex fails", []Rule{{Field: "/summary", Rule: RuleRegex}}, `{"summary":"^refund"}`, false, `/summary: regex: got "Customer wants a REFUND for order 42"; want a match for /^refund/`},
 		{"number", []Rule{{Field: "/amount", Rule: RuleNumber, Tolerance: 0.5}}, `{"amount":12.1}`, true, ""},
 		{"number fails", []Rule{{Field: "/amount", Rule: RuleNumber, Tolerance: 0.1}}, `{"amount":12}`, false, `/amount: number: got 12.5; want 12 ± 0.1`},
+		{"number on an integer", []Rule{{Field: "/priority", Rule: RuleNumber, Tolerance: 1}}, `{"priority":4}`, true, ""},
+		{"number on an integer fails", []Rule{{Field: "/priority", Rule: RuleNumber}}, `{"priority":4}`, false, `/priority: number: got 3; want 4 ± 0`},
+		{"number expected null", []Rule{{Field: "/refund", Rule: RuleNumber}}, `{"refund":null}`, true, ""},
+		{"number expected a number, got null", []Rule{{Field: "/refund", Rule: RuleNumber}}, `{"refund":12}`, false, `/refund: number: got null; want 12 ± 0`},
 		{"set", []Rule{{Field: "/tags", Rule: RuleSet}}, `{"tags":["a","b","a"]}`, true, ""},
 		{"set counts repeats", []Rule{{Field: "/tags", Rule: RuleSet}}, `{"tags":["a","b","b"]}`, false, `/tags: set: got ["b","a","a"]; want the elements of ["a","b","b"] in any order`},
 		{"list equals keeps order", nil, `{"tags":["a","b","a"]}`, false, `/tags: equals: got ["b","a","a"]; want ["a","b","a"]`},

@@ -103,6 +103,12 @@ func cmpRegex(c *check, got any, found bool) (bool, string) {
 }
 
 func cmpNumber(c *check, got any, found bool) (bool, string) {
+	if c.want == nil { // an expected null on a nullable number: the answer must be null too
+		if found && got == nil {
+			return true, ""
+		}
+		return false, gotWant(got, found, "null")
+	}
 	g, ok := number(got)
 	w, _ := number(c.want)
 	if found && ok && math.Abs(g-w) <= c.tolerance {
@@ -201,10 +207,13 @@ func refRegex(f *contract.Field, want any) string {
 }
 
 func refNumber(f *contract.Field, want any) string {
+	if want == nil && f != nil && f.Pointer != "" && f.Admits("null") && (f.Admits("number") || f.Admits("integer")) {
+		return "" // a nullable number expected to be null
+	}
 	if _, ok := number(want); !ok {
 		return "number needs a number, got " + jsonType(want)
 	}
-	if f != nil && !f.Admits("number") {
+	if f != nil && !f.Admits("number") && !f.Admits("integer") {
 		return "number on a field that is not a number (the contract says " + strings.Join(f.Types(), " or ") + ")"
 	}
 	return ""

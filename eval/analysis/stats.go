@@ -43,6 +43,10 @@ type Options struct {
 	// (e.g. its manifest still says running: the process died); every
 	// candidate's verdict is then incomplete.
 	Incomplete string
+	// StoreErrors counts, by arm, the cache store calls that failed during
+	// the run (from the manifest's pass metrics; see
+	// eval.StoreErrors): the report warns what they did to the hit rate.
+	StoreErrors map[string]int
 	// Baseline names the arm candidates are compared against. Empty means
 	// the arm named "baseline" if there is one, else the first arm seen.
 	Baseline string
@@ -352,6 +356,7 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	}
 	decide(s, opt)
 	answerWarnings(t, s, byArm)
+	storeWarnings(s, opt.StoreErrors)
 
 	s.Notes = append(s.Notes,
 		"percentiles are nearest rank (p_q = x[ceil(q·n/100)]); latency counts every request, a failed one at the time it ended; ok_* count successful requests only",

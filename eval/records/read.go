@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -447,6 +448,25 @@ func (p *csvRow) setErr(field, msg string) {
 	}
 }
 
+// csvNumber is the one grammar of numbers in interchange CSV: decimal
+// digits with an optional fraction and an optional exponent (1000, 12.5,
+// 0.25, 1e3, 1.5E-2), and a leading minus sign only to be refused as
+// negative. No plus sign, digit separators (1_000, 1,000), hexadecimal,
+// Inf or NaN: strconv.ParseFloat alone would take some of them.
+var csvNumber = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+// csvWhole is the grammar of whole numbers (repeat, attempts): digits only.
+var csvWhole = regexp.MustCompile(`^[0-9]+$`)
+
+// column is the 1-based column of field's cell in the current row.
+func (p *csvRow) column(field string) int {
+	if i, ok := p.col[field]; ok {
+		_, c := p.cr.FieldPos(i)
+		return c
+	}
+	return 0
+}
+
 func (p *csvRow) num(field string, required bool) float64 {
 	s := p.str(field)
 	if s == "" {
@@ -456,8 +476,8 @@ func (p *csvRow) num(field string, required bool) float64 {
 		return 0
 	}
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		p.setErr(field, fmt.Sprintf("want a finite number, got %q", s))
+	if !csvNumber.MatchString(s) || err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		p.setErr(field, fmt.Sprintf("column %d: want a finite number (digits, an optional fraction and exponent: 1000, 12.5, 1e3), got %q", p.column(field), s))
 		return 0
 	}
 	if v < 0 {
@@ -473,8 +493,8 @@ func (p *csvRow) integer(field string) int {
 		return 0
 	}
 	v, err := strconv.Atoi(s)
-	if err != nil || v < 0 {
-		p.setErr(field, fmt.Sprintf("want a whole number of 0 or more, got %q", s))
+	if !csvWhole.MatchString(s) || err != nil || v < 0 {
+		p.setErr(field, fmt.Sprintf("column %d: want a whole number of 0 or more (digits only), got %q", p.column(field), s))
 		return 0
 	}
 	return v

@@ -3,8 +3,11 @@ package report
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 )
 
 // WriteText writes d as aligned plain text.
@@ -57,8 +60,36 @@ func (d *Document) write(w io.Writer, st style) error {
 			}
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, escapeControl(b.String()))
 	return err
+}
+
+// escapeControl writes every control character but the line break — an
+// ANSI escape sequence in an arm name, a carriage return in a reason — and
+// every bidirectional override as a Go escape (\x1b, \r, \u202e), so
+// that names from records cannot rewrite the terminal or reorder a line.
+func escapeControl(s string) string {
+	if !strings.ContainsFunc(s, unsafeRune) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for _, r := range s {
+		if !unsafeRune(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRuneToASCII(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
+}
+
+func unsafeRune(r rune) bool {
+	if r == '\n' {
+		return false
+	}
+	return unicode.IsControl(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == utf8.RuneError
 }
 
 func writeItems(b *strings.Builder, st style, items []Item, depth int) {
@@ -94,12 +125,18 @@ func (textStyle) verdict(b *strings.Builder, arm, verdict string) {
 }
 
 func (textStyle) table(b *strings.Builder, t *Table) {
+	// Cells are escaped before they are aligned, so an escaped name keeps
+	// its column.
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(t.Header, "\t"))
+	header := make([]string, len(t.Header))
+	for i, h := range t.Header {
+		header[i] = escapeControl(h)
+	}
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range t.Rows {
 		cells := make([]string, len(r))
 		for i, c := range r {
-			cells[i] = c.Text
+			cells[i] = escapeControl(c.Text)
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}

@@ -1,0 +1,189 @@
+//go:build unix
+
+package grade
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// script writes an executable shell script.
+func script(t *testing.T, path, body string, mode os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runCommand(t *testing.T, cmd *Command) Result {
+	t.Helper()
+	g, err := New(Config{Command: &CommandConfig{Run: cmd.Argv()}}, nil, cmd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Grade(context.Background(), Input{Plan: &Plan{}, Task: map[string]any{"id": "t1"}, Content: `{}`, External: true})
+}
+
+// TestCommandResolution: a program written with a slash is the file beside
+// the experiment, never a same-named program on $PATH; a bare name is
+// searched on $PATH; a script argument naming a file beside the
+// experiment is that file, wherever crab runs.
+func TestCommandResolution(t *testing.T) {
+	expDir, pathDir := t.TempDir(), t.TempDir()
+	script(t, filepath.Join(expDir, "grade.sh"), `echo '{"pass": true, "reason": "the experiment'"'"'s grader"}'`+"\n", 0o755)
+	script(t, filepath.Join(expDir, "bin", "g"), `echo '{"pass": true, "reason": "bin/g"}'`+"\n", 0o755)
+	script(t, filepath.Join(pathDir, "grade.sh"), `echo '{"pass": false, "reason": "an impostor on PATH"}'`+"\n", 0o755)
+	script(t, filepath.Join(pathDir, "grade-answers"), `echo '{"pass": true, "reason": "on PATH"}'`+"\n", 0o755)
+	if err := os.WriteFile(filepath.Join(expDir, "grade.txt"), []byte(`{"pass": true, "reason": "script argument"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", pathDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	elsewhere := t.TempDir()
+	t.Chdir(elsewhere) // crab runs from another folder than the experiment's
+
+	tests := []struct {
+		name   string
+		run    []string
+		dir    string
+		reason string
+	}{
+		{name: "dot slash beside the experiment", run: []string{"./grade.sh"}, dir: expDir, reason: "the experiment's grader"},
+		{name: "dot slash with the experiment in the working directory", run: []string{"./grade.sh"}, dir: ".", reason: "the experiment's grader"},
+		{name: "subfolder path", run: []string{"bin/g"}, dir: expDir, reason: "bin/g"},
+		{name: "bare name on PATH", run: []string{"grade-answers"}, dir: expDir, reason: "on PATH"},
+		{name: "script argument", run: []string{"cat", "grade.txt"}, dir: expDir, reason: "script argument"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := tt.dir
+			if dir == "." {
+				t.Chdir(expDir)
+			}
+			cmd := NewCommand(CommandConfig{Run: tt.run, Timeout: 30 * time.Second}, dir)
+			if err := cmd.Check(); err != nil {
+				t.Fatalf("Check: %v", err)
+			}
+			res := runCommand(t, cmd)
+			if res.Error != "" || !res.Correct || res.Reason != tt.reason {
+				t.Errorf("got correct %v reason %q error %q; want true %q", res.Correct, res.Reason, res.Error, tt.reason)
+			}
+			if dir == "." {
+				t.Chdir(elsewhere)
+			}
+		})
+	}
+}
+
+// TestCommandCheck: a grader that cannot be run is found before any
+// answer is graded, with the reason.
+func TestCommandCheck(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script(t, filepath.Join(dir, "noexec.sh"), "exit 0\n", 0o644)
+	if err := os.Mkdir(filepath.Join(dir, "folder"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		run  string
+		want string
+	}{
+		{run: "./missing.py", want: "no such file or directory"},
+		{run: "./noexec.sh", want: "is not executable: chmod +x it, or run it through its interpreter"},
+		{run: "./folder", want: "is not a file"},
+		{run: "crab-no-such-grader", want: `"crab-no-such-grader" is not on $PATH`},
+	}
+	for _, tt := range tests {
+		err := NewCommand(CommandConfig{Run: []string{tt.run}}, dir).Check()
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Check() = %v; want an error containing %q", tt.run, err, tt.want)
+		}
+	}
+}
+
+// TestCommandIdentity: editing a grading script changes the grader's
+// identity, so tables built with the old one are not reused.
+func TestCommandIdentity(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script(t, filepath.Join(dir, "grade.sh"), "echo v1\n", 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "grade.py"), []byte("print(1)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prog := NewCommand(CommandConfig{Run: []string{"./grade.sh"}}, dir)
+	arg := NewCommand(CommandConfig{Run: []string{"sh", "grade.py"}}, dir)
+	before, beforeArg := prog.Identity(), arg.Identity()
+	script(t, filepath.Join(dir, "grade.sh"), "echo v2\n", 0o755)
+	if err := os.WriteFile(filepath.Join(dir, "grade.py"), []byte("print(2)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if prog.Identity() == before || arg.Identity() == beforeArg {
+		t.Error("the identity did not change when the grading script did")
+	}
+}
+
+// TestCommandKillsProcessGroup: a grader that times out is killed with
+// every process it started, and one that exits leaves no child running.
+func TestCommandKillsProcessGroup(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body string
+		timeout    time.Duration
+		wantErr    string
+	}{
+		{name: "hangs with a child", timeout: 300 * time.Millisecond, wantErr: "command: timed out after 300ms",
+			body: "sleep 300 >/dev/null 2>&1 &\necho $! > \"$0.pid\"\nsleep 300\n"},
+		{name: "exits leaving a child", timeout: 30 * time.Second,
+			body: "sleep 300 >/dev/null 2>&1 &\necho $! > \"$0.pid\"\necho '{\"pass\": true}'\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "grade.sh")
+			script(t, path, tc.body, 0o755)
+			res := runCommand(t, NewCommand(CommandConfig{Run: []string{path}, Timeout: tc.timeout}, ""))
+			if res.Error != tc.wantErr {
+				t.Fatalf("error %q; want %q", res.Error, tc.wantErr)
+			}
+			raw, err := os.ReadFile(path + ".pid")
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// SIGKILL is delivered at once; the orphan's parent reaps it
+			// in its own time, so allow it generously.
+			for deadline := time.Now().Add(10 * time.Second); alive(pid); {
+				if time.Now().After(deadline) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					t.Fatalf("the grader's child %d is still running", pid)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// alive reports a process that exists and is not a zombie.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !os.IsNotExist(err)
+	}
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z'
+	}
+	return true
+}
