@@ -147,7 +147,7 @@ func TestWriteHTMLCharts(t *testing.T) {
 			// Every arm's row is in the arms table with its verdict.
 			for i := range s.Arms {
 				a := &s.Arms[i]
-				row := "<tr><td>" + a.Name + "</td>"
+				row := `<tr><td class="words">` + a.Name + "</td>"
 				if !strings.Contains(out, row) {
 					t.Errorf("no table row for arm %s", a.Name)
 				}
@@ -314,14 +314,18 @@ func TestHTMLBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRows := [][]htmlCell{{{Text: "a|b"}, {Text: "1.5", Class: "num"}, {Text: "reject", Class: "v-reject"}}, {{Text: "c"}, {Text: "-", Class: "num"}, {Text: "accept", Class: "v-accept"}}}
-	if !slices.Equal(got.Header, tb.Header) || len(got.Rows) != 2 || !slices.Equal(got.Rows[0], wantRows[0]) || !slices.Equal(got.Rows[1], wantRows[1]) {
-		t.Errorf("table %+v; want rows %+v", got, wantRows)
+	wantRows := [][]htmlCell{{{Text: "a|b", Class: "words"}, {Text: "1.5", Class: "num"}, {Text: "reject", Class: "v-reject"}}, {{Text: "c", Class: "words"}, {Text: "-", Class: "num"}, {Text: "accept", Class: "v-accept"}}}
+	if len(got.Tables) != 1 {
+		t.Fatalf("%d tables; want the narrow table whole", len(got.Tables))
+	}
+	gt := got.Tables[0]
+	if want := [][]string{{"x"}, {"y"}, {"verdict"}}; !slices.EqualFunc(gt.Header, want, slices.Equal) || len(gt.Rows) != 2 || !slices.Equal(gt.Rows[0], wantRows[0]) || !slices.Equal(gt.Rows[1], wantRows[1]) {
+		t.Errorf("table %+v; want rows %+v", gt, wantRows)
 	}
 	// A column with words in one row is not right-aligned.
 	mixed := &Table{Header: []string{"arm", "leaks"}, Rows: [][]Cell{{textCell("a"), figureCell("0")}, {textCell("b"), textCell("stale 2")}}}
-	if got, _ := htmlBlockOf(mixed); got.Rows[0][1].Class != "" {
-		t.Errorf("mixed column cell class %q; want none", got.Rows[0][1].Class)
+	if got, _ := htmlBlockOf(mixed); got.Tables[0].Rows[0][1].Class != "" {
+		t.Errorf("mixed column cell class %q; want none", got.Tables[0].Rows[0][1].Class)
 	}
 	v := Verdicts{Arms: []ArmVerdict{{Arm: "one", Verdict: verdictCell("accept"), Reasons: []string{"r"}}, {Arm: "base", Verdict: textCell("the baseline")}}}
 	got, err = htmlBlockOf(v)
