@@ -214,26 +214,33 @@ func verdictClass(v string) string {
 	return ""
 }
 
-// shown makes control characters visible: a C0 control or DEL becomes its
-// Unicode control picture (U+2400 block), a C1 control the replacement
-// character. Names come from experiment files and records, and a control
-// character in one would otherwise vanish, or break the inline SVG, whose
-// XML does not allow it. html/template escapes the rest.
+// shown makes control characters visible, written as Go writes them in a
+// string: \t, \n, \r, \x07, \u0085. Names come from experiment files and
+// records, and a control character in one would otherwise vanish, or break
+// the inline SVG, whose XML does not allow it. html/template escapes the
+// rest.
 func shown(s string) string {
 	if !strings.ContainsFunc(s, isControl) {
 		return s
 	}
-	return strings.Map(func(r rune) rune {
+	var b strings.Builder
+	for _, r := range s {
 		switch {
-		case r < 0x20:
-			return 0x2400 + r
-		case r == 0x7f:
-			return 0x2421
-		case isControl(r):
-			return 0xfffd
+		case !isControl(r):
+			b.WriteRune(r)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x80:
+			fmt.Fprintf(&b, `\x%02x`, r)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
 		}
-		return r
-	}, s)
+	}
+	return b.String()
 }
 
 func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
@@ -348,6 +355,7 @@ figcaption{color:var(--muted);font-size:13px;max-width:960px}
 svg{display:block;width:100%;max-width:960px;height:auto}
 svg text{font-family:"Liberation Sans",Arimo,Arial,Helvetica,sans-serif !important}
 .note{color:var(--muted)}
+main p{overflow-wrap:anywhere}
 @media print{nav{display:none}section{break-inside:avoid-page;border:none}}
 </style>
 </head>
