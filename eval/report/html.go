@@ -37,6 +37,10 @@ func (d *Document) WriteHTML(w io.Writer, in Input) error {
 	}
 	page.Sub = shown(runLine(recs))
 
+	verdicts := map[string]string{}
+	for i := range s.Arms {
+		verdicts[shown(s.Arms[i].Name)] = s.Arms[i].Verdict
+	}
 	seen := map[string]int{}
 	for _, sec := range d.Sections {
 		id := slug(navLabel(sec.Title))
@@ -53,7 +57,7 @@ func (d *Document) WriteHTML(w io.Writer, in Input) error {
 			hs.Charts, hs.Note = charts, htmlSpans(note)
 		}
 		for _, bl := range sec.Blocks {
-			hb, err := htmlBlockOf(bl)
+			hb, err := htmlBlockOf(bl, verdicts)
 			if err != nil {
 				return err
 			}
@@ -71,15 +75,16 @@ func (d *Document) WriteHTML(w io.Writer, in Input) error {
 	return err
 }
 
-// htmlBlockOf is a document block as the page template draws it.
-func htmlBlockOf(bl Block) (htmlBlock, error) {
+// htmlBlockOf is a document block as the page template draws it; verdicts
+// (shown arm name → verdict) completes the pieces of a split table.
+func htmlBlockOf(bl Block, verdicts map[string]string) (htmlBlock, error) {
 	switch bl := bl.(type) {
 	case Paragraph:
 		return htmlBlock{Para: htmlSpans(bl.Spans)}, nil
 	case List:
 		return htmlBlock{Items: htmlItems(bl.Items)}, nil
 	case *Table:
-		return htmlBlock{Tables: htmlTables(bl)}, nil
+		return htmlBlock{Tables: htmlTables(bl, verdicts)}, nil
 	case Verdicts:
 		var items []htmlItem
 		for _, a := range bl.Arms {

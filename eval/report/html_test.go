@@ -308,7 +308,7 @@ func TestHTMLBlocks(t *testing.T) {
 		{textCell("a|b"), figureCell("1.5"), verdictCell("reject")},
 		{textCell("c"), missing(), verdictCell("accept")},
 	}}
-	got, err := htmlBlockOf(tb)
+	got, err := htmlBlockOf(tb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,11 +322,11 @@ func TestHTMLBlocks(t *testing.T) {
 	}
 	// A column with words in one row is not right-aligned.
 	mixed := &Table{Header: []string{"arm", "leaks"}, Rows: [][]Cell{{textCell("a"), figureCell("0")}, {textCell("b"), textCell("stale 2")}}}
-	if got, _ := htmlBlockOf(mixed); got.Tables[0].Rows[0][1].Class != "" {
+	if got, _ := htmlBlockOf(mixed, nil); got.Tables[0].Rows[0][1].Class != "" {
 		t.Errorf("mixed column cell class %q; want none", got.Tables[0].Rows[0][1].Class)
 	}
 	v := Verdicts{Arms: []ArmVerdict{{Arm: "one", Verdict: verdictCell("accept"), Reasons: []string{"r"}}, {Arm: "base", Verdict: textCell("the baseline")}}}
-	got, err = htmlBlockOf(v)
+	got, err = htmlBlockOf(v, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

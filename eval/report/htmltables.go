@@ -1,6 +1,9 @@
 package report
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // A table wider than a laptop screen scrolls sideways and hides the columns
 // a reader opened the report for, so the page splits it by topic into
@@ -36,8 +39,8 @@ var columnTopics = map[string]string{
 	"leaks": "cache leaks", "scope_mismatches": "cache leaks", "semantic_hits": "cache leaks", "false_hits": "cache leaks",
 	"false_hit_upper_95": "cache leaks",
 	"misroutes u/o/h":    "routing", "routed": "routing", "models": "routing", "large_share": "routing", "under": "routing",
-	"over": "routing", "hopeless": "routing", "escalated": "routing", "escalation_cost": "routing", "attempts": "routing",
-	"shadow_cost": "routing",
+	"over": "routing", "hopeless": "routing", "escalated": "routing cost", "escalation_cost": "routing cost", "attempts": "routing cost",
+	"shadow_cost": "routing cost",
 }
 
 // htmlTable is one table of the page: a caption when it is part of a split
@@ -51,8 +54,10 @@ type htmlTable struct {
 
 // htmlTables draws t as one table when it fits tableBudgetPx, else as
 // several, split by topic: each keeps the naming columns (the first, and a
-// "group" column beside it) and the verdict column.
-func htmlTables(t *Table) []htmlTable {
+// "group" column beside it) and the verdict column. A split table without
+// a verdict column whose rows are all arms gets one from verdicts (arm →
+// verdict), so that each piece says what became of its arms.
+func htmlTables(t *Table, verdicts map[string]string) []htmlTable {
 	rows := htmlRows(t)
 	widths := columnWidths(t, rows)
 	all := make([]int, len(t.Header))
@@ -84,13 +89,26 @@ func htmlTables(t *Table) []htmlTable {
 		}
 		cols[topic] = append(cols[topic], j)
 	}
+	if len(verdict) == 0 && len(rows) > 0 {
+		if withVerdict, ok := addVerdictColumn(t, rows, verdicts); ok {
+			t, rows = withVerdict, htmlRows(withVerdict)
+			verdict = []int{len(t.Header) - 1}
+			widths = columnWidths(t, rows)
+		}
+	}
 	fixed := sum(widths, keys) + sum(widths, verdict)
 	var out []htmlTable
 	var cur []int
 	var names []string
+	last := "" // the topic the previous piece ended with
 	flush := func() {
 		if len(cur) > 0 {
-			out = append(out, pickColumns(t, rows, strings.Join(names, " · "), concat(keys, cur, verdict)))
+			caption := strings.Join(names, " · ")
+			if names[0] == last {
+				caption += " (continued)"
+			}
+			out = append(out, pickColumns(t, rows, caption, concat(keys, cur, verdict)))
+			last = names[len(names)-1]
 		}
 		cur, names = nil, nil
 	}
@@ -112,6 +130,23 @@ func htmlTables(t *Table) []htmlTable {
 	}
 	flush()
 	return out
+}
+
+// addVerdictColumn is t with a verdict column from verdicts, when every
+// row's first cell names an arm there.
+func addVerdictColumn(t *Table, rows [][]htmlCell, verdicts map[string]string) (*Table, bool) {
+	out := &Table{Header: append(slices.Clone(t.Header), "verdict")}
+	for i, r := range t.Rows {
+		if len(r) == 0 {
+			return nil, false
+		}
+		v, ok := verdicts[rows[i][0].Text]
+		if !ok {
+			return nil, false
+		}
+		out.Rows = append(out.Rows, append(slices.Clone(r), verdictCell(v)))
+	}
+	return out, true
 }
 
 // pickColumns is the table of t's columns cols, in that order.

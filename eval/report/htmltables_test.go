@@ -19,7 +19,7 @@ func TestHTMLTablesSplitByTopic(t *testing.T) {
 	recs := htmlRecords("baseline", "cached", "routed")
 	s := htmlSummary(t, recs)
 	arms := armsTable(s)
-	pieces := htmlTables(arms)
+	pieces := htmlTables(arms, nil)
 	if len(pieces) < 2 {
 		t.Fatalf("the arms table (%d columns) is drawn as %d table; want it split", len(arms.Header), len(pieces))
 	}
@@ -53,15 +53,29 @@ func TestHTMLTablesSplitByTopic(t *testing.T) {
 	if want := arms.Header[1 : len(arms.Header)-1]; !slices.Equal(seen, want) {
 		t.Errorf("columns across the pieces %v; want each of %v once, in order", seen, want)
 	}
-	if got := htmlTables(groupTable(s)); len(got) != 1 || got[0].Caption != "" {
+	if got := htmlTables(groupTable(s), nil); len(got) != 1 || got[0].Caption != "" {
 		t.Errorf("the narrow groups table is drawn as %d tables; want one, whole", len(got))
+	}
+	// The paired table has no verdict column: each of its pieces gets one.
+	verdicts := map[string]string{}
+	for i := range s.Arms {
+		verdicts[s.Arms[i].Name] = s.Arms[i].Verdict
+	}
+	paired := htmlTables(pairedTable(s), verdicts)
+	if len(paired) < 2 {
+		t.Fatalf("the paired table is drawn as %d table; want it split", len(paired))
+	}
+	for _, p := range paired {
+		if h := p.Header[len(p.Header)-1]; strings.Join(h, "") != "verdict" || p.Rows[0][len(p.Rows[0])-1].Text != s.Arms[1].Verdict {
+			t.Errorf("paired piece %q ends with %v, %v; want the verdict", p.Caption, h, p.Rows[0][len(p.Rows[0])-1])
+		}
 	}
 }
 
 // Column names split after underscores, so that a long one may wrap.
 func TestHTMLTableHeaderWraps(t *testing.T) {
 	t.Parallel()
-	got := htmlTables(&Table{Header: []string{"arm", "false_hit_upper_95"}, Rows: [][]Cell{{textCell("a"), figureCell("1%")}}})
+	got := htmlTables(&Table{Header: []string{"arm", "false_hit_upper_95"}, Rows: [][]Cell{{textCell("a"), figureCell("1%")}}}, nil)
 	if want := []string{"false_", "hit_", "upper_", "95"}; len(got) != 1 || !slices.Equal(got[0].Header[1], want) {
 		t.Errorf("header %v; want %q", got[0].Header, want)
 	}
