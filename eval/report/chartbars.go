@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"image/color"
 	"maps"
 	"math"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/internal/words"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -117,16 +119,25 @@ func groupLatencyChart(s *analysis.Summary) (*htmlChart, error) {
 	}
 	k := len(s.Arms)
 	capW := 0.8 / float64(k) * 0.25
-	top := 0.0
+	top := whiskerCap(s, cats)
+	var beyond plotter.XYLabels // whiskers cut at the axis's top, with their p95
 	for i := range s.Arms {
 		for c, g := range cats {
 			gs, ok := s.Arms[i].Groups[g]
 			if !ok || gs.N == 0 || math.IsNaN(centres[i][c]) {
 				continue
 			}
-			x := centres[i][c]
-			top = math.Max(top, math.Max(gs.P50Ms, gs.P95Ms))
-			for _, seg := range []plotter.XYs{{{X: x, Y: gs.P50Ms}, {X: x, Y: gs.P95Ms}}, {{X: x - capW, Y: gs.P95Ms}, {X: x + capW, Y: gs.P95Ms}}} {
+			x, p95 := centres[i][c], gs.P95Ms
+			if p95 > top {
+				p95 = top
+				beyond.XYs = append(beyond.XYs, plotter.XY{X: x, Y: top})
+				beyond.Labels = append(beyond.Labels, "→ "+figure.Ms(gs.P95Ms)) // upright, the arrow points up
+			}
+			segs := []plotter.XYs{{{X: x, Y: gs.P50Ms}, {X: x, Y: p95}}}
+			if p95 == gs.P95Ms {
+				segs = append(segs, plotter.XYs{{X: x - capW, Y: p95}, {X: x + capW, Y: p95}})
+			}
+			for _, seg := range segs {
 				ln, err := plotter.NewLine(seg)
 				if err != nil {
 					return nil, err
@@ -137,14 +148,54 @@ func groupLatencyChart(s *analysis.Summary) (*htmlChart, error) {
 			}
 		}
 	}
+	caption := "Bars are each group's median (p50) latency per arm; the whisker above a bar reaches its p95. A bar too short to see is labelled with its value."
+	if len(beyond.XYs) > 0 {
+		lb, err := plotter.NewLabels(beyond)
+		if err != nil {
+			return nil, err
+		}
+		for i := range lb.TextStyle {
+			lb.TextStyle[i] = draw.TextStyle{Font: font.From(chartFont, 8), Color: color.Gray{Y: 40}, XAlign: draw.XRight, YAlign: draw.YCenter,
+				Rotation: math.Pi / 2, Handler: plot.DefaultTextHandler}
+		}
+		lb.Offset = vg.Point{X: vg.Points(4), Y: -vg.Points(2)}
+		p.Add(lb)
+		caption += fmt.Sprintf(" The axis stops at %s ms so that %s far above the rest do not flatten the bars: they end at the top, their p95 written beside them.",
+			figure.Ms(top), words.Count(len(beyond.XYs), "whisker"))
+	}
 	// Headroom above the highest whisker.
 	p.Y.Min, p.Y.Max = 0, math.Max(p.Y.Max, top*1.06)
 	svg, err := renderSVG(p, &l)
 	if err != nil {
 		return nil, err
 	}
-	return &htmlChart{ID: "chart-group-latency", Title: "Latency per group",
-		Caption: "Bars are each group's median (p50) latency per arm; the whisker above a bar reaches its p95. A bar too short to see is labelled with its value.", SVG: svg}, nil
+	return &htmlChart{ID: "chart-group-latency", Title: "Latency per group", Caption: caption, SVG: svg}, nil
+}
+
+// whiskerCap is the top of the latency-per-group axis: the highest p50
+// or p95, leaving out p95s more than outlierRatio times the median p95,
+// which would press every bar flat.
+func whiskerCap(s *analysis.Summary, cats []string) float64 {
+	var p50s, p95s []float64
+	for i := range s.Arms {
+		for _, g := range cats {
+			if gs, ok := s.Arms[i].Groups[g]; ok && gs.N > 0 {
+				p50s, p95s = append(p50s, gs.P50Ms), append(p95s, gs.P95Ms)
+			}
+		}
+	}
+	if len(p95s) == 0 {
+		return 0
+	}
+	slices.Sort(p95s)
+	limit := outlierRatio * p95s[len(p95s)/2]
+	top := slices.Max(p50s)
+	for _, v := range p95s {
+		if v <= limit || limit == 0 {
+			top = math.Max(top, v)
+		}
+	}
+	return top
 }
 
 // smallBarMinPt is the shortest a bar is drawn without its value written

@@ -204,3 +204,28 @@ func TestVerdictRows(t *testing.T) {
 		t.Errorf("row colours %s, %s; want the charts' %s, %s", rows[0].Colour, rows[1].Colour, cssColour(0), cssColour(1))
 	}
 }
+
+// One p95 far above the rest (a timeout) does not flatten the latency
+// bars: the axis stops short of it, the whisker ends at the top with its
+// value written, and the caption says so.
+func TestGroupLatencyOutlierWhisker(t *testing.T) {
+	t.Parallel()
+	recs := htmlRecords("baseline", "cached")
+	s := htmlSummary(t, recs)
+	g := s.Arms[0].Groups["long"]
+	g.P95Ms = 20000
+	s.Arms[0].Groups["long"] = g
+	c, err := groupLatencyChart(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(c.SVG), "→ 20000") {
+		t.Errorf("the cut whisker's p95 is not written on the chart")
+	}
+	if !strings.Contains(c.Caption, "The axis stops at") || !strings.Contains(c.Caption, "1 whisker far above") {
+		t.Errorf("caption %q; want it to say where the axis stops", c.Caption)
+	}
+	if top := whiskerCap(s, groupNames(s)); top >= 20000 || top < s.Arms[0].Groups["short"].P95Ms {
+		t.Errorf("axis top %v; want below the outlier and at least every other p95", top)
+	}
+}
