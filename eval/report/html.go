@@ -28,6 +28,7 @@ import (
 func (d *Document) WriteHTML(w io.Writer, in Input) error {
 	s, recs := in.Summary, in.Records
 	page := htmlPage{Baseline: shown(s.Baseline), Intro: []htmlBlock{{Para: htmlSpans(d.lead())}}, Rows: verdictRows(s)}
+	page.Goodput = hasGoodput(page.Rows)
 	if n := len(s.Decision.Warnings); n > 0 {
 		page.Warnings = words.Count(n, "warning")
 	}
@@ -160,6 +161,7 @@ type htmlPage struct {
 	Warnings             string // "2 warnings"; empty when none
 	Verdicts             []htmlChip
 	Rows                 []htmlVerdict
+	Goodput              bool // some arm has a goodput delta: its column is drawn
 	Intro                []htmlBlock
 	Nav                  []htmlChip
 	Sections             []htmlSection
@@ -371,10 +373,10 @@ main p{overflow-wrap:anywhere}
 {{- range .Intro}}{{template "block" .}}{{end}}
 <div class="verdicts">{{range .Verdicts}}<span class="chip {{.Class}}"><b>{{.Name}}</b> {{.Verdict}}</span>{{end}}</div>
 <table class="decision" id="verdicts">
-<thead><tr><th>arm</th><th>verdict</th><th>passes</th><th>latency Δ per task, 95% CI</th><th>cost Δ per task, 95% CI</th><th>gate checks</th></tr></thead>
+<thead><tr><th>arm</th><th>verdict</th><th>passes</th><th>latency Δ per task: mean [95% CI]</th><th>cost Δ per task: mean [95% CI]</th>{{if .Goodput}}<th>goodput Δ: mean [95% CI]</th>{{end}}<th>gate checks</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr class="arm-row"><td class="arm"><i class="sw{{if eq .Verdict "baseline"}} base{{end}}" style="background-color:{{.Colour}}"></i>{{.Arm}}</td><td class="verdict {{.Class}}">{{.Verdict}}</td><td class="fig"><span>{{.Passes}}</span>{{if .PassesBase}} <span>{{.PassesBase}}</span>{{end}}</td><td class="fig{{if .LatencyClass}} {{.LatencyClass}}{{end}}"><span>{{.Latency}}</span>{{if .LatencyCI}} <span>{{.LatencyCI}}</span>{{end}}</td><td class="fig{{if .CostClass}} {{.CostClass}}{{end}}"><span>{{.Cost}}</span>{{if .CostCI}} <span>{{.CostCI}}</span>{{end}}</td><td class="fig checks">{{range $i, $c := .Checks}}{{if $i}} {{end}}<span{{if $c.Bad}} class="bad"{{end}}>{{$c.Text}}</span>{{else}}-{{end}}</td></tr>
-<tr class="why"><td colspan="6" title="{{.Reason}}">{{.Reason}}</td></tr>
+{{range .Rows}}<tr class="arm-row"><td class="arm"><i class="sw{{if eq .Verdict "baseline"}} base{{end}}" style="background-color:{{.Colour}}"></i>{{.Arm}}</td><td class="verdict {{.Class}}">{{.Verdict}}</td><td class="fig"><span>{{.Passes}}</span>{{if .PassesBase}} <span>{{.PassesBase}}</span>{{end}}</td><td class="fig{{if .LatencyClass}} {{.LatencyClass}}{{end}}"><span>{{.Latency}}</span>{{if .LatencyCI}} <span>{{.LatencyCI}}</span>{{end}}</td><td class="fig{{if .CostClass}} {{.CostClass}}{{end}}"><span>{{.Cost}}</span>{{if .CostCI}} <span>{{.CostCI}}</span>{{end}}</td>{{if $.Goodput}}<td class="fig{{if .GoodputClass}} {{.GoodputClass}}{{end}}"><span>{{or .Goodput "-"}}</span>{{if .GoodputCI}} <span>{{.GoodputCI}}</span>{{end}}</td>{{end}}<td class="fig checks">{{range $i, $c := .Checks}}{{if $i}} {{end}}<span{{if $c.Bad}} class="bad"{{end}}>{{$c.Text}}</span>{{else}}-{{end}}</td></tr>
+<tr class="why"><td colspan="{{if $.Goodput}}7{{else}}6{{end}}" title="{{.Reason}}">{{.Reason}}</td></tr>
 {{end}}</tbody></table>
 <p>Every reason in full: <a href="#decision">Decision</a>{{if .Warnings}} · <span class="v-reject">{{.Warnings}}</span>: see <a href="#warnings">Warnings</a>{{end}}.</p>
 </header>

@@ -229,3 +229,26 @@ func TestGroupLatencyOutlierWhisker(t *testing.T) {
 		t.Errorf("axis top %v; want below the outlier and at least every other p95", top)
 	}
 }
+
+// Under a goodput objective the verdict table adds the goodput delta, and
+// the page draws its column; without one, neither.
+func TestVerdictRowsGoodput(t *testing.T) {
+	t.Parallel()
+	recs := htmlRecords("baseline", "routed")
+	set := mustSet(t, recs)
+	s, err := analysis.Summarize(set, analysis.Options{Seed: 1, Resamples: 200,
+		Gate: &analysis.GateConfig{Objective: analysis.ObjectiveGoodput, SLO: analysis.SLO{E2EMs: 200}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := verdictRows(s)
+	if !hasGoodput(rows) || rows[1].Goodput == "" || !strings.HasSuffix(rows[1].Goodput, "%") {
+		t.Fatalf("routed row %+v; want its goodput delta", rows[1])
+	}
+	if out := renderHTML(t, s, recs); !strings.Contains(out, "<th>goodput Δ: mean [95% CI]</th>") || !strings.Contains(out, `colspan="7"`) {
+		t.Errorf("the page has no goodput column")
+	}
+	if hasGoodput(verdictRows(htmlSummary(t, recs))) {
+		t.Errorf("a goodput column without a goodput objective")
+	}
+}

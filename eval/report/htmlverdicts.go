@@ -23,6 +23,9 @@ type htmlVerdict struct {
 	// intervals; the classes colour a delta whose interval excludes 0.
 	Latency, LatencyCI, LatencyClass string
 	Cost, CostCI, CostClass          string
+	// Goodput is the paired change in the share of tasks passing within
+	// the SLO, when the gate's objective is goodput (higher is better).
+	Goodput, GoodputCI, GoodputClass string
 	// Checks are the gate's hard checks that apply to the arm: leaks,
 	// false hits, invalid answers, contract failures.
 	Checks []htmlCheck
@@ -32,6 +35,17 @@ type htmlVerdict struct {
 type htmlCheck struct {
 	Text string
 	Bad  bool
+}
+
+// hasGoodput reports whether some arm of rows has a goodput delta, which
+// adds its column to the verdict table.
+func hasGoodput(rows []htmlVerdict) bool {
+	for _, r := range rows {
+		if r.Goodput != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // verdictRows is the verdict table of s, one row per arm in summary order.
@@ -53,6 +67,11 @@ func verdictRows(s *analysis.Summary) []htmlVerdict {
 			if d := p.CostDelta; d != nil {
 				r.Cost, r.CostCI = signed(figure.Cost(d.Mean)), "["+figure.Cost(d.CILow)+", "+figure.Cost(d.CIHigh)+"]"
 				r.CostClass = deltaClass(d)
+			}
+			if d := p.GoodputDelta; d != nil {
+				r.Goodput, r.GoodputCI = signed(figure.Pct(d.Mean)), "["+figure.Pct(d.CILow)+", "+figure.Pct(d.CIHigh)+"]"
+				// Higher is better: the classes swap.
+				r.GoodputClass = map[string]string{"better": "worse", "worse": "better"}[deltaClass(d)]
 			}
 		}
 		r.Checks = armChecks(a)
