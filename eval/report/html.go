@@ -344,7 +344,7 @@ tbody tr:hover{background:#eef2f6}
 .v-baseline{color:var(--base)}
 table.decision{width:100%;margin:4px 0 6px;font-size:14px}
 table.decision td{border-bottom:none;padding:2px 10px 0 0;vertical-align:baseline}
-table.decision th{padding:3px 10px 3px 0;background:none;white-space:nowrap}
+table.decision th{padding:3px 10px 3px 0;background:none}
 table.decision td.arm{white-space:normal;min-width:10em;max-width:16em;overflow-wrap:anywhere;font-weight:600}
 table.decision td.fig{white-space:normal}
 table.decision td.fig span{white-space:nowrap}
