@@ -248,8 +248,8 @@ func run(ctx context.Context, o runOptions) error {
 		return err
 	}
 	if !o.Quiet {
-		fmt.Fprintf(o.Stderr, "crab: wrote %s (records.jsonl, manifest.json, summary.json, report.md, report.html) in %s\n",
-			dir, res.Ended.Sub(res.Started).Round(time.Millisecond))
+		fmt.Fprintf(o.Stderr, "crab: wrote %s (%s) in %s\n",
+			dir, strings.Join(runFiles, ", "), res.Ended.Sub(res.Started).Round(time.Millisecond))
 	}
 	if manifest.Status == eval.StatusIncomplete {
 		return checkFailed("run incomplete: %s", manifest.StatusReason)

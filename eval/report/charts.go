@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
-	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -24,17 +23,36 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// armPalette is the Okabe–Ito palette, which stays distinct for readers
-// with colour-blindness; arms past eight reuse it with dashed lines.
+// baselineColour draws the baseline: a neutral grey, so that every
+// candidate's colour reads as "not the baseline".
+var baselineColour = color.RGBA{0x8a, 0x8a, 0x8a, 0xff}
+
+// armPalette colours the candidates: the Okabe–Ito palette, which stays
+// distinct for readers with colour-blindness (its yellow darkened to read
+// on white); candidates past eight reuse it with dashed lines.
 var armPalette = []color.RGBA{
 	{0x00, 0x72, 0xB2, 0xff}, {0xE6, 0x9F, 0x00, 0xff}, {0x00, 0x9E, 0x73, 0xff}, {0xD5, 0x5E, 0x00, 0xff},
 	{0xCC, 0x79, 0xA7, 0xff}, {0x56, 0xB4, 0xE9, 0xff}, {0x00, 0x00, 0x00, 0xff}, {0xB8, 0xA3, 0x00, 0xff},
 }
 
-func armColor(i int) color.RGBA { return armPalette[i%len(armPalette)] }
+// armColor is the colour of the i-th arm of a summary in every chart and
+// in the page's verdict table: arm 0 is the baseline.
+func armColor(i int) color.RGBA {
+	if i == 0 {
+		return baselineColour
+	}
+	return armPalette[(i-1)%len(armPalette)]
+}
 
+// cssColour is armColor as CSS writes it.
+func cssColour(i int) string {
+	c := armColor(i)
+	return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B)
+}
+
+// armDashes dashes the lines of the candidates that reuse the palette.
 func armDashes(i int) []vg.Length {
-	if i/len(armPalette)%2 == 1 {
+	if i > 0 && (i-1)/len(armPalette)%2 == 1 {
 		return []vg.Length{vg.Points(6), vg.Points(3)}
 	}
 	return nil
@@ -360,6 +378,9 @@ func armLine(xy plotter.XYs, i int, step plotter.StepKind) (*plotter.Line, error
 	l.StepStyle = step
 	l.Color = armColor(i)
 	l.Width = vg.Points(1.6)
+	if i == 0 {
+		l.Width = vg.Points(2.6) // the baseline: grey, and wider than the candidates
+	}
 	l.Dashes = armDashes(i)
 	return l, nil
 }
@@ -388,7 +409,7 @@ func armLinesSVG(p *plot.Plot, s *analysis.Summary, sets [][]float64, xy func([]
 			return "", err
 		}
 		p.Add(line)
-		l.Add(s.Arms[i].Name, line)
+		l.Add(chartName(s.Arms[i].Name), line)
 	}
 	return renderSVG(p, &l)
 }
@@ -494,7 +515,7 @@ func cacheChart(s *analysis.Summary, lat []armLatencies) (*htmlChart, error) {
 			}
 			line.Dashes = path.dash
 			p.Add(line)
-			l.Add(fmt.Sprintf("%s %s (%d)", s.Arms[i].Name, path.name, len(path.v)), line)
+			l.Add(fmt.Sprintf("%s %s (%d)", chartName(s.Arms[i].Name), path.name, len(path.v)), line)
 		}
 	}
 	svg, err := renderSVG(p, &l)
@@ -506,258 +527,4 @@ func cacheChart(s *analysis.Summary, lat []armLatencies) (*htmlChart, error) {
 		caption += fmt.Sprintf(" %s at 0 ms are drawn at %s ms, the axis floor.", words.Count(zeros, "request"), fmtMsTick(floor))
 	}
 	return &htmlChart{ID: "chart-cache-paths", Title: "Cache: hit path and miss path", Caption: caption, SVG: svg}, nil
-}
-
-// groupNames is every group of any arm, sorted.
-func groupNames(s *analysis.Summary) []string {
-	set := map[string]bool{}
-	for i := range s.Arms {
-		for g := range s.Arms[i].Groups {
-			set[g] = true
-		}
-	}
-	return slices.Sorted(maps.Keys(set))
-}
-
-// groupedBars draws one bar per arm in each category, in data coordinates
-// (category c spans c-0.4 to c+0.4), and returns the bar centres per arm.
-func groupedBars(p *plot.Plot, l *plot.Legend, s *analysis.Summary, cats []string, val func(a *analysis.ArmSummary, cat string) (float64, bool)) ([][]float64, error) {
-	k := len(s.Arms)
-	w := 0.8 / float64(k)
-	centres := make([][]float64, k)
-	for i := range s.Arms {
-		centres[i] = make([]float64, len(cats))
-		var first *plotter.Polygon
-		for c, cat := range cats {
-			x := float64(c) - 0.4 + w*(float64(i)+0.5)
-			centres[i][c] = x
-			v, ok := val(&s.Arms[i], cat)
-			if !ok {
-				centres[i][c] = math.NaN()
-				continue
-			}
-			inset := w * 0.08
-			bar, err := plotter.NewPolygon(plotter.XYs{{X: x - w/2 + inset, Y: 0}, {X: x + w/2 - inset, Y: 0}, {X: x + w/2 - inset, Y: v}, {X: x - w/2 + inset, Y: v}})
-			if err != nil {
-				return nil, err
-			}
-			bar.Color = armColor(i)
-			bar.LineStyle.Width = 0
-			p.Add(bar)
-			if first == nil {
-				first = bar
-			}
-		}
-		if first != nil {
-			l.Add(s.Arms[i].Name, first)
-		}
-	}
-	ticks := make([]plot.Tick, len(cats))
-	for c, cat := range cats {
-		ticks[c] = plot.Tick{Value: float64(c), Label: cat}
-	}
-	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	p.X.Min, p.X.Max = -0.5, float64(len(cats))-0.5
-	p.X.Tick.Length = 0
-	return centres, nil
-}
-
-func groupPassChart(s *analysis.Summary) (*htmlChart, error) {
-	cats := groupNames(s)
-	if len(cats) == 0 {
-		return nil, nil
-	}
-	p := newChart("Pass rate per input group", "input group", "passing requests")
-	l := chartLegend()
-	if _, err := groupedBars(p, &l, s, cats, func(a *analysis.ArmSummary, g string) (float64, bool) {
-		gs, ok := a.Groups[g]
-		if !ok || gs.N == 0 {
-			return 0, false
-		}
-		return float64(gs.Pass) / float64(gs.N), true
-	}); err != nil {
-		return nil, err
-	}
-	p.Y.Min, p.Y.Max = 0, 1
-	p.Y.Tick.Marker = plot.ConstantTicks(shareTicks(0, 0.2, 0.4, 0.6, 0.8, 1))
-	svg, err := renderSVG(p, &l)
-	if err != nil {
-		return nil, err
-	}
-	return &htmlChart{ID: "chart-group-pass", Title: "Pass rate per group",
-		Caption: "Share of each group's requests that passed, per arm; the groups table has the counts behind each bar.", SVG: svg}, nil
-}
-
-func groupLatencyChart(s *analysis.Summary) (*htmlChart, error) {
-	cats := groupNames(s)
-	if len(cats) == 0 {
-		return nil, nil
-	}
-	p := newChart("Latency per input group: p50 bar, p95 whisker", "input group", "end-to-end latency (ms)")
-	l := chartLegend()
-	centres, err := groupedBars(p, &l, s, cats, func(a *analysis.ArmSummary, g string) (float64, bool) {
-		gs, ok := a.Groups[g]
-		return gs.P50Ms, ok && gs.N > 0
-	})
-	if err != nil {
-		return nil, err
-	}
-	k := len(s.Arms)
-	capW := 0.8 / float64(k) * 0.25
-	top := 0.0
-	for i := range s.Arms {
-		for c, g := range cats {
-			gs, ok := s.Arms[i].Groups[g]
-			if !ok || gs.N == 0 || math.IsNaN(centres[i][c]) {
-				continue
-			}
-			x := centres[i][c]
-			top = math.Max(top, math.Max(gs.P50Ms, gs.P95Ms))
-			for _, seg := range []plotter.XYs{{{X: x, Y: gs.P50Ms}, {X: x, Y: gs.P95Ms}}, {{X: x - capW, Y: gs.P95Ms}, {X: x + capW, Y: gs.P95Ms}}} {
-				ln, err := plotter.NewLine(seg)
-				if err != nil {
-					return nil, err
-				}
-				ln.Color = color.Gray{Y: 60}
-				ln.Width = vg.Points(1.2)
-				p.Add(ln)
-			}
-		}
-	}
-	// Headroom above the highest whisker.
-	p.Y.Min, p.Y.Max = 0, math.Max(p.Y.Max, top*1.06)
-	svg, err := renderSVG(p, &l)
-	if err != nil {
-		return nil, err
-	}
-	return &htmlChart{ID: "chart-group-latency", Title: "Latency per group",
-		Caption: "Bars are each group's median (p50) latency per arm; the whisker above a bar reaches its p95.", SVG: svg}, nil
-}
-
-// frontierChart plots cost per pass against passing requests, one point per
-// arm, with the arms no other arm beats on both (cheaper per pass and at
-// least as many passes) joined into a frontier. It is drawn only when some
-// arm routes requests.
-func frontierChart(s *analysis.Summary) (*htmlChart, error) {
-	routes := false
-	for i := range s.Arms {
-		routes = routes || s.Arms[i].RouteStats != nil
-	}
-	if !routes {
-		return nil, nil
-	}
-	type pt struct {
-		x, y float64
-		i    int
-	}
-	var pts []pt
-	var left []string
-	for i := range s.Arms {
-		a := &s.Arms[i]
-		if a.CostPerPass == nil {
-			left = append(left, a.Name)
-			continue
-		}
-		pts = append(pts, pt{*a.CostPerPass, float64(a.Pass), i})
-	}
-	if len(pts) == 0 {
-		return nil, nil
-	}
-	p := newChart("Arms frontier: cost per pass against passing requests", "cost per passing request", "passing requests")
-	l := chartLegend()
-	// Frontier: no other arm is at least as cheap per pass with at least
-	// as many passes, and better on one.
-	var front plotter.XYs
-	for _, a := range pts {
-		dominated := false
-		for _, b := range pts {
-			if b.x <= a.x && b.y >= a.y && (b.x < a.x || b.y > a.y) {
-				dominated = true
-				break
-			}
-		}
-		if !dominated {
-			front = append(front, plotter.XY{X: a.x, Y: a.y})
-		}
-	}
-	sort.Slice(front, func(i, j int) bool { return front[i].X < front[j].X })
-	if len(front) > 1 {
-		ln, err := plotter.NewLine(front)
-		if err != nil {
-			return nil, err
-		}
-		ln.Color = color.Gray{Y: 110}
-		ln.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
-		p.Add(ln)
-		l.Add("frontier", ln)
-	}
-	glyphs := map[string]draw.GlyphDrawer{analysis.VerdictBaseline: draw.BoxGlyph{}, analysis.VerdictAccept: draw.CircleGlyph{}, analysis.VerdictReject: draw.CrossGlyph{}}
-	shown := map[string]bool{}
-	var labels plotter.XYLabels
-	for _, a := range pts {
-		sc, err := plotter.NewScatter(plotter.XYs{{X: a.x, Y: a.y}})
-		if err != nil {
-			return nil, err
-		}
-		v := s.Arms[a.i].Verdict
-		sc.GlyphStyle = draw.GlyphStyle{Color: armColor(a.i), Radius: vg.Points(5), Shape: glyphs[v]}
-		if sc.GlyphStyle.Shape == nil {
-			sc.GlyphStyle.Shape = draw.RingGlyph{}
-		}
-		if v == analysis.VerdictReject {
-			sc.GlyphStyle.Radius = vg.Points(6)
-		}
-		p.Add(sc)
-		if !shown[v] {
-			shown[v] = true
-			key, err := plotter.NewScatter(plotter.XYs{{}})
-			if err != nil {
-				return nil, err
-			}
-			key.GlyphStyle = sc.GlyphStyle
-			key.GlyphStyle.Color = color.Gray{Y: 60}
-			l.Add(v, key)
-		}
-		labels.XYs = append(labels.XYs, plotter.XY{X: a.x, Y: a.y})
-		labels.Labels = append(labels.Labels, s.Arms[a.i].Name)
-	}
-	// Labels go above and below their points in turn, left to right, so
-	// that arms close together stay legible.
-	order := make([]int, len(pts))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return pts[order[a]].x < pts[order[b]].x })
-	for rank, k := range order {
-		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: labels.XYs[k : k+1], Labels: labels.Labels[k : k+1]})
-		if err != nil {
-			return nil, err
-		}
-		lb.TextStyle[0].Font = font.From(chartFont, 10)
-		lb.TextStyle[0].Color = armColor(pts[k].i)
-		lb.TextStyle[0].XAlign = draw.XCenter
-		lb.Offset = vg.Point{Y: vg.Points(7)}
-		if rank%2 == 1 {
-			lb.Offset.Y = -vg.Points(17)
-		}
-		p.Add(lb)
-	}
-	// Room for the labels on the right and the points at the edges.
-	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
-	for _, a := range pts {
-		xmin, xmax = math.Min(xmin, a.x), math.Max(xmax, a.x)
-		ymin, ymax = math.Min(ymin, a.y), math.Max(ymax, a.y)
-	}
-	dx, dy := math.Max(xmax-xmin, math.Abs(xmax)*0.1+1e-9), math.Max(ymax-ymin, 1)
-	p.X.Min, p.X.Max = math.Max(0, xmin-0.08*dx), xmax+0.3*dx
-	p.Y.Min, p.Y.Max = ymin-0.1*dy, ymax+0.1*dy
-	svg, err := renderSVG(p, &l)
-	if err != nil {
-		return nil, err
-	}
-	caption := "One point per arm of this run (not a sweep of router thresholds): further up is more passing requests, further left is cheaper per pass. The dashed line joins the arms that no other arm beats on both; the marker is the arm's verdict, which also weighs lost tasks, leaks and latency."
-	if len(left) > 0 {
-		caption += " Left out, with no passing request: " + strings.Join(left, ", ") + "."
-	}
-	return &htmlChart{ID: "chart-arms-frontier", Title: "Arms frontier (cost per pass against passes)", Caption: caption, SVG: svg}, nil
 }

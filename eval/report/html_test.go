@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"context"
 	"encoding/xml"
 	"fmt"
 	"image"
@@ -10,16 +9,15 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/chromium"
 )
 
 // htmlRecords is a seeded run of three arms over 120 tasks in three groups:
@@ -147,7 +145,7 @@ func TestWriteHTMLCharts(t *testing.T) {
 			// Every arm's row is in the arms table with its verdict.
 			for i := range s.Arms {
 				a := &s.Arms[i]
-				row := "<tr><td>" + a.Name + "</td>"
+				row := `<tr><td class="words">` + a.Name + "</td>"
 				if !strings.Contains(out, row) {
 					t.Errorf("no table row for arm %s", a.Name)
 				}
@@ -310,21 +308,25 @@ func TestHTMLBlocks(t *testing.T) {
 		{textCell("a|b"), figureCell("1.5"), verdictCell("reject")},
 		{textCell("c"), missing(), verdictCell("accept")},
 	}}
-	got, err := htmlBlockOf(tb)
+	got, err := htmlBlockOf(tb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRows := [][]htmlCell{{{Text: "a|b"}, {Text: "1.5", Class: "num"}, {Text: "reject", Class: "v-reject"}}, {{Text: "c"}, {Text: "-", Class: "num"}, {Text: "accept", Class: "v-accept"}}}
-	if !slices.Equal(got.Header, tb.Header) || len(got.Rows) != 2 || !slices.Equal(got.Rows[0], wantRows[0]) || !slices.Equal(got.Rows[1], wantRows[1]) {
-		t.Errorf("table %+v; want rows %+v", got, wantRows)
+	wantRows := [][]htmlCell{{{Text: "a|b", Class: "words"}, {Text: "1.5", Class: "num"}, {Text: "reject", Class: "v-reject"}}, {{Text: "c", Class: "words"}, {Text: "-", Class: "num"}, {Text: "accept", Class: "v-accept"}}}
+	if len(got.Tables) != 1 {
+		t.Fatalf("%d tables; want the narrow table whole", len(got.Tables))
+	}
+	gt := got.Tables[0]
+	if want := [][]string{{"x"}, {"y"}, {"verdict"}}; !slices.EqualFunc(gt.Header, want, slices.Equal) || len(gt.Rows) != 2 || !slices.Equal(gt.Rows[0], wantRows[0]) || !slices.Equal(gt.Rows[1], wantRows[1]) {
+		t.Errorf("table %+v; want rows %+v", gt, wantRows)
 	}
 	// A column with words in one row is not right-aligned.
 	mixed := &Table{Header: []string{"arm", "leaks"}, Rows: [][]Cell{{textCell("a"), figureCell("0")}, {textCell("b"), textCell("stale 2")}}}
-	if got, _ := htmlBlockOf(mixed); got.Rows[0][1].Class != "" {
-		t.Errorf("mixed column cell class %q; want none", got.Rows[0][1].Class)
+	if got, _ := htmlBlockOf(mixed, nil); got.Tables[0].Rows[0][1].Class != "" {
+		t.Errorf("mixed column cell class %q; want none", got.Tables[0].Rows[0][1].Class)
 	}
 	v := Verdicts{Arms: []ArmVerdict{{Arm: "one", Verdict: verdictCell("accept"), Reasons: []string{"r"}}, {Arm: "base", Verdict: textCell("the baseline")}}}
-	got, err = htmlBlockOf(v)
+	got, err = htmlBlockOf(v, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,60 +406,12 @@ func TestWriteHTMLZeroLatency(t *testing.T) {
 	}
 }
 
-// chromium finds a headless Chromium. Without one the test is skipped,
-// except under CI, where .ci/run installs it and its absence fails.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no chromium on PATH; .ci/run installs the Debian package chromium")
-	}
-	t.Skip("no chromium on PATH (apt-get install chromium); the render check runs in CI")
-	return ""
-}
-
-// runChromium runs headless Chromium on a local file with networking off
-// and returns its stdout and stderr (with the console log).
-func runChromium(t *testing.T, bin, page string, extra ...string) (string, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--no-first-run", "--no-default-browser-check",
-		"--disable-dev-shm-usage", "--host-resolver-rules=MAP * ~NOTFOUND", "--enable-logging=stderr", "--v=0",
-		"--user-data-dir=" + t.TempDir()}, extra...)
-	cmd := exec.CommandContext(ctx, bin, append(args, "file://"+page)...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, errb.String())
-	}
-	return out.String(), errb.String()
-}
-
-// pageErrors are the console lines of a page that failed: a script error
-// or a resource that did not load.
-func pageErrors(stderr string) []string {
-	var errs []string
-	for _, ln := range strings.Split(stderr, "\n") {
-		if strings.Contains(ln, "Uncaught") || strings.Contains(ln, "Failed to load resource") || strings.Contains(ln, "net::ERR_") {
-			errs = append(errs, ln)
-		}
-	}
-	return errs
-}
-
 // report.html loads in headless Chromium without errors: the DOM it builds
 // has the title, the tables and every chart, and a screenshot of it is a
 // picture, not a blank page.
 func TestHTMLRendersInChromium(t *testing.T) {
 	t.Parallel()
-	bin := chromium(t)
+	bin := chromium.Find(t)
 	dir := t.TempDir()
 	recs := htmlRecords("baseline", "cached", "routed")
 	page := filepath.Join(dir, "report.html")
@@ -465,8 +419,8 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dom, stderr := runChromium(t, bin, page, "--dump-dom")
-	if errs := pageErrors(stderr); len(errs) > 0 {
+	dom, stderr := chromium.Run(t, bin, page, "--dump-dom")
+	if errs := chromium.PageErrors(stderr); len(errs) > 0 {
 		t.Errorf("console errors loading report.html:\n%s", strings.Join(errs, "\n"))
 	}
 	for _, want := range []string{"<title>crab report: 2 candidates against baseline</title>", `<section id="arms">`, "<table>", `<figure id="chart-latency-cdf">`, `<figure id="chart-arms-frontier">`} {
@@ -482,7 +436,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	}
 
 	shot := filepath.Join(dir, "report.png")
-	runChromium(t, bin, page, "--screenshot="+shot, "--window-size=1280,2000", "--hide-scrollbars")
+	chromium.Run(t, bin, page, "--screenshot="+shot, "--window-size=1280,2000", "--hide-scrollbars")
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatalf("no screenshot: %v", err)
@@ -508,7 +462,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 // anything at all, found or not, fails TestWriteHTMLSelfContained.)
 func TestChromiumCatchesBrokenPages(t *testing.T) {
 	t.Parallel()
-	bin := chromium(t)
+	bin := chromium.Find(t)
 	dir := t.TempDir()
 	for _, c := range []struct{ name, body string }{
 		{"script error", `<script>throw new Error("boom")</script>`},
@@ -517,8 +471,8 @@ func TestChromiumCatchesBrokenPages(t *testing.T) {
 		if err := os.WriteFile(page, []byte("<!DOCTYPE html><title>x</title>"+c.body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, stderr := runChromium(t, bin, page, "--dump-dom")
-		if len(pageErrors(stderr)) == 0 {
+		_, stderr := chromium.Run(t, bin, page, "--dump-dom")
+		if len(chromium.PageErrors(stderr)) == 0 {
 			t.Errorf("%s: no console error seen; the render check would miss it (stderr: %s)", c.name, stderr)
 		}
 	}
@@ -575,6 +529,78 @@ func TestDrawSafely(t *testing.T) {
 			t.Errorf("%s: got %v, %v; want the chart", c.name, got, err)
 		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
 			t.Errorf("%s: error %v; want one naming %q", c.name, err, c.wantErr)
+		}
+	}
+}
+
+// hostileArms are arm names a records file may carry: markup and quotes,
+// control characters, and a name of 200 characters.
+var hostileArms = []string{`<b>bold</b> "quoted" 'single' & more`, "tab\there\x07bell\x1b[31mred\u0085", strings.Repeat("long_arm_name_", 14) + "tail"}
+
+// hostileRecords are htmlRecords with the cache, router and plain arms
+// renamed to hostileArms.
+func hostileRecords() []Record {
+	recs := htmlRecords("baseline", "cached", "routed", "plain")
+	rename := map[string]string{"cached": hostileArms[0], "routed": hostileArms[1], "plain": hostileArms[2]}
+	for i := range recs {
+		if n, ok := rename[recs[i].Arm]; ok {
+			recs[i].Arm = n
+		}
+	}
+	return recs
+}
+
+// Names with markup, quotes, control characters or 200 characters are
+// text on the page: escaped, control characters written as \t or \x07,
+// never raw (the inline SVG is XML, which does not allow them).
+func TestWriteHTMLHostileNames(t *testing.T) {
+	t.Parallel()
+	if n := len([]rune(hostileArms[2])); n != 200 {
+		t.Fatalf("the long name has %d characters; want 200", n)
+	}
+	recs := hostileRecords()
+	out := renderHTML(t, htmlSummary(t, recs), recs)
+	if os.Getenv("CRAB_HOSTILE_HTML") != "" {
+		_ = os.WriteFile(os.Getenv("CRAB_HOSTILE_HTML"), []byte(out), 0o644)
+	}
+	if strings.Contains(out, "<b>bold</b>") || strings.Contains(out, `"quoted"`) {
+		t.Errorf("an arm name reached the page unescaped")
+	}
+	if !strings.Contains(out, "&lt;b&gt;bold&lt;/b&gt; &#34;quoted&#34; &#39;single&#39; &amp; more") {
+		t.Errorf("the escaped arm name is missing")
+	}
+	if strings.ContainsFunc(out, func(r rune) bool { return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r < 0xa0) }) {
+		t.Errorf("the page holds a raw control character")
+	}
+	if !strings.Contains(out, `tab\there\x07bell\x1b[31mred\u0085`) {
+		t.Errorf("the control characters of an arm name are not shown escaped")
+	}
+	if !strings.Contains(out, hostileArms[2]) {
+		t.Errorf("the 200-character name is not on the page whole")
+	}
+	checkSVGWellFormed(t, out)
+}
+
+// In the browser, hostile names break neither the tables nor the verdicts
+// at the top, at 1400 and at 1000 px.
+func TestHTMLLayoutHostileNames(t *testing.T) {
+	t.Parallel()
+	bin := chromium.Find(t)
+	recs := hostileRecords()
+	page := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(page, []byte(renderHTML(t, htmlSummary(t, recs), recs)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []int{1400, 1000} {
+		l := chromium.Measure(t, bin, page, w, 900)
+		for _, p := range l.Problems(w == 1400) {
+			t.Error(p)
+		}
+		if len(l.Verdicts) != 4 {
+			t.Errorf("at %d px: %d verdict rows; want 4", w, len(l.Verdicts))
+		}
+		if len(l.Verdicts) == 4 && l.Verdicts[1].Arm != hostileArms[0] {
+			t.Errorf("the browser shows arm %q; want the name as text, %q", l.Verdicts[1].Arm, hostileArms[0])
 		}
 	}
 }
