@@ -61,8 +61,8 @@ func runReport(_ context.Context, o reportOptions) error {
 	if err := checkShards(o.Paths); err != nil {
 		return err
 	}
-	large, gate, incomplete, passRule := fromManifests(o.Paths)
-	opt := analysis.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, Incomplete: incomplete, AllowContractChange: o.AllowContractChange, PassRule: passRule}
+	large, gate, incomplete, passRule, holdout := fromManifests(o.Paths)
+	opt := analysis.Options{Baseline: o.Baseline, LargeModels: large, Gate: gate, Incomplete: incomplete, AllowContractChange: o.AllowContractChange, PassRule: passRule, Holdout: holdout}
 	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
 	recs, err := records.ReadSet(o.Paths, o.Stdin)
 	if err != nil {
@@ -92,9 +92,10 @@ func writeFormat(w io.Writer, sum *analysis.Summary, recs *records.RecordSet, fo
 
 // fromManifests reads, from the manifests of run directories among paths,
 // the routers' large models (so the routed share is computed as in the run)
-// and the gate and pass rule the run declared (the first ones found), so a
-// report rebuilt from a run directory decides and words as the run did.
-func fromManifests(paths []string) (large []string, gate *analysis.GateConfig, incomplete, passRule string) {
+// and the gate, pass rule and holdout the run declared (the first ones
+// found), so a report rebuilt from a run directory decides and words as
+// the run did.
+func fromManifests(paths []string) (large []string, gate *analysis.GateConfig, incomplete, passRule, holdout string) {
 	for _, p := range paths {
 		m, err := eval.ReadManifest(p)
 		if err != nil {
@@ -112,11 +113,14 @@ func fromManifests(paths []string) (large []string, gate *analysis.GateConfig, i
 		if passRule == "" {
 			passRule = m.PassRule
 		}
+		if holdout == "" {
+			holdout = m.Holdout.Note()
+		}
 		if m.Status == "running" && incomplete == "" {
 			incomplete = "the run in " + p + " did not finish: its manifest still says running (the process died)"
 		}
 	}
-	return large, gate, incomplete, passRule
+	return large, gate, incomplete, passRule, holdout
 }
 
 // checkShards makes sure run directories holding shards (crab run --shard)

@@ -20,6 +20,7 @@ import (
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/atomicfile"
+	"github.com/crab-testbed/crab/internal/fitted"
 	"github.com/crab-testbed/crab/router"
 	routertune "github.com/crab-testbed/crab/router/tune"
 )
@@ -175,6 +176,9 @@ func tune(ctx context.Context, o tuneOptions) error {
 		}
 		out.Semantic = append(out.Semantic, st)
 	}
+	if out.Fitted, err = setup.FittedSet(o.Holdout, seed, fittedWhat(&out, learned)...); err != nil {
+		return badUsage("%w", err)
+	}
 	if o.OutDir != "" {
 		files := "tune.json, tuned.yaml"
 		if out.TuneReport != nil {
@@ -262,6 +266,31 @@ type tuneOutput struct {
 	Large    string `json:"large,omitempty"`
 	*routertune.TuneReport
 	Semantic []*eval.SemanticTune `json:"semantic,omitempty"`
+	// Fitted names the calibration tasks every value above was fitted on;
+	// the experiment -o writes leaves them out of its run.
+	Fitted *fitted.Set `json:"fitted"`
+}
+
+// fittedWhat names the values a tune fitted, for its fitted set.
+func fittedWhat(out *tuneOutput, learned *router.LearnedScorer) []string {
+	var what []string
+	if r := out.TuneReport; r != nil {
+		if r.Policy == router.PolicyCascade {
+			what = append(what, "cascade confidence")
+		} else {
+			what = append(what, "router threshold")
+		}
+		if r.Cascade != nil {
+			what = append(what, "cascade confidence")
+		}
+	}
+	if learned != nil {
+		what = append(what, "learned scorer")
+	}
+	for _, st := range out.Semantic {
+		what = append(what, "similarity threshold of arm "+st.Arm)
+	}
+	return what
 }
 
 // writeTuneDir writes the output files of -o DIR; a learned scorer goes
@@ -278,7 +307,11 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 			scorerRef = abs
 		}
 	}
-	snippet, err := setup.TunedExperiment(target, out.TuneReport, seed, scorerRef, out.Semantic)
+	fittedRef := filepath.Join(dir, "tune.json")
+	if abs, err := filepath.Abs(fittedRef); err == nil {
+		fittedRef = abs
+	}
+	snippet, err := setup.TunedExperiment(target, out.TuneReport, seed, scorerRef, out.Semantic, fittedRef)
 	if err != nil {
 		return err
 	}
@@ -286,7 +319,9 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 		return err
 	}
 	if learned != nil {
-		if err := writeJSON(filepath.Join(dir, "scorer.json"), learned.Model()); err != nil {
+		m := learned.Model()
+		m.Fitted = out.Fitted
+		if err := writeJSON(filepath.Join(dir, "scorer.json"), m); err != nil {
 			return err
 		}
 	}

@@ -65,9 +65,12 @@ type Manifest struct {
 	// and PassRule the pass rule in force, in words, as the report states it.
 	Grade    *grade.Config `json:"grade,omitempty"`
 	PassRule string        `json:"pass_rule,omitempty"`
-	Shadow   bool          `json:"shadow"`
-	Models   []ModelSpec   `json:"models"`
-	Arms     []ArmSpec     `json:"arms"`
+	// Holdout says which tasks of the task file were left out because
+	// tuned values were fitted on them (the experiment's fitted section).
+	Holdout *Holdout    `json:"holdout,omitempty"`
+	Shadow  bool        `json:"shadow"`
+	Models  []ModelSpec `json:"models"`
+	Arms    []ArmSpec   `json:"arms"`
 
 	Passes []PassMetrics `json:"passes,omitempty"`
 }

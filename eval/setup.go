@@ -35,6 +35,9 @@ type Setup struct {
 	TasksRaw     []byte
 	ContractName string
 	ContractRaw  []byte
+	// Holdout, when the experiment has a fitted section, says which tasks
+	// were left out of Tasks because tuned values were fitted on them.
+	Holdout *Holdout
 
 	embedded fs.FS
 	base     string // folder of the experiment file, for relative references ("" for the embedded default)
@@ -94,6 +97,12 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 		return nil, &InputError{File: name, Field: "tasks", Msg: err.Error()}
 	}
 	if s.Tasks, err = ReadTasks(bytes.NewReader(s.TasksRaw), s.TasksName); err != nil {
+		return nil, err
+	}
+	if err := s.applyFitted(resolve, base); err != nil {
+		return nil, err
+	}
+	if err := s.checkFitted(resolve, base); err != nil {
 		return nil, err
 	}
 	s.expected = ExpectedByID(s.Tasks)
@@ -274,6 +283,7 @@ func (s *Setup) Manifest(runID string) *Manifest {
 		m.Grade = &g
 	}
 	m.PassRule = s.PassRule()
+	m.Holdout = s.Holdout
 	return m
 }
 
@@ -301,5 +311,5 @@ func (s *Setup) SummaryOptions() analysis.Options {
 		}
 	}
 	g := s.Exp.Gate
-	return analysis.Options{LargeModels: large, Gate: &g, PassRule: s.PassRule()}
+	return analysis.Options{LargeModels: large, Gate: &g, PassRule: s.PassRule(), Holdout: s.Holdout.Note()}
 }

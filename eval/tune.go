@@ -597,8 +597,11 @@ func (s *Setup) applyTuned(resolve func(string) string, base string) error {
 // scorer, when not empty, is the scorer the threshold was chosen with (a
 // registered name or a scorer file); every threshold arm that gets the
 // chosen threshold gets it too. rep may be nil (no router tuned); every
-// semantic-cache arm named in sem gets its tuned threshold.
-func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed int64, scorer string, sem []*SemanticTune) ([]byte, error) {
+// semantic-cache arm named in sem gets its tuned threshold. fittedRef, when
+// not empty, is the tune.json naming the tasks those values were fitted on:
+// it becomes the experiment's fitted section, so that the run leaves them
+// out of every arm.
+func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed int64, scorer string, sem []*SemanticTune, fittedRef string) ([]byte, error) {
 	raw, err := s.read(s.Exp.File, "")
 	if err != nil {
 		return nil, err
@@ -632,6 +635,10 @@ func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed i
 	}
 	setScalar(doc, "tasks", tasks, "!!str")
 	setScalar(doc, "contract", ref(s.Exp.Contract), "!!str")
+	if fittedRef != "" {
+		k := setScalarAfter(doc, "fitted", fittedRef, "contract")
+		k.HeadComment = "the calibration tasks the values below were fitted on: crab run leaves them out of every arm\n(remove this line only to run on a task set they never saw)"
+	}
 	if ar := mapGet(doc, "arrival"); ar != nil {
 		if tr := mapGet(ar, "trace"); tr != nil && tr.Value != "" {
 			tr.Value = ref(tr.Value)
@@ -697,7 +704,7 @@ func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed i
 			arms.Content = append(arms.Content, arm)
 		}
 	}
-	root.HeadComment = strings.TrimSpace(fmt.Sprintf("Written by crab tune from %s: the thresholds below were chosen on the\ncalibration split and reported once on the holdout (tune.json). Run it with crab run -c FILE.", s.Exp.File) + "\n\n" + root.HeadComment)
+	root.HeadComment = strings.TrimSpace(fmt.Sprintf("Written by crab tune from %s: the thresholds below were chosen on the\ncalibration split and reported once on the holdout (tune.json); crab run measures them on\nthe holdout tasks only (fitted). Run it with crab run -c FILE.", s.Exp.File) + "\n\n" + root.HeadComment)
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)

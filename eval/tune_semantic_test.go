@@ -110,7 +110,7 @@ func TestTuneSemanticCalibrationOnly(t *testing.T) {
 func TestTunedExperimentSemantic(t *testing.T) {
 	t.Parallel()
 	s, res := tuneSemanticArm(t, semanticTuneDir(t, 10, nil))
-	out, err := s.TunedExperiment(TuneTarget{}, nil, 7, "", []*SemanticTune{res})
+	out, err := s.TunedExperiment(TuneTarget{}, nil, 7, "", []*SemanticTune{res}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

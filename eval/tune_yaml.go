@@ -86,3 +86,22 @@ func setSemanticThresholds(arms *yaml.Node, specs []ArmSpec, sem []*SemanticTune
 		}
 	}
 }
+
+// setScalarAfter sets key to a string value, placing a new key right after
+// the key after (or last), and returns the key node.
+func setScalarAfter(m *yaml.Node, key, value, after string) *yaml.Node {
+	if k, _ := mapKey(m, key); k != nil {
+		setScalar(m, key, value, "!!str")
+		return k
+	}
+	k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
+	v := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value}
+	at := len(m.Content)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == after {
+			at = i + 2
+		}
+	}
+	m.Content = append(m.Content[:at], append([]*yaml.Node{k, v}, m.Content[at:]...)...)
+	return k
+}

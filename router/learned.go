@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/crab-testbed/crab/internal/fitted"
 	"github.com/crab-testbed/crab/internal/textfeat"
 	"github.com/crab-testbed/crab/model"
 )
@@ -58,6 +59,10 @@ type LearnedModel struct {
 	Hashed map[string]float64 `json:"hashed"`
 	// Trained says what the weights were fitted on, for the reader.
 	Trained map[string]any `json:"trained,omitempty"`
+	// Fitted is the identity of the tasks the weights were fitted on, so
+	// that crab run judges the scorer only on others; absent in files
+	// not written by crab tune.
+	Fitted *fitted.Set `json:"fitted,omitempty"`
 }
 
 // LearnedScorer scores requests with a LearnedModel. It is safe for
@@ -107,6 +112,11 @@ func NewLearnedScorer(m LearnedModel) (*LearnedScorer, error) {
 	if math.IsNaN(m.Bias) || math.IsInf(m.Bias, 0) {
 		return nil, bad("bias", "%v is not a finite number", m.Bias)
 	}
+	if m.Fitted != nil {
+		if field, msg := m.Fitted.Valid(); field != "" {
+			return nil, bad(field, "%s", msg)
+		}
+	}
 	s := &LearnedScorer{m: m, mask: uint64(m.Buckets - 1), hashed: make([]float64, m.Buckets)}
 	for k, w := range m.Hashed {
 		i, err := strconv.Atoi(k)
@@ -120,6 +130,10 @@ func NewLearnedScorer(m LearnedModel) (*LearnedScorer, error) {
 	}
 	return s, nil
 }
+
+// FittedOn is the identity of the tasks the scorer was fitted on, or nil
+// when its file does not say.
+func (s *LearnedScorer) FittedOn() *fitted.Set { return s.m.Fitted }
 
 // Model returns the scorer's model.
 func (s *LearnedScorer) Model() LearnedModel { return s.m }

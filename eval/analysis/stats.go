@@ -64,6 +64,9 @@ type Options struct {
 	// PassRule is the pass rule the records were graded by, in words, for
 	// the notes; empty (records from elsewhere) says nothing.
 	PassRule string
+	// Holdout, when set, says which tasks were left out of the run because
+	// tuned values were fitted on them, for the notes.
+	Holdout string
 }
 
 // Summary is everything `crab report` prints: per arm figures, the paired
@@ -319,6 +322,9 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		"percentiles are nearest rank (p_q = x[ceil(q·n/100)]); latency counts every request, a failed one at the time it ended; ok_* count successful requests only",
 		"cost per pass = cost of all requests, failed ones included, / passing requests",
 		g.String())
+	if opt.Holdout != "" {
+		s.Notes = append(s.Notes, opt.Holdout)
+	}
 	if opt.PassRule != "" {
 		s.Notes = append(s.Notes, opt.PassRule)
 	}

@@ -306,7 +306,12 @@ type Folds struct {
 	PassLoss    [3]float64 `json:"pass_loss_min_median_max"`
 	CostSaving  [3]float64 `json:"cost_saving_min_median_max"` // 1 − cost / cost_all_large on the holdout
 	StrongShare [3]float64 `json:"strong_share_min_median_max"`
-	Within      int        `json:"within_allowed"` // folds whose holdout loss is within the allowed loss
+	// Within counts the folds whose holdout pass loss is within the
+	// allowed loss (rule max-pass-loss; nil under a budget rule, which
+	// allows no loss figure), WithinBudget those whose holdout cost per
+	// request is within the budget (budget rule only).
+	Within       *int `json:"within_allowed,omitempty"`
+	WithinBudget *int `json:"within_budget,omitempty"`
 }
 
 // Fold is one split's choice and holdout result.
@@ -633,8 +638,18 @@ func folds(policy string, samples []Sample, cfg TuneConfig) (*Folds, error) {
 		run := Fold{Seed: seed, Threshold: ch.Threshold, Holdout: h.N, Pass: h.Pass, PassAllLarge: h.PassAllLarge,
 			PassLoss: h.PassAllLarge - h.Pass, Cost: h.Cost, CostAllLarge: h.CostAllLarge, StrongShare: h.StrongShare}
 		f.Runs = append(f.Runs, run)
-		if cfg.Rule.Budget > 0 || run.PassLoss <= cfg.Rule.MaxPassLoss {
-			f.Within++
+		count := func(c **int, ok bool) {
+			if *c == nil {
+				*c = new(int)
+			}
+			if ok {
+				**c++
+			}
+		}
+		if cfg.Rule.Budget > 0 {
+			count(&f.WithinBudget, h.N > 0 && h.Cost/float64(h.N) <= cfg.Rule.Budget)
+		} else {
+			count(&f.Within, run.PassLoss <= cfg.Rule.MaxPassLoss)
 		}
 		th = append(th, run.Threshold)
 		loss = append(loss, float64(run.PassLoss))

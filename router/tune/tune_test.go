@@ -423,3 +423,41 @@ func TestNiceTicks(t *testing.T) {
 		}
 	}
 }
+
+// A fold summary states every fold's holdout loss as it is, and under a
+// budget rule counts the folds within the budget, never "within the
+// allowed loss" (a budget allows no loss figure).
+func TestFoldsStateHoldoutLosses(t *testing.T) {
+	t.Parallel()
+	samples := workload(300)
+	for _, tc := range []struct {
+		name string
+		rule Rule
+		want string
+	}{
+		{"max pass loss", Rule{MaxPassLoss: 0}, "within the allowed loss on the holdout in"},
+		{"budget", Rule{Budget: 0.5}, "within the budget per request on the holdout in"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Tune(samples, TuneConfig{Seed: 3, Folds: 3, Rule: tc.rule})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := rep.Folds
+			if (f.Within == nil) == (tc.rule.Budget == 0) || (f.WithinBudget == nil) == (tc.rule.Budget > 0) {
+				t.Fatalf("within %v, within budget %v; want only the count of the rule in force", f.Within, f.WithinBudget)
+			}
+			var b strings.Builder
+			if err := rep.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			losses := fmt.Sprintf("holdout pass loss per fold: %d, %d, %d", f.Runs[0].PassLoss, f.Runs[1].PassLoss, f.Runs[2].PassLoss)
+			if !strings.Contains(b.String(), tc.want) || !strings.Contains(b.String(), losses) {
+				t.Errorf("report lacks %q or %q:\n%s", tc.want, losses, b.String())
+			}
+			if tc.rule.Budget > 0 && strings.Contains(b.String(), "within the allowed loss") {
+				t.Errorf("a budget rule's folds claim an allowed loss:\n%s", b.String())
+			}
+		})
+	}
+}
