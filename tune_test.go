@@ -197,6 +197,13 @@ func TestTuneOutputs(t *testing.T) {
 			t.Errorf("text report lacks %q", want)
 		}
 	}
+	// The learned scorer's misroutes are explained by its own weights,
+	// not by the built-in scorer's ticket lexicon.
+	for _, lexicon := range []string{"cues=", "no_issue", "multi_issue"} {
+		if strings.Contains(stdout, lexicon) {
+			t.Errorf("text report explains the learned scorer with the lexicon (%q):\n%s", lexicon, stdout)
+		}
+	}
 	for _, f := range []struct{ name, prefix string }{
 		{"tune.json", "{"}, {"sweep.csv", "policy,threshold,chosen,frontier"}, {"pareto.svg", "<svg"},
 		{"pareto-cascade.svg", "<svg"}, {"tuned.yaml", "# Written by crab tune"},

@@ -423,12 +423,22 @@ func (s *Setup) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([
 		if p == nil || p.small == nil || p.large == nil {
 			return nil, &InputError{File: name, Field: "task_id", Msg: fmt.Sprintf("no outcome of task %q on both models (rebuild with --refresh)", t.ID)}
 		}
-		sc := scorer.Score(&model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()})
+		req := &model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()}
+		sc := scorer.Score(req)
 		out[i] = routertune.Sample{ID: t.ID, Group: t.Group, Key: routertune.QuestionKey(t.Text), Score: sc.Value, Features: sc.Features,
-			Small: rowOutcome(p.small), Large: rowOutcome(p.large),
-			Req: &model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()}}
+			Small: rowOutcome(p.small), Large: rowOutcome(p.large), Req: req}
+		if ex, ok := scorer.(explainer); ok {
+			out[i].Why = ex.Explain(req, routertune.ExplainTop)
+		}
 	}
 	return out, nil
+}
+
+// explainer is a scorer that can say which of its features moved a
+// request's score (a learned scorer); a report then explains misroutes
+// with them instead of the built-in scorer's features.
+type explainer interface {
+	Explain(req *model.Request, k int) []router.Contribution
 }
 
 func rowOutcome(r *OutcomeRow) routertune.Outcome {

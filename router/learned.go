@@ -177,27 +177,44 @@ func DenseOf(req *model.Request, out []float64) {
 // (FamilyValue), so that a long text does not outweigh a short one by its
 // length alone. Hashes are reduced to a bucket by the caller.
 func Hashed(req *model.Request, visit func(h uint64, fam int)) (words, trigrams int) {
+	return hashedSpans(req, func(h uint64, fam, _, _ int) { visit(h, fam) })
+}
+
+// hashedSpans is Hashed that also gives each feature's span of req.Text
+// in bytes [start, end) (the language feature: -1, -1), so that an
+// explanation can name what it read.
+func hashedSpans(req *model.Request, visit func(h uint64, fam, start, end int)) (words, trigrams int) {
 	text := req.Text
 	var r3 [3]rune
+	var at3 [3]int // byte offset of each rune of r3
 	nr := 0
 	var prev uint64
+	prevStart := 0
 	hasPrev := false
 	h := fnvOffset
 	in := false
-	flush := func() {
+	start := 0
+	flush := func(end int) {
 		if !in {
 			return
 		}
 		words++
 		w := mix(h ^ famWord)
-		visit(w, FamWord)
+		visit(w, FamWord, start, end)
 		if hasPrev {
-			visit(mix(prev*0x9e3779b97f4a7c15^w^famBigram), FamBigram)
+			visit(mix(prev*0x9e3779b97f4a7c15^w^famBigram), FamBigram, prevStart, end)
 		}
-		prev, hasPrev = w, true
+		prev, prevStart, hasPrev = w, start, true
 		h, in = fnvOffset, false
 	}
-	for _, r := range text {
+	for off, r := range text {
+		size := utf8.RuneLen(r)
+		if size < 0 {
+			size = 1
+		}
+		if !in {
+			start = off
+		}
 		switch {
 		case r < utf8.RuneSelf:
 			switch {
@@ -209,40 +226,41 @@ func Hashed(req *model.Request, visit func(h uint64, fam int)) (words, trigrams 
 				h = (h ^ uint64(r)) * fnvPrime
 				in = true
 			default:
-				flush()
+				flush(off)
 				r = ' '
 			}
 		case textfeat.IsWide(r):
-			flush()
+			flush(off)
+			start = off
 			h = fnvRune(fnvOffset, r)
 			in = true
-			flush()
+			flush(off + size)
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			r = unicode.ToLower(r)
 			h = fnvRune(h, r)
 			in = true
 		default:
-			flush()
+			flush(off)
 			r = ' '
 		}
 		if r == ' ' && nr > 0 && r3[(nr-1)%3] == ' ' {
 			continue
 		}
-		r3[nr%3] = r
+		r3[nr%3], at3[nr%3] = r, off
 		nr++
 		if nr >= 3 {
 			trigrams++
 			a, b, c := r3[(nr-3)%3], r3[(nr-2)%3], r3[(nr-1)%3]
-			visit(mix(uint64(a)*0xff51afd7ed558ccd^uint64(b)*0xc4ceb9fe1a85ec53^uint64(c)^famTrigram<<56), FamTrigram)
+			visit(mix(uint64(a)*0xff51afd7ed558ccd^uint64(b)*0xc4ceb9fe1a85ec53^uint64(c)^famTrigram<<56), FamTrigram, at3[(nr-3)%3], off+size)
 		}
 	}
-	flush()
+	flush(len(text))
 	lang := req.Scope.PrimaryLang()
 	lh := fnvOffset
 	for i := 0; i < len(lang); i++ {
 		lh = (lh ^ uint64(lang[i])) * fnvPrime
 	}
-	visit(mix(lh^famLang), FamLang)
+	visit(mix(lh^famLang), FamLang, -1, -1)
 	return words, trigrams
 }
 

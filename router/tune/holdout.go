@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/crab-testbed/crab/router"
 )
@@ -36,7 +37,7 @@ type TuneConfig struct {
 	// its calibration side alone (e.g. a scorer fitted there, see
 	// Learner), so that no holdout figure is read by what the router
 	// learned; nil keeps the samples' scores.
-	Rescore func(samples []Sample, calib []int) ([]float64, error) `json:"-"`
+	Rescore func(samples []Sample, calib []int) ([]Rescored, error) `json:"-"`
 	// Scorer names the scorer the scores come from, for the report.
 	Scorer string `json:"scorer,omitempty"`
 }
@@ -53,9 +54,53 @@ func rescored(samples []Sample, calib []int, cfg TuneConfig) ([]Sample, error) {
 	}
 	out := append([]Sample(nil), samples...)
 	for i := range out {
-		out[i].Score = scores[i]
+		out[i].Score, out[i].Why = scores[i].Score, scores[i].Why
 	}
 	return out, nil
+}
+
+// Rescored is a sample's score from the scorer of its split, and the
+// features that moved it most.
+type Rescored struct {
+	Score float64
+	Why   []router.Contribution
+}
+
+// ExplainTop is how many features a report names per explained task.
+const ExplainTop = 3
+
+// features is a sample's features as a report lists them: the scorer's
+// explanation when there is one, the built-in scorer's features otherwise.
+func (s *Sample) features() string {
+	if s.Why == nil {
+		return s.Features.String()
+	}
+	if len(s.Why) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(s.Why))
+	for i, c := range s.Why {
+		parts[i] = c.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// tags are what a report tallies of a misrouted sample: the explaining
+// features with the direction they pushed (+: towards the large model),
+// or FeatureTags of the built-in scorer's features.
+func (s *Sample) tags() []string {
+	if s.Why == nil {
+		return FeatureTags(s.Features)
+	}
+	out := make([]string, len(s.Why))
+	for i, c := range s.Why {
+		sign := "+"
+		if c.Logit < 0 {
+			sign = "-"
+		}
+		out[i] = c.Feature + "(" + sign + ")"
+	}
+	return out
 }
 
 func (c *TuneConfig) fill() error {
@@ -416,7 +461,7 @@ func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg TuneConf
 		case useLarge:
 			to = "large"
 		}
-		row := Task{ID: s.ID, Group: s.Group, Score: s.Score, Features: s.Features.String(), To: to, Small: s.Small, Large: s.Large}
+		row := Task{ID: s.ID, Group: s.Group, Score: s.Score, Features: s.features(), To: to, Small: s.Small, Large: s.Large}
 		if s.Large.Pass && !final.Pass {
 			lost := row
 			lost.Kind = "lost"
@@ -442,7 +487,7 @@ func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg TuneConf
 			fc = map[string]int{}
 			h.MisrouteFeatures[row.Kind] = fc
 		}
-		for _, tag := range FeatureTags(s.Features) {
+		for _, tag := range s.tags() {
 			fc[tag]++
 		}
 	}
