@@ -176,9 +176,19 @@ func tune(ctx context.Context, o tuneOptions) error {
 		}
 		out.Semantic = append(out.Semantic, st)
 	}
-	if out.Fitted, err = setup.FittedSet(o.Holdout, seed, fittedWhat(&out, learned)...); err != nil {
-		return badUsage("%w", err)
+	var ids []string
+	if out.TuneReport != nil {
+		if ids, err = setup.RouterCalibration(o.Holdout, seed); err != nil {
+			return badUsage("%w", err)
+		}
 	}
+	for _, st := range out.Semantic {
+		ids = append(ids, st.CalibrationTasks()...)
+		if st.TuneResult == nil && log != nil {
+			fmt.Fprintf(log, "crab: warning: semantic-cache arm %s: no similarity threshold meets the limit; no semantic arm recommended\n", st.Arm)
+		}
+	}
+	out.Fitted = setup.FittedSet(ids, fittedWhat(&out, learned)...)
 	if o.OutDir != "" {
 		files := "tune.json, tuned.yaml"
 		if out.TuneReport != nil {
@@ -288,7 +298,9 @@ func fittedWhat(out *tuneOutput, learned *router.LearnedScorer) []string {
 		what = append(what, "learned scorer")
 	}
 	for _, st := range out.Semantic {
-		what = append(what, "similarity threshold of arm "+st.Arm)
+		if st.TuneResult != nil {
+			what = append(what, "similarity threshold of arm "+st.Arm)
+		}
 	}
 	return what
 }

@@ -67,10 +67,10 @@ func readFitted(raw []byte) (*fitted.Set, error) {
 	return f.Fitted, nil
 }
 
-// FittedSet is the identity of the calibration side of the split crab tune
-// makes with this holdout fraction and seed (routertune.Split: stratified
-// by group, repeats on one side), for the values named by what.
-func (s *Setup) FittedSet(holdout float64, seed int64, what ...string) (*fitted.Set, error) {
+// RouterCalibration is the calibration side of the split crab tune makes
+// for the router with this holdout fraction and seed (routertune.Split:
+// stratified by group, repeats on one side), as task ids.
+func (s *Setup) RouterCalibration(holdout float64, seed int64) ([]string, error) {
 	samples := make([]routertune.Sample, len(s.Tasks))
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
@@ -80,11 +80,27 @@ func (s *Setup) FittedSet(holdout float64, seed int64, what ...string) (*fitted.
 	if err != nil {
 		return nil, err
 	}
-	keys := make([]string, len(calib))
+	ids := make([]string, len(calib))
 	for i, j := range calib {
-		keys[i] = fitted.Key(s.Tasks[j].ID, s.Tasks[j].Text)
+		ids[i] = s.Tasks[j].ID
 	}
-	return fitted.New(HashBytes(s.TasksRaw), len(s.Tasks), keys, what...), nil
+	return ids, nil
+}
+
+// FittedSet is the identity of the tasks ids (of this setup's task set),
+// on which the values named by what were fitted.
+func (s *Setup) FittedSet(ids []string, what ...string) *fitted.Set {
+	byID := make(map[string]*Task, len(s.Tasks))
+	for i := range s.Tasks {
+		byID[s.Tasks[i].ID] = &s.Tasks[i]
+	}
+	keys := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if t := byID[id]; t != nil {
+			keys = append(keys, fitted.Key(t.ID, t.Text))
+		}
+	}
+	return fitted.New(HashBytes(s.TasksRaw), len(s.Tasks), keys, what...)
 }
 
 // applyFitted leaves out of the task list the tasks the experiment's

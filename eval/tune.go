@@ -714,6 +714,7 @@ func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed i
 			arms.Content = append(arms.Content, arm)
 		}
 	}
+	dropUntuned(arms, s.Exp.Arms, sem)
 	root.HeadComment = strings.TrimSpace(fmt.Sprintf("Written by crab tune from %s: the thresholds below were chosen on the\ncalibration split and reported once on the holdout (tune.json); crab run measures them on\nthe holdout tasks only (fitted). Run it with crab run -c FILE.", s.Exp.File) + "\n\n" + root.HeadComment)
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)

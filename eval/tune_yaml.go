@@ -73,7 +73,7 @@ func setSemanticThresholds(arms *yaml.Node, specs []ArmSpec, sem []*SemanticTune
 	}
 	for _, st := range sem {
 		for i, a := range specs {
-			if a.Name != st.Arm || a.Cache == nil || i >= len(arms.Content) {
+			if a.Name != st.Arm || a.Cache == nil || i >= len(arms.Content) || st.TuneResult == nil {
 				continue
 			}
 			ck, cn := mapKey(arms.Content[i], "cache")
@@ -104,4 +104,24 @@ func setScalarAfter(m *yaml.Node, key, value, after string) *yaml.Node {
 	}
 	m.Content = append(m.Content[:at], append([]*yaml.Node{k, v}, m.Content[at:]...)...)
 	return k
+}
+
+// dropUntuned removes from arms every semantic-cache arm in sem for which
+// no threshold meets the false-hit limit: crab recommends no semantic arm
+// there, and writes none.
+func dropUntuned(arms *yaml.Node, specs []ArmSpec, sem []*SemanticTune) {
+	if arms == nil || arms.Kind != yaml.SequenceNode {
+		return
+	}
+	drop := map[string]bool{}
+	for _, st := range sem {
+		if st.TuneResult == nil {
+			drop[st.Arm] = true
+		}
+	}
+	for i := min(len(specs), len(arms.Content)) - 1; i >= 0; i-- {
+		if drop[specs[i].Name] {
+			arms.Content = append(arms.Content[:i], arms.Content[i+1:]...)
+		}
+	}
 }
