@@ -242,8 +242,8 @@ func distinctTexts(tasks []*Task) []string {
 // pairing and for the split's clusters.
 type ownUnits struct {
 	units   []ownUnit
-	ofTask  []int    // unit of each task, -1 for a task without an expected answer
-	cluster []int    // union-find parent of each unit
+	ofTask  []int // unit of each task, -1 for a task without an expected answer
+	cluster []int // union-find parent of each unit
 	vecs    [][]float32
 }
 
