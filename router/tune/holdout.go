@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 
 	"github.com/crab-testbed/crab/router"
 )
@@ -57,50 +56,6 @@ func rescored(samples []Sample, calib []int, cfg TuneConfig) ([]Sample, error) {
 		out[i].Score, out[i].Why = scores[i].Score, scores[i].Why
 	}
 	return out, nil
-}
-
-// Rescored is a sample's score from the scorer of its split, and the
-// features that moved it most.
-type Rescored struct {
-	Score float64
-	Why   []router.Contribution
-}
-
-// ExplainTop is how many features a report names per explained task.
-const ExplainTop = 3
-
-// features is a sample's features as a report lists them: the scorer's
-// explanation when there is one, the built-in scorer's features otherwise.
-func (s *Sample) features() string {
-	if s.Why == nil {
-		return s.Features.String()
-	}
-	if len(s.Why) == 0 {
-		return "none"
-	}
-	parts := make([]string, len(s.Why))
-	for i, c := range s.Why {
-		parts[i] = c.String()
-	}
-	return strings.Join(parts, ", ")
-}
-
-// tags are what a report tallies of a misrouted sample: the explaining
-// features with the direction they pushed (+: towards the large model),
-// or FeatureTags of the built-in scorer's features.
-func (s *Sample) tags() []string {
-	if s.Why == nil {
-		return FeatureTags(s.Features)
-	}
-	out := make([]string, len(s.Why))
-	for i, c := range s.Why {
-		sign := "+"
-		if c.Logit < 0 {
-			sign = "-"
-		}
-		out[i] = c.Feature + "(" + sign + ")"
-	}
-	return out
 }
 
 func (c *TuneConfig) fill() error {
@@ -228,7 +183,7 @@ type Holdout struct {
 	Lost          []Task `json:"lost"`      // all-large passes, the policy fails
 	Misrouted     []Task `json:"misrouted"` // under, over and hopeless requests
 	// MisrouteFeatures counts, per misroute kind, the features the
-	// misrouted requests had (see FeatureTags).
+	// misrouted requests had (the scorer's explanation, or FeatureTags).
 	MisrouteFeatures map[string]map[string]int `json:"misroute_features"`
 	// Curve is every calibration candidate replayed on the holdout, for
 	// the Pareto figure only: it was not used to choose.
