@@ -172,6 +172,30 @@ func (s *Setup) TuneSemantic(ctx context.Context, arm ArmSpec, cfg SemanticTuneC
 	return out, nil
 }
 
+// OwnPairs are the labelled pairs of the whole task set under the arm's
+// embedder, made as TuneSemantic makes each side's: the population a
+// side's pairs are drawn from, for checking how well a holdout bound
+// covers it (bench/semanticbound).
+func (s *Setup) OwnPairs(ctx context.Context, arm ArmSpec) ([]semantic.Scored, error) {
+	cs := arm.Cache
+	if cs == nil || cs.Kind != cache.KindSemantic {
+		return nil, &InputError{File: s.Exp.File, Field: "arms.cache.kind", Msg: fmt.Sprintf("arm %s has no semantic cache", arm.Name)}
+	}
+	emb, err := semantic.OpenEmbedder(cache.EmbedderConfig{Kind: cs.Embedder, BaseURL: cs.EmbedBaseURL, Model: cs.EmbedModel, APIKey: getenv(cs.EmbedAPIKeyEnv)})
+	if err != nil {
+		return nil, err
+	}
+	own, err := ownPairUnits(ctx, emb, s.Tasks)
+	if err != nil {
+		return nil, err
+	}
+	all := make([]int, len(s.Tasks))
+	for i := range all {
+		all[i] = i
+	}
+	return own.pairs(all), nil
+}
+
 func countNeg(ps []semantic.Scored) int {
 	n := 0
 	for _, p := range ps {
