@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -379,14 +380,19 @@ func lineAt(raw []byte, off int64) int {
 	return 1 + bytes.Count(raw[:off], []byte("\n"))
 }
 
-// keyLine is the line of the first "key": in raw, or 0.
+// keyLine is the line of the first "key" in raw, or 0; a dotted key
+// (fitted.format) is its last part after its parents.
 func keyLine(raw []byte, key string) int {
 	if key == "" {
 		return 0
 	}
-	i := bytes.Index(raw, []byte(`"`+key+`"`))
-	if i < 0 {
-		return 0
+	at := 0
+	for _, part := range strings.Split(key, ".") {
+		i := bytes.Index(raw[at:], []byte(`"`+part+`"`))
+		if i < 0 {
+			return 0
+		}
+		at += i
 	}
-	return lineAt(raw, int64(i))
+	return lineAt(raw, int64(at))
 }
