@@ -144,6 +144,12 @@ func TestFittedBadInput(t *testing.T) {
 			if _, err := os.Stat(runDir); err == nil {
 				t.Errorf("a refused run wrote %s", runDir)
 			}
+			// crab serve --experiment reads the experiment the same way and
+			// refuses it before it listens.
+			code, _, errs = crab(t, "", "serve", "--experiment", f, "--arm", "router", "--keys", filepath.Join(t.TempDir(), "keys"), "--listen", "127.0.0.1:0")
+			if code != 2 || !strings.Contains(errs, tc.want) {
+				t.Errorf("serve: exit %d, stderr %q; want 2 with %q", code, errs, tc.want)
+			}
 		})
 	}
 }
