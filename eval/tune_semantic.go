@@ -15,23 +15,24 @@ import (
 	routertune "github.com/crab-testbed/crab/router/tune"
 )
 
-// Pair kinds of the task set's own pairs (beside semantic.GeneratePairs'
-// kinds): two questions of one split, the second the nearest to the first
-// in meaning, labelled by whether their expected answers agree.
+// PairTaskSet is the kind of the task set's own pairs (beside
+// semantic.GeneratePairs' kinds): two questions of one side of the split,
+// the second the nearest to the first of the same expected answer (a
+// paraphrase) or of another (a hard negative).
 const PairTaskSet = "task_set"
 
 // SemanticTuneConfig configures TuneSemantic.
 type SemanticTuneConfig struct {
 	// Holdout is the fraction of every group kept out of calibration and
-	// Seed the split's seed: the same split routertune.Split gives the
-	// router (repeated questions on one side).
+	// Seed the split's seed (routertune.Split, repeated questions on one
+	// side, and a question with its nearest question of another answer).
 	Holdout float64
 	Seed    int64
 	// MaxFalseHitRate is the share of the calibration hard negatives the
 	// chosen threshold may serve (0: none).
 	MaxFalseHitRate float64
-	// Pairs is the number of pairs semantic.GeneratePairs draws from each
-	// side's texts (default 1000).
+	// Pairs is the number of pairs semantic.GeneratePairs draws from the
+	// holdout's texts, reported apart (default 1000).
 	Pairs int
 }
 
