@@ -183,7 +183,9 @@ func tune(ctx context.Context, o tuneOptions) error {
 		}
 	}
 	for _, st := range out.Semantic {
-		ids = append(ids, st.CalibrationTasks()...)
+		if st.TuneResult != nil {
+			ids = append(ids, st.CalibrationTasks()...)
+		}
 		if st.TuneResult == nil && log != nil {
 			fmt.Fprintf(log, "crab: warning: semantic-cache arm %s: no similarity threshold meets the limit; no semantic arm recommended\n", st.Arm)
 		}
@@ -319,9 +321,12 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 			scorerRef = abs
 		}
 	}
-	fittedRef := filepath.Join(dir, "tune.json")
-	if abs, err := filepath.Abs(fittedRef); err == nil {
-		fittedRef = abs
+	fittedRef := ""
+	if out.Fitted != nil && len(out.Fitted.Tasks) > 0 {
+		fittedRef = filepath.Join(dir, "tune.json")
+		if abs, err := filepath.Abs(fittedRef); err == nil {
+			fittedRef = abs
+		}
 	}
 	snippet, err := setup.TunedExperiment(target, out.TuneReport, seed, scorerRef, out.Semantic, fittedRef)
 	if err != nil {
