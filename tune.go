@@ -237,7 +237,8 @@ func tuneRouter(ctx context.Context, o tuneOptions, setup *eval.Setup, target ev
 	}
 	cfg := routertune.TuneConfig{
 		Holdout: o.Holdout, Seed: seed, Folds: o.Folds,
-		Rule: routertune.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
+		Rule:      routertune.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
+		SplitNote: eval.SplitNote,
 	}
 	var scorer router.Scorer
 	var learned *router.LearnedScorer

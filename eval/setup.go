@@ -48,6 +48,8 @@ type Setup struct {
 	expected map[string]map[string]any
 	backends map[string]model.Model
 	nominal  bool // simulated models sleep nothing and report nominal durations (outcome tables)
+	// splitKeys caches SplitKeys.
+	splitKeys []string
 }
 
 // LoadSetup reads an experiment file (or, when path is empty, the embedded

@@ -159,6 +159,7 @@ func (s *Setup) UseTasks(path string) error {
 	}
 	s.TasksName, s.TasksRaw, s.Tasks = path, raw, tasks
 	s.expected = ExpectedByID(tasks)
+	s.splitKeys = nil
 	return nil
 }
 
@@ -416,6 +417,10 @@ func (s *Setup) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([
 			p.large = row
 		}
 	}
+	keys, err := s.SplitKeys()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]routertune.Sample, len(s.Tasks))
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
@@ -425,7 +430,7 @@ func (s *Setup) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([
 		}
 		req := &model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()}
 		sc := scorer.Score(req)
-		out[i] = routertune.Sample{ID: t.ID, Group: t.Group, Key: routertune.QuestionKey(t.Text), Score: sc.Value, Features: sc.Features,
+		out[i] = routertune.Sample{ID: t.ID, Group: t.Group, Key: keys[i], Score: sc.Value, Features: sc.Features,
 			Small: rowOutcome(p.small), Large: rowOutcome(p.large), Req: req}
 		if ex, ok := scorer.(explainer); ok {
 			out[i].Why = ex.Explain(req, routertune.ExplainTop)

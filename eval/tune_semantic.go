@@ -100,11 +100,13 @@ func (s *Setup) SemanticArms() []ArmSpec {
 // question of the same answer (a paraphrase: serving it is right) and its
 // nearest of another answer (a hard negative: serving it is a false hit).
 //
-// The split (routertune.Split, stratified by group) keeps every hard
-// negative on one side: a question and its nearest question of another
-// answer over the whole task set are one cluster, so a side's negatives
-// are the ones its questions would meet in traffic, not easier ones left
-// when a partner went to the other side. semantic.Tune chooses the threshold on the calibration
+// The split (routertune.Split over SplitKeys, stratified by group: the
+// router's split) keeps every hard negative on one side: a question and
+// its nearest question of another answer over the whole task set are one
+// cluster (under the built-in guarded embedder; an arm with another
+// embedder may find some partners elsewhere), so a side's negatives are
+// the ones its questions would meet in traffic, not easier ones left when
+// a partner went to the other side. semantic.Tune chooses the threshold on the calibration
 // side's pairs and measures it once on the holdout's; when no threshold
 // meets the limit, NoThreshold says so. Generated pairs of each side's
 // texts (semantic.GeneratePairs and word swaps, semantic.Vary) are
@@ -128,10 +130,14 @@ func (s *Setup) TuneSemantic(ctx context.Context, arm ArmSpec, cfg SemanticTuneC
 	if len(own.units) < 2 {
 		return nil, fmt.Errorf("%w: %s has %d distinct question(s) with an expected answer; a similarity threshold is chosen on the task set's own labelled pairs", semantic.ErrBadConfig, s.TasksName, len(own.units))
 	}
+	keys, err := s.SplitKeys()
+	if err != nil {
+		return nil, err
+	}
 	samples := make([]routertune.Sample, len(s.Tasks))
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
-		samples[i] = routertune.Sample{ID: t.ID, Group: t.Group, Key: own.clusterKey(i, t.Text)}
+		samples[i] = routertune.Sample{ID: t.ID, Group: t.Group, Key: keys[i]}
 	}
 	calibIdx, holdIdx, err := routertune.Split(samples, cfg.Holdout, cfg.Seed)
 	if err != nil {
@@ -324,7 +330,9 @@ func ownPairUnits(ctx context.Context, emb semantic.Embedder, tasks []Task) (*ow
 	}
 	byText := map[string]int{}
 	for i := range o.units {
-		if j := o.nearestIn(i, nil, false); j >= 0 {
+		// A negative below the lowest threshold semantic.Tune considers is
+		// never served: it need not hold its partner to its side.
+		if j := o.nearestIn(i, nil, false); j >= 0 && dot32(o.vecs[i], o.vecs[j]) >= linkFloor {
 			o.union(i, j)
 		}
 		if j, ok := byText[o.units[i].text]; ok {
@@ -334,6 +342,11 @@ func ownPairUnits(ctx context.Context, emb semantic.Embedder, tasks []Task) (*ow
 	}
 	return o, nil
 }
+
+// linkFloor is the least similarity at which a question and its nearest
+// question of another answer are kept on one side of the split: the lowest
+// threshold semantic.Tune considers.
+const linkFloor = 0.5
 
 // nearestIn is the unit most similar to unit i among those in (nil: all)
 // with another text and the same expected answer (same) or another one,

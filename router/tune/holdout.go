@@ -39,6 +39,10 @@ type TuneConfig struct {
 	Rescore func(samples []Sample, calib []int) ([]Rescored, error) `json:"-"`
 	// Scorer names the scorer the scores come from, for the report.
 	Scorer string `json:"scorer,omitempty"`
+	// SplitNote says, for the report, how the split keeps samples
+	// together (what a Sample.Key groups); empty: repeats of one
+	// normalised text.
+	SplitNote string `json:"-"`
 }
 
 // rescored returns samples with the scores cfg.Rescore gives for the
@@ -344,8 +348,11 @@ func Tune(samples []Sample, cfg TuneConfig) (*TuneReport, error) {
 	if samples, err = rescored(samples, calib, cfg); err != nil {
 		return nil, err
 	}
-	rep := &TuneReport{Tasks: len(samples), Calibrated: len(calib), Held: len(hold), Config: cfg,
-		SplitNote: "seeded, stratified by group; tasks with the same normalised text stay on one side (translations are different texts)"}
+	note := cfg.SplitNote
+	if note == "" {
+		note = "tasks with the same normalised text stay on one side (translations are different texts)"
+	}
+	rep := &TuneReport{Tasks: len(samples), Calibrated: len(calib), Held: len(hold), Config: cfg, SplitNote: "seeded, stratified by group; " + note}
 	for i, policy := range cfg.Policies {
 		pr := tunePolicy(policy, samples, calib, hold, cfg, cfg.Seed)
 		if cfg.Folds > 1 {
