@@ -1,6 +1,8 @@
 package tune
 
 import (
+	"fmt"
+	"math"
 	"strings"
 
 	"github.com/crab-testbed/crab/router"
@@ -16,9 +18,14 @@ type Rescored struct {
 // ExplainTop is how many features a report names per explained task.
 const ExplainTop = 3
 
-// features is a sample's features as a report lists them: the scorer's
-// explanation when there is one, the built-in scorer's features otherwise.
-func (s *Sample) features() string {
+// features is a sample's features as a report lists them under policy:
+// for a cascade, which reads no score, the small model's confidence; else
+// the scorer's explanation when there is one, the built-in scorer's
+// features otherwise.
+func (s *Sample) features(policy string) string {
+	if policy == router.PolicyCascade {
+		return cascadeReads(s)
+	}
 	if s.Why == nil {
 		return s.Features.String()
 	}
@@ -34,8 +41,12 @@ func (s *Sample) features() string {
 
 // tags are what a report tallies of a misrouted sample: the explaining
 // features with the direction they pushed (+: towards the large model),
-// or FeatureTags of the built-in scorer's features.
-func (s *Sample) tags() []string {
+// or FeatureTags of the built-in scorer's features; for a cascade, what it
+// read of the small model's answer.
+func (s *Sample) tags(policy string) []string {
+	if policy == router.PolicyCascade {
+		return []string{cascadeReads(s)}
+	}
 	if s.Why == nil {
 		return FeatureTags(s.Features)
 	}
@@ -48,4 +59,16 @@ func (s *Sample) tags() []string {
 		out[i] = c.Feature + "(" + sign + ")"
 	}
 	return out
+}
+
+// cascadeReads is what a cascade decided on: whether the small model's
+// answer was usable and its confidence, by tenths.
+func cascadeReads(s *Sample) string {
+	switch {
+	case !s.Small.OK:
+		return "small " + s.Small.Outcome
+	case s.Small.Confidence <= 0:
+		return "small conf unknown"
+	}
+	return fmt.Sprintf("small conf %.1f", math.Floor(s.Small.Confidence*10)/10)
 }

@@ -423,7 +423,7 @@ func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg TuneConf
 		case useLarge:
 			to = "large"
 		}
-		row := Task{ID: s.ID, Group: s.Group, Score: s.Score, Features: s.features(), To: to, Small: s.Small, Large: s.Large}
+		row := Task{ID: s.ID, Group: s.Group, Score: s.Score, Features: s.features(policy), To: to, Small: s.Small, Large: s.Large}
 		if s.Large.Pass && !final.Pass {
 			lost := row
 			lost.Kind = "lost"
@@ -449,7 +449,7 @@ func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg TuneConf
 			fc = map[string]int{}
 			h.MisrouteFeatures[row.Kind] = fc
 		}
-		for _, tag := range s.tags() {
+		for _, tag := range s.tags(policy) {
 			fc[tag]++
 		}
 	}

@@ -461,3 +461,30 @@ func TestFoldsStateHoldoutLosses(t *testing.T) {
 		})
 	}
 }
+
+// A cascade reads no score: its misrouted tasks are explained by what it
+// read of the small model's answer, never by a scorer's features.
+func TestCascadeExplainsByConfidence(t *testing.T) {
+	t.Parallel()
+	samples := workload(300)
+	for i := range samples {
+		samples[i].Why = []router.Contribution{{Feature: "lang=en", Logit: -1}}
+	}
+	rep, err := Tune(samples, TuneConfig{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Cascade == nil || len(rep.Cascade.Holdout.Misrouted) == 0 {
+		t.Fatalf("cascade %+v; want misrouted tasks", rep.Cascade)
+	}
+	for _, m := range rep.Cascade.Holdout.Misrouted {
+		if !strings.HasPrefix(m.Features, "small ") {
+			t.Errorf("cascade misroute %s explained by %q; want the small model's answer", m.ID, m.Features)
+		}
+	}
+	for _, m := range rep.Holdout.Misrouted {
+		if m.Features != "lang=en -1.00" {
+			t.Errorf("router misroute %s explained by %q; want the scorer's explanation", m.ID, m.Features)
+		}
+	}
+}
