@@ -176,21 +176,9 @@ func tune(ctx context.Context, o tuneOptions) error {
 		}
 		out.Semantic = append(out.Semantic, st)
 	}
-	var ids []string
-	if out.TuneReport != nil {
-		if ids, err = setup.RouterCalibration(o.Holdout, seed); err != nil {
-			return badUsage("%w", err)
-		}
+	if out.Fitted, err = fittedSet(setup, &out, learned, o.Holdout, seed, log); err != nil {
+		return err
 	}
-	for _, st := range out.Semantic {
-		if st.TuneResult != nil {
-			ids = append(ids, st.CalibrationTasks()...)
-		}
-		if st.TuneResult == nil && log != nil {
-			fmt.Fprintf(log, "crab: warning: semantic-cache arm %s: no similarity threshold meets the limit; no semantic arm recommended\n", st.Arm)
-		}
-	}
-	out.Fitted = setup.FittedSet(ids, fittedWhat(&out, learned)...)
 	if o.OutDir != "" {
 		files := "tune.json, tuned.yaml"
 		if out.TuneReport != nil {
@@ -282,6 +270,28 @@ type tuneOutput struct {
 	// Fitted names the calibration tasks every value above was fitted on;
 	// the experiment -o writes leaves them out of its run.
 	Fitted *fitted.Set `json:"fitted"`
+}
+
+// fittedSet is the identity of the tasks every value in out was fitted on
+// (the calibration side of the split they share); it warns of a semantic
+// arm with no threshold.
+func fittedSet(setup *eval.Setup, out *tuneOutput, learned *router.LearnedScorer, holdout float64, seed int64, log io.Writer) (*fitted.Set, error) {
+	var ids []string
+	if out.TuneReport != nil {
+		var err error
+		if ids, err = setup.RouterCalibration(holdout, seed); err != nil {
+			return nil, badUsage("%w", err)
+		}
+	}
+	for _, st := range out.Semantic {
+		switch {
+		case st.TuneResult != nil:
+			ids = append(ids, st.CalibrationTasks()...)
+		case log != nil:
+			fmt.Fprintf(log, "crab: warning: semantic-cache arm %s: no similarity threshold meets the limit; no semantic arm recommended\n", st.Arm)
+		}
+	}
+	return setup.FittedSet(ids, fittedWhat(out, learned)...), nil
 }
 
 // fittedWhat names the values a tune fitted, for its fitted set.
