@@ -116,6 +116,9 @@ func fromManifests(paths []string) analysis.Options {
 		if opt.PassRule == "" {
 			opt.PassRule = m.PassRule
 		}
+		if opt.Holdout == "" {
+			opt.Holdout = m.Holdout.Note()
+		}
 		switch {
 		case opt.Incomplete != "":
 		case m.Status == "running":

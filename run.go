@@ -182,6 +182,9 @@ func run(ctx context.Context, o runOptions) error {
 	if !o.Quiet {
 		fmt.Fprintf(o.Stderr, "crab: run %s: %d arms x %d tasks x %d repeats -> %s\n",
 			runID, len(setup.Exp.Arms), len(setup.Tasks), setup.Exp.Repeats, dir)
+		if note := setup.Holdout.Note(); note != "" {
+			fmt.Fprintf(o.Stderr, "crab: %s\n", note)
+		}
 	}
 	stopProfile, err := startCPUProfile(o.CPUProfile)
 	if err != nil {

@@ -30,6 +30,9 @@ func TestSemanticFalseHits(t *testing.T) {
 			SemanticHits    int      `json:"semantic_hits"`
 			FalseHits       int      `json:"false_hits"`
 			FalseHitUpper95 *float64 `json:"false_hit_upper_95"`
+			SimHits         int      `json:"similarity_hits"`
+			SimFalseHits    int      `json:"similarity_false_hits"`
+			SimUpper95      *float64 `json:"similarity_false_hit_upper_95"`
 		} `json:"arms"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
@@ -49,6 +52,13 @@ func TestSemanticFalseHits(t *testing.T) {
 	}
 	if *c.FalseHitUpper95 <= float64(c.FalseHits)/float64(c.SemanticHits) {
 		t.Errorf("upper bound %v not above the observed rate %d/%d", *c.FalseHitUpper95, c.FalseHits, c.SemanticHits)
+	}
+	// Per similarity hit (texts an exact cache would not serve): every
+	// false hit is one (a negation is another text), the exact repeats are
+	// not, so the bound is at least the one per semantic hit.
+	if c.SimHits == 0 || c.SimHits >= c.SemanticHits || c.SimFalseHits != c.FalseHits || c.SimUpper95 == nil || *c.SimUpper95 < *c.FalseHitUpper95 {
+		t.Errorf("loose arm per similarity hit: %d hits, %d false, bound %v (per semantic hit: %d, %d, %v); want fewer hits than semantic ones, the same false hits, a bound at least as high",
+			c.SimHits, c.SimFalseHits, c.SimUpper95, c.SemanticHits, c.FalseHits, *c.FalseHitUpper95)
 	}
 	if loose.Verdict != "reject" {
 		t.Errorf("loose arm verdict %q; want reject for its false hits", loose.Verdict)

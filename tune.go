@@ -20,6 +20,7 @@ import (
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/atomicfile"
+	"github.com/crab-testbed/crab/internal/fitted"
 	"github.com/crab-testbed/crab/router"
 	routertune "github.com/crab-testbed/crab/router/tune"
 )
@@ -175,6 +176,9 @@ func tune(ctx context.Context, o tuneOptions) error {
 		}
 		out.Semantic = append(out.Semantic, st)
 	}
+	if out.Fitted, err = fittedSet(setup, &out, learned, o.Holdout, seed, log); err != nil {
+		return err
+	}
 	if o.OutDir != "" {
 		files := "tune.json, tuned.yaml"
 		if out.TuneReport != nil {
@@ -232,7 +236,8 @@ func tuneRouter(ctx context.Context, o tuneOptions, setup *eval.Setup, target ev
 	}
 	cfg := routertune.TuneConfig{
 		Holdout: o.Holdout, Seed: seed, Folds: o.Folds,
-		Rule: routertune.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
+		Rule:      routertune.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
+		SplitNote: eval.SplitNote,
 	}
 	var scorer router.Scorer
 	var learned *router.LearnedScorer
@@ -275,6 +280,55 @@ type tuneOutput struct {
 	GradingErrors *eval.GradingErrors `json:"grading_errors,omitempty"`
 	*routertune.TuneReport
 	Semantic []*eval.SemanticTune `json:"semantic,omitempty"`
+	// Fitted names the calibration tasks every value above was fitted on;
+	// the experiment -o writes leaves them out of its run.
+	Fitted *fitted.Set `json:"fitted"`
+}
+
+// fittedSet is the identity of the tasks every value in out was fitted on
+// (the calibration side of the split they share); it warns of a semantic
+// arm with no threshold.
+func fittedSet(setup *eval.Setup, out *tuneOutput, learned *router.LearnedScorer, holdout float64, seed int64, log io.Writer) (*fitted.Set, error) {
+	var ids []string
+	if out.TuneReport != nil {
+		var err error
+		if ids, err = setup.RouterCalibration(holdout, seed); err != nil {
+			return nil, badUsage("%w", err)
+		}
+	}
+	for _, st := range out.Semantic {
+		switch {
+		case st.TuneResult != nil:
+			ids = append(ids, st.CalibrationTasks()...)
+		case log != nil:
+			fmt.Fprintf(log, "crab: warning: semantic-cache arm %s: no similarity threshold meets the limit; no semantic arm recommended\n", st.Arm)
+		}
+	}
+	return setup.FittedSet(ids, fittedWhat(out, learned)...), nil
+}
+
+// fittedWhat names the values a tune fitted, for its fitted set.
+func fittedWhat(out *tuneOutput, learned *router.LearnedScorer) []string {
+	var what []string
+	if r := out.TuneReport; r != nil {
+		if r.Policy == router.PolicyCascade {
+			what = append(what, "cascade confidence")
+		} else {
+			what = append(what, "router threshold")
+		}
+		if r.Cascade != nil {
+			what = append(what, "cascade confidence")
+		}
+	}
+	if learned != nil {
+		what = append(what, "learned scorer")
+	}
+	for _, st := range out.Semantic {
+		if st.TuneResult != nil {
+			what = append(what, "similarity threshold of arm "+st.Arm)
+		}
+	}
+	return what
 }
 
 // writeTuneDir writes the output files of -o DIR; a learned scorer goes
@@ -291,7 +345,14 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 			scorerRef = abs
 		}
 	}
-	snippet, err := setup.TunedExperiment(target, out.TuneReport, seed, scorerRef, out.Semantic)
+	fittedRef := ""
+	if out.Fitted != nil && len(out.Fitted.Tasks) > 0 {
+		fittedRef = filepath.Join(dir, "tune.json")
+		if abs, err := filepath.Abs(fittedRef); err == nil {
+			fittedRef = abs
+		}
+	}
+	snippet, err := setup.TunedExperiment(target, out.TuneReport, seed, scorerRef, out.Semantic, fittedRef)
 	if err != nil {
 		return err
 	}
@@ -299,7 +360,9 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 		return err
 	}
 	if learned != nil {
-		if err := writeJSON(filepath.Join(dir, "scorer.json"), learned.Model()); err != nil {
+		m := learned.Model()
+		m.Fitted = out.Fitted
+		if err := writeJSON(filepath.Join(dir, "scorer.json"), m); err != nil {
 			return err
 		}
 	}

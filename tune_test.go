@@ -197,6 +197,13 @@ func TestTuneOutputs(t *testing.T) {
 			t.Errorf("text report lacks %q", want)
 		}
 	}
+	// The learned scorer's misroutes are explained by its own weights,
+	// not by the built-in scorer's ticket lexicon.
+	for _, lexicon := range []string{"cues=", "no_issue", "multi_issue"} {
+		if strings.Contains(stdout, lexicon) {
+			t.Errorf("text report explains the learned scorer with the lexicon (%q):\n%s", lexicon, stdout)
+		}
+	}
 	for _, f := range []struct{ name, prefix string }{
 		{"tune.json", "{"}, {"sweep.csv", "policy,threshold,chosen,frontier"}, {"pareto.svg", "<svg"},
 		{"pareto-cascade.svg", "<svg"}, {"tuned.yaml", "# Written by crab tune"},
@@ -216,9 +223,19 @@ func TestTuneOutputs(t *testing.T) {
 	if err != nil || !strings.Contains(string(sum), `"name": "cascade"`) {
 		t.Errorf("run of tuned.yaml: %v; want a summary with the cascade arm", err)
 	}
-	// An experiment can read the threshold from tune.json.
-	os.WriteFile(filepath.Join(out, "from.yaml"), []byte(strings.Replace(string(mustReadFile(t, exp)), "tasks: tasks.jsonl", "tasks: ../tasks.jsonl", 1)+
-		"  - {name: tuned, router: {threshold_from: tune.json, small: small, large: large}}\n"), 0o644)
+	// An experiment can read the threshold from tune.json, and is then
+	// refused unless it leaves out the tasks the threshold was fitted on.
+	from := strings.Replace(string(mustReadFile(t, exp)), "tasks: tasks.jsonl", "tasks: ../tasks.jsonl", 1) +
+		"  - {name: tuned, router: {threshold_from: tune.json, small: small, large: large}}\n"
+	os.WriteFile(filepath.Join(out, "from.yaml"), []byte(from), 0o644)
+	code, _, errs = crab(t, "", "run", "-c", filepath.Join(out, "from.yaml"), "-o", filepath.Join(dir, "run2"), "-q")
+	if code != 2 || !strings.Contains(errs, `field "arms.router.threshold_from"`) || !strings.Contains(errs, "was fitted on 24 of the 36 tasks") {
+		t.Errorf("threshold_from run without fitted: exit %d, stderr %q; want 2 naming the field and the overlap", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run2")); err == nil {
+		t.Errorf("a refused run wrote %s", filepath.Join(dir, "run2"))
+	}
+	os.WriteFile(filepath.Join(out, "from.yaml"), []byte("fitted: tune.json\n"+from), 0o644)
 	if code, _, errs := crab(t, "", "run", "-c", filepath.Join(out, "from.yaml"), "-o", filepath.Join(dir, "run2"), "-q"); code != 0 && code != 1 {
 		t.Errorf("threshold_from run: exit %d (stderr %s)", code, errs)
 	}

@@ -28,6 +28,10 @@ type Experiment struct {
 	Name     string `yaml:"name"`
 	Tasks    string `yaml:"tasks"`    // tasks JSONL, relative to the experiment file; "embedded:NAME" reads a built-in fixture
 	Contract string `yaml:"contract"` // JSON Schema, same resolution as Tasks
+	// Fitted names a tune.json (or scorer file) written by crab tune: the
+	// tasks its values were fitted on are left out of every arm, so that
+	// the comparison uses only tasks they did not see. crab tune -o writes it.
+	Fitted string `yaml:"fitted"`
 
 	Seed      int64    `yaml:"seed"`       // arrival schedule, simulated models and bootstrap; repeat r uses Seed+r
 	Repeats   int      `yaml:"repeats"`    // whole passes over the task list per arm (default 1)
@@ -76,7 +80,9 @@ type Experiment struct {
 	File string `yaml:"-"` // path the experiment was read from
 	Hash string `yaml:"-"` // sha256 of the file's bytes
 
-	warmupLine int // line of warmup, for the check against the task count
+	warmupLine  int   // line of warmup, for the check against the task count
+	fittedLine  int   // line of fitted
+	scorerLines []int // line of each arm's router.scorer (0: none)
 }
 
 // Arrival is the open-loop schedule of request send times (see Schedule).
@@ -298,9 +304,12 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	if len(specErrs) > 0 {
 		return first()
 	}
+	e.fittedLine = node(root, "fitted").Line
+	e.scorerLines = make([]int, len(e.Arms))
 	for i, a := range e.Arms {
 		if a.Router != nil {
 			a.Router.FromLine = node(root, "arms", i, "router", "threshold_from").Line
+			e.scorerLines[i] = node(root, "arms", i, "router", "scorer").Line
 		}
 	}
 	return nil
@@ -366,4 +375,12 @@ func gatePath(field string) []any {
 		out = append(out, k)
 	}
 	return out
+}
+
+// scorerLine is the line of arm i's router.scorer, or 0.
+func (e *Experiment) scorerLine(i int) int {
+	if i < len(e.scorerLines) {
+		return e.scorerLines[i]
+	}
+	return 0
 }

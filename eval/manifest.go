@@ -69,10 +69,13 @@ type Manifest struct {
 	Grade    *grade.Config `json:"grade,omitempty"`
 	PassRule string        `json:"pass_rule,omitempty"`
 	// Proof is the experiment's proof section, read by crab check --run.
-	Proof  *ProofSpec  `json:"proof,omitempty"`
-	Shadow bool        `json:"shadow"`
-	Models []ModelSpec `json:"models"`
-	Arms   []ArmSpec   `json:"arms"`
+	Proof *ProofSpec `json:"proof,omitempty"`
+	// Holdout says which tasks of the task file were left out because
+	// tuned values were fitted on them (the experiment's fitted section).
+	Holdout *Holdout    `json:"holdout,omitempty"`
+	Shadow  bool        `json:"shadow"`
+	Models  []ModelSpec `json:"models"`
+	Arms    []ArmSpec   `json:"arms"`
 
 	Passes []PassMetrics `json:"passes,omitempty"`
 }

@@ -35,6 +35,9 @@ type Setup struct {
 	TasksRaw     []byte
 	ContractName string
 	ContractRaw  []byte
+	// Holdout, when the experiment has a fitted section, says which tasks
+	// were left out of Tasks because tuned values were fitted on them.
+	Holdout *Holdout
 
 	embedded fs.FS
 	base     string // folder of the experiment file, for relative references ("" for the embedded default)
@@ -48,6 +51,8 @@ type Setup struct {
 	expected map[string]map[string]any
 	backends map[string]model.Model
 	nominal  bool // simulated models sleep nothing and report nominal durations (outcome tables)
+	// splitKeys caches SplitKeys.
+	splitKeys []string
 }
 
 // LoadSetup reads an experiment file (or, when path is empty, the embedded
@@ -97,6 +102,12 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 		return nil, &InputError{File: name, Field: "tasks", Msg: err.Error()}
 	}
 	if s.Tasks, err = ReadTasks(bytes.NewReader(s.TasksRaw), s.TasksName); err != nil {
+		return nil, err
+	}
+	if err := s.applyFitted(resolve, base); err != nil {
+		return nil, err
+	}
+	if err := s.checkFitted(resolve, base); err != nil {
 		return nil, err
 	}
 	s.expected = ExpectedByID(s.Tasks)
@@ -281,6 +292,7 @@ func (s *Setup) Manifest(runID string) *Manifest {
 	}
 	m.PassRule = s.PassRule()
 	m.Proof = s.Exp.Proof
+	m.Holdout = s.Holdout
 	return m
 }
 
@@ -308,5 +320,5 @@ func (s *Setup) SummaryOptions() analysis.Options {
 		}
 	}
 	g := s.Exp.Gate
-	return analysis.Options{LargeModels: large, Gate: &g, PassRule: s.PassRule()}
+	return analysis.Options{LargeModels: large, Gate: &g, PassRule: s.PassRule(), Holdout: s.Holdout.Note()}
 }

@@ -162,6 +162,7 @@ func (s *Setup) UseTasks(path string) error {
 	}
 	s.TasksName, s.TasksRaw, s.Tasks = path, raw, tasks
 	s.expected = ExpectedByID(tasks)
+	s.splitKeys = nil
 	return nil
 }
 
@@ -422,6 +423,10 @@ func (s *Setup) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([
 			p.large = row
 		}
 	}
+	keys, err := s.SplitKeys()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]routertune.Sample, len(s.Tasks))
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
@@ -429,12 +434,22 @@ func (s *Setup) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([
 		if p == nil || p.small == nil || p.large == nil {
 			return nil, &InputError{File: name, Field: "task_id", Msg: fmt.Sprintf("no outcome of task %q on both models (rebuild with --refresh)", t.ID)}
 		}
-		sc := scorer.Score(&model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()})
-		out[i] = routertune.Sample{ID: t.ID, Group: t.Group, Key: routertune.QuestionKey(t.Text), Score: sc.Value, Features: sc.Features,
-			Small: rowOutcome(p.small), Large: rowOutcome(p.large),
-			Req: &model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()}}
+		req := &model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()}
+		sc := scorer.Score(req)
+		out[i] = routertune.Sample{ID: t.ID, Group: t.Group, Key: keys[i], Score: sc.Value, Features: sc.Features,
+			Small: rowOutcome(p.small), Large: rowOutcome(p.large), Req: req}
+		if ex, ok := scorer.(explainer); ok {
+			out[i].Why = ex.Explain(req, routertune.ExplainTop)
+		}
 	}
 	return out, nil
+}
+
+// explainer is a scorer that can say which of its features moved a
+// request's score (a learned scorer); a report then explains misroutes
+// with them instead of the built-in scorer's features.
+type explainer interface {
+	Explain(req *model.Request, k int) []router.Contribution
 }
 
 func rowOutcome(r *OutcomeRow) routertune.Outcome {
@@ -603,8 +618,11 @@ func (s *Setup) applyTuned(resolve func(string) string, base string) error {
 // scorer, when not empty, is the scorer the threshold was chosen with (a
 // registered name or a scorer file); every threshold arm that gets the
 // chosen threshold gets it too. rep may be nil (no router tuned); every
-// semantic-cache arm named in sem gets its tuned threshold.
-func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed int64, scorer string, sem []*SemanticTune) ([]byte, error) {
+// semantic-cache arm named in sem gets its tuned threshold. fittedRef, when
+// not empty, is the tune.json naming the tasks those values were fitted on:
+// it becomes the experiment's fitted section, so that the run leaves them
+// out of every arm.
+func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed int64, scorer string, sem []*SemanticTune, fittedRef string) ([]byte, error) {
 	raw, err := s.read(s.Exp.File, "")
 	if err != nil {
 		return nil, err
@@ -638,6 +656,10 @@ func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed i
 	}
 	setScalar(doc, "tasks", tasks, "!!str")
 	setScalar(doc, "contract", ref(s.Exp.Contract), "!!str")
+	if fittedRef != "" {
+		k := setScalarAfter(doc, "fitted", fittedRef, "contract")
+		k.HeadComment = "the calibration tasks the values below were fitted on: crab run leaves them out of every arm\n(remove this line only to run on a task set they never saw)"
+	}
 	if ar := mapGet(doc, "arrival"); ar != nil {
 		if tr := mapGet(ar, "trace"); tr != nil && tr.Value != "" {
 			tr.Value = ref(tr.Value)
@@ -704,7 +726,8 @@ func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed i
 			arms.Content = append(arms.Content, arm)
 		}
 	}
-	root.HeadComment = strings.TrimSpace(fmt.Sprintf("Written by crab tune from %s: the thresholds below were chosen on the\ncalibration split and reported once on the holdout (tune.json). Run it with crab run -c FILE.", s.Exp.File) + "\n\n" + root.HeadComment)
+	dropUntuned(arms, s.Exp.Arms, sem)
+	root.HeadComment = strings.TrimSpace(fmt.Sprintf("Written by crab tune from %s: the thresholds below were chosen on the\ncalibration split and reported once on the holdout (tune.json); crab run measures them on\nthe holdout tasks only (fitted). Run it with crab run -c FILE.", s.Exp.File) + "\n\n" + root.HeadComment)
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)

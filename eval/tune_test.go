@@ -284,7 +284,7 @@ func TestTunedExperiment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.TunedExperiment(tg, rep, 3, "", nil)
+	out, err := s.TunedExperiment(tg, rep, 3, "", nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func setSemanticThresholds(arms *yaml.Node, specs []ArmSpec, sem []*SemanticTune
 	}
 	for _, st := range sem {
 		for i, a := range specs {
-			if a.Name != st.Arm || a.Cache == nil || i >= len(arms.Content) {
+			if a.Name != st.Arm || a.Cache == nil || i >= len(arms.Content) || st.TuneResult == nil {
 				continue
 			}
 			ck, cn := mapKey(arms.Content[i], "cache")
@@ -83,6 +83,45 @@ func setSemanticThresholds(arms *yaml.Node, specs []ArmSpec, sem []*SemanticTune
 			arms.Content[i].Style = 0
 			setScalar(cn, "threshold", fmtYAMLFloat(st.Threshold), "")
 			ck.HeadComment = "similarity threshold " + note
+		}
+	}
+}
+
+// setScalarAfter sets key to a string value, placing a new key right after
+// the key after (or last), and returns the key node.
+func setScalarAfter(m *yaml.Node, key, value, after string) *yaml.Node {
+	if k, _ := mapKey(m, key); k != nil {
+		setScalar(m, key, value, "!!str")
+		return k
+	}
+	k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
+	v := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value}
+	at := len(m.Content)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == after {
+			at = i + 2
+		}
+	}
+	m.Content = append(m.Content[:at], append([]*yaml.Node{k, v}, m.Content[at:]...)...)
+	return k
+}
+
+// dropUntuned removes from arms every semantic-cache arm in sem for which
+// no threshold meets the false-hit limit: crab recommends no semantic arm
+// there, and writes none.
+func dropUntuned(arms *yaml.Node, specs []ArmSpec, sem []*SemanticTune) {
+	if arms == nil || arms.Kind != yaml.SequenceNode {
+		return
+	}
+	drop := map[string]bool{}
+	for _, st := range sem {
+		if st.TuneResult == nil {
+			drop[st.Arm] = true
+		}
+	}
+	for i := min(len(specs), len(arms.Content)) - 1; i >= 0; i-- {
+		if drop[specs[i].Name] {
+			arms.Content = append(arms.Content[:i], arms.Content[i+1:]...)
 		}
 	}
 }

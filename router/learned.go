@@ -8,9 +8,11 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/crab-testbed/crab/internal/fitted"
 	"github.com/crab-testbed/crab/internal/textfeat"
 	"github.com/crab-testbed/crab/model"
 )
@@ -58,6 +60,10 @@ type LearnedModel struct {
 	Hashed map[string]float64 `json:"hashed"`
 	// Trained says what the weights were fitted on, for the reader.
 	Trained map[string]any `json:"trained,omitempty"`
+	// Fitted is the identity of the tasks the weights were fitted on, so
+	// that crab run judges the scorer only on others; absent in files
+	// not written by crab tune.
+	Fitted *fitted.Set `json:"fitted,omitempty"`
 }
 
 // LearnedScorer scores requests with a LearnedModel. It is safe for
@@ -107,6 +113,11 @@ func NewLearnedScorer(m LearnedModel) (*LearnedScorer, error) {
 	if math.IsNaN(m.Bias) || math.IsInf(m.Bias, 0) {
 		return nil, bad("bias", "%v is not a finite number", m.Bias)
 	}
+	if m.Fitted != nil {
+		if field, msg := m.Fitted.Valid(); field != "" {
+			return nil, bad(field, "%s", msg)
+		}
+	}
 	s := &LearnedScorer{m: m, mask: uint64(m.Buckets - 1), hashed: make([]float64, m.Buckets)}
 	for k, w := range m.Hashed {
 		i, err := strconv.Atoi(k)
@@ -120,6 +131,10 @@ func NewLearnedScorer(m LearnedModel) (*LearnedScorer, error) {
 	}
 	return s, nil
 }
+
+// FittedOn is the identity of the tasks the scorer was fitted on, or nil
+// when its file does not say.
+func (s *LearnedScorer) FittedOn() *fitted.Set { return s.m.Fitted }
 
 // Model returns the scorer's model.
 func (s *LearnedScorer) Model() LearnedModel { return s.m }
@@ -163,27 +178,44 @@ func DenseOf(req *model.Request, out []float64) {
 // (FamilyValue), so that a long text does not outweigh a short one by its
 // length alone. Hashes are reduced to a bucket by the caller.
 func Hashed(req *model.Request, visit func(h uint64, fam int)) (words, trigrams int) {
+	return hashedSpans(req, func(h uint64, fam, _, _ int) { visit(h, fam) })
+}
+
+// hashedSpans is Hashed that also gives each feature's span of req.Text
+// in bytes [start, end) (the language feature: -1, -1), so that an
+// explanation can name what it read.
+func hashedSpans(req *model.Request, visit func(h uint64, fam, start, end int)) (words, trigrams int) {
 	text := req.Text
 	var r3 [3]rune
+	var at3 [3]int // byte offset of each rune of r3
 	nr := 0
 	var prev uint64
+	prevStart := 0
 	hasPrev := false
 	h := fnvOffset
 	in := false
-	flush := func() {
+	start := 0
+	flush := func(end int) {
 		if !in {
 			return
 		}
 		words++
 		w := mix(h ^ famWord)
-		visit(w, FamWord)
+		visit(w, FamWord, start, end)
 		if hasPrev {
-			visit(mix(prev*0x9e3779b97f4a7c15^w^famBigram), FamBigram)
+			visit(mix(prev*0x9e3779b97f4a7c15^w^famBigram), FamBigram, prevStart, end)
 		}
-		prev, hasPrev = w, true
+		prev, prevStart, hasPrev = w, start, true
 		h, in = fnvOffset, false
 	}
-	for _, r := range text {
+	for off, r := range text {
+		size := utf8.RuneLen(r)
+		if size < 0 {
+			size = 1
+		}
+		if !in {
+			start = off
+		}
 		switch {
 		case r < utf8.RuneSelf:
 			switch {
@@ -195,40 +227,41 @@ func Hashed(req *model.Request, visit func(h uint64, fam int)) (words, trigrams 
 				h = (h ^ uint64(r)) * fnvPrime
 				in = true
 			default:
-				flush()
+				flush(off)
 				r = ' '
 			}
 		case textfeat.IsWide(r):
-			flush()
+			flush(off)
+			start = off
 			h = fnvRune(fnvOffset, r)
 			in = true
-			flush()
+			flush(off + size)
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			r = unicode.ToLower(r)
 			h = fnvRune(h, r)
 			in = true
 		default:
-			flush()
+			flush(off)
 			r = ' '
 		}
 		if r == ' ' && nr > 0 && r3[(nr-1)%3] == ' ' {
 			continue
 		}
-		r3[nr%3] = r
+		r3[nr%3], at3[nr%3] = r, off
 		nr++
 		if nr >= 3 {
 			trigrams++
 			a, b, c := r3[(nr-3)%3], r3[(nr-2)%3], r3[(nr-1)%3]
-			visit(mix(uint64(a)*0xff51afd7ed558ccd^uint64(b)*0xc4ceb9fe1a85ec53^uint64(c)^famTrigram<<56), FamTrigram)
+			visit(mix(uint64(a)*0xff51afd7ed558ccd^uint64(b)*0xc4ceb9fe1a85ec53^uint64(c)^famTrigram<<56), FamTrigram, at3[(nr-3)%3], off+size)
 		}
 	}
-	flush()
+	flush(len(text))
 	lang := req.Scope.PrimaryLang()
 	lh := fnvOffset
 	for i := 0; i < len(lang); i++ {
 		lh = (lh ^ uint64(lang[i])) * fnvPrime
 	}
-	visit(mix(lh^famLang), FamLang)
+	visit(mix(lh^famLang), FamLang, -1, -1)
 	return words, trigrams
 }
 
@@ -347,14 +380,19 @@ func lineAt(raw []byte, off int64) int {
 	return 1 + bytes.Count(raw[:off], []byte("\n"))
 }
 
-// keyLine is the line of the first "key": in raw, or 0.
+// keyLine is the line of the first "key" in raw, or 0; a dotted key
+// (fitted.format) is its last part after its parents.
 func keyLine(raw []byte, key string) int {
 	if key == "" {
 		return 0
 	}
-	i := bytes.Index(raw, []byte(`"`+key+`"`))
-	if i < 0 {
-		return 0
+	at := 0
+	for _, part := range strings.Split(key, ".") {
+		i := bytes.Index(raw[at:], []byte(`"`+part+`"`))
+		if i < 0 {
+			return 0
+		}
+		at += i
 	}
-	return lineAt(raw, int64(i))
+	return lineAt(raw, int64(at))
 }

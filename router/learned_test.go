@@ -62,6 +62,8 @@ func TestParseScorerFileErrors(t *testing.T) {
 		{"unknown field", `{"formatt": "x"}`, `field "formatt": unknown field`},
 		{"bad buckets", "{\n\"format\": \"crab.scorer/v1\",\n\"kind\": \"logistic\",\n\"buckets\": 3\n}", `f.json:4: field "buckets"`},
 		{"wrong kind", `{"format": "crab.scorer/v1", "kind": "tree"}`, `field "kind"`},
+		{"bad fitted", "{\n\"format\": \"crab.scorer/v1\",\n\"kind\": \"logistic\",\n\"buckets\": 4,\n\"dense\": [0,0,0,0,0,0,0,0],\n" +
+			"\"dense_mean\": [0,0,0,0,0,0,0,0],\n\"dense_scale\": [1,1,1,1,1,1,1,1],\n\"fitted\": {\"format\": \"x\"}\n}", `f.json:8: field "fitted.format"`},
 	} {
 		_, err := router.ParseScorerFile("f.json", []byte(tc.raw))
 		if !errors.Is(err, router.ErrScorerFile) || !strings.Contains(err.Error(), tc.want) {

@@ -225,9 +225,12 @@ type ConfigResult struct {
 	Threshold float64              `json:"threshold,omitempty"`
 	Embedder  string               `json:"embedder,omitempty"`
 	Tune      *semantic.TuneResult `json:"tune,omitempty"`
-	Scenarios []ScenarioResult     `json:"scenarios"`
-	Cache     cache.Stats          `json:"cache"`
-	Store     cache.StoreMetrics   `json:"store"`
+	// NoThreshold says why no tuned threshold exists (none keeps the
+	// calibration false hits within the limit); the probes ran at 1.
+	NoThreshold string             `json:"no_threshold,omitempty"`
+	Scenarios   []ScenarioResult   `json:"scenarios"`
+	Cache       cache.Stats        `json:"cache"`
+	Store       cache.StoreMetrics `json:"store"`
 	// Lines holds one result per scenario line, in file order (action
 	// lines have an empty Cache).
 	Lines []LineResult `json:"-"`

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -129,10 +130,18 @@ func auditSemantic(ctx context.Context, cfg AuditConfig, texts []string, embs *e
 		if err != nil {
 			return nil, err
 		}
-		if res.Tune, err = semantic.Tune(calib, hold, semantic.TuneOptions{MaxFalseHitRate: k.MaxFalseHitRate}); err != nil {
+		res.Tune, err = semantic.Tune(calib, hold, semantic.TuneOptions{MaxFalseHitRate: k.MaxFalseHitRate})
+		var none *semantic.NoThresholdError
+		switch {
+		case errors.As(err, &none):
+			// No threshold keeps the generated hard negatives out: probe at
+			// the strictest one, which the probes then show serving them.
+			k.Threshold, res.NoThreshold = none.Max, none.Error()
+		case err != nil:
 			return nil, err
+		default:
+			k.Threshold = res.Tune.Threshold
 		}
-		k.Threshold = res.Tune.Threshold
 	}
 	res.Threshold = k.Threshold
 	cfg.Semantic = &k

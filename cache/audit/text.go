@@ -136,6 +136,9 @@ func writeSideBySide(b *strings.Builder, r *AuditReport) {
 	t.write(b)
 	for i := range r.Semantic {
 		c := &r.Semantic[i]
+		if c.NoThreshold != "" {
+			fmt.Fprintf(b, "%s: %s; probed at %.4f\n", c.Name, c.NoThreshold, c.Threshold)
+		}
 		if c.Tune == nil {
 			continue
 		}

@@ -22,6 +22,11 @@ const (
 	PairNumber     = "number"     // another number or amount
 	PairIdentifier = "identifier" // another order, invoice or account identifier
 	PairProduct    = "product"    // another product or object
+	// PairSwap swaps two words of the text: the same words, another
+	// meaning ("the tenant sued the owner" → "the owner sued the tenant"),
+	// which no bag of words tells apart. GeneratePairs does not draw it;
+	// Vary makes it.
+	PairSwap = "swap"
 )
 
 // ParaphraseKinds and HardNegativeKinds list the pair kinds of each label.
@@ -189,6 +194,27 @@ func transform(rng *rand.Rand, kind, base string) (string, string, bool) {
 		}
 		id := []string{"Order", "Invoice", "Account", "Ticket"}[rng.IntN(4)]
 		return fmt.Sprintf("%s %s ID: %c-%d.", base, id, id[0], x), fmt.Sprintf("%s %s ID: %c-%d.", base, id, id[0], y), true
+	case PairSwap:
+		words := strings.Fields(base)
+		var idx []int
+		for i, w := range words {
+			if utf8.RuneCountInString(w) >= 4 && isLetters(w) {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) < 2 {
+			return "", "", false
+		}
+		i := idx[rng.IntN(len(idx))]
+		j := idx[rng.IntN(len(idx))]
+		for tries := 0; strings.EqualFold(words[i], words[j]) && tries < 8; tries++ {
+			j = idx[rng.IntN(len(idx))]
+		}
+		if strings.EqualFold(words[i], words[j]) {
+			return "", "", false
+		}
+		words[i], words[j] = words[j], words[i]
+		return base, strings.Join(words, " "), true
 	case PairProduct:
 		var fits [][2]string
 		for _, p := range products {
@@ -212,6 +238,15 @@ func transform(rng *rand.Rand, kind, base string) (string, string, bool) {
 		return base, b, true
 	}
 	return "", "", false
+}
+
+func isLetters(w string) bool {
+	for _, r := range w {
+		if !unicode.IsLetter(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func isLowerWord(w string) bool {

@@ -252,7 +252,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 					c.st.similar.Add(1)
 				}
 				resp := cache.Served(e.resp, leak, now.Sub(start)-embedDur)
-				resp.Trace.Similarity = float64(sim)
+				resp.Trace.Similarity = reported(float64(sim), e.text == text)
 				resp.Trace.EmbedDur = embedDur
 				resp.Trace.Origin = e.origin
 				return resp, nil
@@ -462,4 +462,18 @@ func (l *leakCounters) load() cache.LeakCounts {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.l
+}
+
+// reported is the similarity a hit reports: exactly 1 for the same
+// normalised text (a hit an exact cache would serve too), and below 1
+// for any other text, even when its embedding is the entry's, so that a
+// report can count the hits served by similarity alone.
+func reported(sim float64, sameText bool) float64 {
+	switch {
+	case sameText:
+		return 1
+	case sim >= 1:
+		return math.Nextafter(1, 0)
+	}
+	return sim
 }

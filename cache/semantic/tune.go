@@ -2,6 +2,7 @@ package semantic
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -53,6 +54,30 @@ type TuneOptions struct {
 	Min, Max float64
 }
 
+// ErrNoThreshold is wrapped by the error of Tune when no threshold keeps
+// the calibration false hits within the limit.
+var ErrNoThreshold = errors.New("semantic: no similarity threshold meets the false-hit limit")
+
+// NoThresholdError says why no threshold fits: even at Max, the
+// calibration pairs (or one of TuneOptions.Also) have more false hits than
+// the limit allows. A semantic cache with these texts and this embedder
+// would serve wrong answers at any threshold; use an exact cache.
+type NoThresholdError struct {
+	Max   float64
+	AtMax Outcome // the calibration pairs' outcome at Max
+	Limit float64 // MaxFalseHitRate
+	// Allowed is the number of false hits the limit allows.
+	Allowed int
+}
+
+func (e *NoThresholdError) Error() string {
+	return fmt.Sprintf("semantic: no similarity threshold up to %v keeps the calibration false hits within the limit %v: %d of %d hard negatives served at %v, %d allowed",
+		e.Max, e.Limit, e.AtMax.FalseHits, e.AtMax.HardNegatives, e.Max, e.Allowed)
+}
+
+// Unwrap lets errors.Is match ErrNoThreshold.
+func (e *NoThresholdError) Unwrap() error { return ErrNoThreshold }
+
 // TuneResult is the threshold Tune chose and what it does, measured once
 // on the holdout pairs.
 type TuneResult struct {
@@ -73,11 +98,20 @@ type Outcome struct {
 	HitRate     float64 `json:"hit_rate"`
 	// HardNegatives and FalseHits: pairs of another meaning, and those a
 	// cache at this threshold would serve; FalseHitUpper95 is the exact
-	// one-sided 95% upper bound on the false-hit rate.
+	// one-sided 95% upper bound on the false-hit rate per hard negative.
 	HardNegatives   int     `json:"hard_negatives"`
 	FalseHits       int     `json:"false_hits"`
 	FalseHitRate    float64 `json:"false_hit_rate"`
 	FalseHitUpper95 float64 `json:"false_hit_upper_95"`
+	// Served is every pair the threshold serves (Hits + FalseHits), each a
+	// similarity hit (the pair's texts differ, so an exact cache would
+	// serve neither); FalseHitPerHit is FalseHits / Served and
+	// FalseHitPerHitUpper95 its exact one-sided 95% upper bound: the share
+	// of the answers served by similarity that are wrong (nil: nothing
+	// served, not measured).
+	Served                int      `json:"served"`
+	FalseHitPerHit        *float64 `json:"false_hit_per_hit,omitempty"`
+	FalseHitPerHitUpper95 *float64 `json:"false_hit_per_hit_upper_95,omitempty"`
 }
 
 // Evaluate is the outcome of a threshold on scored pairs: a pair is
@@ -105,15 +139,22 @@ func Evaluate(scored []Scored, threshold float64) Outcome {
 		o.FalseHitRate = float64(o.FalseHits) / float64(o.HardNegatives)
 	}
 	o.FalseHitUpper95 = binom.Upper95(o.FalseHits, o.HardNegatives)
+	if o.Served = o.Hits + o.FalseHits; o.Served > 0 {
+		r, u := float64(o.FalseHits)/float64(o.Served), binom.Upper95(o.FalseHits, o.Served)
+		o.FalseHitPerHit, o.FalseHitPerHitUpper95 = &r, &u
+	}
 	return o
 }
 
 // Tune chooses the similarity threshold on the calibration pairs: the
 // lowest threshold (highest hit rate) whose calibration false-hit rate is
-// at most opts.MaxFalseHitRate, placed midway between the hard negative
-// it excludes and the next similarity above; then it measures that
-// threshold once on the holdout pairs. Choose on one split and report on
-// the other: the calibration figures are optimistic by construction.
+// at most opts.MaxFalseHitRate, placed midway between the hard negative it excludes and the next
+// similarity above; then it measures that threshold once on the holdout
+// pairs. Choose on one split and report on the other: the calibration
+// figures are optimistic by construction. When no threshold up to
+// opts.Max meets the limit, the error is a *NoThresholdError (wrapping
+// ErrNoThreshold): Tune never returns a threshold whose calibration
+// figures break the limit.
 func Tune(calib, holdout []Scored, opts TuneOptions) (*TuneResult, error) {
 	if opts.Min == 0 && opts.Max == 0 {
 		opts.Min, opts.Max = 0.5, 1
@@ -146,13 +187,16 @@ func Tune(calib, holdout []Scored, opts TuneOptions) (*TuneResult, error) {
 	}
 	cands = append(cands, opts.Max)
 	allowed := int(math.Floor(opts.MaxFalseHitRate * float64(negatives)))
-	best := opts.Max
+	best := math.NaN()
 	for _, t := range cands { // ascending: the first that fits serves the most
 		if Evaluate(calib, t).FalseHits <= allowed {
 			best = t
 			break
 		}
 	}
-	best = math.Min(math.Ceil(best*1e4)/1e4, opts.Max) // rounded up: never below the excluded negative
+	if math.IsNaN(best) {
+		return nil, &NoThresholdError{Max: opts.Max, AtMax: Evaluate(calib, opts.Max), Limit: opts.MaxFalseHitRate, Allowed: allowed}
+	}
+	best = math.Min(math.Ceil(best*1e4)/1e4, opts.Max) // rounded up: never below the excluded negative, so it still fits
 	return &TuneResult{Threshold: best, Calibration: Evaluate(calib, best), Holdout: Evaluate(holdout, best)}, nil
 }

@@ -2,8 +2,10 @@ package semantic
 
 import (
 	"context"
+	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,5 +132,46 @@ func TestVary(t *testing.T) {
 	}
 	if got, _ := Vary("Please resend invoice INV-2024-0318.", PairIdentifier, 3); !strings.HasPrefix(got, "Please resend invoice INV-2024-03") || len(got) != len("Please resend invoice INV-2024-0318.") {
 		t.Errorf("identifier variant %q; want the last number of the identifier changed, its width kept", got)
+	}
+}
+
+// When no threshold keeps the calibration false hits within the limit,
+// Tune says so and returns no threshold.
+func TestTuneNoThreshold(t *testing.T) {
+	t.Parallel()
+	calib := []Scored{{Same: true, Similarity: 0.9}, {Same: false, Similarity: 1}, {Same: false, Similarity: 0.7}}
+	_, err := Tune(calib, calib, TuneOptions{})
+	var none *NoThresholdError
+	if !errors.As(err, &none) || !errors.Is(err, ErrNoThreshold) || none.AtMax.FalseHits != 1 || none.Allowed != 0 {
+		t.Fatalf("err %v; want a NoThresholdError with 1 false hit at 1 of 0 allowed", err)
+	}
+	ok := []Scored{{Same: true, Similarity: 0.9}, {Same: false, Similarity: 0.7}}
+	res, err := Tune(ok, ok, TuneOptions{})
+	if err != nil || res.Calibration.FalseHits != 0 || res.Threshold > 0.9 {
+		t.Fatalf("res %+v, err %v; want a threshold serving the paraphrase", res, err)
+	}
+	if none := Evaluate(ok, 0.95); none.Served != 0 || none.FalseHitPerHitUpper95 != nil {
+		t.Errorf("outcome %+v; want nothing served and no per-hit bound", none)
+	}
+	o := Evaluate([]Scored{{Same: true, Similarity: 1}, {Same: false, Similarity: 1}, {Same: false, Similarity: 0.1}}, 0.9)
+	if o.Served != 2 || o.FalseHitPerHit == nil || *o.FalseHitPerHit != 0.5 || *o.FalseHitPerHitUpper95 <= 0.5 {
+		t.Errorf("outcome %+v; want 2 served, half false, a bound above a half", o)
+	}
+}
+
+// A swap keeps every word and changes the order: another text.
+func TestVarySwap(t *testing.T) {
+	t.Parallel()
+	text := "The tenant sued the landlord about the deposit"
+	b, ok := Vary(text, PairSwap, 3)
+	if !ok || b == text || len(b) != len(text) {
+		t.Fatalf("swap %q, %v; want another text of the same words", b, ok)
+	}
+	words := func(s string) []string { w := strings.Fields(s); slices.Sort(w); return w }
+	if !slices.Equal(words(b), words(text)) {
+		t.Errorf("swap %q; want the words of %q", b, text)
+	}
+	if _, ok := Vary("a b c", PairSwap, 3); ok {
+		t.Error("a text without two long words swapped")
 	}
 }

@@ -68,6 +68,9 @@ type Options struct {
 	// PassRule is the pass rule the records were graded by, in words, for
 	// the notes; empty (records from elsewhere) says nothing.
 	PassRule string
+	// Holdout, when set, says which tasks were left out of the run because
+	// tuned values were fitted on them, for the notes.
+	Holdout string
 }
 
 // Summary is everything `crab report` prints: per arm figures, the paired
@@ -203,6 +206,16 @@ type CacheStats struct {
 	SemanticHits    int      `json:"semantic_hits,omitempty"`
 	FalseHits       int      `json:"false_hits,omitempty"`
 	FalseHitUpper95 *float64 `json:"false_hit_upper_95,omitempty"`
+	// SimilarityHits are the semantic hits an exact cache would not have
+	// served (the request's normalised text differs from the entry's),
+	// SimilarityFalseHits the false hits among them, and
+	// SimilarityFalseHitUpper95 the exact one-sided 95% upper bound on
+	// false hits per similarity hit: the risk the similarity threshold
+	// itself adds, which exact repeats cannot dilute. The bound is left
+	// out (nil) when there is no similarity hit: not measured.
+	SimilarityHits            int      `json:"similarity_hits,omitempty"`
+	SimilarityFalseHits       int      `json:"similarity_false_hits,omitempty"`
+	SimilarityFalseHitUpper95 *float64 `json:"similarity_false_hit_upper_95,omitempty"`
 	// Cold holds the same figures over the warm-up requests, when the
 	// experiment warms the cache: the cache while cold, beside the warm
 	// figures above (which, like every figure, leave warm-up out).
@@ -362,6 +375,9 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		"percentiles are nearest rank (p_q = x[ceil(q·n/100)]); latency counts every request, a failed one at the time it ended; ok_* count successful requests only",
 		"cost per pass = cost of all requests, failed ones included, / passing requests",
 		g.String())
+	if opt.Holdout != "" {
+		s.Notes = append(s.Notes, opt.Holdout)
+	}
 	if opt.PassRule != "" {
 		s.Notes = append(s.Notes, opt.PassRule)
 	}
@@ -473,6 +489,12 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 					if t.Attrs(r).FalseHit {
 						c.FalseHits++
 					}
+					if t.Attrs(r).Similar {
+						c.SimilarityHits++
+						if t.Attrs(r).FalseHit {
+							c.SimilarityFalseHits++
+						}
+					}
 				}
 			case "miss":
 			}
@@ -556,6 +578,9 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 		}
 		if c.SemanticHits > 0 {
 			c.FalseHitUpper95 = f64p(binom.Upper95(c.FalseHits, c.SemanticHits))
+		}
+		if c.SimilarityHits > 0 {
+			c.SimilarityFalseHitUpper95 = f64p(binom.Upper95(c.SimilarityFalseHits, c.SimilarityHits))
 		}
 		if c.HitP50Ms != nil && c.MissP50Ms != nil && *c.MissP50Ms > 0 {
 			c.SavedPerHit = f64p(1 - *c.HitP50Ms / *c.MissP50Ms)

@@ -78,7 +78,9 @@ type Record struct {
 	Leak          string `json:"leak,omitempty"`  // leak kind of a hit served from another scope
 	ScopeMismatch bool   `json:"scope_mismatch,omitempty"`
 	// Similarity is, on a semantic cache's hit, the cosine similarity of
-	// the request to the entry served; CacheOrigin the task the entry was
+	// the request to the entry served: exactly 1 when their normalised
+	// texts are the same (a hit an exact cache would serve too), below 1
+	// otherwise; CacheOrigin the task the entry was
 	// built for; FalseHit that the served answer was not the one this task
 	// should get (see the runner's falseHit).
 	Similarity  float64 `json:"similarity,omitempty"`

@@ -67,8 +67,11 @@ type Attrs struct {
 
 	Warmup, ContractOK, Pass, Routed, RouteFallback, Escalated, ScopeMismatch, SlotWait, GradeError bool
 	// Semantic is a hit of a semantic cache (it carries a similarity);
+	// Similar one of those served by similarity alone, for a text other
+	// than the entry's (similarity below 1: the cache reports exactly 1
+	// for the same normalised text, a hit an exact cache would serve too);
 	// FalseHit one that served another task's answer wrongly.
-	Semantic, FalseHit bool
+	Semantic, Similar, FalseHit bool
 	// Timed is set when the record carries an intended send time (a run's
 	// records; interchange CSV has none).
 	Timed bool
@@ -245,7 +248,7 @@ func (s *RecordSet) compact(r *Record) Rec {
 		Repeat: r.Repeat, Attempts: int32(r.Attempts),
 		Warmup: r.Warmup, ContractOK: r.ContractOK, Pass: r.Pass, Routed: r.Routed, RouteFallback: r.RouteFallback, Escalated: r.Escalated,
 		ScopeMismatch: r.ScopeMismatch, SlotWait: r.SlotWait, GradeError: r.GradeError != "",
-		Semantic: r.Similarity != 0, FalseHit: r.FalseHit, Timed: !r.IntendedAt.IsZero(),
+		Semantic: r.Similarity != 0, Similar: r.Similarity != 0 && r.Similarity < 1, FalseHit: r.FalseHit, Timed: !r.IntendedAt.IsZero(),
 	}
 	return Rec{
 		Arm: t.of(r.Arm), TaskID: t.of(r.TaskID), Kind: t.kind(&a), TokensOut: int32(r.TokensOut),

@@ -234,17 +234,22 @@ func semanticColumns(s *analysis.Summary, t *Table) {
 				continue
 			}
 			if cs.FalseHitUpper95 == nil {
-				rows = append(rows, []Cell{missing(), missing(), missing()})
+				rows = append(rows, []Cell{missing(), missing(), missing(), missing(), missing(), missing()})
 				continue
 			}
 			semantic = true
-			rows = append(rows, []Cell{count(cs.SemanticHits), count(cs.FalseHits), pct(*cs.FalseHitUpper95)})
+			simBound := missing()
+			if cs.SimilarityFalseHitUpper95 != nil {
+				simBound = pct(*cs.SimilarityFalseHitUpper95)
+			}
+			rows = append(rows, []Cell{count(cs.SemanticHits), count(cs.FalseHits), pct(*cs.FalseHitUpper95),
+				count(cs.SimilarityHits), count(cs.SimilarityFalseHits), simBound})
 		}
 	}
 	if !semantic || len(rows) != len(t.Rows) {
 		return
 	}
-	t.Header = append(t.Header, "semantic_hits", "false_hits", "false_hit_upper_95")
+	t.Header = append(t.Header, "semantic_hits", "false_hits", "false_hit_upper_95", "similarity_hits", "similarity_false_hits", "similarity_false_hit_upper_95")
 	for i := range t.Rows {
 		t.Rows[i] = append(t.Rows[i], rows[i]...)
 	}

@@ -36,9 +36,13 @@ type TuneConfig struct {
 	// its calibration side alone (e.g. a scorer fitted there, see
 	// Learner), so that no holdout figure is read by what the router
 	// learned; nil keeps the samples' scores.
-	Rescore func(samples []Sample, calib []int) ([]float64, error) `json:"-"`
+	Rescore func(samples []Sample, calib []int) ([]Rescored, error) `json:"-"`
 	// Scorer names the scorer the scores come from, for the report.
 	Scorer string `json:"scorer,omitempty"`
+	// SplitNote says, for the report, how the split keeps samples
+	// together (what a Sample.Key groups); empty: repeats of one
+	// normalised text.
+	SplitNote string `json:"-"`
 }
 
 // rescored returns samples with the scores cfg.Rescore gives for the
@@ -53,7 +57,7 @@ func rescored(samples []Sample, calib []int, cfg TuneConfig) ([]Sample, error) {
 	}
 	out := append([]Sample(nil), samples...)
 	for i := range out {
-		out[i].Score = scores[i]
+		out[i].Score, out[i].Why = scores[i].Score, scores[i].Why
 	}
 	return out, nil
 }
@@ -183,7 +187,7 @@ type Holdout struct {
 	Lost          []Task `json:"lost"`      // all-large passes, the policy fails
 	Misrouted     []Task `json:"misrouted"` // under, over and hopeless requests
 	// MisrouteFeatures counts, per misroute kind, the features the
-	// misrouted requests had (see FeatureTags).
+	// misrouted requests had (the scorer's explanation, or FeatureTags).
 	MisrouteFeatures map[string]map[string]int `json:"misroute_features"`
 	// Curve is every calibration candidate replayed on the holdout, for
 	// the Pareto figure only: it was not used to choose.
@@ -306,7 +310,12 @@ type Folds struct {
 	PassLoss    [3]float64 `json:"pass_loss_min_median_max"`
 	CostSaving  [3]float64 `json:"cost_saving_min_median_max"` // 1 − cost / cost_all_large on the holdout
 	StrongShare [3]float64 `json:"strong_share_min_median_max"`
-	Within      int        `json:"within_allowed"` // folds whose holdout loss is within the allowed loss
+	// Within counts the folds whose holdout pass loss is within the
+	// allowed loss (rule max-pass-loss; nil under a budget rule, which
+	// allows no loss figure), WithinBudget those whose holdout cost per
+	// request is within the budget (budget rule only).
+	Within       *int `json:"within_allowed,omitempty"`
+	WithinBudget *int `json:"within_budget,omitempty"`
 }
 
 // Fold is one split's choice and holdout result.
@@ -339,8 +348,11 @@ func Tune(samples []Sample, cfg TuneConfig) (*TuneReport, error) {
 	if samples, err = rescored(samples, calib, cfg); err != nil {
 		return nil, err
 	}
-	rep := &TuneReport{Tasks: len(samples), Calibrated: len(calib), Held: len(hold), Config: cfg,
-		SplitNote: "seeded, stratified by group; tasks with the same normalised text stay on one side (translations are different texts)"}
+	note := cfg.SplitNote
+	if note == "" {
+		note = "tasks with the same normalised text stay on one side (translations are different texts)"
+	}
+	rep := &TuneReport{Tasks: len(samples), Calibrated: len(calib), Held: len(hold), Config: cfg, SplitNote: "seeded, stratified by group; " + note}
 	for i, policy := range cfg.Policies {
 		pr := tunePolicy(policy, samples, calib, hold, cfg, cfg.Seed)
 		if cfg.Folds > 1 {
@@ -411,7 +423,7 @@ func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg TuneConf
 		case useLarge:
 			to = "large"
 		}
-		row := Task{ID: s.ID, Group: s.Group, Score: s.Score, Features: s.Features.String(), To: to, Small: s.Small, Large: s.Large}
+		row := Task{ID: s.ID, Group: s.Group, Score: s.Score, Features: s.features(policy), To: to, Small: s.Small, Large: s.Large}
 		if s.Large.Pass && !final.Pass {
 			lost := row
 			lost.Kind = "lost"
@@ -437,7 +449,7 @@ func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg TuneConf
 			fc = map[string]int{}
 			h.MisrouteFeatures[row.Kind] = fc
 		}
-		for _, tag := range FeatureTags(s.Features) {
+		for _, tag := range s.tags(policy) {
 			fc[tag]++
 		}
 	}
@@ -633,8 +645,18 @@ func folds(policy string, samples []Sample, cfg TuneConfig) (*Folds, error) {
 		run := Fold{Seed: seed, Threshold: ch.Threshold, Holdout: h.N, Pass: h.Pass, PassAllLarge: h.PassAllLarge,
 			PassLoss: h.PassAllLarge - h.Pass, Cost: h.Cost, CostAllLarge: h.CostAllLarge, StrongShare: h.StrongShare}
 		f.Runs = append(f.Runs, run)
-		if cfg.Rule.Budget > 0 || run.PassLoss <= cfg.Rule.MaxPassLoss {
-			f.Within++
+		count := func(c **int, ok bool) {
+			if *c == nil {
+				*c = new(int)
+			}
+			if ok {
+				**c++
+			}
+		}
+		if cfg.Rule.Budget > 0 {
+			count(&f.WithinBudget, h.N > 0 && h.Cost/float64(h.N) <= cfg.Rule.Budget)
+		} else {
+			count(&f.Within, run.PassLoss <= cfg.Rule.MaxPassLoss)
 		}
 		th = append(th, run.Threshold)
 		loss = append(loss, float64(run.PassLoss))

@@ -338,9 +338,9 @@ func AUC(scores []float64, ys []bool) (float64, bool) {
 // chosen there would send too little to the large model on new traffic.
 // Every other sample is scored by the scorer fitted on the whole
 // calibration side, the one that is deployed.
-func Learner(cfg LearnConfig, keep func(*router.LearnedScorer)) func(samples []Sample, calib []int) ([]float64, error) {
+func Learner(cfg LearnConfig, keep func(*router.LearnedScorer)) func(samples []Sample, calib []int) ([]Rescored, error) {
 	first := true
-	return func(samples []Sample, calib []int) ([]float64, error) {
+	return func(samples []Sample, calib []int) ([]Rescored, error) {
 		sc, err := Fit(samples, calib, cfg)
 		if err != nil {
 			return nil, err
@@ -349,9 +349,9 @@ func Learner(cfg LearnConfig, keep func(*router.LearnedScorer)) func(samples []S
 			keep(sc)
 		}
 		first = false
-		out := make([]float64, len(samples))
+		out := make([]Rescored, len(samples))
 		for i := range samples {
-			out[i] = sc.Score(samples[i].Req).Value
+			out[i] = Rescored{Score: sc.Score(samples[i].Req).Value, Why: sc.Explain(samples[i].Req, ExplainTop)}
 		}
 		const k = 3
 		if len(calib) < 2*k {
@@ -375,7 +375,7 @@ func Learner(cfg LearnConfig, keep func(*router.LearnedScorer)) func(samples []S
 				return nil, err
 			}
 			for _, i := range held {
-				out[i] = fs.Score(samples[i].Req).Value
+				out[i] = Rescored{Score: fs.Score(samples[i].Req).Value, Why: fs.Explain(samples[i].Req, ExplainTop)}
 			}
 		}
 		return out, nil

@@ -133,12 +133,12 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 		fmt.Fprintf(b, "features of misrouted tasks: %s\n", strings.Join(kinds, "; "))
 	}
 	if f := p.Folds; f != nil {
-		fmt.Fprintf(b, "folds (%d splits, seeds %d..%d): %s min/median/max %s/%s/%s; holdout pass loss %g/%g/%g; cost saving vs all-large %s/%s/%s; %s %s/%s/%s; within the allowed loss in %d of %d\n",
+		fmt.Fprintf(b, "folds (%d splits, seeds %d..%d): %s min/median/max %s/%s/%s; holdout pass loss %g/%g/%g; cost saving vs all-large %s/%s/%s; %s %s/%s/%s; %s\n",
 			len(f.Runs), f.Runs[0].Seed, f.Runs[len(f.Runs)-1].Seed, param,
 			fmtThreshold(f.Threshold[0]), fmtThreshold(f.Threshold[1]), fmtThreshold(f.Threshold[2]),
 			f.PassLoss[0], f.PassLoss[1], f.PassLoss[2],
 			fmtPct(f.CostSaving[0]), fmtPct(f.CostSaving[1]), fmtPct(f.CostSaving[2]),
-			shareName(p.Policy), fmtPct(f.StrongShare[0]), fmtPct(f.StrongShare[1]), fmtPct(f.StrongShare[2]), f.Within, len(f.Runs))
+			shareName(p.Policy), fmtPct(f.StrongShare[0]), fmtPct(f.StrongShare[1]), fmtPct(f.StrongShare[2]), foldVerdict(f))
 	}
 	fmt.Fprintf(b, "cost-pass Pareto frontier on calibration (* chosen), each point replayed on the holdout:\n")
 	pt := &textTable{header: []string{"", param, shareName(p.Policy), "cal pass", "cal cost", "holdout pass", "holdout cost"}}
@@ -256,3 +256,20 @@ func passOf(pass, n int) string { return fmt.Sprintf("%d/%d", pass, n) }
 func fmtPct(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" }
 
 func fmtMs(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) + " ms" }
+
+// foldVerdict says how many folds kept the rule on their holdout, and
+// lists every fold's holdout pass loss against all-large as it is.
+func foldVerdict(f *Folds) string {
+	losses := make([]string, len(f.Runs))
+	for i, r := range f.Runs {
+		losses[i] = strconv.Itoa(r.PassLoss)
+	}
+	var kept string
+	switch {
+	case f.Within != nil:
+		kept = fmt.Sprintf("within the allowed loss on the holdout in %d of %d", *f.Within, len(f.Runs))
+	case f.WithinBudget != nil:
+		kept = fmt.Sprintf("within the budget per request on the holdout in %d of %d (a budget allows no loss figure)", *f.WithinBudget, len(f.Runs))
+	}
+	return kept + "; holdout pass loss per fold: " + strings.Join(losses, ", ")
+}

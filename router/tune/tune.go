@@ -57,8 +57,12 @@ type Sample struct {
 	Key      string
 	Score    float64
 	Features router.Features
-	Small    Outcome
-	Large    Outcome
+	// Why, when set, explains Score by the features the scorer in use
+	// read (a learned scorer's strongest weights for this text); reports
+	// show it instead of Features, which are the built-in scorer's.
+	Why   []router.Contribution
+	Small Outcome
+	Large Outcome
 	// Req is the request as a router sees it (text, scope), for a
 	// scorer that is fitted on the table (see Learner); nil otherwise.
 	Req *model.Request `json:"-"`

@@ -423,3 +423,68 @@ func TestNiceTicks(t *testing.T) {
 		}
 	}
 }
+
+// A fold summary states every fold's holdout loss as it is, and under a
+// budget rule counts the folds within the budget, never "within the
+// allowed loss" (a budget allows no loss figure).
+func TestFoldsStateHoldoutLosses(t *testing.T) {
+	t.Parallel()
+	samples := workload(300)
+	for _, tc := range []struct {
+		name string
+		rule Rule
+		want string
+	}{
+		{"max pass loss", Rule{MaxPassLoss: 0}, "within the allowed loss on the holdout in"},
+		{"budget", Rule{Budget: 0.5}, "within the budget per request on the holdout in"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Tune(samples, TuneConfig{Seed: 3, Folds: 3, Rule: tc.rule})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := rep.Folds
+			if (f.Within == nil) == (tc.rule.Budget == 0) || (f.WithinBudget == nil) == (tc.rule.Budget > 0) {
+				t.Fatalf("within %v, within budget %v; want only the count of the rule in force", f.Within, f.WithinBudget)
+			}
+			var b strings.Builder
+			if err := rep.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			losses := fmt.Sprintf("holdout pass loss per fold: %d, %d, %d", f.Runs[0].PassLoss, f.Runs[1].PassLoss, f.Runs[2].PassLoss)
+			if !strings.Contains(b.String(), tc.want) || !strings.Contains(b.String(), losses) {
+				t.Errorf("report lacks %q or %q:\n%s", tc.want, losses, b.String())
+			}
+			if tc.rule.Budget > 0 && strings.Contains(b.String(), "within the allowed loss") {
+				t.Errorf("a budget rule's folds claim an allowed loss:\n%s", b.String())
+			}
+		})
+	}
+}
+
+// A cascade reads no score: its misrouted tasks are explained by what it
+// read of the small model's answer, never by a scorer's features.
+func TestCascadeExplainsByConfidence(t *testing.T) {
+	t.Parallel()
+	samples := workload(300)
+	for i := range samples {
+		samples[i].Why = []router.Contribution{{Feature: "lang=en", Logit: -1}}
+	}
+	rep, err := Tune(samples, TuneConfig{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Cascade == nil || len(rep.Cascade.Holdout.Misrouted) == 0 {
+		t.Fatalf("cascade %+v; want misrouted tasks", rep.Cascade)
+	}
+	for _, m := range rep.Cascade.Holdout.Misrouted {
+		if !strings.HasPrefix(m.Features, "small ") {
+			t.Errorf("cascade misroute %s explained by %q; want the small model's answer", m.ID, m.Features)
+		}
+	}
+	for _, m := range rep.Holdout.Misrouted {
+		if m.Features != "lang=en -1.00" {
+			t.Errorf("router misroute %s explained by %q; want the scorer's explanation", m.ID, m.Features)
+		}
+	}
+}
