@@ -72,6 +72,18 @@ type Config struct {
 	// MaxConns caps the connections open at once; more wait in the listen
 	// backlog. Default 1024.
 	MaxConns int `yaml:"max_conns"`
+	// KeylessTimeout bounds, on a connection that has not yet presented
+	// a valid API key, the wait for a request's headers and the idle time
+	// between requests. Default 5s.
+	KeylessTimeout Duration `yaml:"keyless_timeout"`
+	// MaxKeylessConns is the share of max_conns that connections without
+	// a valid key may hold; one more closes the oldest of them (from the
+	// address holding the most), never a keyed one. Default max_conns/8.
+	MaxKeylessConns int `yaml:"max_keyless_conns"`
+	// MaxKeylessConnsPerSource caps the keyless connections from one
+	// remote address; one more closes that address's oldest. Default
+	// max_keyless_conns/4.
+	MaxKeylessConnsPerSource int `yaml:"max_keyless_conns_per_source"`
 	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
 	// BodyTimeout bounds reading a request's body after its headers;
@@ -341,7 +353,7 @@ func (c *Config) validate(root *yaml.Node) error {
 		name string
 		v    Duration
 	}{{"timeout", c.Timeout}, {"read_header_timeout", c.ReadHeaderTimeout}, {"body_timeout", c.BodyTimeout},
-		{"idle_timeout", c.IdleTimeout}, {"write_timeout", c.WriteTimeout}} {
+		{"idle_timeout", c.IdleTimeout}, {"write_timeout", c.WriteTimeout}, {"keyless_timeout", c.KeylessTimeout}} {
 		if msg := stack.ValidTimeout(d.v.Std()); msg != "" {
 			return bad(d.name, []string{d.name}, "%s", msg)
 		}
@@ -352,8 +364,13 @@ func (c *Config) validate(root *yaml.Node) error {
 	if c.MaxInFlightPerKey < 0 {
 		return bad("max_in_flight_per_key", []string{"max_in_flight_per_key"}, "must be at least 1")
 	}
-	if c.MaxConns < 0 {
-		return bad("max_conns", []string{"max_conns"}, "must be at least 1")
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"max_conns", c.MaxConns}, {"max_keyless_conns", c.MaxKeylessConns}, {"max_keyless_conns_per_source", c.MaxKeylessConnsPerSource}} {
+		if n.v < 0 {
+			return bad(n.name, []string{n.name}, "must be at least 1")
+		}
 	}
 	c.fillLimits()
 	if c.Concurrency < 0 {
@@ -428,7 +445,8 @@ func (c *Config) fillLimits() {
 func (c *Config) Limits() Limits {
 	return Limits{
 		ReadHeaderTimeout: c.ReadHeaderTimeout.Std(), BodyTimeout: c.BodyTimeout.Std(), IdleTimeout: c.IdleTimeout.Std(),
-		WriteTimeout: c.WriteTimeout.Std(), MaxConns: c.MaxConns,
+		WriteTimeout: c.WriteTimeout.Std(), MaxConns: c.MaxConns, Keyed: true, KeylessTimeout: c.KeylessTimeout.Std(),
+		MaxKeylessConns: c.MaxKeylessConns, MaxKeylessConnsPerSource: c.MaxKeylessConnsPerSource,
 	}
 }
 

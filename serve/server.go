@@ -236,6 +236,7 @@ func (s *Server) Close() {
 func (s *Server) identify(w http.ResponseWriter, r *http.Request, reqID string) (Identity, keyHash, bool) {
 	if key, ok := bearer(r.Header.Get("Authorization")); ok {
 		if id, h, found := s.keys.Load().lookup(key); found {
+			MarkKeyed(r.Context())
 			return id, h, true
 		}
 	}
@@ -320,6 +321,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set(openai.HeaderRequestID, reqID)
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		// Refused from the header, before any of the body is read.
+		s.refuse(w, r, reqID, http.StatusRequestEntityTooLarge, openai.ErrTypeInvalidRequest, CodeRequestTooLarge, "",
+			fmt.Sprintf("the request body (Content-Length %d) is over the limit of %d bytes", r.ContentLength, s.cfg.MaxBodyBytes))
+		return
+	}
 	id, kh, ok := s.identify(w, r, reqID)
 	if !ok {
 		return
