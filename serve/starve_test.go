@@ -165,7 +165,7 @@ func TestNoClientStarves(t *testing.T) {
 
 	transport := func(keepAlive bool) *http.Client {
 		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			DialContext: func(ctx context.Context, _, a string) (net.Conn, error) { return dialFrom("127.0.0.2", a) },
+			DialContext:       func(ctx context.Context, _, a string) (net.Conn, error) { return dialFrom("127.0.0.2", a) },
 			DisableKeepAlives: !keepAlive,
 		}}
 	}
