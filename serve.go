@@ -102,7 +102,7 @@ func serveProxy(ctx context.Context, o serveOptions) error {
 			fmt.Fprintf(o.Stderr, "crab: serve: "+format+"\n", args...)
 		}
 	}
-	srv, err := serve.New(setup, serve.Options{Registry: reg, Logf: logf})
+	srv, err := serve.New(setup, serve.Options{Registry: reg, Logf: logf, Build: serve.BuildInfo{Version: version()}})
 	if err != nil {
 		if errors.Is(err, serve.ErrBadConfig) {
 			return &exitError{code: exitBadInput, err: err}

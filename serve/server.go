@@ -76,6 +76,8 @@ type Options struct {
 	// message, credentials masked) under the request id, keys reloads.
 	// Nil discards them.
 	Logf func(format string, args ...any)
+	// Build names the running binary in crab_build_info.
+	Build BuildInfo
 }
 
 // Server is the proxy, an http.Handler. Build it with New, serve it, and
@@ -131,7 +133,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 	for _, m := range setup.Models {
 		names = append(names, m.Name)
 	}
-	if s.m, err = newMetrics(o.Registry, names); err != nil {
+	if s.m, err = newMetrics(o.Registry, names, setup.Keys.Tenants(), o.Build); err != nil {
 		return nil, err
 	}
 	keys := map[string]string{} // api_key_env → the key Load read
@@ -153,7 +155,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 	}
 	upstream := make(map[string]model.Model, len(s.backends))
 	for _, m := range setup.Models {
-		upstream[m.Name] = s.observeUpstream(s.backends[m.Name])
+		upstream[m.Name] = s.observeUpstream(m.Name, s.backends[m.Name])
 		s.names = append(s.names, m.Name)
 		s.models[m.Name] = true
 	}
@@ -197,6 +199,7 @@ func (s *Server) ReloadKeys() (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	s.m.setTenants(k.Tenants())
 	s.keys.Store(k)
 	return k.Len(), nil
 }
@@ -258,14 +261,16 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	openai.WriteModels(w, s.names, s.created)
 }
 
-// observeUpstream counts the tokens of every upstream attempt and every
-// failed attempt by status.
-func (s *Server) observeUpstream(next model.Model) model.Model {
+// observeUpstream counts the tokens of every attempt of the upstream
+// model name, and every failed attempt by status.
+func (s *Server) observeUpstream(name string, next model.Model) model.Model {
+	label := s.m.modelLabel(name)
 	return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		resp, err := next.Complete(ctx, req)
 		if resp != nil {
-			s.m.promptTok.Add(float64(resp.Usage.TokensIn))
-			s.m.generatedTok.Add(float64(resp.Usage.TokensOut))
+			tenant := s.m.tenantLabel(req.Scope.Tenant)
+			s.m.tokens.WithLabelValues("prompt", label, tenant).Add(float64(resp.Usage.TokensIn))
+			s.m.tokens.WithLabelValues("generation", label, tenant).Add(float64(resp.Usage.TokensOut))
 		}
 		if err != nil {
 			if label := upstreamErrorLabel(err); label != "" {
@@ -291,20 +296,25 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	rec := &statusRecorder{ResponseWriter: w}
 	w = rec
 	cacheLabel := "" // set once the request went through the stack
+	modelLabel, tenant := noModel, ""
 	var firstByte time.Time
 	defer func() {
 		end := s.now()
 		code := rec.status
 		if code == 0 {
 			code = 499 // the client left before any answer
+			rec.errKind = ErrKindCancelled
 		}
 		s.m.request(code)
+		if rec.errKind != "" {
+			s.m.errors.WithLabelValues(rec.errKind).Inc()
+		}
 		if cacheLabel == "" {
 			return // refused before the stack: not a model request
 		}
-		s.m.e2eBy[cacheLabel].Observe(end.Sub(start).Seconds())
+		s.m.e2e.WithLabelValues(cacheLabel, modelLabel, s.m.tenantLabel(tenant)).Observe(end.Sub(start).Seconds())
 		if !firstByte.IsZero() {
-			s.m.ttftBy[cacheLabel].Observe(firstByte.Sub(start).Seconds())
+			s.m.ttft.WithLabelValues(cacheLabel, modelLabel).Observe(firstByte.Sub(start).Seconds())
 		}
 	}()
 	if r.Method != http.MethodPost {
@@ -352,6 +362,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	resp, err := s.stack.Complete(ctx, c.req)
 
 	cacheLabel = s.observe(resp, info)
+	tenant = id.Tenant
+	if resp != nil {
+		modelLabel = s.m.modelLabel(resp.Model)
+		s.m.cost.WithLabelValues(modelLabel, s.m.tenantLabel(tenant)).Add(resp.Usage.Cost)
+	}
 	s.setHeaders(w.Header(), resp, err)
 	if err != nil {
 		s.fail(w, r, reqID, resp, err, info.TimedOut)
@@ -611,7 +626,8 @@ func chunks(s string, n int) []string {
 // statusRecorder remembers the status written, for the metrics.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	status  int
+	errKind string // of crab's error answer; "" for an answer
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
