@@ -117,6 +117,9 @@ type Config struct {
 	Cache *CacheConfig `yaml:"cache"`
 	// Router, when set, routes requests for model "auto" by difficulty.
 	Router *RouterConfig `yaml:"router"`
+	// Records, when set, writes a record of every request through the
+	// stack (see RecordsConfig).
+	Records *RecordsConfig `yaml:"records"`
 
 	File string `yaml:"-"` // path the configuration was read from
 }
@@ -399,6 +402,18 @@ func (c *Config) validate(root *yaml.Node) error {
 	}
 	if c.Mode == "" {
 		c.Mode = model.ModeFull
+	}
+	if r := c.Records; r != nil {
+		switch {
+		case strings.TrimSpace(r.Dir) == "":
+			return bad("records.dir", []string{"records"}, "required: the directory to write records.jsonl and manifest.json to")
+		case r.MaxFileBytes < 0:
+			return bad("records.max_file_bytes", []string{"records", "max_file_bytes"}, "must not be negative")
+		case r.MaxFiles < 0:
+			return bad("records.max_files", []string{"records", "max_files"}, "must not be negative")
+		}
+		r.fill()
+		r.line = lineOf(root, "records", "dir")
 	}
 	if k := c.Contract; k != nil && k.File == "" {
 		return bad("contract.file", []string{"contract"}, "required")

@@ -54,6 +54,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/stack"
@@ -105,6 +106,11 @@ type Server struct {
 	seq      atomic.Uint64
 	idPrefix string // of the request ids crab gives: "crab-<created, hex>-"
 	routes   *http.ServeMux
+	// recs writes the records (nil without records); runID names them.
+	recs         *recordLog
+	closeOnce    sync.Once
+	runID        string
+	contractHash string
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -169,6 +175,21 @@ func New(setup *Setup, o Options) (*Server, error) {
 		return nil, err
 	}
 	s.stack = s.built.Model
+	if setup.Contract != nil {
+		s.contractHash = setup.Contract.Hash()
+	}
+	s.runID = "serve-" + strconv.FormatInt(s.created, 16)
+	if rc := cfg.Records; rc != nil {
+		dir := recordsDir(cfg)
+		s.recs, err = openRecordLog(*rc, dir, newServeManifest(s.runID, setup, s.now(), o.Build), o.Logf)
+		if err != nil {
+			s.Close()
+			return nil, &ConfigError{File: cfg.File, Line: rc.line, Field: "records.dir", Msg: fmt.Sprintf("cannot write records to %s: %v", dir, err)}
+		}
+		o.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "crab_serve", Name: "records_errors_total",
+			Help: "Records that could not be written (a full or failing disk); the requests themselves were answered."},
+			func() float64 { return float64(s.recs.errors.Load()) }))
+	}
 
 	s.routes = http.NewServeMux()
 	s.routes.HandleFunc("/v1/chat/completions", s.chat)
@@ -225,8 +246,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.routes.Se
 // Models lists the model names clients may ask for, "auto" last.
 func (s *Server) Models() []string { return append([]string(nil), s.names...) }
 
-// Close releases the cache store and idle upstream connections.
-func (s *Server) Close() {
+// Close flushes the records (marking their manifest finished) and
+// releases the cache store and idle upstream connections.
+func (s *Server) Close() { s.closeOnce.Do(s.close) }
+
+func (s *Server) close() {
+	if s.recs != nil {
+		if err := s.recs.Close(s.now()); err != nil {
+			s.logf("records: %v", err)
+		}
+	}
 	if s.built != nil {
 		s.built.Close()
 	}
@@ -288,47 +317,44 @@ type call struct {
 	includeUsage bool
 }
 
+// exchange is what chat learns about one request, for its metrics and
+// its record.
+type exchange struct {
+	start, firstByte time.Time
+	seq              uint64
+	taskID           string
+	w                *statusRecorder
+	r                *http.Request
+	req              *model.Request // nil until decoded
+	resp             *model.Response
+	err              error
+	info             *stack.Info
+	cacheLabel       string // set once the request went through the stack
+	modelLabel       string
+}
+
 // chat answers POST /v1/chat/completions.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	start := s.now()
+	x := &exchange{start: s.now(), seq: s.seq.Add(1), w: &statusRecorder{ResponseWriter: w}, r: r, modelLabel: noModel}
 	s.m.inFlight.Inc()
 	defer s.m.inFlight.Dec()
-	rec := &statusRecorder{ResponseWriter: w}
-	w = rec
-	cacheLabel := "" // set once the request went through the stack
-	modelLabel, tenant := noModel, ""
-	var firstByte time.Time
-	defer func() {
-		end := s.now()
-		code := rec.status
-		if code == 0 {
-			code = 499 // the client left before any answer
-			rec.errKind = ErrKindCancelled
-		}
-		s.m.request(code)
-		if rec.errKind != "" {
-			s.m.errors.WithLabelValues(rec.errKind).Inc()
-		}
-		if cacheLabel == "" {
-			return // refused before the stack: not a model request
-		}
-		s.m.e2e.WithLabelValues(cacheLabel, modelLabel, s.m.tenantLabel(tenant)).Observe(end.Sub(start).Seconds())
-		if !firstByte.IsZero() {
-			s.m.ttft.WithLabelValues(cacheLabel, modelLabel).Observe(firstByte.Sub(start).Seconds())
-		}
-	}()
+	w = x.w
+	defer s.finish(x)
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		s.refuse(w, r, "", http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
 		return
 	}
 	reqID := r.Header.Get(openai.HeaderRequestID)
+	x.taskID = s.idPrefix + strconv.FormatUint(x.seq, 10)
 	if reqID == "" {
-		reqID = s.idPrefix + strconv.FormatUint(s.seq.Add(1), 10)
+		reqID = x.taskID
 	} else if !validRequestID(reqID) {
 		s.refuse(w, r, "", http.StatusBadRequest, openai.ErrTypeInvalidRequest, "invalid_request_id", openai.HeaderRequestID,
 			"request id: want 1 to 128 letters, digits and . _ : -")
 		return
+	} else {
+		x.taskID += "/" + reqID // unique in the records, whatever ids clients repeat
 	}
 	w.Header().Set(openai.HeaderRequestID, reqID)
 	if r.ContentLength > s.cfg.MaxBodyBytes {
@@ -359,20 +385,72 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	ctx, info := stack.WithInfo(r.Context())
-	resp, err := s.stack.Complete(ctx, c.req)
-
-	cacheLabel = s.observe(resp, info)
-	tenant = id.Tenant
+	x.req, x.info = c.req, info
+	x.resp, x.err = s.stack.Complete(ctx, c.req)
+	resp := x.resp
+	x.cacheLabel = s.observe(resp, info)
 	if resp != nil {
-		modelLabel = s.m.modelLabel(resp.Model)
-		s.m.cost.WithLabelValues(modelLabel, s.m.tenantLabel(tenant)).Add(resp.Usage.Cost)
+		x.modelLabel = s.m.modelLabel(resp.Model)
+		s.m.cost.WithLabelValues(x.modelLabel, s.m.tenantLabel(id.Tenant)).Add(resp.Usage.Cost)
 	}
-	s.setHeaders(w.Header(), resp, err)
-	if err != nil {
-		s.fail(w, r, reqID, resp, err, info.TimedOut)
+	s.setHeaders(w.Header(), resp, x.err)
+	if x.err != nil {
+		s.fail(w, r, reqID, resp, x.err, info.TimedOut)
 		return
 	}
-	firstByte = s.reply(w, c, resp)
+	x.firstByte = s.reply(w, c, resp)
+}
+
+// finish counts an answered request in the metrics and, for one that
+// went through the stack, writes its record.
+func (s *Server) finish(x *exchange) {
+	end := s.now()
+	code := x.w.status
+	if code == 0 {
+		code = 499 // the client left before any answer
+		x.w.errKind = ErrKindCancelled
+	}
+	s.m.request(code)
+	if x.w.errKind != "" {
+		s.m.errors.WithLabelValues(x.w.errKind).Inc()
+	}
+	if x.cacheLabel == "" {
+		return // refused before the stack: not a model request
+	}
+	s.m.e2e.WithLabelValues(x.cacheLabel, x.modelLabel, s.m.tenantLabel(x.req.Scope.Tenant)).Observe(end.Sub(x.start).Seconds())
+	if !x.firstByte.IsZero() {
+		s.m.ttft.WithLabelValues(x.cacheLabel, x.modelLabel).Observe(x.firstByte.Sub(x.start).Seconds())
+	}
+	if s.recs != nil {
+		s.recs.write(s.record(x, end))
+	}
+}
+
+// record is the record of a request that went through the stack, in
+// crab run's format: its arrival at the proxy is its intended and sent
+// time, the first byte sent to the client its first byte, the end of its
+// answer its end.
+func (s *Server) record(x *exchange, end time.Time) records.Record {
+	sc := x.req.Scope
+	rec := records.Record{
+		RunID: s.runID, Arm: s.arm.Name, Seq: int(x.seq), TaskID: x.taskID, Group: ServeGroup,
+		Tenant: sc.Tenant, Permission: sc.Permission, Lang: sc.Lang, DocVersion: sc.DocVersion,
+		IntendedAt: x.start, SentAt: x.start, DoneAt: end, QueueMs: records.Ms(x.info.Queue), SlotWait: x.info.SlotWaits > 0,
+		Contract: s.contractHash,
+	}
+	rec.Outcome = records.OutcomeOf(x.r.Context(), x.err, x.info.TimedOut)
+	if x.err != nil {
+		rec.Error = s.mask(x.err.Error())
+	}
+	records.Fill(&rec, x.resp)
+	if !x.firstByte.IsZero() {
+		rec.FirstByteAt, rec.TTFTMs = x.firstByte, records.Ms(x.firstByte.Sub(x.start))
+	}
+	// Live traffic has no expected answer: an ok answer that meets the
+	// contract (when there is one) passes.
+	rec.Correct = rec.Outcome == records.OutcomeOK && (s.contract == nil || rec.ContractOK)
+	rec.Pass = rec.Correct
+	return rec
 }
 
 // decode reads and checks the request and builds the stack's request.
