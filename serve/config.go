@@ -117,6 +117,12 @@ type Config struct {
 	Cache *CacheConfig `yaml:"cache"`
 	// Router, when set, routes requests for model "auto" by difficulty.
 	Router *RouterConfig `yaml:"router"`
+	// DropParams, like LiteLLM's drop_params: true drops every request
+	// parameter crab would refuse (tools, unknown fields, ...), a list
+	// drops the named ones; each drop is named in the
+	// X-Crab-Dropped-Params header and the log. Default: refuse them with
+	// 400 unsupported_parameter.
+	DropParams DropParams `yaml:"drop_params"`
 	// Records, when set, writes a record of every request through the
 	// stack (see RecordsConfig).
 	Records *RecordsConfig `yaml:"records"`
@@ -402,6 +408,9 @@ func (c *Config) validate(root *yaml.Node) error {
 	}
 	if c.Mode == "" {
 		c.Mode = model.ModeFull
+	}
+	if msg := c.DropParams.check(); msg != "" {
+		return bad("drop_params", []string{"drop_params"}, "%s", msg)
 	}
 	if r := c.Records; r != nil {
 		switch {

@@ -315,6 +315,7 @@ type call struct {
 	req          *model.Request
 	stream       bool
 	includeUsage bool
+	dropped      []string // parameters drop_params dropped
 }
 
 // exchange is what chat learns about one request, for its metrics and
@@ -384,6 +385,11 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if len(c.dropped) > 0 {
+		dropped := strings.Join(c.dropped, ",")
+		w.Header().Set(HeaderDroppedParams, dropped)
+		s.logf("request %s: dropped parameters (drop_params): %s", reqID, dropped)
+	}
 	ctx, info := stack.WithInfo(r.Context())
 	x.req, x.info = c.req, info
 	x.resp, x.err = s.stack.Complete(ctx, c.req)
@@ -455,9 +461,12 @@ func (s *Server) record(x *exchange, end time.Time) records.Record {
 
 // decode reads and checks the request and builds the stack's request.
 func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, status int, code, param string, err error) {
-	creq, err := s.dec.ReadRequest(r, s.cfg.MaxBodyBytes)
+	creq, raw, lean, err := s.dec.ReadRequestBody(r, s.cfg.MaxBodyBytes)
 	if err != nil {
+		var pe *openai.ParamError
 		switch {
+		case errors.As(err, &pe):
+			return c, http.StatusBadRequest, "unsupported_value", pe.Param, errors.New(pe.Msg)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			return c, http.StatusRequestTimeout, CodeBodyTimeout, "",
 				fmt.Errorf("the request body did not arrive within %v", s.cfg.BodyTimeout.Std())
@@ -466,8 +475,10 @@ func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, sta
 		}
 		return c, http.StatusBadRequest, CodeInvalidRequest, "", err
 	}
-	if len(creq.Tools) > 0 || len(creq.Functions) > 0 {
-		return c, http.StatusBadRequest, "unsupported_parameter", "tools", errors.New("tools and function calling are not supported by crab serve")
+	pass, dropped, err := s.params(creq, raw, lean)
+	if err != nil {
+		pe := err.(*paramError)
+		return c, http.StatusBadRequest, pe.code, pe.param, err
 	}
 	if creq.MaxTokens < 0 || creq.MaxCompletionTokens < 0 {
 		return c, http.StatusBadRequest, "invalid_max_tokens", "max_tokens", errors.New("max_tokens and max_completion_tokens must not be negative")
@@ -531,13 +542,18 @@ func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, sta
 	if creq.Seed != nil {
 		req.Seed = int64(*creq.Seed)
 	}
+	req.Params = pass
+	if err := s.responseFormat(creq, req); err != nil {
+		pe := err.(*paramError)
+		return c, http.StatusBadRequest, pe.code, pe.param, err
+	}
 	if s.contract == nil {
 		if schema := openai.Schema(creq); schema != nil {
 			sum := sha256.Sum256(schema)
 			req.Contract, req.ContractHash = schema, hex.EncodeToString(sum[:])
 		}
 	}
-	c = call{req: req, stream: creq.Stream, includeUsage: creq.StreamOptions != nil && creq.StreamOptions.IncludeUsage}
+	c = call{req: req, stream: creq.Stream, includeUsage: creq.StreamOptions != nil && creq.StreamOptions.IncludeUsage, dropped: dropped}
 	return c, 0, "", "", nil
 }
 

@@ -30,6 +30,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -229,13 +230,14 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 		return nil, err
 	}
 	creq := b.request(req)
+	extra := extraFields(&creq, req)
 	resp := &model.Response{Model: b.cfg.Name, Scope: req.Scope}
 	resp.Trace.Attempts = 1
 	start := b.now()
 	var err error
 	handled := false
 	if b.lean != nil {
-		handled, err = b.onceLean(ctx, req, &creq, resp, start)
+		handled, err = b.onceLean(ctx, req, &creq, extra, resp, start)
 	}
 	var retryAfter string
 	if !handled {
@@ -243,6 +245,9 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 			ctx = context.WithValue(ctx, headersKey{}, crabHeaders(req))
 		}
 		ctx = context.WithValue(ctx, retryAfterKey{}, &retryAfter)
+		if len(extra) > 0 {
+			ctx = context.WithValue(ctx, extraKey{}, extra)
+		}
 		if b.cfg.NoStream {
 			err = b.once(ctx, creq, resp, start)
 		} else {
@@ -300,7 +305,8 @@ func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
 	}
 	if c.Temperature == 0 {
 		// go-openai leaves a zero temperature out, and servers then sample
-		// at their default (often 1). Send greedy decoding explicitly.
+		// at their default (often 1). Stand in the smallest one for the
+		// reasoning check below; the body then says 0 (see extraFields).
 		c.Temperature = math.SmallestNonzeroFloat32
 	}
 	if req.Seed != 0 {
@@ -328,6 +334,42 @@ func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
 		c.Temperature = 0
 	}
 	return c
+}
+
+// extraFields are the top-level fields a call's body carries beside what
+// go-openai's request type writes: an explicit "temperature":0 (the type
+// leaves a zero out, and servers would sample at their default) and the
+// request's pass-through parameters.
+func extraFields(c *goopenai.ChatCompletionRequest, req *model.Request) []model.Param {
+	var out []model.Param
+	if c.Temperature == math.SmallestNonzeroFloat32 {
+		c.Temperature = 0
+		out = append(out, model.Param{Name: "temperature", Value: []byte("0")})
+	}
+	return append(out, req.Params...)
+}
+
+// spliceFields appends fields to the JSON object body (go-openai's
+// encoding, which never writes them itself).
+func spliceFields(body []byte, fields []model.Param) []byte {
+	if len(fields) == 0 {
+		return body
+	}
+	body = bytes.TrimRight(body, " \t\r\n")
+	if len(body) == 0 || body[len(body)-1] != '}' {
+		return body
+	}
+	out := make([]byte, 0, len(body)+64)
+	out = append(out, body[:len(body)-1]...)
+	for _, f := range fields {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendQuote(out, f.Name)
+		out = append(out, ':')
+		out = append(out, f.Value...)
+	}
+	return append(out, '}')
 }
 
 // once makes a non-streaming call.
@@ -526,6 +568,17 @@ func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
 			r.Header[k] = v
 		}
 	}
+	if extra, ok := r.Context().Value(extraKey{}).([]model.Param); ok && r.Body != nil {
+		raw, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body := spliceFields(raw, extra)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		r.ContentLength = int64(len(body))
+	}
 	res, err := d.c.Do(r)
 	if err == nil && res.StatusCode >= http.StatusBadRequest {
 		boundErrorBody(res)
@@ -535,6 +588,10 @@ func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
 	}
 	return res, err
 }
+
+// extraKey carries a call's extra body fields (extraFields) through the
+// context to headerDoer, since go-openai cannot write them.
+type extraKey struct{}
 
 // retryAfterKey carries a *string through the context, where headerDoer
 // leaves an error answer's Retry-After header (go-openai's errors do not
