@@ -48,13 +48,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/crab-testbed/crab/contract"
-	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/stack"
@@ -318,22 +316,6 @@ type call struct {
 	dropped      []string // parameters drop_params dropped
 }
 
-// exchange is what chat learns about one request, for its metrics and
-// its record.
-type exchange struct {
-	start, firstByte time.Time
-	seq              uint64
-	taskID           string
-	w                *statusRecorder
-	r                *http.Request
-	req              *model.Request // nil until decoded
-	resp             *model.Response
-	err              error
-	info             *stack.Info
-	cacheLabel       string // set once the request went through the stack
-	modelLabel       string
-}
-
 // chat answers POST /v1/chat/completions.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	x := &exchange{start: s.now(), seq: s.seq.Add(1), w: &statusRecorder{ResponseWriter: w}, r: r, modelLabel: noModel}
@@ -405,58 +387,6 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.firstByte = s.reply(w, c, resp)
-}
-
-// finish counts an answered request in the metrics and, for one that
-// went through the stack, writes its record.
-func (s *Server) finish(x *exchange) {
-	end := s.now()
-	code := x.w.status
-	if code == 0 {
-		code = 499 // the client left before any answer
-		x.w.errKind = ErrKindCancelled
-	}
-	s.m.request(code)
-	if x.w.errKind != "" {
-		s.m.errors.WithLabelValues(x.w.errKind).Inc()
-	}
-	if x.cacheLabel == "" {
-		return // refused before the stack: not a model request
-	}
-	s.m.e2e.WithLabelValues(x.cacheLabel, x.modelLabel, s.m.tenantLabel(x.req.Scope.Tenant)).Observe(end.Sub(x.start).Seconds())
-	if !x.firstByte.IsZero() {
-		s.m.ttft.WithLabelValues(x.cacheLabel, x.modelLabel).Observe(x.firstByte.Sub(x.start).Seconds())
-	}
-	if s.recs != nil {
-		s.recs.write(s.record(x, end))
-	}
-}
-
-// record is the record of a request that went through the stack, in
-// crab run's format: its arrival at the proxy is its intended and sent
-// time, the first byte sent to the client its first byte, the end of its
-// answer its end.
-func (s *Server) record(x *exchange, end time.Time) records.Record {
-	sc := x.req.Scope
-	rec := records.Record{
-		RunID: s.runID, Arm: s.arm.Name, Seq: int(x.seq), TaskID: x.taskID, Group: ServeGroup,
-		Tenant: sc.Tenant, Permission: sc.Permission, Lang: sc.Lang, DocVersion: sc.DocVersion,
-		IntendedAt: x.start, SentAt: x.start, DoneAt: end, QueueMs: records.Ms(x.info.Queue), SlotWait: x.info.SlotWaits > 0,
-		Contract: s.contractHash,
-	}
-	rec.Outcome = records.OutcomeOf(x.r.Context(), x.err, x.info.TimedOut)
-	if x.err != nil {
-		rec.Error = s.mask(x.err.Error())
-	}
-	records.Fill(&rec, x.resp)
-	if !x.firstByte.IsZero() {
-		rec.FirstByteAt, rec.TTFTMs = x.firstByte, records.Ms(x.firstByte.Sub(x.start))
-	}
-	// Live traffic has no expected answer: an ok answer that meets the
-	// contract (when there is one) passes.
-	rec.Correct = rec.Outcome == records.OutcomeOK && (s.contract == nil || rec.ContractOK)
-	rec.Pass = rec.Correct
-	return rec
 }
 
 // decode reads and checks the request and builds the stack's request.
@@ -617,126 +547,3 @@ func (s *Server) observe(resp *model.Response, info *stack.Info) string {
 	}
 	return label
 }
-
-// setHeaders writes the X-Crab-* response headers.
-func (s *Server) setHeaders(h http.Header, resp *model.Response, err error) {
-	cacheStatus, modelName, score, contractResult, attempts := "BYPASS", "", "none", "none", 0
-	if resp != nil {
-		switch resp.Trace.Cache {
-		case model.CacheHit:
-			cacheStatus = "HIT"
-		case model.CacheMiss:
-			cacheStatus = "MISS"
-		}
-		modelName = resp.Model
-		if resp.Trace.Routed {
-			score = strconv.FormatFloat(resp.Trace.RouteScore, 'f', 3, 64)
-			if modelName == "" {
-				modelName = resp.Trace.RouteModel
-			}
-		}
-		attempts = resp.Trace.Attempts
-		if s.contract != nil && resp.Trace.Validated {
-			contractResult = "fail"
-			if resp.Trace.ContractOK && err == nil {
-				contractResult = "ok"
-			}
-		}
-		if resp.Trace.Leak != "" {
-			h.Set("X-Crab-Leak", resp.Trace.Leak)
-		}
-	}
-	if s.contract != nil && errors.Is(err, contract.ErrViolation) {
-		contractResult = "fail"
-	}
-	h.Set(openai.HeaderCache, cacheStatus)
-	if modelName != "" {
-		h.Set(openai.HeaderModel, modelName)
-	}
-	h.Set(openai.HeaderRouteScore, score)
-	h.Set(openai.HeaderContract, contractResult)
-	h.Set("X-Crab-Attempts", strconv.Itoa(attempts))
-}
-
-// reply writes a successful answer, streamed in chunks when asked, and
-// returns when its first content byte was sent.
-func (s *Server) reply(w http.ResponseWriter, c call, resp *model.Response) time.Time {
-	id := "chatcmpl-crab-" + strconv.FormatUint(s.seq.Add(1), 10)
-	refusal := resp.FinishReason == model.FinishRefusal
-	finish := resp.FinishReason
-	if refusal || finish == "" {
-		finish = model.FinishStop
-	}
-	if !c.stream {
-		openai.WriteCompletion(w, openai.Completion{
-			ID: id, Model: resp.Model, Created: s.now().Unix(), Content: resp.Content, Refusal: refusal,
-			FinishReason: finish, TokensIn: resp.Usage.TokensIn, TokensOut: resp.Usage.TokensOut,
-		})
-		return s.now()
-	}
-	st := openai.NewStream(w, id, s.now().Unix(), resp.Model)
-	if st.Role() != nil {
-		return time.Time{}
-	}
-	var first time.Time
-	for _, piece := range chunks(resp.Content, 64) {
-		if first.IsZero() {
-			first = s.now()
-		}
-		if st.Content(piece, refusal) != nil {
-			return first
-		}
-	}
-	if st.Finish(finish) != nil {
-		return first
-	}
-	if c.includeUsage && st.Usage(resp.Usage.TokensIn, resp.Usage.TokensOut) != nil {
-		return first
-	}
-	st.Done()
-	return first
-}
-
-// chunks splits s into pieces of at most n bytes, on rune boundaries.
-func chunks(s string, n int) []string {
-	var out []string
-	for len(s) > n {
-		i := n
-		for i > 0 && !utf8.RuneStart(s[i]) {
-			i--
-		}
-		if i == 0 {
-			i = n
-		}
-		out = append(out, s[:i])
-		s = s[i:]
-	}
-	if s != "" {
-		out = append(out, s)
-	}
-	return out
-}
-
-// statusRecorder remembers the status written, for the metrics.
-type statusRecorder struct {
-	http.ResponseWriter
-	status  int
-	errKind string // of crab's error answer; "" for an answer
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection (flushing).
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -30,7 +30,6 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -336,42 +335,6 @@ func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
 	return c
 }
 
-// extraFields are the top-level fields a call's body carries beside what
-// go-openai's request type writes: an explicit "temperature":0 (the type
-// leaves a zero out, and servers would sample at their default) and the
-// request's pass-through parameters.
-func extraFields(c *goopenai.ChatCompletionRequest, req *model.Request) []model.Param {
-	var out []model.Param
-	if c.Temperature == math.SmallestNonzeroFloat32 {
-		c.Temperature = 0
-		out = append(out, model.Param{Name: "temperature", Value: []byte("0")})
-	}
-	return append(out, req.Params...)
-}
-
-// spliceFields appends fields to the JSON object body (go-openai's
-// encoding, which never writes them itself).
-func spliceFields(body []byte, fields []model.Param) []byte {
-	if len(fields) == 0 {
-		return body
-	}
-	body = bytes.TrimRight(body, " \t\r\n")
-	if len(body) == 0 || body[len(body)-1] != '}' {
-		return body
-	}
-	out := make([]byte, 0, len(body)+64)
-	out = append(out, body[:len(body)-1]...)
-	for _, f := range fields {
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = strconv.AppendQuote(out, f.Name)
-		out = append(out, ':')
-		out = append(out, f.Value...)
-	}
-	return append(out, '}')
-}
-
 // once makes a non-streaming call.
 func (b *Backend) once(ctx context.Context, creq goopenai.ChatCompletionRequest, resp *model.Response, start time.Time) error {
 	out, err := b.client.CreateChatCompletion(ctx, creq)
@@ -568,16 +531,8 @@ func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
 			r.Header[k] = v
 		}
 	}
-	if extra, ok := r.Context().Value(extraKey{}).([]model.Param); ok && r.Body != nil {
-		raw, err := io.ReadAll(r.Body)
-		r.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		body := spliceFields(raw, extra)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		r.ContentLength = int64(len(body))
+	if err := spliceBody(r); err != nil {
+		return nil, err
 	}
 	res, err := d.c.Do(r)
 	if err == nil && res.StatusCode >= http.StatusBadRequest {
@@ -588,10 +543,6 @@ func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
 	}
 	return res, err
 }
-
-// extraKey carries a call's extra body fields (extraFields) through the
-// context to headerDoer, since go-openai cannot write them.
-type extraKey struct{}
 
 // retryAfterKey carries a *string through the context, where headerDoer
 // leaves an error answer's Retry-After header (go-openai's errors do not
