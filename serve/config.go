@@ -117,6 +117,9 @@ type Config struct {
 	Cache *CacheConfig `yaml:"cache"`
 	// Router, when set, routes requests for model "auto" by difficulty.
 	Router *RouterConfig `yaml:"router"`
+	// Embeddings, when set, passes POST /v1/embeddings through to an
+	// upstream (see EmbeddingsConfig).
+	Embeddings *EmbeddingsConfig `yaml:"embeddings"`
 	// DropParams, like LiteLLM's drop_params: true drops every request
 	// parameter crab would refuse (tools, unknown fields, ...), a list
 	// drops the named ones; each drop is named in the
@@ -207,6 +210,9 @@ type Setup struct {
 	KeysFile string
 	Contract *contract.Contract // nil without a contract
 	APIKeys  map[string]string  // upstream API keys by model name, read from api_key_env
+	// EmbeddingsKey is the embeddings upstream's API key, read from its
+	// api_key_env.
+	EmbeddingsKey string
 
 	// Models and Arm are the stack the server builds: the configuration's
 	// upstream models and cache, router and contract, or an arm of an
@@ -267,6 +273,14 @@ func Load(path string) (*Setup, error) {
 			}
 			return nil, &ConfigError{File: cp, Msg: err.Error()}
 		}
+	}
+	if e := cfg.Embeddings; e != nil && e.APIKeyEnv != "" {
+		v, ok := os.LookupEnv(e.APIKeyEnv)
+		if !ok || strings.TrimSpace(v) == "" {
+			return nil, &ConfigError{File: path, Line: lineOf(root, "embeddings", "api_key_env"), Field: "embeddings.api_key_env",
+				Msg: fmt.Sprintf("environment variable %s is not set", e.APIKeyEnv)}
+		}
+		s.EmbeddingsKey = v
 	}
 	for i, m := range cfg.Models {
 		if m.APIKeyEnv == "" {
@@ -408,6 +422,11 @@ func (c *Config) validate(root *yaml.Node) error {
 	}
 	if c.Mode == "" {
 		c.Mode = model.ModeFull
+	}
+	if e := c.Embeddings; e != nil {
+		if f, msg := e.validate(); msg != "" {
+			return bad("embeddings."+f, []string{"embeddings", f}, "%s", msg)
+		}
 	}
 	if msg := c.DropParams.check(); msg != "" {
 		return bad("drop_params", []string{"drop_params"}, "%s", msg)

@@ -105,6 +105,9 @@ type Server struct {
 	idPrefix string // of the request ids crab gives: "crab-<created, hex>-"
 	routes   *http.ServeMux
 	// recs writes the records (nil without records); runID names them.
+	// embedKey and embedClient call the embeddings upstream.
+	embedKey     string
+	embedClient  *http.Client
 	recs         *recordLog
 	closeOnce    sync.Once
 	runID        string
@@ -126,6 +129,14 @@ func New(setup *Setup, o Options) (*Server, error) {
 	s.keys.Store(setup.Keys)
 	for _, k := range setup.APIKeys {
 		s.secrets = append(s.secrets, k)
+	}
+	if setup.EmbeddingsKey != "" {
+		s.embedKey = setup.EmbeddingsKey
+		s.secrets = append(s.secrets, setup.EmbeddingsKey)
+	}
+	s.embedClient = o.HTTPClient
+	if s.embedClient == nil {
+		s.embedClient = &http.Client{Timeout: cfg.Timeout.Std()}
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -192,6 +203,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 	s.routes = http.NewServeMux()
 	s.routes.HandleFunc("/v1/chat/completions", s.chat)
 	s.routes.HandleFunc("/v1/models", s.listModels)
+	s.routes.HandleFunc("/v1/embeddings", s.embeddings)
 	s.routes.Handle("/metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry}))
 	s.routes.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
