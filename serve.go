@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +31,7 @@ type serveOptions struct {
 	Arm             string
 	Keys            string
 	Listen          string // overrides the configuration's listen
+	Records         string // a records directory, overriding the configuration's records.dir ("" for none)
 	ShutdownTimeout time.Duration
 	Quiet           bool
 	CPUProfile      string // a file for a CPU profile of the server's life ("" for none)
@@ -60,6 +62,7 @@ func serveCmd() *cli.Command {
 			&cli.StringFlag{Name: "arm", Usage: "`NAME` of the experiment's arm to deploy"},
 			&cli.StringFlag{Name: "keys", Usage: "API key `FILE` for --arm (see the configuration's keys)"},
 			&cli.StringFlag{Name: "listen", Usage: "`ADDR` to listen on (default: the configuration's listen, else 127.0.0.1:8080; port 0 picks a free port)"},
+			&cli.StringFlag{Name: "records", Usage: "write a record of every request to `DIR` (records.jsonl, rotated, and manifest.json) for crab report and crab export; overrides the configuration's records.dir"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "on SIGTERM, how long in-flight requests may take to finish"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing but errors"},
 			&cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile of the server's whole life to `FILE` when it stops"},
@@ -78,7 +81,7 @@ func serveCmd() *cli.Command {
 			}
 			return serveProxy(c.Context, serveOptions{
 				Config: c.String("config"), Experiment: c.String("experiment"), Arm: c.String("arm"), Keys: c.String("keys"),
-				Listen: c.String("listen"), ShutdownTimeout: c.Duration("shutdown-timeout"),
+				Listen: c.String("listen"), Records: c.String("records"), ShutdownTimeout: c.Duration("shutdown-timeout"),
 				Quiet: c.Bool("quiet"), CPUProfile: c.String("cpuprofile"), Stderr: c.App.ErrWriter,
 			})
 		},
@@ -95,6 +98,20 @@ func serveProxy(ctx context.Context, o serveOptions) error {
 		}
 		return err
 	}
+	if o.Records != "" {
+		// A directory on the command line is the caller's, relative to
+		// the working directory.
+		abs, err := filepath.Abs(o.Records)
+		if err != nil {
+			return badUsage("--records %s: %v", o.Records, err)
+		}
+		rc := serve.RecordsConfig{}
+		if setup.Config.Records != nil {
+			rc = *setup.Config.Records
+		}
+		rc.Dir = abs
+		setup.Config.Records = &rc
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	logf := func(format string, args ...any) {
@@ -102,8 +119,12 @@ func serveProxy(ctx context.Context, o serveOptions) error {
 			fmt.Fprintf(o.Stderr, "crab: serve: "+format+"\n", args...)
 		}
 	}
-	srv, err := serve.New(setup, serve.Options{Registry: reg, Logf: logf})
+	srv, err := serve.New(setup, serve.Options{Registry: reg, Logf: logf, Build: serve.BuildInfo{Version: version()}})
 	if err != nil {
+		var ce *serve.ConfigError
+		if o.Records != "" && errors.As(err, &ce) && ce.Field == "records.dir" {
+			return &exitError{code: exitBadInput, err: fmt.Errorf("--records: %s", ce.Msg)}
+		}
 		if errors.Is(err, serve.ErrBadConfig) {
 			return &exitError{code: exitBadInput, err: err}
 		}

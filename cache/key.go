@@ -261,6 +261,12 @@ func (k KeySpec) AppendEncode(dst []byte, req *model.Request) []byte {
 				t = 0 // folds -0 into 0
 			}
 			dst = appendBytes(dst, strconv.AppendFloat(tmp[:0], t, 'g', -1, 64))
+			// Parameters passed through to the backend change the answer
+			// too; a request without any is keyed as before.
+			for _, p := range req.Params {
+				dst = appendBytes(dst, []byte(p.Name))
+				dst = appendBytes(dst, p.Value)
+			}
 		case fContract:
 			dst = appendBytes(dst, req.ContractHash)
 		case fSystem:

@@ -155,6 +155,19 @@ type Request struct {
 
 	Seed    int64 // per-repeat seed for simulated backends; real backends ignore it
 	Attempt int   // 0 for the first call, counted up by retries and re-asks
+
+	// Params are further chat completion parameters a client sent (stop,
+	// top_p, logit_bias, ...), sorted by name, each value the JSON it
+	// came as. An OpenAI-compatible backend sends them as top-level
+	// fields of its request; simulated backends ignore them. The cache
+	// key covers them with the sampling field.
+	Params []Param
+}
+
+// Param is one chat completion parameter passed through to a backend.
+type Param struct {
+	Name  string
+	Value []byte // JSON
 }
 
 // Roles of a conversation turn.

@@ -72,6 +72,18 @@ type Config struct {
 	// MaxConns caps the connections open at once; more wait in the listen
 	// backlog. Default 1024.
 	MaxConns int `yaml:"max_conns"`
+	// KeylessTimeout bounds, on a connection that has not yet presented
+	// a valid API key, the wait for a request's headers and the idle time
+	// between requests. Default 5s.
+	KeylessTimeout Duration `yaml:"keyless_timeout"`
+	// MaxKeylessConns is the share of max_conns that connections without
+	// a valid key may hold; one more closes the oldest of them (from the
+	// address holding the most), never a keyed one. Default max_conns/8.
+	MaxKeylessConns int `yaml:"max_keyless_conns"`
+	// MaxKeylessConnsPerSource caps the keyless connections from one
+	// remote address; one more closes that address's oldest. Default
+	// max_keyless_conns/4.
+	MaxKeylessConnsPerSource int `yaml:"max_keyless_conns_per_source"`
 	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
 	// BodyTimeout bounds reading a request's body after its headers;
@@ -105,6 +117,18 @@ type Config struct {
 	Cache *CacheConfig `yaml:"cache"`
 	// Router, when set, routes requests for model "auto" by difficulty.
 	Router *RouterConfig `yaml:"router"`
+	// Embeddings, when set, passes POST /v1/embeddings through to an
+	// upstream (see EmbeddingsConfig).
+	Embeddings *EmbeddingsConfig `yaml:"embeddings"`
+	// DropParams, like LiteLLM's drop_params: true drops every request
+	// parameter crab would refuse (tools, unknown fields, ...), a list
+	// drops the named ones; each drop is named in the
+	// X-Crab-Dropped-Params header and the log. Default: refuse them with
+	// 400 unsupported_parameter.
+	DropParams DropParams `yaml:"drop_params"`
+	// Records, when set, writes a record of every request through the
+	// stack (see RecordsConfig).
+	Records *RecordsConfig `yaml:"records"`
 
 	File string `yaml:"-"` // path the configuration was read from
 }
@@ -186,6 +210,9 @@ type Setup struct {
 	KeysFile string
 	Contract *contract.Contract // nil without a contract
 	APIKeys  map[string]string  // upstream API keys by model name, read from api_key_env
+	// EmbeddingsKey is the embeddings upstream's API key, read from its
+	// api_key_env.
+	EmbeddingsKey string
 
 	// Models and Arm are the stack the server builds: the configuration's
 	// upstream models and cache, router and contract, or an arm of an
@@ -246,6 +273,14 @@ func Load(path string) (*Setup, error) {
 			}
 			return nil, &ConfigError{File: cp, Msg: err.Error()}
 		}
+	}
+	if e := cfg.Embeddings; e != nil && e.APIKeyEnv != "" {
+		v, ok := os.LookupEnv(e.APIKeyEnv)
+		if !ok || strings.TrimSpace(v) == "" {
+			return nil, &ConfigError{File: path, Line: lineOf(root, "embeddings", "api_key_env"), Field: "embeddings.api_key_env",
+				Msg: fmt.Sprintf("environment variable %s is not set", e.APIKeyEnv)}
+		}
+		s.EmbeddingsKey = v
 	}
 	for i, m := range cfg.Models {
 		if m.APIKeyEnv == "" {
@@ -341,7 +376,7 @@ func (c *Config) validate(root *yaml.Node) error {
 		name string
 		v    Duration
 	}{{"timeout", c.Timeout}, {"read_header_timeout", c.ReadHeaderTimeout}, {"body_timeout", c.BodyTimeout},
-		{"idle_timeout", c.IdleTimeout}, {"write_timeout", c.WriteTimeout}} {
+		{"idle_timeout", c.IdleTimeout}, {"write_timeout", c.WriteTimeout}, {"keyless_timeout", c.KeylessTimeout}} {
 		if msg := stack.ValidTimeout(d.v.Std()); msg != "" {
 			return bad(d.name, []string{d.name}, "%s", msg)
 		}
@@ -352,8 +387,13 @@ func (c *Config) validate(root *yaml.Node) error {
 	if c.MaxInFlightPerKey < 0 {
 		return bad("max_in_flight_per_key", []string{"max_in_flight_per_key"}, "must be at least 1")
 	}
-	if c.MaxConns < 0 {
-		return bad("max_conns", []string{"max_conns"}, "must be at least 1")
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"max_conns", c.MaxConns}, {"max_keyless_conns", c.MaxKeylessConns}, {"max_keyless_conns_per_source", c.MaxKeylessConnsPerSource}} {
+		if n.v < 0 {
+			return bad(n.name, []string{n.name}, "must be at least 1")
+		}
 	}
 	c.fillLimits()
 	if c.Concurrency < 0 {
@@ -382,6 +422,26 @@ func (c *Config) validate(root *yaml.Node) error {
 	}
 	if c.Mode == "" {
 		c.Mode = model.ModeFull
+	}
+	if e := c.Embeddings; e != nil {
+		if f, msg := e.validate(); msg != "" {
+			return bad("embeddings."+f, []string{"embeddings", f}, "%s", msg)
+		}
+	}
+	if msg := c.DropParams.check(); msg != "" {
+		return bad("drop_params", []string{"drop_params"}, "%s", msg)
+	}
+	if r := c.Records; r != nil {
+		switch {
+		case strings.TrimSpace(r.Dir) == "":
+			return bad("records.dir", []string{"records"}, "required: the directory to write records.jsonl and manifest.json to")
+		case r.MaxFileBytes < 0:
+			return bad("records.max_file_bytes", []string{"records", "max_file_bytes"}, "must not be negative")
+		case r.MaxFiles < 0:
+			return bad("records.max_files", []string{"records", "max_files"}, "must not be negative")
+		}
+		r.fill()
+		r.line = lineOf(root, "records", "dir")
 	}
 	if k := c.Contract; k != nil && k.File == "" {
 		return bad("contract.file", []string{"contract"}, "required")
@@ -428,7 +488,8 @@ func (c *Config) fillLimits() {
 func (c *Config) Limits() Limits {
 	return Limits{
 		ReadHeaderTimeout: c.ReadHeaderTimeout.Std(), BodyTimeout: c.BodyTimeout.Std(), IdleTimeout: c.IdleTimeout.Std(),
-		WriteTimeout: c.WriteTimeout.Std(), MaxConns: c.MaxConns,
+		WriteTimeout: c.WriteTimeout.Std(), MaxConns: c.MaxConns, Keyed: true, KeylessTimeout: c.KeylessTimeout.Std(),
+		MaxKeylessConns: c.MaxKeylessConns, MaxKeylessConnsPerSource: c.MaxKeylessConnsPerSource,
 	}
 }
 

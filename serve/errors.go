@@ -104,6 +104,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, reqID string, resp
 // appended to the message (and in the X-Crab-Request-Id header) so a
 // client can quote it, and masked like everything crab writes.
 func (s *Server) writeError(w http.ResponseWriter, reqID string, status int, typ, code, param, msg string) {
+	if rec, ok := w.(*statusRecorder); ok {
+		rec.errKind = errorKind(code)
+	}
 	if reqID != "" {
 		msg += " (request " + reqID + ")"
 	}

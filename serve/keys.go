@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -160,4 +161,19 @@ func bearer(h string) (string, bool) {
 	}
 	token = strings.TrimSpace(token)
 	return token, token != ""
+}
+
+// Tenants lists the tenants the keys name, sorted, each once: the values
+// the metrics' tenant label may take.
+func (k *Keys) Tenants() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, id := range k.byHash {
+		if !seen[id.Tenant] {
+			seen[id.Tenant] = true
+			out = append(out, id.Tenant)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"sync"
 	"time"
-
-	"golang.org/x/net/netutil"
 )
 
 // Limits bound what one client can hold of a server, so that slow or idle
@@ -32,9 +30,26 @@ type Limits struct {
 	WriteTimeout time.Duration
 	// MaxHeaderBytes bounds a request's headers. Default 64 KiB.
 	MaxHeaderBytes int
-	// MaxConns caps the connections open at once; further connections
-	// wait in the listen backlog until one closes. Default 1024.
+	// MaxConns caps the connections open at once; when every slot is
+	// held by keyed connections, further connections wait in the listen
+	// backlog until one closes. Default 1024.
 	MaxConns int
+	// Keyed says the handler marks the connections that present a valid
+	// API key (MarkKeyed); the others are keyless and get the keyless
+	// limits below. Without it every connection counts as keyed (crab
+	// sim-server has no keys).
+	Keyed bool
+	// KeylessTimeout bounds, on a keyless connection, the wait for a
+	// request's headers and the idle time between requests. Default 5s.
+	KeylessTimeout time.Duration
+	// MaxKeylessConns is the share of MaxConns keyless connections may
+	// hold; one more closes the oldest keyless connection of the source
+	// holding the most. Default MaxConns/8.
+	MaxKeylessConns int
+	// MaxKeylessConnsPerSource caps the keyless connections from one
+	// remote address; one more closes that address's oldest keyless
+	// connection. Default MaxKeylessConns/4.
+	MaxKeylessConnsPerSource int
 }
 
 // DefaultLimits are the limits of a server that sets none.
@@ -42,6 +57,7 @@ func DefaultLimits() Limits {
 	return Limits{
 		ReadHeaderTimeout: 10 * time.Second, BodyTimeout: 15 * time.Second, IdleTimeout: 120 * time.Second,
 		WriteTimeout: 5 * time.Minute, MaxHeaderBytes: 64 << 10, MaxConns: 1024,
+		KeylessTimeout: 5 * time.Second, MaxKeylessConns: 128, MaxKeylessConnsPerSource: 32,
 	}
 }
 
@@ -66,6 +82,16 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxConns <= 0 {
 		l.MaxConns = d.MaxConns
 	}
+	if l.KeylessTimeout <= 0 {
+		l.KeylessTimeout = d.KeylessTimeout
+	}
+	if l.MaxKeylessConns <= 0 {
+		l.MaxKeylessConns = max(l.MaxConns/8, 1)
+	}
+	l.MaxKeylessConns = min(l.MaxKeylessConns, l.MaxConns)
+	if l.MaxKeylessConnsPerSource <= 0 {
+		l.MaxKeylessConnsPerSource = max(l.MaxKeylessConns/4, 1)
+	}
 	return l
 }
 
@@ -84,9 +110,11 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, lim Limits, gra
 		IdleTimeout:       lim.IdleTimeout,
 		WriteTimeout:      lim.WriteTimeout,
 		MaxHeaderBytes:    lim.MaxHeaderBytes,
+		ConnState:         connState,
+		ConnContext:       connContext,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(netutil.LimitListener(ln, lim.MaxConns)) }()
+	go func() { errc <- srv.Serve(newLimitListener(ln, lim)) }()
 	select {
 	case err := <-errc:
 		return err

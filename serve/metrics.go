@@ -3,8 +3,12 @@ package serve
 import (
 	"context"
 	"errors"
+	"maps"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
@@ -18,19 +22,21 @@ import (
 // buckets; LatencyBuckets are vLLM's request latency buckets
 // (vllm:e2e_request_latency_seconds, request_queue_time_seconds,
 // request_inference_time_seconds) preceded by the sub-0.3 s boundaries of
-// the TTFT buckets, because a cache hit answers in microseconds and would
-// otherwise fall into vLLM's first bucket with every fast miss. Every vLLM
+// the TTFT buckets. Both start with sub-millisecond boundaries from 50 µs,
+// because a cache hit answers in a few hundred microseconds and would
+// otherwise fall into the first bucket with every fast miss. Every vLLM
 // boundary is kept, so the two can be compared bucket by bucket.
 var (
-	TTFTBuckets = []float64{
+	subMillisecond = []float64{0.00005, 0.0001, 0.00025, 0.0005}
+	TTFTBuckets    = append(append([]float64(nil), subMillisecond...),
 		0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75,
 		1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
-	}
-	LatencyBuckets = []float64{
+	)
+	LatencyBuckets = append(append([]float64(nil), subMillisecond...),
 		0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25,
 		0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0,
 		40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0,
-	}
+	)
 )
 
 // metrics are crab serve's Prometheus metrics, registered on the registry
@@ -38,8 +44,9 @@ var (
 type metrics struct {
 	inFlight       prometheus.Gauge
 	requests       *prometheus.CounterVec   // by HTTP status code
-	e2e            *prometheus.HistogramVec // by cache status
-	ttft           *prometheus.HistogramVec // by cache status
+	errors         *prometheus.CounterVec   // by error kind
+	e2e            *prometheus.HistogramVec // by cache status, model, tenant
+	ttft           *prometheus.HistogramVec // by cache status, model
 	upstreamTTFT   prometheus.Histogram
 	queue          prometheus.Histogram
 	modelTime      prometheus.Histogram
@@ -52,20 +59,90 @@ type metrics struct {
 	routeFallbacks prometheus.Counter
 	contractFails  *prometheus.CounterVec // by rule
 	upstreamErrors *prometheus.CounterVec // by status
-	tokens         *prometheus.CounterVec // by direction
+	tokens         *prometheus.CounterVec // by direction, model, tenant
+	cost           *prometheus.CounterVec // by model, tenant
 
 	// modelNames are the configured upstream models, the values the
-	// model label may take (beside "other").
+	// model label may take (beside "none" and "other").
 	modelNames map[string]bool
+	// tenants are the tenants of the keys file in force, the values the
+	// tenant label may take (beside "other"); swapped on a keys reload.
+	tenants atomic.Pointer[map[string]bool]
 
-	// Children resolved once, so the common path does no label lookup.
-	requestsOK              prometheus.Counter             // requests{code="200"}
-	e2eBy, ttftBy           map[string]prometheus.Observer // by cache label
-	promptTok, generatedTok prometheus.Counter             // tokens by direction
+	requestsOK prometheus.Counter // requests{code="200"}, resolved once
 }
+
+// Label values beside the configured names.
+const (
+	noModel = "none" // no model answered (refused or failed before one did)
+)
 
 // cacheLabels are the values of the cache label of e2e and ttft.
 var cacheLabels = []string{"hit", "miss", "bypass"}
+
+// Error kinds: what went wrong with a request crab did not answer with
+// 200, so that a contract 502 and an upstream 502 are told apart.
+const (
+	ErrKindContract  = "contract"  // the answer broke the output contract
+	ErrKindUpstream  = "upstream"  // the upstream failed or refused
+	ErrKindTimeout   = "timeout"   // no answer within the request timeout
+	ErrKindLimit     = "limit"     // a limit of crab's: per-key in flight, body size, body deadline
+	ErrKindAuth      = "auth"      // a missing or unknown API key
+	ErrKindInvalid   = "invalid"   // a request crab cannot answer (400, 404, 405)
+	ErrKindCancelled = "cancelled" // the client left before the answer
+)
+
+var errorKinds = []string{ErrKindContract, ErrKindUpstream, ErrKindTimeout, ErrKindLimit, ErrKindAuth, ErrKindInvalid, ErrKindCancelled}
+
+// errorKind maps crab's error code to its kind.
+func errorKind(code string) string {
+	switch code {
+	case CodeContractViolation:
+		return ErrKindContract
+	case CodeTimeout:
+		return ErrKindTimeout
+	case CodeUpstreamAuth, CodeUpstreamRateLimit, CodeUpstreamBusy, CodeUpstreamRejected, CodeUpstreamError:
+		return ErrKindUpstream
+	case CodeTooManyRequests, CodeBodyTimeout, CodeRequestTooLarge:
+		return ErrKindLimit
+	case CodeInvalidAPIKey:
+		return ErrKindAuth
+	}
+	return ErrKindInvalid
+}
+
+// modelLabel is the model label of a configured model name.
+func (m *metrics) modelLabel(name string) string {
+	if name == "" {
+		return noModel
+	}
+	return bounded(name, m.modelNames)
+}
+
+// tenantLabel is the tenant label of a tenant.
+func (m *metrics) tenantLabel(t string) string { return bounded(t, *m.tenants.Load()) }
+
+// setTenants makes tenants the tenant label's values and starts every
+// series they add at zero.
+func (m *metrics) setTenants(tenants []string) {
+	set := setOf(tenants...)
+	m.tenants.Store(&set)
+	models := append(slices.Sorted(maps.Keys(m.modelNames)), otherLabel)
+	for _, t := range append(tenants, otherLabel) {
+		for _, mod := range append(models, noModel) {
+			m.cost.WithLabelValues(mod, t)
+		}
+		for _, mod := range models {
+			m.tokens.WithLabelValues("prompt", mod, t)
+			m.tokens.WithLabelValues("generation", mod, t)
+		}
+		for _, mod := range append(models, noModel) {
+			for _, c := range cacheLabels {
+				m.e2e.WithLabelValues(c, mod, t)
+			}
+		}
+	}
+}
 
 // request counts one answered request by status code.
 func (m *metrics) request(code int) {
@@ -164,18 +241,26 @@ func (m *metrics) storeMetrics(reg prometheus.Registerer, st cache.Store) {
 	)
 }
 
-func newMetrics(reg prometheus.Registerer, models []string) (*metrics, error) {
+// BuildInfo names the running binary in crab_build_info.
+type BuildInfo struct {
+	Version   string // crab's version, e.g. "v1.2.0 (commit abc)"
+	GoVersion string
+}
+
+func newMetrics(reg prometheus.Registerer, models, tenants []string, build BuildInfo) (*metrics, error) {
 	const ns = "crab_serve"
 	m := &metrics{
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "requests_in_flight",
 			Help: "Chat completion requests being answered."}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "requests_total",
 			Help: "Chat completion requests answered, by HTTP status code (499: the client left)."}, []string{"code"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "request_errors_total",
+			Help: "Chat completion requests not answered with 200, by kind: contract, upstream, timeout, limit, auth, invalid, cancelled."}, []string{"kind"}),
 		e2e: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "e2e_request_latency_seconds",
-			Help: "Time from receiving a request to the end of its response, by cache status.", Buckets: LatencyBuckets}, []string{"cache"}),
+			Help: "Time from receiving a request to the end of its response, by cache status, answering model (none: no model answered) and tenant.", Buckets: LatencyBuckets}, []string{"cache", "model", "tenant"}),
 		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "time_to_first_token_seconds",
-			Help:    "Time from receiving a request to the first content byte sent to the client, by cache status (answers are checked against the contract before any byte is sent).",
-			Buckets: TTFTBuckets}, []string{"cache"}),
+			Help:    "Time from receiving a request to the first content byte sent to the client, by cache status and answering model (answers are checked against the contract before any byte is sent).",
+			Buckets: TTFTBuckets}, []string{"cache", "model"}),
 		upstreamTTFT: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "upstream_time_to_first_token_seconds",
 			Help: "Time from the start of the final upstream call to its first content chunk.", Buckets: TTFTBuckets}),
 		queue: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "request_queue_time_seconds",
@@ -201,17 +286,43 @@ func newMetrics(reg prometheus.Registerer, models []string) (*metrics, error) {
 		upstreamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "upstream_errors_total",
 			Help: "Failed upstream calls, every attempt, by HTTP status (network: no status; timeout: the deadline)."}, []string{"status"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tokens_total",
-			Help: "Tokens billed by upstream models, every attempt, by direction (prompt, generation)."}, []string{"direction"}),
+			Help: "Tokens billed by upstream models, every attempt, by direction (prompt, generation), model called and tenant."}, []string{"direction", "model", "tenant"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cost_total",
+			Help: "Cost of the requests answered or failed, every attempt included (in the configured price units), by answering model and tenant: the sum of the records' cost."}, []string{"model", "tenant"}),
 	}
+	build.GoVersion = firstNonEmpty(build.GoVersion, runtime.Version())
+	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "crab_build_info",
+		Help: "Always 1; the labels name the running crab."}, []string{"version", "goversion"})
+	buildInfo.WithLabelValues(firstNonEmpty(build.Version, "unknown"), build.GoVersion).Set(1)
 	m.modelNames = setOf(models...)
 	m.requestsOK = m.requests.WithLabelValues("200")
-	m.e2eBy, m.ttftBy = map[string]prometheus.Observer{}, map[string]prometheus.Observer{}
-	for _, l := range cacheLabels {
-		m.e2eBy[l], m.ttftBy[l] = m.e2e.WithLabelValues(l), m.ttft.WithLabelValues(l)
+	// Every known label value starts at zero, so a dashboard shows 0
+	// rather than no data before the first event.
+	for code := range statusLabels {
+		m.requests.WithLabelValues(code)
 	}
-	m.promptTok, m.generatedTok = m.tokens.WithLabelValues("prompt"), m.tokens.WithLabelValues("generation")
-	for _, c := range []prometheus.Collector{m.inFlight, m.requests, m.e2e, m.ttft, m.upstreamTTFT, m.queue, m.modelTime,
-		m.cacheHits, m.cacheMisses, m.cacheBypasses, m.scopeMismatch, m.leaks, m.routes, m.routeFallbacks, m.contractFails, m.upstreamErrors, m.tokens} {
+	for _, k := range errorKinds {
+		m.errors.WithLabelValues(k)
+	}
+	for k := range leakKinds {
+		m.leaks.WithLabelValues(k)
+	}
+	for k := range contractRules {
+		m.contractFails.WithLabelValues(k)
+	}
+	for st := range upstreamStatusLabels {
+		m.upstreamErrors.WithLabelValues(st)
+	}
+	for _, mod := range models {
+		m.routes.WithLabelValues(mod)
+		for _, c := range cacheLabels {
+			m.ttft.WithLabelValues(c, mod)
+		}
+	}
+	m.setTenants(tenants)
+	for _, c := range []prometheus.Collector{m.inFlight, m.requests, m.errors, m.e2e, m.ttft, m.upstreamTTFT, m.queue, m.modelTime,
+		m.cacheHits, m.cacheMisses, m.cacheBypasses, m.scopeMismatch, m.leaks, m.routes, m.routeFallbacks, m.contractFails,
+		m.upstreamErrors, m.tokens, m.cost, buildInfo} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

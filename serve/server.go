@@ -48,7 +48,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -76,6 +75,8 @@ type Options struct {
 	// message, credentials masked) under the request id, keys reloads.
 	// Nil discards them.
 	Logf func(format string, args ...any)
+	// Build names the running binary in crab_build_info.
+	Build BuildInfo
 }
 
 // Server is the proxy, an http.Handler. Build it with New, serve it, and
@@ -103,6 +104,14 @@ type Server struct {
 	seq      atomic.Uint64
 	idPrefix string // of the request ids crab gives: "crab-<created, hex>-"
 	routes   *http.ServeMux
+	// recs writes the records (nil without records); runID names them.
+	// embedKey and embedClient call the embeddings upstream.
+	embedKey     string
+	embedClient  *http.Client
+	recs         *recordLog
+	closeOnce    sync.Once
+	runID        string
+	contractHash string
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -121,6 +130,14 @@ func New(setup *Setup, o Options) (*Server, error) {
 	for _, k := range setup.APIKeys {
 		s.secrets = append(s.secrets, k)
 	}
+	if setup.EmbeddingsKey != "" {
+		s.embedKey = setup.EmbeddingsKey
+		s.secrets = append(s.secrets, setup.EmbeddingsKey)
+	}
+	s.embedClient = o.HTTPClient
+	if s.embedClient == nil {
+		s.embedClient = &http.Client{Timeout: cfg.Timeout.Std()}
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -131,7 +148,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 	for _, m := range setup.Models {
 		names = append(names, m.Name)
 	}
-	if s.m, err = newMetrics(o.Registry, names); err != nil {
+	if s.m, err = newMetrics(o.Registry, names, setup.Keys.Tenants(), o.Build); err != nil {
 		return nil, err
 	}
 	keys := map[string]string{} // api_key_env → the key Load read
@@ -153,7 +170,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 	}
 	upstream := make(map[string]model.Model, len(s.backends))
 	for _, m := range setup.Models {
-		upstream[m.Name] = s.observeUpstream(s.backends[m.Name])
+		upstream[m.Name] = s.observeUpstream(m.Name, s.backends[m.Name])
 		s.names = append(s.names, m.Name)
 		s.models[m.Name] = true
 	}
@@ -167,10 +184,26 @@ func New(setup *Setup, o Options) (*Server, error) {
 		return nil, err
 	}
 	s.stack = s.built.Model
+	if setup.Contract != nil {
+		s.contractHash = setup.Contract.Hash()
+	}
+	s.runID = "serve-" + strconv.FormatInt(s.created, 16)
+	if rc := cfg.Records; rc != nil {
+		dir := recordsDir(cfg)
+		s.recs, err = openRecordLog(*rc, dir, newServeManifest(s.runID, setup, s.now(), o.Build), o.Logf)
+		if err != nil {
+			s.Close()
+			return nil, &ConfigError{File: cfg.File, Line: rc.line, Field: "records.dir", Msg: fmt.Sprintf("cannot write records to %s: %v", dir, err)}
+		}
+		o.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "crab_serve", Name: "records_errors_total",
+			Help: "Records that could not be written (a full or failing disk); the requests themselves were answered."},
+			func() float64 { return float64(s.recs.errors.Load()) }))
+	}
 
 	s.routes = http.NewServeMux()
 	s.routes.HandleFunc("/v1/chat/completions", s.chat)
 	s.routes.HandleFunc("/v1/models", s.listModels)
+	s.routes.HandleFunc("/v1/embeddings", s.embeddings)
 	s.routes.Handle("/metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry}))
 	s.routes.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -197,6 +230,7 @@ func (s *Server) ReloadKeys() (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	s.m.setTenants(k.Tenants())
 	s.keys.Store(k)
 	return k.Len(), nil
 }
@@ -222,8 +256,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.routes.Se
 // Models lists the model names clients may ask for, "auto" last.
 func (s *Server) Models() []string { return append([]string(nil), s.names...) }
 
-// Close releases the cache store and idle upstream connections.
-func (s *Server) Close() {
+// Close flushes the records (marking their manifest finished) and
+// releases the cache store and idle upstream connections.
+func (s *Server) Close() { s.closeOnce.Do(s.close) }
+
+func (s *Server) close() {
+	if s.recs != nil {
+		if err := s.recs.Close(s.now()); err != nil {
+			s.logf("records: %v", err)
+		}
+	}
 	if s.built != nil {
 		s.built.Close()
 	}
@@ -236,6 +278,7 @@ func (s *Server) Close() {
 func (s *Server) identify(w http.ResponseWriter, r *http.Request, reqID string) (Identity, keyHash, bool) {
 	if key, ok := bearer(r.Header.Get("Authorization")); ok {
 		if id, h, found := s.keys.Load().lookup(key); found {
+			MarkKeyed(r.Context())
 			return id, h, true
 		}
 	}
@@ -257,14 +300,16 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	openai.WriteModels(w, s.names, s.created)
 }
 
-// observeUpstream counts the tokens of every upstream attempt and every
-// failed attempt by status.
-func (s *Server) observeUpstream(next model.Model) model.Model {
+// observeUpstream counts the tokens of every attempt of the upstream
+// model name, and every failed attempt by status.
+func (s *Server) observeUpstream(name string, next model.Model) model.Model {
+	label := s.m.modelLabel(name)
 	return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		resp, err := next.Complete(ctx, req)
 		if resp != nil {
-			s.m.promptTok.Add(float64(resp.Usage.TokensIn))
-			s.m.generatedTok.Add(float64(resp.Usage.TokensOut))
+			tenant := s.m.tenantLabel(req.Scope.Tenant)
+			s.m.tokens.WithLabelValues("prompt", label, tenant).Add(float64(resp.Usage.TokensIn))
+			s.m.tokens.WithLabelValues("generation", label, tenant).Add(float64(resp.Usage.TokensOut))
 		}
 		if err != nil {
 			if label := upstreamErrorLabel(err); label != "" {
@@ -280,46 +325,39 @@ type call struct {
 	req          *model.Request
 	stream       bool
 	includeUsage bool
+	dropped      []string // parameters drop_params dropped
 }
 
 // chat answers POST /v1/chat/completions.
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	start := s.now()
+	x := &exchange{start: s.now(), seq: s.seq.Add(1), w: &statusRecorder{ResponseWriter: w}, r: r, modelLabel: noModel}
 	s.m.inFlight.Inc()
 	defer s.m.inFlight.Dec()
-	rec := &statusRecorder{ResponseWriter: w}
-	w = rec
-	cacheLabel := "" // set once the request went through the stack
-	var firstByte time.Time
-	defer func() {
-		end := s.now()
-		code := rec.status
-		if code == 0 {
-			code = 499 // the client left before any answer
-		}
-		s.m.request(code)
-		if cacheLabel == "" {
-			return // refused before the stack: not a model request
-		}
-		s.m.e2eBy[cacheLabel].Observe(end.Sub(start).Seconds())
-		if !firstByte.IsZero() {
-			s.m.ttftBy[cacheLabel].Observe(firstByte.Sub(start).Seconds())
-		}
-	}()
+	w = x.w
+	defer s.finish(x)
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		s.refuse(w, r, "", http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
 		return
 	}
 	reqID := r.Header.Get(openai.HeaderRequestID)
+	x.taskID = s.idPrefix + strconv.FormatUint(x.seq, 10)
 	if reqID == "" {
-		reqID = s.idPrefix + strconv.FormatUint(s.seq.Add(1), 10)
+		reqID = x.taskID
 	} else if !validRequestID(reqID) {
 		s.refuse(w, r, "", http.StatusBadRequest, openai.ErrTypeInvalidRequest, "invalid_request_id", openai.HeaderRequestID,
 			"request id: want 1 to 128 letters, digits and . _ : -")
 		return
+	} else {
+		x.taskID += "/" + reqID // unique in the records, whatever ids clients repeat
 	}
 	w.Header().Set(openai.HeaderRequestID, reqID)
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		// Refused from the header, before any of the body is read.
+		s.refuse(w, r, reqID, http.StatusRequestEntityTooLarge, openai.ErrTypeInvalidRequest, CodeRequestTooLarge, "",
+			fmt.Sprintf("the request body (Content-Length %d) is over the limit of %d bytes", r.ContentLength, s.cfg.MaxBodyBytes))
+		return
+	}
 	id, kh, ok := s.identify(w, r, reqID)
 	if !ok {
 		return
@@ -341,23 +379,36 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if len(c.dropped) > 0 {
+		dropped := strings.Join(c.dropped, ",")
+		w.Header().Set(HeaderDroppedParams, dropped)
+		s.logf("request %s: dropped parameters (drop_params): %s", reqID, dropped)
+	}
 	ctx, info := stack.WithInfo(r.Context())
-	resp, err := s.stack.Complete(ctx, c.req)
-
-	cacheLabel = s.observe(resp, info)
-	s.setHeaders(w.Header(), resp, err)
-	if err != nil {
-		s.fail(w, r, reqID, resp, err, info.TimedOut)
+	x.req, x.info = c.req, info
+	x.resp, x.err = s.stack.Complete(ctx, c.req)
+	resp := x.resp
+	x.cacheLabel = s.observe(resp, info)
+	if resp != nil {
+		x.modelLabel = s.m.modelLabel(resp.Model)
+		s.m.cost.WithLabelValues(x.modelLabel, s.m.tenantLabel(id.Tenant)).Add(resp.Usage.Cost)
+	}
+	s.setHeaders(w.Header(), resp, x.err)
+	if x.err != nil {
+		s.fail(w, r, reqID, resp, x.err, info.TimedOut)
 		return
 	}
-	firstByte = s.reply(w, c, resp)
+	x.firstByte = s.reply(w, c, resp)
 }
 
 // decode reads and checks the request and builds the stack's request.
 func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, status int, code, param string, err error) {
-	creq, err := s.dec.ReadRequest(r, s.cfg.MaxBodyBytes)
+	creq, raw, lean, err := s.dec.ReadRequestBody(r, s.cfg.MaxBodyBytes)
 	if err != nil {
+		var pe *openai.ParamError
 		switch {
+		case errors.As(err, &pe):
+			return c, http.StatusBadRequest, "unsupported_value", pe.Param, errors.New(pe.Msg)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			return c, http.StatusRequestTimeout, CodeBodyTimeout, "",
 				fmt.Errorf("the request body did not arrive within %v", s.cfg.BodyTimeout.Std())
@@ -366,8 +417,10 @@ func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, sta
 		}
 		return c, http.StatusBadRequest, CodeInvalidRequest, "", err
 	}
-	if len(creq.Tools) > 0 || len(creq.Functions) > 0 {
-		return c, http.StatusBadRequest, "unsupported_parameter", "tools", errors.New("tools and function calling are not supported by crab serve")
+	pass, dropped, err := s.params(creq, raw, lean)
+	if err != nil {
+		pe := err.(*paramError)
+		return c, http.StatusBadRequest, pe.code, pe.param, err
 	}
 	if creq.MaxTokens < 0 || creq.MaxCompletionTokens < 0 {
 		return c, http.StatusBadRequest, "invalid_max_tokens", "max_tokens", errors.New("max_tokens and max_completion_tokens must not be negative")
@@ -431,13 +484,18 @@ func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, sta
 	if creq.Seed != nil {
 		req.Seed = int64(*creq.Seed)
 	}
+	req.Params = pass
+	if err := s.responseFormat(creq, req); err != nil {
+		pe := err.(*paramError)
+		return c, http.StatusBadRequest, pe.code, pe.param, err
+	}
 	if s.contract == nil {
 		if schema := openai.Schema(creq); schema != nil {
 			sum := sha256.Sum256(schema)
 			req.Contract, req.ContractHash = schema, hex.EncodeToString(sum[:])
 		}
 	}
-	c = call{req: req, stream: creq.Stream, includeUsage: creq.StreamOptions != nil && creq.StreamOptions.IncludeUsage}
+	c = call{req: req, stream: creq.Stream, includeUsage: creq.StreamOptions != nil && creq.StreamOptions.IncludeUsage, dropped: dropped}
 	return c, 0, "", "", nil
 }
 
@@ -501,125 +559,3 @@ func (s *Server) observe(resp *model.Response, info *stack.Info) string {
 	}
 	return label
 }
-
-// setHeaders writes the X-Crab-* response headers.
-func (s *Server) setHeaders(h http.Header, resp *model.Response, err error) {
-	cacheStatus, modelName, score, contractResult, attempts := "BYPASS", "", "none", "none", 0
-	if resp != nil {
-		switch resp.Trace.Cache {
-		case model.CacheHit:
-			cacheStatus = "HIT"
-		case model.CacheMiss:
-			cacheStatus = "MISS"
-		}
-		modelName = resp.Model
-		if resp.Trace.Routed {
-			score = strconv.FormatFloat(resp.Trace.RouteScore, 'f', 3, 64)
-			if modelName == "" {
-				modelName = resp.Trace.RouteModel
-			}
-		}
-		attempts = resp.Trace.Attempts
-		if s.contract != nil && resp.Trace.Validated {
-			contractResult = "fail"
-			if resp.Trace.ContractOK && err == nil {
-				contractResult = "ok"
-			}
-		}
-		if resp.Trace.Leak != "" {
-			h.Set("X-Crab-Leak", resp.Trace.Leak)
-		}
-	}
-	if s.contract != nil && errors.Is(err, contract.ErrViolation) {
-		contractResult = "fail"
-	}
-	h.Set(openai.HeaderCache, cacheStatus)
-	if modelName != "" {
-		h.Set(openai.HeaderModel, modelName)
-	}
-	h.Set(openai.HeaderRouteScore, score)
-	h.Set(openai.HeaderContract, contractResult)
-	h.Set("X-Crab-Attempts", strconv.Itoa(attempts))
-}
-
-// reply writes a successful answer, streamed in chunks when asked, and
-// returns when its first content byte was sent.
-func (s *Server) reply(w http.ResponseWriter, c call, resp *model.Response) time.Time {
-	id := "chatcmpl-crab-" + strconv.FormatUint(s.seq.Add(1), 10)
-	refusal := resp.FinishReason == model.FinishRefusal
-	finish := resp.FinishReason
-	if refusal || finish == "" {
-		finish = model.FinishStop
-	}
-	if !c.stream {
-		openai.WriteCompletion(w, openai.Completion{
-			ID: id, Model: resp.Model, Created: s.now().Unix(), Content: resp.Content, Refusal: refusal,
-			FinishReason: finish, TokensIn: resp.Usage.TokensIn, TokensOut: resp.Usage.TokensOut,
-		})
-		return s.now()
-	}
-	st := openai.NewStream(w, id, s.now().Unix(), resp.Model)
-	if st.Role() != nil {
-		return time.Time{}
-	}
-	var first time.Time
-	for _, piece := range chunks(resp.Content, 64) {
-		if first.IsZero() {
-			first = s.now()
-		}
-		if st.Content(piece, refusal) != nil {
-			return first
-		}
-	}
-	if st.Finish(finish) != nil {
-		return first
-	}
-	if c.includeUsage && st.Usage(resp.Usage.TokensIn, resp.Usage.TokensOut) != nil {
-		return first
-	}
-	st.Done()
-	return first
-}
-
-// chunks splits s into pieces of at most n bytes, on rune boundaries.
-func chunks(s string, n int) []string {
-	var out []string
-	for len(s) > n {
-		i := n
-		for i > 0 && !utf8.RuneStart(s[i]) {
-			i--
-		}
-		if i == 0 {
-			i = n
-		}
-		out = append(out, s[:i])
-		s = s[i:]
-	}
-	if s != "" {
-		out = append(out, s)
-	}
-	return out
-}
-
-// statusRecorder remembers the status written, for the metrics.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *statusRecorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection (flushing).
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -3,11 +3,14 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
+	"net/http"
 	"strconv"
 	"sync/atomic"
 
 	"github.com/crab-testbed/crab/internal/jsonw"
+	"github.com/crab-testbed/crab/model"
 	goopenai "github.com/sashabaranov/go-openai"
 )
 
@@ -147,4 +150,62 @@ func (c *schemaCache) encoded(raw []byte) ([]byte, bool) {
 	}
 	c.last.Store(&schemaEntry{raw: bytes.Clone(raw), enc: enc})
 	return enc, true
+}
+
+// extraFields are the top-level fields a call's body carries beside what
+// go-openai's request type writes: an explicit "temperature":0 (the type
+// leaves a zero out, and servers would sample at their default) and the
+// request's pass-through parameters.
+func extraFields(c *goopenai.ChatCompletionRequest, req *model.Request) []model.Param {
+	var out []model.Param
+	if c.Temperature == math.SmallestNonzeroFloat32 {
+		c.Temperature = 0
+		out = append(out, model.Param{Name: "temperature", Value: []byte("0")})
+	}
+	return append(out, req.Params...)
+}
+
+// spliceFields appends fields to the JSON object body (go-openai's
+// encoding, which never writes them itself).
+func spliceFields(body []byte, fields []model.Param) []byte {
+	if len(fields) == 0 {
+		return body
+	}
+	body = bytes.TrimRight(body, " \t\r\n")
+	if len(body) == 0 || body[len(body)-1] != '}' {
+		return body
+	}
+	out := make([]byte, 0, len(body)+64)
+	out = append(out, body[:len(body)-1]...)
+	for _, f := range fields {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = strconv.AppendQuote(out, f.Name)
+		out = append(out, ':')
+		out = append(out, f.Value...)
+	}
+	return append(out, '}')
+}
+
+// extraKey carries a call's extra body fields (extraFields) through the
+// context to headerDoer, since go-openai cannot write them.
+type extraKey struct{}
+
+// spliceBody adds the extra fields in r's context to its body.
+func spliceBody(r *http.Request) error {
+	extra, ok := r.Context().Value(extraKey{}).([]model.Param)
+	if !ok || r.Body == nil {
+		return nil
+	}
+	raw, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		return err
+	}
+	body := spliceFields(raw, extra)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.ContentLength = int64(len(body))
+	return nil
 }

@@ -64,7 +64,7 @@ var answerBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); retu
 // onceLean makes a non-streaming call for req (already built into creq)
 // without go-openai; handled is false when the call must be made by
 // go-openai instead (nothing has been sent then).
-func (b *Backend) onceLean(ctx context.Context, req *model.Request, creq *goopenai.ChatCompletionRequest, resp *model.Response, start time.Time) (handled bool, err error) {
+func (b *Backend) onceLean(ctx context.Context, req *model.Request, creq *goopenai.ChatCompletionRequest, extra []model.Param, resp *model.Response, start time.Time) (handled bool, err error) {
 	if err := goopenai.NewReasoningValidator().Validate(*creq); err != nil {
 		return false, nil // go-openai reports it
 	}
@@ -86,6 +86,7 @@ func (b *Backend) onceLean(ctx context.Context, req *model.Request, creq *goopen
 	if !ok {
 		return false, nil
 	}
+	body = spliceFields(body, extra)
 	h := make(http.Header, len(b.lean.header)+7)
 	for k, v := range b.lean.header {
 		h[k] = v

@@ -246,9 +246,14 @@ func TestLeanCall(t *testing.T) {
 		resp.Usage.TokensIn != 3 || resp.Usage.TokensOut != 4 || resp.Usage.Cost != 3*2+4*8 || resp.Trace.FirstByteAt.IsZero() {
 		t.Errorf("got %+v; want the refusal with its usage, price and confidence", resp)
 	}
-	want, _ := json.Marshal(b.request(testReq))
-	if !bytes.Equal(gotBody, want) {
+	creq := b.request(testReq)
+	extra := extraFields(&creq, testReq)
+	want, _ := json.Marshal(creq)
+	if want = spliceFields(want, extra); !bytes.Equal(gotBody, want) {
 		t.Errorf("body:\ngot  %s\nwant %s", gotBody, want)
+	}
+	if !bytes.Contains(gotBody, []byte(`"temperature":0}`)) {
+		t.Errorf("body %s: want an unset temperature sent as 0, as documented", gotBody)
 	}
 	if gotPath != "/v1/chat/completions" {
 		t.Errorf("path: got %q; want /v1/chat/completions", gotPath)

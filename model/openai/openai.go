@@ -229,13 +229,14 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 		return nil, err
 	}
 	creq := b.request(req)
+	extra := extraFields(&creq, req)
 	resp := &model.Response{Model: b.cfg.Name, Scope: req.Scope}
 	resp.Trace.Attempts = 1
 	start := b.now()
 	var err error
 	handled := false
 	if b.lean != nil {
-		handled, err = b.onceLean(ctx, req, &creq, resp, start)
+		handled, err = b.onceLean(ctx, req, &creq, extra, resp, start)
 	}
 	var retryAfter string
 	if !handled {
@@ -243,6 +244,9 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 			ctx = context.WithValue(ctx, headersKey{}, crabHeaders(req))
 		}
 		ctx = context.WithValue(ctx, retryAfterKey{}, &retryAfter)
+		if len(extra) > 0 {
+			ctx = context.WithValue(ctx, extraKey{}, extra)
+		}
 		if b.cfg.NoStream {
 			err = b.once(ctx, creq, resp, start)
 		} else {
@@ -300,7 +304,8 @@ func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
 	}
 	if c.Temperature == 0 {
 		// go-openai leaves a zero temperature out, and servers then sample
-		// at their default (often 1). Send greedy decoding explicitly.
+		// at their default (often 1). Stand in the smallest one for the
+		// reasoning check below; the body then says 0 (see extraFields).
 		c.Temperature = math.SmallestNonzeroFloat32
 	}
 	if req.Seed != 0 {
@@ -525,6 +530,9 @@ func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
 		for k, v := range h {
 			r.Header[k] = v
 		}
+	}
+	if err := spliceBody(r); err != nil {
+		return nil, err
 	}
 	res, err := d.c.Do(r)
 	if err == nil && res.StatusCode >= http.StatusBadRequest {

@@ -107,27 +107,51 @@ func ReadRequest(r *http.Request, limit int64) (*goopenai.ChatCompletionRequest,
 // The body decodes to what encoding/json makes of it with go-openai's
 // types (DecodeRequest).
 func (rd *RequestDecoder) ReadRequest(r *http.Request, limit int64) (*goopenai.ChatCompletionRequest, error) {
-	raw, err := readBody(r.Body, r.ContentLength, limit)
+	req, _, _, err := rd.ReadRequestBody(r, limit)
+	return req, err
+}
+
+// ParamError is a request parameter that cannot be honoured, named as
+// the OpenAI error format's param; it wraps ErrBadRequest.
+type ParamError struct {
+	Param string
+	Msg   string
+}
+
+func (e *ParamError) Error() string { return ErrBadRequest.Error() + ": " + e.Msg }
+
+// Unwrap returns ErrBadRequest.
+func (e *ParamError) Unwrap() error { return ErrBadRequest }
+
+// ReadRequestBody is ReadRequest that also returns the body and whether
+// the lean decoder read it, in which case every top-level key was one of
+// go-openai's request fields of the usual kinds (see DecodeRequest): a
+// caller that must know every key the client sent scans raw otherwise.
+// n over 1 is a *ParamError naming n.
+func (rd *RequestDecoder) ReadRequestBody(r *http.Request, limit int64) (req *goopenai.ChatCompletionRequest, raw []byte, lean bool, err error) {
+	raw, err = readBody(r.Body, r.ContentLength, limit)
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading the body: %w", ErrBadRequest, err)
+		return nil, nil, false, fmt.Errorf("%w: reading the body: %w", ErrBadRequest, err)
 	}
 	if limit > 0 && int64(len(raw)) > limit {
-		return nil, fmt.Errorf("%w: the limit is %d bytes", ErrTooLarge, limit)
+		return nil, nil, false, fmt.Errorf("%w: the limit is %d bytes", ErrTooLarge, limit)
 	}
-	req, err := rd.Decode(raw)
-	if err != nil {
-		return nil, err
+	req, lean = leanDecode(raw, &rd.lastSchema)
+	if !lean {
+		if req, err = stdDecode(raw); err != nil {
+			return nil, nil, false, err
+		}
 	}
 	if strings.TrimSpace(req.Model) == "" {
-		return nil, fmt.Errorf("%w: model is required", ErrBadRequest)
+		return nil, nil, false, fmt.Errorf("%w: model is required", ErrBadRequest)
 	}
 	if len(req.Messages) == 0 {
-		return nil, fmt.Errorf("%w: messages must hold at least one message", ErrBadRequest)
+		return nil, nil, false, fmt.Errorf("%w: messages must hold at least one message", ErrBadRequest)
 	}
 	if req.N > 1 {
-		return nil, fmt.Errorf("%w: n=%d: only one choice per request is supported", ErrBadRequest, req.N)
+		return nil, nil, false, &ParamError{Param: "n", Msg: fmt.Sprintf("n=%d: only one choice per request is supported", req.N)}
 	}
-	return req, nil
+	return req, raw, lean, nil
 }
 
 // readBody reads body to its end, but no more than limit+1 bytes when

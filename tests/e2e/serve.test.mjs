@@ -181,6 +181,33 @@ test('contract-failing upstream output becomes a non-200 error', async () => {
   );
 });
 
+test('request parameters are honoured or refused with a 400 naming them', async () => {
+  const ticketC = 'Please add two more seats to our team plan before Monday.';
+  const ok = await client().chat.completions.create({
+    model: 'auto', messages: messages(ticketC), top_p: 0.5, stop: ['\n\n'], presence_penalty: 0.1,
+    frequency_penalty: 0.1, logit_bias: { 50256: -100 }, seed: 7, user: 'u-1',
+  });
+  assert.ok(categories.includes(JSON.parse(ok.choices[0].message.content).category));
+  const cases = [
+    [{ n: 2 }, 'n', 'unsupported_value'],
+    [{ foo_bar: 1 }, 'foo_bar', 'unsupported_parameter'],
+    [{ tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }] }, 'tools', 'unsupported_parameter'],
+    [{ response_format: { type: 'json_schema', json_schema: { name: 'one', schema: { type: 'object', properties: { x: { type: 'string' } } } } } }, 'response_format', 'unsupported_parameter'],
+  ];
+  for (const [extra, param, code] of cases) {
+    await assert.rejects(
+      client().chat.completions.create({ model: 'auto', messages: messages(ticketC), ...extra }),
+      (err) => {
+        assert.ok(err instanceof OpenAI.BadRequestError, `${param}: got ${err}`);
+        assert.equal(err.param, param);
+        assert.equal(err.code, code);
+        assert.equal(err.type, 'invalid_request_error');
+        return true;
+      },
+    );
+  }
+});
+
 test('/metrics passes promtool check metrics when promtool is installed', async (t) => {
   const res = await fetch(`http://${proxyURL}/metrics`);
   assert.equal(res.status, 200);

@@ -1,0 +1,94 @@
+package serve
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/crab-testbed/crab/internal/redact"
+	"github.com/crab-testbed/crab/model/openai"
+)
+
+// EmbeddingsConfig passes POST /v1/embeddings through to an upstream that
+// serves it: the body goes as the client sent it (the client names the
+// upstream's embedding model), under crab's key check and body limit, with
+// the upstream's credential. Embeddings are not cached, routed, checked
+// against the contract or recorded. Without it /v1/embeddings is 404.
+type EmbeddingsConfig struct {
+	BaseURL   string `yaml:"base_url"`    // API root, e.g. http://127.0.0.1:8000/v1
+	APIKeyEnv string `yaml:"api_key_env"` // environment variable holding the upstream API key
+}
+
+// validate checks the section; the message names what is wrong.
+func (e *EmbeddingsConfig) validate() (field, msg string) {
+	u, err := url.Parse(e.BaseURL)
+	switch {
+	case e.BaseURL == "":
+		return "base_url", "required, e.g. http://127.0.0.1:8000/v1"
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return "base_url", fmt.Sprintf("want an http:// or https:// URL, got %q", redact.URL(e.BaseURL))
+	}
+	return "", ""
+}
+
+// embeddings answers POST /v1/embeddings by passing it upstream.
+func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
+	e := s.cfg.Embeddings
+	if e == nil {
+		s.refuse(w, r, "", http.StatusNotFound, openai.ErrTypeNotFound, "not_found", "",
+			"no such endpoint: /v1/embeddings (this deployment has no embeddings upstream; see embeddings in the configuration)")
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		s.refuse(w, r, "", http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
+		return
+	}
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		s.refuse(w, r, "", http.StatusRequestEntityTooLarge, openai.ErrTypeInvalidRequest, CodeRequestTooLarge, "",
+			fmt.Sprintf("the request body (Content-Length %d) is over the limit of %d bytes", r.ContentLength, s.cfg.MaxBodyBytes))
+		return
+	}
+	if _, _, ok := s.identify(w, r, ""); !ok {
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
+	if err != nil {
+		s.refuse(w, r, "", http.StatusBadRequest, openai.ErrTypeInvalidRequest, CodeInvalidRequest, "", "reading the body: "+err.Error())
+		return
+	}
+	if int64(len(body)) > s.cfg.MaxBodyBytes {
+		s.refuse(w, r, "", http.StatusRequestEntityTooLarge, openai.ErrTypeInvalidRequest, CodeRequestTooLarge, "",
+			fmt.Sprintf("the request body is over the limit of %d bytes", s.cfg.MaxBodyBytes))
+		return
+	}
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, strings.TrimRight(e.BaseURL, "/")+"/embeddings", bytes.NewReader(body))
+	if err != nil {
+		s.writeError(w, "", http.StatusBadGateway, openai.ErrTypeServer, CodeUpstreamError, "", "the embeddings upstream failed")
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if s.embedKey != "" {
+		req.Header.Set("Authorization", "Bearer "+s.embedKey)
+	}
+	res, err := s.embedClient.Do(req)
+	if err != nil {
+		s.logf("embeddings: %s", s.mask(err.Error()))
+		s.writeError(w, "", http.StatusBadGateway, openai.ErrTypeServer, CodeUpstreamError, "", "the embeddings upstream failed")
+		return
+	}
+	defer res.Body.Close()
+	if res.StatusCode >= 400 {
+		msg, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+		s.logf("embeddings: upstream HTTP %d: %s", res.StatusCode, s.mask(string(msg)))
+		status, typ, code, text := upstreamAnswer(&openai.StatusError{Status: res.StatusCode, Backend: "embeddings"})
+		s.writeError(w, "", status, typ, code, "", text)
+		return
+	}
+	w.Header().Set("Content-Type", res.Header.Get("Content-Type"))
+	w.WriteHeader(res.StatusCode)
+	io.Copy(w, res.Body)
+}

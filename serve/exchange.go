@@ -1,0 +1,78 @@
+package serve
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/stack"
+)
+
+// exchange is what chat learns about one request, for its metrics and
+// its record.
+type exchange struct {
+	start, firstByte time.Time
+	seq              uint64
+	taskID           string
+	w                *statusRecorder
+	r                *http.Request
+	req              *model.Request // nil until decoded
+	resp             *model.Response
+	err              error
+	info             *stack.Info
+	cacheLabel       string // set once the request went through the stack
+	modelLabel       string
+}
+
+// finish counts an answered request in the metrics and, for one that
+// went through the stack, writes its record.
+func (s *Server) finish(x *exchange) {
+	end := s.now()
+	code := x.w.status
+	if code == 0 {
+		code = 499 // the client left before any answer
+		x.w.errKind = ErrKindCancelled
+	}
+	s.m.request(code)
+	if x.w.errKind != "" {
+		s.m.errors.WithLabelValues(x.w.errKind).Inc()
+	}
+	if x.cacheLabel == "" {
+		return // refused before the stack: not a model request
+	}
+	s.m.e2e.WithLabelValues(x.cacheLabel, x.modelLabel, s.m.tenantLabel(x.req.Scope.Tenant)).Observe(end.Sub(x.start).Seconds())
+	if !x.firstByte.IsZero() {
+		s.m.ttft.WithLabelValues(x.cacheLabel, x.modelLabel).Observe(x.firstByte.Sub(x.start).Seconds())
+	}
+	if s.recs != nil {
+		s.recs.write(s.record(x, end))
+	}
+}
+
+// record is the record of a request that went through the stack, in
+// crab run's format: its arrival at the proxy is its intended and sent
+// time, the first byte sent to the client its first byte, the end of its
+// answer its end.
+func (s *Server) record(x *exchange, end time.Time) records.Record {
+	sc := x.req.Scope
+	rec := records.Record{
+		RunID: s.runID, Arm: s.arm.Name, Seq: int(x.seq), TaskID: x.taskID, Group: ServeGroup,
+		Tenant: sc.Tenant, Permission: sc.Permission, Lang: sc.Lang, DocVersion: sc.DocVersion,
+		IntendedAt: x.start, SentAt: x.start, DoneAt: end, QueueMs: records.Ms(x.info.Queue), SlotWait: x.info.SlotWaits > 0,
+		Contract: s.contractHash,
+	}
+	rec.Outcome = records.OutcomeOf(x.r.Context(), x.err, x.info.TimedOut)
+	if x.err != nil {
+		rec.Error = s.mask(x.err.Error())
+	}
+	records.Fill(&rec, x.resp)
+	if !x.firstByte.IsZero() {
+		rec.FirstByteAt, rec.TTFTMs = x.firstByte, records.Ms(x.firstByte.Sub(x.start))
+	}
+	// Live traffic has no expected answer: an ok answer that meets the
+	// contract (when there is one) passes.
+	rec.Correct = rec.Outcome == records.OutcomeOK && (s.contract == nil || rec.ContractOK)
+	rec.Pass = rec.Correct
+	return rec
+}

@@ -1,0 +1,136 @@
+package serve
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/model/openai"
+)
+
+// setHeaders writes the X-Crab-* response headers.
+func (s *Server) setHeaders(h http.Header, resp *model.Response, err error) {
+	cacheStatus, modelName, score, contractResult, attempts := "BYPASS", "", "none", "none", 0
+	if resp != nil {
+		switch resp.Trace.Cache {
+		case model.CacheHit:
+			cacheStatus = "HIT"
+		case model.CacheMiss:
+			cacheStatus = "MISS"
+		}
+		modelName = resp.Model
+		if resp.Trace.Routed {
+			score = strconv.FormatFloat(resp.Trace.RouteScore, 'f', 3, 64)
+			if modelName == "" {
+				modelName = resp.Trace.RouteModel
+			}
+		}
+		attempts = resp.Trace.Attempts
+		if s.contract != nil && resp.Trace.Validated {
+			contractResult = "fail"
+			if resp.Trace.ContractOK && err == nil {
+				contractResult = "ok"
+			}
+		}
+		if resp.Trace.Leak != "" {
+			h.Set("X-Crab-Leak", resp.Trace.Leak)
+		}
+	}
+	if s.contract != nil && errors.Is(err, contract.ErrViolation) {
+		contractResult = "fail"
+	}
+	h.Set(openai.HeaderCache, cacheStatus)
+	if modelName != "" {
+		h.Set(openai.HeaderModel, modelName)
+	}
+	h.Set(openai.HeaderRouteScore, score)
+	h.Set(openai.HeaderContract, contractResult)
+	h.Set("X-Crab-Attempts", strconv.Itoa(attempts))
+}
+
+// reply writes a successful answer, streamed in chunks when asked, and
+// returns when its first content byte was sent.
+func (s *Server) reply(w http.ResponseWriter, c call, resp *model.Response) time.Time {
+	id := "chatcmpl-crab-" + strconv.FormatUint(s.seq.Add(1), 10)
+	refusal := resp.FinishReason == model.FinishRefusal
+	finish := resp.FinishReason
+	if refusal || finish == "" {
+		finish = model.FinishStop
+	}
+	if !c.stream {
+		openai.WriteCompletion(w, openai.Completion{
+			ID: id, Model: resp.Model, Created: s.now().Unix(), Content: resp.Content, Refusal: refusal,
+			FinishReason: finish, TokensIn: resp.Usage.TokensIn, TokensOut: resp.Usage.TokensOut,
+		})
+		return s.now()
+	}
+	st := openai.NewStream(w, id, s.now().Unix(), resp.Model)
+	if st.Role() != nil {
+		return time.Time{}
+	}
+	var first time.Time
+	for _, piece := range chunks(resp.Content, 64) {
+		if first.IsZero() {
+			first = s.now()
+		}
+		if st.Content(piece, refusal) != nil {
+			return first
+		}
+	}
+	if st.Finish(finish) != nil {
+		return first
+	}
+	if c.includeUsage && st.Usage(resp.Usage.TokensIn, resp.Usage.TokensOut) != nil {
+		return first
+	}
+	st.Done()
+	return first
+}
+
+// chunks splits s into pieces of at most n bytes, on rune boundaries.
+func chunks(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		i := n
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		if i == 0 {
+			i = n
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+// statusRecorder remembers the status written, for the metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	status  int
+	errKind string // of crab's error answer; "" for an answer
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flushing).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/crab-testbed/crab/serve"
+)
+
+// metricSum sums, from reg, the samples of the family name having every
+// "label=value" of match: a counter's value, a histogram's count.
+func metricSum(t *testing.T, reg prometheus.Gatherer, name string, match ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			for _, kv := range match {
+				k, v, _ := strings.Cut(kv, "=")
+				found := false
+				for _, lp := range m.GetLabel() {
+					found = found || (lp.GetName() == k && lp.GetValue() == v)
+				}
+				if !found {
+					continue next
+				}
+			}
+			if h := m.GetHistogram(); h != nil {
+				sum += float64(h.GetSampleCount())
+			} else {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+// TestServeRecordsMatchReport: traffic through crab serve with records on
+// — repeats that hit the cache, two tenants, refused keys — then crab
+// report on the records directory: its request, ok, hit and cost figures
+// are the client's own counts and /metrics', exactly.
+func TestServeRecordsMatchReport(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys.yaml")
+	os.WriteFile(keys, []byte("keys:\n  - {key: sk-acme, tenant: acme, permission: agent, lang: en}\n  - {key: sk-globex, tenant: globex, permission: admin, lang: en}\n"), 0o644)
+	setup, err := loadServeSetup(serveOptions{Arm: "cache_scoped", Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := filepath.Join(dir, "recs")
+	setup.Config.Records = &serve.RecordsConfig{Dir: recs}
+	reg := prometheus.NewRegistry()
+	srv, err := serve.New(setup, serve.Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	var sent, ok, hits, misses, refused int
+	for i := range 60 {
+		key := []string{"sk-acme", "sk-globex", "sk-wrong"}[i%3]
+		text := fmt.Sprintf("My invoice %d was charged twice this month, please refund one.", i%7)
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/chat/completions",
+			strings.NewReader(`{"model":"auto","messages":[{"role":"user","content":`+fmt.Sprintf("%q", text)+`}]}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusUnauthorized {
+			refused++
+			continue
+		}
+		sent++
+		if resp.StatusCode == http.StatusOK {
+			ok++
+		}
+		switch resp.Header.Get("X-Crab-Cache") {
+		case "HIT":
+			hits++
+		case "MISS":
+			misses++
+		}
+	}
+	if hits == 0 || refused == 0 {
+		t.Fatalf("%d hits, %d refused: the traffic should hold both", hits, refused)
+	}
+	wantCost := metricSum(t, reg, "crab_serve_cost_total")
+	metrics := map[string]float64{
+		"requests":  metricSum(t, reg, "crab_serve_e2e_request_latency_seconds"),
+		"ok":        metricSum(t, reg, "crab_serve_requests_total", "code=200"),
+		"hits":      metricSum(t, reg, "crab_serve_cache_hits_total"),
+		"misses":    metricSum(t, reg, "crab_serve_cache_misses_total"),
+		"contract":  metricSum(t, reg, "crab_serve_request_errors_total", "kind=contract"),
+		"leaks":     metricSum(t, reg, "crab_serve_cache_leaks_total"),
+		"refused":   metricSum(t, reg, "crab_serve_requests_total", "code=401"),
+		"unwritten": metricSum(t, reg, "crab_serve_records_errors_total"),
+	}
+	srv.Close() // flushes the records, marks the manifest finished
+
+	code, out, errs := crab(t, "", "report", "--format", "json", recs)
+	if code != 0 {
+		t.Fatalf("crab report: exit %d: %s", code, errs)
+	}
+	var sum struct {
+		Arms []struct {
+			Name     string         `json:"name"`
+			N        int            `json:"n"`
+			OK       int            `json:"ok"`
+			Pass     int            `json:"pass"`
+			Outcomes map[string]int `json:"outcomes"`
+			Cost     float64        `json:"cost"`
+			Hits     int            `json:"hits"`
+			Requests int            `json:"cache_requests"`
+			Leaks    map[string]int `json:"leaks"`
+			HitP50   *float64       `json:"hit_p50_ms"`
+			MissP50  *float64       `json:"miss_p50_ms"`
+		} `json:"arms"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || len(sum.Arms) != 1 {
+		t.Fatalf("crab report --format json: %v, %d arms:\n%s", err, len(sum.Arms), out)
+	}
+	a := sum.Arms[0]
+	leaks := 0
+	for _, n := range a.Leaks {
+		leaks += n
+	}
+	for _, c := range []struct {
+		what            string
+		report, want, m float64
+	}{
+		{"requests", float64(a.N), float64(sent), metrics["requests"]},
+		{"ok", float64(a.OK), float64(ok), metrics["ok"]},
+		{"hits", float64(a.Hits), float64(hits), metrics["hits"]},
+		{"misses", float64(a.Requests - a.Hits), float64(misses), metrics["misses"]},
+		{"contract failures", float64(a.Outcomes["contract_fail"]), metrics["contract"], metrics["contract"]},
+		{"leaks", float64(leaks), 0, metrics["leaks"]},
+		{"unwritten records", 0, 0, metrics["unwritten"]},
+	} {
+		if c.report != c.want || c.report != c.m {
+			t.Errorf("%s: crab report %v, client %v, /metrics %v; want all equal", c.what, c.report, c.want, c.m)
+		}
+	}
+	// The report rounds its cost to significant digits; the sum is the same.
+	if math.Abs(a.Cost-wantCost) > 1e-9*wantCost || wantCost == 0 {
+		t.Errorf("cost: crab report %v, /metrics %v; want equal (to the report's rounding) and not 0", a.Cost, wantCost)
+	}
+	if float64(refused) != metrics["refused"] {
+		t.Errorf("refused: client %d, /metrics %v", refused, metrics["refused"])
+	}
+	if a.Name != "cache_scoped" || a.HitP50 == nil || a.MissP50 == nil || a.Pass == 0 {
+		t.Errorf("arm %q, hit p50 %v, miss p50 %v, pass %d; want the deployed arm with hit and miss latency and passes", a.Name, a.HitP50, a.MissP50, a.Pass)
+	}
+	raw, _ := os.ReadFile(filepath.Join(recs, "records.jsonl"))
+	if strings.Contains(string(raw), `"output"`) {
+		t.Errorf("records hold answer text; want none unless records.answers is set")
+	}
+	if m, _ := os.ReadFile(filepath.Join(recs, "manifest.json")); !strings.Contains(string(m), `"status": "finished"`) {
+		t.Errorf("manifest after a clean stop:\n%s\nwant status finished", m)
+	}
+}
+
+// TestServeRecordsUnwritable: a records directory that cannot be written
+// is bad input, exit 2 before serving, naming the file, line and field.
+func TestServeRecordsUnwritable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte("keys:\n  - {key: k, tenant: t, permission: p}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644)
+	path := filepath.Join(dir, "serve.yaml")
+	os.WriteFile(path, []byte("keys: keys.yaml\nmodels:\n  - {name: large, base_url: 'http://127.0.0.1:1/v1'}\nrecords:\n  dir: file/recs\n"), 0o644)
+	code, _, errs := crab(t, "", "serve", "--config", path, "--listen", "127.0.0.1:0")
+	if code != 2 || !strings.Contains(errs, `serve.yaml:5: field "records.dir"`) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Errorf("exit %d, stderr %q; want exit 2 and one line naming serve.yaml:5 and records.dir", code, errs)
+	}
+	keys := filepath.Join(dir, "keys.yaml")
+	code, _, errs = crab(t, "", "serve", "--arm", "baseline", "--keys", keys, "--records", filepath.Join(dir, "file", "x"), "--listen", "127.0.0.1:0")
+	if code != 2 || !strings.Contains(errs, "--records") {
+		t.Errorf("--records onto a file: exit %d, stderr %q; want exit 2 naming --records", code, errs)
+	}
+}
