@@ -2,7 +2,6 @@ package eval
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -11,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/stack"
@@ -568,7 +567,7 @@ func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j 
 	if err != nil {
 		rec.Error = err.Error()
 	}
-	fill(&rec, resp)
+	records.Fill(&rec, resp)
 	r.grade(ctx, &rec, resp, req, t, false)
 	rec.FalseHit = r.falseHit(&rec, t)
 	// External graders (a command, a judge model) take their time beside
@@ -587,34 +586,6 @@ func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j 
 		if shadow {
 			r.judge(ctx, arm, t, req, resp, rec)
 		}
-	}
-}
-
-// fill copies the response's trace and usage into rec.
-func fill(rec *Record, resp *model.Response) {
-	rec.E2EMs = ms(rec.DoneAt.Sub(rec.IntendedAt))
-	rec.FirstByteAt = rec.DoneAt
-	if resp == nil {
-		rec.TTFTMs = rec.E2EMs
-		return
-	}
-	tr := &resp.Trace
-	if !tr.FirstByteAt.IsZero() && !tr.FirstByteAt.After(rec.DoneAt) {
-		rec.FirstByteAt = tr.FirstByteAt
-	}
-	rec.TTFTMs = ms(rec.FirstByteAt.Sub(rec.IntendedAt))
-	rec.CacheMs, rec.RouteMs, rec.ModelMs, rec.ValidateMs = ms(tr.CacheDur), ms(tr.RouteDur), ms(tr.ModelDur), ms(tr.ValidateDur)
-	rec.Cache, rec.Leak, rec.ScopeMismatch = tr.Cache, tr.Leak, tr.ScopeMismatch
-	if tr.Cache == model.CacheHit {
-		rec.Similarity, rec.CacheOrigin = tr.Similarity, tr.Origin
-	}
-	rec.Model, rec.RouteScore, rec.Routed, rec.RouteFallback, rec.Escalated, rec.Attempts = resp.Model, tr.RouteScore, tr.Routed, tr.RouteFallback, tr.Escalated, tr.Attempts
-	rec.TokensIn, rec.TokensOut, rec.Cost = resp.Usage.TokensIn, resp.Usage.TokensOut, resp.Usage.Cost
-	rec.EscalationCost = tr.EscalationCost
-	rec.ContractOK = tr.Validated && tr.ContractOK
-	rec.Violations = tr.Violations
-	if rec.Outcome == OutcomeOK {
-		rec.Output = resp.Content
 	}
 }
 
@@ -655,22 +626,12 @@ func (r *Runner) judge(ctx context.Context, arm *ArmStack, t *Task, req *model.R
 	}
 }
 
-// outcomeOf maps a stack error to a record outcome.
+// outcomeOf maps a stack error to a record outcome (records.OutcomeOf).
 func outcomeOf(parent context.Context, err error, timedOut bool) string {
-	switch {
-	case err == nil:
-		return OutcomeOK
-	case parent.Err() != nil && errors.Is(err, context.Canceled):
-		return OutcomeCancelled
-	case timedOut || errors.Is(err, context.DeadlineExceeded):
-		return OutcomeTimeout
-	case errors.Is(err, contract.ErrViolation):
-		return OutcomeContractFail
-	}
-	return OutcomeError
+	return records.OutcomeOf(parent, err, timedOut)
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func ms(d time.Duration) float64 { return records.Ms(d) }
 
 // joinSystem is the system prompt of a request: the arm's, then the task's
 // own (a conversation's system turns), a blank line between them.

@@ -87,8 +87,8 @@ func smallest(n int, flips func(k int) bool) int {
 // gate.
 func alsoRejects(a *ArmSummary, g GateConfig) string {
 	also := []string{"any leaking cache hit", "any invalid answer recorded ok"}
-	if c := a.CacheStats; c != nil && c.FalseHitUpper95 != nil {
-		also = append(also, "false hits whose 95% upper bound passes "+figure.Pct(g.FalseHitLimit())+" of semantic hits")
+	if c := a.CacheStats; c != nil && c.SimilarityFalseHitUpper95 != nil {
+		also = append(also, "false hits above "+figure.Pct(g.FalseHitLimit())+" of similarity hits, with a 95% upper bound above it too")
 	}
 	return strings.Join(also, ", ") + ", or a run on different tasks"
 }
@@ -126,12 +126,12 @@ func changeReject(base, a *ArmSummary, in gateInput) string {
 		mended.SilentViolations = 0
 	}
 	if falseHitFail(a, g) != "" {
-		parts = append(parts, "a 95% upper bound on false hits per semantic hit at most "+figure.Pct(g.FalseHitLimit())+
-			" (fewer false hits at a higher threshold, or more semantic hits to narrow the bound)")
+		parts = append(parts, "false hits per similarity hit at most "+figure.Pct(g.FalseHitLimit())+
+			" (fewer false hits at a higher threshold, or more similarity hits to narrow the bound)")
 		if mended.CacheStats == a.CacheStats {
 			mended.CacheStats = mendedCache(a.CacheStats)
 		}
-		mended.CacheStats.FalseHitUpper95 = nil
+		mended.CacheStats.SimilarityFalseHitUpper95 = nil
 	}
 	if a.Paired != nil && len(a.Paired.Unmatched) > 0 {
 		parts = append(parts, "a run on the same tasks as the baseline")

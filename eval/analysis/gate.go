@@ -243,6 +243,9 @@ func judge(base, a *ArmSummary, in gateInput) judgement {
 	for _, u := range unclear {
 		why = append(why, "inconclusive: "+u+"; more tasks or repeats would decide it")
 	}
+	if u := falseHitUnclear(a, g); u != "" {
+		why = append(why, "inconclusive: "+u)
+	}
 	if !a.LeaksMeasured() && !g.Waived(WaiveLeaks) {
 		why = append(why, fmt.Sprintf("inconclusive: %s could not be checked for leaks (the records do not say which scope each answer was built for); waive leaks in the gate to decide without that check",
 			words.Count(a.LeaksUnchecked, "cache hit")))
@@ -651,14 +654,38 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// falseHitFail is the failure of a semantic cache whose false hits are not
-// shown to stay under the gate's limit: its one-sided 95% upper bound on
-// false hits per hit is above it. "" when the arm has no semantic hits.
+// falseHitFail is the failure of a semantic cache shown to serve wrong
+// answers too often: among its similarity hits (hits an exact cache would
+// not have served; identical texts say nothing about similarity), the
+// false hits' rate is above the gate's limit and so is its one-sided 95%
+// upper bound. "" otherwise; a bound above the limit on a rate that is not
+// is falseHitUnclear's.
 func falseHitFail(a *ArmSummary, g GateConfig) string {
 	c := a.CacheStats
-	if c == nil || c.FalseHitUpper95 == nil || *c.FalseHitUpper95 <= g.FalseHitLimit() {
+	if c == nil || c.SimilarityFalseHitUpper95 == nil || c.SimilarityHits == 0 {
 		return ""
 	}
-	return fmt.Sprintf("false hits: %d of %s served another task's answer wrongly; the 95%% upper bound on the rate, %s, is above the gate's %s",
-		c.FalseHits, words.Count(c.SemanticHits, "semantic hit"), figure.Pct(*c.FalseHitUpper95), figure.Pct(g.FalseHitLimit()))
+	rate := float64(c.SimilarityFalseHits) / float64(c.SimilarityHits)
+	if !beyond(*c.SimilarityFalseHitUpper95, g.FalseHitLimit()) || !beyond(rate, g.FalseHitLimit()) {
+		return ""
+	}
+	return fmt.Sprintf("false hits: %d of %s served another task's answer wrongly (%s); the 95%% upper bound on the rate, %s, is above the gate's %s",
+		c.SimilarityFalseHits, words.Count(c.SimilarityHits, "similarity hit"), figure.PctOfLimit(rate, g.FalseHitLimit()),
+		figure.PctOfLimit(*c.SimilarityFalseHitUpper95, g.FalseHitLimit()), figure.Pct(g.FalseHitLimit()))
+}
+
+// falseHitUnclear says when a semantic cache's similarity hits are too few
+// to bound its false-hit rate below the gate's limit, though the rate seen
+// is within it: nothing shows harm, nothing shows safety.
+func falseHitUnclear(a *ArmSummary, g GateConfig) string {
+	c := a.CacheStats
+	if c == nil || c.SimilarityFalseHitUpper95 == nil || c.SimilarityHits == 0 || falseHitFail(a, g) != "" {
+		return ""
+	}
+	if !beyond(*c.SimilarityFalseHitUpper95, g.FalseHitLimit()) {
+		return ""
+	}
+	return fmt.Sprintf("%d false hits in %s: the 95%% upper bound on the rate, %s, is above the gate's %s; more similarity hits would bound it",
+		c.SimilarityFalseHits, words.Count(c.SimilarityHits, "similarity hit"),
+		figure.PctOfLimit(*c.SimilarityFalseHitUpper95, g.FalseHitLimit()), figure.Pct(g.FalseHitLimit()))
 }

@@ -86,8 +86,8 @@ func TestGate(t *testing.T) {
 				return r
 			}),
 			wantVerdict: VerdictReject,
-			wantReasons: []string{"false hits: 1 of 4 semantic hits served another task's answer wrongly"},
-			wantChange:  "a 95% upper bound on false hits per semantic hit at most 5%",
+			wantReasons: []string{"false hits: 1 of 4 similarity hits served another task's answer wrongly"},
+			wantChange:  "false hits per similarity hit at most 5%",
 		},
 		{
 			name: "semantic hits under a loose limit",
@@ -99,7 +99,7 @@ func TestGate(t *testing.T) {
 			}),
 			gate:        &GateConfig{MaxFalseHitRate: f64p(0.6)},
 			wantVerdict: VerdictAccept,
-			wantChange:  "so would any leaking cache hit, any invalid answer recorded ok, false hits whose 95% upper bound passes 60% of semantic hits, or a run",
+			wantChange:  "so would any leaking cache hit, any invalid answer recorded ok, false hits above 60% of similarity hits, with a 95% upper bound above it too, or a run",
 		},
 		{
 			name: "unmatched tasks",

@@ -230,7 +230,7 @@ func (g GateConfig) String() string {
 	if g.Waived(WaiveLeaks) {
 		leaks = "no leaking cache hit where the records can tell (unchecked hits waived)"
 	}
-	return fmt.Sprintf("gate: %s, %s, no invalid answer recorded ok, the same work as the baseline, a semantic cache's false hits at most %s of its hits (95%% upper bound); guardrails: %s (a latency guardrail breaks when its paired 95%% interval lies beyond the limit); accept only when %s improves by more than %s%% of the baseline's with a 95%% interval (blocks of neighbouring pairs resampled when the records are timed); at least %d pairs",
+	return fmt.Sprintf("gate: %s, %s, no invalid answer recorded ok, the same work as the baseline, a semantic cache's false hits at most %s of its similarity hits (rejected when the rate and its 95%% upper bound are above it, inconclusive when only the bound is); guardrails: %s (a latency guardrail breaks when its paired 95%% interval lies beyond the limit); accept only when %s improves by more than %s%% of the baseline's with a 95%% interval (blocks of neighbouring pairs resampled when the records are timed); at least %d pairs",
 		lost, leaks, figure.Pct(g.FalseHitLimit()), words.And(rails), obj, figure.Trim(fmt.Sprint(g.MinEffect())), g.MinPairs)
 }
 
