@@ -17,13 +17,15 @@ import (
 type Cluster struct {
 	StartMs  float64  `json:"start_ms"`
 	EndMs    float64  `json:"end_ms"`
-	Failures int      `json:"failures"` // errors and timeouts in the window
-	Requests int      `json:"requests"` // requests sent in the window
+	Failures int      `json:"failures"` // tasks with an error or timeout on some arm in the window
+	Requests int      `json:"requests"` // tasks sent in the window
 	Expected float64  `json:"expected"` // failures expected at the run's failure rate
 	P        float64  `json:"p"`        // Bonferroni-corrected binomial tail probability
 	Arms     []string `json:"arms"`     // arms with failures in the window
 
-	startNs, endNs int64 // the window in Unix nanoseconds
+	// startNs and endNs are the window in Unix nanoseconds, widened by a
+	// scan bin on either side: the pairs outside them are surely outside.
+	startNs, endNs int64
 }
 
 // Clustering thresholds: the run is cut into clusterBins windows; a window
@@ -37,32 +39,37 @@ const (
 )
 
 // failureClusters finds windows of clustered errors and timeouts among the
-// timed records of every arm. Adjacent flagged windows merge into one.
+// timed records of every arm. Adjacent flagged windows merge into one. The
+// unit counted is a task sent in a window, not a request: in paired order
+// every arm sends the same task at once, and a task that fails on every
+// arm (a fault of the task, not of the time) must not pass for a burst of
+// independent failures.
 func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms []string) []Cluster {
 	var lo, hi int64
-	total, failed := 0, 0
+	seen := false
 	for _, name := range arms {
 		for _, r := range byArm[name] {
-			if !t.Attrs(r).Timed {
-				continue
-			}
-			if total == 0 || r.At < lo {
-				lo = r.At
-			}
-			hi = max(hi, r.At)
-			total++
-			if isFailure(t.Str(t.Attrs(r).Outcome)) {
-				failed++
+			if t.Attrs(r).Timed {
+				if !seen || r.At < lo {
+					lo = r.At
+				}
+				hi = max(hi, r.At)
+				seen = true
 			}
 		}
 	}
-	if failed < clusterMinFailures || hi <= lo {
+	if !seen || hi <= lo {
 		return nil
 	}
 	width := float64(hi-lo) / clusterBins
+	type taskKey struct {
+		task   records.Sym
+		repeat int
+	}
 	type bin struct {
-		n, f int
-		arms map[string]bool
+		n, f  int
+		tasks map[taskKey]bool // task sent in the window -> failed on some arm
+		arms  map[string]bool
 	}
 	bins := make([]bin, clusterBins)
 	for _, name := range arms {
@@ -70,16 +77,35 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 			if !t.Attrs(r).Timed {
 				continue
 			}
-			i := min(int(float64(r.At-lo)/width), clusterBins-1)
-			bins[i].n++
-			if isFailure(t.Str(t.Attrs(r).Outcome)) {
-				bins[i].f++
-				if bins[i].arms == nil {
-					bins[i].arms = map[string]bool{}
+			b := &bins[min(int(float64(r.At-lo)/width), clusterBins-1)]
+			if b.tasks == nil {
+				b.tasks = map[taskKey]bool{}
+			}
+			k := taskKey{r.TaskID, t.Attrs(r).Repeat}
+			fail := isFailure(t.Str(t.Attrs(r).Outcome))
+			b.tasks[k] = b.tasks[k] || fail
+			if fail {
+				if b.arms == nil {
+					b.arms = map[string]bool{}
 				}
-				bins[i].arms[name] = true
+				b.arms[name] = true
 			}
 		}
+	}
+	total, failed := 0, 0
+	for i := range bins {
+		for _, f := range bins[i].tasks {
+			bins[i].n++
+			if f {
+				bins[i].f++
+			}
+		}
+		bins[i].tasks = nil
+		total += bins[i].n
+		failed += bins[i].f
+	}
+	if failed < clusterMinFailures {
+		return nil
 	}
 	rate := float64(failed) / float64(total)
 	var out []Cluster
@@ -91,12 +117,12 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 			continue
 		}
 		if !open {
-			out = append(out, Cluster{StartMs: float64(i) * width / 1e6, P: p, startNs: lo + int64(float64(i)*width)})
+			out = append(out, Cluster{StartMs: float64(i) * width / 1e6, P: p, startNs: lo + int64(float64(i-1)*width)})
 			open = true
 		}
 		c := &out[len(out)-1]
 		c.EndMs = float64(i+1) * width / 1e6
-		c.endNs = lo + int64(float64(i+1)*width)
+		c.endNs = lo + int64(float64(i+2)*width)
 		c.Failures += b.f
 		c.Requests += b.n
 		c.Expected += rate * float64(b.n)
@@ -144,7 +170,7 @@ func binomialUpperTail(n, k int, p float64) float64 {
 
 // String describes the window for a warning.
 func (c Cluster) String() string {
-	return fmt.Sprintf("%d errors and timeouts among %d requests between %s s and %s s of the run (%s expected at the run's failure rate, p = %s)",
+	return fmt.Sprintf("%d tasks with errors or timeouts among %d sent between %s s and %s s of the run (%s expected at the run's failure rate, p = %s)",
 		c.Failures, c.Requests, figure.Sig(c.StartMs/1000, 3), figure.Sig(c.EndMs/1000, 3), figure.Sig(c.Expected, 2), figure.P(c.P))
 }
 
@@ -186,7 +212,9 @@ type Stall struct {
 	P50Ms    float64 `json:"p50_ms"`     // median latency in the window
 	RunP50Ms float64 `json:"run_p50_ms"` // median latency over the run
 
-	startNs, endNs int64 // the window in Unix nanoseconds
+	// startNs and endNs are the window in Unix nanoseconds, widened by a
+	// scan bin on either side: the pairs outside them are surely outside.
+	startNs, endNs int64
 }
 
 // String describes the window for a warning.
@@ -249,12 +277,12 @@ func latencyStalls(t *records.Symbols, byArm map[string][]*records.Rec, arms []s
 			continue
 		}
 		if !open {
-			out = append(out, Stall{StartMs: float64(i) * width / 1e6, RunP50Ms: runP50, startNs: lo + int64(float64(i)*width)})
+			out = append(out, Stall{StartMs: float64(i) * width / 1e6, RunP50Ms: runP50, startNs: lo + int64(float64(i-1)*width)})
 			open = true
 		}
 		w := &out[len(out)-1]
 		w.EndMs = float64(i+1) * width / 1e6
-		w.endNs = lo + int64(float64(i+1)*width)
+		w.endNs = lo + int64(float64(i+2)*width)
 		w.Requests += len(b)
 		w.P50Ms = max(w.P50Ms, p50)
 	}
@@ -317,4 +345,26 @@ func lagWarnings(arms []ArmSummary, g GateConfig) []string {
 			a.Name, figure.Ms(a.Load.LagP99Ms), figure.Ms(base.Load.LagP99Ms), base.Name))
 	}
 	return out
+}
+
+// inWindow counts the records of one arm sent in w (only the stretch the
+// scan flagged, not its margin), its errors and timeouts there, and their
+// median latency.
+func inWindow(t *records.Symbols, recs []*records.Rec, w window) (sent, failed int, p50 float64) {
+	var lat []float64
+	for _, r := range recs {
+		if !t.Attrs(r).Timed || r.At < w.start || r.At >= w.end {
+			continue
+		}
+		sent++
+		if isFailure(t.Str(t.Attrs(r).Outcome)) {
+			failed++
+		}
+		lat = append(lat, r.E2EMs)
+	}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		p50 = quantile.NearestRank(lat, 50)
+	}
+	return sent, failed, p50
 }

@@ -169,8 +169,6 @@ type gateInput struct {
 	g                   GateConfig
 	incomplete          string
 	allowContractChange bool
-	// clustered: failures clustered in time fall on this comparison.
-	clustered bool
 	// timed: the records carry send times, so differences between arms
 	// can be told apart from a backend that changed over time.
 	timed bool
@@ -234,9 +232,6 @@ func judge(base, a *ArmSummary, in gateInput) judgement {
 		return judgement{verdict: VerdictReject, fails: fails, quality: quality}
 	}
 	var why []string
-	if in.clustered {
-		why = append(why, "inconclusive: failures clustered in time fall on this comparison (see the warnings); re-run when the backend is steady")
-	}
 	if gap := errorRateGap(base, a); gap != "" && in.timed {
 		why = append(why, "inconclusive: "+gap+": a backend that failed unevenly between arms, not evidence about the stack; re-run when it is steady")
 	}
@@ -275,11 +270,7 @@ func decide(s *Summary, opt Options) {
 		Warnings: []string{}, WhatWouldChange: map[string]string{}}
 	base := &s.Arms[0]
 	base.Verdict = VerdictBaseline
-	clustered := map[string]bool{}
 	for _, c := range s.Clusters {
-		for _, a := range c.Arms {
-			clustered[a] = true
-		}
 		d.Warnings = append(d.Warnings, "failures clustered in time: "+c.String()+"; arms affected: "+strings.Join(c.Arms, ", ")+
 			": an outage or drift of the backend, not evidence about an arm; verdicts that rest on it are inconclusive")
 	}
@@ -288,8 +279,7 @@ func decide(s *Summary, opt Options) {
 	}
 	timed := s.Timed
 	in := func(a *ArmSummary) gateInput {
-		return gateInput{g: g, incomplete: opt.Incomplete, allowContractChange: opt.AllowContractChange,
-			clustered: clustered[a.Name] || clustered[base.Name], timed: timed}
+		return gateInput{g: g, incomplete: opt.Incomplete, allowContractChange: opt.AllowContractChange, timed: timed}
 	}
 	// The A/A control is judged first: a twin of the baseline that is not
 	// no_gain says the backend or the method cannot tell arms apart.
@@ -361,9 +351,7 @@ func judgeInTime(base, a *ArmSummary, in gateInput) judgement {
 		return j
 	}
 	ob, oa := outsideArms(base, a)
-	oin := in
-	oin.clustered = false
-	o := judge(ob, oa, oin)
+	o := judge(ob, oa, in)
 	if o.verdict == j.verdict {
 		return j
 	}
@@ -394,6 +382,8 @@ func outsideArms(base, a *ArmSummary) (*ArmSummary, *ArmSummary) {
 	ob.Pass, oa.Pass = o.basePass, o.candPass
 	ob.N, oa.N = o.Pairs, o.Pairs
 	ob.OK, oa.OK = o.baseOK, o.candOK
+	ob.Cost, oa.Cost = o.baseCost, o.candCost
+	ob.CostPerPass, oa.CostPerPass = perPass(o.baseCost, o.basePass), perPass(o.candCost, o.candPass)
 	if r := o.P95Ratio; r != nil {
 		oa.P95Ms = base.P95Ms * r.Point
 	}
@@ -688,4 +678,13 @@ func falseHitUnclear(a *ArmSummary, g GateConfig) string {
 	return fmt.Sprintf("%d false hits in %s: the 95%% upper bound on the rate, %s, is above the gate's %s; more similarity hits would bound it",
 		c.SimilarityFalseHits, words.Count(c.SimilarityHits, "similarity hit"),
 		figure.PctOfLimit(*c.SimilarityFalseHitUpper95, g.FalseHitLimit()), figure.Pct(g.FalseHitLimit()))
+}
+
+// perPass is cost over passes, nil when nothing passed.
+func perPass(cost float64, pass int) *float64 {
+	if pass == 0 {
+		return nil
+	}
+	v := cost / float64(pass)
+	return &v
 }

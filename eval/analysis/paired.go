@@ -65,6 +65,7 @@ type Paired struct {
 
 	// The two sides' passing and ok requests among the pairs.
 	basePass, candPass, baseOK, candOK int
+	baseCost, candCost                 float64
 }
 
 // Ratio is a candidate/baseline ratio over matched pairs with its 95%
@@ -202,6 +203,8 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 		k := keyOfRec(b)
 		p.Pairs++
 		timed = timed && t.Attrs(b).Timed
+		p.baseCost += b.Cost
+		p.candCost += c.Cost
 		if t.Attrs(b).Pass {
 			p.basePass++
 		}

@@ -346,12 +346,23 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 			s.Timed = s.Timed && t.Attrs(r).Timed
 		}
 	}
+	// A window excuses a verdict only when the baseline did not send in
+	// it or was hit there too: where the baseline sent at the same time
+	// and fared well, the failures or the slowness are the candidate's own.
 	var ws []window
 	for _, c := range s.Clusters {
-		ws = append(ws, window{c.startNs, c.endNs})
+		w := window{c.startNs, c.endNs}
+		sent, failed, _ := inWindow(t, byArm[base], w)
+		if sent == 0 || float64(failed)/float64(sent) >= 0.5*float64(c.Failures)/float64(max(c.Requests, 1)) {
+			ws = append(ws, w)
+		}
 	}
-	for _, w := range s.Stalls {
-		ws = append(ws, window{w.startNs, w.endNs})
+	for _, st := range s.Stalls {
+		w := window{st.startNs, st.endNs}
+		sent, _, p50 := inWindow(t, byArm[base], w)
+		if sent == 0 || p50 >= (st.RunP50Ms+st.P50Ms)/2 {
+			ws = append(ws, w)
+		}
 	}
 	if len(ws) > 0 {
 		for i := 1; i < len(s.Arms); i++ {
