@@ -71,7 +71,9 @@ func TestFailureClusterMakesVerdictsInconclusive(t *testing.T) {
 
 func TestOutageOnOneArmsStretch(t *testing.T) {
 	t.Parallel()
-	recs := timedArms(300, func(arm string, at time.Duration) bool { return arm == "a" && at >= 3*time.Second && at < 6*time.Second })
+	recs := timedArms(300, func(arm string, at time.Duration) bool {
+		return arm == "a" && at >= 3*time.Second && at < 6*time.Second
+	})
 	for i := range recs {
 		if recs[i].Arm == "a" {
 			recs[i].E2EMs = 40
