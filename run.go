@@ -124,7 +124,14 @@ func run(ctx context.Context, o runOptions) error {
 	if err := prepareRunDir(dir, o.Overwrite); err != nil {
 		return err
 	}
+	rec, err := startRecorder(dir, setup, runID)
+	if err != nil {
+		return err
+	}
 	manifest := setup.Manifest(runID)
+	if rec != nil {
+		manifest.Recording = recordingFile
+	}
 	manifest.Shard = shard.String()
 	if !startAt.IsZero() {
 		manifest.StartAt = startAt.UTC().Format(time.RFC3339Nano)
@@ -140,7 +147,13 @@ func run(ctx context.Context, o runOptions) error {
 	ticker := time.NewTicker(flushInterval)
 	defer ticker.Stop()
 	sink := newRecordSink(f, ticker.C)
-	runner := setup.Runner(runID, sink.Emit)
+	notRecorded := 0
+	runner := setup.Runner(runID, func(r records.Record) error {
+		if eval.NotRecorded([]records.Record{r}) > 0 {
+			notRecorded++ // Emit is called from one goroutine at a time
+		}
+		return sink.Emit(r)
+	})
 	runner.Shard = shard
 	runner.StartAt = startAt
 	if !startAt.IsZero() {
@@ -172,6 +185,16 @@ func run(ctx context.Context, o runOptions) error {
 	stopTrace()
 	if err := sink.Close(); err != nil && runErr == nil {
 		runErr = err
+	}
+	if rec != nil {
+		if err := rec.Close(); err != nil && runErr == nil {
+			runErr = err
+		}
+		manifest.RecordedCalls = rec.Calls()
+	}
+	manifest.NotRecorded = notRecorded
+	if notRecorded > 0 {
+		fmt.Fprintf(o.Stderr, "crab: warning: %d requests asked a recording for a call it does not hold (outcome error, \"replay: not recorded\")\n", notRecorded)
 	}
 	if res != nil {
 		manifest.Passes = res.Passes

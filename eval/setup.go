@@ -16,6 +16,7 @@ import (
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/model/replay"
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/stack"
 )
@@ -45,6 +46,10 @@ type Setup struct {
 	expected map[string]map[string]any
 	backends map[string]model.Model
 	nominal  bool // simulated models sleep nothing and report nominal durations (outcome tables)
+
+	cassettes map[string]*replay.Cassette // open recordings of the replay models, by model name
+	replays   []ReplaySource
+	recorder  *replay.Recorder // records every backend call when set
 }
 
 // LoadSetup reads an experiment file (or, when path is empty, the embedded
@@ -172,6 +177,9 @@ func (s *Setup) check() error {
 			break
 		}
 	}
+	if err := s.openRecordings(); err != nil {
+		return err
+	}
 	if s.backends, err = s.buildBackends(); err != nil {
 		return err
 	}
@@ -201,7 +209,8 @@ func (s *Setup) Contract() *contract.Contract { return s.contract }
 func (s *Setup) buildBackends() (map[string]model.Model, error) {
 	b, err := stack.Backends(s.Exp.Models, stack.BackendOptions{
 		Seed: s.Exp.Seed, TimeScale: *s.Exp.TimeScale, Nominal: s.nominal, MaxConns: s.Exp.Concurrency,
-		Oracle: func(id string) map[string]any { return s.expected[id] },
+		Oracle:    func(id string) map[string]any { return s.expected[id] },
+		Cassettes: s.cassettes, Recorder: s.recorder,
 	})
 	if err != nil {
 		var fe *stack.FieldError
@@ -274,6 +283,7 @@ func (s *Setup) Manifest(runID string) *Manifest {
 		m.Grade = &g
 	}
 	m.PassRule = s.PassRule()
+	m.Replays = s.replays
 	return m
 }
 

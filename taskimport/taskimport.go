@@ -90,6 +90,10 @@ type Options struct {
 	// Contract, when set, gives the expected fields' types and checks
 	// their values.
 	Contract *contract.Contract
+	// RepeatedIDs reads a table with several rows per task (one per
+	// model, as an outcome table has): a row whose id was seen is skipped,
+	// instead of being refused as a duplicate.
+	RepeatedIDs bool
 }
 
 // Import reads the export in r (name for errors; CSV unless the first
@@ -283,6 +287,9 @@ func (im *importer) row(line, row int, get func(column string) cell) error {
 		if strings.TrimSpace(*str[f]) == "" {
 			return bad(im.columnOf(f), "%s: required and empty", f)
 		}
+	}
+	if _, dup := im.seen[t.ID]; dup && im.o.RepeatedIDs {
+		return nil
 	}
 	if prev, dup := im.seen[t.ID]; dup {
 		return bad(im.columnOf("id"), "duplicate id %q (first on line %d)", t.ID, prev)
