@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/model"
@@ -96,7 +95,7 @@ func build(name string, tasks []eval.Task, rows []row, outMap map[string]string,
 	}
 	h := replay.Header{Format: replay.Format, Source: replay.SourceImport, TasksHash: eval.HashBytes(res.TasksRaw),
 		ContractHash: o.Contract.Hash(), TaskCount: len(tasks), Synthesised: res.Synthesised > 0, Estimated: res.Estimated,
-		Origin: o.Origin, Created: time.Now().UTC().Format(time.RFC3339)}
+		Origin: o.Origin}
 	if res.Recording, err = marshalRecording(h, entries); err != nil {
 		return nil, err
 	}

@@ -91,8 +91,9 @@ type Options struct {
 	// their values.
 	Contract *contract.Contract
 	// RepeatedIDs reads a table with several rows per task (one per
-	// model, as an outcome table has): a row whose id was seen is skipped,
-	// instead of being refused as a duplicate.
+	// model, as an outcome table has): a row whose id was seen is skipped
+	// (its other cells may be empty), instead of being refused as a
+	// duplicate.
 	RepeatedIDs bool
 }
 
@@ -283,13 +284,13 @@ func (im *importer) row(line, row int, get func(column string) cell) error {
 			}
 		}
 	}
+	if _, dup := im.seen[t.ID]; dup && im.o.RepeatedIDs {
+		return nil // the task's first row gave its fields
+	}
 	for _, f := range required {
 		if strings.TrimSpace(*str[f]) == "" {
 			return bad(im.columnOf(f), "%s: required and empty", f)
 		}
-	}
-	if _, dup := im.seen[t.ID]; dup && im.o.RepeatedIDs {
-		return nil
 	}
 	if prev, dup := im.seen[t.ID]; dup {
 		return bad(im.columnOf("id"), "duplicate id %q (first on line %d)", t.ID, prev)
