@@ -214,33 +214,53 @@ func (c *Cassette) Lookup(name string, req *model.Request) (*Entry, error) {
 }
 
 // best picks the call of hash call that matches req best (see Lookup);
-// anyTask lets a call of another task answer.
+// anyTask lets a call of another task answer when the task has none. The
+// task's own calls are found by binary search on (call, task), so an
+// imported recording (one call hash for every task) costs a lookup, not
+// a scan.
 func (c *Cassette) best(call, task uint64, req *model.Request, anyTask bool) (loc, bool) {
-	i, _ := slices.BinarySearchFunc(c.index, call, func(l loc, v uint64) int { return cmp(l.call, v) })
-	var top loc
-	topRank := -1
-	for ; i < len(c.index) && c.index[i].call == call; i++ {
-		l := c.index[i]
-		r := 0
-		if l.task == task {
-			r += 8
-		} else if !anyTask {
-			continue
+	i, _ := slices.BinarySearchFunc(c.index, [2]uint64{call, task}, func(l loc, v [2]uint64) int {
+		if l.call != v[0] {
+			return cmp(l.call, v[0])
 		}
+		return cmp(l.task, v[1])
+	})
+	if i < len(c.index) && c.index[i].call == call && c.index[i].task == task {
+		return pick(c.index[i:], func(l loc) bool { return l.call == call && l.task == task }, req), true
+	}
+	if !anyTask {
+		return loc{}, false
+	}
+	j, _ := slices.BinarySearchFunc(c.index, call, func(l loc, v uint64) int { return cmp(l.call, v) })
+	if j >= len(c.index) || c.index[j].call != call {
+		return loc{}, false
+	}
+	return pick(c.index[j:], func(l loc) bool { return l.call == call }, req), true
+}
+
+// pick chooses among the leading calls of run that match: the same seed,
+// then the same attempt (else the latest earlier one), then the first line.
+func pick(run []loc, match func(loc) bool, req *model.Request) loc {
+	top, topRank := run[0], -1
+	for _, l := range run {
+		if !match(l) {
+			break
+		}
+		r := 0
 		if l.seed == req.Seed {
 			r += 4
 		}
 		switch a := int(l.attempt); {
 		case a == req.Attempt:
 			r += 2
-		case a < req.Attempt && (topRank < 0 || top.attempt < l.attempt):
+		case a < req.Attempt:
 			r++
 		}
-		if r > topRank {
+		if r > topRank || (r == topRank && r&3 == 1 && l.attempt > top.attempt) {
 			top, topRank = l, r
 		}
 	}
-	return top, topRank >= 0
+	return top
 }
 
 func (c *Cassette) read(l loc) (*Entry, error) {
