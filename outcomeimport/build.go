@@ -117,6 +117,7 @@ func containsStr(l []string, s string) bool {
 type synth struct {
 	right, wrong *sim.Model
 	exp          map[string]map[string]any
+	closed       map[string]bool
 	o            Options
 }
 
@@ -124,7 +125,7 @@ func newSynth(o Options) (*synth, error) {
 	if err := sim.CheckContract(o.Raw); err != nil {
 		return nil, &eval.InputError{File: o.Contract.Name(), Msg: fmt.Sprintf("cannot synthesise answers: %v", err)}
 	}
-	s := &synth{exp: map[string]map[string]any{}, o: o}
+	s := &synth{exp: map[string]map[string]any{}, closed: closedFields(o.Raw), o: o}
 	oracle := func(id string) map[string]any { return s.exp[id] }
 	mk := func(name string, bias float64) (*sim.Model, error) {
 		cfg := sim.Small()
@@ -149,7 +150,8 @@ func (s *synth) request(t *eval.Task) *model.Request {
 }
 
 // expected synthesises an expected answer for a task the table gives
-// none: the answer the never-wrong model writes, as a partial answer.
+// none: the answer the never-wrong model writes, as a partial answer of
+// the contract's closed fields (all of it when it has none).
 func (s *synth) expected(t *eval.Task) (map[string]any, error) {
 	p, err := s.right.Plan(s.request(t))
 	if err != nil {
@@ -161,7 +163,37 @@ func (s *synth) expected(t *eval.Task) (map[string]any, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("task %s: cannot synthesise an expected answer: %v", t.ID, err)
 	}
+	if len(s.closed) > 0 {
+		for k := range m {
+			if !s.closed[k] {
+				delete(m, k) // free text is no label: only closed fields decide right or wrong
+			}
+		}
+	}
 	return m, nil
+}
+
+// closedFields are the contract's top-level fields whose value comes from
+// a closed set (enum, const or boolean): the fields a synthesised expected
+// answer keeps.
+func closedFields(raw []byte) map[string]bool {
+	var sch struct {
+		Properties map[string]struct {
+			Enum  []any `json:"enum"`
+			Const any   `json:"const"`
+			Type  any   `json:"type"`
+		} `json:"properties"`
+	}
+	out := map[string]bool{}
+	if json.Unmarshal(raw, &sch) != nil {
+		return out
+	}
+	for k, p := range sch.Properties {
+		if len(p.Enum) > 0 || p.Const != nil || p.Type == "boolean" {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // answer is the right or a wrong answer to t.
