@@ -285,3 +285,35 @@ func TestMMLUExampleTune(t *testing.T) {
 		t.Errorf("random routing apgr %.3f (want about 0.5), learned %.3f (want above it)", rnd, apgr)
 	}
 }
+
+// TestMMLUExampleRun: crab run on the example replays every arm offline,
+// and all-large's and all-small's passes are the table's counts.
+func TestMMLUExampleRun(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, errs := crab(t, "", "run", "-c", filepath.Join(mmluDir, "experiment.yaml"), "-o", out, "-q")
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	var s struct {
+		Arms []struct {
+			Name string `json:"name"`
+			Pass int    `json:"pass"`
+			N    int    `json:"n"`
+		} `json:"arms"`
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{}
+	for _, tk := range mmluTable(t) {
+		want["small_only"] += b2i(tk.right[mmluModels[0]])
+		want["baseline"] += b2i(tk.right[mmluModels[1]])
+	}
+	for _, a := range s.Arms {
+		if w, ok := want[a.Name]; ok && (a.Pass != w || a.N != 936) {
+			t.Errorf("arm %s: %d of %d pass; the table gives %d of 936", a.Name, a.Pass, a.N, w)
+		}
+	}
+}
