@@ -193,6 +193,11 @@ func run(ctx context.Context, o runOptions) error {
 		manifest.RecordedCalls = rec.Calls()
 	}
 	manifest.NotRecorded = notRecorded
+	for _, r := range setup.Replays() {
+		if r.Synthesised {
+			fmt.Fprintf(o.Stderr, "crab: note: model %s answers from %s, whose answers are synthesised from outcomes (the expected answer when right, a valid wrong one when not)\n", r.Model, r.Recording)
+		}
+	}
 	if notRecorded > 0 {
 		fmt.Fprintf(o.Stderr, "crab: warning: %d requests asked a recording for a call it does not hold (outcome error, \"replay: not recorded\")\n", notRecorded)
 	}
