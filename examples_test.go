@@ -12,8 +12,9 @@ import (
 	"github.com/crab-testbed/crab/fixtures"
 )
 
-// importLine is the `crab tasks import` command a workload example's
-// experiment file documents in its comments, as arguments.
+// importLine is the `crab tasks import` (or `crab recording import`)
+// command a workload example's experiment file documents in its comments,
+// as arguments.
 func importLine(t *testing.T, experiment string) []string {
 	t.Helper()
 	raw, err := os.ReadFile(experiment)
@@ -24,7 +25,7 @@ func importLine(t *testing.T, experiment string) []string {
 	in := false
 	for _, l := range strings.Split(string(raw), "\n") {
 		l = strings.TrimSpace(strings.TrimPrefix(l, "#"))
-		if strings.HasPrefix(l, "crab tasks import") {
+		if strings.HasPrefix(l, "crab tasks import") || strings.HasPrefix(l, "crab recording import") {
 			in = true
 		}
 		if !in {
@@ -36,7 +37,7 @@ func importLine(t *testing.T, experiment string) []string {
 		}
 	}
 	if !in {
-		t.Fatalf("%s documents no crab tasks import line", experiment)
+		t.Fatalf("%s documents no crab tasks import or crab recording import line", experiment)
 	}
 	return strings.Fields(cmd.String())[1:]
 }

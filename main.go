@@ -54,6 +54,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		tuneCmd(),
 		auditCmd(),
 		tasksCmd(),
+		recordingCmd(),
 		exportCmd(),
 	}
 	for _, c := range cmds {

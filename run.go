@@ -132,7 +132,14 @@ func run(ctx context.Context, o runOptions) error {
 	if err := prepareRunDir(dir, o.Overwrite); err != nil {
 		return err
 	}
+	rec, err := startRecorder(dir, setup, runID)
+	if err != nil {
+		return err
+	}
 	manifest := setup.Manifest(runID)
+	if rec != nil {
+		manifest.Recording = recordingFile
+	}
 	manifest.Shard = shard.String()
 	if !startAt.IsZero() {
 		manifest.StartAt = startAt.UTC().Format(time.RFC3339Nano)
@@ -157,7 +164,11 @@ func run(ctx context.Context, o runOptions) error {
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	var writeErr error
+	notRecorded := 0
 	runner := setup.Runner(runID, func(rec eval.Record) error {
+		if eval.NotRecorded([]records.Record{rec}) > 0 {
+			notRecorded++ // Emit is called from one goroutine at a time
+		}
 		err := sink.Emit(rec)
 		if err != nil && writeErr == nil {
 			writeErr = err
@@ -202,6 +213,21 @@ func run(ctx context.Context, o runOptions) error {
 	}
 	if err := f.Close(); err != nil && writeErr == nil {
 		writeErr = err
+	}
+	if rec != nil {
+		if err := rec.Close(); err != nil && runErr == nil {
+			runErr = err
+		}
+		manifest.RecordedCalls = rec.Calls()
+	}
+	manifest.NotRecorded = notRecorded
+	for _, r := range setup.Replays() {
+		if r.Synthesised {
+			fmt.Fprintf(o.Stderr, "crab: note: model %s answers from %s, whose answers are synthesised from outcomes (the expected answer when right, a valid wrong one when not)\n", r.Model, r.Recording)
+		}
+	}
+	if notRecorded > 0 {
+		fmt.Fprintf(o.Stderr, "crab: warning: %d requests asked a recording for a call it does not hold (outcome error, \"replay: not recorded\")\n", notRecorded)
 	}
 	if res != nil {
 		manifest.Passes = res.Passes

@@ -18,7 +18,7 @@ import (
 )
 
 // runFiles are the files crab run writes into a run directory.
-var runFiles = []string{"records.jsonl", "manifest.json", "summary.json", "report.md", "report.txt", "report.html"}
+var runFiles = []string{"records.jsonl", "manifest.json", "summary.json", "report.md", "report.txt", "report.html", recordingFile}
 
 // prepareRunDir makes dir ready for a new run. A directory that already
 // holds a run is refused (bad usage), so new records are never mixed with

@@ -240,7 +240,7 @@ arms:
 		{"env name", "backend: openai", "backend: openai\n    api_key_env: 'MY KEY'", `exp.yaml:7: field "models.api_key_env"`},
 		{"env unset", "backend: openai", "backend: openai\n    api_key_env: CRAB_TEST_UNSET_VARIABLE", `environment variable CRAB_TEST_UNSET_VARIABLE is not set`},
 		{"sim with url", "backend: openai", "backend: sim\n    kind: large", `field "models.base_url": only for backend openai`},
-		{"unknown backend", "backend: openai", "backend: ollama", `unknown backend "ollama" (want sim or openai)`},
+		{"unknown backend", "backend: openai", "backend: ollama", `unknown backend "ollama" (want sim, openai or replay)`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

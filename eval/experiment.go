@@ -58,6 +58,12 @@ type Experiment struct {
 	// RecordOutput writes each answer's text into records.jsonl (default
 	// true); false keeps a large run's records small (statistics never read it).
 	RecordOutput *bool `yaml:"record_output"`
+	// Record keeps every model call's answer, usage and timings in a
+	// recording beside the run (recording.jsonl), so that the run's arms
+	// — or new ones — can be replayed offline with backend replay
+	// (default false: answers may be confidential). Headers and API keys
+	// never enter it.
+	Record bool `yaml:"record"`
 	// Gate is the decision rule the candidates are held to (defaults: see
 	// GateConfig).
 	Gate GateConfig `yaml:"gate"`

@@ -77,6 +77,17 @@ type Manifest struct {
 	Models  []ModelSpec `json:"models"`
 	Arms    []ArmSpec   `json:"arms"`
 
+	// Recording is the recording of this run's model calls (crab run
+	// with record: true), relative to the run directory; empty when
+	// recording was off. RecordedCalls is how many calls it holds.
+	Recording     string `json:"recording,omitempty"`
+	RecordedCalls int    `json:"recorded_calls,omitempty"`
+	// Replays are the models that answered from a recording, and
+	// NotRecorded the requests a recording could not answer (each an
+	// error record, "replay: not recorded").
+	Replays     []ReplaySource `json:"replays,omitempty"`
+	NotRecorded int            `json:"not_recorded,omitempty"`
+
 	Passes []PassMetrics `json:"passes,omitempty"`
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/model/replay"
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/stack"
 )
@@ -53,6 +54,10 @@ type Setup struct {
 	nominal  bool // simulated models sleep nothing and report nominal durations (outcome tables)
 	// splitKeys caches SplitKeys.
 	splitKeys []string
+
+	cassettes map[string]*replay.Cassette // open recordings of the replay models, by model name
+	replays   []ReplaySource
+	recorder  *replay.Recorder // records every backend call when set
 }
 
 // LoadSetup reads an experiment file (or, when path is empty, the embedded
@@ -189,6 +194,9 @@ func (s *Setup) check() error {
 			break
 		}
 	}
+	if err := s.openRecordings(); err != nil {
+		return err
+	}
 	if s.backends, err = s.buildBackends(); err != nil {
 		return err
 	}
@@ -218,7 +226,8 @@ func (s *Setup) Contract() *contract.Contract { return s.contract }
 func (s *Setup) buildBackends() (map[string]model.Model, error) {
 	b, err := stack.Backends(s.Exp.Models, stack.BackendOptions{
 		Seed: s.Exp.Seed, TimeScale: *s.Exp.TimeScale, Nominal: s.nominal, MaxConns: s.Exp.Concurrency,
-		Oracle: func(id string) map[string]any { return s.expected[id] },
+		Oracle:    func(id string) map[string]any { return s.expected[id] },
+		Cassettes: s.cassettes, Recorder: s.recorder,
 	})
 	if err != nil {
 		var fe *stack.FieldError
@@ -293,6 +302,7 @@ func (s *Setup) Manifest(runID string) *Manifest {
 	m.PassRule = s.PassRule()
 	m.Proof = s.Exp.Proof
 	m.Holdout = s.Holdout
+	m.Replays = s.replays
 	return m
 }
 

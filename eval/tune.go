@@ -666,6 +666,13 @@ func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed i
 		}
 	}
 	resolveTunedPaths(doc, base)
+	if ms := mapGet(doc, "models"); ms != nil && ms.Kind == yaml.SequenceNode {
+		for _, m := range ms.Content {
+			if r := mapGet(m, "recording"); r != nil && r.Value != "" {
+				r.Value = ref(r.Value) // a replay model's recording, wherever tuned.yaml is written
+			}
+		}
+	}
 	note := fmt.Sprintf("chosen by crab tune on calibration (seed %d); see tune.json", seed)
 	arms := mapGet(doc, "arms")
 	setSemanticThresholds(arms, s.Exp.Arms, sem, note)

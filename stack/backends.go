@@ -8,6 +8,7 @@ import (
 
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
+	"github.com/crab-testbed/crab/model/replay"
 	"github.com/crab-testbed/crab/model/sim"
 )
 
@@ -31,6 +32,11 @@ type BackendOptions struct {
 	// Oracle gives the simulated models the expected values of each task
 	// (their ground truth, see sim.Oracle); nil means none.
 	Oracle sim.Oracle
+	// Cassettes are the open recordings of the replay backends, by model
+	// name; a replay model without one opens its Recording path itself.
+	Cassettes map[string]*replay.Cassette
+	// Recorder, when set, records every call of every backend.
+	Recorder *replay.Recorder
 }
 
 // BackendSet is the models of a set of specs by name, the map a stack's
@@ -62,6 +68,9 @@ func Backends(models []ModelSpec, o BackendOptions) (BackendSet, error) {
 			out.Close()
 			return nil, err
 		}
+		if o.Recorder != nil {
+			m = o.Recorder.Wrap(ms.Name, m)
+		}
 		out[ms.Name] = m
 	}
 	return out, nil
@@ -70,6 +79,9 @@ func Backends(models []ModelSpec, o BackendOptions) (BackendSet, error) {
 func backend(ms ModelSpec, i int, o BackendOptions, lookup func(string) (string, bool)) (model.Model, error) {
 	bad := func(err error) error {
 		return &FieldError{Path: []any{"models", i}, Field: "models", Msg: fmt.Sprintf("model %s: %v", ms.Name, err)}
+	}
+	if ms.Backend == BackendReplay {
+		return replayBackend(ms, o, bad)
 	}
 	if ms.Backend == BackendOpenAI {
 		key := ""
@@ -117,3 +129,38 @@ func backend(ms ModelSpec, i int, o BackendOptions, lookup func(string) (string,
 	}
 	return m, nil
 }
+
+// replayBackend answers from the model's recording: the cassette the
+// caller opened, or its Recording path (closed with the backend set).
+func replayBackend(ms ModelSpec, o BackendOptions, bad func(error) error) (model.Model, error) {
+	c := o.Cassettes[ms.Name]
+	owned := c == nil
+	if owned {
+		var err error
+		if c, err = replay.Open(ms.Recording); err != nil {
+			return nil, bad(err)
+		}
+	}
+	b, err := replay.New(replay.Config{
+		Name: ms.Name, Recorded: ms.Model, Cassette: c, PriceIn: ms.PriceInPerMTok / 1e6, PriceOut: ms.PriceOutPerMTok / 1e6,
+		Latency: ms.Latency, TimeScale: o.TimeScale, NoSleep: o.Nominal,
+	})
+	if err != nil {
+		if owned {
+			c.Close()
+		}
+		return nil, bad(err)
+	}
+	if owned {
+		return &ownedReplay{b, c}, nil
+	}
+	return b, nil
+}
+
+// ownedReplay is a replay backend that closes its recording with it.
+type ownedReplay struct {
+	*replay.Backend
+	c *replay.Cassette
+}
+
+func (r *ownedReplay) Close() { r.c.Close() }

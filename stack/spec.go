@@ -11,24 +11,34 @@ import (
 
 	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/model/replay"
 )
 
 // ModelSpec declares a model backend and its prices.
 type ModelSpec struct {
 	Name    string `yaml:"name"`
-	Backend string `yaml:"backend"` // sim (default) or openai
+	Backend string `yaml:"backend"` // sim (default), openai or replay
 	Kind    string `yaml:"kind"`    // sim: small or large
 
 	// Backend openai: an OpenAI-compatible server (vLLM, Ollama, llama.cpp,
 	// a hosted API, crab sim-server).
 	BaseURL     string `yaml:"base_url"`     // API root, e.g. http://127.0.0.1:8000/v1
-	Model       string `yaml:"model"`        // model name sent to the server (default: name)
+	Model       string `yaml:"model"`        // model name sent to the server (default: name); backend replay: the name the recording holds its answers under
 	APIKeyEnv   string `yaml:"api_key_env"`  // environment variable holding the API key (default: none sent)
 	Stream      *bool  `yaml:"stream"`       // stream answers, so TTFT is measured (default true)
 	CrabHeaders *bool  `yaml:"crab_headers"` // send the scope and call id in X-Crab-* headers (default true)
 
 	PriceInPerMTok  float64 `yaml:"price_in_per_mtok"`  // cost units per million input tokens
 	PriceOutPerMTok float64 `yaml:"price_out_per_mtok"` // cost units per million output tokens
+
+	// Backend replay: Recording is the recording to answer from
+	// (relative to the experiment file), Latency a declared latency model
+	// instead of the recorded timings. RecordingHash is the recording's
+	// sha256, filled when it is opened, so that an outcome table built on
+	// it is rebuilt when it changes.
+	Recording     string          `yaml:"recording" json:",omitempty"`
+	Latency       *replay.Latency `yaml:"latency" json:",omitempty"`
+	RecordingHash string          `yaml:"-" json:",omitempty"`
 
 	Faults Faults `yaml:"faults"`
 	// Errors (backend sim) replaces the kind's error model: how likely the
@@ -51,6 +61,7 @@ func (m ModelSpec) MarshalJSON() ([]byte, error) {
 const (
 	BackendSim    = "sim"    // a simulated model, in process
 	BackendOpenAI = "openai" // an OpenAI-compatible server, over HTTP
+	BackendReplay = "replay" // answers from a recording of earlier calls (model/replay)
 )
 
 // Faults are injected by simulated backends, each a rate in [0,1].

@@ -160,8 +160,31 @@ func validModel(l *errs, m *ModelSpec, i int, names map[string]bool) {
 		if m.Errors != nil {
 			l.add(p("errors"), "only for backend sim")
 		}
+	case BackendReplay:
+		if m.Recording == "" {
+			l.add(p("recording"), "required for backend replay: the recording to answer from (crab run with record: true, or crab recording import)")
+		}
+		for _, f := range []struct{ name, v string }{{"kind", m.Kind}, {"base_url", m.BaseURL}, {"api_key_env", m.APIKeyEnv}} {
+			if f.v != "" {
+				l.add(p(f.name), "not for backend replay")
+			}
+		}
+		if m.Faults != (Faults{}) || m.Errors != nil {
+			l.add(p("faults"), "a replay answers what was recorded; it injects no faults")
+		}
+		if lt := m.Latency; lt != nil && (lt.TTFTMs < 0 || lt.PerTokenOutMs < 0 || math.IsNaN(lt.TTFTMs) || math.IsNaN(lt.PerTokenOutMs)) {
+			l.add(p("latency"), "durations must not be negative")
+		}
 	default:
-		l.add(p("backend"), "unknown backend %q (want sim or openai)", m.Backend)
+		l.add(p("backend"), "unknown backend %q (want sim, openai or replay)", m.Backend)
+	}
+	if m.Backend != BackendReplay {
+		if m.Recording != "" {
+			l.add(p("recording"), "only for backend replay")
+		}
+		if m.Latency != nil {
+			l.add(p("latency"), "only for backend replay")
+		}
 	}
 	for _, f := range []struct {
 		name string

@@ -51,6 +51,16 @@ func TestValidate(t *testing.T) {
 			arms: arm(ArmSpec{Model: "large"}), want: []string{"models[0].base_url: only for backend openai"}},
 		{name: "unknown backend", models: func(m []ModelSpec) []ModelSpec { m[0].Backend = "grpc"; return m },
 			arms: arm(ArmSpec{Model: "large"}), want: []string{`models[0].backend: unknown backend "grpc"`}},
+		{name: "replay", models: func(m []ModelSpec) []ModelSpec {
+			m[0] = ModelSpec{Name: "small", Backend: BackendReplay, Recording: "r.jsonl", Model: "mixtral"}
+			return m
+		}, arms: arm(ArmSpec{Model: "small"})},
+		{name: "replay errors", models: func(m []ModelSpec) []ModelSpec {
+			m[0] = ModelSpec{Name: "small", Backend: BackendReplay, Kind: "small", BaseURL: "http://x", Faults: Faults{Error: 0.1}}
+			m[1].Recording = "r.jsonl"
+			return m
+		}, arms: arm(ArmSpec{Model: "large"}), want: []string{"models[0].recording: required for backend replay", "models[0].kind: not for backend replay",
+			"models[0].base_url: not for backend replay", "models[0].faults: a replay answers what was recorded", "models[1].recording: only for backend replay"}},
 		{name: "openai base_url", models: func(m []ModelSpec) []ModelSpec { m[0] = ModelSpec{Name: "small", Backend: BackendOpenAI}; return m },
 			arms: arm(ArmSpec{Model: "large"}), want: []string{"models[0].base_url: required for backend openai"}},
 		{name: "openai bad url", models: func(m []ModelSpec) []ModelSpec {

@@ -90,6 +90,11 @@ type Options struct {
 	// Contract, when set, gives the expected fields' types and checks
 	// their values.
 	Contract *contract.Contract
+	// RepeatedIDs reads a table with several rows per task (one per
+	// model, as an outcome table has): a row whose id was seen is skipped
+	// (its other cells may be empty), instead of being refused as a
+	// duplicate.
+	RepeatedIDs bool
 }
 
 // Import reads the export in r (name for errors; CSV unless the first
@@ -278,6 +283,9 @@ func (im *importer) row(line, row int, get func(column string) cell) error {
 				return bad(m.Column, "%s: %v", m.Field, err)
 			}
 		}
+	}
+	if _, dup := im.seen[t.ID]; dup && im.o.RepeatedIDs {
+		return nil // the task's first row gave its fields
 	}
 	for _, f := range required {
 		if strings.TrimSpace(*str[f]) == "" {

@@ -1,0 +1,137 @@
+package eval
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/crab-testbed/crab/model/replay"
+	"github.com/crab-testbed/crab/stack"
+)
+
+// ReplaySource is what a manifest says about one replayed model: the
+// recording it answered from and whether those answers were synthesised
+// from an outcome table.
+type ReplaySource struct {
+	Model       string   `json:"model"`
+	Recording   string   `json:"recording"`
+	Hash        string   `json:"recording_hash"`
+	Source      string   `json:"source"`
+	Calls       int      `json:"calls"`
+	Synthesised bool     `json:"synthesised,omitempty"`
+	Estimated   []string `json:"estimated,omitempty"`
+	Origin      string   `json:"origin,omitempty"`
+}
+
+// openRecordings opens the recording of every replay model, checks it
+// against the experiment's contract and task set, and fills the models'
+// RecordingHash. A recording of another contract, or one that lacks a
+// task of the task set, is an *InputError naming the recording, its line
+// and field, before any request is sent.
+func (s *Setup) openRecordings() error {
+	for i := range s.Exp.Models {
+		ms := &s.Exp.Models[i]
+		if ms.Backend != stack.BackendReplay {
+			continue
+		}
+		path := ms.Recording
+		if s.base != "" && !filepath.IsAbs(path) {
+			path = filepath.Join(s.base, path)
+		}
+		c, ok := s.cassettes[ms.Name]
+		if !ok {
+			var err error
+			if c, err = openCassette(path); err != nil {
+				return err
+			}
+			if s.cassettes == nil {
+				s.cassettes = map[string]*replay.Cassette{}
+			}
+			s.cassettes[ms.Name] = c
+		}
+		h := c.Header
+		if h.ContractHash != s.contract.Hash() {
+			return &InputError{File: path, Line: 1, Field: "contract_hash",
+				Msg: fmt.Sprintf("recorded under contract %.12s, but %s is %.12s: a recording answers only the contract it was made under", h.ContractHash, s.ContractName, s.contract.Hash())}
+		}
+		if h.TasksHash != HashBytes(s.TasksRaw) {
+			for _, t := range s.Tasks {
+				if !c.HasTask(t.ID) {
+					return &InputError{File: path, Line: 1, Field: "tasks_hash",
+						Msg: fmt.Sprintf("recorded on another task set: task %s (%s line %d) has no call in it", t.ID, s.TasksName, t.line)}
+				}
+			}
+		}
+		hash, err := fileHash(path)
+		if err != nil {
+			return &InputError{File: path, Msg: err.Error()}
+		}
+		ms.RecordingHash = hash
+		s.replays = append(s.replays, ReplaySource{Model: ms.Name, Recording: path, Hash: hash, Source: h.Source, Calls: c.Calls(),
+			Synthesised: h.Synthesised, Estimated: h.Estimated, Origin: h.Origin})
+	}
+	return nil
+}
+
+func openCassette(path string) (*replay.Cassette, error) {
+	c, err := replay.Open(path)
+	if err != nil {
+		var fe *replay.FileError
+		if errors.As(err, &fe) {
+			return nil, &InputError{File: fe.File, Line: fe.Line, Field: fe.Field, Msg: fe.Msg}
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func fileHash(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Replays describes the replayed models (nil without any), for the
+// manifest and the run's notes.
+func (s *Setup) Replays() []ReplaySource { return s.replays }
+
+// RecordingHeader is the header of a recording of this setup's calls.
+func (s *Setup) RecordingHeader(origin string) replay.Header {
+	return replay.Header{TasksHash: HashBytes(s.TasksRaw), ContractHash: s.contract.Hash(), TaskCount: len(s.Tasks), Origin: origin}
+}
+
+// Record makes every later model call of the setup's backends (every arm,
+// judge and outcome-table call) go into rec as well.
+func (s *Setup) Record(rec *replay.Recorder) error {
+	s.recorder = rec
+	b, err := s.buildBackends()
+	if err != nil {
+		return err
+	}
+	s.backends = b
+	return nil
+}
+
+// NotRecorded counts the records whose request (or a call it made) the
+// recording could not answer.
+func NotRecorded(recs []Record) int {
+	n := 0
+	for i := range recs {
+		if strings.Contains(recs[i].Error, replay.ErrNotRecorded.Error()) {
+			n++
+		}
+	}
+	return n
+}

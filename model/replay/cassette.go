@@ -1,0 +1,291 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/crab-testbed/crab/model"
+)
+
+// FileError is a fault of a recording file at a line and a field; it
+// wraps ErrRecording.
+type FileError struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *FileError) Error() string {
+	s := e.File
+	if e.Line > 0 {
+		s += fmt.Sprintf(":%d", e.Line)
+	}
+	if e.Field != "" {
+		s += ": " + e.Field
+	}
+	return s + ": " + e.Msg
+}
+
+func (e *FileError) Unwrap() error { return ErrRecording }
+
+// loc is one call in the index: what identifies it, hashed, and where its
+// line lies in the file.
+type loc struct {
+	call    uint64 // hashOf(model, key)
+	task    uint64 // hashOf(task id)
+	seed    int64
+	off     int64
+	n       uint32
+	attempt int32
+}
+
+// Cassette is an open recording: its header and an index of its calls.
+// Entries stay in the file and are read on demand, so a recording of
+// millions of calls costs its index (40 bytes a call), not its answers.
+// It is safe for concurrent use.
+type Cassette struct {
+	Path   string
+	Header Header
+	f      io.ReaderAt
+	closer io.Closer
+	index  []loc
+	tasks  map[uint64]struct{}
+	models map[string]int
+	bufs   sync.Pool
+}
+
+// Open reads the header of the recording at path and indexes its calls.
+// A fault of the file is a *FileError naming its line and field.
+func Open(path string) (*Cassette, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, &FileError{File: path, Msg: "cannot read: " + err.Error()}
+	}
+	c, err := index(path, f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	c.closer = f
+	return c, nil
+}
+
+// ids is what the index reads of a line.
+type ids struct {
+	Model   string `json:"model"`
+	Key     string `json:"key"`
+	TaskID  string `json:"task_id"`
+	Seed    int64  `json:"seed"`
+	Attempt int    `json:"attempt"`
+}
+
+func index(path string, f *os.File) (*Cassette, error) {
+	c := &Cassette{Path: path, f: f, tasks: map[uint64]struct{}{}, models: map[string]int{}}
+	br := bufio.NewReaderSize(f, 1<<20)
+	var off int64
+	line := 0
+	for {
+		b, err := br.ReadSlice('\n')
+		for errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: gather it whole.
+			rest, err2 := br.ReadBytes('\n')
+			b, err = append(slices.Clone(b), rest...), err2
+		}
+		if len(b) == 0 && err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, &FileError{File: path, Line: line + 1, Msg: err.Error()}
+		}
+		line++
+		n := len(b)
+		body := bytes.TrimSpace(b)
+		if line == 1 {
+			if err := c.readHeader(body); err != nil {
+				return nil, err
+			}
+		} else if len(body) > 0 {
+			var id ids
+			if err := json.Unmarshal(body, &id); err != nil {
+				return nil, &FileError{File: path, Line: line, Msg: "not a JSON object: " + err.Error()}
+			}
+			if id.Model == "" {
+				return nil, &FileError{File: path, Line: line, Field: "model", Msg: "required"}
+			}
+			if id.TaskID == "" {
+				return nil, &FileError{File: path, Line: line, Field: "task_id", Msg: "required"}
+			}
+			th := hashOf(id.TaskID)
+			c.index = append(c.index, loc{call: hashOf(id.Model, id.Key), task: th, seed: id.Seed, off: off, n: uint32(n), attempt: int32(id.Attempt)})
+			c.tasks[th] = struct{}{}
+			c.models[id.Model]++
+		}
+		off += int64(n)
+		if err != nil {
+			break
+		}
+	}
+	if line == 0 {
+		return nil, &FileError{File: path, Line: 1, Msg: "empty recording (want a header line)"}
+	}
+	slices.SortFunc(c.index, func(a, b loc) int {
+		switch {
+		case a.call != b.call:
+			return cmp(a.call, b.call)
+		case a.task != b.task:
+			return cmp(a.task, b.task)
+		}
+		return cmp(a.off, b.off)
+	})
+	return c, nil
+}
+
+func cmp[T int64 | uint64](a, b T) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (c *Cassette) readHeader(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c.Header); err != nil {
+		return &FileError{File: c.Path, Line: 1, Msg: "not a recording header: " + err.Error()}
+	}
+	if c.Header.Format != Format {
+		return &FileError{File: c.Path, Line: 1, Field: "format", Msg: fmt.Sprintf("want %q, got %q", Format, c.Header.Format)}
+	}
+	return nil
+}
+
+// Close closes the file.
+func (c *Cassette) Close() error {
+	if c.closer == nil {
+		return nil
+	}
+	return c.closer.Close()
+}
+
+// Calls is the number of calls recorded.
+func (c *Cassette) Calls() int { return len(c.index) }
+
+// Models are the recorded model names with their number of calls.
+func (c *Cassette) Models() map[string]int { return c.models }
+
+// HasTask reports whether the recording holds a call of the task id.
+func (c *Cassette) HasTask(id string) bool {
+	_, ok := c.tasks[hashOf(id)]
+	return ok
+}
+
+// Lookup finds the recorded answer of the model name to req. Among the
+// calls of the same model and Key it prefers, in this order, the same task,
+// the same seed, the same attempt (else the latest earlier attempt), and
+// the first line; a call of another task with the same Key is the same
+// question and is used when the task's own is missing. Without any, an
+// imported outcome of the task (Key "") answers. It returns
+// ErrNotRecorded when nothing matches.
+func (c *Cassette) Lookup(name string, req *model.Request) (*Entry, error) {
+	task := hashOf(req.TaskID)
+	l, ok := c.best(hashOf(name, Key(req)), task, req, true)
+	if !ok {
+		if l, ok = c.best(hashOf(name, ""), task, req, false); !ok {
+			return nil, ErrNotRecorded
+		}
+	}
+	return c.read(l)
+}
+
+// best picks the call of hash call that matches req best (see Lookup);
+// anyTask lets a call of another task answer when the task has none. The
+// task's own calls are found by binary search on (call, task), so an
+// imported recording (one call hash for every task) costs a lookup, not
+// a scan.
+func (c *Cassette) best(call, task uint64, req *model.Request, anyTask bool) (loc, bool) {
+	i, _ := slices.BinarySearchFunc(c.index, [2]uint64{call, task}, func(l loc, v [2]uint64) int {
+		if l.call != v[0] {
+			return cmp(l.call, v[0])
+		}
+		return cmp(l.task, v[1])
+	})
+	if i < len(c.index) && c.index[i].call == call && c.index[i].task == task {
+		return pick(c.index[i:], func(l loc) bool { return l.call == call && l.task == task }, req), true
+	}
+	if !anyTask {
+		return loc{}, false
+	}
+	j, _ := slices.BinarySearchFunc(c.index, call, func(l loc, v uint64) int { return cmp(l.call, v) })
+	if j >= len(c.index) || c.index[j].call != call {
+		return loc{}, false
+	}
+	return pick(c.index[j:], func(l loc) bool { return l.call == call }, req), true
+}
+
+// pick chooses among the leading calls of run that match: the same seed,
+// then the same attempt (else the latest earlier one), then the first line.
+func pick(run []loc, match func(loc) bool, req *model.Request) loc {
+	top, topRank := run[0], -1
+	for _, l := range run {
+		if !match(l) {
+			break
+		}
+		r := 0
+		if l.seed == req.Seed {
+			r += 4
+		}
+		switch a := int(l.attempt); {
+		case a == req.Attempt:
+			r += 2
+		case a < req.Attempt:
+			r++
+		}
+		if r > topRank || (r == topRank && r&3 == 1 && l.attempt > top.attempt) {
+			top, topRank = l, r
+		}
+	}
+	return top
+}
+
+func (c *Cassette) read(l loc) (*Entry, error) {
+	bp, _ := c.bufs.Get().(*[]byte)
+	if bp == nil || cap(*bp) < int(l.n) {
+		b := make([]byte, l.n)
+		bp = &b
+	}
+	b := (*bp)[:l.n]
+	defer c.bufs.Put(bp)
+	if _, err := c.f.ReadAt(b, l.off); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %s: %v", ErrRecording, c.Path, err)
+	}
+	var e Entry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Errorf("%w: %s at byte %d: %v", ErrRecording, c.Path, l.off, err)
+	}
+	return &e, nil
+}
+
+func sortedNames(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
