@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"github.com/crab-testbed/crab/internal/fitted"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -16,7 +17,6 @@ import (
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/router"
-	routertune "github.com/crab-testbed/crab/router/tune"
 )
 
 // The MMLU routing example is derived from RouteLLM's published MMLU
@@ -214,6 +214,7 @@ func TestMMLUExampleTune(t *testing.T) {
 		t.Fatalf("tune: exit %d: %s", code, errs)
 	}
 	var rep struct {
+		Fitted  fitted.Set `json:"fitted"`
 		Holdout struct {
 			N            int     `json:"n"`
 			PassAllLarge int     `json:"pass_all_large"`
@@ -235,13 +236,16 @@ func TestMMLUExampleTune(t *testing.T) {
 		t.Fatal(err)
 	}
 	tasks := mmluTable(t)
-	samples := make([]routertune.Sample, len(tasks))
+	// The holdout is every task the scorer was not fitted on, as tune.json
+	// names them.
+	var hold []int
 	for i, tk := range tasks {
-		samples[i] = routertune.Sample{ID: tk.id, Group: tk.group, Key: routertune.QuestionKey(tk.text)}
+		if !rep.Fitted.Has(fitted.Key(tk.id, tk.text)) {
+			hold = append(hold, i)
+		}
 	}
-	_, hold, err := routertune.Split(samples, 0.3, 42)
-	if err != nil {
-		t.Fatal(err)
+	if len(hold) == 0 || len(hold) == len(tasks) {
+		t.Fatalf("fitted on %d of %d tasks; want a split", len(tasks)-len(hold), len(tasks))
 	}
 	scorer, err := router.NewScorer(filepath.Join(dir, "scorer.json"))
 	if err != nil {

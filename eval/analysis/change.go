@@ -146,6 +146,7 @@ func changeReject(base, a *ArmSummary, in gateInput) string {
 	rails := func(c *ArmSummary) bool { r, _ := guardrailFails(base, c, g); return len(r) > 0 }
 	if a.OK == 0 {
 		parts = append(parts, "requests that succeed")
+		mended.OK = a.N
 	}
 	// The latency guardrails do not move with passes: assume them met, and
 	// say so, when they are broken.

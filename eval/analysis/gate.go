@@ -421,7 +421,7 @@ func record(d *Decision, base, a *ArmSummary, j judgement, in gateInput) string 
 		a.Verdict = j.verdict
 		a.Reasons = append(a.Reasons, j.why...)
 		d.Inconclusive = append(d.Inconclusive, a.Name)
-		d.WhatWouldChange[a.Name] = "a comparison the data can carry: " + strings.TrimPrefix(j.why[0], "inconclusive: ")
+		d.WhatWouldChange[a.Name] = a.Name + " would be decided by a comparison the data can carry: " + strings.TrimPrefix(j.why[0], "inconclusive: ")
 		return a.Name + " inconclusive: " + strings.TrimPrefix(j.why[0], "inconclusive: ") + "."
 	}
 	a.Reasons = append(a.Reasons, passReason(base, a), latencyReason(base, a), costReason(base, a))

@@ -208,8 +208,11 @@ func RatioPct(r, limit float64) string { return PctVsLimit((r-1)*100, limit) }
 // PctOfLimit writes a share in percent with as many decimals as it takes
 // to stand on the same side of limit (also a share) as the exact value.
 func PctOfLimit(v, limit float64) string {
-	s := PctVsLimit(v*100, limit*100)
-	return strings.TrimPrefix(s, "+")
+	s := Pct(v)
+	if p, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64); err == nil && cmpFloat(p, limit*100) == cmpFloat(v*100, limit*100) {
+		return s
+	}
+	return strings.TrimPrefix(PctVsLimit(v*100, limit*100), "+")
 }
 
 // PointInInterval writes a point estimate with f and its interval's ends
