@@ -128,6 +128,20 @@ type Config struct {
 	// evaluator, the audit) keeps the default, so an entry is visible to
 	// the very next request.
 	NoWait bool
+	// TagKey is the secret the integrity tag of every entry is keyed by
+	// (at least TagKeyBytes bytes): one per deployment, shared by its
+	// replicas, so that a replica serves what another stored and nothing
+	// anyone else wrote. Empty: a random secret drawn by New, so entries
+	// written by any other cache (another process included) are misses.
+	TagKey []byte
+	// Namespace names the deployment and the upstream it answers from
+	// (endpoints and models); it is covered by the tag, so an entry copied
+	// from another deployment's keys never verifies.
+	Namespace string
+	// Validate, when set, checks a stored answer again on every hit (the
+	// contract's validator: true when the content and finish reason meet
+	// it); an answer that fails is a miss (Stats.Untrusted.Contract).
+	Validate func(content, finishReason string) bool
 }
 
 // Cache is the cache layer of a stack. Build it with New, put
@@ -161,17 +175,20 @@ type Config struct {
 // A cache that is switched off for an arm is simply not in its stack
 // (Trace.Cache stays empty).
 type Cache struct {
-	spec   KeySpec
-	ttl    time.Duration
-	check  bool
-	noWait bool
-	now    func() time.Time
-	hash   func([]byte) uint64
-	store  Store
-	gens   Generations      // the store's when it keeps them, else in-process
-	getGen GenerationGetter // the store's one-round-trip lookup, when it has one
-	bufs   sync.Pool        // *[]byte scratch buffers for key encodings
-	st     counters
+	spec     KeySpec
+	ttl      time.Duration
+	check    bool
+	noWait   bool
+	now      func() time.Time
+	hash     func([]byte) uint64
+	store    Store
+	gens     Generations      // the store's when it keeps them, else in-process
+	getGen   GenerationGetter // the store's one-round-trip lookup, when it has one
+	bufs     sync.Pool        // *[]byte scratch buffers for key encodings
+	tags     *tagger
+	water    highWater
+	validate func(content, finishReason string) bool
+	st       counters
 }
 
 // GenerationGetter is the fast path of a store that keeps Generations: it
@@ -198,7 +215,15 @@ func New(cfg Config, store Store) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{spec: spec, ttl: cfg.TTL, check: cfg.CheckOnHit, noWait: cfg.NoWait, now: cfg.Now, hash: cfg.Hash, store: store}
+	if n := len(cfg.TagKey); n > 0 && n < TagKeyBytes {
+		return nil, fmt.Errorf("%w: tag key of %d bytes, want at least %d", ErrBadConfig, n, TagKeyBytes)
+	}
+	tags, err := newTagger(cfg.TagKey, cfg.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cache{spec: spec, ttl: cfg.TTL, check: cfg.CheckOnHit, noWait: cfg.NoWait, now: cfg.Now, hash: cfg.Hash, store: store,
+		tags: tags, validate: cfg.Validate}
 	if g, ok := store.(Generations); ok {
 		c.gens = g
 		c.getGen, _ = store.(GenerationGetter)
@@ -262,16 +287,22 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 	}
 	if genErr != nil {
 		c.st.unavailable.Add(1)
+	} else if !c.trusted(ctx, req.Scope.Tenant, req.Scope.Permission, gen) {
+		genErr = ErrStoreUncertain // neither served nor stored until the counters move on
 	}
 
 	mismatch := false
 	if genErr == nil && found && e != nil && e.Response != nil {
 		now := c.now()
 		switch {
+		case !c.tags.verify(h, e):
+			c.st.untrusted.badTag.Add(1)
 		case c.ttl > 0 && now.Sub(e.Stored) >= c.ttl:
 			c.st.expired.Add(1)
 		case !c.current(ctx, e, req, gen):
 			c.st.invalidated.Add(1)
+		case !c.servable(e.Response):
+			c.st.untrusted.contract.Add(1)
 		default:
 			sameKey := bytes.Equal(e.Key, key)
 			leak := RequestLeakKind(e.Scope, e.Conversation, req)
@@ -309,6 +340,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 		if e.Scope == (model.Scope{}) {
 			e.Scope = req.Scope
 		}
+		e.Tag = c.tags.tag(h, e)
 		if c.store.Set(ctx, h, e, c.ttl) {
 			if !c.noWait {
 				c.store.Wait()
@@ -331,7 +363,7 @@ func (c *Cache) current(ctx context.Context, e *Entry, req *model.Request, gen G
 		return e.Gen == gen
 	}
 	g, err := c.gens.Generation(ctx, e.Scope.Tenant, e.Scope.Permission)
-	return err == nil && e.Gen == g
+	return err == nil && e.Gen == g && c.trusted(ctx, e.Scope.Tenant, e.Scope.Permission, g)
 }
 
 // sameIdentity reports whether an answer's provenance names the caller's
@@ -491,6 +523,10 @@ type Stats struct {
 	// the invalidation counters could not be read (a shared store that
 	// cannot be reached); the inner stack answered them.
 	Unavailable uint64 `json:"unavailable"`
+	// Untrusted counts entries found but not served because the cache
+	// could not vouch for them (tag, rolled-back counters, contract), by
+	// reason; each served as a miss.
+	Untrusted UntrustedCounts `json:"untrusted"`
 }
 
 // LeakCounts counts hits by leak kind.
@@ -560,6 +596,7 @@ func (c *Cache) Stats() Stats {
 		Invalidated:     s.invalidated.Load(),
 		DiscardedWrites: s.discarded.Load(),
 		Unavailable:     s.unavailable.Load(),
+		Untrusted:       s.untrusted.load(),
 	}
 }
 
@@ -570,6 +607,7 @@ type counters struct {
 	invalidations, invalidated      atomic.Uint64
 	discarded, unavailable          atomic.Uint64
 	leaks, refused                  leakCounters
+	untrusted                       untrustedCounters
 }
 
 type leakCounters struct {

@@ -241,7 +241,7 @@ type BuiltArm struct {
 func (s *Setup) BuildArm(spec ArmSpec, repeat int) (*BuiltArm, error) {
 	// The concurrency cap holds model calls, as in a deployed service: a
 	// cache hit never waits for a slot that a model call holds.
-	o := stack.Options{Contract: s.contract, Retry: s.Exp.Retry, Concurrency: s.Exp.Concurrency}
+	o := stack.Options{Contract: s.contract, Retry: s.Exp.Retry, Concurrency: s.Exp.Concurrency, Upstream: stack.UpstreamID(s.Exp.Models)}
 	if spec.Cache != nil && spec.Cache.Store == cache.StoreRedis {
 		// A key prefix of its own (arm, repeat and a random nonce), deleted
 		// when the pass ends, so arms, repeats and runs never share entries
@@ -250,7 +250,8 @@ func (s *Setup) BuildArm(spec ArmSpec, repeat int) (*BuiltArm, error) {
 		if _, err := rand.Read(nonce[:]); err != nil {
 			return nil, err
 		}
-		o.Store = cache.StoreConfig{Prefix: fmt.Sprintf("crab:run:%s:%d:%s:", spec.Name, repeat, hex.EncodeToString(nonce[:])), DeleteOnClose: true}
+		o.Store = cache.StoreConfig{Prefix: "crab:run:", DeleteOnClose: true}
+		o.PassPrefix = fmt.Sprintf("%s:%d:%s:", spec.Name, repeat, hex.EncodeToString(nonce[:]))
 	}
 	a, err := stack.Build(spec, s.backends, o)
 	if err != nil {

@@ -54,6 +54,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/stack"
@@ -85,8 +86,8 @@ type Server struct {
 	arm      stack.ArmSpec
 	keys     atomic.Pointer[Keys]
 	keysFile string
-	perKey   sync.Map // keyHash → *atomic.Int64: requests in flight per API key
-	secrets  []string // upstream API keys, masked wherever they appear
+	perKey   sync.Map    // keyHash → *atomic.Int64: requests in flight per API key
+	secrets  *redact.Set // every configured credential, masked wherever it appears
 	log      func(format string, args ...any)
 	contract *contract.Contract
 	stack    model.Model
@@ -118,8 +119,9 @@ func New(setup *Setup, o Options) (*Server, error) {
 	s := &Server{cfg: cfg, arm: setup.Arm, keysFile: setup.KeysFile, contract: setup.Contract, reg: o.Registry, now: o.Now,
 		models: map[string]bool{}, log: o.Logf}
 	s.keys.Store(setup.Keys)
-	for _, k := range setup.APIKeys {
-		s.secrets = append(s.secrets, k)
+	s.secrets = setup.Secrets
+	if s.secrets == nil {
+		s.secrets = secretsOf(setup)
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -160,7 +162,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 	s.names = append(s.names, AutoModel)
 	s.built, err = stack.Build(setup.Arm, upstream, stack.Options{
 		Contract: setup.Contract, Retry: cfg.Retry, Timeout: cfg.Timeout.Std(), Concurrency: cfg.Concurrency,
-		Store: setup.Store, AsyncStore: true, Now: s.now,
+		Store: setup.Store, Upstream: stack.UpstreamID(setup.Models), AsyncStore: true, Now: s.now,
 	})
 	if err != nil {
 		s.Close()
