@@ -389,6 +389,7 @@ func (c *Cache) InvalidateTenant(ctx context.Context, tenant string) error {
 		return fmt.Errorf("cache: invalidate tenant %q: %w", tenant, err)
 	}
 	c.st.invalidations.Add(1)
+	c.sawInvalidation(ctx, tenant, "")
 	return nil
 }
 
@@ -403,6 +404,7 @@ func (c *Cache) InvalidatePermission(ctx context.Context, tenant, permission str
 		return fmt.Errorf("cache: invalidate permission %q of tenant %q: %w", permission, tenant, err)
 	}
 	c.st.invalidations.Add(1)
+	c.sawInvalidation(ctx, tenant, permission)
 	return nil
 }
 

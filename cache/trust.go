@@ -195,3 +195,12 @@ func (c *Cache) trusted(ctx context.Context, tenant, permission string, g Genera
 	}
 	return ok
 }
+
+// sawInvalidation reads the counters an invalidation just moved on, so
+// that a store that later goes back to an older snapshot is caught even
+// before the next lookup of the scope.
+func (c *Cache) sawInvalidation(ctx context.Context, tenant, permission string) {
+	if g, err := c.gens.Generation(ctx, tenant, permission); err == nil {
+		c.water.observe(tenant, permission, g)
+	}
+}
