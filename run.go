@@ -17,6 +17,7 @@ import (
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/eval/report"
 	"github.com/crab-testbed/crab/internal/atomicfile"
+	"github.com/crab-testbed/crab/internal/redact"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
@@ -79,7 +80,7 @@ func runCmd() *cli.Command {
 // run loads and checks every input before it creates the run directory, so
 // bad input leaves nothing half-written; then it streams records, writes the
 // manifest (marked interrupted on Ctrl-C) and the reports.
-func run(ctx context.Context, o runOptions) error {
+func run(ctx context.Context, o runOptions) (err error) {
 	if !report.Valid(o.Format) {
 		return badUsage("unknown --format %q (want %s)", o.Format, report.Help())
 	}
@@ -103,6 +104,13 @@ func run(ctx context.Context, o runOptions) error {
 	if err != nil {
 		return err
 	}
+	// Every byte the run writes — records, manifest, reports, what it
+	// prints and the error it ends with — is masked with every credential
+	// the experiment names.
+	secrets := setup.Secrets()
+	defer func() { err = redact.Error(err, secrets) }()
+	bar := o.Stderr // the progress bar draws counts only, and needs the terminal itself
+	o.Stdout, o.Stderr = maskWriter(o.Stdout, secrets), maskWriter(o.Stderr, secrets)
 	if shard.Sharded() {
 		for _, a := range setup.Exp.Arms {
 			if a.Cache != nil {
@@ -129,7 +137,7 @@ func run(ctx context.Context, o runOptions) error {
 	if !startAt.IsZero() {
 		manifest.StartAt = startAt.UTC().Format(time.RFC3339Nano)
 	}
-	if err := writeJSON(filepath.Join(dir, "manifest.json"), manifest); err != nil {
+	if err := writeMaskedJSON(filepath.Join(dir, "manifest.json"), manifest, secrets); err != nil {
 		return err
 	}
 	f, err := os.Create(filepath.Join(dir, "records.jsonl"))
@@ -139,7 +147,7 @@ func run(ctx context.Context, o runOptions) error {
 	defer f.Close()
 	ticker := time.NewTicker(flushInterval)
 	defer ticker.Stop()
-	sink := newRecordSink(f, ticker.C)
+	sink := newRecordSink(maskWriter(f, secrets), ticker.C)
 	runner := setup.Runner(runID, sink.Emit)
 	runner.Shard = shard
 	runner.StartAt = startAt
@@ -153,7 +161,7 @@ func run(ctx context.Context, o runOptions) error {
 	// GOMAXPROCS and ask for SCHED_FIFO for the pass.
 	runner.Generator = eval.GeneratorDedicated
 	if !o.Quiet {
-		runner.Progress = progressBar(o.Stderr)
+		runner.Progress = progressBar(bar)
 	}
 	if !o.Quiet {
 		fmt.Fprintf(o.Stderr, "crab: run %s: %d arms x %d tasks x %d repeats -> %s\n",
@@ -181,7 +189,7 @@ func run(ctx context.Context, o runOptions) error {
 			manifest.Status = "interrupted"
 		}
 	}
-	if err := writeJSON(filepath.Join(dir, "manifest.json"), manifest); err != nil && runErr == nil {
+	if err := writeMaskedJSON(filepath.Join(dir, "manifest.json"), manifest, secrets); err != nil && runErr == nil {
 		runErr = err
 	}
 	if runErr != nil {
@@ -199,7 +207,7 @@ func run(ctx context.Context, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := writeReports(dir, sum, recs); err != nil {
+	if err := writeReports(dir, sum, recs, secrets); err != nil {
 		return err
 	}
 	if err := writeFormat(o.Stdout, sum, recs, o.Format); err != nil {
@@ -268,18 +276,32 @@ func progressBar(w io.Writer) func(done, total int) {
 	}
 }
 
-func writeReports(dir string, sum *analysis.Summary, recs *records.RecordSet) error {
+func writeReports(dir string, sum *analysis.Summary, recs *records.RecordSet, secrets *redact.Set) error {
 	for _, r := range []struct{ name, format string }{{"summary.json", "json"}, {"report.md", "md"}, {"report.txt", "text"}, {"report.html", "html"}} {
-		if err := atomicfile.Write(filepath.Join(dir, r.name), func(w io.Writer) error { return writeFormat(w, sum, recs, r.format) }); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, r.name), func(w io.Writer) error {
+			return writeFormat(maskWriter(w, secrets), sum, recs, r.format)
+		}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func writeJSON(path string, v any) error {
+// maskWriter masks what goes to w with secrets; w itself when there is
+// no secret to mask.
+func maskWriter(w io.Writer, secrets *redact.Set) io.Writer {
+	if w == nil || secrets.Len() == 0 {
+		return w
+	}
+	return redact.Writer(w, secrets)
+}
+
+func writeJSON(path string, v any) error { return writeMaskedJSON(path, v, nil) }
+
+// writeMaskedJSON writes v as indented JSON, masked with secrets.
+func writeMaskedJSON(path string, v any, secrets *redact.Set) error {
 	return atomicfile.Write(path, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
+		enc := json.NewEncoder(maskWriter(w, secrets))
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	})

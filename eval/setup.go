@@ -15,6 +15,7 @@ import (
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/grade"
+	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/stack"
@@ -44,8 +45,14 @@ type Setup struct {
 	// simulated models' oracle.
 	expected map[string]map[string]any
 	backends map[string]model.Model
-	nominal  bool // simulated models sleep nothing and report nominal durations (outcome tables)
+	nominal  bool        // simulated models sleep nothing and report nominal durations (outcome tables)
+	secrets  *redact.Set // every credential the experiment names
 }
+
+// Secrets is every credential the experiment names (upstream and
+// embedding API keys, the store's password and tag secret, URL
+// passwords): whatever crab writes for this setup is masked with it.
+func (s *Setup) Secrets() *redact.Set { return s.secrets }
 
 // LoadSetup reads an experiment file (or, when path is empty, the embedded
 // default) and the task file and contract it names. References are resolved
@@ -164,6 +171,7 @@ func (s *Setup) check() error {
 		return &InputError{File: s.ContractName, Msg: err.Error()}
 	}
 	s.contract = c
+	s.secrets = stack.Secrets(s.Exp.Models, s.Exp.Arms, nil)
 	for _, m := range s.Exp.Models {
 		if m.Backend == stack.BackendSim || m.Backend == "" {
 			if err := sim.CheckContract(s.ContractRaw); err != nil {
@@ -200,7 +208,7 @@ func (s *Setup) Contract() *contract.Contract { return s.contract }
 // the experiment's concurrency.
 func (s *Setup) buildBackends() (map[string]model.Model, error) {
 	b, err := stack.Backends(s.Exp.Models, stack.BackendOptions{
-		Seed: s.Exp.Seed, TimeScale: *s.Exp.TimeScale, Nominal: s.nominal, MaxConns: s.Exp.Concurrency,
+		Seed: s.Exp.Seed, TimeScale: *s.Exp.TimeScale, Nominal: s.nominal, MaxConns: s.Exp.Concurrency, Secrets: s.secrets,
 		Oracle: func(id string) map[string]any { return s.expected[id] },
 	})
 	if err != nil {

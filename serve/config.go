@@ -226,7 +226,7 @@ func DeploymentPrefix(parts ...string) string {
 
 // secretsOf is every credential of a setup, for masking.
 func secretsOf(s *Setup) *redact.Set {
-	set := stack.Secrets(s.Models, []stack.ArmSpec{s.Arm})
+	set := stack.Secrets(s.Models, []stack.ArmSpec{s.Arm}, nil)
 	for _, k := range s.APIKeys {
 		set = set.With(k)
 	}

@@ -143,7 +143,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 		}
 	}
 	s.backends, err = stack.Backends(setup.Models, stack.BackendOptions{
-		Seed: setup.Seed, TimeScale: setup.TimeScale, MaxConns: cfg.Concurrency, HTTPClient: o.HTTPClient,
+		Seed: setup.Seed, TimeScale: setup.TimeScale, MaxConns: cfg.Concurrency, HTTPClient: o.HTTPClient, Secrets: s.secrets,
 		LookupEnv: func(env string) (string, bool) { v, ok := keys[env]; return v, ok },
 	})
 	if err != nil {

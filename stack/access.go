@@ -110,21 +110,31 @@ func resolveTLS(l *errs, c *CacheSpec, base string, at func(string) []any) *tls.
 	return cfg
 }
 
-// Secrets returns every credential the specs resolved to, for masking:
-// the cache's Redis password and tag secret and the passwords of scorer
-// and embedding URLs. Upstream API keys are read by Backends; callers add
-// them.
-func Secrets(models []ModelSpec, arms []ArmSpec) *redact.Set {
+// Secrets returns every credential the specs name, for masking: the
+// upstream API keys and embedding API keys (read through lookup; nil
+// means os.LookupEnv), the cache's Redis password and tag secret (after
+// ResolveAccess) and the passwords of base, scorer and embedding URLs.
+func Secrets(models []ModelSpec, arms []ArmSpec, lookup func(string) (string, bool)) *redact.Set {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	env := func(name string) string {
+		if name == "" {
+			return ""
+		}
+		v, _ := lookup(name)
+		return v
+	}
 	s := redact.NewSet()
 	for _, m := range models {
-		s = s.WithURL(m.BaseURL)
+		s = s.WithURL(m.BaseURL).With(env(m.APIKeyEnv))
 	}
 	for _, a := range arms {
 		if r := a.Router; r != nil {
 			s = s.WithURL(r.Scorer)
 		}
 		if c := a.Cache; c != nil {
-			s = s.WithURL(c.EmbedBaseURL)
+			s = s.WithURL(c.EmbedBaseURL).With(env(c.EmbedAPIKeyEnv))
 			if c.Access != nil {
 				s = s.With(c.Access.RedisPassword, string(c.Access.TagKey))
 			}

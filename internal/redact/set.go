@@ -202,3 +202,20 @@ func (m maskWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// Error returns err with its text masked by s; errors.Is and errors.As
+// still see err. Nil stays nil.
+func Error(err error, s *Set) error {
+	if err == nil || s.Len() == 0 {
+		return err
+	}
+	return maskedError{err: err, s: s}
+}
+
+type maskedError struct {
+	err error
+	s   *Set
+}
+
+func (e maskedError) Error() string { return e.s.String(e.err.Error()) }
+func (e maskedError) Unwrap() error { return e.err }
