@@ -182,7 +182,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 		s.refuse(w, r, "", http.StatusNotFound, openai.ErrTypeNotFound, "not_found", "", "no such endpoint: "+r.URL.Path)
 	})
 	if st := s.built.Store; st != nil {
-		s.m.storeMetrics(o.Registry, st)
+		s.m.storeMetrics(o.Registry, st, s.built.Cache)
 	}
 	return s, nil
 }
