@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/crab-testbed/crab/internal/redistest"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -181,5 +182,43 @@ func TestHighWater(t *testing.T) {
 		if ok != s.ok || floor.Permission != s.floorPerm {
 			t.Errorf("step %d: observe(%v) = %v, %+v; want %v, permission floor %d", i, s.g, ok, floor, s.ok, s.floorPerm)
 		}
+	}
+}
+
+// A Redis that requires a password: the store opens with it and serves
+// hits, and without it (or with a wrong one) opening fails.
+func TestRedisPassword(t *testing.T) {
+	t.Parallel()
+	srv, err := redistest.Launch("--requirepass", "s3cret-Redis-pw-for-tests")
+	redistest.Require(t, err)
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	for _, pw := range []string{"", "wrong-password"} {
+		if r, err := NewRedis(ctx, RedisConfig{Addr: srv.Addr, Password: pw}); err == nil {
+			r.Close()
+			t.Errorf("password %q: NewRedis succeeded; want it refused", pw)
+		}
+	}
+	r, err := NewRedis(ctx, RedisConfig{Addr: srv.Addr, Password: "s3cret-Redis-pw-for-tests", Prefix: "pw:", DeleteOnClose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	c, err := New(Config{CheckOnHit: true}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Middleware()((&fakeNext{}).model())
+	req := scopeReq("refund please", "acme", "agent", "en", "v1")
+	var got string
+	for range 2 {
+		resp, err := m.Complete(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = resp.Trace.Cache
+	}
+	if got != model.CacheHit {
+		t.Errorf("second request through a password-protected Redis: %s; want hit", got)
 	}
 }
