@@ -74,7 +74,10 @@ func newTagger(key []byte, namespace string) (*tagger, error) {
 	return t, nil
 }
 
-func (t *tagger) tag(h uint64, e *Entry) []byte {
+func (t *tagger) tag(h uint64, e *Entry) []byte { return t.appendTag(nil, h, e) }
+
+// appendTag appends e's tag to dst.
+func (t *tagger) appendTag(dst []byte, h uint64, e *Entry) []byte {
 	mac := t.macs.Get().(hash.Hash)
 	bp := t.bufs.Get().(*[]byte)
 	b := binary.AppendUvarint((*bp)[:0], uint64(len(t.ns)))
@@ -83,7 +86,7 @@ func (t *tagger) tag(h uint64, e *Entry) []byte {
 	b = appendEntryBody(b, e)
 	mac.Reset()
 	mac.Write(b)
-	sum := mac.Sum(nil)
+	sum := mac.Sum(dst)
 	*bp = b
 	if cap(b) <= 64<<10 {
 		t.bufs.Put(bp)
@@ -93,7 +96,8 @@ func (t *tagger) tag(h uint64, e *Entry) []byte {
 }
 
 func (t *tagger) verify(h uint64, e *Entry) bool {
-	return len(e.Tag) == sha256.Size && hmac.Equal(e.Tag, t.tag(h, e))
+	var buf [sha256.Size]byte
+	return len(e.Tag) == sha256.Size && hmac.Equal(e.Tag, t.appendTag(buf[:0], h, e))
 }
 
 // servable reports whether a stored answer is one the cache would store
