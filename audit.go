@@ -19,6 +19,7 @@ import (
 	"github.com/crab-testbed/crab/cache"
 	cacheaudit "github.com/crab-testbed/crab/cache/audit"
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/sim"
 )
@@ -31,8 +32,11 @@ type auditOptions struct {
 	Format     string // text or json
 	Store      string // ristretto or redis
 	RedisAddr  string
-	TTL        time.Duration
-	TimeScale  float64 // of the simulated models playing the scenarios
+	// RedisPasswordEnv names the environment variable holding the Redis
+	// password ("" sends none).
+	RedisPasswordEnv string
+	TTL              time.Duration
+	TimeScale        float64 // of the simulated models playing the scenarios
 	// SideChannelTrials is the number of probes per condition of the
 	// timing side-channel measurement (0 skips it); SideChannelScale the
 	// simulated models' time scale there.
@@ -57,7 +61,7 @@ func auditCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "audit",
 		Usage: "play leak scenarios through several cache keys side by side; exit 1 when the audited key leaks",
-		UsageText: "crab audit [--scenarios FILE] [--key FIELDS] [--check-on-hit] [--probes N] [--format text|json] [--store ristretto|redis] [--redis-addr HOST:PORT]\n\n" +
+		UsageText: "crab audit [--scenarios FILE] [--key FIELDS] [--check-on-hit] [--probes N] [--format text|json] [--store ristretto|redis] [--redis-addr HOST:PORT] [--redis-password-env VAR]\n\n" +
 			"Without --scenarios the built-in scenarios are played. The audited key is judged on its own (check on hit off) unless --check-on-hit is given.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "scenarios", Usage: "scenario `FILE` (JSONL, one request or action per line; - reads stdin; default: the built-in scenarios)"},
@@ -66,6 +70,7 @@ func auditCmd() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"},
 			&cli.StringFlag{Name: "store", Value: "ristretto", Usage: "cache store: ristretto (in process) or redis"},
 			&cli.StringFlag{Name: "redis-addr", Value: cache.DefaultRedisAddr, Usage: "Redis `HOST:PORT` for --store redis"},
+			&cli.StringFlag{Name: "redis-password-env", Usage: "environment `VARIABLE` holding the Redis password for --store redis"},
 			&cli.DurationFlag{Name: "ttl", Value: time.Hour, Usage: "entry time to live (the built-in TTL scenario is written for 1h)"},
 			&cli.Float64Flag{Name: "time-scale", Value: 0.001, Usage: "simulated models' time scale for the scenarios (1 = real model latency)"},
 			&cli.IntFlag{Name: "side-channel-trials", Value: 40, Usage: "probes per condition of the timing side-channel test (0 skips it)"},
@@ -80,7 +85,7 @@ func auditCmd() *cli.Command {
 			return audit(c.Context, auditOptions{
 				Scenarios: c.String("scenarios"), Key: c.String("key"), CheckOnHit: c.Bool("check-on-hit"),
 				Format: c.String("format"), Store: c.String("store"), RedisAddr: c.String("redis-addr"),
-				TTL: c.Duration("ttl"), TimeScale: c.Float64("time-scale"),
+				RedisPasswordEnv: c.String("redis-password-env"), TTL: c.Duration("ttl"), TimeScale: c.Float64("time-scale"),
 				SideChannelTrials: c.Int("side-channel-trials"), SideChannelScale: c.Float64("side-channel-time-scale"),
 				Seed: c.Int64("seed"), Probes: c.Int("probes"), Stdin: c.App.Reader, Stdout: c.App.Writer,
 			})
@@ -115,7 +120,15 @@ func audit(ctx context.Context, o auditOptions) error {
 	if err != nil {
 		return badUsage("%w", err)
 	}
-	newStore, err := storeFactory(ctx, o.Store, o.RedisAddr)
+	password := ""
+	if o.RedisPasswordEnv != "" {
+		v, ok := os.LookupEnv(o.RedisPasswordEnv)
+		if !ok || strings.TrimSpace(v) == "" {
+			return badUsage("--redis-password-env: environment variable %s is not set", o.RedisPasswordEnv)
+		}
+		password = v
+	}
+	newStore, err := storeFactory(ctx, o.Store, o.RedisAddr, password)
 	if err != nil {
 		return err
 	}
@@ -204,7 +217,7 @@ func readScenarios(path string, stdin io.Reader) ([]byte, string, error) {
 // and returns a function making one private store per audited
 // configuration under a key prefix of its own, deleted on close. The
 // scenarios hold a few hundred entries: a small counter table.
-func storeFactory(ctx context.Context, kind, addr string) (func(string) (cache.Store, error), error) {
+func storeFactory(ctx context.Context, kind, addr, password string) (func(string) (cache.Store, error), error) {
 	if !cache.KnownStore(kind) {
 		return nil, badUsage("unknown --store %q (want %s)", kind, cache.StoreChoices())
 	}
@@ -213,12 +226,12 @@ func storeFactory(ctx context.Context, kind, addr string) (func(string) (cache.S
 		return nil, err
 	}
 	run := "crab:audit:" + hex.EncodeToString(nonce[:]) + ":"
-	base := cache.StoreConfig{Context: ctx, NumCounters: 1 << 14, Addr: addr}
+	base := cache.StoreConfig{Context: ctx, NumCounters: 1 << 14, Addr: addr, Password: password}
 	probeCfg := base
 	probeCfg.Prefix = run + "probe:"
 	probe, err := cache.OpenStore(kind, probeCfg)
 	if err != nil {
-		return nil, badUsage("--store %s: %w", kind, err)
+		return nil, badUsage("--store %s: %w", kind, redact.Error(err, redact.NewSet(password)))
 	}
 	probe.Close()
 	return func(config string) (cache.Store, error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/eval/report"
 	"github.com/crab-testbed/crab/internal/atomicfile"
+	"github.com/crab-testbed/crab/internal/redact"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
@@ -82,7 +83,7 @@ func runCmd() *cli.Command {
 // run loads and checks every input before it creates the run directory, so
 // bad input leaves nothing half-written; then it streams records, writes the
 // manifest (marked interrupted on Ctrl-C) and the reports.
-func run(ctx context.Context, o runOptions) error {
+func run(ctx context.Context, o runOptions) (err error) {
 	if !report.Valid(o.Format) {
 		return badUsage("unknown --format %q (want %s)", o.Format, report.Help())
 	}
@@ -111,6 +112,13 @@ func run(ctx context.Context, o runOptions) error {
 			return err
 		}
 	}
+	// Every byte the run writes — records, manifest, reports, what it
+	// prints and the error it ends with — is masked with every credential
+	// the experiment names.
+	secrets := setup.Secrets()
+	defer func() { err = redact.Error(err, secrets) }()
+	bar := o.Stderr // the progress bar draws counts only, and needs the terminal itself
+	o.Stdout, o.Stderr = maskWriter(o.Stdout, secrets), maskWriter(o.Stderr, secrets)
 	if shard.Sharded() {
 		for _, a := range setup.Exp.Arms {
 			if a.Cache != nil {
@@ -144,7 +152,7 @@ func run(ctx context.Context, o runOptions) error {
 	if !startAt.IsZero() {
 		manifest.StartAt = startAt.UTC().Format(time.RFC3339Nano)
 	}
-	if err := writeJSON(filepath.Join(dir, "manifest.json"), manifest); err != nil {
+	if err := writeMaskedJSON(filepath.Join(dir, "manifest.json"), manifest, secrets); err != nil {
 		return err
 	}
 	f, err := os.Create(filepath.Join(dir, "records.jsonl"))
@@ -154,7 +162,7 @@ func run(ctx context.Context, o runOptions) error {
 	defer f.Close()
 	ticker := time.NewTicker(flushInterval)
 	defer ticker.Stop()
-	var w io.Writer = f
+	var w io.Writer = maskWriter(f, secrets)
 	if o.recordsWriter != nil {
 		w = o.recordsWriter(f)
 	}
@@ -188,7 +196,7 @@ func run(ctx context.Context, o runOptions) error {
 	// GOMAXPROCS and ask for SCHED_FIFO for the pass.
 	runner.Generator = eval.GeneratorDedicated
 	if !o.Quiet {
-		runner.Progress = progressBar(o.Stderr)
+		runner.Progress = progressBar(bar)
 	}
 	if !o.Quiet {
 		fmt.Fprintf(o.Stderr, "crab: run %s: %d arms x %d tasks x %d repeats -> %s\n",
@@ -247,7 +255,7 @@ func run(ctx context.Context, o runOptions) error {
 		}
 		runErr = nil
 	}
-	if err := writeManifestFinal(filepath.Join(dir, "manifest.json"), manifest); err != nil && runErr == nil {
+	if err := writeManifestFinal(filepath.Join(dir, "manifest.json"), manifest, secrets); err != nil && runErr == nil {
 		runErr = err
 	}
 	if runErr != nil {
@@ -267,7 +275,7 @@ func run(ctx context.Context, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := writeReports(dir, sum, recs); err != nil {
+	if err := writeReports(dir, sum, recs, secrets); err != nil {
 		if manifest.Status == eval.StatusIncomplete {
 			return checkFailed("run incomplete: %s; the reports could not be written either (%v): crab report %s rebuilds them", manifest.StatusReason, err, dir)
 		}
@@ -342,18 +350,32 @@ func progressBar(w io.Writer) func(done, total int) {
 	}
 }
 
-func writeReports(dir string, sum *analysis.Summary, recs *records.RecordSet) error {
+func writeReports(dir string, sum *analysis.Summary, recs *records.RecordSet, secrets *redact.Set) error {
 	for _, r := range []struct{ name, format string }{{"summary.json", "json"}, {"report.md", "md"}, {"report.txt", "text"}, {"report.html", "html"}} {
-		if err := atomicfile.Write(filepath.Join(dir, r.name), func(w io.Writer) error { return writeFormat(w, sum, recs, r.format) }); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, r.name), func(w io.Writer) error {
+			return writeFormat(maskWriter(w, secrets), sum, recs, r.format)
+		}); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func writeJSON(path string, v any) error {
+// maskWriter masks what goes to w with secrets; w itself when there is
+// no secret to mask.
+func maskWriter(w io.Writer, secrets *redact.Set) io.Writer {
+	if w == nil || secrets.Len() == 0 {
+		return w
+	}
+	return redact.Writer(w, secrets)
+}
+
+func writeJSON(path string, v any) error { return writeMaskedJSON(path, v, nil) }
+
+// writeMaskedJSON writes v as indented JSON, masked with secrets.
+func writeMaskedJSON(path string, v any, secrets *redact.Set) error {
 	return atomicfile.Write(path, func(w io.Writer) error {
-		enc := json.NewEncoder(w)
+		enc := json.NewEncoder(maskWriter(w, secrets))
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/crab-testbed/crab/internal/redact"
 	"io"
 	"io/fs"
 	"os"
@@ -83,15 +84,23 @@ func writeFault(file string, err error) string {
 // writeManifestFinal writes the final manifest; when the atomic write
 // (a temporary file, then a rename) fails — as on a full disk — it writes
 // over the manifest in place, whose blocks the truncation frees.
-func writeManifestFinal(path string, m any) error {
-	if err := writeJSON(path, m); err == nil {
+func writeManifestFinal(path string, m any, secrets *redact.Set) error {
+	if err := writeMaskedJSON(path, m, secrets); err == nil {
 		return nil
 	}
 	raw, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(raw, '\n'), 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, werr := maskWriter(f, secrets).Write(append(raw, '\n'))
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
 }
 
 // Records reach the file at least this often, so a run killed at any moment

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/crab-testbed/crab/internal/redact"
 	"io"
 	"os"
 	"os/signal"
@@ -90,7 +91,7 @@ func serveCmd() *cli.Command {
 
 // serveProxy loads the configuration, then serves until ctx ends (SIGTERM
 // or Ctrl-C) and shuts down gracefully.
-func serveProxy(ctx context.Context, o serveOptions) error {
+func serveProxy(ctx context.Context, o serveOptions) (err error) {
 	setup, err := loadServeSetup(o)
 	if err != nil {
 		if errors.Is(err, serve.ErrBadConfig) {
@@ -112,6 +113,10 @@ func serveProxy(ctx context.Context, o serveOptions) error {
 		rc.Dir = abs
 		setup.Config.Records = &rc
 	}
+	// Every log line and the error serve ends with are masked with every
+	// credential of the setup.
+	defer func() { err = redact.Error(err, setup.Secrets) }()
+	o.Stderr = maskWriter(o.Stderr, setup.Secrets)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	logf := func(format string, args ...any) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -128,6 +127,20 @@ type Config struct {
 	// evaluator, the audit) keeps the default, so an entry is visible to
 	// the very next request.
 	NoWait bool
+	// TagKey is the secret the integrity tag of every entry is keyed by
+	// (at least TagKeyBytes bytes): one per deployment, shared by its
+	// replicas, so that a replica serves what another stored and nothing
+	// anyone else wrote. Empty: a random secret drawn by New, so entries
+	// written by any other cache (another process included) are misses.
+	TagKey []byte
+	// Namespace names the deployment and the upstream it answers from
+	// (endpoints and models); it is covered by the tag, so an entry copied
+	// from another deployment's keys never verifies.
+	Namespace string
+	// Validate, when set, checks a stored answer again on every hit (the
+	// contract's validator: true when the content and finish reason meet
+	// it); an answer that fails is a miss (Stats.Untrusted.Contract).
+	Validate func(content, finishReason string) bool
 }
 
 // Cache is the cache layer of a stack. Build it with New, put
@@ -161,17 +174,20 @@ type Config struct {
 // A cache that is switched off for an arm is simply not in its stack
 // (Trace.Cache stays empty).
 type Cache struct {
-	spec   KeySpec
-	ttl    time.Duration
-	check  bool
-	noWait bool
-	now    func() time.Time
-	hash   func([]byte) uint64
-	store  Store
-	gens   Generations      // the store's when it keeps them, else in-process
-	getGen GenerationGetter // the store's one-round-trip lookup, when it has one
-	bufs   sync.Pool        // *[]byte scratch buffers for key encodings
-	st     counters
+	spec     KeySpec
+	ttl      time.Duration
+	check    bool
+	noWait   bool
+	now      func() time.Time
+	hash     func([]byte) uint64
+	store    Store
+	gens     Generations      // the store's when it keeps them, else in-process
+	getGen   GenerationGetter // the store's one-round-trip lookup, when it has one
+	bufs     sync.Pool        // *[]byte scratch buffers for key encodings
+	tags     *tagger
+	water    highWater
+	validate func(content, finishReason string) bool
+	st       counters
 }
 
 // GenerationGetter is the fast path of a store that keeps Generations: it
@@ -198,7 +214,15 @@ func New(cfg Config, store Store) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{spec: spec, ttl: cfg.TTL, check: cfg.CheckOnHit, noWait: cfg.NoWait, now: cfg.Now, hash: cfg.Hash, store: store}
+	if n := len(cfg.TagKey); n > 0 && n < TagKeyBytes {
+		return nil, fmt.Errorf("%w: tag key of %d bytes, want at least %d", ErrBadConfig, n, TagKeyBytes)
+	}
+	tags, err := newTagger(cfg.TagKey, cfg.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cache{spec: spec, ttl: cfg.TTL, check: cfg.CheckOnHit, noWait: cfg.NoWait, now: cfg.Now, hash: cfg.Hash, store: store,
+		tags: tags, validate: cfg.Validate}
 	if g, ok := store.(Generations); ok {
 		c.gens = g
 		c.getGen, _ = store.(GenerationGetter)
@@ -262,16 +286,22 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 	}
 	if genErr != nil {
 		c.st.unavailable.Add(1)
+	} else if !c.trusted(ctx, req.Scope.Tenant, req.Scope.Permission, gen) {
+		genErr = ErrStoreUncertain // neither served nor stored until the counters move on
 	}
 
 	mismatch := false
 	if genErr == nil && found && e != nil && e.Response != nil {
 		now := c.now()
 		switch {
+		case !c.tags.verify(h, e):
+			c.st.untrusted.badTag.Add(1)
 		case c.ttl > 0 && now.Sub(e.Stored) >= c.ttl:
 			c.st.expired.Add(1)
 		case !c.current(ctx, e, req, gen):
 			c.st.invalidated.Add(1)
+		case !c.servable(e.Response):
+			c.st.untrusted.contract.Add(1)
 		default:
 			sameKey := bytes.Equal(e.Key, key)
 			leak := RequestLeakKind(e.Scope, e.Conversation, req)
@@ -309,6 +339,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 		if e.Scope == (model.Scope{}) {
 			e.Scope = req.Scope
 		}
+		e.Tag = c.tags.tag(h, e)
 		if c.store.Set(ctx, h, e, c.ttl) {
 			if !c.noWait {
 				c.store.Wait()
@@ -331,7 +362,7 @@ func (c *Cache) current(ctx context.Context, e *Entry, req *model.Request, gen G
 		return e.Gen == gen
 	}
 	g, err := c.gens.Generation(ctx, e.Scope.Tenant, e.Scope.Permission)
-	return err == nil && e.Gen == g
+	return err == nil && e.Gen == g && c.trusted(ctx, e.Scope.Tenant, e.Scope.Permission, g)
 }
 
 // sameIdentity reports whether an answer's provenance names the caller's
@@ -357,6 +388,7 @@ func (c *Cache) InvalidateTenant(ctx context.Context, tenant string) error {
 		return fmt.Errorf("cache: invalidate tenant %q: %w", tenant, err)
 	}
 	c.st.invalidations.Add(1)
+	c.sawInvalidation(ctx, tenant, "")
 	return nil
 }
 
@@ -371,6 +403,7 @@ func (c *Cache) InvalidatePermission(ctx context.Context, tenant, permission str
 		return fmt.Errorf("cache: invalidate permission %q of tenant %q: %w", permission, tenant, err)
 	}
 	c.st.invalidations.Add(1)
+	c.sawInvalidation(ctx, tenant, permission)
 	return nil
 }
 
@@ -453,153 +486,4 @@ func cacheable(resp *model.Response, err error) bool {
 		return false
 	}
 	return true
-}
-
-// Stats are the cache layer's counters, a plain struct for the run manifest
-// and the audit. Hits+Misses+Bypasses is the number of requests seen.
-type Stats struct {
-	Hits     uint64 `json:"hits"`     // answers served from the store
-	Misses   uint64 `json:"misses"`   // requests the inner stack answered
-	Bypasses uint64 `json:"bypasses"` // requests not keyed (see Cache)
-	// Expired counts misses whose entry was older than the TTL.
-	Expired uint64 `json:"expired"`
-	// ScopeMismatches counts hits refused by CheckOnHit (served as misses).
-	ScopeMismatches uint64 `json:"scope_mismatches"`
-	// KeyCollisions counts stored entries whose full key differed from the
-	// request's under the same hash: refused with CheckOnHit, served without.
-	KeyCollisions uint64 `json:"key_collisions"`
-	// Leaks counts hits served for another scope, by kind.
-	Leaks LeakCounts `json:"leaks"`
-	// Refused counts, by the kind they would have leaked, hits that
-	// CheckOnHit refused because the scope differed.
-	Refused LeakCounts `json:"refused"`
-	// Stored counts answers the store accepted; StoreDropped those it
-	// dropped (Set returned false); NotCached misses whose answer must not be
-	// cached (error, truncated, refused, empty or contract-failing).
-	Stored       uint64 `json:"stored"`
-	StoreDropped uint64 `json:"store_dropped"`
-	NotCached    uint64 `json:"not_cached"`
-	// Invalidations counts InvalidateTenant and InvalidatePermission calls.
-	Invalidations uint64 `json:"invalidations"`
-	// Invalidated counts entries found but not served because their tenant
-	// or permission was invalidated after they were built (served as misses).
-	Invalidated uint64 `json:"invalidated"`
-	// DiscardedWrites counts answers not stored because an invalidation of
-	// their scope came while they were in flight.
-	DiscardedWrites uint64 `json:"discarded_writes"`
-	// Unavailable counts requests that neither looked up nor stored because
-	// the invalidation counters could not be read (a shared store that
-	// cannot be reached); the inner stack answered them.
-	Unavailable uint64 `json:"unavailable"`
-}
-
-// LeakCounts counts hits by leak kind.
-type LeakCounts struct {
-	CrossTenant  uint64 `json:"cross_tenant"`
-	Permission   uint64 `json:"permission"`
-	Stale        uint64 `json:"stale"`
-	Language     uint64 `json:"language"`
-	SystemPrompt uint64 `json:"system_prompt"`
-	History      uint64 `json:"history"`
-}
-
-// Total is the sum over all kinds.
-func (l LeakCounts) Total() uint64 {
-	return l.CrossTenant + l.Permission + l.Stale + l.Language + l.SystemPrompt + l.History
-}
-
-// Get returns the count of one kind (0 for an unknown one).
-func (l LeakCounts) Get(kind string) uint64 {
-	if p := l.field(kind); p != nil {
-		return *p
-	}
-	return 0
-}
-
-// Add counts one hit of kind; "" or an unknown kind counts nothing.
-func (l *LeakCounts) Add(kind string) {
-	if p := l.field(kind); p != nil {
-		*p++
-	}
-}
-
-func (l *LeakCounts) field(kind string) *uint64 {
-	switch kind {
-	case LeakCrossTenant:
-		return &l.CrossTenant
-	case LeakPermission:
-		return &l.Permission
-	case LeakStale:
-		return &l.Stale
-	case LeakLanguage:
-		return &l.Language
-	case LeakSystemPrompt:
-		return &l.SystemPrompt
-	case LeakHistory:
-		return &l.History
-	}
-	return nil
-}
-
-// Stats returns a snapshot of the counters.
-func (c *Cache) Stats() Stats {
-	s := &c.st
-	return Stats{
-		Hits:            s.hits.Load(),
-		Misses:          s.misses.Load(),
-		Bypasses:        s.bypasses.Load(),
-		Expired:         s.expired.Load(),
-		ScopeMismatches: s.mismatches.Load(),
-		KeyCollisions:   s.collisions.Load(),
-		Leaks:           s.leaks.load(),
-		Refused:         s.refused.load(),
-		Stored:          s.stored.Load(),
-		StoreDropped:    s.dropped.Load(),
-		NotCached:       s.notCached.Load(),
-		Invalidations:   s.invalidations.Load(),
-		Invalidated:     s.invalidated.Load(),
-		DiscardedWrites: s.discarded.Load(),
-		Unavailable:     s.unavailable.Load(),
-	}
-}
-
-type counters struct {
-	hits, misses, bypasses, expired atomic.Uint64
-	mismatches, collisions          atomic.Uint64
-	stored, dropped, notCached      atomic.Uint64
-	invalidations, invalidated      atomic.Uint64
-	discarded, unavailable          atomic.Uint64
-	leaks, refused                  leakCounters
-}
-
-type leakCounters struct {
-	crossTenant, permission, stale, language, system, history atomic.Uint64
-}
-
-func (l *leakCounters) add(kind string) {
-	switch kind {
-	case LeakCrossTenant:
-		l.crossTenant.Add(1)
-	case LeakPermission:
-		l.permission.Add(1)
-	case LeakStale:
-		l.stale.Add(1)
-	case LeakLanguage:
-		l.language.Add(1)
-	case LeakSystemPrompt:
-		l.system.Add(1)
-	case LeakHistory:
-		l.history.Add(1)
-	}
-}
-
-func (l *leakCounters) load() LeakCounts {
-	return LeakCounts{
-		CrossTenant:  l.crossTenant.Load(),
-		Permission:   l.permission.Load(),
-		Stale:        l.stale.Load(),
-		Language:     l.language.Load(),
-		SystemPrompt: l.system.Load(),
-		History:      l.history.Load(),
-	}
 }

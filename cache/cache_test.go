@@ -500,35 +500,62 @@ func TestServedResponseIsACopy(t *testing.T) {
 	}
 }
 
-func TestServedViolationsAreCopied(t *testing.T) {
+func TestUnvouchedEntriesMiss(t *testing.T) {
 	t.Parallel()
-	// A stored entry with a violation list can only come from a store (the
-	// middleware never caches one), so put it there directly.
+	// Entries the middleware would never write, put in the store
+	// directly: untagged, tagged under another secret, and tagged but
+	// carrying a violation list or failing the validator.
 	store, err := NewRistretto(RistrettoConfig{NumCounters: 1 << 10, MaxCost: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	c, err := New(Config{Fields: []string{PresetText}}, store)
+	secret := []byte("0123456789abcdef0123")
+	valid := func(content, _ string) bool { return content != "NOT JSON" }
+	c, err := New(Config{Fields: []string{PresetText}, TagKey: secret, Validate: valid}, store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := scopeReq("q", "acme", "agent", "en", "v1")
-	key := c.Key().Encode(req)
-	stored := goodResponse(req)
-	stored.Trace.Violations = []string{"/a: rule"}
-	if !store.Set(context.Background(), c.hash(key), &Entry{Key: key, Scope: req.Scope, Response: stored, Stored: time.Now()}, 0) {
-		t.Fatal("Set = false; want true")
+	other, err := New(Config{Fields: []string{PresetText}, TagKey: []byte("another-deployment-secret")}, store)
+	if err != nil {
+		t.Fatal(err)
 	}
-	store.Wait()
-	stack := model.Chain((&fakeNext{}).model(), c.Middleware())
-	resp, err := stack.Complete(context.Background(), req)
-	if err != nil || resp.Trace.Cache != model.CacheHit {
-		t.Fatalf("Complete = %+v, %v; want a hit", resp, err)
+	tests := []struct {
+		name  string
+		edit  func(e *Entry)
+		tagBy *Cache
+		want  UntrustedCounts
+	}{
+		{"untagged", func(*Entry) {}, nil, UntrustedCounts{BadTag: 1}},
+		{"other secret", func(*Entry) {}, other, UntrustedCounts{BadTag: 1}},
+		{"violations", func(e *Entry) { e.Response.Trace.Violations = []string{"/a: rule"} }, c, UntrustedCounts{Contract: 1}},
+		{"flagged failing", func(e *Entry) { e.Response.Trace.Validated, e.Response.Trace.ContractOK = true, false }, c, UntrustedCounts{Contract: 1}},
+		{"truncated", func(e *Entry) { e.Response.FinishReason = "length" }, c, UntrustedCounts{Contract: 1}},
+		{"not valid", func(e *Entry) { e.Response.Content = "NOT JSON" }, c, UntrustedCounts{Contract: 1}},
 	}
-	resp.Trace.Violations[0] = "changed"
-	if stored.Trace.Violations[0] != "/a: rule" {
-		t.Fatalf("stored violations = %v; want unchanged", stored.Trace.Violations)
+	for i, tc := range tests {
+		req := scopeReq(fmt.Sprintf("q%d", i), "acme", "agent", "en", "v1")
+		key := c.Key().Encode(req)
+		h := c.hash(key)
+		e := &Entry{Key: key, Scope: req.Scope, Conversation: ConversationOf(req), Response: goodResponse(req), Stored: time.Now()}
+		tc.edit(e)
+		if tc.tagBy != nil {
+			e.Tag = tc.tagBy.tags.tag(h, e)
+		}
+		before := c.Stats().Untrusted
+		if !store.Set(context.Background(), h, e, 0) {
+			t.Fatal("Set = false; want true")
+		}
+		store.Wait()
+		resp, err := model.Chain((&fakeNext{}).model(), c.Middleware()).Complete(context.Background(), req)
+		if err != nil || resp.Trace.Cache != model.CacheMiss {
+			t.Errorf("%s: Complete = %v, %v; want a miss", tc.name, resp.Trace.Cache, err)
+		}
+		got := c.Stats().Untrusted
+		got = UntrustedCounts{BadTag: got.BadTag - before.BadTag, Contract: got.Contract - before.Contract, RolledBack: got.RolledBack - before.RolledBack}
+		if got != tc.want {
+			t.Errorf("%s: untrusted = %+v; want %+v", tc.name, got, tc.want)
+		}
 	}
 }
 

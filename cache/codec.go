@@ -12,7 +12,7 @@ import (
 
 // entryCodecVersion is the first byte of an encoded entry. A change of the
 // layout bumps it; an entry of another version does not decode (a miss).
-const entryCodecVersion = 2
+const entryCodecVersion = 3
 
 // ErrBadEntry is returned when a stored entry does not decode.
 var ErrBadEntry = errors.New("cache: stored entry does not decode")
@@ -27,8 +27,8 @@ const (
 // encodeEntry writes e for a shared store: everything a hit needs to be
 // checked (full key, scope, conversation, generation, time stored) and served (content,
 // model, finish reason, usage, provenance scope and conversation, contract
-// result). Strings
-// and byte slices are length-prefixed (uvarint), integers varint-encoded.
+// result) and, last, its integrity tag. Strings and byte slices are
+// length-prefixed (uvarint), integers varint-encoded.
 func encodeEntry(e *Entry) []byte {
 	n := 64 + len(e.Key) + scopeLen(e.Scope)
 	if r := e.Response; r != nil {
@@ -37,7 +37,13 @@ func encodeEntry(e *Entry) []byte {
 			n += 4 + len(v)
 		}
 	}
-	b := make([]byte, 0, n)
+	b := appendEntryBody(make([]byte, 0, n+40), e)
+	return appendBytes(b, e.Tag)
+}
+
+// appendEntryBody appends everything of e but its tag: what the tag is
+// computed over.
+func appendEntryBody(b []byte, e *Entry) []byte {
 	b = append(b, entryCodecVersion)
 	b = appendBytes(b, e.Key)
 	b = appendScope(b, e.Scope)
@@ -121,6 +127,9 @@ func decodeEntry(b []byte) (*Entry, error) {
 			r.Trace.Violations = append(r.Trace.Violations, d.str())
 		}
 		e.Response = r
+	}
+	if tag := d.str(); tag != "" {
+		e.Tag = []byte(tag)
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")

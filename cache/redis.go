@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,6 +26,9 @@ type RedisConfig struct {
 	Addr string
 	// Username and Password authenticate, when the server requires it.
 	Username, Password string
+	// TLS, when set, connects over TLS with this configuration (CA,
+	// client certificate); nil connects in the clear.
+	TLS *tls.Config
 	// DB is the database number. Default 0.
 	DB int
 	// Prefix starts every key the store writes (entries and invalidation
@@ -99,6 +103,7 @@ var (
 	_ Store            = (*Redis)(nil)
 	_ Generations      = (*Redis)(nil)
 	_ GenerationGetter = (*Redis)(nil)
+	_ GenerationRaiser = (*Redis)(nil)
 )
 
 // ErrStoreUnavailable wraps a failure to reach a shared store.
@@ -134,6 +139,7 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 		Addr:                  cfg.Addr,
 		Username:              cfg.Username,
 		Password:              cfg.Password,
+		TLSConfig:             cfg.TLS,
 		DB:                    cfg.DB,
 		Protocol:              2,
 		DialTimeout:           cfg.DialTimeout,
@@ -327,6 +333,41 @@ end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return v
 `)
+
+// raiseScript moves each counter of KEYS that is below the matching
+// ARGV (0: leave it) up to that value, with the TTL in ms of the last ARGV.
+// Counters are compared as decimal strings: Lua numbers are doubles, which
+// cannot tell 62-bit neighbours apart.
+var raiseScript = redis.NewScript(`
+local ttl = ARGV[#ARGV]
+local function less(a, b)
+  if #a ~= #b then return #a < #b end
+  return a < b
+end
+for i, k in ipairs(KEYS) do
+  local floor = ARGV[i]
+  if floor ~= '0' then
+    local v = redis.call('GET', k)
+    if (not v) or (not string.match(v, '^[1-9][0-9]*$')) or less(v, floor) then
+      redis.call('SET', k, floor, 'PX', ttl)
+    end
+  end
+end
+return 1
+`)
+
+// RaiseGeneration moves the counters of (tenant, permission) up to at
+// least floor, for every replica: a scope whose counters went back in
+// time (a restore from an older snapshot, a failover to a replica that
+// lagged) serves again once they are past every value this process saw.
+func (r *Redis) RaiseGeneration(ctx context.Context, tenant, permission string, floor Generation) error {
+	keys := []string{r.tenantKey(tenant), r.permKey(tenant, permission)}
+	if err := raiseScript.Run(ctx, r.client, keys, floor.Tenant, floor.Permission, r.cfg.MaxTTL.Milliseconds()).Err(); err != nil {
+		r.errs.Add(1)
+		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	}
+	return nil
+}
 
 // freshGeneration is the start value of a counter: random, so that a
 // counter created again after it was lost never repeats a value an entry

@@ -301,7 +301,14 @@ func TestRedisFailsClosed(t *testing.T) {
 		if r.Metrics().Uncertain != before+1 {
 			t.Errorf("%s lost: uncertain %d; want %d", lose.name, r.Metrics().Uncertain, before+1)
 		}
-		if got := ask(); got != model.CacheHit {
+		// A counter created afresh below the highest value this process
+		// saw looks like a store that went back in time: one more miss,
+		// while the store raises it, before the answer is stored again.
+		got := ask()
+		if got == model.CacheMiss {
+			got = ask()
+		}
+		if got != model.CacheHit {
 			t.Fatalf("%s lost, then the answer rebuilt: %s; want hit", lose.name, got)
 		}
 	}
@@ -356,7 +363,7 @@ func TestRedisReplicasShare(t *testing.T) {
 	ctx := context.Background()
 	prefix := fmt.Sprintf("replicas%d:", prefixSeq.Add(1))
 	newReplica := func(p string) (*Cache, *fakeNext, model.Model) {
-		c, err := New(Config{CheckOnHit: true}, newTestRedisPrefix(t, p))
+		c, err := New(Config{CheckOnHit: true, TagKey: []byte("one deployment's secret")}, newTestRedisPrefix(t, p))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -40,6 +41,11 @@ type StoreConfig struct {
 	// DeleteOnClose removes every key under Prefix on Close, so a pass
 	// leaves nothing behind.
 	DeleteOnClose bool
+	// Username and Password authenticate to a shared store that requires
+	// it; TLS, when set, encrypts the connection (and names the CA and the
+	// client certificate).
+	Username, Password string
+	TLS                *tls.Config
 }
 
 // OpenStoreFunc opens one store.
@@ -62,7 +68,8 @@ func init() {
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		return NewRedis(ctx, RedisConfig{Addr: cfg.Addr, Prefix: cfg.Prefix, DeleteOnClose: cfg.DeleteOnClose})
+		return NewRedis(ctx, RedisConfig{Addr: cfg.Addr, Prefix: cfg.Prefix, DeleteOnClose: cfg.DeleteOnClose,
+			Username: cfg.Username, Password: cfg.Password, TLS: cfg.TLS})
 	})
 }
 

@@ -43,6 +43,10 @@ type Entry struct {
 	// Stored is when the entry was written, by the cache's clock; an entry
 	// older than the TTL is a miss even if the store still holds it.
 	Stored time.Time
+	// Tag is the entry's integrity tag (HMAC-SHA256 under the cache's
+	// secret, see Config.TagKey); an entry whose tag does not verify is
+	// never served.
+	Tag []byte
 }
 
 // cost is the entry's approximate size in bytes, the unit of MaxCost.

@@ -124,6 +124,10 @@ func TestCacheStoreSpecErrors(t *testing.T) {
 	}{
 		{"unknown store", "{store: memcached}", "arms.cache.store"},
 		{"redis_addr without redis", "{redis_addr: \"127.0.0.1:1\"}", "arms.cache.redis_addr"},
+		{"redis password env unset", "{store: redis, redis_password_env: CRAB_TEST_UNSET_REDIS_PW}", "arms.cache.redis_password_env"},
+		{"tag key env unset", "{store: redis, tag_key_env: CRAB_TEST_UNSET_TAG_KEY}", "arms.cache.tag_key_env"},
+		{"client cert unreadable", "{store: redis, redis_tls_cert: nope.pem, redis_tls_key: nope.key}", "arms.cache.redis_tls_cert"},
+		{"ca unreadable", "{store: redis, redis_tls_ca: nope-ca.pem}", "arms.cache.redis_tls_ca"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -312,6 +312,15 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	}
 	e.fittedLine = node(root, "fitted").Line
 	e.scorerLines = make([]int, len(e.Arms))
+	// A store's password, tag secret and TLS files are read now, so a
+	// missing one ends the command before anything is sent.
+	base := ""
+	if !strings.HasPrefix(name, embeddedPrefix) {
+		base = filepath.Dir(name)
+	}
+	if errs := stack.ResolveAccess(e.Arms, base, nil); len(errs) > 0 {
+		return bad(errs[0].Field, errs[0].Path, "%s", errs[0].Msg)
+	}
 	for i, a := range e.Arms {
 		if a.Router != nil {
 			a.Router.FromLine = node(root, "arms", i, "router", "threshold_from").Line

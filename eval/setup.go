@@ -15,6 +15,7 @@ import (
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/grade"
+	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/replay"
 	"github.com/crab-testbed/crab/model/sim"
@@ -58,7 +59,13 @@ type Setup struct {
 	cassettes map[string]*replay.Cassette // open recordings of the replay models, by model name
 	replays   []ReplaySource
 	recorder  *replay.Recorder // records every backend call when set
+	secrets   *redact.Set // every credential the experiment names
 }
+
+// Secrets is every credential the experiment names (upstream and
+// embedding API keys, the store's password and tag secret, URL
+// passwords): whatever crab writes for this setup is masked with it.
+func (s *Setup) Secrets() *redact.Set { return s.secrets }
 
 // LoadSetup reads an experiment file (or, when path is empty, the embedded
 // default) and the task file and contract it names. References are resolved
@@ -186,6 +193,7 @@ func (s *Setup) check() error {
 	if err := CheckProof(s.Exp.Proof, s.Exp.File, c); err != nil {
 		return err
 	}
+	s.secrets = stack.Secrets(s.Exp.Models, s.Exp.Arms, nil)
 	for _, m := range s.Exp.Models {
 		if m.Backend == stack.BackendSim || m.Backend == "" {
 			if err := sim.CheckContract(s.ContractRaw); err != nil {
@@ -225,7 +233,7 @@ func (s *Setup) Contract() *contract.Contract { return s.contract }
 // the experiment's concurrency.
 func (s *Setup) buildBackends() (map[string]model.Model, error) {
 	b, err := stack.Backends(s.Exp.Models, stack.BackendOptions{
-		Seed: s.Exp.Seed, TimeScale: *s.Exp.TimeScale, Nominal: s.nominal, MaxConns: s.Exp.Concurrency,
+		Seed: s.Exp.Seed, TimeScale: *s.Exp.TimeScale, Nominal: s.nominal, MaxConns: s.Exp.Concurrency, Secrets: s.secrets,
 		Oracle:    func(id string) map[string]any { return s.expected[id] },
 		Cassettes: s.cassettes, Recorder: s.recorder,
 	})
@@ -267,7 +275,7 @@ type BuiltArm struct {
 func (s *Setup) BuildArm(spec ArmSpec, repeat int) (*BuiltArm, error) {
 	// The concurrency cap holds model calls, as in a deployed service: a
 	// cache hit never waits for a slot that a model call holds.
-	o := stack.Options{Contract: s.contract, Retry: s.Exp.Retry, Concurrency: s.Exp.Concurrency}
+	o := stack.Options{Contract: s.contract, Retry: s.Exp.Retry, Concurrency: s.Exp.Concurrency, Upstream: stack.UpstreamID(s.Exp.Models)}
 	if spec.Cache != nil && spec.Cache.Store == cache.StoreRedis {
 		// A key prefix of its own (arm, repeat and a random nonce), deleted
 		// when the pass ends, so arms, repeats and runs never share entries
@@ -276,7 +284,8 @@ func (s *Setup) BuildArm(spec ArmSpec, repeat int) (*BuiltArm, error) {
 		if _, err := rand.Read(nonce[:]); err != nil {
 			return nil, err
 		}
-		o.Store = cache.StoreConfig{Prefix: fmt.Sprintf("crab:run:%s:%d:%s:", spec.Name, repeat, hex.EncodeToString(nonce[:])), DeleteOnClose: true}
+		o.Store = cache.StoreConfig{Prefix: "crab:run:", DeleteOnClose: true}
+		o.PassPrefix = fmt.Sprintf("%s:%d:%s:", spec.Name, repeat, hex.EncodeToString(nonce[:]))
 	}
 	a, err := stack.Build(spec, s.backends, o)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/crab-testbed/crab/internal/redact"
 	"io"
 	"math"
 	"net/http"
@@ -52,7 +53,7 @@ var _ Scorer = (*HTTPScorer)(nil)
 func NewHTTPScorer(cfg HTTPScorerConfig) (*HTTPScorer, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("router: scorer URL %q: want http://HOST/PATH or https://HOST/PATH", cfg.URL)
+		return nil, fmt.Errorf("router: scorer URL %q: want http://HOST/PATH or https://HOST/PATH", redact.URL(cfg.URL))
 	}
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("router: scorer timeout %v is negative", cfg.Timeout)

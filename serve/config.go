@@ -2,6 +2,8 @@ package serve
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +18,7 @@ import (
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/internal/inputerr"
+	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/router"
 	"github.com/crab-testbed/crab/stack"
@@ -226,10 +229,39 @@ type Setup struct {
 	// store's keys live under its prefix, so every replica of the proxy
 	// shares one cache.
 	Store cache.StoreConfig
+	// Secrets is every credential the setup holds (upstream API keys, the
+	// store's password and tag secret, URL passwords): masked in every
+	// log line and answer the server writes.
+	Secrets *redact.Set
 }
 
-// ServeStorePrefix is the key prefix of a shared cache store in crab serve.
+// ServeStorePrefix starts the key prefix of a shared cache store in crab
+// serve; the default prefix follows it with a digest of the deployment
+// (DeploymentPrefix), unless the cache names its own redis_prefix.
 const ServeStorePrefix = "crab:serve:"
+
+// DeploymentPrefix is the default store prefix of a deployment identified
+// by parts (e.g. the configuration file's bytes): ServeStorePrefix and a
+// short digest, so two deployments on one Redis never share keys.
+func DeploymentPrefix(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s", len(p), p)
+	}
+	return ServeStorePrefix + hex.EncodeToString(h.Sum(nil))[:12] + ":"
+}
+
+// secretsOf is every credential of a setup, for masking.
+func secretsOf(s *Setup) *redact.Set {
+	set := stack.Secrets(s.Models, []stack.ArmSpec{s.Arm}, nil)
+	for _, k := range s.APIKeys {
+		set = set.With(k)
+	}
+	if s.EmbeddingsKey != "" {
+		set = set.With(s.EmbeddingsKey)
+	}
+	return set
+}
 
 // Load reads the configuration file at path and the keys and contract
 // files it names, and checks all of it. Every error is a *ConfigError.
@@ -242,9 +274,15 @@ func Load(path string) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Setup{Config: cfg, APIKeys: map[string]string{}, TimeScale: 1, Store: cache.StoreConfig{Prefix: ServeStorePrefix}}
+	s := &Setup{Config: cfg, APIKeys: map[string]string{}, TimeScale: 1, Store: cache.StoreConfig{Prefix: DeploymentPrefix(string(raw))}}
 	s.Models, s.Arm = cfg.specs()
 	base := filepath.Dir(path)
+	// The store's password, tag secret and TLS files: read before anything
+	// is served, a missing one named with its line.
+	if errs := stack.ResolveAccess([]stack.ArmSpec{s.Arm}, base, nil); len(errs) > 0 {
+		at := configPath(errs[0].Path)
+		return nil, &ConfigError{File: path, Line: lineOf(root, at...), Field: strings.Join(dropIndexes(at), "."), Msg: errs[0].Msg}
+	}
 	rel := func(p string) string {
 		if filepath.IsAbs(p) {
 			return p
@@ -293,6 +331,7 @@ func Load(path string) (*Setup, error) {
 		}
 		s.APIKeys[m.Name] = v
 	}
+	s.Secrets = secretsOf(s)
 	return s, nil
 }
 

@@ -3,6 +3,7 @@ package serve
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -92,9 +93,12 @@ func Deploy(d Deployment) (*Setup, error) {
 		cc.WaitForStore = true
 		arm.Cache = &cc
 	}
-	return &Setup{
+	file, _ := filepath.Abs(d.File)
+	s := &Setup{
 		Config: cfg, Keys: keys, KeysFile: d.KeysFile, Contract: d.Contract, APIKeys: apiKeys,
 		Models: d.Models, Arm: arm, Seed: d.Seed, TimeScale: d.TimeScale,
-		Store: cache.StoreConfig{Prefix: ServeStorePrefix + d.Arm.Name + ":"},
-	}, nil
+		Store: cache.StoreConfig{Prefix: DeploymentPrefix(file, d.Arm.Name)},
+	}
+	s.Secrets = secretsOf(s)
+	return s, nil
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/crab-testbed/crab/contract"
-	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
 )
@@ -127,7 +126,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, reqID string, st
 // mask masks every credential in text going to a client or the log: the
 // upstream API keys crab was configured with, and anything that looks
 // like a credential.
-func (s *Server) mask(text string) string { return redact.String(text, s.secrets...) }
+func (s *Server) mask(text string) string { return s.secrets.String(text) }
 
 // logf writes a line to the server's log, if it has one.
 func (s *Server) logf(format string, args ...any) {

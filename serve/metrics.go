@@ -229,8 +229,19 @@ func upstreamErrorLabel(err error) string {
 
 // storeMetrics exposes the cache store's own counters: errors, and hits
 // refused because the shared store could not vouch for them.
-func (m *metrics) storeMetrics(reg prometheus.Registerer, st cache.Store) {
+func (m *metrics) storeMetrics(reg prometheus.Registerer, st cache.Store, layer cache.Layer) {
 	const ns = "crab_serve"
+	for _, r := range []struct {
+		reason string
+		get    func(cache.UntrustedCounts) uint64
+	}{{"bad_tag", func(u cache.UntrustedCounts) uint64 { return u.BadTag }},
+		{"rolled_back", func(u cache.UntrustedCounts) uint64 { return u.RolledBack }},
+		{"contract", func(u cache.UntrustedCounts) uint64 { return u.Contract }}} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "cache_untrusted_total",
+			Help:        "Cache entries found but not served because crab could not vouch for them, by reason (bad_tag: integrity tag did not verify; rolled_back: the store's invalidation counter went back; contract: the stored answer no longer meets the contract).",
+			ConstLabels: prometheus.Labels{"reason": r.reason}},
+			func() float64 { return float64(r.get(layer.Stats().Untrusted)) }))
+	}
 	reg.MustRegister(
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "cache_store_errors_total",
 			Help: "Cache store calls that failed (a shared store that could not be reached); each served as a miss."},

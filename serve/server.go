@@ -53,6 +53,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/stack"
@@ -86,8 +87,8 @@ type Server struct {
 	arm      stack.ArmSpec
 	keys     atomic.Pointer[Keys]
 	keysFile string
-	perKey   sync.Map // keyHash → *atomic.Int64: requests in flight per API key
-	secrets  []string // upstream API keys, masked wherever they appear
+	perKey   sync.Map    // keyHash → *atomic.Int64: requests in flight per API key
+	secrets  *redact.Set // every configured credential, masked wherever it appears
 	log      func(format string, args ...any)
 	contract *contract.Contract
 	stack    model.Model
@@ -127,12 +128,13 @@ func New(setup *Setup, o Options) (*Server, error) {
 	s := &Server{cfg: cfg, arm: setup.Arm, keysFile: setup.KeysFile, contract: setup.Contract, reg: o.Registry, now: o.Now,
 		models: map[string]bool{}, log: o.Logf}
 	s.keys.Store(setup.Keys)
-	for _, k := range setup.APIKeys {
-		s.secrets = append(s.secrets, k)
+	s.secrets = setup.Secrets
+	if s.secrets == nil {
+		s.secrets = secretsOf(setup)
 	}
 	if setup.EmbeddingsKey != "" {
 		s.embedKey = setup.EmbeddingsKey
-		s.secrets = append(s.secrets, setup.EmbeddingsKey)
+		s.secrets = s.secrets.With(setup.EmbeddingsKey)
 	}
 	s.embedClient = o.HTTPClient
 	if s.embedClient == nil {
@@ -158,7 +160,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 		}
 	}
 	s.backends, err = stack.Backends(setup.Models, stack.BackendOptions{
-		Seed: setup.Seed, TimeScale: setup.TimeScale, MaxConns: cfg.Concurrency, HTTPClient: o.HTTPClient,
+		Seed: setup.Seed, TimeScale: setup.TimeScale, MaxConns: cfg.Concurrency, HTTPClient: o.HTTPClient, Secrets: s.secrets,
 		LookupEnv: func(env string) (string, bool) { v, ok := keys[env]; return v, ok },
 	})
 	if err != nil {
@@ -177,7 +179,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 	s.names = append(s.names, AutoModel)
 	s.built, err = stack.Build(setup.Arm, upstream, stack.Options{
 		Contract: setup.Contract, Retry: cfg.Retry, Timeout: cfg.Timeout.Std(), Concurrency: cfg.Concurrency,
-		Store: setup.Store, AsyncStore: true, Now: s.now,
+		Store: setup.Store, Upstream: stack.UpstreamID(setup.Models), AsyncStore: true, Now: s.now,
 	})
 	if err != nil {
 		s.Close()
@@ -213,7 +215,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 		s.refuse(w, r, "", http.StatusNotFound, openai.ErrTypeNotFound, "not_found", "", "no such endpoint: "+r.URL.Path)
 	})
 	if st := s.built.Store; st != nil {
-		s.m.storeMetrics(o.Registry, st)
+		s.m.storeMetrics(o.Registry, st, s.built.Cache)
 	}
 	return s, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/model/replay"
@@ -29,6 +30,10 @@ type BackendOptions struct {
 	HTTPClient *http.Client
 	// LookupEnv reads api_key_env; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// Secrets is every credential of the process, masked in the openai
+	// backends' error texts and refused in their answers; the API keys
+	// read from api_key_env are added to it.
+	Secrets *redact.Set
 	// Oracle gives the simulated models the expected values of each task
 	// (their ground truth, see sim.Oracle); nil means none.
 	Oracle sim.Oracle
@@ -60,6 +65,13 @@ func Backends(models []ModelSpec, o BackendOptions) (BackendSet, error) {
 	lookup := o.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
+	}
+	for _, ms := range models {
+		if ms.Backend == BackendOpenAI && ms.APIKeyEnv != "" {
+			if k, ok := lookup(ms.APIKeyEnv); ok {
+				o.Secrets = o.Secrets.With(k)
+			}
+		}
 	}
 	out := make(BackendSet, len(models))
 	for i, ms := range models {
@@ -100,6 +112,7 @@ func backend(ms ModelSpec, i int, o BackendOptions, lookup func(string) (string,
 			Name: ms.Name, BaseURL: ms.BaseURL, Model: name, APIKey: key,
 			NoStream: ms.Stream != nil && !*ms.Stream, NoCrabHeaders: ms.CrabHeaders != nil && !*ms.CrabHeaders,
 			PriceIn: ms.PriceInPerMTok / 1e6, PriceOut: ms.PriceOutPerMTok / 1e6, MaxConns: o.MaxConns, HTTPClient: o.HTTPClient,
+			Secrets: o.Secrets,
 		})
 		if err != nil {
 			return nil, bad(err)

@@ -29,8 +29,16 @@ type Options struct {
 	Concurrency int
 	// Store is the base of the cache store's configuration: context,
 	// key prefix, delete on close. The spec's store kind, address and
-	// capacity are filled in.
+	// capacity are filled in. Its prefix is the deployment's default,
+	// replaced by the spec's redis_prefix when that is set.
 	Store cache.StoreConfig
+	// PassPrefix follows the deployment's prefix in every key: crab run
+	// gives each pass its own, so passes never share entries.
+	PassPrefix string
+	// Upstream is the identity of the models the stack answers from
+	// (UpstreamID): a shared store's keys and every entry's tag carry it,
+	// so a changed upstream never serves the old one's answers.
+	Upstream string
 	// AsyncStore lets a miss answer before its entry is visible (unless
 	// the spec asks to wait_for_store), taking the store's apply time off
 	// the response path. crab run leaves it false.
@@ -139,15 +147,22 @@ func Build(spec ArmSpec, backends map[string]model.Model, o Options) (*Arm, erro
 			return nil, err
 		}
 		check := cs.CheckOnHit == nil || *cs.CheckOnHit
+		cc := cache.Config{Fields: fields, TTL: cs.TTL.Std(), CheckOnHit: check, NoWait: o.AsyncStore && !cs.WaitForStore}
+		sc := storeConfig(cs, o)
+		cc.Namespace = sc.Prefix
+		if a := cs.Access; a != nil {
+			cc.TagKey = a.TagKey
+		}
+		if k := o.Contract; k != nil {
+			cc.Validate = func(content, finish string) bool { return len(k.Validate(content, finish)) == 0 }
+		}
 		lc := cache.LayerConfig{
-			Config:    cache.Config{Fields: fields, TTL: cs.TTL.Std(), CheckOnHit: check, NoWait: o.AsyncStore && !cs.WaitForStore},
+			Config:    cc,
 			Threshold: cs.Threshold,
 			Embedder: cache.EmbedderConfig{Kind: cs.Embedder, BaseURL: cs.EmbedBaseURL, Model: cs.EmbedModel,
 				APIKey: envOrEmpty(cs.EmbedAPIKeyEnv)},
 		}
 		if cs.Kind != cache.KindSemantic {
-			sc := o.Store
-			sc.Addr, sc.MaxCost = cs.RedisAddr, cs.MaxCost
 			if lc.Store, err = cache.OpenStore(cs.Store, sc); err != nil {
 				return nil, err
 			}
@@ -176,6 +191,26 @@ func Build(spec ArmSpec, backends map[string]model.Model, o Options) (*Arm, erro
 	}
 	arm.Model = model.Chain(base, append(outer, inner...)...)
 	return arm, nil
+}
+
+// storeConfig is the arm's store configuration: the base of o, the spec's
+// address, capacity and credentials, and the key prefix naming the
+// deployment (the spec's redis_prefix before the base's, when set) and
+// the upstream.
+func storeConfig(cs *CacheSpec, o Options) cache.StoreConfig {
+	sc := o.Store
+	sc.Addr, sc.MaxCost, sc.Username = cs.RedisAddr, cs.MaxCost, cs.RedisUsername
+	if a := cs.Access; a != nil {
+		sc.Password, sc.TLS = a.RedisPassword, a.TLS
+	}
+	if cs.RedisPrefix != "" {
+		sc.Prefix = cs.RedisPrefix
+	}
+	sc.Prefix += o.PassPrefix
+	if o.Upstream != "" {
+		sc.Prefix += "u" + o.Upstream + ":"
+	}
+	return sc
 }
 
 // withInstructions gives every request in a shortened output mode the

@@ -47,6 +47,24 @@ type ModelSpec struct {
 	Errors *sim.ErrorModel `yaml:"errors" json:",omitempty"`
 }
 
+// MarshalJSON writes the spec with the password of a user:password
+// scorer URL masked: the spec goes into manifests.
+func (r RouterSpec) MarshalJSON() ([]byte, error) {
+	type plain RouterSpec
+	p := plain(r)
+	p.Scorer = redact.URL(p.Scorer)
+	return json.Marshal(p)
+}
+
+// MarshalJSON writes the spec with the password of a user:password
+// embedding URL masked: the spec goes into manifests.
+func (c CacheSpec) MarshalJSON() ([]byte, error) {
+	type plain CacheSpec
+	p := plain(c)
+	p.EmbedBaseURL = redact.URL(p.EmbedBaseURL)
+	return json.Marshal(p)
+}
+
 // MarshalJSON writes the spec as encoding/json would, with the password of
 // a user:password base URL masked: the spec goes into manifests and
 // outcome keys, which must never hold a credential.
@@ -102,6 +120,37 @@ type CacheSpec struct {
 	Store      string   `yaml:"store"`                      // a registered store: "ristretto" (default, in process) or "redis" (shared)
 	RedisAddr  string   `yaml:"redis_addr"`                 // host:port for store redis (default 127.0.0.1:6379)
 	MaxCost    int64    `yaml:"max_cost" json:",omitempty"` // store capacity in bytes of answers (default: the store's)
+	// RedisPrefix names the deployment in every key of store redis, so
+	// two deployments on one server never share answers or invalidations.
+	// Default: derived from the experiment or configuration (crab run:
+	// one private prefix per pass; crab serve: a digest of the
+	// configuration). Replicas that must share one cache set the same
+	// prefix. The upstream's identity (every model's endpoint and name) is
+	// added to it, so a swapped upstream starts cold.
+	RedisPrefix string `yaml:"redis_prefix" json:",omitempty"`
+	// RedisUsername and RedisPasswordEnv authenticate to store redis: the
+	// password is read from the environment variable named, never from
+	// the file.
+	RedisUsername    string `yaml:"redis_username" json:",omitempty"`
+	RedisPasswordEnv string `yaml:"redis_password_env" json:",omitempty"`
+	// RedisTLS connects to store redis over TLS (implied by any of the
+	// files below): RedisTLSCA is the CA bundle that signs the server's
+	// certificate (default: the system's), RedisTLSCert and RedisTLSKey a
+	// client certificate and its key (both or neither). Paths are relative
+	// to the file that names them.
+	RedisTLS     bool   `yaml:"redis_tls" json:",omitempty"`
+	RedisTLSCA   string `yaml:"redis_tls_ca" json:",omitempty"`
+	RedisTLSCert string `yaml:"redis_tls_cert" json:",omitempty"`
+	RedisTLSKey  string `yaml:"redis_tls_key" json:",omitempty"`
+	// TagKeyEnv names the environment variable holding the deployment's
+	// secret for the entries' integrity tags (at least 16 bytes), shared by
+	// every replica. Unset: a random secret per process, so entries
+	// written by any other process are misses.
+	TagKeyEnv string `yaml:"tag_key_env" json:",omitempty"`
+	// Access is what the environment variables and files above resolved
+	// to (see ResolveAccess); never written anywhere.
+	Access *CacheAccess `yaml:"-" json:"-"`
+
 	// WaitForStore makes a miss answer only once its entry is visible to
 	// the next request. Default false in serve: the store applies the
 	// entry off the response path. crab run always waits, so a measured

@@ -330,6 +330,26 @@ func validCache(l *errs, c *CacheSpec, p []any) {
 	if c.Store == cache.StoreRedis && c.RedisAddr == "" {
 		c.RedisAddr = cache.DefaultRedisAddr
 	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"redis_prefix", c.RedisPrefix != ""}, {"redis_username", c.RedisUsername != ""}, {"redis_password_env", c.RedisPasswordEnv != ""},
+		{"redis_tls", c.RedisTLS}, {"redis_tls_ca", c.RedisTLSCA != ""}, {"redis_tls_cert", c.RedisTLSCert != ""}, {"redis_tls_key", c.RedisTLSKey != ""}} {
+		if f.set && c.Store != cache.StoreRedis {
+			l.add(at(f.name), "only used with store: redis")
+		}
+	}
+	for _, f := range []struct{ name, v string }{{"redis_password_env", c.RedisPasswordEnv}, {"tag_key_env", c.TagKeyEnv}} {
+		if f.v != "" && !envNameRE.MatchString(f.v) {
+			l.add(at(f.name), "want the name of an environment variable, got %q", f.v)
+		}
+	}
+	if (c.RedisTLSCert == "") != (c.RedisTLSKey == "") {
+		l.add(at("redis_tls_cert"), "give redis_tls_cert and redis_tls_key together")
+	}
+	if c.RedisPrefix != "" && strings.ContainsAny(c.RedisPrefix, " \t\r\n*?[]") {
+		l.add(at("redis_prefix"), "want a prefix without spaces or glob characters, got %q", c.RedisPrefix)
+	}
 	if c.MaxCost < 0 {
 		l.add(at("max_cost"), "must not be negative")
 	}

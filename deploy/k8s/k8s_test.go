@@ -70,6 +70,7 @@ type (
 				FieldPath string `yaml:"fieldPath"`
 			} `yaml:"fieldRef"`
 			ConfigMapKeyRef *keyRef `yaml:"configMapKeyRef"`
+			SecretKeyRef    *keyRef `yaml:"secretKeyRef"`
 		} `yaml:"valueFrom"`
 	}
 	keyRef struct {
@@ -593,6 +594,28 @@ func TestServe(t *testing.T) {
 					os.WriteFile(filepath.Join(dir, filepath.Base(f)), raw, 0o644)
 				}
 			}
+		}
+	}
+	// The environment, as the pod sees it: variables from generated
+	// Secrets' literals.
+	for _, e := range c.Env {
+		if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+			continue
+		}
+		ref := e.ValueFrom.SecretKeyRef
+		found := false
+		for _, k := range kusts {
+			for _, g := range k.SecretGenerator {
+				for _, l := range g.Literals {
+					if v, ok := strings.CutPrefix(l, ref.Key+"="); ok && g.Name == ref.Name {
+						t.Setenv(e.Name, v)
+						found = true
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("env %s: no generated Secret %s with key %s", e.Name, ref.Name, ref.Key)
 		}
 	}
 	setup, err := serve.Load(filepath.Join(dir, rel))

@@ -31,11 +31,14 @@ var (
 // wherever it appears. Secrets shorter than 4 bytes are ignored: masking
 // them would mangle ordinary text.
 func String(s string, secrets ...string) string {
-	for _, k := range secrets {
-		if len(k) >= 4 && strings.Contains(s, k) {
-			s = strings.ReplaceAll(s, k, Mask)
-		}
+	if len(secrets) > 0 {
+		return NewSet(secrets...).String(s)
 	}
+	return patterns(s)
+}
+
+// patterns masks the credentials recognised by their form.
+func patterns(s string) string {
 	if !strings.ContainsAny(s, ":=-") && !containsFold(s, "bearer") && !containsFold(s, "basic") {
 		return s // nothing any pattern could match
 	}

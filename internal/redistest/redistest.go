@@ -39,15 +39,16 @@ func (s *Server) Close() {
 }
 
 // Launch starts a redis-server on a free loopback port (retrying with
-// another port if the one found is taken before the server binds it).
-func Launch() (*Server, error) {
+// another port if the one found is taken before the server binds it);
+// args are added to its command line (e.g. "--requirepass", "pw").
+func Launch(args ...string) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotInstalled, err)
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		s, err := launch(bin)
+		s, err := launch(bin, args)
 		if err == nil {
 			return s, nil
 		}
@@ -103,7 +104,7 @@ func StopShared() {
 	}
 }
 
-func launch(bin string) (*Server, error) {
+func launch(bin string, args []string) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -113,10 +114,10 @@ func launch(bin string) (*Server, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin,
+	cmd := exec.CommandContext(ctx, bin, append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir,
-		"--protected-mode", "yes", "--loglevel", "warning")
+		"--protected-mode", "yes", "--loglevel", "warning"}, args...)...)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -177,7 +178,7 @@ func ping(addr string) error {
 	if err != nil {
 		return err
 	}
-	if !strings.HasPrefix(line, "+PONG") {
+	if !strings.HasPrefix(line, "+PONG") && !strings.HasPrefix(line, "-NOAUTH") { // NOAUTH: up, and wants a password
 		return fmt.Errorf("PING answered %q", line)
 	}
 	return nil

@@ -3,6 +3,7 @@ package embed
 import (
 	"context"
 	"fmt"
+	"github.com/crab-testbed/crab/internal/redact"
 	"net/http"
 	"strings"
 	"time"
@@ -34,6 +35,7 @@ type OpenAI struct {
 	c       *goopenai.Client
 	model   string
 	timeout time.Duration
+	secrets *redact.Set // the API key and the base URL's password
 }
 
 // NewOpenAI validates cfg and returns the client.
@@ -49,7 +51,8 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.HTTPClient != nil {
 		oc.HTTPClient = cfg.HTTPClient
 	}
-	return &OpenAI{c: goopenai.NewClientWithConfig(oc), model: cfg.Model, timeout: cfg.Timeout}, nil
+	return &OpenAI{c: goopenai.NewClientWithConfig(oc), model: cfg.Model, timeout: cfg.Timeout,
+		secrets: redact.NewSet(cfg.APIKey).WithURL(cfg.BaseURL)}, nil
 }
 
 // Name is "openai:MODEL".
@@ -62,7 +65,11 @@ func (o *OpenAI) Embed(ctx context.Context, texts []string) ([][]float32, error)
 	defer cancel()
 	res, err := o.c.CreateEmbeddings(ctx, goopenai.EmbeddingRequestStrings{Input: texts, Model: goopenai.EmbeddingModel(o.model)})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEmbed, err)
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("%w: %w", ErrEmbed, cerr)
+		}
+		// The server's words may echo the credential it was sent.
+		return nil, fmt.Errorf("%w: %s", ErrEmbed, redact.Truncate(o.secrets.String(err.Error()), 512))
 	}
 	if len(res.Data) != len(texts) {
 		return nil, fmt.Errorf("%w: %d vectors for %d texts", ErrEmbed, len(res.Data), len(texts))

@@ -41,7 +41,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -90,6 +89,11 @@ type Config struct {
 	Model string
 	// APIKey is sent as a bearer token; empty sends none (local servers).
 	APIKey string
+	// Secrets is every credential the process was configured with (other
+	// upstreams' keys, the store's password, ...): masked, with APIKey, in
+	// every error text the server sends back, and refused in an answer's
+	// content (see ErrSecretInAnswer). Nil: APIKey alone.
+	Secrets *redact.Set
 	// NoStream makes non-streaming calls. The time to first token is then
 	// the time the whole answer arrived, which hides what streaming shows.
 	NoStream bool
@@ -119,6 +123,7 @@ type Backend struct {
 	now     func() time.Time
 	lean    *leanCall // non-streaming calls without go-openai; nil: all through go-openai
 	schemas schemaCache
+	secrets *redact.Set // cfg.Secrets, the API key and the base URL's password
 }
 
 var _ model.Model = (*Backend)(nil)
@@ -157,7 +162,8 @@ func New(cfg Config) (*Backend, error) {
 	oc := goopenai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	oc.HTTPClient = headerDoer{hc}
-	b := &Backend{cfg: cfg, client: goopenai.NewClientWithConfig(oc), http: hc, now: cfg.Now}
+	b := &Backend{cfg: cfg, client: goopenai.NewClientWithConfig(oc), http: hc, now: cfg.Now,
+		secrets: cfg.Secrets.With(cfg.APIKey).WithURL(cfg.BaseURL)}
 	if cfg.NoStream {
 		b.lean = probeLean(oc, cfg.Model)
 	}
@@ -195,7 +201,7 @@ func (b *Backend) Name() string { return b.cfg.Name }
 // API key is left out.
 func (b *Backend) Config() Config {
 	c := b.cfg
-	c.APIKey = ""
+	c.APIKey, c.Secrets = "", nil
 	return c
 }
 
@@ -266,17 +272,32 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 			}
 			// The server's words go into records and logs: a server that
 			// echoes the credential it received must not put it there.
-			se.Type, se.Code, se.Message = b.mask(se.Type), b.mask(se.Code), b.mask(se.Message)
+			// Masked before cut short, so a cut through a secret keeps
+			// no piece of it.
+			se.Type, se.Code = b.mask(se.Type), b.mask(se.Code)
+			se.Message = redact.Truncate(b.mask(se.Message), maxErrorMessage)
 			return resp, se
 		}
-		return resp, fmt.Errorf("%w: %s: %s", model.ErrBackend, b.cfg.Name, b.mask(err.Error()))
+		return resp, fmt.Errorf("%w: %s: %s", model.ErrBackend, b.cfg.Name, redact.Truncate(b.mask(err.Error()), maxErrorBody))
+	}
+	if b.secrets.Found(resp.Content) {
+		// An answer that holds a credential crab was given is the
+		// upstream's fault: it is neither served, stored nor recorded.
+		resp.Content = ""
+		return resp, fmt.Errorf("%w: %s: %w", model.ErrBackend, b.cfg.Name, ErrSecretInAnswer)
 	}
 	resp.Usage.Cost = float64(resp.Usage.TokensIn)*b.cfg.PriceIn + float64(resp.Usage.TokensOut)*b.cfg.PriceOut
 	return resp, nil
 }
 
-// mask masks credentials in a server's text, the backend's API key first.
-func (b *Backend) mask(s string) string { return redact.String(s, b.cfg.APIKey) }
+// mask masks credentials in a server's text: every configured secret and
+// every credential pattern.
+func (b *Backend) mask(s string) string { return b.secrets.String(s) }
+
+// ErrSecretInAnswer is wrapped by the error of a call whose answer holds
+// a configured secret (or a piece of one of 8 bytes or more): the content
+// is withheld.
+var ErrSecretInAnswer = errors.New("the answer holds a configured credential (content withheld)")
 
 // request builds the chat completion request.
 func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
@@ -476,18 +497,6 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// truncate keeps at most n bytes of s, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "..."
-}
-
 // Error says which backend failed, with what status and message.
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("%v: %s: HTTP %d %s: %s", model.ErrBackend, e.Backend, e.Status, http.StatusText(e.Status), e.Message)
@@ -505,11 +514,11 @@ func statusError(err error) error {
 		if ae.Code != nil {
 			code = fmt.Sprint(ae.Code)
 		}
-		return &StatusError{Status: ae.HTTPStatusCode, Type: ae.Type, Code: code, Message: truncate(ae.Message, maxErrorMessage)}
+		return &StatusError{Status: ae.HTTPStatusCode, Type: ae.Type, Code: code, Message: ae.Message}
 	}
 	var re *goopenai.RequestError
 	if errors.As(err, &re) && re.HTTPStatusCode > 0 {
-		msg := truncate(strings.TrimSpace(string(re.Body)), maxErrorMessage)
+		msg := strings.TrimSpace(string(re.Body))
 		if msg == "" {
 			msg = http.StatusText(re.HTTPStatusCode)
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/crab-testbed/crab/internal/redact"
 )
 
 // ErrUnreachable is wrapped by Ping's error: the server did not answer GET
@@ -24,7 +26,9 @@ func (b *Backend) Ping(ctx context.Context) error {
 	defer cancel()
 	url := strings.TrimRight(b.cfg.BaseURL, "/") + "/models"
 	if _, err := b.client.ListModels(ctx); err != nil {
-		return fmt.Errorf("%w: model %s: GET %s: %v", ErrUnreachable, b.cfg.Name, url, err)
+		// The server's answer may echo the Authorization it was sent.
+		msg := redact.Truncate(b.mask(err.Error()), maxErrorMessage)
+		return fmt.Errorf("%w: model %s: GET %s: %s", ErrUnreachable, b.cfg.Name, redact.URL(url), msg)
 	}
 	return nil
 }
