@@ -28,6 +28,9 @@ type reportOptions struct {
 	// AllowContractChange compares arms validated against different
 	// contracts instead of rejecting the candidate as different work.
 	AllowContractChange bool
+	// AllowMixed merges run directories of different experiments (see
+	// checkOneExperiment), saying so in the report.
+	AllowMixed bool
 }
 
 func reportCmd() *cli.Command {
@@ -39,6 +42,7 @@ func reportCmd() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: report.DefaultFormat, Usage: report.Help() + " (a self-contained page with charts)"},
 			&cli.StringFlag{Name: "baseline", Usage: "`ARM` to compare against (default: the arm named baseline, else the first)"},
 			&cli.BoolFlag{Name: "fail-on-reject", Usage: "exit 1 if any candidate is rejected"},
+			&cli.BoolFlag{Name: "allow-mixed", Usage: "merge run directories of different experiments (another experiment file, task set, contract, models, or started more than a day apart); by default crab report refuses them"},
 			&cli.BoolFlag{Name: "allow-contract-change", Usage: "compare a candidate validated against another contract than the baseline's (by default the gate rejects it as different work)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -47,7 +51,7 @@ func reportCmd() *cli.Command {
 			}
 			return runReport(c.Context, reportOptions{
 				Paths: c.Args().Slice(), Format: c.String("format"), Baseline: c.String("baseline"),
-				FailOnReject: c.Bool("fail-on-reject"), AllowContractChange: c.Bool("allow-contract-change"),
+				FailOnReject: c.Bool("fail-on-reject"), AllowContractChange: c.Bool("allow-contract-change"), AllowMixed: c.Bool("allow-mixed"),
 				Stdin: c.App.Reader, Stdout: c.App.Writer,
 			})
 		},
@@ -61,6 +65,10 @@ func runReport(_ context.Context, o reportOptions) error {
 	if err := checkShards(o.Paths); err != nil {
 		return err
 	}
+	mixed, err := checkOneExperiment(o.Paths, o.AllowMixed)
+	if err != nil {
+		return err
+	}
 	opt := fromManifests(o.Paths)
 	opt.Baseline, opt.AllowContractChange = o.Baseline, o.AllowContractChange
 	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
@@ -69,6 +77,9 @@ func runReport(_ context.Context, o reportOptions) error {
 		return err
 	}
 	sum, err := analysis.Summarize(recs, opt)
+	if err == nil && mixed != "" {
+		sum.Decision.Warnings = append(sum.Decision.Warnings, mixed)
+	}
 	if errors.Is(err, analysis.ErrUnknownBaseline) {
 		return badUsage("%w", err)
 	}
