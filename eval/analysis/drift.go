@@ -45,23 +45,10 @@ const (
 // arm (a fault of the task, not of the time) must not pass for a burst of
 // independent failures.
 func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms []string) []Cluster {
-	var lo, hi int64
-	seen := false
-	for _, name := range arms {
-		for _, r := range byArm[name] {
-			if t.Attrs(r).Timed {
-				if !seen || r.At < lo {
-					lo = r.At
-				}
-				hi = max(hi, r.At)
-				seen = true
-			}
-		}
-	}
-	if !seen || hi <= lo {
+	lo, width, ok := timeline(t, byArm, arms)
+	if !ok {
 		return nil
 	}
-	width := float64(hi-lo) / clusterBins
 	type taskKey struct {
 		task   records.Sym
 		repeat int
@@ -234,26 +221,23 @@ const (
 // latencyStalls finds windows of stalled latency among the timed records
 // of every arm. Adjacent flagged windows merge into one.
 func latencyStalls(t *records.Symbols, byArm map[string][]*records.Rec, arms []string) []Stall {
-	var lo, hi int64
+	lo, width, ok := timeline(t, byArm, arms)
+	if !ok {
+		return nil
+	}
 	var all []float64
 	for _, name := range arms {
 		for _, r := range byArm[name] {
-			if !t.Attrs(r).Timed {
-				continue
+			if t.Attrs(r).Timed {
+				all = append(all, r.E2EMs)
 			}
-			if len(all) == 0 || r.At < lo {
-				lo = r.At
-			}
-			hi = max(hi, r.At)
-			all = append(all, r.E2EMs)
 		}
 	}
-	if len(all) < clusterBins*clusterMinFailures || hi <= lo {
+	if len(all) < clusterBins*clusterMinFailures {
 		return nil
 	}
 	slices.Sort(all)
 	runP50 := quantile.NearestRank(all, 50)
-	width := float64(hi-lo) / clusterBins
 	bins := make([][]float64, clusterBins)
 	for _, name := range arms {
 		for _, r := range byArm[name] {
@@ -367,4 +351,27 @@ func inWindow(t *records.Symbols, recs []*records.Rec, w window) (sent, failed i
 		p50 = quantile.NearestRank(lat, 50)
 	}
 	return sent, failed, p50
+}
+
+// timeline is the span of the timed records of every arm, cut into
+// clusterBins windows: the first intended send time and a window's width
+// in nanoseconds; false when fewer than two distinct times are timed.
+func timeline(t *records.Symbols, byArm map[string][]*records.Rec, arms []string) (lo int64, width float64, ok bool) {
+	var hi int64
+	seen := false
+	for _, name := range arms {
+		for _, r := range byArm[name] {
+			if t.Attrs(r).Timed {
+				if !seen || r.At < lo {
+					lo = r.At
+				}
+				hi = max(hi, r.At)
+				seen = true
+			}
+		}
+	}
+	if !seen || hi <= lo {
+		return 0, 0, false
+	}
+	return lo, float64(hi-lo) / clusterBins, true
 }

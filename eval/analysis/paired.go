@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
 	"math/rand/v2"
@@ -270,7 +271,7 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 		for i := range timeOrder {
 			timeOrder[i] = int32(i)
 		}
-		slices.SortStableFunc(timeOrder, func(a, b int32) int { return cmpInt64(at[a], at[b]) })
+		slices.SortStableFunc(timeOrder, func(a, b int32) int { return cmp.Compare(at[a], at[b]) })
 		p.BlockPairs = blockLen(p.Pairs)
 	}
 	block := max(p.BlockPairs, 1)
@@ -300,16 +301,6 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 		guardrailRatios(t, &p, walk, timeOrder, opt, block)
 	}
 	return p
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // blockLen is the block length, in pairs, of the time-ordered resampling:
