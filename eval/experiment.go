@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/crab-testbed/crab/eval/analysis"
 	"io"
 	"math"
 	"path/filepath"
@@ -81,6 +82,10 @@ type Experiment struct {
 	// identical arms differ, the run is flagged as miscalibrated and no
 	// candidate is accepted.
 	Control string `yaml:"control"`
+	// Rework, when set, adds the cost of redoing by hand every task an arm
+	// does not pass to that arm's cost and cost per pass (see
+	// analysis.Rework); the report shows the tasks that need a person.
+	Rework *analysis.Rework `yaml:"rework"`
 
 	// Set by LoadExperiment, not read from the file.
 	File string `yaml:"-"` // path the experiment was read from
@@ -207,6 +212,10 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	default:
 		return bad("control", []any{"control"}, "unknown control %q (want twin)", e.Control)
 	}
+	if f, msg := e.Rework.Check(); f != "" {
+		return bad("rework."+f, []any{"rework", strings.Split(f, ".")[0]}, "%s", msg)
+	}
+	e.Gate.Rework = e.Rework
 	specErrs := stack.Validate(e.Models, e.Arms)
 	first := func() error {
 		fe := specErrs[0]

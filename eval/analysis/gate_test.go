@@ -373,3 +373,41 @@ func TestLimitsDecideAtExactValues(t *testing.T) {
 		t.Errorf("cost per pass 1.1004 vs 1.0: %s %q; want reject naming +10.04%%", s.Arms[1].Verdict, s.Arms[1].Reasons)
 	}
 }
+
+// A rework cost per task that does not pass is in the arm's cost and cost
+// per pass: a cheap arm that fails more pays for the people redoing its
+// failures, and can lose its cost advantage to them.
+func TestRework(t *testing.T) {
+	t.Parallel()
+	var recs []Record
+	for i := range 20 {
+		id := fmt.Sprint("t", i)
+		recs = append(recs, mkRec("baseline", id, 100, OutcomeOK, true, 10), mkRec("cheap", id, 100, OutcomeOK, i >= 2, 2))
+	}
+	g := GateConfig{Rule: RuleAny, MaxLost: 2, Objective: ObjectiveCost}
+	s, err := summarizeRecs(recs, Options{Gate: &g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Arms[1].Verdict; v != VerdictAccept || s.Arms[1].Rework != nil {
+		t.Fatalf("without rework: %s, rework %+v; want accept and no rework figures", v, s.Arms[1].Rework)
+	}
+	g.Rework = &Rework{CostPerTask: 100, MinutesPerTask: 15, Causes: map[string]ReworkRate{"timeout": {Cost: 1}}}
+	s, err = summarizeRecs(recs, Options{Gate: &g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.Arms[1]
+	if a.Rework == nil || a.Rework.Tasks != 2 || a.Rework.Cost != 200 || a.Rework.Minutes != 30 || a.Cost != 240 {
+		t.Errorf("rework %+v, cost %v; want 2 tasks, 200 and 30 minutes, cost 40 + 200", a.Rework, a.Cost)
+	}
+	if a.Verdict == VerdictAccept || *a.CostPerPass != 240.0/18 {
+		t.Errorf("with rework: %s, cost per pass %v; want no accept at %v", a.Verdict, *a.CostPerPass, 240.0/18)
+	}
+	if f, _ := (&Rework{CostPerTask: -1}).Check(); f != "cost_per_task" {
+		t.Errorf("a negative cost: field %q; want cost_per_task", f)
+	}
+	if f, _ := (&Rework{Causes: map[string]ReworkRate{"typo": {}}}).Check(); f != "causes.typo" {
+		t.Errorf("an unknown cause: field %q; want causes.typo", f)
+	}
+}

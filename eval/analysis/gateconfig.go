@@ -82,6 +82,9 @@ type GateConfig struct {
 	// A/A control; set from the experiment's control: twin): when it is
 	// not no_gain, no candidate is accepted.
 	Control string `yaml:"-" json:"control,omitempty"`
+	// Rework is the experiment's rework section (set from it): the cost
+	// of redoing by hand each task an arm does not pass.
+	Rework *Rework `yaml:"-" json:"rework,omitempty"`
 }
 
 // Criteria a gate may waive (GateConfig.Waive).

@@ -165,6 +165,9 @@ type ArmSummary struct {
 	Load        *LoadStats   `json:"load,omitempty"`        // schedule lag and queue time
 	Uncertainty *Uncertainty `json:"uncertainty,omitempty"` // intervals of p50, p95 and cost per pass
 	Paired      *Paired      `json:"paired,omitempty"`      // candidates only
+	// Rework is what the arm's failures cost to redo by hand, when the
+	// experiment declares it (its cost is already in Cost).
+	Rework *ReworkStats `json:"rework,omitempty"`
 	// Outside is the paired comparison over the pairs sent outside the
 	// run's stall and failure windows (nil when there are none): a
 	// verdict that does not hold there rests on those windows.
@@ -323,13 +326,20 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	for _, m := range opt.LargeModels {
 		large[m] = true
 	}
+	g := opt.gate()
+	rework := map[string]*ReworkStats{}
+	if g.Rework != nil {
+		for _, name := range arms {
+			rework[name] = applyRework(t, g.Rework, byArm[name])
+		}
+	}
 	for _, name := range arms {
 		s.Arms = append(s.Arms, summarizeArm(t, name, byArm[name], warm[name], large))
+		s.Arms[len(s.Arms)-1].Rework = rework[name]
 		coldCache(t, &s.Arms[len(s.Arms)-1], warmRecs[name], large)
 		s.Arms[len(s.Arms)-1].Uncertainty = uncertainty(t, byArm[name], opt.Seed)
 	}
 	multiRepeat := len(repeats) > 1
-	g := opt.gate()
 	var slo *SLO
 	if g.Objective == ObjectiveGoodput {
 		slo = &g.SLO
@@ -386,6 +396,9 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		"percentiles are nearest rank (p_q = x[ceil(q·n/100)]); latency counts every request, a failed one at the time it ended; ok_* count successful requests only",
 		"cost per pass = cost of all requests, failed ones included, / passing requests",
 		g.String())
+	if g.Rework != nil {
+		s.Notes = append(s.Notes, reworkNote(g.Rework))
+	}
 	if opt.Holdout != "" {
 		s.Notes = append(s.Notes, opt.Holdout)
 	}

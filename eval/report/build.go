@@ -141,15 +141,19 @@ func pointInterval(p *float64, iv analysis.Interval, f func(float64) string) (Ce
 // armsTable is the main table; cache, routing, TTFT and silent-violation
 // columns appear only when some arm has them.
 func armsTable(s *analysis.Summary) *Table {
-	var hasCache, hasRoute, hasTTFT, hasSilent bool
+	var hasCache, hasRoute, hasTTFT, hasSilent, hasRework bool
 	for i := range s.Arms {
 		a := &s.Arms[i]
+		hasRework = hasRework || a.Rework != nil
 		hasCache = hasCache || a.CacheStats != nil
 		hasRoute = hasRoute || a.RouteStats != nil
 		hasTTFT = hasTTFT || a.TTFTP50Ms != nil
 		hasSilent = hasSilent || a.SilentViolations > 0
 	}
 	t := &Table{Header: []string{"arm", "n", "ok", "fail", "timeouts", "pass", "p50", "p95", "p99", "max", "mean", "ok_p50", "cost", "cost/pass"}}
+	if hasRework {
+		t.Header = append(t.Header, "needs_person", "rework_cost", "rework_min")
+	}
 	if hasTTFT {
 		t.Header = append(t.Header, "ttft_p50", "ttft_p95")
 	}
@@ -168,6 +172,13 @@ func armsTable(s *analysis.Summary) *Table {
 		row := []Cell{textCell(a.Name), count(a.N), count(a.OK), count(a.Failed), count(a.Timeouts), ratio(a.Pass, a.N),
 			ms(a.P50Ms), ms(a.P95Ms), ms(a.P99Ms), ms(a.MaxMs), ms(a.MeanMs), msP(a.OKP50Ms),
 			cost(a.Cost), costPerPass(a.CostPerPass)}
+		if hasRework {
+			if w := a.Rework; w != nil {
+				row = append(row, count(w.Tasks), cost(w.Cost), figureCell(figure.Trim(fmt.Sprint(w.Minutes))))
+			} else {
+				row = append(row, missing(), missing(), missing())
+			}
+		}
 		if hasTTFT {
 			row = append(row, msP(a.TTFTP50Ms), msP(a.TTFTP95Ms))
 		}
