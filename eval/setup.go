@@ -59,7 +59,7 @@ type Setup struct {
 	cassettes map[string]*replay.Cassette // open recordings of the replay models, by model name
 	replays   []ReplaySource
 	recorder  *replay.Recorder // records every backend call when set
-	secrets   *redact.Set // every credential the experiment names
+	secrets   *redact.Set      // every credential the experiment names
 }
 
 // Secrets is every credential the experiment names (upstream and
