@@ -130,6 +130,7 @@ func fromManifests(paths []string) analysis.Options {
 		if opt.Holdout == "" {
 			opt.Holdout = m.Holdout.Note()
 		}
+		opt.Warnings = append(opt.Warnings, m.ReplayWarnings()...)
 		switch {
 		case opt.Incomplete != "":
 		case m.Status == "running":

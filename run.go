@@ -268,6 +268,7 @@ func run(ctx context.Context, o runOptions) (err error) {
 	}
 	opt := setup.SummaryOptions()
 	opt.StoreErrors = eval.StoreErrors(res.Passes)
+	opt.Warnings = manifest.ReplayWarnings()
 	if manifest.Status == eval.StatusIncomplete {
 		opt.Incomplete = "the run in " + dir + " ended early: " + manifest.StatusReason
 	}

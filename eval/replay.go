@@ -135,3 +135,19 @@ func NotRecorded(recs []Record) int {
 	}
 	return n
 }
+
+// ReplayWarnings are what a report must say about a run that answered from
+// recordings: how many requests a recording could not answer, and which
+// models' answers were synthesised from an outcome table.
+func (m *Manifest) ReplayWarnings() []string {
+	var out []string
+	if m.NotRecorded > 0 {
+		out = append(out, fmt.Sprintf("%d requests asked a recording for a call it does not hold: each is an error record (\"replay: not recorded\") and counts as a failure", m.NotRecorded))
+	}
+	for _, r := range m.Replays {
+		if r.Synthesised {
+			out = append(out, fmt.Sprintf("model %s answered from %s, whose answers were synthesised from an outcome table: its passes and costs are the table's, its answers' text is crab's", r.Model, r.Recording))
+		}
+	}
+	return out
+}

@@ -252,3 +252,17 @@ func TestReplayBadRecording(t *testing.T) {
 		})
 	}
 }
+
+// A report says how many requests a recording could not answer and which
+// answers were synthesised from an outcome table.
+func TestReplayWarnings(t *testing.T) {
+	t.Parallel()
+	m := &Manifest{NotRecorded: 3, Replays: []ReplaySource{{Model: "large", Recording: "rec.jsonl", Synthesised: true}, {Model: "small", Recording: "s.jsonl"}}}
+	w := m.ReplayWarnings()
+	if len(w) != 2 || !strings.Contains(w[0], "3 requests asked a recording") || !strings.Contains(w[1], "model large answered from rec.jsonl") {
+		t.Errorf("warnings %q; want the 3 unrecorded requests and the synthesised model", w)
+	}
+	if w := (&Manifest{}).ReplayWarnings(); len(w) != 0 {
+		t.Errorf("a run without replays: %q; want none", w)
+	}
+}

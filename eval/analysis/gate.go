@@ -326,6 +326,7 @@ func decide(s *Summary, opt Options) {
 	d.Warnings = append(tailWarnings(s.Arms), d.Warnings...)
 	d.Warnings = append(d.Warnings, fewPairsWarnings(s.Arms)...)
 	d.Warnings = append(d.Warnings, lagWarnings(s.Arms, g)...)
+	d.Warnings = append(d.Warnings, opt.Warnings...)
 	if opt.Incomplete != "" {
 		d.Warnings = append(d.Warnings, "the run is incomplete: "+opt.Incomplete)
 	}

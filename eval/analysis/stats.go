@@ -47,6 +47,9 @@ type Options struct {
 	// the run (from the manifest's pass metrics; see
 	// eval.StoreErrors): the report warns what they did to the hit rate.
 	StoreErrors map[string]int
+	// Warnings are said beside the decision's own (e.g. requests a
+	// recording could not answer).
+	Warnings []string
 	// Baseline names the arm candidates are compared against. Empty means
 	// the arm named "baseline" if there is one, else the first arm seen.
 	Baseline string
