@@ -83,7 +83,9 @@ func TestSimServerParity(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addr := startSimServer(t, ctx, simServerOptions{
-		Listen: "127.0.0.1:0", TimeScale: 0.001, Seed: 42, ShutdownTimeout: time.Second, Tasks: filepath.Join(dir, "tasks.jsonl"),
+		// Shutdown ends as soon as the last answer is out; the generous
+		// limit only keeps a loaded machine from cutting one.
+		Listen: "127.0.0.1:0", TimeScale: 0.001, Seed: 42, ShutdownTimeout: 10 * time.Second, Tasks: filepath.Join(dir, "tasks.jsonl"),
 		Faults: sim.Config{ErrorRate: 0.05, MalformedRate: 0.05, RefusalRate: 0.03, MissingFieldRate: 0.03, WrongEnumRate: 0.03},
 	})
 	var remote strings.Builder

@@ -195,8 +195,13 @@ func TestNoClientStarves(t *testing.T) {
 	p99 := quantile.NearestRank(took, 99)
 	t.Logf("keyed client among %d hostile connections (%d dials): p50 %.2f ms, p99 %.2f ms, max %.2f ms",
 		n, dials.Load(), quantile.NearestRank(took, 50), p99, took[len(took)-1])
-	if p99 >= 100 {
-		t.Errorf("keyed client's p99 among %d hostile connections = %.1f ms; want under 100 ms", n, p99)
+	// Starved, the keyed client would wait for a keyless connection's
+	// idle timeout (seconds) or never be answered; the bound sits far below
+	// that and far above what a loaded CI machine under -race adds. The
+	// 100 ms target is read from the figures logged above (go test ./serve
+	// -run TestNoClientStarves -v on a quiet machine: p99 well under 1 ms).
+	if p99 >= 1000 {
+		t.Errorf("keyed client's p99 among %d hostile connections = %.1f ms; want under 1 s (a starved client waits for idle timeouts)", n, p99)
 	}
 
 	// A body announced over the limit is refused from its header: 413 on
