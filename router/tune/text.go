@@ -56,9 +56,15 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 	if p.Policy == router.PolicyCascade {
 		name = "cascade @" + fmtThreshold(p.Threshold)
 	}
-	t.add(name, passOf(h.Pass, h.N), fmtCost(h.Cost), cpp(h.Cost, h.Pass), fmtPct(h.StrongShare), fmtMs(h.LatencyMeanMs))
-	t.add("all-large", passOf(h.PassAllLarge, h.N), fmtCost(h.CostAllLarge), cpp(h.CostAllLarge, h.PassAllLarge), "100%", fmtMs(h.LatencyMeanAllLarge))
-	t.add("all-small", passOf(h.PassAllSmall, h.N), fmtCost(h.CostAllSmall), cpp(h.CostAllSmall, h.PassAllSmall), "0%", fmtMs(h.LatencyMeanAllSmall))
+	// Outcomes without timings (a replayed outcome table) have every mean
+	// at exactly 0: not measured, so "-", never 0 ms.
+	lat := fmtMs
+	if h.LatencyMeanMs == 0 && h.LatencyMeanAllLarge == 0 && h.LatencyMeanAllSmall == 0 {
+		lat = func(float64) string { return "-" }
+	}
+	t.add(name, passOf(h.Pass, h.N), fmtCost(h.Cost), cpp(h.Cost, h.Pass), fmtPct(h.StrongShare), lat(h.LatencyMeanMs))
+	t.add("all-large", passOf(h.PassAllLarge, h.N), fmtCost(h.CostAllLarge), cpp(h.CostAllLarge, h.PassAllLarge), "100%", lat(h.LatencyMeanAllLarge))
+	t.add("all-small", passOf(h.PassAllSmall, h.N), fmtCost(h.CostAllSmall), cpp(h.CostAllSmall, h.PassAllSmall), "0%", lat(h.LatencyMeanAllSmall))
 	rb := &h.Random
 	t.add(fmt.Sprintf("random @%s (mean of %d seeds)", fmtPct(rb.StrongShare), rb.Seeds),
 		fmt.Sprintf("%.1f (%d..%d)", rb.PassMean, rb.PassMin, rb.PassMax), fmtCost(rb.CostMean), "-", fmtPct(rb.StrongShare), "-")
