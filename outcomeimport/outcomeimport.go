@@ -142,26 +142,20 @@ func Import(raw []byte, name string, o Options) (*Result, error) {
 // splitMap sorts FIELD=COLUMN items into task fields and outcome fields.
 func splitMap(items []string) (task []string, out map[string]string, err error) {
 	out = map[string]string{}
-	for _, it := range items {
-		for _, part := range strings.Split(it, ",") {
-			part = strings.TrimSpace(part)
-			if part == "" {
-				continue
+	pairs, err := taskimport.MapPairs(items)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range pairs {
+		f, c := p[0], p[1]
+		if slices.Contains(outcomeFields, f) {
+			if _, dup := out[f]; dup {
+				return nil, nil, fmt.Errorf("--map: field %s mapped twice", f)
 			}
-			f, c, ok := strings.Cut(part, "=")
-			f, c = strings.TrimSpace(f), strings.TrimSpace(c)
-			if !ok || f == "" || c == "" {
-				return nil, nil, fmt.Errorf("--map %q: want FIELD=COLUMN", part)
-			}
-			if slices.Contains(outcomeFields, f) {
-				if _, dup := out[f]; dup {
-					return nil, nil, fmt.Errorf("--map: field %s mapped twice", f)
-				}
-				out[f] = c
-				continue
-			}
-			task = append(task, f+"="+c)
+			out[f] = c
+			continue
 		}
+		task = append(task, f+"="+c)
 	}
 	return task, out, nil
 }

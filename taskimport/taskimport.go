@@ -38,11 +38,10 @@ type Mapping struct {
 	Column  string
 }
 
-// ParseMap reads "FIELD=COLUMN" items. expected.a.b and expected/a/b both
-// map the expected answer's field /a/b.
-func ParseMap(items []string) ([]Mapping, error) {
-	var out []Mapping
-	seen := map[string]bool{}
+// MapPairs splits --map items ("FIELD=COLUMN", several to an item when
+// separated by commas) into their field and column, in order.
+func MapPairs(items []string) ([][2]string, error) {
+	var out [][2]string
 	for _, it := range items {
 		for _, part := range strings.Split(it, ",") {
 			part = strings.TrimSpace(part)
@@ -54,26 +53,42 @@ func ParseMap(items []string) ([]Mapping, error) {
 			if !ok || f == "" || col == "" {
 				return nil, fmt.Errorf("--map %q: want FIELD=COLUMN", part)
 			}
-			m := Mapping{Field: f, Column: col}
-			switch {
-			case strings.HasPrefix(f, "expected."):
-				m.Pointer = "/" + strings.ReplaceAll(strings.TrimPrefix(f, "expected."), ".", "/")
-			case strings.HasPrefix(f, "expected/"):
-				m.Pointer = strings.TrimPrefix(f, "expected")
-			case !slices.Contains(taskFields, f):
-				return nil, fmt.Errorf("--map %q: unknown field %q (want %s, or expected.FIELD)", part, f, strings.Join(taskFields, ", "))
-			}
-			key := f
-			if m.Pointer != "" {
-				key = "expected" + m.Pointer
-				m.Field = key
-			}
-			if seen[key] {
-				return nil, fmt.Errorf("--map: field %s mapped twice", key)
-			}
-			seen[key] = true
-			out = append(out, m)
+			out = append(out, [2]string{f, col})
 		}
+	}
+	return out, nil
+}
+
+// ParseMap reads "FIELD=COLUMN" items. expected.a.b and expected/a/b both
+// map the expected answer's field /a/b.
+func ParseMap(items []string) ([]Mapping, error) {
+	pairs, err := MapPairs(items)
+	if err != nil {
+		return nil, err
+	}
+	var out []Mapping
+	seen := map[string]bool{}
+	for _, p := range pairs {
+		f, col, part := p[0], p[1], p[0]+"="+p[1]
+		m := Mapping{Field: f, Column: col}
+		switch {
+		case strings.HasPrefix(f, "expected."):
+			m.Pointer = "/" + strings.ReplaceAll(strings.TrimPrefix(f, "expected."), ".", "/")
+		case strings.HasPrefix(f, "expected/"):
+			m.Pointer = strings.TrimPrefix(f, "expected")
+		case !slices.Contains(taskFields, f):
+			return nil, fmt.Errorf("--map %q: unknown field %q (want %s, or expected.FIELD)", part, f, strings.Join(taskFields, ", "))
+		}
+		key := f
+		if m.Pointer != "" {
+			key = "expected" + m.Pointer
+			m.Field = key
+		}
+		if seen[key] {
+			return nil, fmt.Errorf("--map: field %s mapped twice", key)
+		}
+		seen[key] = true
+		out = append(out, m)
 	}
 	if len(out) == 0 {
 		return nil, errors.New("--map: no FIELD=COLUMN given")
