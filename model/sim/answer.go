@@ -32,16 +32,16 @@ func (m *Model) answer(req *model.Request, mode int, u *[numDraws]float64) (stri
 	}
 	if len(w.exp) > 0 {
 		t := m.truthRNG(req)
-		if t.float() < p {
+		if t.Float64() < p {
 			keys := sortedKeys(w.exp)
 			w.wrong = make(map[string]bool, len(keys))
 			for _, k := range keys {
-				if t.float() < m.cfg.Errors.MisreadFields {
+				if t.Float64() < m.cfg.Errors.MisreadFields {
 					w.wrong[k] = true
 				}
 			}
 			if len(w.wrong) == 0 {
-				w.wrong[keys[int(t.float()*float64(len(keys)))]] = true
+				w.wrong[keys[int(t.Float64()*float64(len(keys)))]] = true
 			}
 			w.g = &t
 		}

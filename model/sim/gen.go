@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"github.com/crab-testbed/crab/internal/splitmix"
 	"math"
 	"regexp/syntax"
 	"sort"
@@ -47,7 +48,7 @@ type gen struct {
 	seed  uint64 // hash of the text and scope: natural choices
 	exp   map[string]any
 	wrong map[string]bool
-	g     *rng // draws for wrong values
+	g     *splitmix.Rand // draws for wrong values
 	drop  map[string]bool
 	// faults still to apply to the first field they fit
 	offEnum, emptyList bool
@@ -339,7 +340,7 @@ func (w *gen) writeWrong(s *schema, v any, ptr string, depth int) {
 			w.b.Write(want)
 			return
 		}
-		w.b.Write(others[int(w.g.float()*float64(len(others)))])
+		w.b.Write(others[int(w.g.Float64()*float64(len(others)))])
 		return
 	}
 	switch x := v.(type) {

@@ -59,7 +59,7 @@ func (m *Model) Plan(req *model.Request) (Plan, error) {
 	var u [numDraws]float64
 	g := m.rngFor(req)
 	for i := range u {
-		u[i] = g.float()
+		u[i] = g.Float64()
 	}
 	cfg := &m.cfg
 	mult := 1 + cfg.Jitter*(2*u[drawJitter]-1)

@@ -37,6 +37,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/crab-testbed/crab/internal/splitmix"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -207,7 +208,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // rngFor seeds the call's generator from everything that identifies the
 // call, length-prefixed so that no two different calls share an input.
-func (m *Model) rngFor(req *model.Request) rng {
+func (m *Model) rngFor(req *model.Request) splitmix.Rand {
 	var d xxhash.Digest
 	d.Reset()
 	hashU64(&d, uint64(m.cfg.Seed))
@@ -226,7 +227,7 @@ func (m *Model) rngFor(req *model.Request) rng {
 	hashStr(&d, req.Scope.Permission)
 	hashStr(&d, req.Scope.Lang)
 	hashStr(&d, req.Scope.DocVersion)
-	return rng{s: d.Sum64()}
+	return *splitmix.New(d.Sum64())
 }
 
 // truthRNG seeds the draws that decide whether the model misreads the
@@ -238,13 +239,13 @@ func (m *Model) rngFor(req *model.Request) rng {
 // They leave out the task id too: a model answers the same question the
 // same way every time it is asked, so a cache hit serves the answer the
 // model would have given.
-func (m *Model) truthRNG(req *model.Request) rng {
+func (m *Model) truthRNG(req *model.Request) splitmix.Rand {
 	var d xxhash.Digest
 	d.Reset()
 	hashU64(&d, uint64(m.cfg.Seed))
 	hashU64(&d, uint64(req.Seed))
 	hashStr(&d, req.Text)
-	return rng{s: d.Sum64()}
+	return *splitmix.New(d.Sum64())
 }
 
 func hashU64(d *xxhash.Digest, x uint64) {
@@ -257,18 +258,3 @@ func hashStr(d *xxhash.Digest, s string) {
 	hashU64(d, uint64(len(s)))
 	d.WriteString(s)
 }
-
-// rng is splitmix64: tiny, fast, allocation-free, and good enough for
-// drawing a dozen uniform numbers per call.
-type rng struct{ s uint64 }
-
-func (g *rng) next() uint64 {
-	g.s += 0x9e3779b97f4a7c15
-	z := g.s
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
-// float returns a uniform number in [0,1).
-func (g *rng) float() float64 { return float64(g.next()>>11) / (1 << 53) }

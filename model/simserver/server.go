@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/crab-testbed/crab/internal/splitmix"
 	"math"
 	"net/http"
 	"sort"
@@ -572,29 +573,18 @@ func (s *Server) netFault(c call) int {
 	str(c.req.Scope.Permission)
 	str(c.req.Scope.Lang)
 	str(c.req.Scope.DocVersion)
-	g := splitmix{s: d.Sum64()}
+	g := splitmix.New(d.Sum64())
 	switch {
-	case g.float() < f.RateLimit:
+	case g.Float64() < f.RateLimit:
 		return faultRateLimit
-	case g.float() < f.ServerError:
+	case g.Float64() < f.ServerError:
 		return faultServerError
-	case g.float() < f.Disconnect:
+	case g.Float64() < f.Disconnect:
 		return faultDisconnect
-	case g.float() < f.Stall:
+	case g.Float64() < f.Stall:
 		return faultStall
 	}
 	return faultNone
-}
-
-// splitmix is splitmix64, as the simulated models draw.
-type splitmix struct{ s uint64 }
-
-func (g *splitmix) float() float64 {
-	g.s += 0x9e3779b97f4a7c15
-	z := g.s
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return float64((z^(z>>31))>>11) / (1 << 53)
 }
 
 // Pieces splits an answer into token-sized pieces the way the simulated

@@ -2,6 +2,7 @@ package tune
 
 import (
 	"fmt"
+	"github.com/crab-testbed/crab/internal/splitmix"
 	"math"
 	"sort"
 
@@ -531,7 +532,7 @@ func randomBaseline(policy string, samples []Sample, idx []int, k, seeds int, se
 	}
 	rb.StrongShare = float64(k) / float64(len(idx))
 	perm := make([]int, len(idx))
-	g := newRNG(seed, "random:"+policy)
+	g := splitmix.Labelled(seed, "random:"+policy)
 	passSum, costSum := 0, 0.0
 	for r := 0; r < seeds; r++ {
 		for i := range perm {
@@ -539,7 +540,7 @@ func randomBaseline(policy string, samples []Sample, idx []int, k, seeds int, se
 		}
 		// partial Fisher–Yates: the first k are the large ones
 		for i := 0; i < k; i++ {
-			j := i + int(g.below(uint64(len(perm)-i)))
+			j := i + int(g.Below(uint64(len(perm)-i)))
 			perm[i], perm[j] = perm[j], perm[i]
 		}
 		pass, cost := 0, 0.0
@@ -591,8 +592,8 @@ func paired(policy string, samples []Sample, idx []int, t float64, resamples int
 		out.PassDiff += int(dp[k])
 		out.CostDiff += dc[k]
 	}
-	out.PassCI = bootstrapSumCI(dp, resamples, newRNG(seed, "bootstrap-pass:"+policy))
-	out.CostCI = bootstrapSumCI(dc, resamples, newRNG(seed, "bootstrap-cost:"+policy))
+	out.PassCI = bootstrapSumCI(dp, resamples, splitmix.Labelled(seed, "bootstrap-pass:"+policy))
+	out.CostCI = bootstrapSumCI(dc, resamples, splitmix.Labelled(seed, "bootstrap-cost:"+policy))
 	return out
 }
 
@@ -606,7 +607,7 @@ func b2f(b bool) float64 {
 // bootstrapSumCI is the percentile 95% interval of the sum of x over
 // resamples of x with replacement (nearest rank: the 2.5th and 97.5th
 // percentiles of the sorted resampled sums).
-func bootstrapSumCI(x []float64, resamples int, g *rng) [2]float64 {
+func bootstrapSumCI(x []float64, resamples int, g *splitmix.Rand) [2]float64 {
 	n := len(x)
 	if n == 0 || resamples == 0 {
 		return [2]float64{}
@@ -615,7 +616,7 @@ func bootstrapSumCI(x []float64, resamples int, g *rng) [2]float64 {
 	for r := range sums {
 		s := 0.0
 		for range n {
-			s += x[g.below(uint64(n))]
+			s += x[g.Below(uint64(n))]
 		}
 		sums[r] = s
 	}

@@ -14,6 +14,7 @@ package tune
 import (
 	"errors"
 	"fmt"
+	"github.com/crab-testbed/crab/internal/splitmix"
 	"math"
 	"sort"
 	"strings"
@@ -468,9 +469,9 @@ func Split(samples []Sample, holdout float64, seed int64) (calib, hold []int, er
 	var shuffled []*cluster
 	for _, g := range names {
 		cs := append([]*cluster(nil), groups[g]...)
-		rng := newRNG(seed, "split:"+g)
+		rng := splitmix.Labelled(seed, "split:"+g)
 		for i := len(cs) - 1; i > 0; i-- {
-			j := int(rng.below(uint64(i + 1)))
+			j := int(rng.Below(uint64(i + 1)))
 			cs[i], cs[j] = cs[j], cs[i]
 		}
 		size := 0
@@ -507,35 +508,4 @@ func Split(samples []Sample, holdout float64, seed int64) (calib, hold []int, er
 	sort.Ints(hold)
 	sort.Ints(calib)
 	return calib, hold, nil
-}
-
-// rng is a seeded splitmix64 stream; streams are separated by a label so
-// that the split, the random baseline and the bootstrap never share draws.
-type rng struct{ s uint64 }
-
-func newRNG(seed int64, label string) *rng {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(label); i++ {
-		h ^= uint64(label[i])
-		h *= 1099511628211
-	}
-	return &rng{s: uint64(seed)*0x9e3779b97f4a7c15 ^ h}
-}
-
-func (g *rng) next() uint64 {
-	g.s += 0x9e3779b97f4a7c15
-	z := g.s
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
-// below returns a uniform integer in [0,n), n > 0, without modulo bias.
-func (g *rng) below(n uint64) uint64 {
-	limit := -n % n // 2^64 mod n
-	for {
-		if x := g.next(); x >= limit {
-			return x % n
-		}
-	}
 }
