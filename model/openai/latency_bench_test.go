@@ -35,13 +35,8 @@ func BenchmarkCompleteAtLatency(b *testing.B) {
 				mode = "stream"
 			}
 			cfg := Config{Name: "large", BaseURL: srv.URL + "/v1", Model: "large", NoStream: !stream, MaxConns: 64}
-			if !stream {
-				b.Run("delay="+delay.String()+"/"+mode+"/lean", func(b *testing.B) {
-					benchAtLatency(b, cfg, delay, true)
-				})
-			}
-			b.Run("delay="+delay.String()+"/"+mode+"/go-openai", func(b *testing.B) {
-				benchAtLatency(b, cfg, delay, false)
+			b.Run("delay="+delay.String()+"/"+mode, func(b *testing.B) {
+				benchAtLatency(b, cfg, delay)
 			})
 			srv.Close()
 		}
@@ -88,15 +83,12 @@ func simAnswerContent() string {
 // benchAtLatency makes b.N calls, 64 at a time (after one warm-up call
 // on each of 64 connections), and reports CPU time and
 // added latency per call.
-func benchAtLatency(b *testing.B, cfg Config, delay time.Duration, lean bool) {
+func benchAtLatency(b *testing.B, cfg Config, delay time.Duration) {
 	be, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer be.Close()
-	if !lean {
-		be.lean = nil
-	}
 	req := *testReq
 	req.Contract = benchSchema
 	ctx := context.Background()

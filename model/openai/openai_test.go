@@ -416,7 +416,7 @@ func TestPing(t *testing.T) {
 
 // TestStatusErrorMasksAndRetryAfter: an upstream that echoes the key it
 // received does not put it into crab's errors, and its Retry-After is
-// read, on both the go-openai path (stream) and the lean one.
+// read, streamed or not.
 func TestStatusErrorMasksAndRetryAfter(t *testing.T) {
 	t.Parallel()
 	const key = "upstream-secret-key-123"
