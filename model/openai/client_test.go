@@ -13,6 +13,7 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -29,7 +30,7 @@ func TestNoStreamCall(t *testing.T) {
 		gotHeader, gotPath = r.Header.Clone(), r.URL.Path
 		switch r.Header.Get(HeaderRequestID) {
 		case "429":
-			WriteError(w, http.StatusTooManyRequests, ErrTypeRateLimit, "rate_limit_exceeded", "", "slow down please")
+			openaiwire.WriteError(w, http.StatusTooManyRequests, openaiwire.ErrTypeRateLimit, "rate_limit_exceeded", "", "slow down please")
 		case "500":
 			http.Error(w, "upstream exploded", http.StatusInternalServerError)
 		case "garbage":

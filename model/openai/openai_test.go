@@ -15,6 +15,7 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -219,7 +220,7 @@ func TestStreamFaults(t *testing.T) {
 		check   func(t *testing.T, resp *model.Response, err error)
 	}{
 		{"429 with message", func(w http.ResponseWriter, r *http.Request) {
-			WriteError(w, http.StatusTooManyRequests, ErrTypeRateLimit, "rate_limit_exceeded", "", "slow down please")
+			openaiwire.WriteError(w, http.StatusTooManyRequests, openaiwire.ErrTypeRateLimit, "rate_limit_exceeded", "", "slow down please")
 		}, 0, func(t *testing.T, resp *model.Response, err error) {
 			var se *StatusError
 			if !errors.As(err, &se) || se.Status != 429 || se.Message != "slow down please" || se.Code != "rate_limit_exceeded" || se.Backend != "large" {
@@ -422,7 +423,7 @@ func TestStatusErrorMasksAndRetryAfter(t *testing.T) {
 	const key = "upstream-secret-key-123"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "7")
-		WriteError(w, http.StatusTooManyRequests, ErrTypeRateLimit, "rate_limit_exceeded", "",
+		openaiwire.WriteError(w, http.StatusTooManyRequests, openaiwire.ErrTypeRateLimit, "rate_limit_exceeded", "",
 			"slow down, "+r.Header.Get("Authorization")+" and "+key+strings.Repeat(" pad", 400))
 	}))
 	t.Cleanup(srv.Close)

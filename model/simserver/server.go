@@ -36,7 +36,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/crab-testbed/crab/internal/splitmix"
 	"math"
 	"net/http"
 	"sort"
@@ -46,8 +45,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/crab-testbed/crab/internal/splitmix"
+
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/model/sim"
@@ -152,7 +154,7 @@ type Server struct {
 	created int64
 	seq     atomic.Uint64
 	// dec reads request bodies, remembering the schema they repeat.
-	dec openai.RequestDecoder
+	dec openaiwire.RequestDecoder
 	st  stats
 	// wait waits until a moment of the plan; false when ctx ended first.
 	// Tests replace it to step a fake clock instead of sleeping.
@@ -212,19 +214,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v1/chat/completions", "/chat/completions":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			openai.WriteError(w, http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
+			openaiwire.WriteError(w, http.StatusMethodNotAllowed, openaiwire.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
 			return
 		}
 		s.complete(w, r)
 	case "/v1/embeddings", "/embeddings":
 		s.serveEmbeddings(w, r)
 	case "/v1/models", "/models":
-		openai.WriteModels(w, s.names, s.created)
+		openaiwire.WriteModels(w, s.names, s.created)
 	case "/healthz":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
 	default:
-		openai.WriteError(w, http.StatusNotFound, openai.ErrTypeNotFound, "not_found", "", "no such endpoint: "+r.URL.Path)
+		openaiwire.WriteError(w, http.StatusNotFound, openaiwire.ErrTypeNotFound, "not_found", "", "no such endpoint: "+r.URL.Path)
 	}
 }
 
@@ -242,11 +244,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	c, status, code, param, err := s.decode(r)
 	if err != nil {
 		s.st.rejected.Add(1)
-		typ := openai.ErrTypeInvalidRequest
+		typ := openaiwire.ErrTypeInvalidRequest
 		if status == http.StatusNotFound {
-			typ = openai.ErrTypeNotFound
+			typ = openaiwire.ErrTypeNotFound
 		}
-		openai.WriteError(w, status, typ, code, param, err.Error())
+		openaiwire.WriteError(w, status, typ, code, param, err.Error())
 		return
 	}
 	p, err := c.m.Plan(c.req)
@@ -256,12 +258,12 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, sim.ErrContract) {
 			code, param = "invalid_response_format", "response_format"
 		}
-		openai.WriteError(w, http.StatusBadRequest, openai.ErrTypeInvalidRequest, code, param, err.Error())
+		openaiwire.WriteError(w, http.StatusBadRequest, openaiwire.ErrTypeInvalidRequest, code, param, err.Error())
 		return
 	}
 	if s.inOutage() {
 		s.st.serverErrors.Add(1)
-		openai.WriteError(w, http.StatusServiceUnavailable, openai.ErrTypeServer, "overloaded", "", "simulated outage: the server is down")
+		openaiwire.WriteError(w, http.StatusServiceUnavailable, openaiwire.ErrTypeServer, "overloaded", "", "simulated outage: the server is down")
 		return
 	}
 	if !s.pauseWait(r.Context()) {
@@ -272,11 +274,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	case faultRateLimit:
 		s.st.rateLimited.Add(1)
 		w.Header().Set("Retry-After", "1")
-		openai.WriteError(w, http.StatusTooManyRequests, openai.ErrTypeRateLimit, "rate_limit_exceeded", "", "simulated rate limit: slow down")
+		openaiwire.WriteError(w, http.StatusTooManyRequests, openaiwire.ErrTypeRateLimit, "rate_limit_exceeded", "", "simulated rate limit: slow down")
 		return
 	case faultServerError:
 		s.st.serverErrors.Add(1)
-		openai.WriteError(w, http.StatusServiceUnavailable, openai.ErrTypeServer, "overloaded", "", "simulated overload: the server is busy")
+		openaiwire.WriteError(w, http.StatusServiceUnavailable, openaiwire.ErrTypeServer, "overloaded", "", "simulated overload: the server is busy")
 		return
 	}
 	ctx := r.Context()
@@ -286,7 +288,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		if !s.sleepUntil(ctx, start.Add(p.Total), p.Sleep) {
 			return
 		}
-		openai.WriteError(w, http.StatusInternalServerError, openai.ErrTypeServer, "simulated_error", "", "simulated server error in model "+p.Model)
+		openaiwire.WriteError(w, http.StatusInternalServerError, openaiwire.ErrTypeServer, "simulated_error", "", "simulated server error in model "+p.Model)
 		return
 	case sim.FaultHang:
 		s.st.hangs.Add(1)
@@ -316,7 +318,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 func (s *Server) decode(r *http.Request) (c call, status int, code, param string, err error) {
 	creq, err := s.dec.ReadRequest(r, s.cfg.MaxBodyBytes)
 	if err != nil {
-		if errors.Is(err, openai.ErrTooLarge) {
+		if errors.Is(err, openaiwire.ErrTooLarge) {
 			return c, http.StatusRequestEntityTooLarge, "request_too_large", "", err
 		}
 		return c, http.StatusBadRequest, "invalid_request", "", err
@@ -325,7 +327,7 @@ func (s *Server) decode(r *http.Request) (c call, status int, code, param string
 	if !ok {
 		return c, http.StatusNotFound, "model_not_found", "model", fmt.Errorf("model %q does not exist (served: %s)", creq.Model, strings.Join(s.names, ", "))
 	}
-	system, history, text, err := openai.Prompt(creq.Messages)
+	system, history, text, err := openaiwire.Prompt(creq.Messages)
 	if err != nil {
 		return c, http.StatusBadRequest, "invalid_request", "messages", err
 	}
@@ -361,8 +363,8 @@ func (s *Server) decode(r *http.Request) (c call, status int, code, param string
 			Tenant: scope(openai.HeaderTenant, "tenant"), Permission: scope(openai.HeaderPermission, "permission"),
 			Lang: scope(openai.HeaderLang, "lang"), DocVersion: scope(openai.HeaderDocVersion, "doc_version"),
 		},
-		Mode: mode, MaxTokens: openai.MaxTokens(creq), Temperature: float64(creq.Temperature),
-		Contract: openai.Schema(creq), Attempt: attempt,
+		Mode: mode, MaxTokens: openaiwire.MaxTokens(creq), Temperature: float64(creq.Temperature),
+		Contract: openaiwire.Schema(creq), Attempt: attempt,
 	}
 	if creq.Seed != nil {
 		req.Seed = int64(*creq.Seed)
@@ -374,7 +376,7 @@ func (s *Server) decode(r *http.Request) (c call, status int, code, param string
 
 // stream sends the answer as server-sent events, paced by the plan.
 func (s *Server) stream(ctx context.Context, w http.ResponseWriter, c call, p *sim.Plan, nf int, id string, start time.Time) {
-	st := openai.NewStream(w, id, s.created, p.Model)
+	st := openaiwire.NewStream(w, id, s.created, p.Model)
 	if st.Role() != nil {
 		return
 	}
@@ -438,14 +440,14 @@ func (s *Server) whole(ctx context.Context, w http.ResponseWriter, p *sim.Plan, 
 	if refusal {
 		finish = model.FinishStop
 	}
-	comp := openai.Completion{
+	comp := openaiwire.Completion{
 		ID: id, Model: p.Model, Created: s.created, Content: p.Content, Refusal: refusal,
 		FinishReason: finish, TokensIn: p.Usage.TokensIn, TokensOut: p.Usage.TokensOut,
 	}
 	if nf == faultDisconnect || nf == faultStall {
 		// Headers promise the whole body; half of it arrives half-way.
 		rec := &bufferWriter{h: http.Header{}}
-		openai.WriteCompletion(rec, comp)
+		openaiwire.WriteCompletion(rec, comp)
 		body := rec.buf
 		if !s.sleepUntil(ctx, start.Add(p.Total/2), p.Sleep) {
 			return
@@ -464,7 +466,7 @@ func (s *Server) whole(ctx context.Context, w http.ResponseWriter, p *sim.Plan, 
 	if !s.sleepUntil(ctx, start.Add(p.Total), p.Sleep) {
 		return
 	}
-	openai.WriteCompletion(w, comp)
+	openaiwire.WriteCompletion(w, comp)
 }
 
 // sleepUntil waits until t; false when ctx ended first (the client left).
