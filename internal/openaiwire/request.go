@@ -207,6 +207,7 @@ func leanDecode(raw []byte, lastSchema *atomic.Pointer[string]) (req *goopenai.C
 			ok = d.messages(req)
 		case "max_tokens":
 			bit = kMaxTokens
+			//lint:ignore SA1019 clients send max_tokens (deprecated only for OpenAI's reasoning models); the decoder reads what encoding/json reads.
 			req.MaxTokens, ok = d.Int()
 		case "max_completion_tokens":
 			bit = kMaxCompletionTokens
@@ -540,5 +541,6 @@ func MaxTokens(req *goopenai.ChatCompletionRequest) int {
 	if req.MaxCompletionTokens > 0 {
 		return req.MaxCompletionTokens
 	}
+	//lint:ignore SA1019 max_tokens is what most clients send; max_completion_tokens wins when both are set.
 	return req.MaxTokens
 }

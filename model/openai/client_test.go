@@ -9,9 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
-
-	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model"
@@ -101,15 +100,44 @@ func TestNoStreamCall(t *testing.T) {
 	}
 }
 
-// TestInvalidChatModel: a model go-openai refuses on the chat endpoint
-// fails with go-openai's error, nothing sent.
-func TestInvalidChatModel(t *testing.T) {
+// TestOutputBudgetRule: the output budget goes out as max_tokens, which
+// vLLM, Ollama and llama.cpp's server read, and as max_completion_tokens
+// (with no temperature) only to the reasoning models that refuse
+// max_tokens.
+func TestOutputBudgetRule(t *testing.T) {
 	t.Parallel()
-	b, err := New(Config{BaseURL: "http://127.0.0.1:1/v1", Model: goopenai.GPT3Davinci, NoStream: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Complete(context.Background(), testReq); err == nil || !strings.Contains(err.Error(), goopenai.ErrChatCompletionInvalidModel.Error()) {
-		t.Errorf("got %v; want go-openai's ErrChatCompletionInvalidModel", err)
+	var mu sync.Mutex
+	var got map[string]json.RawMessage
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = nil
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Errorf("request body %s: %v", body, err)
+		}
+		mu.Unlock()
+		io.WriteString(w, `{"choices":[{"message":{"content":"{}"},"finish_reason":"stop"}]}`)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		model     string
+		reasoning bool
+	}{
+		{"Qwen/Qwen2.5-7B-Instruct", false}, {"llama3.1:8b", false}, {"gpt-4o-mini", false},
+		{"o1-mini", true}, {"o3", true}, {"o4-mini", true}, {"gpt-5", true}, {"gpt-5-mini", true},
+	} {
+		b := newBackend(t, srv.URL, func(c *Config) { c.Model, c.NoStream = tc.model, true })
+		if _, err := b.Complete(context.Background(), testReq); err != nil {
+			t.Fatalf("%s: %v", tc.model, err)
+		}
+		mu.Lock()
+		maxTok, maxCompl, temp := string(got["max_tokens"]), string(got["max_completion_tokens"]), string(got["temperature"])
+		mu.Unlock()
+		if tc.reasoning && (maxTok != "" || maxCompl != "160" || temp != "") {
+			t.Errorf("%s: max_tokens %q max_completion_tokens %q temperature %q; want only max_completion_tokens 160", tc.model, maxTok, maxCompl, temp)
+		}
+		if !tc.reasoning && (maxTok != "160" || maxCompl != "" || temp != "0") {
+			t.Errorf("%s: max_tokens %q max_completion_tokens %q temperature %q; want max_tokens 160 and temperature 0", tc.model, maxTok, maxCompl, temp)
+		}
 	}
 }

@@ -305,7 +305,6 @@ func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
 	c := goopenai.ChatCompletionRequest{
 		Model:       b.cfg.Model,
 		Messages:    msgs,
-		MaxTokens:   req.MaxTokens,
 		Temperature: float32(req.Temperature),
 		User:        req.User,
 	}
@@ -331,14 +330,7 @@ func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
 		c.Stream = true
 		c.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
 	}
-	// Reasoning models refuse max_tokens and any temperature but 1.
-	v := goopenai.NewReasoningValidator()
-	if v.Validate(c) != nil && c.MaxTokens > 0 {
-		c.MaxCompletionTokens, c.MaxTokens = c.MaxTokens, 0
-	}
-	if v.Validate(c) != nil {
-		c.Temperature = 0
-	}
+	fitModel(&c, req.MaxTokens)
 	return c
 }
 

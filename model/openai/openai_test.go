@@ -142,12 +142,16 @@ func TestStreamTiming(t *testing.T) {
 func TestRequestOnTheWire(t *testing.T) {
 	t.Parallel()
 	var got goopenai.ChatCompletionRequest
+	var raw map[string]json.RawMessage
 	var hdr http.Header
 	var path string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path, hdr = r.URL.Path, r.Header.Clone()
 		body, _ := io.ReadAll(r.Body)
 		if err := json.Unmarshal(body, &got); err != nil {
+			t.Errorf("request body: %v", err)
+		}
+		if err := json.Unmarshal(body, &raw); err != nil {
 			t.Errorf("request body: %v", err)
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -177,8 +181,8 @@ func TestRequestOnTheWire(t *testing.T) {
 			if path != "/v1/chat/completions" {
 				t.Errorf("path: got %q; want /v1/chat/completions", path)
 			}
-			if got.Model != "upstream-model" || got.Stream != tc.stream || got.MaxTokens != 160 || got.User != "u1" || got.Seed == nil || *got.Seed != 42 {
-				t.Errorf("got model %q stream %v max_tokens %d user %q seed %v", got.Model, got.Stream, got.MaxTokens, got.User, got.Seed)
+			if got.Model != "upstream-model" || got.Stream != tc.stream || string(raw["max_tokens"]) != "160" || got.User != "u1" || got.Seed == nil || *got.Seed != 42 {
+				t.Errorf("got model %q stream %v max_tokens %s user %q seed %v", got.Model, got.Stream, raw["max_tokens"], got.User, got.Seed)
 			}
 			if len(got.Messages) != 2 || got.Messages[0].Role != "system" || got.Messages[1].Content != testReq.Text {
 				t.Fatalf("messages: got %+v", got.Messages)

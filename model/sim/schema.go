@@ -58,19 +58,6 @@ type prop struct {
 	required bool
 }
 
-// nullable reports whether null is allowed.
-func (s *schema) nullable() bool {
-	if s.types&tNull != 0 {
-		return true
-	}
-	for _, b := range s.anyOf {
-		if b.resolve().nullable() {
-			return true
-		}
-	}
-	return false
-}
-
 // resolve follows $ref.
 func (s *schema) resolve() *schema {
 	for i := 0; s.target != nil && i < 64; i++ {
