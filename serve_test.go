@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/crab-testbed/crab/model/openai"
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/serve"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -32,7 +32,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 		io.Copy(io.Discard, r.Body)
 		once.Do(func() { close(arrived) })
 		<-release
-		openai.WriteCompletion(w, openai.Completion{ID: "x", Model: "large", Content: "held answer", FinishReason: "stop", TokensIn: 10, TokensOut: 2})
+		openaiwire.WriteCompletion(w, openaiwire.Completion{ID: "x", Model: "large", Content: "held answer", FinishReason: "stop", TokensIn: 10, TokensOut: 2})
 	}))
 	defer up.Close()
 	var releaseOnce sync.Once

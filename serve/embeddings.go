@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model/openai"
 )
@@ -38,17 +39,17 @@ func (e *EmbeddingsConfig) validate() (field, msg string) {
 func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	e := s.cfg.Embeddings
 	if e == nil {
-		s.refuse(w, r, "", http.StatusNotFound, openai.ErrTypeNotFound, "not_found", "",
+		s.refuse(w, r, "", http.StatusNotFound, openaiwire.ErrTypeNotFound, "not_found", "",
 			"no such endpoint: /v1/embeddings (this deployment has no embeddings upstream; see embeddings in the configuration)")
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		s.refuse(w, r, "", http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
+		s.refuse(w, r, "", http.StatusMethodNotAllowed, openaiwire.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
 		return
 	}
 	if r.ContentLength > s.cfg.MaxBodyBytes {
-		s.refuse(w, r, "", http.StatusRequestEntityTooLarge, openai.ErrTypeInvalidRequest, CodeRequestTooLarge, "",
+		s.refuse(w, r, "", http.StatusRequestEntityTooLarge, openaiwire.ErrTypeInvalidRequest, CodeRequestTooLarge, "",
 			fmt.Sprintf("the request body (Content-Length %d) is over the limit of %d bytes", r.ContentLength, s.cfg.MaxBodyBytes))
 		return
 	}
@@ -57,17 +58,17 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1))
 	if err != nil {
-		s.refuse(w, r, "", http.StatusBadRequest, openai.ErrTypeInvalidRequest, CodeInvalidRequest, "", "reading the body: "+err.Error())
+		s.refuse(w, r, "", http.StatusBadRequest, openaiwire.ErrTypeInvalidRequest, CodeInvalidRequest, "", "reading the body: "+err.Error())
 		return
 	}
 	if int64(len(body)) > s.cfg.MaxBodyBytes {
-		s.refuse(w, r, "", http.StatusRequestEntityTooLarge, openai.ErrTypeInvalidRequest, CodeRequestTooLarge, "",
+		s.refuse(w, r, "", http.StatusRequestEntityTooLarge, openaiwire.ErrTypeInvalidRequest, CodeRequestTooLarge, "",
 			fmt.Sprintf("the request body is over the limit of %d bytes", s.cfg.MaxBodyBytes))
 		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, strings.TrimRight(e.BaseURL, "/")+"/embeddings", bytes.NewReader(body))
 	if err != nil {
-		s.writeError(w, "", http.StatusBadGateway, openai.ErrTypeServer, CodeUpstreamError, "", "the embeddings upstream failed")
+		s.writeError(w, "", http.StatusBadGateway, openaiwire.ErrTypeServer, CodeUpstreamError, "", "the embeddings upstream failed")
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -77,7 +78,7 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	res, err := s.embedClient.Do(req)
 	if err != nil {
 		s.logf("embeddings: %s", s.mask(err.Error()))
-		s.writeError(w, "", http.StatusBadGateway, openai.ErrTypeServer, CodeUpstreamError, "", "the embeddings upstream failed")
+		s.writeError(w, "", http.StatusBadGateway, openaiwire.ErrTypeServer, CodeUpstreamError, "", "the embeddings upstream failed")
 		return
 	}
 	defer res.Body.Close()

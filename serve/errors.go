@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
 )
@@ -39,19 +40,19 @@ const (
 func upstreamAnswer(se *openai.StatusError) (status int, typ, code, msg string) {
 	switch s := se.Status; {
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		return http.StatusBadGateway, openai.ErrTypeServer, CodeUpstreamAuth,
+		return http.StatusBadGateway, openaiwire.ErrTypeServer, CodeUpstreamAuth,
 			fmt.Sprintf("the upstream model %s refused crab's credential (HTTP %d)", se.Backend, s)
 	case s == http.StatusTooManyRequests:
-		return http.StatusTooManyRequests, openai.ErrTypeRateLimit, CodeUpstreamRateLimit,
+		return http.StatusTooManyRequests, openaiwire.ErrTypeRateLimit, CodeUpstreamRateLimit,
 			fmt.Sprintf("the upstream model %s is rate limiting (HTTP 429); retry later", se.Backend)
 	case s == http.StatusServiceUnavailable:
-		return http.StatusServiceUnavailable, openai.ErrTypeServer, CodeUpstreamBusy,
+		return http.StatusServiceUnavailable, openaiwire.ErrTypeServer, CodeUpstreamBusy,
 			fmt.Sprintf("the upstream model %s is unavailable (HTTP 503); retry later", se.Backend)
 	case s >= 400 && s < 500 && s != http.StatusRequestTimeout:
-		return http.StatusBadGateway, openai.ErrTypeServer, CodeUpstreamRejected,
+		return http.StatusBadGateway, openaiwire.ErrTypeServer, CodeUpstreamRejected,
 			fmt.Sprintf("the upstream model %s refused the request (HTTP %d)", se.Backend, s)
 	}
-	return http.StatusBadGateway, openai.ErrTypeServer, CodeUpstreamError,
+	return http.StatusBadGateway, openaiwire.ErrTypeServer, CodeUpstreamError,
 		fmt.Sprintf("the upstream model %s failed (HTTP %d)", se.Backend, se.Status)
 }
 
@@ -79,10 +80,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, reqID string, resp
 		if len(rules) > 0 {
 			msg += " (rules broken: " + strings.Join(rules, ", ") + ")"
 		}
-		s.writeError(w, reqID, http.StatusBadGateway, openai.ErrTypeServer, CodeContractViolation, "", msg)
+		s.writeError(w, reqID, http.StatusBadGateway, openaiwire.ErrTypeServer, CodeContractViolation, "", msg)
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
 		s.logf("request %s: %s", reqID, s.mask(err.Error()))
-		s.writeError(w, reqID, http.StatusGatewayTimeout, openai.ErrTypeServer, CodeTimeout, "",
+		s.writeError(w, reqID, http.StatusGatewayTimeout, openaiwire.ErrTypeServer, CodeTimeout, "",
 			fmt.Sprintf("no answer within %v", s.cfg.Timeout.Std()))
 	case r.Context().Err() != nil:
 		// The client left: nobody to answer.
@@ -92,10 +93,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, reqID string, resp
 		status, typ, code, msg := upstreamAnswer(se)
 		s.writeError(w, reqID, status, typ, code, "", msg)
 	case errors.Is(err, model.ErrUnknownModel):
-		s.writeError(w, reqID, http.StatusNotFound, openai.ErrTypeNotFound, CodeModelNotFound, "model", "no such model")
+		s.writeError(w, reqID, http.StatusNotFound, openaiwire.ErrTypeNotFound, CodeModelNotFound, "model", "no such model")
 	default:
 		s.logf("request %s: %s", reqID, s.mask(err.Error()))
-		s.writeError(w, reqID, http.StatusBadGateway, openai.ErrTypeServer, CodeUpstreamError, "", "the upstream model failed")
+		s.writeError(w, reqID, http.StatusBadGateway, openaiwire.ErrTypeServer, CodeUpstreamError, "", "the upstream model failed")
 	}
 }
 
@@ -109,7 +110,7 @@ func (s *Server) writeError(w http.ResponseWriter, reqID string, status int, typ
 	if reqID != "" {
 		msg += " (request " + reqID + ")"
 	}
-	openai.WriteError(w, status, typ, code, param, s.mask(msg))
+	openaiwire.WriteError(w, status, typ, code, param, s.mask(msg))
 }
 
 // refuse answers a request crab will not run before its body was read

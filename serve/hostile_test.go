@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/model/simserver"
@@ -65,7 +66,7 @@ func newFakeUpstream(t testing.TB, answer func(w http.ResponseWriter, r *http.Re
 
 // completion answers a non-streamed chat completion with content.
 func completion(w http.ResponseWriter, content string) {
-	openai.WriteCompletion(w, openai.Completion{ID: "x", Model: "m", Content: content, FinishReason: "stop", TokensIn: 10, TokensOut: 5})
+	openaiwire.WriteCompletion(w, openaiwire.Completion{ID: "x", Model: "m", Content: content, FinishReason: "stop", TokensIn: 10, TokensOut: 5})
 }
 
 func (f *fakeUpstream) last() goopenai.ChatCompletionRequest {
@@ -473,7 +474,7 @@ func TestNoCredentialReachesClients(t *testing.T) {
 		switch i := n % faults; {
 		case i < len(statuses):
 			w.Header().Set("X-Upstream-Echo", r.Header.Get("Authorization"))
-			openai.WriteError(w, statuses[i], "type "+key, "code_"+key, "param", echo)
+			openaiwire.WriteError(w, statuses[i], "type "+key, "code_"+key, "param", echo)
 		case i == len(statuses):
 			w.WriteHeader(500)
 			io.WriteString(w, "<html>"+echo+"</html>")
@@ -529,7 +530,7 @@ func TestNoCredentialReachesClients(t *testing.T) {
 				leaks++
 				t.Errorf("%s: HTTP %d leaks upstream text or the credential:\n%s", m, resp.StatusCode, all)
 			}
-			var eb openai.ErrorBody
+			var eb openaiwire.ErrorBody
 			if resp.StatusCode == 200 || json.Unmarshal(raw, &eb) != nil || eb.Error.Code == nil {
 				t.Errorf("%s: HTTP %d %s; want crab's error in the OpenAI format", m, resp.StatusCode, raw)
 				continue
@@ -559,7 +560,7 @@ func TestMetricsBounded(t *testing.T) {
 		a, b, st := rng.Uint64(), rng.Uint64(), 100+rng.IntN(500)
 		mu.Unlock()
 		if n%3 == 2 {
-			openai.WriteError(w, max(st, 400), "t", "c", "", "no")
+			openaiwire.WriteError(w, max(st, 400), "t", "c", "", "no")
 			return
 		}
 		completion(w, fmt.Sprintf(`{"x: rule_%x": 1, "y: %x: z": 2}`, a, b))

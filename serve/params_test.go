@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model/openai"
 )
 
@@ -21,7 +22,7 @@ func answerEither(w http.ResponseWriter, body []byte, content string) {
 		completion(w, content)
 		return
 	}
-	st := openai.NewStream(w, "x", 1, "m")
+	st := openaiwire.NewStream(w, "x", 1, "m")
 	st.Role()
 	st.Content(content, false)
 	st.Finish("stop")
@@ -103,9 +104,9 @@ func TestOpenAIParams(t *testing.T) {
 				{"audio", `"modalities":["audio"],`, "unsupported_parameter", "modalities"},
 			} {
 				r := post(t, ps.URL, "sk-acme", chatBody("large", ticket, false, tc.extra), nil)
-				var e openai.ErrorBody
+				var e openaiwire.ErrorBody
 				json.Unmarshal([]byte(r.body), &e)
-				if r.status != 400 || e.Error.Type != openai.ErrTypeInvalidRequest || r.errCode != tc.code || e.Error.Param == nil || *e.Error.Param != tc.param {
+				if r.status != 400 || e.Error.Type != openaiwire.ErrTypeInvalidRequest || r.errCode != tc.code || e.Error.Param == nil || *e.Error.Param != tc.param {
 					t.Errorf("%s: %d %s; want 400 invalid_request_error %s with param %s", tc.name, r.status, r.body, tc.code, tc.param)
 				}
 			}

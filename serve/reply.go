@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
 )
@@ -62,13 +63,13 @@ func (s *Server) reply(w http.ResponseWriter, c call, resp *model.Response) time
 		finish = model.FinishStop
 	}
 	if !c.stream {
-		openai.WriteCompletion(w, openai.Completion{
+		openaiwire.WriteCompletion(w, openaiwire.Completion{
 			ID: id, Model: resp.Model, Created: s.now().Unix(), Content: resp.Content, Refusal: refusal,
 			FinishReason: finish, TokensIn: resp.Usage.TokensIn, TokensOut: resp.Usage.TokensOut,
 		})
 		return s.now()
 	}
-	st := openai.NewStream(w, id, s.now().Unix(), resp.Model)
+	st := openaiwire.NewStream(w, id, s.now().Unix(), resp.Model)
 	if st.Role() != nil {
 		return time.Time{}
 	}

@@ -53,6 +53,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
@@ -101,7 +102,7 @@ type Server struct {
 	now      func() time.Time
 	created  int64
 	// dec reads request bodies, remembering the schema they repeat.
-	dec      openai.RequestDecoder
+	dec      openaiwire.RequestDecoder
 	seq      atomic.Uint64
 	idPrefix string // of the request ids crab gives: "crab-<created, hex>-"
 	routes   *http.ServeMux
@@ -212,7 +213,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 		w.Write([]byte("ok\n"))
 	})
 	s.routes.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.refuse(w, r, "", http.StatusNotFound, openai.ErrTypeNotFound, "not_found", "", "no such endpoint: "+r.URL.Path)
+		s.refuse(w, r, "", http.StatusNotFound, openaiwire.ErrTypeNotFound, "not_found", "", "no such endpoint: "+r.URL.Path)
 	})
 	if st := s.built.Store; st != nil {
 		s.m.storeMetrics(o.Registry, st, s.built.Cache)
@@ -285,7 +286,7 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request, reqID string) 
 		}
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="crab"`)
-	s.refuse(w, r, reqID, http.StatusUnauthorized, openai.ErrTypeInvalidRequest, CodeInvalidAPIKey, "",
+	s.refuse(w, r, reqID, http.StatusUnauthorized, openaiwire.ErrTypeInvalidRequest, CodeInvalidAPIKey, "",
 		"Incorrect or missing API key: send Authorization: Bearer KEY with a key from crab serve's keys file.")
 	return Identity{}, keyHash{}, false
 }
@@ -293,13 +294,13 @@ func (s *Server) identify(w http.ResponseWriter, r *http.Request, reqID string) 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
-		s.refuse(w, r, "", http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use GET")
+		s.refuse(w, r, "", http.StatusMethodNotAllowed, openaiwire.ErrTypeInvalidRequest, "method_not_allowed", "", "use GET")
 		return
 	}
 	if _, _, ok := s.identify(w, r, ""); !ok {
 		return
 	}
-	openai.WriteModels(w, s.names, s.created)
+	openaiwire.WriteModels(w, s.names, s.created)
 }
 
 // observeUpstream counts the tokens of every attempt of the upstream
@@ -339,7 +340,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	defer s.finish(x)
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		s.refuse(w, r, "", http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
+		s.refuse(w, r, "", http.StatusMethodNotAllowed, openaiwire.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
 		return
 	}
 	reqID := r.Header.Get(openai.HeaderRequestID)
@@ -347,7 +348,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if reqID == "" {
 		reqID = x.taskID
 	} else if !validRequestID(reqID) {
-		s.refuse(w, r, "", http.StatusBadRequest, openai.ErrTypeInvalidRequest, "invalid_request_id", openai.HeaderRequestID,
+		s.refuse(w, r, "", http.StatusBadRequest, openaiwire.ErrTypeInvalidRequest, "invalid_request_id", openai.HeaderRequestID,
 			"request id: want 1 to 128 letters, digits and . _ : -")
 		return
 	} else {
@@ -356,7 +357,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(openai.HeaderRequestID, reqID)
 	if r.ContentLength > s.cfg.MaxBodyBytes {
 		// Refused from the header, before any of the body is read.
-		s.refuse(w, r, reqID, http.StatusRequestEntityTooLarge, openai.ErrTypeInvalidRequest, CodeRequestTooLarge, "",
+		s.refuse(w, r, reqID, http.StatusRequestEntityTooLarge, openaiwire.ErrTypeInvalidRequest, CodeRequestTooLarge, "",
 			fmt.Sprintf("the request body (Content-Length %d) is over the limit of %d bytes", r.ContentLength, s.cfg.MaxBodyBytes))
 		return
 	}
@@ -366,16 +367,16 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	release, ok := s.acquire(kh)
 	if !ok {
-		s.refuse(w, r, reqID, http.StatusTooManyRequests, openai.ErrTypeRateLimit, CodeTooManyRequests, "",
+		s.refuse(w, r, reqID, http.StatusTooManyRequests, openaiwire.ErrTypeRateLimit, CodeTooManyRequests, "",
 			fmt.Sprintf("this API key has %d requests in flight, the most allowed; retry when one is answered", s.cfg.MaxInFlightPerKey))
 		return
 	}
 	defer release()
 	c, status, code, param, err := s.decode(r, id, reqID)
 	if err != nil {
-		typ := openai.ErrTypeInvalidRequest
+		typ := openaiwire.ErrTypeInvalidRequest
 		if status == http.StatusNotFound {
-			typ = openai.ErrTypeNotFound
+			typ = openaiwire.ErrTypeNotFound
 		}
 		s.refuse(w, r, reqID, status, typ, code, param, err.Error())
 		return
@@ -407,14 +408,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, status int, code, param string, err error) {
 	creq, raw, lean, err := s.dec.ReadRequestBody(r, s.cfg.MaxBodyBytes)
 	if err != nil {
-		var pe *openai.ParamError
+		var pe *openaiwire.ParamError
 		switch {
 		case errors.As(err, &pe):
 			return c, http.StatusBadRequest, "unsupported_value", pe.Param, errors.New(pe.Msg)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			return c, http.StatusRequestTimeout, CodeBodyTimeout, "",
 				fmt.Errorf("the request body did not arrive within %v", s.cfg.BodyTimeout.Std())
-		case errors.Is(err, openai.ErrTooLarge):
+		case errors.Is(err, openaiwire.ErrTooLarge):
 			return c, http.StatusRequestEntityTooLarge, CodeRequestTooLarge, "", err
 		}
 		return c, http.StatusBadRequest, CodeInvalidRequest, "", err
@@ -430,10 +431,10 @@ func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, sta
 	if t := creq.Temperature; t < 0 || t > 2 || t != t {
 		return c, http.StatusBadRequest, "invalid_temperature", "temperature", errors.New("temperature must be between 0 and 2")
 	}
-	system, history, text, err := openai.Prompt(creq.Messages)
+	system, history, text, err := openaiwire.Prompt(creq.Messages)
 	if err != nil {
 		code := CodeInvalidRequest
-		if errors.Is(err, openai.ErrToolMessage) {
+		if errors.Is(err, openaiwire.ErrToolMessage) {
 			code = CodeUnsupportedMessage
 		}
 		return c, http.StatusBadRequest, code, "messages", err
@@ -473,7 +474,7 @@ func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, sta
 	}
 	req := &model.Request{
 		TaskID: reqID, Text: text, System: system, History: history, User: creq.User, Scope: scope, Model: name,
-		Mode: mode, MaxTokens: openai.MaxTokens(creq), Temperature: float64(creq.Temperature),
+		Mode: mode, MaxTokens: openaiwire.MaxTokens(creq), Temperature: float64(creq.Temperature),
 	}
 	// A deployed arm's system prompt and output budget apply when the
 	// client sends none, as they did in the measured run.
@@ -492,7 +493,7 @@ func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, sta
 		return c, http.StatusBadRequest, pe.code, pe.param, err
 	}
 	if s.contract == nil {
-		if schema := openai.Schema(creq); schema != nil {
+		if schema := openaiwire.Schema(creq); schema != nil {
 			sum := sha256.Sum256(schema)
 			req.Contract, req.ContractHash = schema, hex.EncodeToString(sum[:])
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/model/simserver"
@@ -127,7 +128,7 @@ func post(t *testing.T, url, key, body string, headers map[string]string) result
 	r := result{status: resp.StatusCode, header: resp.Header, body: string(raw)}
 	switch {
 	case resp.StatusCode != 200:
-		var eb openai.ErrorBody
+		var eb openaiwire.ErrorBody
 		if err := json.Unmarshal(raw, &eb); err != nil || eb.Error.Code == nil {
 			t.Fatalf("status %d body %s: want the OpenAI error format", resp.StatusCode, raw)
 		}
@@ -282,7 +283,7 @@ func TestRefusals(t *testing.T) {
 func TestFailuresNeverCached(t *testing.T) {
 	t.Parallel()
 	authFail := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		openai.WriteError(w, http.StatusUnauthorized, openai.ErrTypeAuthentication, "invalid_api_key", "", "bad upstream key")
+		openaiwire.WriteError(w, http.StatusUnauthorized, openaiwire.ErrTypeAuthentication, "invalid_api_key", "", "bad upstream key")
 	}))
 	t.Cleanup(authFail.Close)
 	cases := []struct {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model/openai"
 )
 
@@ -55,11 +56,11 @@ func TestSoak(t *testing.T) {
 		switch {
 		case p < 0.08:
 			w.Header().Set("Retry-After", "0")
-			openai.WriteError(w, 503, openai.ErrTypeServer, "overloaded", "", "busy "+r.Header.Get("Authorization"))
+			openaiwire.WriteError(w, 503, openaiwire.ErrTypeServer, "overloaded", "", "busy "+r.Header.Get("Authorization"))
 		case p < 0.12:
-			openai.WriteError(w, 429, openai.ErrTypeRateLimit, "rate", "", "slow down")
+			openaiwire.WriteError(w, 429, openaiwire.ErrTypeRateLimit, "rate", "", "slow down")
 		case p < 0.16:
-			openai.WriteError(w, 500, openai.ErrTypeServer, "boom", "", "internal")
+			openaiwire.WriteError(w, 500, openaiwire.ErrTypeServer, "boom", "", "internal")
 		case p < 0.19:
 			<-r.Context().Done() // hangs until crab gives up
 			return

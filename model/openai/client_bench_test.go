@@ -1,16 +1,12 @@
 package openai
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	goopenai "github.com/sashabaranov/go-openai"
 )
 
 // simAnswer is a chat completion as crab sim-server writes it: a triage
@@ -20,8 +16,7 @@ const simAnswer = `{"id":"chatcmpl-sim-2","object":"chat.completion","created":1
 // BenchmarkCompleteNoStream measures one non-streaming call through the
 // backend against a loopback server that answers with a fixed body: the
 // client's request building, HTTP round trip and response decoding, with
-// the lean path and through go-openai (the server's share is the same in
-// both).
+// through go-openai.
 func BenchmarkCompleteNoStream(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -56,30 +51,20 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func benchComplete(b *testing.B, cfg Config) {
-	for _, v := range []struct {
-		name string
-		lean bool
-	}{{"lean", true}, {"go-openai", false}} {
-		b.Run(v.name, func(b *testing.B) {
-			be, err := New(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer be.Close()
-			if !v.lean {
-				be.lean = nil
-			}
-			req := *testReq
-			req.Contract = benchSchema
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				resp, err := be.Complete(ctx, &req)
-				if err != nil || resp.Usage.TokensOut != 255 {
-					b.Fatalf("got %+v, %v", resp, err)
-				}
-			}
-		})
+	be, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer be.Close()
+	req := *testReq
+	req.Contract = benchSchema
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := be.Complete(ctx, &req)
+		if err != nil || resp.Usage.TokensOut != 255 {
+			b.Fatalf("got %+v, %v", resp, err)
+		}
 	}
 }
 
@@ -95,28 +80,3 @@ var benchSchema = func() []byte {
 		`"needs_human_review":{"type":"boolean"},"background":{"type":"string","description":"Optional context <= 2 paragraphs & no secrets."}}}`
 	return []byte(s)
 }()
-
-// BenchmarkDecodeCompletion measures reading sim-server's answer: the lean
-// scanner and go-openai's decoding.
-func BenchmarkDecodeCompletion(b *testing.B) {
-	body := []byte(simAnswer)
-	b.Run("lean", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			if c, err := decodeCompletion(body); err != nil || c.CompletionTokens != 255 {
-				b.Fatal(c, err)
-			}
-		}
-	})
-	b.Run("go-openai", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(body)))
-		for b.Loop() {
-			var out goopenai.ChatCompletionResponse
-			if err := json.NewDecoder(bytes.NewReader(body)).Decode(&out); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}

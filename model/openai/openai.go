@@ -17,12 +17,9 @@
 // in-process simulated model would. Config.NoCrabHeaders turns them off,
 // e.g. for a hosted API that should not learn tenant names.
 //
-// Non-streaming calls of the usual shape skip go-openai's reflective
-// encoding and decoding: the backend writes the same request bytes and
-// reads the answer with a lean decoder that hands anything unusual back to
-// go-openai's types (client_encode.go, client_decode.go; both tested for
-// equivalence). Streams, and every request or answer outside that shape,
-// go through go-openai.
+// Every call, streamed or not, is encoded and decoded by go-openai: at a
+// real model's latency a codec of crab's own would save about 0.1% of a
+// call (docs/performance.md, "The OpenAI client's codec").
 //
 // The backend makes exactly one attempt per call; retries and re-asks are the
 // stack's job (model.Retry, the contract layer), and every attempt is
@@ -121,8 +118,6 @@ type Backend struct {
 	client  *goopenai.Client
 	http    *http.Client
 	now     func() time.Time
-	lean    *leanCall // non-streaming calls without go-openai; nil: all through go-openai
-	schemas schemaCache
 	secrets *redact.Set // cfg.Secrets, the API key and the base URL's password
 }
 
@@ -164,9 +159,6 @@ func New(cfg Config) (*Backend, error) {
 	oc.HTTPClient = headerDoer{hc}
 	b := &Backend{cfg: cfg, client: goopenai.NewClientWithConfig(oc), http: hc, now: cfg.Now,
 		secrets: cfg.Secrets.With(cfg.APIKey).WithURL(cfg.BaseURL)}
-	if cfg.NoStream {
-		b.lean = probeLean(oc, cfg.Model)
-	}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -239,25 +231,19 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 	resp := &model.Response{Model: b.cfg.Name, Scope: req.Scope}
 	resp.Trace.Attempts = 1
 	start := b.now()
-	var err error
-	handled := false
-	if b.lean != nil {
-		handled, err = b.onceLean(ctx, req, &creq, extra, resp, start)
-	}
 	var retryAfter string
-	if !handled {
-		if !b.cfg.NoCrabHeaders {
-			ctx = context.WithValue(ctx, headersKey{}, crabHeaders(req))
-		}
-		ctx = context.WithValue(ctx, retryAfterKey{}, &retryAfter)
-		if len(extra) > 0 {
-			ctx = context.WithValue(ctx, extraKey{}, extra)
-		}
-		if b.cfg.NoStream {
-			err = b.once(ctx, creq, resp, start)
-		} else {
-			err = b.stream(ctx, creq, resp, start)
-		}
+	if !b.cfg.NoCrabHeaders {
+		ctx = context.WithValue(ctx, headersKey{}, crabHeaders(req))
+	}
+	ctx = context.WithValue(ctx, retryAfterKey{}, &retryAfter)
+	if len(extra) > 0 {
+		ctx = context.WithValue(ctx, extraKey{}, extra)
+	}
+	var err error
+	if b.cfg.NoStream {
+		err = b.once(ctx, creq, resp, start)
+	} else {
+		err = b.stream(ctx, creq, resp, start)
 	}
 	resp.Trace.ModelDur = b.now().Sub(start)
 	if err != nil {
@@ -319,7 +305,6 @@ func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
 	c := goopenai.ChatCompletionRequest{
 		Model:       b.cfg.Model,
 		Messages:    msgs,
-		MaxTokens:   req.MaxTokens,
 		Temperature: float32(req.Temperature),
 		User:        req.User,
 	}
@@ -345,14 +330,7 @@ func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
 		c.Stream = true
 		c.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
 	}
-	// Reasoning models refuse max_tokens and any temperature but 1.
-	v := goopenai.NewReasoningValidator()
-	if v.Validate(c) != nil && c.MaxTokens > 0 {
-		c.MaxCompletionTokens, c.MaxTokens = c.MaxTokens, 0
-	}
-	if v.Validate(c) != nil {
-		c.Temperature = 0
-	}
+	fitModel(&c, req.MaxTokens)
 	return c
 }
 
@@ -366,7 +344,18 @@ func (b *Backend) once(ctx context.Context, creq goopenai.ChatCompletionRequest,
 	resp.Trace.TTFT = at.Sub(start)
 	resp.Trace.FirstByteAt = at
 	resp.Confidence = confidence(out.Header())
-	return fillCompletion(resp, completionOf(&out))
+	if len(out.Choices) == 0 {
+		return errors.New("answer without choices")
+	}
+	msg := &out.Choices[0].Message
+	resp.Content = msg.Content
+	resp.FinishReason = finishReason(out.Choices[0].FinishReason)
+	if resp.Content == "" && msg.Refusal != "" {
+		resp.Content = msg.Refusal
+		resp.FinishReason = model.FinishRefusal
+	}
+	resp.Usage = model.Usage{TokensIn: out.Usage.PromptTokens, TokensOut: out.Usage.CompletionTokens}
+	return nil
 }
 
 // stream makes a streaming call and reassembles the answer.
@@ -525,53 +514,6 @@ func statusError(err error) error {
 		return &StatusError{Status: re.HTTPStatusCode, Message: msg}
 	}
 	return err
-}
-
-// headersKey carries a call's X-Crab-* headers through the context to
-// headerDoer, since go-openai has no per-call headers.
-type headersKey struct{}
-
-// headerDoer adds the headers found in the request's context.
-type headerDoer struct{ c *http.Client }
-
-func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
-	if h, ok := r.Context().Value(headersKey{}).(http.Header); ok {
-		for k, v := range h {
-			r.Header[k] = v
-		}
-	}
-	if err := spliceBody(r); err != nil {
-		return nil, err
-	}
-	res, err := d.c.Do(r)
-	if err == nil && res.StatusCode >= http.StatusBadRequest {
-		boundErrorBody(res)
-		if w, ok := r.Context().Value(retryAfterKey{}).(*string); ok {
-			*w = res.Header.Get("Retry-After")
-		}
-	}
-	return res, err
-}
-
-// retryAfterKey carries a *string through the context, where headerDoer
-// leaves an error answer's Retry-After header (go-openai's errors do not
-// keep the headers).
-type retryAfterKey struct{}
-
-// boundErrorBody makes an error answer's body end after maxErrorBody
-// bytes, whatever the server sends.
-func boundErrorBody(res *http.Response) {
-	res.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.LimitReader(res.Body, maxErrorBody), res.Body}
-}
-
-// crabHeaders are the X-Crab-* headers of req.
-func crabHeaders(req *model.Request) http.Header {
-	h := make(http.Header, 7)
-	setCrabHeaders(h, req)
-	return h
 }
 
 // Instructions appended to the system prompt for the shortened output

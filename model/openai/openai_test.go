@@ -15,6 +15,7 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -141,12 +142,16 @@ func TestStreamTiming(t *testing.T) {
 func TestRequestOnTheWire(t *testing.T) {
 	t.Parallel()
 	var got goopenai.ChatCompletionRequest
+	var raw map[string]json.RawMessage
 	var hdr http.Header
 	var path string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path, hdr = r.URL.Path, r.Header.Clone()
 		body, _ := io.ReadAll(r.Body)
 		if err := json.Unmarshal(body, &got); err != nil {
+			t.Errorf("request body: %v", err)
+		}
+		if err := json.Unmarshal(body, &raw); err != nil {
 			t.Errorf("request body: %v", err)
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -176,8 +181,8 @@ func TestRequestOnTheWire(t *testing.T) {
 			if path != "/v1/chat/completions" {
 				t.Errorf("path: got %q; want /v1/chat/completions", path)
 			}
-			if got.Model != "upstream-model" || got.Stream != tc.stream || got.MaxTokens != 160 || got.User != "u1" || got.Seed == nil || *got.Seed != 42 {
-				t.Errorf("got model %q stream %v max_tokens %d user %q seed %v", got.Model, got.Stream, got.MaxTokens, got.User, got.Seed)
+			if got.Model != "upstream-model" || got.Stream != tc.stream || string(raw["max_tokens"]) != "160" || got.User != "u1" || got.Seed == nil || *got.Seed != 42 {
+				t.Errorf("got model %q stream %v max_tokens %s user %q seed %v", got.Model, got.Stream, raw["max_tokens"], got.User, got.Seed)
 			}
 			if len(got.Messages) != 2 || got.Messages[0].Role != "system" || got.Messages[1].Content != testReq.Text {
 				t.Fatalf("messages: got %+v", got.Messages)
@@ -219,7 +224,7 @@ func TestStreamFaults(t *testing.T) {
 		check   func(t *testing.T, resp *model.Response, err error)
 	}{
 		{"429 with message", func(w http.ResponseWriter, r *http.Request) {
-			WriteError(w, http.StatusTooManyRequests, ErrTypeRateLimit, "rate_limit_exceeded", "", "slow down please")
+			openaiwire.WriteError(w, http.StatusTooManyRequests, openaiwire.ErrTypeRateLimit, "rate_limit_exceeded", "", "slow down please")
 		}, 0, func(t *testing.T, resp *model.Response, err error) {
 			var se *StatusError
 			if !errors.As(err, &se) || se.Status != 429 || se.Message != "slow down please" || se.Code != "rate_limit_exceeded" || se.Backend != "large" {
@@ -416,13 +421,13 @@ func TestPing(t *testing.T) {
 
 // TestStatusErrorMasksAndRetryAfter: an upstream that echoes the key it
 // received does not put it into crab's errors, and its Retry-After is
-// read, on both the go-openai path (stream) and the lean one.
+// read, streamed or not.
 func TestStatusErrorMasksAndRetryAfter(t *testing.T) {
 	t.Parallel()
 	const key = "upstream-secret-key-123"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "7")
-		WriteError(w, http.StatusTooManyRequests, ErrTypeRateLimit, "rate_limit_exceeded", "",
+		openaiwire.WriteError(w, http.StatusTooManyRequests, openaiwire.ErrTypeRateLimit, "rate_limit_exceeded", "",
 			"slow down, "+r.Header.Get("Authorization")+" and "+key+strings.Repeat(" pad", 400))
 	}))
 	t.Cleanup(srv.Close)

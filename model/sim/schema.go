@@ -58,19 +58,6 @@ type prop struct {
 	required bool
 }
 
-// nullable reports whether null is allowed.
-func (s *schema) nullable() bool {
-	if s.types&tNull != 0 {
-		return true
-	}
-	for _, b := range s.anyOf {
-		if b.resolve().nullable() {
-			return true
-		}
-	}
-	return false
-}
-
 // resolve follows $ref.
 func (s *schema) resolve() *schema {
 	for i := 0; s.target != nil && i < 64; i++ {
@@ -173,24 +160,42 @@ func (c *compiler) compile(v any, at string) (*schema, error) {
 		return fmt.Errorf("%w: %s: %s", ErrContract, ptr, fmt.Sprintf(format, args...))
 	}
 	s := &schema{types: tAll, maxItems: -1, maxLen: -1, min: math.Inf(-1), max: math.Inf(1)}
-	switch x := v.(type) {
-	case bool:
-		if !x {
-			return nil, bad("schema false allows no answer")
+	o, ok := v.(*object)
+	if !ok {
+		if x, isBool := v.(bool); isBool {
+			if !x {
+				return nil, bad("schema false allows no answer")
+			}
+			return s, nil
 		}
-		return s, nil
-	case *object:
-		_ = x
-	default:
 		return nil, bad("a schema must be an object")
 	}
-	o := v.(*object)
 	if r, ok := o.get("$ref").(string); ok {
 		s.ref = r
 		c.refs = append(c.refs, s)
 		return s, nil
 	}
-	typed := false
+	typed, err := compileType(s, o, bad)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.compileValues(s, o, at, typed, bad); err != nil {
+		return nil, err
+	}
+	if err := c.compileChildren(s, o, at, typed); err != nil {
+		return nil, err
+	}
+	if err := compileBounds(s, o, bad); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// badFunc makes a contract error at the schema being compiled.
+type badFunc func(format string, args ...any) error
+
+// compileType reads type into s; typed says whether the schema names one.
+func compileType(s *schema, o *object, bad badFunc) (typed bool, err error) {
 	switch t := o.get("type").(type) {
 	case string:
 		s.types, typed = typeBit(t), true
@@ -203,14 +208,19 @@ func (c *compiler) compile(v any, at string) (*schema, error) {
 		}
 	}
 	if typed && s.types == 0 {
-		return nil, bad("type names no JSON type")
+		return false, bad("type names no JSON type")
 	}
 	if s.types&tNumber != 0 {
 		s.types |= tInteger
 	}
+	return typed, nil
+}
+
+// compileValues reads enum, const and anyOf into s.
+func (c *compiler) compileValues(s *schema, o *object, at string, typed bool, bad badFunc) error {
 	if e, ok := o.get("enum").([]any); ok {
 		if len(e) == 0 {
-			return nil, bad("enum is empty")
+			return bad("enum is empty")
 		}
 		for _, val := range e {
 			s.enum = append(s.enum, compactJSON(val))
@@ -226,7 +236,7 @@ func (c *compiler) compile(v any, at string) (*schema, error) {
 		for i, b := range a {
 			bs, err := c.compile(b, fmt.Sprintf("%s/anyOf/%d", at, i))
 			if err != nil {
-				return nil, err
+				return err
 			}
 			s.anyOf = append(s.anyOf, bs)
 		}
@@ -234,6 +244,11 @@ func (c *compiler) compile(v any, at string) (*schema, error) {
 			s.types = 0
 		}
 	}
+	return nil
+}
+
+// compileChildren reads required, properties and items into s.
+func (c *compiler) compileChildren(s *schema, o *object, at string, typed bool) error {
 	req := map[string]bool{}
 	if r, ok := o.get("required").([]any); ok {
 		for _, n := range r {
@@ -249,7 +264,7 @@ func (c *compiler) compile(v any, at string) (*schema, error) {
 		for _, kv := range p.kvs {
 			ps, err := c.compile(kv.v, at+"/properties/"+escapePointer(kv.k))
 			if err != nil {
-				return nil, err
+				return err
 			}
 			s.props = append(s.props, prop{name: kv.k, s: ps, required: req[kv.k]})
 		}
@@ -257,10 +272,16 @@ func (c *compiler) compile(v any, at string) (*schema, error) {
 	if it, ok := o.getOK("items"); ok {
 		is, err := c.compile(it, at+"/items")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.items = is
 	}
+	return nil
+}
+
+// compileBounds reads the length, count and number bounds, pattern and
+// format into s.
+func compileBounds(s *schema, o *object, bad badFunc) error {
 	num := func(key string) (float64, bool) {
 		if n, ok := o.get(key).(json.Number); ok {
 			f, err := n.Float64()
@@ -277,7 +298,7 @@ func (c *compiler) compile(v any, at string) (*schema, error) {
 	s.minItems, s.maxItems = intOf("minItems", 0), intOf("maxItems", -1)
 	s.minLen, s.maxLen = intOf("minLength", 0), intOf("maxLength", -1)
 	if s.maxItems >= 0 && s.maxItems < s.minItems || s.maxLen >= 0 && s.maxLen < s.minLen {
-		return nil, bad("a maximum below its minimum allows no answer")
+		return bad("a maximum below its minimum allows no answer")
 	}
 	if f, ok := num("minimum"); ok {
 		s.min = f
@@ -297,7 +318,7 @@ func (c *compiler) compile(v any, at string) (*schema, error) {
 	if p, ok := o.get("pattern").(string); ok {
 		re, err := syntax.Parse(p, syntax.Perl)
 		if err != nil {
-			return nil, bad("pattern %q: %v", p, err)
+			return bad("pattern %q: %v", p, err)
 		}
 		s.pattern = re.Simplify()
 		s.patternRE, _ = regexp.Compile(p)
@@ -305,7 +326,7 @@ func (c *compiler) compile(v any, at string) (*schema, error) {
 	if f, ok := o.get("format").(string); ok {
 		s.format = f
 	}
-	return s, nil
+	return nil
 }
 
 func typeBit(name string) uint8 {

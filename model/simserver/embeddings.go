@@ -11,8 +11,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model/embed"
-	"github.com/crab-testbed/crab/model/openai"
 )
 
 // EmbeddingModel is the model name the server's /v1/embeddings answers
@@ -66,12 +66,12 @@ type embeddingResponse struct {
 func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		openai.WriteError(w, http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
+		openaiwire.WriteError(w, http.StatusMethodNotAllowed, openaiwire.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
 		return
 	}
 	texts, req, err := decodeEmbeddings(io.LimitReader(r.Body, s.cfg.MaxBodyBytes+1), s.cfg.MaxBodyBytes)
 	if err != nil {
-		openai.WriteError(w, http.StatusBadRequest, openai.ErrTypeInvalidRequest, "invalid_request", "input", err.Error())
+		openaiwire.WriteError(w, http.StatusBadRequest, openaiwire.ErrTypeInvalidRequest, "invalid_request", "input", err.Error())
 		return
 	}
 	res := embeddingResponse{Object: "list", Model: req.Model}

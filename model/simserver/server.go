@@ -32,11 +32,9 @@ package simserver
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/crab-testbed/crab/internal/splitmix"
 	"math"
 	"net/http"
 	"sort"
@@ -46,8 +44,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/cespare/xxhash/v2"
-
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/model/sim"
@@ -55,77 +52,6 @@ import (
 
 // ErrConfig is wrapped by New's errors.
 var ErrConfig = errors.New("simserver: invalid config")
-
-// Faults are the network faults a server injects, each a probability in
-// [0,1] drawn per call (seeded like the model's own draws). When several
-// hit, the first in this order wins.
-type Faults struct {
-	// RateLimit answers HTTP 429 at once (with Retry-After: 1).
-	RateLimit float64
-	// ServerError answers HTTP 503 at once, as an overloaded gateway does.
-	ServerError float64
-	// Disconnect closes the connection half-way through the answer: after
-	// half of the streamed tokens, or half of a non-streamed body.
-	Disconnect float64
-	// Stall stops the answer half-way and never finishes it; only the
-	// client's deadline ends the call.
-	Stall float64
-	// Pauses are stretches of time, from the server's first call, in
-	// which the backend stalls: nothing is answered or streamed until the
-	// pause ends (a request arriving during one waits too), as a backend
-	// does in a garbage-collection pause, a network hiccup or a noisy
-	// neighbour's burst.
-	Pauses []Window
-	// Outages are stretches of time, from the server's first call, in
-	// which every call arriving is answered HTTP 503 at once.
-	Outages []Window
-}
-
-// Window is a stretch of a server's life: For long, starting At after its
-// first call, and again every Every when Every is set.
-type Window struct {
-	At, For, Every time.Duration
-}
-
-// end returns the end of the window occurrence holding t (an offset from
-// the first call), or false when t falls in none.
-func (w Window) end(t time.Duration) (time.Duration, bool) {
-	if t < w.At {
-		return 0, false
-	}
-	start := w.At
-	if w.Every > 0 {
-		start += (t - w.At) / w.Every * w.Every
-	}
-	if t < start+w.For {
-		return start + w.For, true
-	}
-	return 0, false
-}
-
-// ParseWindow reads AT+FOR or AT+FOR/EVERY (Go durations), e.g. 2s+1.2s
-// or 0s+400ms/1s.
-func ParseWindow(s string) (Window, error) {
-	at, rest, ok := strings.Cut(s, "+")
-	if !ok {
-		return Window{}, fmt.Errorf("%w: window %q: want AT+FOR or AT+FOR/EVERY (e.g. 2s+1.2s)", ErrConfig, s)
-	}
-	dur, every, repeat := strings.Cut(rest, "/")
-	var w Window
-	var err error
-	if w.At, err = time.ParseDuration(at); err != nil || w.At < 0 {
-		return Window{}, fmt.Errorf("%w: window %q: start %q is not a duration of 0 or more", ErrConfig, s, at)
-	}
-	if w.For, err = time.ParseDuration(dur); err != nil || w.For <= 0 {
-		return Window{}, fmt.Errorf("%w: window %q: length %q is not a positive duration", ErrConfig, s, dur)
-	}
-	if repeat {
-		if w.Every, err = time.ParseDuration(every); err != nil || w.Every <= w.For {
-			return Window{}, fmt.Errorf("%w: window %q: period %q is not a duration longer than the window", ErrConfig, s, every)
-		}
-	}
-	return w, nil
-}
 
 // Config configures a Server.
 type Config struct {
@@ -152,7 +78,7 @@ type Server struct {
 	created int64
 	seq     atomic.Uint64
 	// dec reads request bodies, remembering the schema they repeat.
-	dec openai.RequestDecoder
+	dec openaiwire.RequestDecoder
 	st  stats
 	// wait waits until a moment of the plan; false when ctx ended first.
 	// Tests replace it to step a fake clock instead of sleeping.
@@ -212,19 +138,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/v1/chat/completions", "/chat/completions":
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			openai.WriteError(w, http.StatusMethodNotAllowed, openai.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
+			openaiwire.WriteError(w, http.StatusMethodNotAllowed, openaiwire.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
 			return
 		}
 		s.complete(w, r)
 	case "/v1/embeddings", "/embeddings":
 		s.serveEmbeddings(w, r)
 	case "/v1/models", "/models":
-		openai.WriteModels(w, s.names, s.created)
+		openaiwire.WriteModels(w, s.names, s.created)
 	case "/healthz":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
 	default:
-		openai.WriteError(w, http.StatusNotFound, openai.ErrTypeNotFound, "not_found", "", "no such endpoint: "+r.URL.Path)
+		openaiwire.WriteError(w, http.StatusNotFound, openaiwire.ErrTypeNotFound, "not_found", "", "no such endpoint: "+r.URL.Path)
 	}
 }
 
@@ -242,11 +168,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	c, status, code, param, err := s.decode(r)
 	if err != nil {
 		s.st.rejected.Add(1)
-		typ := openai.ErrTypeInvalidRequest
+		typ := openaiwire.ErrTypeInvalidRequest
 		if status == http.StatusNotFound {
-			typ = openai.ErrTypeNotFound
+			typ = openaiwire.ErrTypeNotFound
 		}
-		openai.WriteError(w, status, typ, code, param, err.Error())
+		openaiwire.WriteError(w, status, typ, code, param, err.Error())
 		return
 	}
 	p, err := c.m.Plan(c.req)
@@ -256,12 +182,12 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, sim.ErrContract) {
 			code, param = "invalid_response_format", "response_format"
 		}
-		openai.WriteError(w, http.StatusBadRequest, openai.ErrTypeInvalidRequest, code, param, err.Error())
+		openaiwire.WriteError(w, http.StatusBadRequest, openaiwire.ErrTypeInvalidRequest, code, param, err.Error())
 		return
 	}
 	if s.inOutage() {
 		s.st.serverErrors.Add(1)
-		openai.WriteError(w, http.StatusServiceUnavailable, openai.ErrTypeServer, "overloaded", "", "simulated outage: the server is down")
+		openaiwire.WriteError(w, http.StatusServiceUnavailable, openaiwire.ErrTypeServer, "overloaded", "", "simulated outage: the server is down")
 		return
 	}
 	if !s.pauseWait(r.Context()) {
@@ -272,11 +198,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	case faultRateLimit:
 		s.st.rateLimited.Add(1)
 		w.Header().Set("Retry-After", "1")
-		openai.WriteError(w, http.StatusTooManyRequests, openai.ErrTypeRateLimit, "rate_limit_exceeded", "", "simulated rate limit: slow down")
+		openaiwire.WriteError(w, http.StatusTooManyRequests, openaiwire.ErrTypeRateLimit, "rate_limit_exceeded", "", "simulated rate limit: slow down")
 		return
 	case faultServerError:
 		s.st.serverErrors.Add(1)
-		openai.WriteError(w, http.StatusServiceUnavailable, openai.ErrTypeServer, "overloaded", "", "simulated overload: the server is busy")
+		openaiwire.WriteError(w, http.StatusServiceUnavailable, openaiwire.ErrTypeServer, "overloaded", "", "simulated overload: the server is busy")
 		return
 	}
 	ctx := r.Context()
@@ -286,7 +212,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		if !s.sleepUntil(ctx, start.Add(p.Total), p.Sleep) {
 			return
 		}
-		openai.WriteError(w, http.StatusInternalServerError, openai.ErrTypeServer, "simulated_error", "", "simulated server error in model "+p.Model)
+		openaiwire.WriteError(w, http.StatusInternalServerError, openaiwire.ErrTypeServer, "simulated_error", "", "simulated server error in model "+p.Model)
 		return
 	case sim.FaultHang:
 		s.st.hangs.Add(1)
@@ -316,7 +242,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 func (s *Server) decode(r *http.Request) (c call, status int, code, param string, err error) {
 	creq, err := s.dec.ReadRequest(r, s.cfg.MaxBodyBytes)
 	if err != nil {
-		if errors.Is(err, openai.ErrTooLarge) {
+		if errors.Is(err, openaiwire.ErrTooLarge) {
 			return c, http.StatusRequestEntityTooLarge, "request_too_large", "", err
 		}
 		return c, http.StatusBadRequest, "invalid_request", "", err
@@ -325,7 +251,7 @@ func (s *Server) decode(r *http.Request) (c call, status int, code, param string
 	if !ok {
 		return c, http.StatusNotFound, "model_not_found", "model", fmt.Errorf("model %q does not exist (served: %s)", creq.Model, strings.Join(s.names, ", "))
 	}
-	system, history, text, err := openai.Prompt(creq.Messages)
+	system, history, text, err := openaiwire.Prompt(creq.Messages)
 	if err != nil {
 		return c, http.StatusBadRequest, "invalid_request", "messages", err
 	}
@@ -361,8 +287,8 @@ func (s *Server) decode(r *http.Request) (c call, status int, code, param string
 			Tenant: scope(openai.HeaderTenant, "tenant"), Permission: scope(openai.HeaderPermission, "permission"),
 			Lang: scope(openai.HeaderLang, "lang"), DocVersion: scope(openai.HeaderDocVersion, "doc_version"),
 		},
-		Mode: mode, MaxTokens: openai.MaxTokens(creq), Temperature: float64(creq.Temperature),
-		Contract: openai.Schema(creq), Attempt: attempt,
+		Mode: mode, MaxTokens: openaiwire.MaxTokens(creq), Temperature: float64(creq.Temperature),
+		Contract: openaiwire.Schema(creq), Attempt: attempt,
 	}
 	if creq.Seed != nil {
 		req.Seed = int64(*creq.Seed)
@@ -374,7 +300,7 @@ func (s *Server) decode(r *http.Request) (c call, status int, code, param string
 
 // stream sends the answer as server-sent events, paced by the plan.
 func (s *Server) stream(ctx context.Context, w http.ResponseWriter, c call, p *sim.Plan, nf int, id string, start time.Time) {
-	st := openai.NewStream(w, id, s.created, p.Model)
+	st := openaiwire.NewStream(w, id, s.created, p.Model)
 	if st.Role() != nil {
 		return
 	}
@@ -438,14 +364,14 @@ func (s *Server) whole(ctx context.Context, w http.ResponseWriter, p *sim.Plan, 
 	if refusal {
 		finish = model.FinishStop
 	}
-	comp := openai.Completion{
+	comp := openaiwire.Completion{
 		ID: id, Model: p.Model, Created: s.created, Content: p.Content, Refusal: refusal,
 		FinishReason: finish, TokensIn: p.Usage.TokensIn, TokensOut: p.Usage.TokensOut,
 	}
 	if nf == faultDisconnect || nf == faultStall {
 		// Headers promise the whole body; half of it arrives half-way.
 		rec := &bufferWriter{h: http.Header{}}
-		openai.WriteCompletion(rec, comp)
+		openaiwire.WriteCompletion(rec, comp)
 		body := rec.buf
 		if !s.sleepUntil(ctx, start.Add(p.Total/2), p.Sleep) {
 			return
@@ -464,7 +390,7 @@ func (s *Server) whole(ctx context.Context, w http.ResponseWriter, p *sim.Plan, 
 	if !s.sleepUntil(ctx, start.Add(p.Total), p.Sleep) {
 		return
 	}
-	openai.WriteCompletion(w, comp)
+	openaiwire.WriteCompletion(w, comp)
 }
 
 // sleepUntil waits until t; false when ctx ended first (the client left).
@@ -481,110 +407,6 @@ func (s *Server) since() time.Duration {
 	now := s.now().UnixNano()
 	s.first.CompareAndSwap(0, now)
 	return time.Duration(now - s.first.Load())
-}
-
-// inOutage reports whether an outage is on now.
-func (s *Server) inOutage() bool {
-	if len(s.cfg.Faults.Outages) == 0 {
-		return false
-	}
-	t := s.since()
-	for _, w := range s.cfg.Faults.Outages {
-		if _, on := w.end(t); on {
-			return true
-		}
-	}
-	return false
-}
-
-// pauseWait holds the caller while a pause is on; false when ctx ended
-// first.
-func (s *Server) pauseWait(ctx context.Context) bool {
-	for len(s.cfg.Faults.Pauses) > 0 {
-		t := s.since()
-		var until time.Duration
-		for _, w := range s.cfg.Faults.Pauses {
-			if e, on := w.end(t); on {
-				until = max(until, e)
-			}
-		}
-		if until == 0 {
-			break
-		}
-		if !s.wait(ctx, s.now().Add(until-t)) {
-			return false
-		}
-	}
-	return ctx.Err() == nil
-}
-
-// timerWait waits on a timer until t.
-func (s *Server) timerWait(ctx context.Context, t time.Time) bool {
-	d := t.Sub(s.now())
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-tm.C:
-		return true
-	}
-}
-
-// Network faults.
-const (
-	faultNone = iota
-	faultRateLimit
-	faultServerError
-	faultDisconnect
-	faultStall
-)
-
-// netFault draws the call's network fault, seeded from the server's seed
-// and the call's identity (the model's own draws use the model's seed, so
-// the two never share a number).
-func (s *Server) netFault(c call) int {
-	f := s.cfg.Faults
-	if f.RateLimit == 0 && f.ServerError == 0 && f.Disconnect == 0 && f.Stall == 0 {
-		return faultNone
-	}
-	var d xxhash.Digest
-	d.Reset()
-	var b [8]byte
-	u64 := func(x uint64) {
-		binary.LittleEndian.PutUint64(b[:], x)
-		d.Write(b[:])
-	}
-	str := func(v string) {
-		u64(uint64(len(v)))
-		d.WriteString(v)
-	}
-	u64(uint64(s.cfg.Seed))
-	str("network")
-	str(c.m.Name())
-	u64(uint64(c.req.Seed))
-	u64(uint64(c.req.Attempt))
-	str(c.req.TaskID)
-	str(c.req.Text)
-	str(c.req.Scope.Tenant)
-	str(c.req.Scope.Permission)
-	str(c.req.Scope.Lang)
-	str(c.req.Scope.DocVersion)
-	g := splitmix.New(d.Sum64())
-	switch {
-	case g.Float64() < f.RateLimit:
-		return faultRateLimit
-	case g.Float64() < f.ServerError:
-		return faultServerError
-	case g.Float64() < f.Disconnect:
-		return faultDisconnect
-	case g.Float64() < f.Stall:
-		return faultStall
-	}
-	return faultNone
 }
 
 // Pieces splits an answer into token-sized pieces the way the simulated

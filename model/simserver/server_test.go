@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/model/sim"
@@ -353,7 +354,7 @@ func TestHTTPErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			var eb openai.ErrorBody
+			var eb openaiwire.ErrorBody
 			raw, _ := io.ReadAll(resp.Body)
 			if err := json.Unmarshal(raw, &eb); err != nil || eb.Error.Code == nil || eb.Error.Message == "" {
 				t.Fatalf("body %s: want the OpenAI error format", raw)
