@@ -332,7 +332,7 @@ type ProbeResult struct {
 // runProbes plays every probe (first, then second) through one fresh
 // cache of configuration cfg. Only the second request of each probe is
 // judged.
-func runProbes(ctx context.Context, probes []Probe, cfg AuditConfig, embs *embedders, opts *AuditOptions) (*ProbeResult, []string, error) {
+func runProbes(ctx context.Context, probes []Probe, cfg Config, embs *embedders, opts *AuditOptions) (*ProbeResult, []string, error) {
 	spec, err := cache.NewKeySpec(cfg.Fields)
 	if err != nil {
 		return nil, nil, err
