@@ -128,9 +128,7 @@ func generate(n int, seed uint64) []task {
 		parts = append(parts, l.greet)
 		long := g.Float64() < 0.35
 		if long {
-			for _, c := range l.context[:1+g.IntN(len(l.context))] {
-				parts = append(parts, c)
-			}
+			parts = append(parts, l.context[:1+g.IntN(len(l.context))]...)
 		}
 		if g.Float64() < 0.3 {
 			other := (intent + 1 + g.IntN(len(intents)-1)) % len(intents)
