@@ -58,7 +58,7 @@ func documents(t *testing.T, dir string) []doc {
 			if err != nil {
 				return err
 			}
-			out = append(out, doc{where: path + ": document " + itoa(i), raw: raw})
+			out = append(out, doc{where: path + ": document " + strconv.Itoa(i), raw: raw})
 		}
 	})
 	if err != nil {
@@ -70,7 +70,6 @@ func documents(t *testing.T, dir string) []doc {
 	return out
 }
 
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // podOf decodes a document strictly into its k8s.io/api type (an unknown
 // or misspelt field fails) and returns its pod template, if it has one.
