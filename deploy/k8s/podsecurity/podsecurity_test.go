@@ -70,7 +70,6 @@ func documents(t *testing.T, dir string) []doc {
 	return out
 }
 
-
 // podOf decodes a document strictly into its k8s.io/api type (an unknown
 // or misspelt field fails) and returns its pod template, if it has one.
 func podOf(t *testing.T, d doc) (*corev1.PodTemplateSpec, bool) {
