@@ -1,6 +1,7 @@
 package k8s_test
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -80,7 +81,7 @@ func TestNoServiceAccountToken(t *testing.T) {
 			t.Fatalf("%s: %v", o.file, err)
 		}
 		if a := s.Template.Spec.AutomountServiceAccountToken; a == nil || *a {
-			t.Errorf("%s %s: automountServiceAccountToken %v; want false", o.Kind, o.Metadata.Name, a)
+			t.Errorf("%s %s: automountServiceAccountToken unset or true; want false", o.Kind, o.Metadata.Name)
 		}
 	}
 }
@@ -132,7 +133,7 @@ func TestNetworkPolicies(t *testing.T) {
 			for _, p := range r.From {
 				if p.PodSelector == nil || p.NamespaceSelector != nil || p.IPBlock != nil ||
 					len(p.PodSelector.MatchLabels) == 0 || !selects(p.PodSelector.MatchLabels, serve.Metadata.Labels) {
-					t.Errorf("%s: ingress rule %d admits %+v; want crab serve's pods of this namespace only", name, i, p)
+					t.Errorf("%s: ingress rule %d admits %s; want crab serve's pods of this namespace only", name, i, describePeer(p))
 				}
 			}
 			for _, p := range r.Ports {
@@ -211,4 +212,17 @@ func readServeConfig(t *testing.T) serveConfig {
 		t.Fatalf("serve/files/serve.yaml: %v", err)
 	}
 	return c
+}
+
+// describePeer shows a NetworkPolicy peer in a failure message.
+func describePeer(p policyPeer) string {
+	switch {
+	case p.IPBlock != nil:
+		return fmt.Sprintf("an ipBlock %v", p.IPBlock)
+	case p.NamespaceSelector != nil:
+		return fmt.Sprintf("namespaces %v", p.NamespaceSelector.MatchLabels)
+	case p.PodSelector != nil:
+		return fmt.Sprintf("pods %v", p.PodSelector.MatchLabels)
+	}
+	return "every source"
 }
