@@ -137,7 +137,7 @@ func audit(ctx context.Context, o auditOptions) error {
 		return err
 	}
 	opts := cacheaudit.AuditOptions{
-		Audited: cacheaudit.AuditConfig{Fields: fields, CheckOnHit: o.CheckOnHit},
+		Audited: cacheaudit.Config{Fields: fields, CheckOnHit: o.CheckOnHit},
 		Backend: backend, DefaultModel: sim.KindLarge,
 		NewStore: newStore, StoreName: o.Store, TTL: o.TTL, Source: name, TimeScale: o.TimeScale,
 	}

@@ -244,26 +244,18 @@ func droppedBy(v Violation) string {
 	return ""
 }
 
+// proveOne compares one task's short answer with its full one.
 func (c *Contract) proveOne(pr *Pair, cfg ProofConfig) TaskProof {
 	tp := TaskProof{Task: pr.Task}
-	fail := func(format string, args ...any) {
-		tp.Verdict = ProofFail
-		tp.Problems = append(tp.Problems, fmt.Sprintf(format, args...))
-	}
-	drop := func(f string) {
-		if !slices.Contains(tp.Dropped, f) {
-			tp.Dropped = append(tp.Dropped, f)
-		}
-	}
 	switch {
 	case pr.Short == nil && pr.Full == nil:
-		fail("no answer on either side")
+		tp.fail("no answer on either side")
 		return tp
 	case pr.Short == nil:
-		fail("no short answer for this task: the two sides ran different work")
+		tp.fail("no short answer for this task: the two sides ran different work")
 		return tp
 	case pr.Full == nil:
-		fail("no full answer for this task: the two sides ran different work")
+		tp.fail("no full answer for this task: the two sides ran different work")
 		return tp
 	}
 	s, f := c.examine(pr.Short), c.examine(pr.Full)
@@ -277,31 +269,7 @@ func (c *Contract) proveOne(pr *Pair, cfg ProofConfig) TaskProof {
 		fullState = fmt.Sprintf("the full answer breaks the contract (%s)", f.vs[0])
 	}
 	if len(s.vs) > 0 && (s.delivered || s.refused) {
-		what := "the short answer breaks the contract"
-		if s.refused {
-			what = "the short answer was refused by the contract"
-		}
-		var dropped []string
-		for _, v := range s.vs {
-			if d := droppedBy(v); d != "" && !slices.Contains(dropped, d) {
-				dropped = append(dropped, d)
-			}
-		}
-		if !fullOK && len(dropped) == 0 {
-			// Both sides broke the contract and the short one dropped
-			// nothing: a fault of the model on both sides (malformed JSON,
-			// a refusal), which says nothing about shortening.
-			tp.Verdict = ProofNotCompared
-			tp.Problems = append(tp.Problems, fmt.Sprintf("%s (%s) and %s: nothing to compare", what, s.vs[0], fullState))
-			return tp
-		}
-		for _, d := range dropped {
-			drop(d)
-		}
-		for _, v := range s.vs {
-			fail("%s: %s", what, v)
-		}
-		c.orderFields(tp.Dropped)
+		c.shortBroken(&tp, s, fullOK, fullState)
 		return tp
 	}
 	if !s.delivered {
@@ -315,44 +283,105 @@ func (c *Contract) proveOne(pr *Pair, cfg ProofConfig) TaskProof {
 		tp.Problems = append(tp.Problems, "the short answer meets the contract, but "+fullState+": nothing to compare with")
 		return tp
 	}
+	c.keptFields(&tp, s.doc, f.doc, cfg)
+	sameFields(&tp, s.doc, f.doc, pr.Ticket, cfg)
+	c.orderFields(tp.Dropped)
+	if tp.Verdict == "" {
+		tp.Verdict = ProofPass
+	}
+	return tp
+}
 
+// fail marks the task failed, for the reason given.
+func (tp *TaskProof) fail(format string, args ...any) {
+	tp.Verdict = ProofFail
+	tp.Problems = append(tp.Problems, fmt.Sprintf(format, args...))
+}
+
+// drop lists a field as dropped, once.
+func (tp *TaskProof) drop(f string) {
+	if !slices.Contains(tp.Dropped, f) {
+		tp.Dropped = append(tp.Dropped, f)
+	}
+}
+
+// shortBroken judges a short answer that breaks the contract: a failure
+// naming what it dropped, unless the full one broke it too and the short
+// one dropped nothing (then the two are not compared).
+func (c *Contract) shortBroken(tp *TaskProof, s examined, fullOK bool, fullState string) {
+	what := "the short answer breaks the contract"
+	if s.refused {
+		what = "the short answer was refused by the contract"
+	}
+	var dropped []string
+	for _, v := range s.vs {
+		if d := droppedBy(v); d != "" && !slices.Contains(dropped, d) {
+			dropped = append(dropped, d)
+		}
+	}
+	if !fullOK && len(dropped) == 0 {
+		// Both sides broke the contract and the short one dropped
+		// nothing: a fault of the model on both sides (malformed JSON,
+		// a refusal), which says nothing about shortening.
+		tp.Verdict = ProofNotCompared
+		tp.Problems = append(tp.Problems, fmt.Sprintf("%s (%s) and %s: nothing to compare", what, s.vs[0], fullState))
+		return
+	}
+	for _, d := range dropped {
+		tp.drop(d)
+	}
+	for _, v := range s.vs {
+		tp.fail("%s: %s", what, v)
+	}
+	c.orderFields(tp.Dropped)
+}
+
+// keptFields fails every required or kept field the full answer fills and
+// the short one leaves empty.
+func (c *Contract) keptFields(tp *TaskProof, short, full map[string]any, cfg ProofConfig) {
 	for _, name := range c.required {
-		sv, fv := s.doc[name], f.doc[name]
+		sv, fv := short[name], full[name]
 		if !isEmpty(sv) || isEmpty(fv) {
 			continue
 		}
 		if sv == nil && c.nullable[name] {
 			continue // an optional value the contract lets a short answer leave out
 		}
-		drop(name)
-		fail("%s is empty in the short answer (full answer: %s)", name, show(fv))
+		tp.drop(name)
+		tp.fail("%s is empty in the short answer (full answer: %s)", name, show(fv))
 	}
 	for _, path := range cfg.Keep {
 		if slices.Contains(c.required, path) {
 			continue // checked above
 		}
 		segs := splitPath(path)
-		sv, _ := valueAt(s.doc, segs)
-		fv, _ := valueAt(f.doc, segs)
+		sv, _ := valueAt(short, segs)
+		fv, _ := valueAt(full, segs)
 		if isEmptyDeep(fv) || !isEmptyDeep(sv) {
 			continue
 		}
-		drop(path)
-		fail("%s is empty in the short answer (full answer: %s)", path, show(fv))
+		tp.drop(path)
+		tp.fail("%s is empty in the short answer (full answer: %s)", path, show(fv))
 	}
+}
+
+// sameFields fails every Same field the short answer changed, every
+// Superset list it dropped items of, and evidence that no longer quotes
+// what the full answer's quotes.
+func sameFields(tp *TaskProof, short, full map[string]any, ticket string, cfg ProofConfig) {
 	for _, path := range cfg.Same {
 		segs := splitPath(path)
-		sv, sok := valueAt(s.doc, segs)
-		fv, fok := valueAt(f.doc, segs)
+		sv, sok := valueAt(short, segs)
+		fv, fok := valueAt(full, segs)
 		if sok != fok || !sameValue(sv, fv) {
 			tp.Changed = append(tp.Changed, path)
-			fail("%s changed: %s in the full answer, %s in the short one", path, showAt(fv, fok), showAt(sv, sok))
+			tp.fail("%s changed: %s in the full answer, %s in the short one", path, showAt(fv, fok), showAt(sv, sok))
 		}
 	}
 	for _, path := range cfg.Superset {
 		segs := splitPath(path)
-		fa, _ := valueAt(f.doc, segs)
-		sa, _ := valueAt(s.doc, segs)
+		fa, _ := valueAt(full, segs)
+		sa, _ := valueAt(short, segs)
 		fl, _ := fa.([]any)
 		sl, _ := sa.([]any)
 		var missing []string
@@ -362,25 +391,20 @@ func (c *Contract) proveOne(pr *Pair, cfg ProofConfig) TaskProof {
 			}
 		}
 		if len(missing) > 0 {
-			drop(path)
-			fail("%s dropped: %s", path, strings.Join(missing, ", "))
+			tp.drop(path)
+			tp.fail("%s dropped: %s", path, strings.Join(missing, ", "))
 		}
 	}
 	if cfg.Evidence != "" {
 		segs := splitPath(cfg.Evidence)
-		fa, _ := valueAt(f.doc, segs)
-		sa, _ := valueAt(s.doc, segs)
+		fa, _ := valueAt(full, segs)
+		sa, _ := valueAt(short, segs)
 		fe, se := stringsOf(fa), stringsOf(sa)
-		if len(fe) > 0 && !supports(se, fe, pr.Ticket, cfg.MinOverlap) {
+		if len(fe) > 0 && !supports(se, fe, ticket, cfg.MinOverlap) {
 			tp.Changed = append(tp.Changed, cfg.Evidence)
-			fail("%s no longer supports the full answer: no item of the short answer's %d quotes the same input span as one of the full answer's %d", cfg.Evidence, len(se), len(fe))
+			tp.fail("%s no longer supports the full answer: no item of the short answer's %d quotes the same input span as one of the full answer's %d", cfg.Evidence, len(se), len(fe))
 		}
 	}
-	c.orderFields(tp.Dropped)
-	if tp.Verdict == "" {
-		tp.Verdict = ProofPass
-	}
-	return tp
 }
 
 // orderFields sorts field names in contract order, unknown names last.

@@ -182,10 +182,46 @@ func node(n *yaml.Node, path ...any) *yaml.Node {
 	return cur
 }
 
+// badField makes the InputError of a field at a path of the file.
+type badField func(field string, path []any, format string, args ...any) error
+
+// validate checks the experiment read from file name and fills its
+// defaults; the first problem is returned as an InputError naming its
+// line and field. Checks run in the order of the file's sections, so a
+// file with several problems reports the same one every time.
 func (e *Experiment) validate(name string, root *yaml.Node) error {
 	bad := func(field string, path []any, format string, args ...any) error {
 		return &InputError{File: name, Line: node(root, path...).Line, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
+	if err := e.validateArms(name, bad); err != nil {
+		return err
+	}
+	specErrs := stack.Validate(e.Models, e.Arms)
+	first := func() error {
+		fe := specErrs[0]
+		return bad(fe.Field, fe.Path, "%s", fe.Msg)
+	}
+	if len(specErrs) > 0 && specErrs[0].Msg == "unknown field" {
+		return first()
+	}
+	if err := e.validateSchedule(root, bad); err != nil {
+		return err
+	}
+	if err := e.validateGrading(name, root, bad); err != nil {
+		return err
+	}
+	if err := e.validateLimits(root, bad); err != nil {
+		return err
+	}
+	if len(specErrs) > 0 {
+		return first()
+	}
+	return e.resolveArms(name, root, bad)
+}
+
+// validateArms resolves scorer files against the experiment's directory,
+// adds the control twin and checks the rework rule.
+func (e *Experiment) validateArms(name string, bad badField) error {
 	if !strings.HasPrefix(name, embeddedPrefix) {
 		// A scorer file is named relative to the experiment file, like
 		// its tasks and contract.
@@ -216,14 +252,12 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 		return bad("rework."+f, []any{"rework", strings.Split(f, ".")[0]}, "%s", msg)
 	}
 	e.Gate.Rework = e.Rework
-	specErrs := stack.Validate(e.Models, e.Arms)
-	first := func() error {
-		fe := specErrs[0]
-		return bad(fe.Field, fe.Path, "%s", fe.Msg)
-	}
-	if len(specErrs) > 0 && specErrs[0].Msg == "unknown field" {
-		return first()
-	}
+	return nil
+}
+
+// validateSchedule checks the work and its schedule: tasks, contract,
+// repeats, warm-up, time scale, arrival, order and block, defaults filled.
+func (e *Experiment) validateSchedule(root *yaml.Node, bad badField) error {
 	if e.Tasks == "" {
 		return bad("tasks", nil, "required")
 	}
@@ -262,6 +296,12 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 	if e.Block == 0 && e.Order == OrderInterleaved {
 		e.Block = Duration(DefaultBlock)
 	}
+	return nil
+}
+
+// validateGrading checks the gate, the graders and the leak proof, and
+// records the lines their errors at run time will name.
+func (e *Experiment) validateGrading(name string, root *yaml.Node, bad badField) error {
 	if f, msg := e.Gate.Check(); f != "" {
 		return bad("gate."+f, append([]any{"gate"}, gatePath(f)...), "%s", msg)
 	}
@@ -283,6 +323,12 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// validateLimits checks concurrency, timeouts and retries, and fills the
+// defaults of those and of shadow and record_output.
+func (e *Experiment) validateLimits(root *yaml.Node, bad badField) error {
 	if e.Concurrency == 0 {
 		e.Concurrency = 64
 	}
@@ -316,13 +362,15 @@ func (e *Experiment) validate(name string, root *yaml.Node) error {
 		t := true
 		e.RecordOutput = &t
 	}
-	if len(specErrs) > 0 {
-		return first()
-	}
+	return nil
+}
+
+// resolveArms reads every store's password, tag secret and TLS files now,
+// so a missing one ends the command before anything is sent, and records
+// the lines of the arms' fitted inputs.
+func (e *Experiment) resolveArms(name string, root *yaml.Node, bad badField) error {
 	e.fittedLine = node(root, "fitted").Line
 	e.scorerLines = make([]int, len(e.Arms))
-	// A store's password, tag secret and TLS files are read now, so a
-	// missing one ends the command before anything is sent.
 	base := ""
 	if !strings.HasPrefix(name, embeddedPrefix) {
 		base = filepath.Dir(name)

@@ -128,9 +128,7 @@ func generate(n int, seed uint64) []task {
 		parts = append(parts, l.greet)
 		long := g.Float64() < 0.35
 		if long {
-			for _, c := range l.context[:1+g.IntN(len(l.context))] {
-				parts = append(parts, c)
-			}
+			parts = append(parts, l.context[:1+g.IntN(len(l.context))]...)
 		}
 		if g.Float64() < 0.3 {
 			other := (intent + 1 + g.IntN(len(intents)-1)) % len(intents)
@@ -204,27 +202,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: travel -out DIR [-crab BIN | -gen-only] [-n N] [-seed S]")
 		os.Exit(2)
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fail(err)
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	contract := contractJSON
-	graded := "intent, priority, escalate graded"
-	for _, t := range generate(*n, *seed) {
-		if *legacy {
-			t.Expected = map[string]any{"category": t.Expected["intent"], "needs_human_review": t.Expected["escalate"]}
-		}
-		enc.Encode(t)
-	}
-	if *legacy {
-		contract = strings.NewReplacer(`"intent"`, `"category"`, `"escalate"`, `"needs_human_review"`).Replace(contract)
-		graded = "intent (as category) and escalate (as needs_human_review) graded"
-	}
-	write(filepath.Join(*out, "tasks.jsonl"), b.Bytes())
-	write(filepath.Join(*out, "booking.schema.json"), []byte(contract))
-	write(filepath.Join(*out, "experiment.yaml"), []byte(experiment))
+	graded := writeWorkload(*out, *n, *seed, *legacy)
 	if *genOnly {
 		return
 	}
@@ -232,9 +210,42 @@ func main() {
 	fmt.Printf("workload: %d tasks, 7 languages (en fr pt it nl pl ja), contract booking.schema.json (%s)\n", *n, graded)
 	fmt.Printf("$ crab check --lint %s\n", filepath.Join(*out, "booking.schema.json"))
 	run(*crab, "check", "--lint", filepath.Join(*out, "booking.schema.json"))
+	measureRun(*crab, exp, filepath.Join(*out, "run"))
+	measureTune(*crab, exp)
+}
 
-	fmt.Printf("\n$ crab run -c %s -o %s -q && crab report --format json %s\n", exp, filepath.Join(*out, "run"), filepath.Join(*out, "run"))
-	output(*crab, "run", "-c", exp, "-o", filepath.Join(*out, "run"), "-q", "--overwrite")
+// writeWorkload writes the tasks, the contract and the experiment into
+// out, and returns which fields are graded.
+func writeWorkload(out string, n int, seed uint64, legacy bool) string {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		fail(err)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	contract := contractJSON
+	graded := "intent, priority, escalate graded"
+	for _, t := range generate(n, seed) {
+		if legacy {
+			t.Expected = map[string]any{"category": t.Expected["intent"], "needs_human_review": t.Expected["escalate"]}
+		}
+		enc.Encode(t)
+	}
+	if legacy {
+		contract = strings.NewReplacer(`"intent"`, `"category"`, `"escalate"`, `"needs_human_review"`).Replace(contract)
+		graded = "intent (as category) and escalate (as needs_human_review) graded"
+	}
+	write(filepath.Join(out, "tasks.jsonl"), b.Bytes())
+	write(filepath.Join(out, "booking.schema.json"), []byte(contract))
+	write(filepath.Join(out, "experiment.yaml"), []byte(experiment))
+	return graded
+}
+
+// measureRun runs the experiment into dir and prints each arm's
+// contract-valid and passing shares.
+func measureRun(crab, exp, dir string) {
+	fmt.Printf("\n$ crab run -c %s -o %s -q && crab report --format json %s\n", exp, dir, dir)
+	output(crab, "run", "-c", exp, "-o", dir, "-q", "--overwrite")
 	var sum struct {
 		Arms []struct {
 			Name string `json:"name"`
@@ -243,34 +254,41 @@ func main() {
 			Pass int    `json:"pass"`
 		} `json:"arms"`
 	}
-	if err := json.Unmarshal(output(*crab, "report", "--format", "json", filepath.Join(*out, "run")), &sum); err != nil {
+	if err := json.Unmarshal(output(crab, "report", "--format", "json", dir), &sum); err != nil {
 		fail(err)
 	}
 	for _, a := range sum.Arms {
 		fmt.Printf("  %-10s contract-valid %d/%d (%.1f%%), pass %d/%d (%.1f%%)\n", a.Name, a.OK, a.N, 100*float64(a.OK)/float64(a.N), a.Pass, a.N, 100*float64(a.Pass)/float64(a.N))
 	}
+}
 
+// tuneHoldout is the part of `crab tune --format json` measureTune prints.
+type tuneHoldout struct {
+	Holdout struct {
+		N            int     `json:"n"`
+		Pass         int     `json:"pass"`
+		PassAllLarge int     `json:"pass_all_large"`
+		PassAllSmall int     `json:"pass_all_small"`
+		StrongShare  float64 `json:"strong_share"`
+		Planned      float64 `json:"strong_share_calibration"`
+		Random       struct {
+			Seeds    int     `json:"seeds"`
+			PassMean float64 `json:"pass_mean"`
+			PassMax  int     `json:"pass_max"`
+		} `json:"random"`
+		RouteLLM *struct {
+			APGR  float64 `json:"apgr"`
+			CPT50 float64 `json:"cpt_50"`
+			CPT80 float64 `json:"cpt_80"`
+		} `json:"routellm"`
+	} `json:"holdout"`
+}
+
+// measureTune tunes the router with each scorer and rule and prints its
+// holdout figures beside the all-large, all-small and random routings.
+func measureTune(crab, exp string) {
 	fmt.Printf("\n$ crab tune -c %s -q --format json [--budget B] [--scorer S]\n", exp)
-	var tj struct {
-		Holdout struct {
-			N            int     `json:"n"`
-			Pass         int     `json:"pass"`
-			PassAllLarge int     `json:"pass_all_large"`
-			PassAllSmall int     `json:"pass_all_small"`
-			StrongShare  float64 `json:"strong_share"`
-			Planned      float64 `json:"strong_share_calibration"`
-			Random       struct {
-				Seeds    int     `json:"seeds"`
-				PassMean float64 `json:"pass_mean"`
-				PassMax  int     `json:"pass_max"`
-			} `json:"random"`
-			RouteLLM *struct {
-				APGR  float64 `json:"apgr"`
-				CPT50 float64 `json:"cpt_50"`
-				CPT80 float64 `json:"cpt_80"`
-			} `json:"routellm"`
-		} `json:"holdout"`
-	}
+	var tj tuneHoldout
 	for _, tc := range []struct{ scorer, budget string }{{"learn", ""}, {"learn", "0.0008"}, {"feature", "0.0008"}} {
 		args := []string{"tune", "-c", exp, "-q", "--format", "json", "--scorer", tc.scorer}
 		rule := "--max-pass-loss 0"
@@ -278,7 +296,7 @@ func main() {
 			args = append(args, "--budget", tc.budget)
 			rule = "--budget " + tc.budget
 		}
-		if err := json.Unmarshal(output(*crab, args...), &tj); err != nil {
+		if err := json.Unmarshal(output(crab, args...), &tj); err != nil {
 			fail(err)
 		}
 		sc := tc.scorer + ", " + rule

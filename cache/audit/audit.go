@@ -27,14 +27,14 @@ import (
 	"github.com/crab-testbed/crab/model"
 )
 
-// AuditConfig is one cache configuration an audit plays the scenarios
+// Config is one cache configuration an audit plays the scenarios
 // through: a key and whether hits are checked against the request's scope.
-type AuditConfig struct {
+type Config struct {
 	// Name labels the row, e.g. "text" or "+tenant".
 	Name string `json:"name"`
 	// Fields are the key fields (names or presets, see ParseFields).
 	Fields []string `json:"-"`
-	// CheckOnHit is Config.CheckOnHit.
+	// CheckOnHit is cache.Config.CheckOnHit.
 	CheckOnHit bool `json:"check_on_hit"`
 	// Base names the configuration this one adds to (its hit_cost is
 	// measured against it); empty for none.
@@ -68,8 +68,8 @@ const (
 // key with and without the check; and the text key with the check, which
 // turns its leaks into refused hits. The hit_cost of each step is the hit
 // rate the added fields cost.
-func StandardConfigs() []AuditConfig {
-	return []AuditConfig{
+func StandardConfigs() []Config {
+	return []Config{
 		{Name: AuditText, Fields: []string{cache.FieldText}},
 		{Name: AuditTenant, Fields: []string{cache.FieldTenant, cache.FieldText}, Base: AuditText},
 		{Name: AuditPermission, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldText}, Base: AuditTenant},
@@ -85,11 +85,11 @@ func StandardConfigs() []AuditConfig {
 // AuditOptions configure Audit.
 type AuditOptions struct {
 	// Configs are played side by side, in order. Default StandardConfigs().
-	Configs []AuditConfig
+	Configs []Config
 	// Audited is the configuration the verdict is about (crab audit
 	// --key); it is played last, named "audited", with hit_cost measured
 	// against the text key. Its Fields are required.
-	Audited AuditConfig
+	Audited Config
 	// Backend answers every miss: the simulated model. Required. It must
 	// return the request's scope as the answer's provenance.
 	Backend model.Model
@@ -118,7 +118,7 @@ type AuditOptions struct {
 	// SemanticConfigs are played on the probes beside the exact ones
 	// (default StandardSemanticConfigs() when there are probes; an empty,
 	// non-nil slice plays none).
-	SemanticConfigs []AuditConfig
+	SemanticConfigs []Config
 	// PairTexts are the texts tuned semantic configurations draw their
 	// calibration and holdout pairs from (default: the scenario texts).
 	PairTexts []string
@@ -296,11 +296,62 @@ var ErrAuditConfig = errors.New("audit: bad options")
 // configurations see the same lines with the same clock jumps; apart from
 // parallel blocks, each plays them identically on every run.
 func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*AuditReport, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	configs := opts.Configs
+	if configs == nil {
+		configs = StandardConfigs()
+	}
+	audited := opts.Audited
+	audited.Name = AuditAudited
+	audited.Base = AuditText
+	configs = append(slices.Clone(configs), audited)
+
+	rep := newReport(lines, &opts)
+	for _, cfg := range configs {
+		res, err := auditConfig(ctx, lines, cfg, &opts)
+		if err != nil {
+			return nil, fmt.Errorf("audit %s: %w", cfg.Name, err)
+		}
+		res.Scenarios = scenarioResults(rep.Scenarios, lines, res.Lines)
+		if len(opts.Probes) > 0 {
+			pr, unexpected, err := runProbes(ctx, opts.Probes, cfg, nil, &opts)
+			if err != nil {
+				return nil, fmt.Errorf("audit %s: probes: %w", cfg.Name, err)
+			}
+			res.Probe, res.LeakUpper95 = pr, &pr.LeakUpper95
+			res.Unexpected = append(res.Unexpected, unexpected...)
+			res.Verdict = verdict(&res)
+		}
+		rep.Configs = append(rep.Configs, res)
+	}
+	hitCosts(rep.Configs)
+	rep.Failed = VerdictFails(rep.AuditedConfig().Verdict)
+	if len(opts.Probes) > 0 {
+		sem, err := auditSemantics(ctx, lines, &opts)
+		if err != nil {
+			return nil, err
+		}
+		rep.Semantic = sem
+	}
+	if opts.SideChannel != nil {
+		sc, err := SideChannel(ctx, *opts.SideChannel)
+		if err != nil {
+			return nil, err
+		}
+		rep.SideChannel = sc
+	}
+	return rep, nil
+}
+
+// defaults checks the options Audit needs and fills the others.
+func (opts *AuditOptions) defaults() error {
 	if opts.Backend == nil {
-		return nil, fmt.Errorf("%w: no backend", ErrAuditConfig)
+		return fmt.Errorf("%w: no backend", ErrAuditConfig)
 	}
 	if len(opts.Audited.Fields) == 0 {
-		return nil, fmt.Errorf("%w: no audited key", ErrAuditConfig)
+		return fmt.Errorf("%w: no audited key", ErrAuditConfig)
 	}
 	if opts.DefaultModel == "" {
 		opts.DefaultModel = "large"
@@ -322,15 +373,12 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 	if opts.StoreName == "" {
 		opts.StoreName = "ristretto"
 	}
-	configs := opts.Configs
-	if configs == nil {
-		configs = StandardConfigs()
-	}
-	audited := opts.Audited
-	audited.Name = AuditAudited
-	audited.Base = AuditText
-	configs = append(slices.Clone(configs), audited)
+	return nil
+}
 
+// newReport is the report's heading: the source, store, TTL, the probes'
+// counts and the scenarios in file order.
+func newReport(lines []ScenarioLine, opts *AuditOptions) *AuditReport {
 	rep := &AuditReport{Source: opts.Source, Store: opts.StoreName, TTL: "none", TimeScale: opts.TimeScale, Lines: len(lines), Audited: AuditAudited}
 	for i := range opts.Probes {
 		switch p := &opts.Probes[i]; {
@@ -358,235 +406,64 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 			rep.Scenarios = append(rep.Scenarios, lines[i].Scenario)
 		}
 	}
+	return rep
+}
+
+// hitCosts sets each configuration's hit cost against its base (the last
+// configuration of that name), or clears a base that is not among them.
+func hitCosts(configs []ConfigResult) {
 	byName := map[string]int{}
-	for _, cfg := range configs {
-		res, err := auditConfig(ctx, lines, cfg, &opts)
-		if err != nil {
-			return nil, fmt.Errorf("audit %s: %w", cfg.Name, err)
-		}
-		res.Scenarios = scenarioResults(rep.Scenarios, lines, res.Lines)
-		if len(opts.Probes) > 0 {
-			pr, unexpected, err := runProbes(ctx, opts.Probes, cfg, nil, &opts)
-			if err != nil {
-				return nil, fmt.Errorf("audit %s: probes: %w", cfg.Name, err)
-			}
-			res.Probe, res.LeakUpper95 = pr, &pr.LeakUpper95
-			res.Unexpected = append(res.Unexpected, unexpected...)
-			res.Verdict = verdict(&res)
-		}
-		byName[res.Name] = len(rep.Configs)
-		rep.Configs = append(rep.Configs, res)
+	for i := range configs {
+		byName[configs[i].Name] = i
 	}
-	for i := range rep.Configs {
-		c := &rep.Configs[i]
+	for i := range configs {
+		c := &configs[i]
 		if j, ok := byName[c.Base]; ok && c.Base != c.Name {
-			d := roundTo(rep.Configs[j].HitRate-c.HitRate, 4)
+			d := roundTo(configs[j].HitRate-c.HitRate, 4)
 			c.HitCost = &d
 		} else {
 			c.Base = ""
 		}
 	}
-	rep.Failed = VerdictFails(rep.AuditedConfig().Verdict)
-	if len(opts.Probes) > 0 {
-		sem := opts.SemanticConfigs
-		if sem == nil {
-			sem = StandardSemanticConfigs()
-		}
-		texts := opts.PairTexts
-		if texts == nil {
-			for i := range lines {
-				texts = append(texts, lines[i].Text)
-			}
-		}
-		// The semantic configurations measure no latency: two at a time.
-		rep.Semantic = make([]ConfigResult, len(sem))
-		errs := make([]error, len(sem))
-		embs := &embedders{}
-		slots := make(chan struct{}, 2)
-		var wg sync.WaitGroup
-		for i, cfg := range sem {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				slots <- struct{}{}
-				defer func() { <-slots }()
-				res, err := auditSemantic(ctx, cfg, texts, embs, &opts)
-				if err != nil {
-					errs[i] = fmt.Errorf("audit %s: %w", cfg.Name, err)
-					return
-				}
-				rep.Semantic[i] = *res
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return nil, err
-		}
-	}
-	if opts.SideChannel != nil {
-		sc, err := SideChannel(ctx, *opts.SideChannel)
-		if err != nil {
-			return nil, err
-		}
-		rep.SideChannel = sc
-	}
-	return rep, nil
 }
 
-// auditConfig plays every line through one configuration.
-func auditConfig(ctx context.Context, lines []ScenarioLine, cfg AuditConfig, opts *AuditOptions) (ConfigResult, error) {
-	spec, err := cache.NewKeySpec(cfg.Fields)
-	if err != nil {
-		return ConfigResult{}, err
+// auditSemantics plays the semantic configurations on the probes. They
+// measure no latency: two at a time.
+func auditSemantics(ctx context.Context, lines []ScenarioLine, opts *AuditOptions) ([]ConfigResult, error) {
+	sem := opts.SemanticConfigs
+	if sem == nil {
+		sem = StandardSemanticConfigs()
 	}
-	store, err := opts.NewStore(cfg.Name)
-	if err != nil {
-		return ConfigResult{}, err
+	texts := opts.PairTexts
+	if texts == nil {
+		for i := range lines {
+			texts = append(texts, lines[i].Text)
+		}
 	}
-	defer store.Close()
-	clock := &offsetClock{}
-	c, err := cache.New(cache.Config{Fields: cfg.Fields, TTL: opts.TTL, CheckOnHit: cfg.CheckOnHit, Now: clock.Now}, store)
-	if err != nil {
-		return ConfigResult{}, err
-	}
-	be := newAuditBackend(opts.Backend, lines)
-	stack := model.Chain(be, c.Middleware())
-	results := make([]LineResult, len(lines))
-
-	play := func(i int) {
-		l := &lines[i]
-		req := l.Request(opts.DefaultModel)
-		t0 := time.Now()
-		resp, err := stack.Complete(ctx, req)
-		lr := LineResult{Line: l.Line, ID: l.ID, Scenario: l.Scenario, Err: err, Latency: time.Since(t0)}
-		if resp != nil {
-			lr.Cache = resp.Trace.Cache
-			lr.Mismatch = resp.Trace.ScopeMismatch
-			if lr.Cache == model.CacheHit {
-				lr.Leak, lr.OtherRequest = be.judge(resp, req)
+	out := make([]ConfigResult, len(sem))
+	errs := make([]error, len(sem))
+	embs := &embedders{}
+	slots := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	for i, cfg := range sem {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			res, err := auditSemantic(ctx, cfg, texts, embs, opts)
+			if err != nil {
+				errs[i] = fmt.Errorf("audit %s: %w", cfg.Name, err)
+				return
 			}
-		}
-		results[i] = lr
+			out[i] = *res
+		}()
 	}
-
-	held := map[string]*heldRequest{}
-	defer func() { // never leave a held request behind, even on an error
-		for _, h := range held {
-			h.releaseOnce()
-			<-h.done
-		}
-	}()
-	for i := 0; i < len(lines); {
-		if err := ctx.Err(); err != nil {
-			return ConfigResult{}, err
-		}
-		l := &lines[i]
-		clock.Advance(l.AdvanceBy)
-		results[i] = LineResult{Line: l.Line, ID: l.ID, Scenario: l.Scenario}
-		switch {
-		case l.Invalidate == InvalidateTenant:
-			if err := c.InvalidateTenant(ctx, l.Tenant); err != nil {
-				return ConfigResult{}, err
-			}
-			i++
-		case l.Invalidate == InvalidatePermission:
-			if err := c.InvalidatePermission(ctx, l.Tenant, l.Permission); err != nil {
-				return ConfigResult{}, err
-			}
-			i++
-		case l.Release != "":
-			h := held[l.Release]
-			delete(held, l.Release)
-			h.releaseOnce()
-			<-h.done
-			i++
-		case l.Hold != "":
-			h := be.hold(l.ID)
-			held[l.Hold] = h
-			go func(i int) {
-				defer close(h.done)
-				play(i)
-				results[i].Held = true
-			}(i)
-			select { // the request is in flight (inside the backend) or already answered from the cache
-			case <-h.entered:
-			case <-h.done:
-			}
-			i++
-		case l.Parallel != "":
-			j := i
-			var wg sync.WaitGroup
-			for j < len(lines) && lines[j].Parallel == l.Parallel {
-				if j > i {
-					clock.Advance(lines[j].AdvanceBy)
-				}
-				wg.Add(1)
-				go func(j int) {
-					defer wg.Done()
-					play(j)
-				}(j)
-				j++
-			}
-			wg.Wait()
-			i = j
-		default:
-			play(i)
-			i++
-		}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
-
-	for label, h := range held { // a hold left open by lines not checked by ReadScenarios
-		delete(held, label)
-		h.releaseOnce()
-		<-h.done
-	}
-
-	res := ConfigResult{Name: cfg.Name, Key: keyLabel(spec), CheckOnHit: cfg.CheckOnHit, Base: cfg.Base, Lines: results}
-	var hitLat, missLat []float64
-	checkExpect := spec.Full()
-	for i, lr := range results {
-		l := &lines[i]
-		if !l.IsRequest() {
-			continue
-		}
-		res.Requests++
-		if lr.Err != nil {
-			res.Errors++
-		}
-		ms := float64(lr.Latency) / float64(time.Millisecond)
-		switch lr.Cache {
-		case model.CacheHit:
-			res.Hits++
-			if !lr.Held {
-				hitLat = append(hitLat, ms)
-			}
-		case model.CacheMiss:
-			if lr.Err == nil && !lr.Held {
-				missLat = append(missLat, ms)
-			}
-		}
-		if lr.OtherRequest {
-			res.OtherRequest++
-		}
-		addKind(&res.Leaks, lr.Leak)
-		if checkExpect && l.Expect != "" && l.Expect != lr.Cache {
-			res.Unexpected = append(res.Unexpected, fmt.Sprintf("line %d (%s, %s): got %s, want %s", l.Line, l.Scenario, l.ID, orDash(lr.Cache), l.Expect))
-		}
-	}
-	if res.Requests > 0 {
-		res.HitRate = roundTo(float64(res.Hits)/float64(res.Requests), 4)
-	}
-	res.HitP50Ms, res.HitP95Ms = percentiles(hitLat)
-	res.MissP50Ms, res.MissP95Ms = percentiles(missLat)
-	st := c.Stats()
-	res.Cache = st
-	res.Store = store.Metrics()
-	res.ScopeMismatches = st.ScopeMismatches
-	res.Invalidated = st.Invalidated
-	res.DiscardedWrites = st.DiscardedWrites
-	res.NotCached = st.NotCached
-	res.Verdict = verdict(&res)
-	return res, nil
+	return out, nil
 }
 
 // verdict judges a configuration from its scenario and probe counts.

@@ -56,7 +56,7 @@ func runAudit(t *testing.T, st testStore, audited string) *AuditReport {
 		t.Fatal(err)
 	}
 	rep, err := Audit(context.Background(), builtinScenarios(t), AuditOptions{
-		Audited: AuditConfig{Fields: fields},
+		Audited: Config{Fields: fields},
 		Backend: simBackend(t, 0),
 		NewStore: func(string) (cache.Store, error) {
 			return st.make(t), nil
@@ -288,7 +288,7 @@ func TestAuditUnexpected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Audit(context.Background(), lines, AuditOptions{Audited: AuditConfig{Fields: []string{cache.PresetFull}}, Backend: simBackend(t, 0)})
+	rep, err := Audit(context.Background(), lines, AuditOptions{Audited: Config{Fields: []string{cache.PresetFull}}, Backend: simBackend(t, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestAuditOptionsErrors(t *testing.T) {
 	t.Parallel()
 	lines := builtinScenarios(t)
 	for _, opts := range []AuditOptions{
-		{Audited: AuditConfig{Fields: []string{cache.PresetFull}}},
+		{Audited: Config{Fields: []string{cache.PresetFull}}},
 		{Backend: simBackend(t, 0)},
 	} {
 		if _, err := Audit(context.Background(), lines, opts); !errors.Is(err, ErrAuditConfig) {
@@ -454,7 +454,7 @@ func BenchmarkAudit(b *testing.B) {
 			backend := simBackend(b, 0)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Audit(context.Background(), lines, AuditOptions{Audited: AuditConfig{Fields: []string{cache.PresetFull}}, Backend: backend, NewStore: newStore}); err != nil {
+				if _, err := Audit(context.Background(), lines, AuditOptions{Audited: Config{Fields: []string{cache.PresetFull}}, Backend: backend, NewStore: newStore}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -332,33 +332,16 @@ type ProbeResult struct {
 // runProbes plays every probe (first, then second) through one fresh
 // cache of configuration cfg. Only the second request of each probe is
 // judged.
-func runProbes(ctx context.Context, probes []Probe, cfg AuditConfig, embs *embedders, opts *AuditOptions) (*ProbeResult, []string, error) {
+func runProbes(ctx context.Context, probes []Probe, cfg Config, embs *embedders, opts *AuditOptions) (*ProbeResult, []string, error) {
 	spec, err := cache.NewKeySpec(cfg.Fields)
 	if err != nil {
 		return nil, nil, err
 	}
-	var layer model.Middleware
-	if cfg.Semantic != nil {
-		if embs == nil {
-			embs = &embedders{}
-		}
-		sc, err := cfg.Semantic.build(cfg, embs)
-		if err != nil {
-			return nil, nil, err
-		}
-		layer = sc.Middleware()
-	} else {
-		store, err := opts.NewStore("probes-" + cfg.Name)
-		if err != nil {
-			return nil, nil, err
-		}
-		defer store.Close()
-		c, err := cache.New(cache.Config{Fields: cfg.Fields, CheckOnHit: cfg.CheckOnHit}, store)
-		if err != nil {
-			return nil, nil, err
-		}
-		layer = c.Middleware()
+	layer, done, err := probeLayer(cfg, embs, opts)
+	if err != nil {
+		return nil, nil, err
 	}
+	defer done()
 	be := newAuditBackend(opts.ProbeBackend, nil)
 	stack := model.Chain(be, layer)
 	res := &ProbeResult{}
@@ -379,26 +362,7 @@ func runProbes(ctx context.Context, probes []Probe, cfg AuditConfig, embs *embed
 		}
 		hit := resp != nil && resp.Trace.Cache == model.CacheHit
 		if p.IsPair() {
-			if hit {
-				leak, _ := be.judge(resp, p.Second)
-				res.Leaks.Add(leak)
-			}
-			switch {
-			case p.Same:
-				res.Paraphrases++
-				if hit {
-					res.ParaphraseHits++
-				}
-			default:
-				res.HardNegatives++
-				if hit {
-					res.FalseHits++
-					if res.FalseHitKinds == nil {
-						res.FalseHitKinds = map[string]int{}
-					}
-					res.FalseHitKinds[p.Variant]++
-				}
-			}
+			res.countPair(be, p, resp, hit)
 			continue
 		}
 		if p.Repeat() {
@@ -435,6 +399,56 @@ func runProbes(ctx context.Context, probes []Probe, cfg AuditConfig, embs *embed
 	}
 	res.FalseHitUpper95 = roundTo(binom.Upper95(res.FalseHits, res.HardNegatives), 8)
 	return res, unexpected, nil
+}
+
+// probeLayer is the fresh cache layer of cfg the probes play through, and
+// what closes its store.
+func probeLayer(cfg Config, embs *embedders, opts *AuditOptions) (model.Middleware, func(), error) {
+	if cfg.Semantic != nil {
+		if embs == nil {
+			embs = &embedders{}
+		}
+		sc, err := cfg.Semantic.build(cfg, embs)
+		if err != nil {
+			return nil, nil, err
+		}
+		return sc.Middleware(), func() {}, nil
+	}
+	store, err := opts.NewStore("probes-" + cfg.Name)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := cache.New(cache.Config{Fields: cfg.Fields, CheckOnHit: cfg.CheckOnHit}, store)
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return c.Middleware(), func() { store.Close() }, nil
+}
+
+// countPair counts a pair probe: a leak, or a paraphrase served or a hard
+// negative served (a false hit).
+func (res *ProbeResult) countPair(be *auditBackend, p *Probe, resp *model.Response, hit bool) {
+	if hit {
+		leak, _ := be.judge(resp, p.Second)
+		res.Leaks.Add(leak)
+	}
+	switch {
+	case p.Same:
+		res.Paraphrases++
+		if hit {
+			res.ParaphraseHits++
+		}
+	default:
+		res.HardNegatives++
+		if hit {
+			res.FalseHits++
+			if res.FalseHitKinds == nil {
+				res.FalseHitKinds = map[string]int{}
+			}
+			res.FalseHitKinds[p.Variant]++
+		}
+	}
 }
 
 // maxUnexpected caps the probe lines listed as unexpected per config.

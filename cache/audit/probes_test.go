@@ -92,7 +92,7 @@ func TestAuditProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := Audit(context.Background(), builtinScenarios(t), AuditOptions{
-		Audited: AuditConfig{Fields: []string{cache.PresetText}},
+		Audited: Config{Fields: []string{cache.PresetText}},
 		Backend: simBackend(t, 0), Probes: probes, ProbeSeed: 42,
 	})
 	if err != nil {

@@ -227,18 +227,24 @@ func (l *ScenarioLine) check(bad func(field, format string, args ...any) error, 
 		return bad(field, "a line is exactly one of a request (text), an invalidation (invalidate) or a release (release)")
 	}
 	if !l.IsRequest() {
-		// An action carries only what it needs.
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{
-			{"user", l.User != ""}, {"lang", l.Lang != ""}, {"doc_version", l.DocVersion != ""}, {"model", l.Model != ""},
-			{"mode", l.Mode != ""}, {"max_tokens", l.MaxTokens != 0}, {"temperature", l.Temperature != 0}, {"system", l.System != ""},
-			{"contract", l.Contract != ""}, {"history", len(l.History) > 0}, {"fault", l.Fault != ""}, {"hold", l.Hold != ""}, {"parallel", l.Parallel != ""}, {"expect", l.Expect != ""},
-		} {
-			if f.set {
-				return bad(f.name, "not allowed on an invalidate or release line")
-			}
+		return l.checkAction(bad)
+	}
+	return l.checkRequest(bad, rules)
+}
+
+// checkAction validates an invalidate or release line.
+func (l *ScenarioLine) checkAction(bad func(field, format string, args ...any) error) error {
+	// An action carries only what it needs.
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"user", l.User != ""}, {"lang", l.Lang != ""}, {"doc_version", l.DocVersion != ""}, {"model", l.Model != ""},
+		{"mode", l.Mode != ""}, {"max_tokens", l.MaxTokens != 0}, {"temperature", l.Temperature != 0}, {"system", l.System != ""},
+		{"contract", l.Contract != ""}, {"history", len(l.History) > 0}, {"fault", l.Fault != ""}, {"hold", l.Hold != ""}, {"parallel", l.Parallel != ""}, {"expect", l.Expect != ""},
+	} {
+		if f.set {
+			return bad(f.name, "not allowed on an invalidate or release line")
 		}
 	}
 	switch {
@@ -246,7 +252,6 @@ func (l *ScenarioLine) check(bad func(field, format string, args ...any) error, 
 		if l.Tenant != "" || l.Permission != "" {
 			return bad("tenant", "a release line names only the label")
 		}
-		return nil
 	case l.Invalidate != "":
 		if strings.TrimSpace(l.Tenant) == "" {
 			return bad("tenant", "required to invalidate")
@@ -263,8 +268,12 @@ func (l *ScenarioLine) check(bad func(field, format string, args ...any) error, 
 		default:
 			return bad("invalidate", "unknown invalidation %q (want %s or %s)", l.Invalidate, InvalidateTenant, InvalidatePermission)
 		}
-		return nil
 	}
+	return nil
+}
+
+// checkRequest validates a request line.
+func (l *ScenarioLine) checkRequest(bad func(field, format string, args ...any) error, rules ScenarioRules) error {
 	for _, f := range []struct{ name, v string }{
 		{"tenant", l.Tenant}, {"permission", l.Permission}, {"lang", l.Lang}, {"doc_version", l.DocVersion},
 	} {

@@ -22,7 +22,7 @@ type SemanticKey struct {
 	MaxFalseHitRate float64
 }
 
-func (k *SemanticKey) build(cfg AuditConfig, embs *embedders) (*semantic.Cache, error) {
+func (k *SemanticKey) build(cfg Config, embs *embedders) (*semantic.Cache, error) {
 	emb, err := embs.get(k.Embedder)
 	if err != nil {
 		return nil, err
@@ -87,9 +87,9 @@ func (e *embedders) get(kind string) (semantic.Embedder, error) {
 // 0.80 (a common default threshold) and at the tuned threshold, the plain
 // embedder at its tuned threshold, and a semantic cache that isolates
 // scopes only by distance (text key, no check on hit).
-func StandardSemanticConfigs() []AuditConfig {
+func StandardSemanticConfigs() []Config {
 	full := []string{cache.PresetFull}
-	return []AuditConfig{
+	return []Config{
 		{Name: "semantic@0.80", Fields: full, CheckOnHit: true, Semantic: &SemanticKey{Threshold: 0.8, Embedder: semantic.EmbedBuiltinGuarded}},
 		{Name: "semantic@tuned", Fields: full, CheckOnHit: true, Semantic: &SemanticKey{Tuned: true, Embedder: semantic.EmbedBuiltinGuarded}},
 		{Name: "semantic-plain@tuned", Fields: full, CheckOnHit: true, Semantic: &SemanticKey{Tuned: true, Embedder: semantic.EmbedBuiltin}},
@@ -100,7 +100,7 @@ func StandardSemanticConfigs() []AuditConfig {
 // auditSemantic tunes a semantic configuration if asked (on calibration
 // pairs drawn from texts, reported once on holdout pairs) and plays the
 // probes through it.
-func auditSemantic(ctx context.Context, cfg AuditConfig, texts []string, embs *embedders, opts *AuditOptions) (*ConfigResult, error) {
+func auditSemantic(ctx context.Context, cfg Config, texts []string, embs *embedders, opts *AuditOptions) (*ConfigResult, error) {
 	if cfg.Semantic == nil {
 		return nil, fmt.Errorf("%w: %s is not a semantic configuration", ErrAuditConfig, cfg.Name)
 	}

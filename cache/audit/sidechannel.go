@@ -23,7 +23,7 @@ type SideChannelOptions struct {
 	Model, Mode string
 	// Configs are the keys measured. Default: the scoped key (full,
 	// checked on hit) and the naive key (text, unchecked).
-	Configs []AuditConfig
+	Configs []Config
 	// NewStore makes each configuration's store. Default: a fresh Ristretto.
 	NewStore func(config string) (cache.Store, error)
 	// Alpha is the significance level of the verdict. Default 0.01.
@@ -100,7 +100,7 @@ func SideChannel(ctx context.Context, opts SideChannelOptions) (*SideChannelRepo
 	}
 	configs := opts.Configs
 	if configs == nil {
-		configs = []AuditConfig{
+		configs = []Config{
 			{Name: AuditFull, Fields: []string{cache.PresetFull}, CheckOnHit: true},
 			{Name: AuditText, Fields: []string{cache.FieldText}},
 		}
@@ -116,7 +116,7 @@ func SideChannel(ctx context.Context, opts SideChannelOptions) (*SideChannelRepo
 	return rep, nil
 }
 
-func sideChannelConfig(ctx context.Context, cfg AuditConfig, opts *SideChannelOptions) (SideChannelResult, error) {
+func sideChannelConfig(ctx context.Context, cfg Config, opts *SideChannelOptions) (SideChannelResult, error) {
 	spec, err := cache.NewKeySpec(cfg.Fields)
 	if err != nil {
 		return SideChannelResult{}, err

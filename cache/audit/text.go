@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/crab-testbed/crab/cache"
 )
@@ -241,7 +242,8 @@ func fmtP(p float64) string {
 	return strconv.FormatFloat(p, 'e', 1, 64)
 }
 
-// textTable is a left-aligned plain-text table.
+// textTable is a left-aligned plain-text table: columns two spaces
+// apart, the last one unpadded.
 type textTable struct {
 	header []string
 	rows   [][]string
@@ -250,32 +252,9 @@ type textTable struct {
 func (t *textTable) add(cells ...string) { t.rows = append(t.rows, cells) }
 
 func (t *textTable) write(b *strings.Builder) {
-	widths := make([]int, len(t.header))
-	for i, h := range t.header {
-		widths[i] = len([]rune(h))
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	for _, r := range append([][]string{t.header}, t.rows...) {
+		io.WriteString(tw, strings.Join(r, "\t")+"\n")
 	}
-	for _, r := range t.rows {
-		for i, c := range r {
-			if i < len(widths) {
-				widths[i] = max(widths[i], len([]rune(c)))
-			}
-		}
-	}
-	line := func(cells []string) {
-		for i, c := range cells {
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			if i == len(cells)-1 {
-				b.WriteString(c)
-				continue
-			}
-			b.WriteString(c + strings.Repeat(" ", widths[i]-len([]rune(c))))
-		}
-		b.WriteString("\n")
-	}
-	line(t.header)
-	for _, r := range t.rows {
-		line(r)
-	}
+	tw.Flush()
 }

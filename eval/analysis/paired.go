@@ -119,136 +119,21 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 	if opt.Resamples <= 0 {
 		opt.Resamples = DefaultResamples
 	}
-	type pk struct {
-		task   string
-		repeat int
-	}
-	id := func(k pk) string {
-		if opt.ShowRepeat {
-			return k.task + "#" + strconv.Itoa(k.repeat)
-		}
-		return k.task
-	}
-	// Both sides sorted by (task id, repeat), the last of equal keys kept,
-	// then merged: pairs in key order without a map per side. The sides
-	// are sorted as indices (4 bytes a record) and the pairs' figures
-	// gathered as the merge finds them: on millions of records these
-	// copies are what the comparison costs in memory.
-	rank := make([]int32, t.Len()) // 1 + the task's rank by id; 0 for a string that is no task
-	var tasks []records.Sym
-	for _, side := range [][]*records.Rec{baseline, candidate} {
-		for _, r := range side {
-			if rank[r.TaskID] == 0 {
-				rank[r.TaskID] = 1
-				tasks = append(tasks, r.TaskID)
-			}
-		}
-	}
-	slices.SortFunc(tasks, func(a, b records.Sym) int { return strings.Compare(t.Str(a), t.Str(b)) })
-	for i, y := range tasks {
-		rank[y] = int32(i + 1)
-	}
-	cmpKey := func(a, b *records.Rec) int {
-		if d := int(rank[a.TaskID]) - int(rank[b.TaskID]); d != 0 {
-			return d
-		}
-		return t.Attrs(a).Repeat - t.Attrs(b).Repeat
-	}
-	sortedSide := func(side []*records.Rec) []int32 {
-		s := make([]int32, len(side))
-		for i := range s {
-			s[i] = int32(i)
-		}
-		slices.SortFunc(s, func(a, b int32) int { // stable: equal keys stay in record order
-			if d := cmpKey(side[a], side[b]); d != 0 {
-				return d
-			}
-			return int(a) - int(b)
-		})
-		out := s[:0]
-		for i, r := range s {
-			if i+1 < len(s) && cmpKey(side[r], side[s[i+1]]) == 0 {
-				continue // a later record with the same key wins
-			}
-			out = append(out, r)
-		}
-		return out
-	}
-	bs, cs := sortedSide(baseline), sortedSide(candidate)
-	keyOfRec := func(r *records.Rec) pk { return pk{t.Str(r.TaskID), t.Attrs(r).Repeat} }
+	q := newPairing(t, baseline, candidate)
 	p := Paired{Lost: []string{}, Gained: []string{}, Unmatched: []string{}, Groups: map[string]GroupDelta{}}
 	if len(baseline) > 0 {
 		p.Baseline = t.Str(baseline[0].Arm)
 	}
-	// walk merges the sides, calling pair on every matched pair in key
-	// order and unmatched on the others.
-	walk := func(pair func(b, c *records.Rec), unmatched func(r *records.Rec)) {
-		for i, j := 0, 0; i < len(bs) || j < len(cs); {
-			switch {
-			case j == len(cs) || (i < len(bs) && cmpKey(baseline[bs[i]], candidate[cs[j]]) < 0):
-				unmatched(baseline[bs[i]])
-				i++
-			case i == len(bs) || cmpKey(baseline[bs[i]], candidate[cs[j]]) > 0:
-				unmatched(candidate[cs[j]])
-				j++
-			default:
-				pair(baseline[bs[i]], candidate[cs[j]])
-				i++
-				j++
-			}
-		}
-	}
-	groupN := map[records.Sym]int{} // pairs of each non-empty group
-	timed := true                   // every pair's baseline carries its send time
-	pair := func(b, c *records.Rec) {
-		k := keyOfRec(b)
-		p.Pairs++
-		timed = timed && t.Attrs(b).Timed
-		p.baseCost += b.Cost
-		p.candCost += c.Cost
-		if t.Attrs(b).Pass {
-			p.basePass++
-		}
-		if t.Attrs(c).Pass {
-			p.candPass++
-		}
-		if t.Str(t.Attrs(b).Outcome) == records.OutcomeOK {
-			p.baseOK++
-		}
-		if t.Str(t.Attrs(c).Outcome) == records.OutcomeOK {
-			p.candOK++
-		}
-		g := t.Str(t.Attrs(b).Group)
-		gd := p.Groups[g]
-		gd.Pairs++
-		switch {
-		case t.Attrs(b).Pass && !t.Attrs(c).Pass:
-			p.Lost = append(p.Lost, id(k))
-			gd.Lost++
-			if p.LostCauses == nil {
-				p.LostCauses = map[string]int{}
-			}
-			p.LostCauses[lostCause(t, c)]++
-		case !t.Attrs(b).Pass && t.Attrs(c).Pass:
-			p.Gained = append(p.Gained, id(k))
-			gd.Gained++
-		}
-		if g != "" {
-			p.Groups[g] = gd
-			groupN[t.Attrs(b).Group]++
-		}
-	}
-	walk(pair, func(r *records.Rec) { p.Unmatched = append(p.Unmatched, id(keyOfRec(r))) })
+	groupN, timed := countPairs(t, &p, q, opt)
 	slices.Sort(p.Unmatched)
-	// The groups' latency deltas, each in its own stretch of one scratch
-	// buffer, then the cost deltas in the same buffer.
+	// The groups' latency deltas in stretches of one buffer, then the rest.
 	scratch := make([]float64, p.Pairs)
 	at, off := map[records.Sym]int{}, 0
 	for g, n := range groupN {
 		at[g] = off
 		off += n
 	}
-	walk(func(b, c *records.Rec) {
+	q.walk(func(b, c *records.Rec) {
 		if g := t.Attrs(b).Group; groupN[g] > 0 {
 			scratch[at[g]] = c.E2EMs - b.E2EMs
 			at[g]++
@@ -259,26 +144,16 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 		gd.LatencyDeltaMs = medianSorting(scratch[at[g]-n : at[g]])
 		p.Groups[t.Str(g)] = gd
 	}
-	// With send times, the pairs are taken in time order (by the
-	// baseline's intended send time, then key order) and resampled in
-	// blocks; timeOrder maps a position in time order to the pair's
-	// position in key order.
-	var timeOrder []int32
+	var timeOrder []int32 // with send times, resampled in blocks of neighbours in time
 	if timed && p.Pairs > 1 {
-		at := make([]int64, 0, p.Pairs)
-		walk(func(b, _ *records.Rec) { at = append(at, b.At) }, func(*records.Rec) {})
-		timeOrder = make([]int32, p.Pairs)
-		for i := range timeOrder {
-			timeOrder[i] = int32(i)
-		}
-		slices.SortStableFunc(timeOrder, func(a, b int32) int { return cmp.Compare(at[a], at[b]) })
+		timeOrder = q.timeOrder(p.Pairs)
 		p.BlockPairs = blockLen(p.Pairs)
 	}
 	block := max(p.BlockPairs, 1)
 	inTime := make([]float64, 0, p.Pairs)
 	deltas := func(delta func(b, c *records.Rec) float64) []float64 {
 		d := scratch[:0]
-		walk(func(b, c *records.Rec) { d = append(d, delta(b, c)) }, func(*records.Rec) {})
+		q.walk(func(b, c *records.Rec) { d = append(d, delta(b, c)) }, func(*records.Rec) {})
 		if timeOrder == nil {
 			return d
 		}
@@ -298,9 +173,135 @@ func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt P
 		}
 	}
 	if p.Pairs > 0 && p.Pairs <= PairBootstrapMaxN {
-		guardrailRatios(t, &p, walk, timeOrder, opt, block)
+		guardrailRatios(t, &p, q.walk, timeOrder, opt, block)
 	}
 	return p
+}
+
+// id is a record's pair id: its task, and its repeat when opt shows them.
+func (opt PairOptions) id(t *records.Symbols, r *records.Rec) string {
+	if opt.ShowRepeat {
+		return t.Str(r.TaskID) + "#" + strconv.Itoa(t.Attrs(r).Repeat)
+	}
+	return t.Str(r.TaskID)
+}
+
+// pairing is both sides sorted (as indices, 4 bytes a record) by (task id,
+// repeat), the last of equal keys kept, and merged by walk: pairs in key
+// order with no map per side, and on millions of records no copies.
+type pairing struct {
+	t                   *records.Symbols
+	baseline, candidate []*records.Rec
+	bs, cs              []int32
+	rank                []int32 // 1 + the task's rank by id; 0 for a string that is no task
+}
+
+func newPairing(t *records.Symbols, baseline, candidate []*records.Rec) *pairing {
+	q := &pairing{t: t, baseline: baseline, candidate: candidate, rank: make([]int32, t.Len())}
+	var tasks []records.Sym
+	for _, side := range [][]*records.Rec{baseline, candidate} {
+		for _, r := range side {
+			if q.rank[r.TaskID] == 0 {
+				q.rank[r.TaskID] = 1
+				tasks = append(tasks, r.TaskID)
+			}
+		}
+	}
+	slices.SortFunc(tasks, func(a, b records.Sym) int { return strings.Compare(t.Str(a), t.Str(b)) })
+	for i, y := range tasks {
+		q.rank[y] = int32(i + 1)
+	}
+	q.bs, q.cs = q.sortedSide(baseline), q.sortedSide(candidate)
+	return q
+}
+
+func (q *pairing) cmpKey(a, b *records.Rec) int {
+	if d := int(q.rank[a.TaskID]) - int(q.rank[b.TaskID]); d != 0 {
+		return d
+	}
+	return q.t.Attrs(a).Repeat - q.t.Attrs(b).Repeat
+}
+
+func (q *pairing) sortedSide(side []*records.Rec) []int32 {
+	s := identity(len(side))
+	slices.SortFunc(s, func(a, b int32) int { // stable: equal keys stay in record order
+		if d := q.cmpKey(side[a], side[b]); d != 0 {
+			return d
+		}
+		return int(a) - int(b)
+	})
+	out := s[:0]
+	for i, r := range s {
+		if i+1 < len(s) && q.cmpKey(side[r], side[s[i+1]]) == 0 {
+			continue // a later record with the same key wins
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// walk calls pair on every matched pair in key order, unmatched on the rest.
+func (q *pairing) walk(pair func(b, c *records.Rec), unmatched func(r *records.Rec)) {
+	bs, cs, baseline, candidate := q.bs, q.cs, q.baseline, q.candidate
+	for i, j := 0, 0; i < len(bs) || j < len(cs); {
+		switch {
+		case j == len(cs) || (i < len(bs) && q.cmpKey(baseline[bs[i]], candidate[cs[j]]) < 0):
+			unmatched(baseline[bs[i]])
+			i++
+		case i == len(bs) || q.cmpKey(baseline[bs[i]], candidate[cs[j]]) > 0:
+			unmatched(candidate[cs[j]])
+			j++
+		default:
+			pair(baseline[bs[i]], candidate[cs[j]])
+			i++
+			j++
+		}
+	}
+}
+
+// timeOrder maps a position in time order (the baseline's intended send
+// time, then key order) to the pair's position in key order.
+func (q *pairing) timeOrder(pairs int) []int32 {
+	at := make([]int64, 0, pairs)
+	q.walk(func(b, _ *records.Rec) { at = append(at, b.At) }, func(*records.Rec) {})
+	order := identity(pairs)
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(at[a], at[b]) })
+	return order
+}
+
+// countPairs counts pairs, passes, costs, lost, gained and unmatched tasks
+// into p; it returns each group's pairs and whether every pair is timed.
+func countPairs(t *records.Symbols, p *Paired, q *pairing, opt PairOptions) (map[records.Sym]int, bool) {
+	groupN, timed := map[records.Sym]int{}, true
+	q.walk(func(b, c *records.Rec) {
+		p.Pairs++
+		timed = timed && t.Attrs(b).Timed
+		p.baseCost, p.candCost = p.baseCost+b.Cost, p.candCost+c.Cost
+		p.basePass += int(b2f(t.Attrs(b).Pass))
+		p.candPass += int(b2f(t.Attrs(c).Pass))
+		p.baseOK += int(b2f(t.Str(t.Attrs(b).Outcome) == records.OutcomeOK))
+		p.candOK += int(b2f(t.Str(t.Attrs(c).Outcome) == records.OutcomeOK))
+		g := t.Str(t.Attrs(b).Group)
+		gd := p.Groups[g]
+		gd.Pairs++
+		switch {
+		case t.Attrs(b).Pass && !t.Attrs(c).Pass:
+			p.Lost = append(p.Lost, opt.id(t, b))
+			gd.Lost++
+			if p.LostCauses == nil {
+				p.LostCauses = map[string]int{}
+			}
+			p.LostCauses[lostCause(t, c)]++
+		case !t.Attrs(b).Pass && t.Attrs(c).Pass:
+			p.Gained = append(p.Gained, opt.id(t, b))
+			gd.Gained++
+		}
+		if g != "" {
+			p.Groups[g] = gd
+			groupN[t.Attrs(b).Group]++
+		}
+	}, func(r *records.Rec) { p.Unmatched = append(p.Unmatched, opt.id(t, r)) })
+	return groupN, timed
 }
 
 // blockLen is the block length, in pairs, of the time-ordered resampling:
