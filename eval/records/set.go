@@ -361,24 +361,6 @@ func ReadEach(paths []string, stdin io.Reader, each func(rec *Record) error) (to
 	return set.torn, nil
 }
 
-// Clone is a copy of rec whose strings share no memory with rec's: the
-// readers hand out records whose strings alias buffers they reuse.
-func (rec *Record) Clone() Record {
-	c := *rec
-	for _, p := range [...]*string{&c.RunID, &c.Arm, &c.Shard, &c.TaskID, &c.Group, &c.Difficulty, &c.Tenant, &c.Permission,
-		&c.Lang, &c.DocVersion, &c.Outcome, &c.Error, &c.Cache, &c.Leak, &c.CacheOrigin, &c.Model, &c.Misroute,
-		&c.Contract, &c.Category, &c.Expected, &c.GradeReason, &c.GradeError, &c.Output} {
-		*p = strings.Clone(*p)
-	}
-	if c.Violations != nil {
-		c.Violations = make([]string, len(rec.Violations))
-		for i, v := range rec.Violations {
-			c.Violations[i] = strings.Clone(v)
-		}
-	}
-	return c
-}
-
 // readInto is ReadSet; keep, if set, also gets every record read. With
 // keysOnly the set keeps no compact records, only what the duplicate
 // check needs while reading.
