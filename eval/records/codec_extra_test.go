@@ -49,6 +49,7 @@ func (rec *extraRecord) scanField(l *recordLexer, key string, seen []uint64) boo
 	return false
 }
 
+// scanKeys3 is scanField for the keys of 3 bytes.
 func (rec *extraRecord) scanKeys3(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "arm":
@@ -59,6 +60,7 @@ func (rec *extraRecord) scanKeys3(l *recordLexer, key string, seen []uint64) boo
 	return false
 }
 
+// scanKeys4 is scanField for the keys of 4 bytes.
 func (rec *extraRecord) scanKeys4(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "lang":
@@ -73,6 +75,7 @@ func (rec *extraRecord) scanKeys4(l *recordLexer, key string, seen []uint64) boo
 	return false
 }
 
+// scanKeys5 is scanField for the keys of 5 bytes.
 func (rec *extraRecord) scanKeys5(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "shard":
@@ -89,6 +92,7 @@ func (rec *extraRecord) scanKeys5(l *recordLexer, key string, seen []uint64) boo
 	return false
 }
 
+// scanKeys6 is scanField for the keys of 6 bytes.
 func (rec *extraRecord) scanKeys6(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "run_id":
@@ -111,6 +115,7 @@ func (rec *extraRecord) scanKeys6(l *recordLexer, key string, seen []uint64) boo
 	return false
 }
 
+// scanKeys7 is scanField for the keys of 7 bytes.
 func (rec *extraRecord) scanKeys7(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "task_id":
@@ -129,6 +134,7 @@ func (rec *extraRecord) scanKeys7(l *recordLexer, key string, seen []uint64) boo
 	return false
 }
 
+// scanKeys8 is scanField for the keys of 8 bytes.
 func (rec *extraRecord) scanKeys8(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "priority":
@@ -157,6 +163,7 @@ func (rec *extraRecord) scanKeys8(l *recordLexer, key string, seen []uint64) boo
 	return false
 }
 
+// scanKeys9 is scanField for the keys of 9 bytes.
 func (rec *extraRecord) scanKeys9(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "slot_wait":
@@ -171,6 +178,7 @@ func (rec *extraRecord) scanKeys9(l *recordLexer, key string, seen []uint64) boo
 	return false
 }
 
+// scanKeys10 is scanField for the keys of 10 bytes.
 func (rec *extraRecord) scanKeys10(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "difficulty":
@@ -189,6 +197,7 @@ func (rec *extraRecord) scanKeys10(l *recordLexer, key string, seen []uint64) bo
 	return false
 }
 
+// scanKeys11 is scanField for the keys of 11 bytes.
 func (rec *extraRecord) scanKeys11(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "doc_version":
@@ -209,6 +218,7 @@ func (rec *extraRecord) scanKeys11(l *recordLexer, key string, seen []uint64) bo
 	return false
 }
 
+// scanKeys12 is scanField for the keys of 12 bytes.
 func (rec *extraRecord) scanKeys12(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "cache_origin":
@@ -219,6 +229,7 @@ func (rec *extraRecord) scanKeys12(l *recordLexer, key string, seen []uint64) bo
 	return false
 }
 
+// scanKeys13 is scanField for the keys of 13 bytes.
 func (rec *extraRecord) scanKeys13(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "first_byte_at":
@@ -227,6 +238,7 @@ func (rec *extraRecord) scanKeys13(l *recordLexer, key string, seen []uint64) bo
 	return false
 }
 
+// scanKeys14 is scanField for the keys of 14 bytes.
 func (rec *extraRecord) scanKeys14(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "scope_mismatch":
@@ -237,6 +249,7 @@ func (rec *extraRecord) scanKeys14(l *recordLexer, key string, seen []uint64) bo
 	return false
 }
 
+// scanKeys15 is scanField for the keys of 15 bytes.
 func (rec *extraRecord) scanKeys15(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "escalation_cost":
@@ -262,6 +275,7 @@ func (rec *extraRecord) AppendJSON(dst []byte) ([]byte, bool) {
 	return b, true
 }
 
+// appendJSON0 appends fields 0 to 58, each after a comma but the first.
 func (rec *extraRecord) appendJSON0(b []byte, ok bool) ([]byte, bool) {
 	b = appendString(b, `"run_id":`, rec.RunID)
 	b = appendString(b, `,"arm":`, rec.Arm)

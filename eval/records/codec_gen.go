@@ -49,6 +49,7 @@ func (rec *Record) scanField(l *recordLexer, key string, seen []uint64) bool {
 	return false
 }
 
+// scanKeys3 is scanField for the keys of 3 bytes.
 func (rec *Record) scanKeys3(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "arm":
@@ -59,6 +60,7 @@ func (rec *Record) scanKeys3(l *recordLexer, key string, seen []uint64) bool {
 	return false
 }
 
+// scanKeys4 is scanField for the keys of 4 bytes.
 func (rec *Record) scanKeys4(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "lang":
@@ -73,6 +75,7 @@ func (rec *Record) scanKeys4(l *recordLexer, key string, seen []uint64) bool {
 	return false
 }
 
+// scanKeys5 is scanField for the keys of 5 bytes.
 func (rec *Record) scanKeys5(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "shard":
@@ -89,6 +92,7 @@ func (rec *Record) scanKeys5(l *recordLexer, key string, seen []uint64) bool {
 	return false
 }
 
+// scanKeys6 is scanField for the keys of 6 bytes.
 func (rec *Record) scanKeys6(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "run_id":
@@ -111,6 +115,7 @@ func (rec *Record) scanKeys6(l *recordLexer, key string, seen []uint64) bool {
 	return false
 }
 
+// scanKeys7 is scanField for the keys of 7 bytes.
 func (rec *Record) scanKeys7(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "task_id":
@@ -129,6 +134,7 @@ func (rec *Record) scanKeys7(l *recordLexer, key string, seen []uint64) bool {
 	return false
 }
 
+// scanKeys8 is scanField for the keys of 8 bytes.
 func (rec *Record) scanKeys8(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "queue_ms":
@@ -155,6 +161,7 @@ func (rec *Record) scanKeys8(l *recordLexer, key string, seen []uint64) bool {
 	return false
 }
 
+// scanKeys9 is scanField for the keys of 9 bytes.
 func (rec *Record) scanKeys9(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "slot_wait":
@@ -169,6 +176,7 @@ func (rec *Record) scanKeys9(l *recordLexer, key string, seen []uint64) bool {
 	return false
 }
 
+// scanKeys10 is scanField for the keys of 10 bytes.
 func (rec *Record) scanKeys10(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "difficulty":
@@ -187,6 +195,7 @@ func (rec *Record) scanKeys10(l *recordLexer, key string, seen []uint64) bool {
 	return false
 }
 
+// scanKeys11 is scanField for the keys of 11 bytes.
 func (rec *Record) scanKeys11(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "doc_version":
@@ -207,6 +216,7 @@ func (rec *Record) scanKeys11(l *recordLexer, key string, seen []uint64) bool {
 	return false
 }
 
+// scanKeys12 is scanField for the keys of 12 bytes.
 func (rec *Record) scanKeys12(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "cache_origin":
@@ -217,6 +227,7 @@ func (rec *Record) scanKeys12(l *recordLexer, key string, seen []uint64) bool {
 	return false
 }
 
+// scanKeys13 is scanField for the keys of 13 bytes.
 func (rec *Record) scanKeys13(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "first_byte_at":
@@ -225,6 +236,7 @@ func (rec *Record) scanKeys13(l *recordLexer, key string, seen []uint64) bool {
 	return false
 }
 
+// scanKeys14 is scanField for the keys of 14 bytes.
 func (rec *Record) scanKeys14(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "scope_mismatch":
@@ -235,6 +247,7 @@ func (rec *Record) scanKeys14(l *recordLexer, key string, seen []uint64) bool {
 	return false
 }
 
+// scanKeys15 is scanField for the keys of 15 bytes.
 func (rec *Record) scanKeys15(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "escalation_cost":
@@ -260,6 +273,7 @@ func (rec *Record) AppendJSON(dst []byte) ([]byte, bool) {
 	return b, true
 }
 
+// appendJSON0 appends fields 0 to 57, each after a comma but the first.
 func (rec *Record) appendJSON0(b []byte, ok bool) ([]byte, bool) {
 	b = appendString(b, `"run_id":`, rec.RunID)
 	b = appendString(b, `,"arm":`, rec.Arm)

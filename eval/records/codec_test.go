@@ -78,7 +78,7 @@ func TestAddingAField(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := gencodec.Check(have, want); err != nil {
-		t.Fatalf("codec_extra_test.go is stale: go test -run TestAddingAField -update ./eval/records (%v)", err)
+		t.Fatalf("codec_extra_test.go is stale: go test -run TestAddingAField ./eval/records -args -update (%v)", err)
 	}
 
 	// extraRecord is Record and the one field.

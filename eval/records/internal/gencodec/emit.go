@@ -84,6 +84,7 @@ func (g *gen) scan() {
 	}
 	g.printf("\t}\n\treturn false\n}\n\n")
 	for _, n := range lens {
+		g.printf("// scanKeys%d is scanField for the keys of %d bytes.\n", n, n)
 		g.printf("func (rec *%s) scanKeys%d(l *recordLexer, key string, seen []uint64) bool {\n", g.typ, n)
 		g.printf("\tswitch key {\n")
 		for _, i := range byLen[n] {
@@ -110,6 +111,7 @@ func (g *gen) appendJSON() {
 	}
 	g.printf("\tb = append(b, '}')\n\tif !ok {\n\t\treturn b[:n0], false\n\t}\n\treturn b, true\n}\n\n")
 	for p := range parts {
+		g.printf("// appendJSON%d appends fields %d to %d, each after a comma but the first.\n", p, p*partFields, min(len(g.fields), (p+1)*partFields)-1)
 		g.printf("func (rec *%s) appendJSON%d(b []byte, ok bool) ([]byte, bool) {\n", g.typ, p)
 		for i := p * partFields; i < min(len(g.fields), (p+1)*partFields); i++ {
 			f := g.fields[i]
