@@ -37,7 +37,7 @@ func newParquetWriter(w io.Writer, o options) RecordWriter {
 		pw: parquet.NewGenericWriter[Row](w,
 			parquet.Compression(&parquet.Zstd),
 			parquet.MaxRowsPerRowGroup(rowGroupRows),
-			parquet.CreatedBy("crab", o.meta[MetaCrabVersion], ""),
+			parquet.CreatedBy("crab", "", ""),
 		),
 		rows: make([]Row, 0, parquetBatch),
 		meta: o.meta,
