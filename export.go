@@ -35,7 +35,7 @@ func exportCmd() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "parquet", Usage: strings.Join(export.Formats(), ", ")},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` (atomically: a reader sees the old file or the whole new one) instead of stdout"},
-			ignoreUnknownColumnsFlag,
+			ignoreUnknownColumnsFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
@@ -94,9 +94,11 @@ func exportTo(w io.Writer, o exportOptions) error {
 }
 
 // ignoreUnknownColumnsFlag is --ignore-unknown-columns of crab report and
-// crab export.
-var ignoreUnknownColumnsFlag = &cli.BoolFlag{Name: "ignore-unknown-columns",
-	Usage: "skip interchange CSV columns crab does not know (a spend log's request_id...), naming them in one warning per file, instead of refusing the file"}
+// crab export (a new one for each command: a flag keeps parse state).
+func ignoreUnknownColumnsFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "ignore-unknown-columns",
+		Usage: "skip interchange CSV columns crab does not know (a spend log's request_id...), naming them in one warning per file, instead of refusing the file"}
+}
 
 // readOptions are the record reader's options from the command's flags;
 // warnings go to the command's standard error.

@@ -46,7 +46,7 @@ func reportCmd() *cli.Command {
 			&cli.BoolFlag{Name: "fail-on-reject", Usage: "exit 1 if any candidate is rejected"},
 			&cli.BoolFlag{Name: "allow-mixed", Usage: "merge run directories of different experiments (another experiment file, task set, contract, models, or started more than a day apart); by default crab report refuses them"},
 			&cli.BoolFlag{Name: "allow-contract-change", Usage: "compare a candidate validated against another contract than the baseline's (by default the gate rejects it as different work)"},
-			ignoreUnknownColumnsFlag,
+			ignoreUnknownColumnsFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
