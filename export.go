@@ -83,7 +83,7 @@ func exportRecords(_ context.Context, o exportOptions) error {
 // to w as they come: full records, since the export carries the scope and
 // timestamps the statistics' compact form drops.
 func exportTo(w io.Writer, o exportOptions) error {
-	rw, err := export.NewWriter(w, o.Format, export.WithMeta(export.RunMeta(o.Paths)))
+	rw, err := export.NewWriter(w, o.Format, export.Runs(o.Paths))
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -82,5 +83,73 @@ func TestParquetRunMetadata(t *testing.T) {
 	}
 	if _, ok := f.Lookup(MetaExperimentHash); ok {
 		t.Errorf("an experiment hash without a manifest")
+	}
+}
+
+// Runs adds each task's expected answer from the task file the manifest
+// names, while that file is the one the run used; a changed file leaves
+// the column NULL and says why in the metadata.
+func TestParquetTaskExpected(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run1")
+	if err := os.Mkdir(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tasks := []byte(`{"id":"t1","text":"refund?","tenant":"acme","permission":"agent","lang":"en","doc_version":"v1","expected":{"category":"billing","needs_human_review":false}}
+{"id":"t2","text":"hello","tenant":"acme","permission":"agent","lang":"en","doc_version":"v1"}
+`)
+	if err := os.WriteFile(filepath.Join(dir, "tasks.jsonl"), tasks, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	man := eval.Manifest{RunID: "r1", Experiment: filepath.Join(dir, "experiment.yaml"), Tasks: "tasks.jsonl", TasksHash: eval.HashBytes(tasks)}
+	raw, _ := json.Marshal(man)
+	if err := os.WriteFile(filepath.Join(run, eval.ManifestFile), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recs := []records.Record{
+		{RunID: "r1", Arm: "a", TaskID: "t1", Outcome: records.OutcomeOK},
+		{RunID: "r1", Arm: "a", TaskID: "t2", Outcome: records.OutcomeOK},
+		{RunID: "r9", Arm: "a", TaskID: "t1", Outcome: records.OutcomeOK},
+	}
+	read := func() ([]Row, *parquet.File) {
+		t.Helper()
+		var buf bytes.Buffer
+		if err := Write(&buf, "parquet", recs, Runs([]string{run})); err != nil {
+			t.Fatal(err)
+		}
+		f, err := parquet.OpenFile(bytes.NewReader(buf.Bytes()), int64(buf.Len()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := parquet.NewGenericReader[Row](bytes.NewReader(buf.Bytes()))
+		defer r.Close()
+		rows := make([]Row, len(recs))
+		if n, _ := r.Read(rows); n != len(recs) {
+			t.Fatalf("read %d rows; want %d", n, len(recs))
+		}
+		return rows, f
+	}
+	rows, f := read()
+	want := `{"category":"billing","needs_human_review":false}`
+	if rows[0].TaskExpected == nil || *rows[0].TaskExpected != want {
+		t.Errorf("t1 task_expected %v; want %s", rows[0].TaskExpected, want)
+	}
+	if rows[1].TaskExpected != nil || rows[2].TaskExpected != nil {
+		t.Errorf("task_expected of a task without one, or of a run without a manifest: %v, %v; want NULL", rows[1].TaskExpected, rows[2].TaskExpected)
+	}
+	if got, _ := f.Lookup(MetaTaskExpected); got != "from tasks.jsonl" {
+		t.Errorf("%s = %q; want from tasks.jsonl", MetaTaskExpected, got)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "tasks.jsonl"), tasks[:len(tasks)-1], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rows, f = read()
+	if rows[0].TaskExpected != nil {
+		t.Errorf("task_expected from a task file changed since the run: %s; want NULL", *rows[0].TaskExpected)
+	}
+	if got, _ := f.Lookup(MetaTaskExpected); !strings.Contains(got, "changed since the run") {
+		t.Errorf("%s = %q; want it to say the task file changed", MetaTaskExpected, got)
 	}
 }

@@ -86,17 +86,21 @@ type Row struct {
 	ShadowCost     float64 `parquet:"shadow_cost,split"`
 	EscalationCost float64 `parquet:"escalation_cost,split"`
 
-	Contract    *string  `parquet:"contract,dict,optional"`
-	ContractOK  bool     `parquet:"contract_ok"`
-	Violations  []string `parquet:"violations,list"`
-	Category    *string  `parquet:"category,dict,optional"`
-	Expected    *string  `parquet:"expected,dict,optional"`
-	Correct     bool     `parquet:"correct"`
-	Pass        bool     `parquet:"pass"`
-	GradeReason *string  `parquet:"grade_reason,dict,optional"`
-	GradeError  *string  `parquet:"grade_error,dict,optional"`
-	GradeCost   *float64 `parquet:"grade_cost,split,optional"`
-	GradeMs     *float64 `parquet:"grade_ms,split,optional"`
+	Contract   *string  `parquet:"contract,dict,optional"`
+	ContractOK bool     `parquet:"contract_ok"`
+	Violations []string `parquet:"violations,list"`
+	Category   *string  `parquet:"category,dict,optional"`
+	Expected   *string  `parquet:"expected,dict,optional"`
+	// TaskExpected is the task's expected answer (JSON: the fields the
+	// graders check) from the run's task file; NULL without one (see
+	// Runs).
+	TaskExpected *string  `parquet:"task_expected,optional"`
+	Correct      bool     `parquet:"correct"`
+	Pass         bool     `parquet:"pass"`
+	GradeReason  *string  `parquet:"grade_reason,dict,optional"`
+	GradeError   *string  `parquet:"grade_error,dict,optional"`
+	GradeCost    *float64 `parquet:"grade_cost,split,optional"`
+	GradeMs      *float64 `parquet:"grade_ms,split,optional"`
 }
 
 // RowOf is rec as a Parquet row.

@@ -25,11 +25,12 @@ const parquetBatch = 4096
 // file's key-value metadata (in the footer, written by Close) holds the
 // run metadata it was given and the run ids of the records.
 type parquetWriter struct {
-	pw     *parquet.GenericWriter[Row]
-	rows   []Row
-	meta   Meta
-	runIDs []string // in the order first seen
-	lastID string
+	pw       *parquet.GenericWriter[Row]
+	rows     []Row
+	meta     Meta
+	expected map[string]map[string]string // see options
+	runIDs   []string                     // in the order first seen
+	lastID   string
 }
 
 func newParquetWriter(w io.Writer, o options) RecordWriter {
@@ -39,8 +40,9 @@ func newParquetWriter(w io.Writer, o options) RecordWriter {
 			parquet.MaxRowsPerRowGroup(rowGroupRows),
 			parquet.CreatedBy("crab", "", ""),
 		),
-		rows: make([]Row, 0, parquetBatch),
-		meta: o.meta,
+		rows:     make([]Row, 0, parquetBatch),
+		meta:     o.meta,
+		expected: o.expected,
 	}
 }
 
@@ -56,7 +58,11 @@ func (p *parquetWriter) Write(rec *records.Record) error {
 	c := *rec
 	c.Output = ""
 	c = c.Clone()
-	p.rows = append(p.rows, RowOf(&c))
+	row := RowOf(&c)
+	if e, ok := p.expected[rec.RunID][rec.TaskID]; ok {
+		row.TaskExpected = &e
+	}
+	p.rows = append(p.rows, row)
 	if len(p.rows) == parquetBatch {
 		return p.flush()
 	}
