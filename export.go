@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -20,6 +21,8 @@ type exportOptions struct {
 	Output string // file to write atomically; "" = Stdout
 	Stdin  io.Reader
 	Stdout io.Writer
+
+	Read records.ReadOptions // --ignore-unknown-columns
 }
 
 func exportCmd() *cli.Command {
@@ -32,6 +35,7 @@ func exportCmd() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "parquet", Usage: strings.Join(export.Formats(), ", ")},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` (atomically: a reader sees the old file or the whole new one) instead of stdout"},
+			ignoreUnknownColumnsFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
@@ -39,6 +43,7 @@ func exportCmd() *cli.Command {
 			}
 			return exportRecords(c.Context, exportOptions{
 				Paths: c.Args().Slice(), Format: c.String("format"), Output: c.String("output"),
+				Read:  readOptions(c),
 				Stdin: c.App.Reader, Stdout: c.App.Writer,
 			})
 		},
@@ -78,12 +83,29 @@ func exportRecords(_ context.Context, o exportOptions) error {
 // to w as they come: full records, since the export carries the scope and
 // timestamps the statistics' compact form drops.
 func exportTo(w io.Writer, o exportOptions) error {
-	rw, err := export.NewWriter(w, o.Format)
+	rw, err := export.NewWriter(w, o.Format, export.Runs(o.Paths))
 	if err != nil {
 		return err
 	}
-	if _, err := records.ReadEach(o.Paths, o.Stdin, rw.Write); err != nil {
+	if _, err := o.Read.ReadEach(o.Paths, o.Stdin, rw.Write); err != nil {
 		return err
 	}
 	return rw.Close()
+}
+
+// ignoreUnknownColumnsFlag is --ignore-unknown-columns of crab report and
+// crab export (a new one for each command: a flag keeps parse state).
+func ignoreUnknownColumnsFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "ignore-unknown-columns",
+		Usage: "skip interchange CSV columns crab does not know (a spend log's request_id...), naming them in one warning per file, instead of refusing the file"}
+}
+
+// readOptions are the record reader's options from the command's flags;
+// warnings go to the command's standard error.
+func readOptions(c *cli.Context) records.ReadOptions {
+	w := c.App.ErrWriter
+	return records.ReadOptions{
+		IgnoreUnknownColumns: c.Bool("ignore-unknown-columns"),
+		Warn:                 func(line string) { fmt.Fprintln(w, "crab: warning: "+line) },
+	}
 }

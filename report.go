@@ -31,6 +31,8 @@ type reportOptions struct {
 	// AllowMixed merges run directories of different experiments (see
 	// checkOneExperiment), saying so in the report.
 	AllowMixed bool
+	// Read is how the records are read (--ignore-unknown-columns).
+	Read records.ReadOptions
 }
 
 func reportCmd() *cli.Command {
@@ -44,6 +46,7 @@ func reportCmd() *cli.Command {
 			&cli.BoolFlag{Name: "fail-on-reject", Usage: "exit 1 if any candidate is rejected"},
 			&cli.BoolFlag{Name: "allow-mixed", Usage: "merge run directories of different experiments (another experiment file, task set, contract, models, or started more than a day apart); by default crab report refuses them"},
 			&cli.BoolFlag{Name: "allow-contract-change", Usage: "compare a candidate validated against another contract than the baseline's (by default the gate rejects it as different work)"},
+			ignoreUnknownColumnsFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
@@ -52,6 +55,7 @@ func reportCmd() *cli.Command {
 			return runReport(c.Context, reportOptions{
 				Paths: c.Args().Slice(), Format: c.String("format"), Baseline: c.String("baseline"),
 				FailOnReject: c.Bool("fail-on-reject"), AllowContractChange: c.Bool("allow-contract-change"), AllowMixed: c.Bool("allow-mixed"),
+				Read:  readOptions(c),
 				Stdin: c.App.Reader, Stdout: c.App.Writer,
 			})
 		},
@@ -72,7 +76,7 @@ func runReport(_ context.Context, o reportOptions) error {
 	opt := fromManifests(o.Paths)
 	opt.Baseline, opt.AllowContractChange = o.Baseline, o.AllowContractChange
 	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
-	recs, err := records.ReadSet(o.Paths, o.Stdin)
+	recs, err := o.Read.ReadSet(o.Paths, o.Stdin)
 	if err != nil {
 		return err
 	}

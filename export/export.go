@@ -32,13 +32,13 @@ type RecordWriter interface {
 type format struct {
 	name  string
 	about string // one line for help text
-	open  func(io.Writer) RecordWriter
+	open  func(io.Writer, options) RecordWriter
 }
 
 // formats is the registry, in the order help text lists them.
 func formats() []format {
 	return []format{
-		{"parquet", "one row per request, typed columns, zstd-compressed (answer text left out)", newParquetWriter},
+		{"parquet", "one row per request, typed columns (NULL where a field does not apply), run metadata, zstd-compressed (answer text left out)", newParquetWriter},
 		{"csv", "interchange CSV as crab report reads it (warm-up requests left out: the format cannot mark them)", newCSVWriter},
 		{"jsonl", "records.jsonl, byte for byte as crab run writes it", newJSONLWriter},
 	}
@@ -76,10 +76,14 @@ func Known(name string) bool {
 // NewWriter returns a writer of the named format to w, for records that
 // come one at a time (see records.ReadEach); an unknown name is
 // ErrUnknownFormat.
-func NewWriter(w io.Writer, name string) (RecordWriter, error) {
+func NewWriter(w io.Writer, name string, opts ...Option) (RecordWriter, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	for _, f := range formats() {
 		if f.name == name {
-			return f.open(w), nil
+			return f.open(w, o), nil
 		}
 	}
 	return nil, fmt.Errorf("%w %q (want %s)", ErrUnknownFormat, name, strings.Join(Formats(), ", "))
@@ -87,8 +91,8 @@ func NewWriter(w io.Writer, name string) (RecordWriter, error) {
 
 // Write writes recs to w in the named format; an unknown name is
 // ErrUnknownFormat and nothing is written.
-func Write(w io.Writer, name string, recs []records.Record) error {
-	rw, err := NewWriter(w, name)
+func Write(w io.Writer, name string, recs []records.Record, opts ...Option) error {
+	rw, err := NewWriter(w, name, opts...)
 	if err != nil {
 		return err
 	}

@@ -28,17 +28,19 @@ func sample() []records.Record {
 			LagMs: 0.05, QueueMs: 0.45, ModelMs: 234.9, TTFTMs: 20.25, ValidateMs: 0.04, E2EMs: 235.5,
 			Outcome: records.OutcomeOK, Model: "large", Attempts: 1, TokensIn: 277, TokensOut: 284, Cost: 0.0035325,
 			Contract: "933e", ContractOK: true, Category: "billing", Expected: "billing", Correct: true, Pass: true,
-			Output: `{"category":"billing"}`},
+			GradeCost: 0.0001, GradeMs: 812.5, Output: `{"category":"billing"}`},
 		{RunID: "r1", Arm: "cache_naive", Repeat: 0, Seq: 2, TaskID: "t2", Group: "long", Tenant: "globex",
 			Permission: "viewer", Lang: "es", DocVersion: "v1", IntendedAt: at(1), SentAt: at(1.2), DoneAt: at(2.5),
 			CacheMs: 0.3, E2EMs: 1.5, Outcome: records.OutcomeOK, Cache: "hit", Leak: "cross_tenant", ScopeMismatch: true,
-			Model: "large", Attempts: 0, ContractOK: true, Category: "bug", Expected: "billing", SlotWait: true},
+			Model: "large", Attempts: 0, ContractOK: true, Category: "bug", Expected: "billing", SlotWait: true,
+			Similarity: 0.93, CacheOrigin: "t7", FalseHit: true},
 		{RunID: "r1", Arm: "router", Repeat: 1, Seq: 3, TaskID: "t3", Group: "tool", Tenant: "acme",
 			IntendedAt: at(2), SentAt: at(2.1), DoneAt: at(400), RouteMs: 0.2, ModelMs: 390, E2EMs: 398,
 			Outcome: records.OutcomeContractFail, Error: "contract: required field missing", Model: "small",
 			RouteScore: 0.31, Routed: true, Misroute: records.MisrouteUnder, Escalated: true, Attempts: 2,
 			TokensIn: 500, TokensOut: 90, Cost: 0.0009, ShadowCost: 0.002, EscalationCost: 0.0004,
-			Contract: "933e", Violations: []string{"/evidence: missing", "/risk_flags: missing"}},
+			Contract: "933e", Violations: []string{"/evidence: missing", "/risk_flags: missing"},
+			GradeReason: "/category: want billing, got bug", Shard: "1/2"},
 		{RunID: "r1", Arm: "baseline", Repeat: 0, Seq: 0, Warmup: true, TaskID: "t9", Group: "short", Tenant: "acme",
 			IntendedAt: at(-5), SentAt: at(-5), DoneAt: at(-1), E2EMs: 4, Outcome: records.OutcomeTimeout,
 			Error: "timeout", Model: "large", Attempts: 1, Cost: 0.001},
@@ -149,6 +151,8 @@ func TestParquetNulls(t *testing.T) {
 			return true
 		})
 	}
+	// Rows: a plain request with a contract, a cache hit, a routed request,
+	// a warm-up timeout, a CSV-like record without a timeline.
 	for _, tc := range []struct {
 		column string
 		want   []bool
@@ -160,6 +164,21 @@ func TestParquetNulls(t *testing.T) {
 		{"first_byte_at", []bool{false, true, true, true, true}},
 		{"tenant", []bool{false, false, false, false, true}},
 		{"arm", []bool{false, false, false, false, false}},
+		{"cache_ms", []bool{true, false, true, true, true}},
+		{"route_ms", []bool{true, true, false, true, true}},
+		{"route_score", []bool{true, true, false, true, true}},
+		{"validate_ms", []bool{false, true, false, true, true}},
+		{"lag_ms", []bool{false, false, false, false, true}},
+		{"model_ms", []bool{false, false, false, false, true}},
+		{"tokens_in", []bool{false, false, false, false, true}},
+		{"ttft_ms", []bool{false, false, false, false, false}},
+		{"similarity", []bool{true, false, true, true, true}},
+		{"grade_ms", []bool{false, true, true, true, true}},
+		{"grade_cost", []bool{false, true, true, true, true}},
+		{"grade_reason", []bool{true, true, false, true, true}},
+		{"e2e_ms", []bool{false, false, false, false, false}},
+		{"cost", []bool{false, false, false, false, false}},
+		{"shadow_cost", []bool{false, false, false, false, false}},
 	} {
 		if got := nulls[tc.column]; !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("column %s null per row = %v; want %v", tc.column, got, tc.want)

@@ -23,7 +23,7 @@ type csvWriter struct {
 	header bool // written
 }
 
-func newCSVWriter(w io.Writer) RecordWriter {
+func newCSVWriter(w io.Writer, _ options) RecordWriter {
 	return &csvWriter{cw: csv.NewWriter(w), row: make([]string, len(csvHeader))}
 }
 
@@ -64,7 +64,7 @@ type jsonlWriter struct {
 	buf []byte
 }
 
-func newJSONLWriter(w io.Writer) RecordWriter { return &jsonlWriter{bw: bufio.NewWriter(w)} }
+func newJSONLWriter(w io.Writer, _ options) RecordWriter { return &jsonlWriter{bw: bufio.NewWriter(w)} }
 
 func (j *jsonlWriter) Write(rec *records.Record) error {
 	var ok bool

@@ -18,7 +18,7 @@ import (
 // record whole.
 func readAll(r io.Reader, name string) ([]Record, error) {
 	var recs []Record
-	err := streamRecords(r, name, func(rec *Record, _ int) error {
+	err := streamRecords(r, name, ReadOptions{}, func(rec *Record, _ int) error {
 		recs = append(recs, *rec)
 		return nil
 	})

@@ -3,12 +3,14 @@ package records
 import (
 	"encoding/json"
 	"io"
-	"math"
-	"strconv"
 	"time"
-
-	"github.com/crab-testbed/crab/internal/jsonw"
 )
+
+// The lean codec of Record (its scanner, AppendJSON and Clone) is
+// generated from the struct below: after changing a field, run go generate
+// (see docs/formats.md, "Adding a record field").
+//
+//go:generate go run ./internal/gencodec/cmd -type Record -in record.go -out codec_gen.go
 
 // Outcomes: every scheduled request ends in exactly one.
 // LeakUnchecked is the leak of a cache hit whose records cannot say
@@ -133,174 +135,6 @@ type Record struct {
 	GradeMs   float64 `json:"grade_ms,omitempty"`
 
 	Output string `json:"output,omitempty"` // the answer as delivered
-}
-
-// AppendJSON appends rec as one JSON object, byte for byte what
-// encoding/json writes for it with HTML escaping off (no trailing newline),
-// and reports false — leaving dst as it was — when encoding/json would
-// refuse it (a NaN or infinite duration or cost, a time outside the years
-// 0 to 9999): records are written once per request, and the reflective
-// encoder costs several times more.
-func (rec *Record) AppendJSON(dst []byte) ([]byte, bool) {
-	n0 := len(dst)
-	b := append(dst, `{"run_id":`...)
-	b = jsonw.AppendString(b, rec.RunID, false)
-	b = append(b, `,"arm":`...)
-	b = jsonw.AppendString(b, rec.Arm, false)
-	b = append(b, `,"repeat":`...)
-	b = strconv.AppendInt(b, int64(rec.Repeat), 10)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendInt(b, int64(rec.Seq), 10)
-	if rec.Warmup {
-		b = append(b, `,"warmup":true`...)
-	}
-	b = appendOmitString(b, `,"shard":`, rec.Shard)
-	b = append(b, `,"task_id":`...)
-	b = jsonw.AppendString(b, rec.TaskID, false)
-	b = append(b, `,"group":`...)
-	b = jsonw.AppendString(b, rec.Group, false)
-	b = appendOmitString(b, `,"difficulty":`, rec.Difficulty)
-	b = append(b, `,"tenant":`...)
-	b = jsonw.AppendString(b, rec.Tenant, false)
-	b = appendOmitString(b, `,"permission":`, rec.Permission)
-	b = appendOmitString(b, `,"lang":`, rec.Lang)
-	b = appendOmitString(b, `,"doc_version":`, rec.DocVersion)
-	ok := true
-	b, ok = appendTime(b, `,"intended_at":`, rec.IntendedAt, ok)
-	b, ok = appendTime(b, `,"sent_at":`, rec.SentAt, ok)
-	b, ok = appendTime(b, `,"first_byte_at":`, rec.FirstByteAt, ok)
-	b, ok = appendTime(b, `,"done_at":`, rec.DoneAt, ok)
-	for _, f := range [...]struct {
-		key string
-		v   float64
-	}{
-		{`,"lag_ms":`, rec.LagMs}, {`,"queue_ms":`, rec.QueueMs}, {`,"cache_ms":`, rec.CacheMs}, {`,"route_ms":`, rec.RouteMs},
-		{`,"model_ms":`, rec.ModelMs}, {`,"ttft_ms":`, rec.TTFTMs}, {`,"validate_ms":`, rec.ValidateMs}, {`,"e2e_ms":`, rec.E2EMs},
-	} {
-		b, ok = appendFloat(b, f.key, f.v, ok)
-	}
-	if rec.SlotWait {
-		b = append(b, `,"slot_wait":true`...)
-	}
-	b = append(b, `,"outcome":`...)
-	b = jsonw.AppendString(b, rec.Outcome, false)
-	b = appendOmitString(b, `,"error":`, rec.Error)
-	b = appendOmitString(b, `,"cache":`, rec.Cache)
-	b = appendOmitString(b, `,"leak":`, rec.Leak)
-	if rec.ScopeMismatch {
-		b = append(b, `,"scope_mismatch":true`...)
-	}
-	if rec.Similarity != 0 {
-		b, ok = appendFloat(b, `,"similarity":`, rec.Similarity, ok)
-	}
-	b = appendOmitString(b, `,"cache_origin":`, rec.CacheOrigin)
-	if rec.FalseHit {
-		b = append(b, `,"false_hit":true`...)
-	}
-	b = appendOmitString(b, `,"model":`, rec.Model)
-	b, ok = appendFloat(b, `,"route_score":`, rec.RouteScore, ok)
-	if rec.Routed {
-		b = append(b, `,"routed":true`...)
-	}
-	if rec.RouteFallback {
-		b = append(b, `,"route_fallback":true`...)
-	}
-	b = appendOmitString(b, `,"misroute":`, rec.Misroute)
-	if rec.Escalated {
-		b = append(b, `,"escalated":true`...)
-	}
-	b = append(b, `,"attempts":`...)
-	b = strconv.AppendInt(b, int64(rec.Attempts), 10)
-	b = append(b, `,"tokens_in":`...)
-	b = strconv.AppendInt(b, int64(rec.TokensIn), 10)
-	b = append(b, `,"tokens_out":`...)
-	b = strconv.AppendInt(b, int64(rec.TokensOut), 10)
-	b, ok = appendFloat(b, `,"cost":`, rec.Cost, ok)
-	if rec.ShadowCost != 0 {
-		b, ok = appendFloat(b, `,"shadow_cost":`, rec.ShadowCost, ok)
-	}
-	if rec.EscalationCost != 0 {
-		b, ok = appendFloat(b, `,"escalation_cost":`, rec.EscalationCost, ok)
-	}
-	b = appendOmitString(b, `,"contract":`, rec.Contract)
-	b = appendBool(b, `,"contract_ok":`, rec.ContractOK)
-	if len(rec.Violations) > 0 {
-		b = append(b, `,"violations":[`...)
-		for i, v := range rec.Violations {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsonw.AppendString(b, v, false)
-		}
-		b = append(b, ']')
-	}
-	b = appendOmitString(b, `,"category":`, rec.Category)
-	b = appendOmitString(b, `,"expected":`, rec.Expected)
-	b = appendBool(b, `,"correct":`, rec.Correct)
-	b = appendBool(b, `,"pass":`, rec.Pass)
-	b = appendOmitString(b, `,"grade_reason":`, rec.GradeReason)
-	b = appendOmitString(b, `,"grade_error":`, rec.GradeError)
-	if rec.GradeCost != 0 {
-		b, ok = appendFloat(b, `,"grade_cost":`, rec.GradeCost, ok)
-	}
-	if rec.GradeMs != 0 {
-		b, ok = appendFloat(b, `,"grade_ms":`, rec.GradeMs, ok)
-	}
-	b = appendOmitString(b, `,"output":`, rec.Output)
-	b = append(b, '}')
-	if !ok {
-		return b[:n0], false
-	}
-	return b, true
-}
-
-func appendOmitString(b []byte, key, s string) []byte {
-	if s == "" {
-		return b
-	}
-	return jsonw.AppendString(append(b, key...), s, false)
-}
-
-func appendBool(b []byte, key string, v bool) []byte {
-	b = append(b, key...)
-	if v {
-		return append(b, "true"...)
-	}
-	return append(b, "false"...)
-}
-
-// appendTime appends key and t as encoding/json writes a time.Time
-// (RFC 3339 with nanoseconds), nothing for the zero time (omitzero); ok
-// turns false for a time encoding/json refuses.
-func appendTime(b []byte, key string, t time.Time, ok bool) ([]byte, bool) {
-	if t.IsZero() {
-		return b, ok
-	}
-	b = append(b, key...)
-	b = append(b, '"')
-	n0 := len(b)
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	switch {
-	case len(b)-n0 < len("9999-") || b[n0+len("9999")] != '-':
-		ok = false // year outside [0,9999]
-	case b[len(b)-1] != 'Z':
-		c := b[len(b)-len("Z07:00")]
-		h := b[len(b)-len("07:00"):]
-		if ('0' <= c && c <= '9') || 10*(h[0]-'0')+(h[1]-'0') >= 24 {
-			ok = false // zone offset hour outside [0,23]
-		}
-	}
-	return append(b, '"'), ok
-}
-
-// appendFloat appends key and f as encoding/json writes a float64; ok
-// turns false for NaN and infinities, which it refuses.
-func appendFloat(b []byte, key string, f float64, ok bool) ([]byte, bool) {
-	b = append(b, key...)
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return append(b, '0'), false
-	}
-	return jsonw.AppendFloat(b, f, 64), ok
 }
 
 // JSONLWriter returns an Emit function writing one JSON object per line:

@@ -38,7 +38,13 @@ var edgeTimes = func() []time.Time {
 func randomRecord(t *testing.T, r *rand.Rand) Record {
 	t.Helper()
 	var rec Record
-	v := reflect.ValueOf(&rec).Elem()
+	fillRandom(t, r, reflect.ValueOf(&rec).Elem())
+	return rec
+}
+
+// fillRandom fills every field of the struct v from the edge values.
+func fillRandom(t *testing.T, r *rand.Rand, v reflect.Value) {
+	t.Helper()
 	for i := range v.NumField() {
 		f := v.Field(i)
 		zero := r.IntN(4) == 0
@@ -70,14 +76,16 @@ func randomRecord(t *testing.T, r *rand.Rand) Record {
 				f.Set(reflect.ValueOf([]string{edgeStrings[r.IntN(len(edgeStrings))], edgeStrings[r.IntN(len(edgeStrings))]}))
 			}
 		default:
-			t.Fatalf("Record.%s: type %s has no edge values; want AppendJSON and this test taught it", v.Type().Field(i).Name, f.Type())
+			t.Fatalf("%s.%s: type %s has no edge values; want the generator and this test taught it", v.Type().Name(), v.Type().Field(i).Name, f.Type())
 		}
 	}
-	return rec
 }
 
 // encodeStd is a record as json.Encoder with HTML escaping off writes it.
-func encodeStd(rec Record) ([]byte, error) {
+func encodeStd(rec Record) ([]byte, error) { return encodeAny(rec) }
+
+// encodeAny is v as json.Encoder with HTML escaping off writes it.
+func encodeAny(rec any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -320,7 +321,33 @@ func SetOf(recs []Record) (*RecordSet, error) {
 // optional contract column names the contract (its hash or any other
 // identifier) the answers were validated against.
 func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
-	return readInto(paths, stdin, false, nil)
+	return ReadOptions{}.ReadSet(paths, stdin)
+}
+
+// ReadOptions change how the readers take their inputs; the zero value is
+// what ReadSet, ReadAll and ReadEach do.
+type ReadOptions struct {
+	// IgnoreUnknownColumns skips interchange CSV columns crab does not
+	// know (a spend log's request_id, say) instead of refusing the file;
+	// each file's skipped columns are named in one line to Warn. Known
+	// columns are read and checked as always.
+	IgnoreUnknownColumns bool
+	// Warn gets each warning, one line without a newline; nil writes
+	// "crab: warning: " and the line to standard error.
+	Warn func(line string)
+}
+
+func (o ReadOptions) warn(line string) {
+	if o.Warn != nil {
+		o.Warn(line)
+		return
+	}
+	fmt.Fprintln(os.Stderr, "crab: warning: "+line)
+}
+
+// ReadSet is the package's ReadSet with these options.
+func (o ReadOptions) ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
+	return o.readInto(paths, stdin, false, nil)
 }
 
 // ReadAll reads full records from paths exactly as ReadSet does (the same
@@ -330,7 +357,7 @@ func ReadSet(paths []string, stdin io.Reader) (*RecordSet, error) {
 // read the compact ReadSet instead.
 func ReadAll(paths []string, stdin io.Reader) ([]Record, *RecordSet, error) {
 	var all []Record
-	set, err := readInto(paths, stdin, false, func(rec *Record) error {
+	set, err := ReadOptions{}.readInto(paths, stdin, false, func(rec *Record) error {
 		all = append(all, rec.Clone())
 		return nil
 	})
@@ -354,35 +381,22 @@ func ReadAll(paths []string, stdin io.Reader) ([]Record, *RecordSet, error) {
 // a caller that must write nothing on bad input writes somewhere it can
 // discard.
 func ReadEach(paths []string, stdin io.Reader, each func(rec *Record) error) (torn []*TornError, err error) {
-	set, err := readInto(paths, stdin, true, each)
+	return ReadOptions{}.ReadEach(paths, stdin, each)
+}
+
+// ReadEach is the package's ReadEach with these options.
+func (o ReadOptions) ReadEach(paths []string, stdin io.Reader, each func(rec *Record) error) (torn []*TornError, err error) {
+	set, err := o.readInto(paths, stdin, true, each)
 	if err != nil {
 		return nil, err
 	}
 	return set.torn, nil
 }
 
-// Clone is a copy of rec whose strings share no memory with rec's: the
-// readers hand out records whose strings alias buffers they reuse.
-func (rec *Record) Clone() Record {
-	c := *rec
-	for _, p := range [...]*string{&c.RunID, &c.Arm, &c.Shard, &c.TaskID, &c.Group, &c.Difficulty, &c.Tenant, &c.Permission,
-		&c.Lang, &c.DocVersion, &c.Outcome, &c.Error, &c.Cache, &c.Leak, &c.CacheOrigin, &c.Model, &c.Misroute,
-		&c.Contract, &c.Category, &c.Expected, &c.GradeReason, &c.GradeError, &c.Output} {
-		*p = strings.Clone(*p)
-	}
-	if c.Violations != nil {
-		c.Violations = make([]string, len(rec.Violations))
-		for i, v := range rec.Violations {
-			c.Violations[i] = strings.Clone(v)
-		}
-	}
-	return c
-}
-
 // readInto is ReadSet; keep, if set, also gets every record read. With
 // keysOnly the set keeps no compact records, only what the duplicate
 // check needs while reading.
-func readInto(paths []string, stdin io.Reader, keysOnly bool, keep func(*Record) error) (*RecordSet, error) {
+func (o ReadOptions) readInto(paths []string, stdin io.Reader, keysOnly bool, keep func(*Record) error) (*RecordSet, error) {
 	if len(paths) == 0 {
 		return nil, &InputError{File: "-", Msg: "no input: name a run directory, a records.jsonl, a CSV file, or - for stdin"}
 	}
@@ -397,7 +411,7 @@ func readInto(paths []string, stdin io.Reader, keysOnly bool, keep func(*Record)
 		defer closeInput()
 		s.files = append(s.files, name)
 		s.current = len(s.files) - 1
-		err = streamRecords(r, name, func(rec *Record, line int) error {
+		err = streamRecords(r, name, o, func(rec *Record, line int) error {
 			file, prev, dup := s.add(rec, line)
 			if !dup {
 				if keep != nil {
