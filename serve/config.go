@@ -367,37 +367,6 @@ func ParseConfig(raw []byte, name string) (*Config, *yaml.Node, error) {
 	return &c, root.Content[0], nil
 }
 
-func yamlErr(name string, err error) error {
-	line, field, msg := inputerr.YAML(err, nil)
-	return &ConfigError{File: name, Line: line, Field: field, Msg: msg}
-}
-
-// lineOf returns the line of the value at a path of mapping keys and
-// sequence indexes (decimal strings), or of the deepest node found.
-func lineOf(n *yaml.Node, path ...string) int {
-	cur := n
-	for _, p := range path {
-		var next *yaml.Node
-		switch cur.Kind {
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(cur.Content); i += 2 {
-				if cur.Content[i].Value == p {
-					next = cur.Content[i+1]
-				}
-			}
-		case yaml.SequenceNode:
-			if i, err := strconv.Atoi(p); err == nil && i < len(cur.Content) {
-				next = cur.Content[i]
-			}
-		}
-		if next == nil {
-			break
-		}
-		cur = next
-	}
-	return cur.Line
-}
-
 func (c *Config) validate(root *yaml.Node) error {
 	bad := func(field string, path []string, format string, args ...any) error {
 		return &ConfigError{File: c.File, Line: lineOf(root, path...), Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -471,13 +440,8 @@ func (c *Config) validate(root *yaml.Node) error {
 		return bad("drop_params", []string{"drop_params"}, "%s", msg)
 	}
 	if r := c.Records; r != nil {
-		switch {
-		case strings.TrimSpace(r.Dir) == "":
-			return bad("records.dir", []string{"records"}, "required: the directory to write records.jsonl and manifest.json to")
-		case r.MaxFileBytes < 0:
-			return bad("records.max_file_bytes", []string{"records", "max_file_bytes"}, "must not be negative")
-		case r.MaxFiles < 0:
-			return bad("records.max_files", []string{"records", "max_files"}, "must not be negative")
+		if field, at, msg := r.check(); msg != "" {
+			return bad("records."+field, append([]string{"records"}, at...), "%s", msg)
 		}
 		r.fill()
 		r.line = lineOf(root, "records", "dir")
@@ -572,34 +536,4 @@ func (c *Config) fill(arm stack.ArmSpec) {
 	if r, a := c.Router, arm.Router; r != nil && a != nil {
 		r.Mode = a.Mode
 	}
-}
-
-// configPath maps a path in the stack's specs to the configuration's:
-// the one arm's fields stand at the top level.
-func configPath(p []any) []string {
-	var out []string
-	if len(p) >= 3 && p[0] == "arms" {
-		switch p[2] {
-		case "model":
-			return []string{"default_model"}
-		case "name":
-			return nil
-		}
-		p = p[2:]
-	}
-	for _, v := range p {
-		out = append(out, fmt.Sprint(v))
-	}
-	return out
-}
-
-// dropIndexes keeps the mapping keys of a path.
-func dropIndexes(p []string) []string {
-	var out []string
-	for _, v := range p {
-		if _, err := strconv.Atoi(v); err != nil {
-			out = append(out, v)
-		}
-	}
-	return out
 }

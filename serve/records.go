@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,20 @@ type RecordsConfig struct {
 	Answers bool `yaml:"answers"`
 
 	line int // of dir in the configuration file, for errors
+}
+
+// check returns the field that is wrong, its path under records (empty
+// for the section itself) and why; msg is empty when all is well.
+func (c *RecordsConfig) check() (field string, at []string, msg string) {
+	switch {
+	case strings.TrimSpace(c.Dir) == "":
+		return "dir", nil, "required: the directory to write records.jsonl and manifest.json to"
+	case c.MaxFileBytes < 0:
+		return "max_file_bytes", []string{"max_file_bytes"}, "must not be negative"
+	case c.MaxFiles < 0:
+		return "max_files", []string{"max_files"}, "must not be negative"
+	}
+	return "", nil, ""
 }
 
 // fill sets the defaults.

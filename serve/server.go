@@ -424,6 +424,7 @@ func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, sta
 		pe := err.(*paramError)
 		return c, http.StatusBadRequest, pe.code, pe.param, err
 	}
+	//lint:ignore SA1019 max_tokens is what older clients send; it is checked as they sent it
 	if creq.MaxTokens < 0 || creq.MaxCompletionTokens < 0 {
 		return c, http.StatusBadRequest, "invalid_max_tokens", "max_tokens", errors.New("max_tokens and max_completion_tokens must not be negative")
 	}
