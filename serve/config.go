@@ -132,6 +132,13 @@ type Config struct {
 	// Records, when set, writes a record of every request through the
 	// stack (see RecordsConfig).
 	Records *RecordsConfig `yaml:"records"`
+	// Arms are candidate arms over the same models — each a stack arm:
+	// name, model, mode, cache, router, contract policy — for Shadow to
+	// try on live traffic.
+	Arms []stack.ArmSpec `yaml:"arms"`
+	// Shadow, when set, mirrors a sampled share of requests to one of
+	// Arms (see ShadowConfig).
+	Shadow *ShadowConfig `yaml:"shadow"`
 
 	File string `yaml:"-"` // path the configuration was read from
 }
@@ -222,6 +229,10 @@ type Setup struct {
 	// experiment deployed as it was measured.
 	Models []stack.ModelSpec
 	Arm    stack.ArmSpec
+	// Candidate is the arm a shadow mirrors requests to (nil without a
+	// shadow): one of the configuration's arms, or another arm of the
+	// experiment.
+	Candidate *stack.ArmSpec
 	// Seed and TimeScale drive simulated models (experiment deployments).
 	Seed      int64
 	TimeScale float64
@@ -276,6 +287,10 @@ func Load(path string) (*Setup, error) {
 	}
 	s := &Setup{Config: cfg, APIKeys: map[string]string{}, TimeScale: 1, Store: cache.StoreConfig{Prefix: DeploymentPrefix(string(raw))}}
 	s.Models, s.Arm = cfg.specs()
+	if sh := cfg.Shadow; sh != nil {
+		cand, _ := cfg.candidate(sh.Arm)
+		s.Candidate = &cand
+	}
 	base := filepath.Dir(path)
 	// The store's password, tag secret and TLS files: read before anything
 	// is served, a missing one named with its line.
@@ -455,6 +470,9 @@ func (c *Config) validate(root *yaml.Node) error {
 		return bad(strings.Join(dropIndexes(path), "."), path, "%s", errs[0].Msg)
 	}
 	c.fill(arm)
+	if err := c.validateArms(root, models, arm); err != nil {
+		return err
+	}
 	if c.DefaultLang != "" && !validLang(c.DefaultLang) {
 		return bad("default_lang", []string{"default_lang"}, "want a language tag such as en or pt-BR, got %q", c.DefaultLang)
 	}

@@ -101,6 +101,8 @@ type serveManifest struct {
 	Answers      bool              `json:"answers"`
 	Models       []stack.ModelSpec `json:"models"`
 	Arms         []stack.ArmSpec   `json:"arms"`
+	// Shadow, in a shadow records directory, is what the shadow did.
+	Shadow *ShadowStats `json:"shadow,omitempty"`
 }
 
 // recordLog writes records to a records directory, rotating its files.
@@ -220,18 +222,24 @@ func (l *recordLog) writeManifest() error {
 	return os.Rename(tmp, filepath.Join(l.dir, "manifest.json"))
 }
 
-// write appends one record; a failure is counted and logged, never the
+// write appends records, one after the other with nothing between them
+// (a shadow's pair); a failure is counted and logged, never the
 // request's.
-func (l *recordLog) write(rec records.Record) {
-	if !l.cfg.Answers {
-		rec.Output = ""
-	}
+func (l *recordLog) write(recs ...records.Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return
 	}
-	err := l.emit(rec)
+	var err error
+	for _, rec := range recs {
+		if !l.cfg.Answers {
+			rec.Output = ""
+		}
+		if err = l.emit(rec); err != nil {
+			break
+		}
+	}
 	if err == nil && l.size+int64(l.bw.Buffered()) >= l.cfg.MaxFileBytes {
 		if err = l.rotate(); err == nil {
 			err = l.open()

@@ -110,6 +110,7 @@ type Server struct {
 	embedKey     string
 	embedClient  *http.Client
 	recs         *recordLog
+	shadow       *shadow // nil without a shadow
 	closeOnce    sync.Once
 	runID        string
 	contractHash string
@@ -190,16 +191,9 @@ func New(setup *Setup, o Options) (*Server, error) {
 		s.contractHash = setup.Contract.Hash()
 	}
 	s.runID = "serve-" + strconv.FormatInt(s.created, 16)
-	if rc := cfg.Records; rc != nil {
-		dir := recordsDir(cfg)
-		s.recs, err = openRecordLog(*rc, dir, newServeManifest(s.runID, setup, s.now(), o.Build), o.Logf)
-		if err != nil {
-			s.Close()
-			return nil, &ConfigError{File: cfg.File, Line: rc.line, Field: "records.dir", Msg: fmt.Sprintf("cannot write records to %s: %v", dir, err)}
-		}
-		o.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "crab_serve", Name: "records_errors_total",
-			Help: "Records that could not be written (a full or failing disk); the requests themselves were answered."},
-			func() float64 { return float64(s.recs.errors.Load()) }))
+	if err := s.openRecords(setup, o); err != nil {
+		s.Close()
+		return nil, err
 	}
 
 	s.routes = http.NewServeMux()
@@ -218,6 +212,27 @@ func New(setup *Setup, o Options) (*Server, error) {
 		s.m.storeMetrics(o.Registry, st, s.built.Cache)
 	}
 	return s, nil
+}
+
+// openRecords opens the records directory and the shadow, when the
+// configuration has them.
+func (s *Server) openRecords(setup *Setup, o Options) error {
+	cfg := setup.Config
+	if rc := cfg.Records; rc != nil {
+		dir := recordsDir(cfg)
+		var err error
+		s.recs, err = openRecordLog(*rc, dir, newServeManifest(s.runID, setup, s.now(), o.Build), o.Logf)
+		if err != nil {
+			return &ConfigError{File: cfg.File, Line: rc.line, Field: "records.dir", Msg: fmt.Sprintf("cannot write records to %s: %v", dir, err)}
+		}
+		o.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "crab_serve", Name: "records_errors_total",
+			Help: "Records that could not be written (a full or failing disk); the requests themselves were answered."},
+			func() float64 { return float64(s.recs.errors.Load()) }))
+	}
+	if setup.Candidate != nil && cfg.Shadow != nil {
+		return s.newShadow(setup, o.Registry)
+	}
+	return nil
 }
 
 // ReloadKeys reads the keys file again and swaps it in: a request that
@@ -263,6 +278,11 @@ func (s *Server) Models() []string { return append([]string(nil), s.names...) }
 func (s *Server) Close() { s.closeOnce.Do(s.close) }
 
 func (s *Server) close() {
+	if s.shadow != nil {
+		if err := s.shadow.Close(s.now()); err != nil {
+			s.logf("shadow records: %v", err)
+		}
+	}
 	if s.recs != nil {
 		if err := s.recs.Close(s.now()); err != nil {
 			s.logf("records: %v", err)
@@ -328,6 +348,7 @@ type call struct {
 	stream       bool
 	includeUsage bool
 	dropped      []string // parameters drop_params dropped
+	auto         bool     // the client asked for model auto
 }
 
 // chat answers POST /v1/chat/completions.
@@ -387,7 +408,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		s.logf("request %s: dropped parameters (drop_params): %s", reqID, dropped)
 	}
 	ctx, info := stack.WithInfo(r.Context())
-	x.req, x.info = c.req, info
+	x.req, x.info, x.auto = c.req, info, c.auto
 	x.resp, x.err = s.stack.Complete(ctx, c.req)
 	resp := x.resp
 	x.cacheLabel = s.observe(resp, info)
@@ -498,7 +519,8 @@ func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, sta
 			req.Contract, req.ContractHash = schema, hex.EncodeToString(sum[:])
 		}
 	}
-	c = call{req: req, stream: creq.Stream, includeUsage: creq.StreamOptions != nil && creq.StreamOptions.IncludeUsage, dropped: dropped}
+	c = call{req: req, stream: creq.Stream, includeUsage: creq.StreamOptions != nil && creq.StreamOptions.IncludeUsage, dropped: dropped,
+		auto: creq.Model == AutoModel}
 	return c, 0, "", "", nil
 }
 
