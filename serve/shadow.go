@@ -61,10 +61,10 @@ type ShadowConfig struct {
 // mirrored, tokens (input and output) and cost units. A zero limit is no
 // limit, but at least one must be set; without any, requests is 1000.
 type ShadowBudget struct {
-	Window   Duration `yaml:"window"` // default 1h
-	Requests int64    `yaml:"requests"`
-	Tokens   int64    `yaml:"tokens"`
-	Cost     float64  `yaml:"cost"`
+	Window   Duration `yaml:"window" json:"window"` // default 1h
+	Requests int64    `yaml:"requests" json:"requests"`
+	Tokens   int64    `yaml:"tokens" json:"tokens"`
+	Cost     float64  `yaml:"cost" json:"cost"`
 }
 
 // check validates the section and fills its defaults; it returns the
@@ -405,6 +405,10 @@ func (x *shadow) run(j shadowJob) {
 	}
 	b := j.base
 	rec := s.liveRecord(x.arm.Name, b.Seq, b.TaskID, j.req.Scope, start, end, ctx, info, resp, err)
+	// serve sends an answer once it is complete and checked, so the first
+	// byte a client would have had from the candidate is its end, as the
+	// deployed arm's first byte is the first byte its client got.
+	rec.FirstByteAt, rec.TTFTMs = end, rec.E2EMs
 	x.log.write(b, rec)
 	x.sent.Add(1)
 	x.mSent.Inc()
