@@ -101,10 +101,12 @@ type Server struct {
 	now      func() time.Time
 	created  int64
 	// dec reads request bodies, remembering the schema they repeat.
-	dec      openai.RequestDecoder
-	seq      atomic.Uint64
-	idPrefix string // of the request ids crab gives: "crab-<created, hex>-"
-	routes   *http.ServeMux
+	dec openai.RequestDecoder
+	// contractSeen is the last client schema found equal to the contract.
+	contractSeen atomic.Pointer[[]byte]
+	seq          atomic.Uint64
+	idPrefix     string // of the request ids crab gives: "crab-<created, hex>-"
+	routes       *http.ServeMux
 	// recs writes the records (nil without records); runID names them.
 	// embedKey and embedClient call the embeddings upstream.
 	embedKey     string
