@@ -68,13 +68,19 @@ for v in plain shadow; do
 	"$VEGETA" report -type=json "$d/$v".*.bin >"$d/$v.report.json"
 	"$BT" vegeta -label "serve-$v" -target "$RATE" "$d/$v.report.json" "$d/$v".[0-9]*.json
 done
-python3 - "$d/plain.report.json" "$d/shadow.report.json" <<'PY'
+python3 - "$d" "$ROUNDS" <<'PY'
 import json, sys
-p, s = (json.load(open(f))["latencies"] for f in sys.argv[1:])
+d, rounds = sys.argv[1], int(sys.argv[2])
+lat = lambda f: json.load(open(f))["latencies"]
 ms = lambda v: v / 1e6
+p, s = lat(f"{d}/plain.report.json"), lat(f"{d}/shadow.report.json")
 print("== added by the shadow over plain serve (ms; negative = faster)")
 for q in ("50th", "99th"):
     print(f"   p{q[:2]}: plain {ms(p[q]):.3f}, with shadow {ms(s[q]):.3f}, added {ms(s[q] - p[q]):+.3f}")
+# The spread between rounds of one server is the noise the difference is read against.
+for v in ("plain", "shadow"):
+    per = [lat(f"{d}/{v}.{r}.json") for r in range(1, rounds + 1)]
+    print(f"   {v} per round, p50/p99: " + "  ".join(f"{ms(l['50th']):.1f}/{ms(l['99th']):.1f}" for l in per))
 PY
 m=$(curl -s "http://127.0.0.1:${PORT[shadow]}/metrics")
 metric() { awk -v n="$1" '$1 ~ "^"n"({|$)" { s += $2 } END { printf "%d", s }' <<<"$m"; }
