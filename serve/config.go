@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -264,7 +265,11 @@ func DeploymentPrefix(parts ...string) string {
 
 // secretsOf is every credential of a setup, for masking.
 func secretsOf(s *Setup) *redact.Set {
-	set := stack.Secrets(s.Models, []stack.ArmSpec{s.Arm}, nil)
+	arms := []stack.ArmSpec{s.Arm}
+	if s.Candidate != nil {
+		arms = append(arms, *s.Candidate)
+	}
+	set := stack.Secrets(s.Models, arms, nil)
 	for _, k := range s.APIKeys {
 		set = set.With(k)
 	}
@@ -287,11 +292,15 @@ func Load(path string) (*Setup, error) {
 	}
 	s := &Setup{Config: cfg, APIKeys: map[string]string{}, TimeScale: 1, Store: cache.StoreConfig{Prefix: DeploymentPrefix(string(raw))}}
 	s.Models, s.Arm = cfg.specs()
+	base := filepath.Dir(path)
 	if sh := cfg.Shadow; sh != nil {
 		cand, _ := cfg.candidate(sh.Arm)
 		s.Candidate = &cand
+		if errs := stack.ResolveAccess([]stack.ArmSpec{cand}, base, nil); len(errs) > 0 {
+			at := append([]string{"arms", strconv.Itoa(slices.IndexFunc(cfg.Arms, func(a stack.ArmSpec) bool { return a.Name == cand.Name }))}, configPath(errs[0].Path[2:])...)
+			return nil, &ConfigError{File: path, Line: lineOf(root, at...), Field: strings.Join(dropIndexes(at), "."), Msg: errs[0].Msg}
+		}
 	}
-	base := filepath.Dir(path)
 	// The store's password, tag secret and TLS files: read before anything
 	// is served, a missing one named with its line.
 	if errs := stack.ResolveAccess([]stack.ArmSpec{s.Arm}, base, nil); len(errs) > 0 {
