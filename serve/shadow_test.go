@@ -29,7 +29,8 @@ func shadowProxy(t *testing.T, small, large, extra string, now func() time.Time)
 	cfg := "keys: keys.yaml\ntimeout: 5s\nrecords: {dir: recs}\nmodels:\n" +
 		"  - {name: small, base_url: '" + small + "', price_in_per_mtok: 1, price_out_per_mtok: 4}\n" +
 		"  - {name: large, base_url: '" + large + "', price_in_per_mtok: 10, price_out_per_mtok: 40}\n" +
-		"default_model: large\narms:\n  - {name: cand, model: small}\n" + extra
+		"default_model: large\narms:\n  - {name: cand, model: small}\n" +
+		"  - {name: cached, model: small, cache: {key: full, wait_for_store: true}}\n" + extra
 	path := filepath.Join(dir, "serve.yaml")
 	os.WriteFile(path, []byte(cfg), 0o644)
 	setup, err := Load(path)
@@ -146,5 +147,30 @@ func TestShadowSlowCandidateNeverDelaysClient(t *testing.T) {
 	}
 	if raw, _ := os.ReadFile(filepath.Join(filepath.Dir(s.cfg.File), "recs", "shadow", "records.jsonl")); strings.TrimSpace(string(raw)) != "" {
 		t.Errorf("shadow records %q; want none: a dropped shadow has no pair", raw)
+	}
+}
+
+// TestShadowOwnCache: a candidate with a cache fills its own store; the
+// deployed arm's store holds only the deployed arm's entries.
+func TestShadowOwnCache(t *testing.T) {
+	t.Parallel()
+	_, url := upstream(t, sim.Config{}, simserver.Faults{})
+	s, hs, _ := shadowProxy(t, url, url, "cache: {key: full, wait_for_store: true}\n"+
+		"shadow: {arm: cached}\n", nil)
+	const n = 3
+	for i := range n {
+		text := "My invoice was charged twice, order " + string(rune('A'+i))
+		if r := post(t, hs.URL, "sk-acme", chatBody("auto", text, false, ""), nil); r.status != 200 {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+	}
+	waitShadow(t, s, n)
+	dep, cand := s.built.CacheMetrics(), s.shadow.built.CacheMetrics()
+	if dep == nil || cand == nil {
+		t.Fatalf("cache metrics deployed %v, candidate %v; want both arms cached", dep, cand)
+	}
+	if dep.Store.KeysAdded != n || dep.Store.KeysUpdated != 0 || cand.Store.KeysAdded != n {
+		t.Errorf("entries added: deployed %d (%d replaced), candidate %d; want %d each and none replaced (each arm its own store)",
+			dep.Store.KeysAdded, dep.Store.KeysUpdated, cand.Store.KeysAdded, n)
 	}
 }
