@@ -155,7 +155,7 @@ func TestShadowSlowCandidateNeverDelaysClient(t *testing.T) {
 func TestShadowOwnCache(t *testing.T) {
 	t.Parallel()
 	_, url := upstream(t, sim.Config{}, simserver.Faults{})
-	s, hs, _ := shadowProxy(t, url, url, "cache: {key: full, wait_for_store: true}\n"+
+	s, hs, reg := shadowProxy(t, url, url, "cache: {key: full, wait_for_store: true}\n"+
 		"shadow: {arm: cached}\n", nil)
 	const n = 3
 	for i := range n {
@@ -172,5 +172,8 @@ func TestShadowOwnCache(t *testing.T) {
 	if dep.Store.KeysAdded != n || dep.Store.KeysUpdated != 0 || cand.Store.KeysAdded != n {
 		t.Errorf("entries added: deployed %d (%d replaced), candidate %d; want %d each and none replaced (each arm its own store)",
 			dep.Store.KeysAdded, dep.Store.KeysUpdated, cand.Store.KeysAdded, n)
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("metrics lint with a shadow: %v %v; want none", err, problems)
 	}
 }
