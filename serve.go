@@ -48,7 +48,7 @@ func serveCmd() *cli.Command {
 		Name:  "serve",
 		Usage: "run the configured stack as an OpenAI-compatible proxy with Prometheus /metrics",
 		UsageText: "crab serve --config FILE [--listen ADDR] [--shutdown-timeout D]\n" +
-			"   crab serve [--experiment FILE] --arm NAME --keys FILE [--listen ADDR]\n\n" +
+			"   crab serve [--experiment FILE] --arm NAME --keys FILE [--shadow NAME] [--listen ADDR]\n\n" +
 			"Answers POST /v1/chat/completions (streaming and not) and GET /v1/models through the configured\n" +
 			"cache, router and contract in front of upstream OpenAI-compatible servers; GET /metrics (Prometheus)\n" +
 			"and GET /healthz. The API key (Authorization: Bearer KEY) names the tenant and permission; the\n" +
