@@ -31,6 +31,7 @@ type serveOptions struct {
 	Experiment      string
 	Arm             string
 	Keys            string
+	Shadow          string // another arm of the experiment to mirror requests to ("" for none)
 	Listen          string // overrides the configuration's listen
 	Records         string // a records directory, overriding the configuration's records.dir ("" for none)
 	ShutdownTimeout time.Duration
@@ -47,7 +48,7 @@ func serveCmd() *cli.Command {
 		Name:  "serve",
 		Usage: "run the configured stack as an OpenAI-compatible proxy with Prometheus /metrics",
 		UsageText: "crab serve --config FILE [--listen ADDR] [--shutdown-timeout D]\n" +
-			"   crab serve [--experiment FILE] --arm NAME --keys FILE [--listen ADDR]\n\n" +
+			"   crab serve [--experiment FILE] --arm NAME --keys FILE [--shadow NAME] [--listen ADDR]\n\n" +
 			"Answers POST /v1/chat/completions (streaming and not) and GET /v1/models through the configured\n" +
 			"cache, router and contract in front of upstream OpenAI-compatible servers; GET /metrics (Prometheus)\n" +
 			"and GET /healthz. The API key (Authorization: Bearer KEY) names the tenant and permission; the\n" +
@@ -62,6 +63,7 @@ func serveCmd() *cli.Command {
 			&cli.StringFlag{Name: "experiment", Usage: "experiment `FILE` whose --arm to deploy (default: the embedded default experiment)"},
 			&cli.StringFlag{Name: "arm", Usage: "`NAME` of the experiment's arm to deploy"},
 			&cli.StringFlag{Name: "keys", Usage: "API key `FILE` for --arm (see the configuration's keys)"},
+			&cli.StringFlag{Name: "shadow", Usage: "with --arm: mirror requests to the experiment's arm `NAME` as a shadow (the client gets --arm's answers; pairs of records go to the records directory's shadow/)"},
 			&cli.StringFlag{Name: "listen", Usage: "`ADDR` to listen on (default: the configuration's listen, else 127.0.0.1:8080; port 0 picks a free port)"},
 			&cli.StringFlag{Name: "records", Usage: "write a record of every request to `DIR` (records.jsonl, rotated, and manifest.json) for crab report and crab export; overrides the configuration's records.dir"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 30 * time.Second, Usage: "on SIGTERM, how long in-flight requests may take to finish"},
@@ -79,9 +81,12 @@ func serveCmd() *cli.Command {
 				return badUsage("serve needs --config FILE, or --arm NAME --keys FILE")
 			case c.String("arm") != "" && c.String("keys") == "":
 				return badUsage("serve --arm needs --keys FILE")
+			case c.String("shadow") != "" && c.String("arm") == "":
+				return badUsage("serve --shadow goes with --arm; a configuration names its shadow in shadow.arm")
 			}
 			return serveProxy(c.Context, serveOptions{
 				Config: c.String("config"), Experiment: c.String("experiment"), Arm: c.String("arm"), Keys: c.String("keys"),
+				Shadow: c.String("shadow"),
 				Listen: c.String("listen"), Records: c.String("records"), ShutdownTimeout: c.Duration("shutdown-timeout"),
 				Quiet: c.Bool("quiet"), CPUProfile: c.String("cpuprofile"), Stderr: c.App.ErrWriter,
 			})
@@ -200,17 +205,27 @@ func loadServeSetup(o serveOptions) (*serve.Setup, error) {
 	}
 	exp := es.Exp
 	var names []string
-	for _, a := range exp.Arms {
-		if a.Name == o.Arm {
-			return serve.Deploy(serve.Deployment{
-				File: exp.File, Models: exp.Models, Arm: a, Contract: es.Contract(),
-				Retry: exp.Retry, Timeout: exp.Timeout.Std(), Concurrency: exp.Concurrency,
-				Seed: exp.Seed, TimeScale: *exp.TimeScale, KeysFile: o.Keys,
-			})
+	var deployed, shadow *eval.ArmSpec
+	for i, a := range exp.Arms {
+		switch a.Name {
+		case o.Arm:
+			deployed = &exp.Arms[i]
+		case o.Shadow:
+			shadow = &exp.Arms[i]
 		}
 		names = append(names, a.Name)
 	}
-	return nil, badUsage("experiment %s has no arm %q (arms: %s)", exp.File, o.Arm, strings.Join(names, ", "))
+	switch {
+	case deployed == nil:
+		return nil, badUsage("experiment %s has no arm %q (arms: %s)", exp.File, o.Arm, strings.Join(names, ", "))
+	case o.Shadow != "" && shadow == nil:
+		return nil, badUsage("--shadow: experiment %s has no other arm %q (arms: %s)", exp.File, o.Shadow, strings.Join(names, ", "))
+	}
+	return serve.Deploy(serve.Deployment{
+		File: exp.File, Models: exp.Models, Arm: *deployed, Candidate: shadow, Contract: es.Contract(),
+		Retry: exp.Retry, Timeout: exp.Timeout.Std(), Concurrency: exp.Concurrency,
+		Seed: exp.Seed, TimeScale: *exp.TimeScale, KeysFile: o.Keys,
+	})
 }
 
 // describeArm says in one line what the served stack does.
@@ -239,5 +254,8 @@ func describeArm(setup *serve.Setup) string {
 		parts = append(parts, "contract "+name+" ("+policy+")")
 	}
 	parts = append(parts, fmt.Sprintf("retry %d", setup.Config.Retry.MaxAttempts))
+	if c, sh := setup.Candidate, setup.Config.Shadow; c != nil && sh != nil {
+		parts = append(parts, fmt.Sprintf("shadow %s (share %g)", c.Name, sh.Share))
+	}
 	return strings.Join(parts, ", ")
 }

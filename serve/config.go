@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -132,6 +133,13 @@ type Config struct {
 	// Records, when set, writes a record of every request through the
 	// stack (see RecordsConfig).
 	Records *RecordsConfig `yaml:"records"`
+	// Arms are candidate arms over the same models — each a stack arm:
+	// name, model, mode, cache, router, contract policy — for Shadow to
+	// try on live traffic.
+	Arms []stack.ArmSpec `yaml:"arms"`
+	// Shadow, when set, mirrors a sampled share of requests to one of
+	// Arms (see ShadowConfig).
+	Shadow *ShadowConfig `yaml:"shadow"`
 
 	File string `yaml:"-"` // path the configuration was read from
 }
@@ -222,6 +230,10 @@ type Setup struct {
 	// experiment deployed as it was measured.
 	Models []stack.ModelSpec
 	Arm    stack.ArmSpec
+	// Candidate is the arm a shadow mirrors requests to (nil without a
+	// shadow): one of the configuration's arms, or another arm of the
+	// experiment.
+	Candidate *stack.ArmSpec
 	// Seed and TimeScale drive simulated models (experiment deployments).
 	Seed      int64
 	TimeScale float64
@@ -253,7 +265,11 @@ func DeploymentPrefix(parts ...string) string {
 
 // secretsOf is every credential of a setup, for masking.
 func secretsOf(s *Setup) *redact.Set {
-	set := stack.Secrets(s.Models, []stack.ArmSpec{s.Arm}, nil)
+	arms := []stack.ArmSpec{s.Arm}
+	if s.Candidate != nil {
+		arms = append(arms, *s.Candidate)
+	}
+	set := stack.Secrets(s.Models, arms, nil)
 	for _, k := range s.APIKeys {
 		set = set.With(k)
 	}
@@ -277,6 +293,14 @@ func Load(path string) (*Setup, error) {
 	s := &Setup{Config: cfg, APIKeys: map[string]string{}, TimeScale: 1, Store: cache.StoreConfig{Prefix: DeploymentPrefix(string(raw))}}
 	s.Models, s.Arm = cfg.specs()
 	base := filepath.Dir(path)
+	if sh := cfg.Shadow; sh != nil {
+		cand, _ := cfg.candidate(sh.Arm)
+		s.Candidate = &cand
+		if errs := stack.ResolveAccess([]stack.ArmSpec{cand}, base, nil); len(errs) > 0 {
+			at := append([]string{"arms", strconv.Itoa(slices.IndexFunc(cfg.Arms, func(a stack.ArmSpec) bool { return a.Name == cand.Name }))}, configPath(errs[0].Path[2:])...)
+			return nil, &ConfigError{File: path, Line: lineOf(root, at...), Field: strings.Join(dropIndexes(at), "."), Msg: errs[0].Msg}
+		}
+	}
 	// The store's password, tag secret and TLS files: read before anything
 	// is served, a missing one named with its line.
 	if errs := stack.ResolveAccess([]stack.ArmSpec{s.Arm}, base, nil); len(errs) > 0 {
@@ -367,37 +391,6 @@ func ParseConfig(raw []byte, name string) (*Config, *yaml.Node, error) {
 	return &c, root.Content[0], nil
 }
 
-func yamlErr(name string, err error) error {
-	line, field, msg := inputerr.YAML(err, nil)
-	return &ConfigError{File: name, Line: line, Field: field, Msg: msg}
-}
-
-// lineOf returns the line of the value at a path of mapping keys and
-// sequence indexes (decimal strings), or of the deepest node found.
-func lineOf(n *yaml.Node, path ...string) int {
-	cur := n
-	for _, p := range path {
-		var next *yaml.Node
-		switch cur.Kind {
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(cur.Content); i += 2 {
-				if cur.Content[i].Value == p {
-					next = cur.Content[i+1]
-				}
-			}
-		case yaml.SequenceNode:
-			if i, err := strconv.Atoi(p); err == nil && i < len(cur.Content) {
-				next = cur.Content[i]
-			}
-		}
-		if next == nil {
-			break
-		}
-		cur = next
-	}
-	return cur.Line
-}
-
 func (c *Config) validate(root *yaml.Node) error {
 	bad := func(field string, path []string, format string, args ...any) error {
 		return &ConfigError{File: c.File, Line: lineOf(root, path...), Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -471,13 +464,8 @@ func (c *Config) validate(root *yaml.Node) error {
 		return bad("drop_params", []string{"drop_params"}, "%s", msg)
 	}
 	if r := c.Records; r != nil {
-		switch {
-		case strings.TrimSpace(r.Dir) == "":
-			return bad("records.dir", []string{"records"}, "required: the directory to write records.jsonl and manifest.json to")
-		case r.MaxFileBytes < 0:
-			return bad("records.max_file_bytes", []string{"records", "max_file_bytes"}, "must not be negative")
-		case r.MaxFiles < 0:
-			return bad("records.max_files", []string{"records", "max_files"}, "must not be negative")
+		if field, at, msg := r.check(); msg != "" {
+			return bad("records."+field, append([]string{"records"}, at...), "%s", msg)
 		}
 		r.fill()
 		r.line = lineOf(root, "records", "dir")
@@ -491,6 +479,9 @@ func (c *Config) validate(root *yaml.Node) error {
 		return bad(strings.Join(dropIndexes(path), "."), path, "%s", errs[0].Msg)
 	}
 	c.fill(arm)
+	if err := c.validateArms(root, models, arm); err != nil {
+		return err
+	}
 	if c.DefaultLang != "" && !validLang(c.DefaultLang) {
 		return bad("default_lang", []string{"default_lang"}, "want a language tag such as en or pt-BR, got %q", c.DefaultLang)
 	}
@@ -572,34 +563,4 @@ func (c *Config) fill(arm stack.ArmSpec) {
 	if r, a := c.Router, arm.Router; r != nil && a != nil {
 		r.Mode = a.Mode
 	}
-}
-
-// configPath maps a path in the stack's specs to the configuration's:
-// the one arm's fields stand at the top level.
-func configPath(p []any) []string {
-	var out []string
-	if len(p) >= 3 && p[0] == "arms" {
-		switch p[2] {
-		case "model":
-			return []string{"default_model"}
-		case "name":
-			return nil
-		}
-		p = p[2:]
-	}
-	for _, v := range p {
-		out = append(out, fmt.Sprint(v))
-	}
-	return out
-}
-
-// dropIndexes keeps the mapping keys of a path.
-func dropIndexes(p []string) []string {
-	var out []string
-	for _, v := range p {
-		if _, err := strconv.Atoi(v); err != nil {
-			out = append(out, v)
-		}
-	}
-	return out
 }

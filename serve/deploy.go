@@ -23,6 +23,10 @@ type Deployment struct {
 	// one to serve.
 	Models []stack.ModelSpec
 	Arm    stack.ArmSpec
+	// Candidate, when set, is another arm of the experiment that Shadow
+	// (nil: the defaults of ShadowConfig) mirrors requests to.
+	Candidate *stack.ArmSpec
+	Shadow    *ShadowConfig
 	// Contract is the experiment's compiled contract, checked on every
 	// answer.
 	Contract *contract.Contract
@@ -85,20 +89,39 @@ func Deploy(d Deployment) (*Setup, error) {
 	for _, m := range d.Models {
 		cfg.Models = append(cfg.Models, ModelConfig{Name: m.Name, BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv})
 	}
-	arm := d.Arm
-	if c := arm.Cache; c != nil {
-		// The run's cache made each entry visible before answering, so the
-		// next identical request hits; the deployment keeps that.
-		cc := *c
-		cc.WaitForStore = true
-		arm.Cache = &cc
+	arm := asMeasured(d.Arm)
+	var cand *stack.ArmSpec
+	if d.Candidate != nil {
+		c := asMeasured(*d.Candidate)
+		cand = &c
+		sh := ShadowConfig{Arm: c.Name}
+		if d.Shadow != nil {
+			sh = *d.Shadow
+			sh.Arm = c.Name
+		}
+		if at, msg := sh.check(); msg != "" {
+			return nil, &ConfigError{File: d.File, Field: "shadow." + strings.Join(at, "."), Msg: msg}
+		}
+		cfg.Shadow = &sh
 	}
 	file, _ := filepath.Abs(d.File)
 	s := &Setup{
 		Config: cfg, Keys: keys, KeysFile: d.KeysFile, Contract: d.Contract, APIKeys: apiKeys,
-		Models: d.Models, Arm: arm, Seed: d.Seed, TimeScale: d.TimeScale,
+		Models: d.Models, Arm: arm, Candidate: cand, Seed: d.Seed, TimeScale: d.TimeScale,
 		Store: cache.StoreConfig{Prefix: DeploymentPrefix(file, d.Arm.Name)},
 	}
 	s.Secrets = secretsOf(s)
 	return s, nil
+}
+
+// asMeasured is an arm of an experiment as crab run measured it: the
+// run's cache made each entry visible before answering, so the next
+// identical request hits, and a deployment keeps that.
+func asMeasured(arm stack.ArmSpec) stack.ArmSpec {
+	if c := arm.Cache; c != nil {
+		cc := *c
+		cc.WaitForStore = true
+		arm.Cache = &cc
+	}
+	return arm
 }

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -18,6 +19,7 @@ type exchange struct {
 	w                *statusRecorder
 	r                *http.Request
 	req              *model.Request // nil until decoded
+	auto             bool           // the client asked for model auto
 	resp             *model.Response
 	err              error
 	info             *stack.Info
@@ -45,8 +47,18 @@ func (s *Server) finish(x *exchange) {
 	if !x.firstByte.IsZero() {
 		s.m.ttft.WithLabelValues(x.cacheLabel, x.modelLabel).Observe(x.firstByte.Sub(x.start).Seconds())
 	}
+	if s.recs == nil && s.shadow == nil {
+		return
+	}
+	rec := s.record(x, end)
 	if s.recs != nil {
-		s.recs.write(s.record(x, end))
+		s.recs.write(rec)
+	}
+	if s.shadow != nil {
+		// After the client's answer is sent and recorded: the candidate's
+		// call never competes with it, and the deployed arm's record comes
+		// first in the records.
+		s.shadow.offer(x.req, x.auto, rec)
 	}
 }
 
@@ -55,21 +67,28 @@ func (s *Server) finish(x *exchange) {
 // time, the first byte sent to the client its first byte, the end of its
 // answer its end.
 func (s *Server) record(x *exchange, end time.Time) records.Record {
-	sc := x.req.Scope
-	rec := records.Record{
-		RunID: s.runID, Arm: s.arm.Name, Seq: int(x.seq), TaskID: x.taskID, Group: ServeGroup,
-		Tenant: sc.Tenant, Permission: sc.Permission, Lang: sc.Lang, DocVersion: sc.DocVersion,
-		IntendedAt: x.start, SentAt: x.start, DoneAt: end, QueueMs: records.Ms(x.info.Queue), SlotWait: x.info.SlotWaits > 0,
-		Contract: s.contractHash,
-	}
-	rec.Outcome = records.OutcomeOf(x.r.Context(), x.err, x.info.TimedOut)
-	if x.err != nil {
-		rec.Error = s.mask(x.err.Error())
-	}
-	records.Fill(&rec, x.resp)
+	rec := s.liveRecord(s.arm.Name, int(x.seq), x.taskID, x.req.Scope, x.start, end, x.r.Context(), x.info, x.resp, x.err)
 	if !x.firstByte.IsZero() {
 		rec.FirstByteAt, rec.TTFTMs = x.firstByte, records.Ms(x.firstByte.Sub(x.start))
 	}
+	return rec
+}
+
+// liveRecord is the record of one request of live traffic through arm,
+// from start to end; ctx is the context the request ran under.
+func (s *Server) liveRecord(arm string, seq int, taskID string, sc model.Scope, start, end time.Time, ctx context.Context,
+	info *stack.Info, resp *model.Response, err error) records.Record {
+	rec := records.Record{
+		RunID: s.runID, Arm: arm, Seq: seq, TaskID: taskID, Group: ServeGroup,
+		Tenant: sc.Tenant, Permission: sc.Permission, Lang: sc.Lang, DocVersion: sc.DocVersion,
+		IntendedAt: start, SentAt: start, DoneAt: end, QueueMs: records.Ms(info.Queue), SlotWait: info.SlotWaits > 0,
+		Contract: s.contractHash,
+	}
+	rec.Outcome = records.OutcomeOf(ctx, err, info.TimedOut)
+	if err != nil {
+		rec.Error = s.mask(err.Error())
+	}
+	records.Fill(&rec, resp)
 	// Live traffic has no expected answer: an ok answer that meets the
 	// contract (when there is one) passes.
 	rec.Correct = rec.Outcome == records.OutcomeOK && (s.contract == nil || rec.ContractOK)

@@ -110,7 +110,7 @@ func proxyConfig(t testing.TB, cfg string) (*Server, *httptest.Server, *promethe
 
 // limited serves h through Serve under lim on a loopback port. stop ends
 // it like SIGTERM and returns Serve's error and how long the shutdown took.
-func limited(t testing.TB, h http.Handler, lim Limits, grace time.Duration) (addr string, stop func() (error, time.Duration)) {
+func limited(t testing.TB, h http.Handler, lim Limits, grace time.Duration) (addr string, stop func() (time.Duration, error)) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -122,14 +122,14 @@ func limited(t testing.TB, h http.Handler, lim Limits, grace time.Duration) (add
 	var once sync.Once
 	var serr error
 	var took time.Duration
-	stop = func() (error, time.Duration) {
+	stop = func() (time.Duration, error) {
 		once.Do(func() {
 			start := time.Now()
 			cancel()
 			serr = <-errc
 			took = time.Since(start)
 		})
-		return serr, took
+		return took, serr
 	}
 	t.Cleanup(func() { stop() })
 	return ln.Addr().String(), stop
@@ -230,7 +230,7 @@ func TestSlowClients(t *testing.T) {
 		go slowClient(addr, "sk-acme", 50*time.Millisecond, done)
 	}
 	time.Sleep(100 * time.Millisecond)
-	err, took := stop()
+	took, err := stop()
 	if err != nil || took > grace {
 		t.Errorf("shutdown with slow clients: %v after %v; want a clean stop within %v", err, took, grace)
 	}

@@ -158,6 +158,9 @@ func TestClientResponseFormat(t *testing.T) {
 		{"json_object", `{"type":"json_object"}`, 200},
 		{"text", `{"type":"text"}`, 200},
 		{"one-field schema of its own", `{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"n":{"type":"integer"}}}}}`, 400},
+		// the schema found equal is remembered; what is remembered is only ever that one
+		{"same schema again", `{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":{"properties":{"ok":{"type":"boolean"}},"type":"object","required":["ok"],"additionalProperties":false}}}`, 200},
+		{"own schema after a remembered one", `{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"n":{"type":"integer"}}}}}`, 400},
 	} {
 		r := post(t, ps.URL, "sk-acme", chatBody("large", ticket, false, `"response_format":`+tc.format+`,`), nil)
 		if r.status != tc.status || (tc.status == 400 && !strings.Contains(r.body, `"param":"response_format"`)) {

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,20 @@ type RecordsConfig struct {
 	Answers bool `yaml:"answers"`
 
 	line int // of dir in the configuration file, for errors
+}
+
+// check returns the field that is wrong, its path under records (empty
+// for the section itself) and why; msg is empty when all is well.
+func (c *RecordsConfig) check() (field string, at []string, msg string) {
+	switch {
+	case strings.TrimSpace(c.Dir) == "":
+		return "dir", nil, "required: the directory to write records.jsonl and manifest.json to"
+	case c.MaxFileBytes < 0:
+		return "max_file_bytes", []string{"max_file_bytes"}, "must not be negative"
+	case c.MaxFiles < 0:
+		return "max_files", []string{"max_files"}, "must not be negative"
+	}
+	return "", nil, ""
 }
 
 // fill sets the defaults.
@@ -86,6 +101,8 @@ type serveManifest struct {
 	Answers      bool              `json:"answers"`
 	Models       []stack.ModelSpec `json:"models"`
 	Arms         []stack.ArmSpec   `json:"arms"`
+	// Shadow, in a shadow records directory, is what the shadow did.
+	Shadow *ShadowStats `json:"shadow,omitempty"`
 }
 
 // recordLog writes records to a records directory, rotating its files.
@@ -205,18 +222,24 @@ func (l *recordLog) writeManifest() error {
 	return os.Rename(tmp, filepath.Join(l.dir, "manifest.json"))
 }
 
-// write appends one record; a failure is counted and logged, never the
+// write appends records, one after the other with nothing between them
+// (a shadow's pair); a failure is counted and logged, never the
 // request's.
-func (l *recordLog) write(rec records.Record) {
-	if !l.cfg.Answers {
-		rec.Output = ""
-	}
+func (l *recordLog) write(recs ...records.Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return
 	}
-	err := l.emit(rec)
+	var err error
+	for _, rec := range recs {
+		if !l.cfg.Answers {
+			rec.Output = ""
+		}
+		if err = l.emit(rec); err != nil {
+			break
+		}
+	}
 	if err == nil && l.size+int64(l.bw.Buffered()) >= l.cfg.MaxFileBytes {
 		if err = l.rotate(); err == nil {
 			err = l.open()

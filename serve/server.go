@@ -102,15 +102,18 @@ type Server struct {
 	now      func() time.Time
 	created  int64
 	// dec reads request bodies, remembering the schema they repeat.
-	dec      openaiwire.RequestDecoder
-	seq      atomic.Uint64
-	idPrefix string // of the request ids crab gives: "crab-<created, hex>-"
-	routes   *http.ServeMux
+	dec openaiwire.RequestDecoder
+	// contractSeen is the last client schema found equal to the contract.
+	contractSeen atomic.Pointer[[]byte]
+	seq          atomic.Uint64
+	idPrefix     string // of the request ids crab gives: "crab-<created, hex>-"
+	routes       *http.ServeMux
 	// recs writes the records (nil without records); runID names them.
 	// embedKey and embedClient call the embeddings upstream.
 	embedKey     string
 	embedClient  *http.Client
 	recs         *recordLog
+	shadow       *shadow // nil without a shadow
 	closeOnce    sync.Once
 	runID        string
 	contractHash string
@@ -191,16 +194,9 @@ func New(setup *Setup, o Options) (*Server, error) {
 		s.contractHash = setup.Contract.Hash()
 	}
 	s.runID = "serve-" + strconv.FormatInt(s.created, 16)
-	if rc := cfg.Records; rc != nil {
-		dir := recordsDir(cfg)
-		s.recs, err = openRecordLog(*rc, dir, newServeManifest(s.runID, setup, s.now(), o.Build), o.Logf)
-		if err != nil {
-			s.Close()
-			return nil, &ConfigError{File: cfg.File, Line: rc.line, Field: "records.dir", Msg: fmt.Sprintf("cannot write records to %s: %v", dir, err)}
-		}
-		o.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "crab_serve", Name: "records_errors_total",
-			Help: "Records that could not be written (a full or failing disk); the requests themselves were answered."},
-			func() float64 { return float64(s.recs.errors.Load()) }))
+	if err := s.openRecords(setup, o); err != nil {
+		s.Close()
+		return nil, err
 	}
 
 	s.routes = http.NewServeMux()
@@ -219,6 +215,27 @@ func New(setup *Setup, o Options) (*Server, error) {
 		s.m.storeMetrics(o.Registry, st, s.built.Cache)
 	}
 	return s, nil
+}
+
+// openRecords opens the records directory and the shadow, when the
+// configuration has them.
+func (s *Server) openRecords(setup *Setup, o Options) error {
+	cfg := setup.Config
+	if rc := cfg.Records; rc != nil {
+		dir := recordsDir(cfg)
+		var err error
+		s.recs, err = openRecordLog(*rc, dir, newServeManifest(s.runID, setup, s.now(), o.Build), o.Logf)
+		if err != nil {
+			return &ConfigError{File: cfg.File, Line: rc.line, Field: "records.dir", Msg: fmt.Sprintf("cannot write records to %s: %v", dir, err)}
+		}
+		o.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "crab_serve", Name: "records_errors_total",
+			Help: "Records that could not be written (a full or failing disk); the requests themselves were answered."},
+			func() float64 { return float64(s.recs.errors.Load()) }))
+	}
+	if setup.Candidate != nil && cfg.Shadow != nil {
+		return s.newShadow(setup, o.Registry)
+	}
+	return nil
 }
 
 // ReloadKeys reads the keys file again and swaps it in: a request that
@@ -264,6 +281,11 @@ func (s *Server) Models() []string { return append([]string(nil), s.names...) }
 func (s *Server) Close() { s.closeOnce.Do(s.close) }
 
 func (s *Server) close() {
+	if s.shadow != nil {
+		if err := s.shadow.Close(s.now()); err != nil {
+			s.logf("shadow records: %v", err)
+		}
+	}
 	if s.recs != nil {
 		if err := s.recs.Close(s.now()); err != nil {
 			s.logf("records: %v", err)
@@ -329,6 +351,7 @@ type call struct {
 	stream       bool
 	includeUsage bool
 	dropped      []string // parameters drop_params dropped
+	auto         bool     // the client asked for model auto
 }
 
 // chat answers POST /v1/chat/completions.
@@ -388,7 +411,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		s.logf("request %s: dropped parameters (drop_params): %s", reqID, dropped)
 	}
 	ctx, info := stack.WithInfo(r.Context())
-	x.req, x.info = c.req, info
+	x.req, x.info, x.auto = c.req, info, c.auto
 	x.resp, x.err = s.stack.Complete(ctx, c.req)
 	resp := x.resp
 	x.cacheLabel = s.observe(resp, info)
@@ -425,6 +448,7 @@ func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, sta
 		pe := err.(*paramError)
 		return c, http.StatusBadRequest, pe.code, pe.param, err
 	}
+	//lint:ignore SA1019 max_tokens is what older clients send; it is checked as they sent it
 	if creq.MaxTokens < 0 || creq.MaxCompletionTokens < 0 {
 		return c, http.StatusBadRequest, "invalid_max_tokens", "max_tokens", errors.New("max_tokens and max_completion_tokens must not be negative")
 	}
@@ -498,7 +522,8 @@ func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, sta
 			req.Contract, req.ContractHash = schema, hex.EncodeToString(sum[:])
 		}
 	}
-	c = call{req: req, stream: creq.Stream, includeUsage: creq.StreamOptions != nil && creq.StreamOptions.IncludeUsage, dropped: dropped}
+	c = call{req: req, stream: creq.Stream, includeUsage: creq.StreamOptions != nil && creq.StreamOptions.IncludeUsage, dropped: dropped,
+		auto: creq.Model == AutoModel}
 	return c, 0, "", "", nil
 }
 

@@ -10,13 +10,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/crab-testbed/crab/fixtures"
@@ -614,25 +612,6 @@ func value(t testing.TB, reg prometheus.Gatherer, name string, match ...string) 
 		}
 	}
 	return sum
-}
-
-func scrape(t *testing.T, reg *prometheus.Registry) string {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	return rec.Body.String()
-}
-
-// grep returns the sample lines of a metrics text that match pattern.
-func grep(s, pattern string) string {
-	re := regexp.MustCompile(pattern)
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if !strings.HasPrefix(l, "#") && re.MatchString(l) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // TestCascade: a serve configuration reaches the cascade through the same

@@ -212,7 +212,7 @@ models:
 
 	// SIGTERM while every client is still busy.
 	stopping.Store(true)
-	serr, took := stop()
+	took, serr := stop()
 	close(done)
 	wg.Wait()
 	client.CloseIdleConnections()
