@@ -328,7 +328,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 	case genErr != nil:
 		// The counters could not be read: the answer cannot be stamped, so
 		// it is not stored (already counted as unavailable).
-	case !cacheable(resp, err) || !sameIdentity(resp.Scope, req.Scope):
+	case !cacheable(resp, err, c.validate) || !sameIdentity(resp.Scope, req.Scope):
 		c.st.notCached.Add(1)
 	default:
 		if g, gerr := c.gens.Generation(ctx, req.Scope.Tenant, req.Scope.Permission); gerr != nil || g != gen {
@@ -461,8 +461,14 @@ func annotate(resp *model.Response, status string, d time.Duration, mismatch boo
 }
 
 // Cacheable reports whether an inner answer may be stored by any cache
-// layer: see cacheable.
-func Cacheable(resp *model.Response, err error) bool { return cacheable(resp, err) }
+// layer: no error, a complete answer (finish reason stop or unset: not
+// truncated, not refused), non-empty, and, when validate is set (the
+// output contract's check), one that meets it. The layer decides from the
+// answer itself, never from what another layer wrote in its trace, so it
+// holds wherever the contract layer sits in the stack.
+func Cacheable(resp *model.Response, err error, validate func(content, finishReason string) bool) bool {
+	return cacheable(resp, err, validate)
+}
 
 // Served builds a hit's response from a stored one, as the exact cache
 // does: a clone with zero usage and a fresh trace carrying the cache
@@ -471,19 +477,12 @@ func Served(stored *model.Response, leak string, d time.Duration) *model.Respons
 	return served(stored, leak, d)
 }
 
-// cacheable reports whether an inner answer may be stored: no error, a
-// complete answer (finish reason stop or unset: not truncated, not refused),
-// non-empty, and — when the contract layer ran — one that met the contract.
-func cacheable(resp *model.Response, err error) bool {
+func cacheable(resp *model.Response, err error, validate func(content, finishReason string) bool) bool {
 	switch {
 	case err != nil || resp == nil || resp.Content == "":
 		return false
 	case resp.FinishReason != "" && resp.FinishReason != model.FinishStop:
 		return false
-	case resp.Trace.Validated && !resp.Trace.ContractOK:
-		return false
-	case len(resp.Trace.Violations) > 0:
-		return false
 	}
-	return true
+	return validate == nil || validate(resp.Content, resp.FinishReason)
 }
