@@ -137,9 +137,10 @@ type Config struct {
 	// (endpoints and models); it is covered by the tag, so an entry copied
 	// from another deployment's keys never verifies.
 	Namespace string
-	// Validate, when set, checks a stored answer again on every hit (the
-	// contract's validator: true when the content and finish reason meet
-	// it); an answer that fails is a miss (Stats.Untrusted.Contract).
+	// Validate, when set, is the contract's check (true when the content
+	// and finish reason meet it): a miss's answer that fails it is not
+	// stored, and a stored answer is checked again on every hit, one that
+	// fails being a miss (Stats.Untrusted.Contract).
 	Validate func(content, finishReason string) bool
 }
 
@@ -165,7 +166,8 @@ type Config struct {
 // the request's scope) kept, the contract result (Validated, ContractOK,
 // Violations) kept, Usage zero (no model was called) and a fresh trace:
 // Cache, CacheDur, Leak, and TTFT = CacheDur. Only answers that finished
-// normally, are non-empty and met the contract (when it was checked) are
+// normally, are non-empty and pass Config.Validate (the contract's check,
+// run by the cache itself, not read from another layer's trace) are
 // stored; errors, truncated, refused and contract-failing answers never are.
 // When the inner stack fails without a response, the cache returns the error
 // with a response carrying only its trace, so the record still shows the

@@ -25,7 +25,7 @@ const (
 	EmbedOpenAI         = "openai"          // an OpenAI-compatible /v1/embeddings endpoint (e.g. crab sim-server)
 )
 
-// embedders is the registry of embedder kinds: name → constructor, in
+// embedders is the table of embedder kinds: name → constructor, in
 // the order help text lists them.
 var embedders = []struct {
 	kind string
