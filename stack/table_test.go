@@ -1,0 +1,58 @@
+package stack
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/router"
+)
+
+func TestTableLookups(t *testing.T) {
+	t.Parallel()
+	tbl := Builtin()
+	if k, ok := tbl.Kind(""); !ok || k.Name != cache.KindExact {
+		t.Errorf("Kind(\"\") = %v, %v; want the exact kind, the default", k, ok)
+	}
+	if _, ok := tbl.Kind("fuzzy"); ok {
+		t.Error("Kind(fuzzy) found; want none")
+	}
+	if _, err := tbl.OpenStore("floppy", cache.StoreConfig{}); !errors.Is(err, ErrUnknownStore) || !strings.Contains(err.Error(), "ristretto or redis") {
+		t.Errorf("OpenStore(floppy): %v; want ErrUnknownStore listing ristretto or redis", err)
+	}
+	s, err := tbl.OpenStore("", cache.StoreConfig{NumCounters: 1 << 10, MaxCost: 1 << 20})
+	if err != nil {
+		t.Fatalf("OpenStore(\"\"): %v; want the default store", err)
+	}
+	s.Close()
+	if _, err := tbl.NewScorer("astrology"); !errors.Is(err, router.ErrUnknownScorer) || !strings.Contains(err.Error(), "want feature, an http(s):// URL") {
+		t.Errorf("NewScorer(astrology): %v; want ErrUnknownScorer listing feature", err)
+	}
+	if sc, err := tbl.NewScorer(""); err != nil || sc == nil {
+		t.Errorf("NewScorer(\"\"): %v, %v; want the feature scorer", sc, err)
+	}
+	help := tbl.Help()
+	for _, name := range append(append(tbl.KindNames(), tbl.StoreNames()...), tbl.ScorerNames()...) {
+		if !strings.Contains(help, "  "+name+" ") {
+			t.Errorf("Help lacks %q:\n%s", name, help)
+		}
+	}
+	if got, want := OrList([]string{"a", "b", "c"}), "a, b or c"; got != want {
+		t.Errorf("OrList = %q; want %q", got, want)
+	}
+}
+
+// A kind the table does not list is refused by Build too, not only by
+// Validate.
+func TestBuildUnknownKind(t *testing.T) {
+	t.Parallel()
+	tbl := Builtin()
+	tbl.Kinds = tbl.Kinds[:1]
+	backends := map[string]model.Model{"large": (&recorder{}).model("large", ok(1))}
+	_, err := tbl.Build(ArmSpec{Name: "a", Model: "large", Cache: &CacheSpec{Kind: cache.KindSemantic}}, backends, Options{})
+	if !errors.Is(err, ErrUnknownKind) {
+		t.Errorf("Build: %v; want ErrUnknownKind", err)
+	}
+}
