@@ -326,33 +326,39 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 	lookup := c.now().Sub(start)
 	resp, err := next.Complete(ctx, req)
 	storeStart := c.now()
-	switch {
-	case genErr != nil:
-		// The counters could not be read: the answer cannot be stamped, so
-		// it is not stored (already counted as unavailable).
-	case !cacheable(resp, err, c.validate) || !sameIdentity(resp.Scope, req.Scope):
-		c.st.notCached.Add(1)
-	default:
-		if g, gerr := c.gens.Generation(ctx, req.Scope.Tenant, req.Scope.Permission); gerr != nil || g != gen {
-			c.st.discarded.Add(1) // invalidated while in flight (or cannot tell)
-			break
-		}
-		e := &Entry{Key: bytes.Clone(key), Scope: resp.Scope, Conversation: ConversationOf(req), Gen: gen, Response: resp.Clone(), Stored: storeStart}
-		if e.Scope == (model.Scope{}) {
-			e.Scope = req.Scope
-		}
-		e.Tag = c.tags.tag(h, e)
-		if c.store.Set(ctx, h, e, c.ttl) {
-			if !c.noWait {
-				c.store.Wait()
-			}
-			c.st.stored.Add(1)
-		} else {
-			c.st.dropped.Add(1)
-		}
+	if genErr == nil {
+		// Without the counters the answer cannot be stamped, so it is not
+		// stored (already counted as unavailable).
+		c.keep(ctx, req, key, h, gen, resp, err, storeStart)
 	}
 	d := lookup + c.now().Sub(storeStart)
 	return annotate(resp, model.CacheMiss, d, mismatch), err
+}
+
+// keep stores a miss's answer, stamped with gen, when it may be served
+// later (see Cache) and no invalidation landed while it was in flight.
+func (c *Cache) keep(ctx context.Context, req *model.Request, key []byte, h uint64, gen Generation, resp *model.Response, err error, at time.Time) {
+	if !cacheable(resp, err, c.validate) || !sameIdentity(resp.Scope, req.Scope) {
+		c.st.notCached.Add(1)
+		return
+	}
+	if g, gerr := c.gens.Generation(ctx, req.Scope.Tenant, req.Scope.Permission); gerr != nil || g != gen {
+		c.st.discarded.Add(1) // invalidated while in flight (or cannot tell)
+		return
+	}
+	e := &Entry{Key: bytes.Clone(key), Scope: resp.Scope, Conversation: ConversationOf(req), Gen: gen, Response: resp.Clone(), Stored: at}
+	if e.Scope == (model.Scope{}) {
+		e.Scope = req.Scope
+	}
+	e.Tag = c.tags.tag(h, e)
+	if !c.store.Set(ctx, h, e, c.ttl) {
+		c.st.dropped.Add(1)
+		return
+	}
+	if !c.noWait {
+		c.store.Wait()
+	}
+	c.st.stored.Add(1)
 }
 
 // current reports whether entry e is still servable: its scope's generation
