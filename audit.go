@@ -69,7 +69,7 @@ func auditCmd() *cli.Command {
 			&cli.StringFlag{Name: "key", Value: cache.PresetFull, Usage: "audited key `FIELDS`: a comma list of " + strings.Join(cache.AllFields(), ",") + ", or the presets text and full"},
 			&cli.BoolFlag{Name: "check-on-hit", Usage: "audit the key with check on hit (refused hits then replace leaks)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"},
-			&cli.StringFlag{Name: "store", Value: "ristretto", Usage: "cache store: ristretto (in process) or redis"},
+			&cli.StringFlag{Name: "store", Value: cache.DefaultStore, Usage: "cache store: " + stack.OrList(stack.Builtin().StoreNames())},
 			&cli.StringFlag{Name: "redis-addr", Value: cache.DefaultRedisAddr, Usage: "Redis `HOST:PORT` for --store redis"},
 			&cli.StringFlag{Name: "redis-password-env", Usage: "environment `VARIABLE` holding the Redis password for --store redis"},
 			&cli.DurationFlag{Name: "ttl", Value: time.Hour, Usage: "entry time to live (the built-in TTL scenario is written for 1h)"},

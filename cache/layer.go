@@ -68,9 +68,6 @@ var _ Layer = (*Cache)(nil)
 
 // Cache layer kinds crab ships (a stack's table lists them).
 const (
-	KindExact    = "exact"    // answers served by exact key (Cache), the default
+	KindExact    = "exact"    // answers served by exact key (Cache), the table's default
 	KindSemantic = "semantic" // answers served by embedding similarity within the exact scope (cache/semantic)
 )
-
-// DefaultKind is the kind used when a configuration names none.
-const DefaultKind = KindExact
