@@ -56,7 +56,16 @@ type CacheKind struct {
 // StoreKind is one store of the exact cache's entries (cache.store).
 type StoreKind struct {
 	Name, Help string
-	Open       func(cfg cache.StoreConfig) (cache.Store, error)
+	// Settings lists the YAML names of the store's own keys that the spec
+	// sets: an arm with another store rejects each of them. Nil for a
+	// store with no keys of its own.
+	Settings func(c *CacheSpec) []string
+	// Validate checks the store's own keys and fills their defaults; each
+	// error's Path is relative to the cache block. Nil: nothing to check.
+	Validate func(c *CacheSpec) []*FieldError
+	// Open opens the store; Build fills cfg from the spec (address,
+	// capacity, credentials, key prefix).
+	Open func(cfg cache.StoreConfig) (cache.Store, error)
 }
 
 // ScorerKind is one named difficulty scorer (router.scorer).
@@ -88,7 +97,8 @@ func Builtin() *Table {
 		},
 		Stores: []StoreKind{
 			{Name: cache.StoreRistretto, Help: "in process", Open: cache.OpenRistretto},
-			{Name: cache.StoreRedis, Help: "shared between processes and replicas", Open: cache.OpenRedis},
+			{Name: cache.StoreRedis, Help: "shared between processes and replicas",
+				Settings: redisSettings, Validate: validRedis, Open: cache.OpenRedis},
 		},
 		Scorers: []ScorerKind{
 			{Name: router.DefaultScorer, Help: "the hand-written feature lexicon", New: router.NewDefaultScorer},
@@ -125,6 +135,40 @@ func semanticKind() CacheKind {
 			}
 		},
 	}
+}
+
+// redisSettings lists the redis store's own keys that c sets.
+func redisSettings(c *CacheSpec) []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"redis_addr", c.RedisAddr != ""}, {"redis_prefix", c.RedisPrefix != ""}, {"redis_username", c.RedisUsername != ""},
+		{"redis_password_env", c.RedisPasswordEnv != ""}, {"redis_tls", c.RedisTLS}, {"redis_tls_ca", c.RedisTLSCA != ""},
+		{"redis_tls_cert", c.RedisTLSCert != ""}, {"redis_tls_key", c.RedisTLSKey != ""}} {
+		if f.set {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// validRedis checks the redis store's own keys and fills its address.
+func validRedis(c *CacheSpec) []*FieldError {
+	var l errs
+	if c.RedisAddr == "" {
+		c.RedisAddr = cache.DefaultRedisAddr
+	}
+	if c.RedisPasswordEnv != "" && !envNameRE.MatchString(c.RedisPasswordEnv) {
+		l.add([]any{"redis_password_env"}, "want the name of an environment variable, got %q", c.RedisPasswordEnv)
+	}
+	if (c.RedisTLSCert == "") != (c.RedisTLSKey == "") {
+		l.add([]any{"redis_tls_cert"}, "give redis_tls_cert and redis_tls_key together")
+	}
+	if c.RedisPrefix != "" && strings.ContainsAny(c.RedisPrefix, " \t\r\n*?[]") {
+		l.add([]any{"redis_prefix"}, "want a prefix without spaces or glob characters, got %q", c.RedisPrefix)
+	}
+	return l
 }
 
 // Kind is the cache kind name ("" means the first, the default).

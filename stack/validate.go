@@ -326,40 +326,37 @@ func (t *Table) validCache(l *errs, c *CacheSpec, p []any) {
 		c.CheckOnHit = &t
 	}
 	if c.Store == "" {
-		c.Store = cache.DefaultStore
+		c.Store = t.Stores[0].Name
 	} else if !t.HasStore(c.Store) {
 		l.add(at("store"), "unknown store %q (want %s)", c.Store, OrList(t.StoreNames()))
 	}
-	if c.RedisAddr != "" && c.Store != cache.StoreRedis {
-		l.add(at("redis_addr"), "only used with store: redis")
-	}
-	if c.Store == cache.StoreRedis && c.RedisAddr == "" {
-		c.RedisAddr = cache.DefaultRedisAddr
-	}
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{{"redis_prefix", c.RedisPrefix != ""}, {"redis_username", c.RedisUsername != ""}, {"redis_password_env", c.RedisPasswordEnv != ""},
-		{"redis_tls", c.RedisTLS}, {"redis_tls_ca", c.RedisTLSCA != ""}, {"redis_tls_cert", c.RedisTLSCert != ""}, {"redis_tls_key", c.RedisTLSKey != ""}} {
-		if f.set && c.Store != cache.StoreRedis {
-			l.add(at(f.name), "only used with store: redis")
-		}
-	}
-	for _, f := range []struct{ name, v string }{{"redis_password_env", c.RedisPasswordEnv}, {"tag_key_env", c.TagKeyEnv}} {
-		if f.v != "" && !envNameRE.MatchString(f.v) {
-			l.add(at(f.name), "want the name of an environment variable, got %q", f.v)
-		}
-	}
-	if (c.RedisTLSCert == "") != (c.RedisTLSKey == "") {
-		l.add(at("redis_tls_cert"), "give redis_tls_cert and redis_tls_key together")
-	}
-	if c.RedisPrefix != "" && strings.ContainsAny(c.RedisPrefix, " \t\r\n*?[]") {
-		l.add(at("redis_prefix"), "want a prefix without spaces or glob characters, got %q", c.RedisPrefix)
+	t.validStore(l, c, p)
+	if c.TagKeyEnv != "" && !envNameRE.MatchString(c.TagKeyEnv) {
+		l.add(at("tag_key_env"), "want the name of an environment variable, got %q", c.TagKeyEnv)
 	}
 	if c.MaxCost < 0 {
 		l.add(at("max_cost"), "must not be negative")
 	}
 	t.validKind(l, c, p)
+}
+
+// validStore rejects the keys of stores other than the spec's and hands
+// the spec's to its store's validation.
+func (t *Table) validStore(l *errs, c *CacheSpec, p []any) {
+	at := func(f ...any) []any { return append(append([]any(nil), p...), f...) }
+	for _, other := range t.Stores {
+		if other.Name == c.Store || other.Settings == nil {
+			continue
+		}
+		for _, f := range other.Settings(c) {
+			l.add(at(f), "only used with store: %s", other.Name)
+		}
+	}
+	if s := t.store(c.Store); s != nil && s.Validate != nil {
+		for _, e := range s.Validate(c) {
+			*l = append(*l, &FieldError{Path: at(e.Path...), Field: fieldName(at(e.Path...)), Msg: e.Msg})
+		}
+	}
 }
 
 // validKind checks the cache kind and hands its own keys to its entry's
