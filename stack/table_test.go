@@ -1,9 +1,12 @@
 package stack
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/model"
@@ -54,5 +57,33 @@ func TestBuildUnknownKind(t *testing.T) {
 	_, err := tbl.Build(ArmSpec{Name: "a", Model: "large", Cache: &CacheSpec{Kind: cache.KindSemantic}}, backends, Options{})
 	if !errors.Is(err, ErrUnknownKind) {
 		t.Errorf("Build: %v; want ErrUnknownKind", err)
+	}
+}
+
+// The semantic kind's own keys are inline: a cache block reads and writes
+// flat, in YAML (experiment and serve files) as in JSON (manifests), as
+// it did when the keys were CacheSpec's own.
+func TestSemanticSettingsInline(t *testing.T) {
+	t.Parallel()
+	var c CacheSpec
+	dec := yaml.NewDecoder(strings.NewReader("{kind: semantic, threshold: 0.9, embedder: openai, embed_model: m}"))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Threshold != 0.9 || c.Embedder != "openai" || c.EmbedModel != "m" {
+		t.Fatalf("decoded %+v; want threshold 0.9, embedder openai, embed_model m", c.Settings)
+	}
+	raw, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(raw); !strings.Contains(s, `"Kind":"semantic","Threshold":0.9,"Embedder":"openai","EmbedModel":"m"`) {
+		t.Errorf("manifest JSON %s; want the semantic keys flat after Kind", s)
+	}
+	dec = yaml.NewDecoder(strings.NewReader("{kind: semantic, treshold: 0.9}"))
+	dec.KnownFields(true)
+	if err := dec.Decode(&CacheSpec{}); err == nil || !strings.Contains(err.Error(), "treshold") {
+		t.Errorf("misspelt key: %v; want an error naming it", err)
 	}
 }
