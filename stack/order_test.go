@@ -29,7 +29,8 @@ func TestLayerOrderIsNoHiddenRule(t *testing.T) {
 				if kind == cache.KindSemantic {
 					cs.Settings = semantic.Settings{Threshold: 0.9}
 				}
-				spec := validated(t, simModels, ArmSpec{Name: "a", Model: "large", Cache: cs})
+				models := append([]ModelSpec(nil), simModels...) // Validate fills defaults in place
+				spec := validated(t, models, ArmSpec{Name: "a", Model: "large", Cache: cs})
 				arm := &Arm{}
 				if err := Builtin().cacheLayer(arm, spec.Cache, Options{Contract: k}); err != nil {
 					t.Fatal(err)
