@@ -22,6 +22,7 @@ import (
 	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/sim"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // auditOptions are the inputs of `crab audit`.
@@ -68,7 +69,7 @@ func auditCmd() *cli.Command {
 			&cli.StringFlag{Name: "key", Value: cache.PresetFull, Usage: "audited key `FIELDS`: a comma list of " + strings.Join(cache.AllFields(), ",") + ", or the presets text and full"},
 			&cli.BoolFlag{Name: "check-on-hit", Usage: "audit the key with check on hit (refused hits then replace leaks)"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"},
-			&cli.StringFlag{Name: "store", Value: "ristretto", Usage: "cache store: ristretto (in process) or redis"},
+			&cli.StringFlag{Name: "store", Value: cache.DefaultStore, Usage: "cache store: " + stack.OrList(stack.Builtin().StoreNames())},
 			&cli.StringFlag{Name: "redis-addr", Value: cache.DefaultRedisAddr, Usage: "Redis `HOST:PORT` for --store redis"},
 			&cli.StringFlag{Name: "redis-password-env", Usage: "environment `VARIABLE` holding the Redis password for --store redis"},
 			&cli.DurationFlag{Name: "ttl", Value: time.Hour, Usage: "entry time to live (the built-in TTL scenario is written for 1h)"},
@@ -218,8 +219,9 @@ func readScenarios(path string, stdin io.Reader) ([]byte, string, error) {
 // configuration under a key prefix of its own, deleted on close. The
 // scenarios hold a few hundred entries: a small counter table.
 func storeFactory(ctx context.Context, kind, addr, password string) (func(string) (cache.Store, error), error) {
-	if !cache.KnownStore(kind) {
-		return nil, badUsage("unknown --store %q (want %s)", kind, cache.StoreChoices())
+	stores := stack.Builtin()
+	if !stores.HasStore(kind) {
+		return nil, badUsage("unknown --store %q (want %s)", kind, stack.OrList(stores.StoreNames()))
 	}
 	var nonce [6]byte
 	if _, err := rand.Read(nonce[:]); err != nil {
@@ -229,7 +231,7 @@ func storeFactory(ctx context.Context, kind, addr, password string) (func(string
 	base := cache.StoreConfig{Context: ctx, NumCounters: 1 << 14, Addr: addr, Password: password}
 	probeCfg := base
 	probeCfg.Prefix = run + "probe:"
-	probe, err := cache.OpenStore(kind, probeCfg)
+	probe, err := stores.OpenStore(kind, probeCfg)
 	if err != nil {
 		return nil, badUsage("--store %s: %w", kind, redact.Error(err, redact.NewSet(password)))
 	}
@@ -237,7 +239,7 @@ func storeFactory(ctx context.Context, kind, addr, password string) (func(string
 	return func(config string) (cache.Store, error) {
 		c := base
 		c.Prefix, c.DeleteOnClose = run+config+":", true
-		return cache.OpenStore(kind, c)
+		return stores.OpenStore(kind, c)
 	}, nil
 }
 

@@ -247,7 +247,7 @@ func TestMMLUExampleTune(t *testing.T) {
 	if len(hold) == 0 || len(hold) == len(tasks) {
 		t.Fatalf("fitted on %d of %d tasks; want a split", len(tasks)-len(hold), len(tasks))
 	}
-	scorer, err := router.NewScorer(filepath.Join(dir, "scorer.json"))
+	scorer, err := router.OpenScorer(filepath.Join(dir, "scorer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

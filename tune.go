@@ -23,6 +23,7 @@ import (
 	"github.com/crab-testbed/crab/internal/fitted"
 	"github.com/crab-testbed/crab/router"
 	routertune "github.com/crab-testbed/crab/router/tune"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // tuneOptions are the inputs of `crab tune`.
@@ -72,7 +73,7 @@ func tuneCmd() *cli.Command {
 			&cli.BoolFlag{Name: "refresh", Usage: "rebuild the outcome table even if one exists"},
 			&cli.StringFlag{Name: "outcomes", Usage: "outcome table `FILE` to read or build (default: beside the task file)"},
 			&cli.StringFlag{Name: "cache-dir", Value: eval.DefaultTuneCacheDir, Usage: "`DIR` for the embedded task set's outcome table"},
-			&cli.StringFlag{Name: "scorer", Value: "learn", Usage: "`SCORER` to route by: learn (fit a logistic regression on the calibration split; -o writes it to scorer.json), a registered scorer (" + strings.Join(router.Scorers(), ", ") + "), an http(s):// URL or a scorer .json file"},
+			&cli.StringFlag{Name: "scorer", Value: "learn", Usage: "`SCORER` to route by: learn (fit a logistic regression on the calibration split; -o writes it to scorer.json), a named scorer (" + strings.Join(stack.Builtin().ScorerNames(), ", ") + "), an http(s):// URL or a scorer .json file"},
 			&cli.StringFlag{Name: "cache-arm", Usage: "tune only the similarity threshold of the semantic-cache `ARM`", DefaultText: "the router and every semantic-cache arm"},
 			&cli.Float64Flag{Name: "max-false-hit-rate", Usage: "share `R` of the calibration hard negatives a similarity threshold may serve", DefaultText: "0: none"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
@@ -246,7 +247,7 @@ func tuneRouter(ctx context.Context, o tuneOptions, setup *eval.Setup, target ev
 		cfg.Scorer = "learned: logistic regression over generic text features and hashed word and character n-grams, fitted on each split's calibration side"
 		cfg.Rescore = routertune.Learner(routertune.LearnConfig{}, func(s *router.LearnedScorer) { learned = s })
 	default:
-		if scorer, err = router.NewScorer(o.Scorer); err != nil {
+		if scorer, err = stack.Builtin().NewScorer(o.Scorer); err != nil {
 			return nil, &eval.InputError{File: o.Scorer, Field: "--scorer", Msg: err.Error()}
 		}
 		cfg.Scorer = o.Scorer

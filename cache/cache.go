@@ -137,9 +137,10 @@ type Config struct {
 	// (endpoints and models); it is covered by the tag, so an entry copied
 	// from another deployment's keys never verifies.
 	Namespace string
-	// Validate, when set, checks a stored answer again on every hit (the
-	// contract's validator: true when the content and finish reason meet
-	// it); an answer that fails is a miss (Stats.Untrusted.Contract).
+	// Validate, when set, is the contract's check (true when the content
+	// and finish reason meet it): a miss's answer that fails it is not
+	// stored, and a stored answer is checked again on every hit, one that
+	// fails being a miss (Stats.Untrusted.Contract).
 	Validate func(content, finishReason string) bool
 }
 
@@ -165,7 +166,8 @@ type Config struct {
 // the request's scope) kept, the contract result (Validated, ContractOK,
 // Violations) kept, Usage zero (no model was called) and a fresh trace:
 // Cache, CacheDur, Leak, and TTFT = CacheDur. Only answers that finished
-// normally, are non-empty and met the contract (when it was checked) are
+// normally, are non-empty and pass Config.Validate (the contract's check,
+// run by the cache itself, not read from another layer's trace) are
 // stored; errors, truncated, refused and contract-failing answers never are.
 // When the inner stack fails without a response, the cache returns the error
 // with a response carrying only its trace, so the record still shows the
@@ -324,33 +326,39 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 	lookup := c.now().Sub(start)
 	resp, err := next.Complete(ctx, req)
 	storeStart := c.now()
-	switch {
-	case genErr != nil:
-		// The counters could not be read: the answer cannot be stamped, so
-		// it is not stored (already counted as unavailable).
-	case !cacheable(resp, err) || !sameIdentity(resp.Scope, req.Scope):
-		c.st.notCached.Add(1)
-	default:
-		if g, gerr := c.gens.Generation(ctx, req.Scope.Tenant, req.Scope.Permission); gerr != nil || g != gen {
-			c.st.discarded.Add(1) // invalidated while in flight (or cannot tell)
-			break
-		}
-		e := &Entry{Key: bytes.Clone(key), Scope: resp.Scope, Conversation: ConversationOf(req), Gen: gen, Response: resp.Clone(), Stored: storeStart}
-		if e.Scope == (model.Scope{}) {
-			e.Scope = req.Scope
-		}
-		e.Tag = c.tags.tag(h, e)
-		if c.store.Set(ctx, h, e, c.ttl) {
-			if !c.noWait {
-				c.store.Wait()
-			}
-			c.st.stored.Add(1)
-		} else {
-			c.st.dropped.Add(1)
-		}
+	if genErr == nil {
+		// Without the counters the answer cannot be stamped, so it is not
+		// stored (already counted as unavailable).
+		c.keep(ctx, req, key, h, gen, resp, err, storeStart)
 	}
 	d := lookup + c.now().Sub(storeStart)
 	return annotate(resp, model.CacheMiss, d, mismatch), err
+}
+
+// keep stores a miss's answer, stamped with gen, when it may be served
+// later (see Cache) and no invalidation landed while it was in flight.
+func (c *Cache) keep(ctx context.Context, req *model.Request, key []byte, h uint64, gen Generation, resp *model.Response, err error, at time.Time) {
+	if !cacheable(resp, err, c.validate) || !sameIdentity(resp.Scope, req.Scope) {
+		c.st.notCached.Add(1)
+		return
+	}
+	if g, gerr := c.gens.Generation(ctx, req.Scope.Tenant, req.Scope.Permission); gerr != nil || g != gen {
+		c.st.discarded.Add(1) // invalidated while in flight (or cannot tell)
+		return
+	}
+	e := &Entry{Key: bytes.Clone(key), Scope: resp.Scope, Conversation: ConversationOf(req), Gen: gen, Response: resp.Clone(), Stored: at}
+	if e.Scope == (model.Scope{}) {
+		e.Scope = req.Scope
+	}
+	e.Tag = c.tags.tag(h, e)
+	if !c.store.Set(ctx, h, e, c.ttl) {
+		c.st.dropped.Add(1)
+		return
+	}
+	if !c.noWait {
+		c.store.Wait()
+	}
+	c.st.stored.Add(1)
 }
 
 // current reports whether entry e is still servable: its scope's generation
@@ -461,8 +469,14 @@ func annotate(resp *model.Response, status string, d time.Duration, mismatch boo
 }
 
 // Cacheable reports whether an inner answer may be stored by any cache
-// layer: see cacheable.
-func Cacheable(resp *model.Response, err error) bool { return cacheable(resp, err) }
+// layer: no error, a complete answer (finish reason stop or unset: not
+// truncated, not refused), non-empty, and, when validate is set (the
+// output contract's check), one that meets it. The layer decides from the
+// answer itself, never from what another layer wrote in its trace, so it
+// holds wherever the contract layer sits in the stack.
+func Cacheable(resp *model.Response, err error, validate func(content, finishReason string) bool) bool {
+	return cacheable(resp, err, validate)
+}
 
 // Served builds a hit's response from a stored one, as the exact cache
 // does: a clone with zero usage and a fresh trace carrying the cache
@@ -471,19 +485,12 @@ func Served(stored *model.Response, leak string, d time.Duration) *model.Respons
 	return served(stored, leak, d)
 }
 
-// cacheable reports whether an inner answer may be stored: no error, a
-// complete answer (finish reason stop or unset: not truncated, not refused),
-// non-empty, and — when the contract layer ran — one that met the contract.
-func cacheable(resp *model.Response, err error) bool {
+func cacheable(resp *model.Response, err error, validate func(content, finishReason string) bool) bool {
 	switch {
 	case err != nil || resp == nil || resp.Content == "":
 		return false
 	case resp.FinishReason != "" && resp.FinishReason != model.FinishStop:
 		return false
-	case resp.Trace.Validated && !resp.Trace.ContractOK:
-		return false
-	case len(resp.Trace.Violations) > 0:
-		return false
 	}
-	return true
+	return validate == nil || validate(resp.Content, resp.FinishReason)
 }

@@ -411,14 +411,7 @@ func TestUncacheableAnswers(t *testing.T) {
 		}, nil},
 		{"contract failing", func(req *model.Request) (*model.Response, error) {
 			r := goodResponse(req)
-			r.Trace.ContractOK = false
-			r.Trace.Violations = []string{"/evidence: minItems"}
-			return r, nil
-		}, nil},
-		{"violations without validated flag", func(req *model.Request) (*model.Response, error) {
-			r := goodResponse(req)
-			r.Trace.Validated, r.Trace.ContractOK = false, false
-			r.Trace.Violations = []string{"/category: enum"}
+			r.Content = "not the contract's JSON"
 			return r, nil
 		}, nil},
 		{"empty content", func(req *model.Request) (*model.Response, error) {
@@ -430,7 +423,7 @@ func TestUncacheableAnswers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t, Config{Fields: []string{PresetFull}, CheckOnHit: true})
+			h := newHarness(t, Config{Fields: []string{PresetFull}, CheckOnHit: true, Validate: meetsContract})
 			h.next.respond = tc.respond
 			req := scopeReq("Ticket 17", "acme", "agent", "en", "v1")
 			for i := 0; i < 2; i++ {
@@ -847,6 +840,49 @@ func TestNoWait(t *testing.T) {
 			}
 			if got := next.calls.Load(); got != 1 {
 				t.Fatalf("inner stack called %d times; want 1", got)
+			}
+		})
+	}
+}
+
+// meetsContract stands in for the output contract's check: the answers
+// goodResponse builds meet it.
+func meetsContract(content, _ string) bool { return strings.HasPrefix(content, "answer to ") }
+
+// The cache decides what to store from the answer and its own check, never
+// from another layer's trace fields: an answer the contract's check
+// accepts is stored whatever the trace says (a contract layer outside the
+// cache has not run yet), and one it rejects is not, even with a trace
+// claiming the contract held. So the layer order is no hidden rule.
+func TestCacheIgnoresOtherLayersTrace(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		content    string
+		validated  bool
+		contractOK bool
+		wantStored uint64
+	}{
+		{"valid, contract not run", "", false, false, 1},
+		{"valid, trace says failed", "", true, false, 1},
+		{"invalid, trace says ok", "free text", true, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, Config{CheckOnHit: true, Validate: meetsContract})
+			h.next.respond = func(req *model.Request) (*model.Response, error) {
+				r := goodResponse(req)
+				if tc.content != "" {
+					r.Content = tc.content
+				}
+				r.Trace.Validated, r.Trace.ContractOK = tc.validated, tc.contractOK
+				return r, nil
+			}
+			if _, err := h.stack.Complete(context.Background(), scopeReq("Ticket 9", "acme", "agent", "en", "v1")); err != nil {
+				t.Fatal(err)
+			}
+			if st := h.cache.Stats(); st.Stored != tc.wantStored {
+				t.Errorf("Stored = %d; want %d", st.Stored, tc.wantStored)
 			}
 		})
 	}

@@ -16,8 +16,8 @@
 // which plays scenarios through several key configurations side by side,
 // lives in the sub-package cache/audit, outside the request path; a
 // semantic cache (answers served by embedding similarity inside the exact
-// partition of every other key field) in cache/semantic, registered as a
-// cache kind (RegisterKind).
+// partition of every other key field) in cache/semantic, listed beside the
+// exact cache in the stack package's table of cache kinds.
 package cache
 
 import (

@@ -102,11 +102,12 @@ func (t *tagger) verify(h uint64, e *Entry) bool {
 
 // servable reports whether a stored answer is one the cache would store
 // now: cacheable, and valid under the contract when a validator is set.
+// The entry's own recorded contract result counts too: a hit serves it
+// with the answer, so an entry recorded as failing (one this cache would
+// never have written) is not served.
 func (c *Cache) servable(r *model.Response) bool {
-	if !cacheable(r, nil) {
-		return false
-	}
-	return c.validate == nil || c.validate(r.Content, r.FinishReason)
+	recordedFailing := (r.Trace.Validated && !r.Trace.ContractOK) || len(r.Trace.Violations) > 0
+	return !recordedFailing && cacheable(r, nil, c.validate)
 }
 
 // highWater remembers the highest invalidation counters this process has

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/cache/semantic"
 
 	"github.com/crab-testbed/crab/internal/fitted"
@@ -126,7 +125,7 @@ func (s *Setup) SplitKeys() ([]string, error) {
 	if s.splitKeys != nil {
 		return s.splitKeys, nil
 	}
-	emb, err := semantic.OpenEmbedder(cache.EmbedderConfig{Kind: semantic.EmbedBuiltinGuarded})
+	emb, err := semantic.OpenEmbedder(semantic.EmbedderConfig{Kind: semantic.EmbedBuiltinGuarded})
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +201,7 @@ func (s *Setup) checkFitted(resolve func(string) string, base string) error {
 			continue
 		}
 		if router.IsScorerFile(r.Scorer) {
-			sc, err := router.NewScorer(r.Scorer)
+			sc, err := router.OpenScorer(r.Scorer)
 			if err != nil {
 				continue // reported by the arm's validation
 			}

@@ -119,7 +119,7 @@ func (s *Setup) TuneSemantic(ctx context.Context, arm ArmSpec, cfg SemanticTuneC
 	if cfg.Pairs == 0 {
 		cfg.Pairs = 1000
 	}
-	emb, err := semantic.OpenEmbedder(cache.EmbedderConfig{Kind: cs.Embedder, BaseURL: cs.EmbedBaseURL, Model: cs.EmbedModel, APIKey: getenv(cs.EmbedAPIKeyEnv)})
+	emb, err := semantic.OpenEmbedder(semantic.EmbedderConfig{Kind: cs.Embedder, BaseURL: cs.EmbedBaseURL, Model: cs.EmbedModel, APIKey: getenv(cs.EmbedAPIKeyEnv)})
 	if err != nil {
 		return nil, &InputError{File: s.Exp.File, Field: "arms.cache.embedder", Msg: fmt.Sprintf("arm %s: %v", arm.Name, err)}
 	}
@@ -188,7 +188,7 @@ func (s *Setup) OwnPairs(ctx context.Context, arm ArmSpec) ([]semantic.Scored, e
 	if cs == nil || cs.Kind != cache.KindSemantic {
 		return nil, &InputError{File: s.Exp.File, Field: "arms.cache.kind", Msg: fmt.Sprintf("arm %s has no semantic cache", arm.Name)}
 	}
-	emb, err := semantic.OpenEmbedder(cache.EmbedderConfig{Kind: cs.Embedder, BaseURL: cs.EmbedBaseURL, Model: cs.EmbedModel, APIKey: getenv(cs.EmbedAPIKeyEnv)})
+	emb, err := semantic.OpenEmbedder(semantic.EmbedderConfig{Kind: cs.Embedder, BaseURL: cs.EmbedBaseURL, Model: cs.EmbedModel, APIKey: getenv(cs.EmbedAPIKeyEnv)})
 	if err != nil {
 		return nil, err
 	}

@@ -238,7 +238,14 @@ func (u *Usage) Add(o Usage) {
 }
 
 // Trace is what each layer records about one request: where its time and
-// money went and what each layer decided. A layer only writes its own fields.
+// money went and what each layer decided. A layer only writes its own
+// fields, and never reads or resets another layer's to decide anything: it
+// decides from its own call's result (a cache checks an answer against
+// the contract itself before storing it), so the order of the layers is
+// a choice of the stack, not a rule hidden in them. The runner reads the
+// whole trace once the stack has answered. The one copy across layers is
+// a cache hit: it serves a stored answer together with the contract
+// result recorded with that answer.
 type Trace struct {
 	// Cache layer.
 	Cache         string        // CacheHit, CacheMiss or CacheBypass; empty without a cache

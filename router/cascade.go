@@ -54,7 +54,9 @@ func (c CascadeConfig) Escalate(ok bool, confidence float64) bool {
 // Both calls count for the request: the response returned after an
 // escalation carries the usage, attempts, model time and validation time of
 // the small call added to the large one's (model.Accumulate), and its trace
-// has Escalated = true. The trace is marked Routed with RouteModel the model
+// has Escalated = true. When the large call fails without a response, the
+// response returned beside its error carries the small call's cost and no
+// answer. The cascade writes only its own trace fields. The trace is marked Routed with RouteModel the model
 // whose answer is returned and RouteScore the small answer's doubt,
 // 1 − confidence (1 when the small call failed), so that, as with the
 // threshold router, a higher score means a harder request. A call ended by
@@ -102,13 +104,15 @@ func NewCascade(cfg CascadeConfig) (model.Middleware, error) {
 			if second != nil {
 				escCost = second.Usage.Cost
 			}
+			if second == nil && first != nil {
+				// The large call left no response. The small answer is not
+				// what failed, so it is not returned (nor its contract
+				// result): a response of its own carries only what the small
+				// call cost.
+				second = &model.Response{}
+			}
 			out := model.Accumulate(first, second)
 			if out != nil {
-				if second == nil {
-					// The large call left no response: what is returned is
-					// the small call's, escalated in vain.
-					out.Trace.Validated, out.Trace.ContractOK = false, false
-				}
 				mark(&out.Trace, doubt, cfg.Large, dur)
 				out.Trace.Escalated = true
 				out.Trace.EscalationCost += escCost

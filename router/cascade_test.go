@@ -111,6 +111,9 @@ func TestCascade(t *testing.T) {
 			if tc.escalated && !tc.wantErr && tc.fail != errNilSmall && tr.Attempts != 2 {
 				t.Errorf("attempts %d; want 2", tr.Attempts)
 			}
+			if tc.largeErr != nil && (resp.Content != "" || tr.Validated || tr.ContractOK || len(tr.Violations) > 0) {
+				t.Errorf("failed escalation returned content %q, validated %v, contract ok %v; want no answer and no contract result", resp.Content, tr.Validated, tr.ContractOK)
+			}
 			wantEsc := 0.0
 			if tc.escalated && tc.largeErr == nil {
 				wantEsc = 10

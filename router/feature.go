@@ -219,7 +219,7 @@ func NewFeatureScorer(cfg FeatureConfig) (*FeatureScorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: id pattern: %v", ErrBadFeatureConfig, err)
 	}
-	return &FeatureScorer{cfg: cfg, lex: buildLexicon(defaultLexicon()), ids: ids}, nil
+	return &FeatureScorer{cfg: cfg, lex: buildLexicon(defaultLexicon), ids: ids}, nil
 }
 
 // Config returns the scorer's configuration with defaults filled in, e.g.

@@ -65,10 +65,10 @@ func TestHTTPScorer(t *testing.T) {
 	if _, err := router.NewHTTPScorer(router.HTTPScorerConfig{URL: "ftp://x"}); err == nil {
 		t.Error("an ftp URL was accepted")
 	}
-	if sc, err := router.NewScorer(srv.URL); err != nil {
-		t.Errorf("NewScorer(URL): %v", err)
+	if sc, err := router.OpenScorer(srv.URL); err != nil {
+		t.Errorf("OpenScorer(URL): %v", err)
 	} else if _, ok := sc.(*router.HTTPScorer); !ok {
-		t.Errorf("NewScorer(URL) = %T; want *HTTPScorer", sc)
+		t.Errorf("OpenScorer(URL) = %T; want *HTTPScorer", sc)
 	}
 }
 

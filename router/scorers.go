@@ -6,77 +6,33 @@ import (
 	"io/fs"
 	"os"
 	"strings"
-	"sync"
 )
 
-// ErrUnknownScorer is returned by NewScorer for a name no scorer is
-// registered under.
+// ErrUnknownScorer is returned for a scorer reference that names no
+// scorer: neither a name of the stack's table, nor a URL, nor a scorer
+// file.
 var ErrUnknownScorer = errors.New("router: unknown scorer")
 
-// DefaultScorer is the scorer used when an arm names none: the
-// FeatureScorer with DefaultFeatureConfig.
+// DefaultScorer is the name of the scorer used when an arm names none:
+// the FeatureScorer with DefaultFeatureConfig (the stack's table lists it
+// first).
 const DefaultScorer = "feature"
 
-// NewScorerFunc builds a fresh scorer with its default configuration.
-type NewScorerFunc func() (Scorer, error)
+// NewDefaultScorer builds the DefaultScorer.
+func NewDefaultScorer() (Scorer, error) { return NewFeatureScorer(DefaultFeatureConfig()) }
 
-// The scorer registry: name → constructor, in registration order so help
-// text and error messages list the built-in scorer first.
-var (
-	scorersMu sync.RWMutex
-	scorers   = map[string]NewScorerFunc{}
-	scorerIDs []string
-)
-
-func init() {
-	RegisterScorer(DefaultScorer, func() (Scorer, error) { return NewFeatureScorer(DefaultFeatureConfig()) })
-}
-
-// RegisterScorer makes a scorer available by name to experiment files and
-// serve configurations (router.scorer). Adding a scoring policy is one
-// package that calls RegisterScorer from its init function. It panics when
-// the name is empty or taken, as database/sql.Register does.
-func RegisterScorer(name string, f NewScorerFunc) {
-	scorersMu.Lock()
-	defer scorersMu.Unlock()
-	if name == "" || f == nil {
-		panic("router: RegisterScorer needs a name and a constructor")
-	}
-	if _, dup := scorers[name]; dup {
-		panic("router: RegisterScorer called twice for " + name)
-	}
-	scorers[name] = f
-	scorerIDs = append(scorerIDs, name)
-}
-
-// Scorers lists the registered scorer names, the default first.
-func Scorers() []string {
-	scorersMu.RLock()
-	defer scorersMu.RUnlock()
-	return append([]string(nil), scorerIDs...)
-}
-
-// NewScorer builds the scorer ref names:
+// OpenScorer builds the scorer a reference that is not a name locates:
 //
-//   - a registered name ("" means DefaultScorer, the hand-written
-//     feature lexicon);
 //   - an http:// or https:// URL: an HTTPScorer with its default timeout
 //     and fallback;
 //   - a path ending in .json: a learned scorer file written by crab tune
 //     (errors are *ScorerFileError naming file, line and field).
 //
-// Anything else wraps ErrUnknownScorer and lists the registered names.
-func NewScorer(ref string) (Scorer, error) {
-	if ref == "" {
-		ref = DefaultScorer
-	}
-	scorersMu.RLock()
-	f, ok := scorers[ref]
-	scorersMu.RUnlock()
+// Anything else wraps ErrUnknownScorer. Named scorers (DefaultScorer and
+// any other) are the stack's table's to resolve.
+func OpenScorer(ref string) (Scorer, error) {
 	switch {
-	case ok:
-		return f()
-	case strings.HasPrefix(ref, "http://") || strings.HasPrefix(ref, "https://"):
+	case isURL(ref):
 		return NewHTTPScorer(HTTPScorerConfig{URL: ref})
 	case strings.HasSuffix(ref, ".json"):
 		raw, err := os.ReadFile(ref)
@@ -89,25 +45,16 @@ func NewScorer(ref string) (Scorer, error) {
 		}
 		return ParseScorerFile(ref, raw)
 	}
-	return nil, fmt.Errorf("%w %q (want %s, an http(s):// URL or a scorer .json file)", ErrUnknownScorer, ref, orList(Scorers()))
+	return nil, fmt.Errorf("%w %q (not an http(s):// URL nor a scorer .json file)", ErrUnknownScorer, ref)
 }
 
 // IsScorerFile reports whether a scorer reference names a file (and is
-// therefore resolved relative to the configuration that names it).
+// therefore resolved relative to the configuration that names it). Scorer
+// names never end in .json.
 func IsScorerFile(ref string) bool {
-	if ref == "" {
-		return false
-	}
-	scorersMu.RLock()
-	_, named := scorers[ref]
-	scorersMu.RUnlock()
-	return !named && !strings.HasPrefix(ref, "http://") && !strings.HasPrefix(ref, "https://") && strings.HasSuffix(ref, ".json")
+	return ref != "" && !isURL(ref) && strings.HasSuffix(ref, ".json")
 }
 
-// orList writes names as "a", "a or b", "a, b or c".
-func orList(names []string) string {
-	if len(names) <= 1 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+func isURL(ref string) bool {
+	return strings.HasPrefix(ref, "http://") || strings.HasPrefix(ref, "https://")
 }

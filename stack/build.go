@@ -2,8 +2,9 @@ package stack
 
 import (
 	"context"
-	"os"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/crab-testbed/crab/cache"
@@ -61,6 +62,8 @@ type Arm struct {
 	// and for a semantic cache (which keeps its own index).
 	Cache cache.Layer
 	Store cache.Store
+
+	metrics func(cache.Layer, *CacheMetrics) // the cache kind's own counters
 }
 
 // Close releases the cache store (a shared store's keys go with it when
@@ -81,7 +84,7 @@ type CacheMetrics struct {
 	Store cache.StoreMetrics `json:"store"`
 	// Semantic holds a semantic cache's own counters (similar hits,
 	// embedding calls, errors and time).
-	Semantic *semantic.SemanticStats `json:"semantic,omitempty"`
+	Semantic *semantic.Stats `json:"semantic,omitempty"`
 }
 
 // CacheMetrics returns the cache's and its store's counters so far; nil
@@ -94,17 +97,23 @@ func (a *Arm) CacheMetrics() *CacheMetrics {
 	if a.Store != nil {
 		m.Store = a.Store.Metrics()
 	}
-	if s, ok := a.Cache.(*semantic.Cache); ok {
-		st := s.SemanticStats()
-		m.Semantic = &st
+	if a.metrics != nil {
+		a.metrics(a.Cache, m)
 	}
 	return m
 }
 
 // Build assembles the stack of spec over backends (see the package
-// documentation for the layer order). The spec must have passed Validate.
-// A cache arm opens a fresh store: Close the arm when done with it.
+// documentation for the layer order) from the kinds of Builtin. The spec
+// must have passed Validate. A cache arm opens a fresh store: Close the
+// arm when done with it.
 func Build(spec ArmSpec, backends map[string]model.Model, o Options) (*Arm, error) {
+	return Builtin().Build(spec, backends, o)
+}
+
+// Build is the package's Build from the table's kinds, stores and
+// scorers; the spec must have passed t.Validate.
+func (t *Table) Build(spec ArmSpec, backends map[string]model.Model, o Options) (*Arm, error) {
 	def := spec.Model
 	if spec.Router != nil {
 		def = spec.Router.Large
@@ -142,46 +151,16 @@ func Build(spec ArmSpec, backends map[string]model.Model, o Options) (*Arm, erro
 	arm := &Arm{Spec: spec}
 	var outer []model.Middleware // cache → deadline → router
 	if cs := spec.Cache; cs != nil {
-		fields, err := cache.ParseFields(cs.Key)
-		if err != nil {
+		if err := t.cacheLayer(arm, cs, o); err != nil {
 			return nil, err
 		}
-		check := cs.CheckOnHit == nil || *cs.CheckOnHit
-		cc := cache.Config{Fields: fields, TTL: cs.TTL.Std(), CheckOnHit: check, NoWait: o.AsyncStore && !cs.WaitForStore}
-		sc := storeConfig(cs, o)
-		cc.Namespace = sc.Prefix
-		if a := cs.Access; a != nil {
-			cc.TagKey = a.TagKey
-		}
-		if k := o.Contract; k != nil {
-			cc.Validate = func(content, finish string) bool { return len(k.Validate(content, finish)) == 0 }
-		}
-		lc := cache.LayerConfig{
-			Config:    cc,
-			Threshold: cs.Threshold,
-			Embedder: cache.EmbedderConfig{Kind: cs.Embedder, BaseURL: cs.EmbedBaseURL, Model: cs.EmbedModel,
-				APIKey: envOrEmpty(cs.EmbedAPIKeyEnv)},
-		}
-		if cs.Kind != cache.KindSemantic {
-			if lc.Store, err = cache.OpenStore(cs.Store, sc); err != nil {
-				return nil, err
-			}
-		}
-		c, err := cache.NewLayer(cs.Kind, lc)
-		if err != nil {
-			if lc.Store != nil {
-				lc.Store.Close()
-			}
-			return nil, err
-		}
-		arm.Cache, arm.Store = c, lc.Store
-		outer = append(outer, c.Middleware())
+		outer = append(outer, arm.Cache.Middleware())
 	}
 	if o.Timeout > 0 {
 		outer = append(outer, deadline(o.Timeout))
 	}
 	if rs := spec.Router; rs != nil {
-		rmw, err := routerLayer(rs)
+		rmw, err := t.routerLayer(rs)
 		if err != nil {
 			arm.Close()
 			return nil, err
@@ -191,6 +170,44 @@ func Build(spec ArmSpec, backends map[string]model.Model, o Options) (*Arm, erro
 	}
 	arm.Model = model.Chain(base, append(outer, inner...)...)
 	return arm, nil
+}
+
+// cacheLayer builds the arm's cache layer through its kind's entry, over
+// a fresh store unless the kind keeps its own index.
+func (t *Table) cacheLayer(arm *Arm, cs *CacheSpec, o Options) error {
+	kind, ok := t.Kind(cs.Kind)
+	if !ok {
+		return fmt.Errorf("%w %q (want %s)", ErrUnknownKind, cs.Kind, strings.Join(t.KindNames(), ", "))
+	}
+	fields, err := cache.ParseFields(cs.Key)
+	if err != nil {
+		return err
+	}
+	check := cs.CheckOnHit == nil || *cs.CheckOnHit
+	cc := cache.Config{Fields: fields, TTL: cs.TTL.Std(), CheckOnHit: check, NoWait: o.AsyncStore && !cs.WaitForStore}
+	sc := storeConfig(cs, o)
+	cc.Namespace = sc.Prefix
+	if a := cs.Access; a != nil {
+		cc.TagKey = a.TagKey
+	}
+	if k := o.Contract; k != nil {
+		cc.Validate = func(content, finish string) bool { return len(k.Validate(content, finish)) == 0 }
+	}
+	var store cache.Store
+	if kind.OwnIndex == "" {
+		if store, err = t.OpenStore(cs.Store, sc); err != nil {
+			return err
+		}
+	}
+	c, err := kind.New(cs, cc, store)
+	if err != nil {
+		if store != nil {
+			store.Close()
+		}
+		return err
+	}
+	arm.Cache, arm.Store, arm.metrics = c, store, kind.Metrics
+	return nil
 }
 
 // storeConfig is the arm's store configuration: the base of o, the spec's
@@ -229,21 +246,13 @@ func withInstructions(next model.Model, ins map[string]string) model.Model {
 	})
 }
 
-// envOrEmpty reads the environment variable name, "" when name is empty.
-func envOrEmpty(name string) string {
-	if name == "" {
-		return ""
-	}
-	return os.Getenv(name)
-}
-
 // routerLayer builds the arm's one routing policy: the cascade, or the
-// threshold router over its registered scorer.
-func routerLayer(rs *RouterSpec) (model.Middleware, error) {
+// threshold router over its scorer.
+func (t *Table) routerLayer(rs *RouterSpec) (model.Middleware, error) {
 	if rs.Mode == router.PolicyCascade {
 		return router.NewCascade(router.CascadeConfig{Small: rs.Small, Large: rs.Large, Confidence: rs.Confidence})
 	}
-	scorer, err := router.NewScorer(rs.Scorer)
+	scorer, err := t.NewScorer(rs.Scorer)
 	if err != nil {
 		return nil, err
 	}

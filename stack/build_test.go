@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/router"
@@ -58,13 +59,17 @@ func ok(conf float64) func(int) (*model.Response, error) {
 // the router.
 var scored atomic.Int64
 
-func init() {
-	router.RegisterScorer("stack-test-counting", func() (router.Scorer, error) {
+// testTable is Builtin with the counting scorer added, as any program
+// adds a scorer: one entry of its own table.
+func testTable() *Table {
+	tbl := Builtin()
+	tbl.Scorers = append(tbl.Scorers, ScorerKind{Name: "stack-test-counting", Help: "counts its calls", New: func() (router.Scorer, error) {
 		return router.ScorerFunc(func(*model.Request) router.Score {
 			scored.Add(1)
 			return router.Score{Value: 0.9}
 		}), nil
-	})
+	}})
+	return tbl
 }
 
 func loadContract(t *testing.T) *contract.Contract {
@@ -84,7 +89,7 @@ func loadContract(t *testing.T) *contract.Contract {
 func validated(t *testing.T, models []ModelSpec, arm ArmSpec) ArmSpec {
 	t.Helper()
 	arms := []ArmSpec{arm}
-	if errs := Validate(models, arms); len(errs) > 0 {
+	if errs := testTable().Validate(models, arms); len(errs) > 0 {
 		t.Fatalf("Validate: %v", errs)
 	}
 	return arms[0]
@@ -102,7 +107,7 @@ func TestBuildCacheHitSkipsLayers(t *testing.T) {
 	rec := &recorder{}
 	backends := map[string]model.Model{"small": rec.model("small", ok(1)), "large": rec.model("large", ok(1))}
 	spec := validated(t, simModels, ArmSpec{Name: "a", Cache: &CacheSpec{}, Router: &RouterSpec{Small: "small", Large: "large", Threshold: 0.5, Scorer: "stack-test-counting"}})
-	arm, err := Build(spec, backends, Options{Contract: loadContract(t)})
+	arm, err := testTable().Build(spec, backends, Options{Contract: loadContract(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +310,7 @@ func BenchmarkBuild(b *testing.B) {
 func TestBuildSemanticCache(t *testing.T) {
 	rec := &recorder{}
 	backends := map[string]model.Model{"large": rec.model("large", ok(1))}
-	spec := validated(t, simModels, ArmSpec{Name: "s", Model: "large", Cache: &CacheSpec{Kind: cache.KindSemantic, Threshold: 0.9}})
+	spec := validated(t, simModels, ArmSpec{Name: "s", Model: "large", Cache: &CacheSpec{Kind: cache.KindSemantic, Settings: semantic.Settings{Threshold: 0.9}}})
 	arm, err := Build(spec, backends, Options{Contract: loadContract(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@
 //	    routing, no validation, no backend call, no timer.
 //	  - The deadline (Options.Timeout) covers everything that can wait:
 //	    routing, every attempt and re-ask, and the wait for a backend slot.
-//	  - The router picks one model (threshold mode, by a registered scorer)
+//	  - The router picks one model (threshold mode, by a scorer of the table)
 //	    or the cascade asks the small model first and escalates; an arm has
 //	    exactly one of them.
 //	  - The contract validates each answer and re-asks or escalates by its
@@ -25,6 +25,17 @@
 //	  - Retry repeats a failed backend call with doubling backoff.
 //	  - The concurrency cap (Options.Concurrency) bounds backend calls in
 //	    flight; its wait is queue time.
+//
+// No layer depends on this order for its own decisions: each learns what
+// it needs from its own call's result (the cache checks an answer against
+// the contract itself before storing it, whether the contract layer runs
+// inside it or not), and none reads or resets another's fields of
+// model.Trace. The order is chosen for cost and for what each figure
+// means; TestLayerOrderIsNoHiddenRule fails if a layer comes to rely on it.
+//
+// Cache kinds, stores and scorers come from a Table (Builtin, or one a
+// program extends): Validate, Build and the help texts read the same
+// entries, and nothing registers itself on import.
 //
 // crab run sets no deadline and no cap here: its runner is the load
 // generator and keeps its own client-side in-flight cap and per-request

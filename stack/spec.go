@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/crab-testbed/crab/model/sim"
-
 	"go.yaml.in/yaml/v3"
 
+	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/replay"
+	"github.com/crab-testbed/crab/model/sim"
 )
 
 // ModelSpec declares a model backend and its prices.
@@ -117,7 +117,7 @@ type CacheSpec struct {
 	Key        string   `yaml:"key"`                        // "full" (default), "text", or a comma list of key fields
 	TTL        Duration `yaml:"ttl"`                        // 0 = no expiry
 	CheckOnHit *bool    `yaml:"check_on_hit"`               // refuse hits built for another scope (default true)
-	Store      string   `yaml:"store"`                      // a registered store: "ristretto" (default, in process) or "redis" (shared)
+	Store      string   `yaml:"store"`                      // a store of the table: "ristretto" (default, in process) or "redis" (shared)
 	RedisAddr  string   `yaml:"redis_addr"`                 // host:port for store redis (default 127.0.0.1:6379)
 	MaxCost    int64    `yaml:"max_cost" json:",omitempty"` // store capacity in bytes of answers (default: the store's)
 	// RedisPrefix names the deployment in every key of store redis, so
@@ -163,19 +163,10 @@ type CacheSpec struct {
 	// of every other key field. A semantic cache keeps its index in
 	// process (store must be the default).
 	Kind string `yaml:"kind" json:",omitempty"`
-	// Threshold (kind semantic, required) is the least cosine similarity,
-	// in (0, 1], for a hit; choose it with semantic.Tune.
-	Threshold float64 `yaml:"threshold" json:",omitempty"`
-	// Embedder (kind semantic): builtin-guarded (default, offline),
-	// builtin (offline, words and n-grams only) or openai (an
-	// OpenAI-compatible /v1/embeddings endpoint, e.g. crab sim-server).
-	Embedder string `yaml:"embedder" json:",omitempty"`
-	// EmbedBaseURL, EmbedModel and EmbedAPIKeyEnv reach the endpoint of
-	// embedder openai (API root, model name, environment variable holding
-	// the API key).
-	EmbedBaseURL   string `yaml:"embed_base_url" json:",omitempty"`
-	EmbedModel     string `yaml:"embed_model" json:",omitempty"`
-	EmbedAPIKeyEnv string `yaml:"embed_api_key_env" json:",omitempty"`
+	// Settings are the semantic kind's own keys (threshold, embedder,
+	// embed_base_url, embed_model, embed_api_key_env), inline beside the
+	// keys above; the semantic package validates them.
+	semantic.Settings `yaml:",inline"`
 }
 
 // RouterSpec configures an arm's difficulty router.
@@ -191,8 +182,8 @@ type RouterSpec struct {
 	// the experiment file); its chosen threshold (mode cascade: its
 	// cascade confidence) is used instead of threshold/confidence.
 	ThresholdFrom string `yaml:"threshold_from"`
-	// Scorer (mode threshold) is a registered scorer; default the
-	// feature scorer.
+	// Scorer (mode threshold) is a scorer of the table, an http(s):// URL
+	// or a scorer .json file; default the feature scorer.
 	Scorer string `yaml:"scorer" json:",omitempty"`
 
 	// FromLine is the line of threshold_from, set by the file's loader

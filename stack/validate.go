@@ -5,14 +5,12 @@ import (
 	"math"
 	"net/url"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/crab-testbed/crab/cache"
-	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
@@ -88,8 +86,16 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // full, router mode threshold, cache key full, check_on_hit true, store
 // ristretto, the Redis address). It returns every problem found, each with
 // its path, in document order; nil means the arms can be built. The same
-// rules serve crab run, crab tune and crab serve.
+// rules serve crab run, crab tune and crab serve. Cache kinds, stores and
+// scorers are those of Builtin; Table.Validate checks against another
+// table.
 func Validate(models []ModelSpec, arms []ArmSpec) []*FieldError {
+	return Builtin().Validate(models, arms)
+}
+
+// Validate is the package's Validate against the table's kinds, stores
+// and scorers.
+func (t *Table) Validate(models []ModelSpec, arms []ArmSpec) []*FieldError {
 	var l errs
 	for i, a := range arms {
 		if len(a.Extra) > 0 {
@@ -115,7 +121,7 @@ func Validate(models []ModelSpec, arms []ArmSpec) []*FieldError {
 	}
 	seen := map[string]bool{}
 	for i := range arms {
-		validArm(&l, &arms[i], i, names, seen)
+		t.validArm(&l, &arms[i], i, names, seen)
 	}
 	return l
 }
@@ -205,7 +211,7 @@ func validModel(l *errs, m *ModelSpec, i int, names map[string]bool) {
 	}
 }
 
-func validArm(l *errs, a *ArmSpec, i int, models, seen map[string]bool) {
+func (t *Table) validArm(l *errs, a *ArmSpec, i int, models, seen map[string]bool) {
 	p := func(f ...any) []any { return append([]any{"arms", i}, f...) }
 	switch {
 	case a.Name == "":
@@ -246,7 +252,7 @@ func validArm(l *errs, a *ArmSpec, i int, models, seen map[string]bool) {
 			l.add(p("model"), "unknown model %q", a.Model)
 		}
 	} else {
-		validRouter(l, a.Router, p("router"), models)
+		t.validRouter(l, a.Router, p("router"), models)
 	}
 	if c := a.Contract; c != nil {
 		switch contract.Policy(c.Policy) {
@@ -262,11 +268,11 @@ func validArm(l *errs, a *ArmSpec, i int, models, seen map[string]bool) {
 		}
 	}
 	if c := a.Cache; c != nil {
-		validCache(l, c, p("cache"))
+		t.validCache(l, c, p("cache"))
 	}
 }
 
-func validRouter(l *errs, r *RouterSpec, p []any, models map[string]bool) {
+func (t *Table) validRouter(l *errs, r *RouterSpec, p []any, models map[string]bool) {
 	at := func(f string) []any { return append(append([]any(nil), p...), f) }
 	if !models[r.Small] {
 		l.add(at("small"), "unknown model %q", r.Small)
@@ -302,13 +308,13 @@ func validRouter(l *errs, r *RouterSpec, p []any, models map[string]bool) {
 	if r.Scorer != "" {
 		if r.Mode == router.PolicyCascade {
 			l.add(at("scorer"), "only for mode threshold")
-		} else if _, err := router.NewScorer(r.Scorer); err != nil {
+		} else if _, err := t.NewScorer(r.Scorer); err != nil {
 			l.add(at("scorer"), "%v", err)
 		}
 	}
 }
 
-func validCache(l *errs, c *CacheSpec, p []any) {
+func (t *Table) validCache(l *errs, c *CacheSpec, p []any) {
 	at := func(f string) []any { return append(append([]any(nil), p...), f) }
 	if c.Key == "" {
 		c.Key = cache.PresetFull
@@ -320,91 +326,65 @@ func validCache(l *errs, c *CacheSpec, p []any) {
 		c.CheckOnHit = &t
 	}
 	if c.Store == "" {
-		c.Store = cache.DefaultStore
-	} else if !cache.KnownStore(c.Store) {
-		l.add(at("store"), "unknown store %q (want %s)", c.Store, cache.StoreChoices())
+		c.Store = t.Stores[0].Name
+	} else if !t.HasStore(c.Store) {
+		l.add(at("store"), "unknown store %q (want %s)", c.Store, OrList(t.StoreNames()))
 	}
-	if c.RedisAddr != "" && c.Store != cache.StoreRedis {
-		l.add(at("redis_addr"), "only used with store: redis")
-	}
-	if c.Store == cache.StoreRedis && c.RedisAddr == "" {
-		c.RedisAddr = cache.DefaultRedisAddr
-	}
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{{"redis_prefix", c.RedisPrefix != ""}, {"redis_username", c.RedisUsername != ""}, {"redis_password_env", c.RedisPasswordEnv != ""},
-		{"redis_tls", c.RedisTLS}, {"redis_tls_ca", c.RedisTLSCA != ""}, {"redis_tls_cert", c.RedisTLSCert != ""}, {"redis_tls_key", c.RedisTLSKey != ""}} {
-		if f.set && c.Store != cache.StoreRedis {
-			l.add(at(f.name), "only used with store: redis")
-		}
-	}
-	for _, f := range []struct{ name, v string }{{"redis_password_env", c.RedisPasswordEnv}, {"tag_key_env", c.TagKeyEnv}} {
-		if f.v != "" && !envNameRE.MatchString(f.v) {
-			l.add(at(f.name), "want the name of an environment variable, got %q", f.v)
-		}
-	}
-	if (c.RedisTLSCert == "") != (c.RedisTLSKey == "") {
-		l.add(at("redis_tls_cert"), "give redis_tls_cert and redis_tls_key together")
-	}
-	if c.RedisPrefix != "" && strings.ContainsAny(c.RedisPrefix, " \t\r\n*?[]") {
-		l.add(at("redis_prefix"), "want a prefix without spaces or glob characters, got %q", c.RedisPrefix)
+	t.validStore(l, c, p)
+	if c.TagKeyEnv != "" && !envNameRE.MatchString(c.TagKeyEnv) {
+		l.add(at("tag_key_env"), "want the name of an environment variable, got %q", c.TagKeyEnv)
 	}
 	if c.MaxCost < 0 {
 		l.add(at("max_cost"), "must not be negative")
 	}
-	validSemantic(l, c, at)
+	t.validKind(l, c, p)
 }
 
-// validSemantic checks the fields of a semantic cache (and that an exact
-// one sets none of them).
-func validSemantic(l *errs, c *CacheSpec, at func(string) []any) {
-	// An empty kind stays empty (the exact cache), so manifests of exact
-	// arms read as before.
-	if c.Kind != "" && !cache.KnownKind(c.Kind) {
-		l.add(at("kind"), "unknown cache kind %q (want %s)", c.Kind, cache.KindChoices())
+// validStore rejects the keys of stores other than the spec's and hands
+// the spec's to its store's validation.
+func (t *Table) validStore(l *errs, c *CacheSpec, p []any) {
+	at := func(f ...any) []any { return append(append([]any(nil), p...), f...) }
+	for _, other := range t.Stores {
+		if other.Name == c.Store || other.Settings == nil {
+			continue
+		}
+		for _, f := range other.Settings(c) {
+			l.add(at(f), "only used with store: %s", other.Name)
+		}
+	}
+	if s := t.store(c.Store); s != nil && s.Validate != nil {
+		for _, e := range s.Validate(c) {
+			*l = append(*l, &FieldError{Path: at(e.Path...), Field: fieldName(at(e.Path...)), Msg: e.Msg})
+		}
+	}
+}
+
+// validKind checks the cache kind and hands its own keys to its entry's
+// validation; keys of other kinds are rejected.
+func (t *Table) validKind(l *errs, c *CacheSpec, p []any) {
+	at := func(f ...any) []any { return append(append([]any(nil), p...), f...) }
+	// An empty kind stays empty (the first kind, exact), so manifests of
+	// exact arms read as before.
+	kind, ok := t.Kind(c.Kind)
+	if !ok {
+		l.add(at("kind"), "unknown cache kind %q (want %s)", c.Kind, strings.Join(t.KindNames(), ", "))
 		return
 	}
-	if c.Kind != cache.KindSemantic {
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{{"threshold", c.Threshold != 0}, {"embedder", c.Embedder != ""}, {"embed_base_url", c.EmbedBaseURL != ""},
-			{"embed_model", c.EmbedModel != ""}, {"embed_api_key_env", c.EmbedAPIKeyEnv != ""}} {
-			if f.set {
-				l.add(at(f.name), "only used with kind: %s", cache.KindSemantic)
-			}
+	for _, other := range t.Kinds {
+		if other.Name == kind.Name || other.Settings == nil {
+			continue
 		}
-		return
-	}
-	if !(c.Threshold > 0 && c.Threshold <= 1) {
-		l.add(at("threshold"), "required for kind %s: a cosine similarity in (0, 1], got %v", cache.KindSemantic, c.Threshold)
-	}
-	if c.Store != cache.DefaultStore {
-		l.add(at("store"), "kind %s keeps its index in process (a shared store would need vector search, which Debian's redis-server lacks)", cache.KindSemantic)
-	}
-	if c.Embedder == "" {
-		c.Embedder = semantic.EmbedBuiltinGuarded
-	} else if !slices.Contains(semantic.EmbedderKinds(), c.Embedder) {
-		l.add(at("embedder"), "unknown embedder %q (want %s)", c.Embedder, strings.Join(semantic.EmbedderKinds(), ", "))
-		return
-	}
-	if c.Embedder == semantic.EmbedOpenAI {
-		if strings.TrimSpace(c.EmbedBaseURL) == "" {
-			l.add(at("embed_base_url"), "required for embedder %s", semantic.EmbedOpenAI)
+		for _, f := range other.Settings(c) {
+			l.add(at(f), "only used with kind: %s", other.Name)
 		}
-		if strings.TrimSpace(c.EmbedModel) == "" {
-			l.add(at("embed_model"), "required for embedder %s", semantic.EmbedOpenAI)
+	}
+	if kind.Validate != nil {
+		for _, e := range kind.Validate(c) {
+			*l = append(*l, &FieldError{Path: at(e.Path...), Field: fieldName(at(e.Path...)), Msg: e.Msg})
 		}
-	} else {
-		for _, f := range []struct {
-			name string
-			set  bool
-		}{{"embed_base_url", c.EmbedBaseURL != ""}, {"embed_model", c.EmbedModel != ""}, {"embed_api_key_env", c.EmbedAPIKeyEnv != ""}} {
-			if f.set {
-				l.add(at(f.name), "only used with embedder %s", semantic.EmbedOpenAI)
-			}
-		}
+	}
+	if kind.OwnIndex != "" && c.Store != t.Stores[0].Name {
+		l.add(at("store"), "kind %s %s", kind.Name, kind.OwnIndex)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/router"
 )
 
@@ -28,15 +29,15 @@ func TestValidate(t *testing.T) {
 		want   []string // path: message fragment
 	}{
 		{name: "valid", arms: arm(ArmSpec{Model: "small", Cache: &CacheSpec{}, Router: &RouterSpec{Small: "small", Large: "large"}})},
-		{name: "valid semantic", arms: arm(ArmSpec{Model: "large", Cache: &CacheSpec{Kind: "semantic", Threshold: 0.9}})},
-		{name: "semantic errors", arms: arm(ArmSpec{Model: "large", Cache: &CacheSpec{Kind: "semantic", Store: "redis", Embedder: "openai"}}),
-			want: []string{"arms[1].cache.threshold: required for kind semantic", "arms[1].cache.store: kind semantic keeps its index in process",
-				"arms[1].cache.embed_base_url: required", "arms[1].cache.embed_model: required"}},
+		{name: "valid semantic", arms: arm(ArmSpec{Model: "large", Cache: &CacheSpec{Kind: "semantic", Settings: semantic.Settings{Threshold: 0.9}}})},
+		{name: "semantic errors", arms: arm(ArmSpec{Model: "large", Cache: &CacheSpec{Kind: "semantic", Store: "redis", Settings: semantic.Settings{Embedder: "openai"}}}),
+			want: []string{"arms[1].cache.threshold: required for kind semantic", "arms[1].cache.embed_base_url: required",
+				"arms[1].cache.embed_model: required", "arms[1].cache.store: kind semantic keeps its index in process"}},
 		{name: "semantic kind and embedder", arms: arm(ArmSpec{Model: "large", Cache: &CacheSpec{Kind: "fuzzy"}}),
 			want: []string{`arms[1].cache.kind: unknown cache kind "fuzzy"`}},
-		{name: "semantic fields on exact", arms: arm(ArmSpec{Model: "large", Cache: &CacheSpec{Threshold: 0.9, Embedder: "builtin"}}),
+		{name: "semantic fields on exact", arms: arm(ArmSpec{Model: "large", Cache: &CacheSpec{Settings: semantic.Settings{Threshold: 0.9, Embedder: "builtin"}}}),
 			want: []string{"arms[1].cache.threshold: only used with kind: semantic", "arms[1].cache.embedder: only used with kind: semantic"}},
-		{name: "semantic unknown embedder", arms: arm(ArmSpec{Model: "large", Cache: &CacheSpec{Kind: "semantic", Threshold: 0.9, Embedder: "w2v"}}),
+		{name: "semantic unknown embedder", arms: arm(ArmSpec{Model: "large", Cache: &CacheSpec{Kind: "semantic", Settings: semantic.Settings{Threshold: 0.9, Embedder: "w2v"}}}),
 			want: []string{`arms[1].cache.embedder: unknown embedder "w2v"`}},
 		{name: "no models", models: func([]ModelSpec) []ModelSpec { return nil }, arms: []ArmSpec{{Name: "a", Model: "x"}},
 			want: []string{"models: at least one model", "arms[0].model: unknown model"}},

@@ -77,7 +77,7 @@ func run(seeds int, embedder string, rate, holdout float64, swapEvery int, work 
 	if err != nil {
 		return err
 	}
-	emb, err := semantic.OpenEmbedder(cache.EmbedderConfig{Kind: embedder})
+	emb, err := semantic.OpenEmbedder(semantic.EmbedderConfig{Kind: embedder})
 	if err != nil {
 		return err
 	}

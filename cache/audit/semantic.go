@@ -44,7 +44,7 @@ func (e *embedders) get(kind string) (semantic.Embedder, error) {
 	if m, ok := e.kinds[kind]; ok {
 		return m, nil
 	}
-	emb, err := semantic.OpenEmbedder(cache.EmbedderConfig{Kind: kind})
+	emb, err := semantic.OpenEmbedder(semantic.EmbedderConfig{Kind: kind})
 	if err != nil {
 		return nil, err
 	}

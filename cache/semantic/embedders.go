@@ -4,30 +4,40 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/model/embed"
 )
 
-// Embedder kinds a configuration may name (cache.EmbedderConfig.Kind).
+// EmbedderConfig names a semantic layer's embedder and how to reach it.
+type EmbedderConfig struct {
+	// Kind is one of the embedder kinds below ("" means builtin-guarded).
+	Kind string
+	// BaseURL, Model and APIKey reach an OpenAI-compatible /v1/embeddings
+	// endpoint (kind openai).
+	BaseURL, Model, APIKey string
+	// Dim is the built-in embedders' vector length (0: their default).
+	Dim int
+}
+
+// Embedder kinds a configuration may name (EmbedderConfig.Kind).
 const (
 	EmbedBuiltin        = "builtin"         // hashed words and n-grams, offline (embed.Hashed)
 	EmbedBuiltinGuarded = "builtin-guarded" // the same plus number, identifier and negation features
 	EmbedOpenAI         = "openai"          // an OpenAI-compatible /v1/embeddings endpoint (e.g. crab sim-server)
 )
 
-// embedders is the registry of embedder kinds: name → constructor, in
+// embedders is the table of embedder kinds: name → constructor, in
 // the order help text lists them.
 var embedders = []struct {
 	kind string
-	open func(cache.EmbedderConfig) (Embedder, error)
+	open func(EmbedderConfig) (Embedder, error)
 }{
-	{EmbedBuiltin, func(c cache.EmbedderConfig) (Embedder, error) {
+	{EmbedBuiltin, func(c EmbedderConfig) (Embedder, error) {
 		return embed.NewHashed(embed.HashedConfig{Dim: c.Dim})
 	}},
-	{EmbedBuiltinGuarded, func(c cache.EmbedderConfig) (Embedder, error) {
+	{EmbedBuiltinGuarded, func(c EmbedderConfig) (Embedder, error) {
 		return embed.NewHashed(embed.HashedConfig{Dim: c.Dim, Guards: true})
 	}},
-	{EmbedOpenAI, func(c cache.EmbedderConfig) (Embedder, error) {
+	{EmbedOpenAI, func(c EmbedderConfig) (Embedder, error) {
 		return embed.NewOpenAI(embed.OpenAIConfig{BaseURL: c.BaseURL, Model: c.Model, APIKey: c.APIKey})
 	}},
 }
@@ -43,7 +53,7 @@ func EmbedderKinds() []string {
 
 // OpenEmbedder builds the embedder a configuration names ("" means
 // builtin-guarded).
-func OpenEmbedder(c cache.EmbedderConfig) (Embedder, error) {
+func OpenEmbedder(c EmbedderConfig) (Embedder, error) {
 	if c.Kind == "" {
 		c.Kind = EmbedBuiltinGuarded
 	}
@@ -53,16 +63,4 @@ func OpenEmbedder(c cache.EmbedderConfig) (Embedder, error) {
 		}
 	}
 	return nil, fmt.Errorf("%w: unknown embedder %q (want %s)", ErrBadConfig, c.Kind, strings.Join(EmbedderKinds(), ", "))
-}
-
-// newLayer is the registered constructor of the semantic kind.
-func newLayer(lc cache.LayerConfig) (cache.Layer, error) {
-	emb, err := OpenEmbedder(lc.Embedder)
-	if err != nil {
-		return nil, err
-	}
-	return New(Config{
-		Fields: lc.Config.Fields, Threshold: lc.Threshold, CheckOnHit: lc.Config.CheckOnHit,
-		TTL: lc.Config.TTL, Now: lc.Config.Now,
-	}, emb)
 }

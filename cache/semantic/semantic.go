@@ -13,7 +13,9 @@
 // An embedding failure is counted (Stats.Unavailable) and served as a
 // miss; it never yields a hit and the answer is not stored. Every hit
 // records its similarity in Trace.Similarity. Tune chooses the threshold
-// on labelled pairs. The package registers the cache kind "semantic".
+// on labelled pairs. A stack lists the layer under cache.KindSemantic in
+// its table of cache kinds, with Settings as its own keys of the cache
+// configuration.
 package semantic
 
 import (
@@ -78,6 +80,10 @@ type Config struct {
 	Seed int64
 	// Now is the clock for TTL and durations. Default time.Now.
 	Now func() time.Time
+	// Validate, when set, is the output contract's check (true when the
+	// content and finish reason meet it): an answer that fails it is not
+	// stored, whatever the layers inside reported.
+	Validate func(content, finishReason string) bool
 }
 
 // Defaults of Config.
@@ -134,10 +140,6 @@ type entry struct {
 }
 
 var _ cache.Layer = (*Cache)(nil)
-
-func init() {
-	cache.RegisterKind(cache.KindSemantic, newLayer)
-}
 
 // New validates cfg, fills its defaults and returns the cache over emb.
 func New(cfg Config, emb Embedder) (*Cache, error) {
@@ -266,7 +268,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 	storeStart := c.cfg.Now()
 	switch {
 	case vec == nil:
-	case !cache.Cacheable(resp, err) || !sameIdentity(resp.Scope, req.Scope):
+	case !cache.Cacheable(resp, err, c.cfg.Validate) || !sameIdentity(resp.Scope, req.Scope):
 		c.st.notCached.Add(1)
 	default:
 		scope := resp.Scope
@@ -408,8 +410,9 @@ func (c *Cache) Stats() cache.Stats {
 	}
 }
 
-// SemanticStats are the counters only a semantic layer has.
-type SemanticStats struct {
+// Stats are the counters only a semantic layer has (Cache.Stats has the
+// ones every cache layer has).
+type Stats struct {
 	// SimilarHits counts hits whose stored text differs from the
 	// request's (after normalisation): what an exact key would have missed.
 	SimilarHits uint64 `json:"similar_hits"`
@@ -423,12 +426,12 @@ type SemanticStats struct {
 	Evicted uint64 `json:"evicted"`
 }
 
-// SemanticStats returns the semantic layer's own counters.
-func (c *Cache) SemanticStats() SemanticStats {
+// Counters returns the semantic layer's own counters.
+func (c *Cache) Counters() Stats {
 	c.mu.RLock()
 	n := c.count
 	c.mu.RUnlock()
-	return SemanticStats{
+	return Stats{
 		SimilarHits: c.st.similar.Load(), EmbedErrors: c.st.unavailable.Load(),
 		Embeds: c.embeds.Load(), EmbedMs: float64(c.embedDur.Load()) / 1e6,
 		Entries: n, Evicted: c.st.evicted.Load(),

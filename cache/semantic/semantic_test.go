@@ -77,7 +77,7 @@ func TestParaphraseHitsHardNegativeMisses(t *testing.T) {
 					t.Errorf("hard negative %q: %s (similarity %v); want miss", n, r.Trace.Cache, r.Trace.Similarity)
 				}
 			}
-			if st := c.SemanticStats(); st.SimilarHits != 2 {
+			if st := c.Counters(); st.SimilarHits != 2 {
 				t.Errorf("similar hits %d; want 2", st.SimilarHits)
 			}
 		})
@@ -196,7 +196,7 @@ func TestTTLAndEviction(t *testing.T) {
 	if r, _ := m.Complete(ctx, req("Where is order 0?", "acme")); r.Trace.Cache != model.CacheMiss {
 		t.Fatalf("evicted entry: %s; want miss", r.Trace.Cache)
 	}
-	if st := c.SemanticStats(); st.Evicted < 1 || st.Entries > 2 {
+	if st := c.Counters(); st.Evicted < 1 || st.Entries > 2 {
 		t.Fatalf("stats %+v; want at most 2 entries and an eviction", st)
 	}
 }
@@ -211,12 +211,8 @@ func TestConfigErrors(t *testing.T) {
 	if _, err := New(Config{Threshold: 0.9}, nil); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("no embedder: %v; want ErrBadConfig", err)
 	}
-	if _, err := cache.NewLayer(cache.KindSemantic, cache.LayerConfig{Threshold: 0.9, Embedder: cache.EmbedderConfig{Kind: "word2vec"}}); err == nil {
-		t.Errorf("unknown embedder accepted")
-	}
-	l, err := cache.NewLayer(cache.KindSemantic, cache.LayerConfig{Threshold: 0.9})
-	if err != nil || !l.Key().Full() {
-		t.Fatalf("registered kind: %v, %v; want a semantic layer over the full key", l, err)
+	if _, err := OpenEmbedder(EmbedderConfig{Kind: "word2vec"}); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("unknown embedder: %v; want ErrBadConfig", err)
 	}
 }
 
@@ -231,7 +227,7 @@ func TestOpenAIEmbedderFailureIsAMiss(t *testing.T) {
 		func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`{"object":"list","data":[]}`)) },
 	} {
 		hs := httptest.NewServer(h)
-		emb, err := OpenEmbedder(cache.EmbedderConfig{Kind: EmbedOpenAI, BaseURL: hs.URL + "/v1", Model: "m"})
+		emb, err := OpenEmbedder(EmbedderConfig{Kind: EmbedOpenAI, BaseURL: hs.URL + "/v1", Model: "m"})
 		if err != nil {
 			t.Fatal(err)
 		}
