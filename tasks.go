@@ -42,7 +42,9 @@ FIELD is id, text, tenant, user, permission, lang, doc_version, group, difficult
 or expected.NAME (expected.details.priority for a nested field) for a label.
 With --contract, labels are coerced to the contract's types ("false" -> false, "3" -> 3;
 a list as JSON or items separated by ;) and checked against it; an empty cell is no label.
-Rows without an id column are numbered r0001, r0002, ...`,
+Rows without an id column are numbered r0001, r0002, ...
+In JSONL, COLUMN may be a dotted path into nested objects and arrays
+(response.body.choices.0.message.content in an OpenAI Batch output).`,
 			Flags: []cli.Flag{
 				&cli.StringSliceFlag{Name: "map", Aliases: []string{"m"}, Usage: "`FIELD=COLUMN` pairs, comma-separated or repeated"},
 				&cli.StringSliceFlag{Name: "set", Usage: "`FIELD=VALUE` for task fields no column holds (e.g. tenant=acme)"},
