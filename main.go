@@ -129,7 +129,8 @@ func main() {
 func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := newApp(stdin, stdout, stderr).RunContext(ctx, args)
+	app := newApp(stdin, stdout, stderr)
+	err := app.RunContext(ctx, reorderArgs(app.Commands, args))
 	if err == nil {
 		return exitOK
 	}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// reorderArgs moves a command's flags before its arguments, so that flags
+// may come anywhere on the line (crab export run1 --format csv -o r.csv):
+// urfave/cli stops reading flags at the first argument. A flag that takes
+// a value keeps the word after it (unless written --flag=value); "--" ends
+// the flags, and every word after it stays an argument; "-" alone is an
+// argument (stdin). args[0] is the program name.
+func reorderArgs(cmds []*cli.Command, args []string) []string {
+	if len(args) < 2 {
+		return args
+	}
+	out := []string{args[0]}
+	rest := args[1:]
+	var cmd *cli.Command
+	// The command words (crab tasks import): each must name a command or
+	// a subcommand of the one before; global flags before them stay.
+	for len(rest) > 0 {
+		next := findCommand(cmds, rest[0])
+		if next == nil {
+			break
+		}
+		cmd, cmds = next, next.Subcommands
+		out, rest = append(out, rest[0]), rest[1:]
+	}
+	if cmd == nil || len(cmd.Subcommands) > 0 {
+		return args // no command, or one still wanting its subcommand: as given
+	}
+	valued := valueFlags(cmd.Flags)
+	var flags, positional []string
+	for i := 0; i < len(rest); i++ {
+		a := rest[i]
+		switch {
+		case a == "--":
+			positional = append(positional, rest[i+1:]...)
+			i = len(rest)
+		case len(a) > 1 && a[0] == '-':
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && valued[name] && i+1 < len(rest) {
+				i++
+				flags = append(flags, rest[i])
+			}
+		default:
+			positional = append(positional, a)
+		}
+	}
+	out = append(out, flags...)
+	if len(positional) > 0 {
+		out = append(out, "--")
+		out = append(out, positional...)
+	}
+	return out
+}
+
+// findCommand is the command of cmds named name (or one of its aliases).
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// valueFlags is the set of names (aliases included) of the flags that take
+// a value: every flag but a boolean one.
+func valueFlags(flags []cli.Flag) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range flags {
+		if _, isBool := f.(*cli.BoolFlag); isBool {
+			continue
+		}
+		for _, n := range f.Names() {
+			m[n] = true
+		}
+	}
+	return m
+}
