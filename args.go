@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -11,14 +13,16 @@ import (
 // urfave/cli stops reading flags at the first argument. A flag that takes
 // a value keeps the word after it (unless written --flag=value); "--" ends
 // the flags, and every word after it stays an argument; "-" alone is an
-// argument (stdin). args[0] is the program name.
-func reorderArgs(cmds []*cli.Command, args []string) []string {
+// argument (stdin). args[0] is the program name. A flag's old name
+// (renamedFlags) becomes its new one, with a one-line note on stderr.
+func reorderArgs(cmds []*cli.Command, args []string, stderr io.Writer) []string {
 	if len(args) < 2 {
 		return args
 	}
 	out := []string{args[0]}
 	rest := args[1:]
 	var cmd *cli.Command
+	var path []string
 	// The command words (crab tasks import): each must name a command or
 	// a subcommand of the one before; global flags before them stay.
 	for len(rest) > 0 {
@@ -27,15 +31,20 @@ func reorderArgs(cmds []*cli.Command, args []string) []string {
 			break
 		}
 		cmd, cmds = next, next.Subcommands
+		path = append(path, next.Name)
 		out, rest = append(out, rest[0]), rest[1:]
 	}
 	if cmd == nil || len(cmd.Subcommands) > 0 {
 		return args // no command, or one still wanting its subcommand: as given
 	}
 	valued := valueFlags(cmd.Flags)
+	renamed := renamedFlags[strings.Join(path, " ")]
 	var flags, positional []string
 	for i := 0; i < len(rest); i++ {
 		a := rest[i]
+		if len(a) > 1 && a[0] == '-' && a != "--" {
+			a = renameFlag(a, renamed, stderr)
+		}
 		switch {
 		case a == "--":
 			positional = append(positional, rest[i+1:]...)
@@ -57,6 +66,33 @@ func reorderArgs(cmds []*cli.Command, args []string) []string {
 		out = append(out, positional...)
 	}
 	return out
+}
+
+// renamedFlags are the old names of flags, by command, kept for one
+// release (see docs/workload.md, "One flag vocabulary"): old name → new.
+var renamedFlags = map[string]map[string]string{
+	"run":          {"config": "experiment", "c": "experiment", "out": "output"},
+	"tune":         {"config": "experiment", "c": "experiment", "out": "output"},
+	"tasks import": {"out": "output"},
+}
+
+// renameFlag turns a flag word under an old name (--out, --out=x, -c) into
+// its new name, saying so on stderr; any other word is returned as is.
+func renameFlag(word string, renamed map[string]string, stderr io.Writer) string {
+	name, value, hasValue := strings.Cut(strings.TrimLeft(word, "-"), "=")
+	to, ok := renamed[name]
+	if !ok {
+		return word
+	}
+	old := "--" + name
+	if len(name) == 1 {
+		old = "-" + name
+	}
+	fmt.Fprintf(stderr, "crab: note: %s is deprecated, use --%s (the old name goes in the next release)\n", old, to)
+	if hasValue {
+		return "--" + to + "=" + value
+	}
+	return "--" + to
 }
 
 // findCommand is the command of cmds named name (or one of its aliases).

@@ -130,7 +130,7 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app := newApp(stdin, stdout, stderr)
-	err := app.RunContext(ctx, reorderArgs(app.Commands, args))
+	err := app.RunContext(ctx, reorderArgs(app.Commands, args, stderr))
 	if err == nil {
 		return exitOK
 	}
