@@ -16,8 +16,8 @@ import (
 // argument (stdin). args[0] is the program name. A flag's old name
 // (renamedFlags) becomes its new one, with a one-line note on stderr.
 func reorderArgs(cmds []*cli.Command, args []string, stderr io.Writer) []string {
-	if len(args) < 2 {
-		return args
+	if len(args) < 2 || args[len(args)-1] == completionFlag {
+		return args // a completion request must stay last
 	}
 	out := []string{args[0]}
 	rest := args[1:]

@@ -56,6 +56,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		tasksCmd(),
 		recordingCmd(),
 		exportCmd(),
+		completionCmd(),
 	}
 	for _, c := range cmds {
 		c.OnUsageError = usageError
@@ -69,6 +70,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Writer:       stdout,
 		ErrWriter:    stderr,
 		OnUsageError: usageError,
+		// crab completion's scripts ask for the next words with the hidden
+		// --generate-bash-completion flag.
+		EnableBashCompletion: true,
 		// Exit codes are decided in main, never inside the library.
 		ExitErrHandler: func(*cli.Context, error) {},
 		Commands:       cmds,
