@@ -22,6 +22,7 @@ type exportOptions struct {
 	From   string // importer of Paths (recordimport.Sources); "" = crab's own records
 	Stdin  io.Reader
 	Stdout io.Writer
+	Stderr io.Writer // progress, on a terminal only
 }
 
 func exportCmd() *cli.Command {
@@ -42,7 +43,7 @@ func exportCmd() *cli.Command {
 			}
 			return exportRecords(c.Context, exportOptions{
 				Paths: c.Args().Slice(), Format: c.String("format"), Output: c.String("output"),
-				From: c.String("from"), Stdin: c.App.Reader, Stdout: c.App.Writer,
+				From: c.String("from"), Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 			})
 		},
 	}
@@ -103,7 +104,12 @@ func exportTo(w io.Writer, o exportOptions) error {
 		}
 		return rw.Close()
 	}
-	if _, err := records.ReadEach(o.Paths, o.Stdin, rw.Write); err != nil {
+	add, done := progressCounter(o.Stderr, "records")
+	defer done()
+	if _, err := records.ReadEach(o.Paths, o.Stdin, func(rec *records.Record) error {
+		add(1)
+		return rw.Write(rec)
+	}); err != nil {
 		return err
 	}
 	return rw.Close()

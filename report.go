@@ -25,6 +25,7 @@ type reportOptions struct {
 	FailOnReject bool
 	Stdin        io.Reader
 	Stdout       io.Writer
+	Stderr       io.Writer // progress, on a terminal only
 
 	// AllowContractChange compares arms validated against different
 	// contracts instead of rejecting the candidate as different work.
@@ -57,7 +58,7 @@ func reportCmd() *cli.Command {
 			return runReport(c.Context, reportOptions{
 				Paths: c.Args().Slice(), Format: c.String("format"), Baseline: c.String("baseline"),
 				FailOnReject: c.Bool("fail-on-reject"), AllowContractChange: c.Bool("allow-contract-change"), AllowMixed: c.Bool("allow-mixed"),
-				From: c.String("from"), Stdin: c.App.Reader, Stdout: c.App.Writer,
+				From: c.String("from"), Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 			})
 		},
 	}
@@ -68,12 +69,15 @@ func runReport(_ context.Context, o reportOptions) error {
 		return badUsage("unknown --format %q (want %s)", o.Format, report.Help())
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
+	stopProgress := progressSpinner(o.Stderr, "reading and summarising records")
 	recs, opt, mixed, err := reportInput(o)
 	if err != nil {
+		stopProgress()
 		return err
 	}
 	opt.Baseline, opt.AllowContractChange = o.Baseline, o.AllowContractChange
 	sum, err := analysis.Summarize(recs, opt)
+	stopProgress()
 	if err == nil && mixed != "" {
 		sum.Decision.Warnings = append(sum.Decision.Warnings, mixed)
 	}
