@@ -21,7 +21,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
@@ -386,8 +385,7 @@ func startRecording(path string, start func(io.Writer) error, end func()) (stop 
 // and remaining time on w, or nil when w is not a terminal (a log file or a
 // pipe gets no bar).
 func progressBar(w io.Writer) func(done, total int) {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	if !isTerminal(w) {
 		return nil
 	}
 	var bar *progressbar.ProgressBar
