@@ -102,9 +102,11 @@ func TestOutputDash(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, `"text"`) {
 		t.Errorf("tasks import -o -: exit %d, %.60q", code, out)
 	}
-	code, _, errs = crab(t, "", "run", "-o", "-")
-	if code != exitBadInput || !strings.Contains(errs, "-o -: a run writes a folder") {
-		t.Errorf("run -o -: exit %d, %q", code, errs)
+	for _, cmd := range []string{"run", "tune"} {
+		code, _, errs = crab(t, "", cmd, "-o", "-")
+		if code != exitBadInput || !strings.Contains(errs, cmd+" -o -: the output is a folder") {
+			t.Errorf("%s -o -: exit %d, %q", cmd, code, errs)
+		}
 	}
 	if _, err := os.Stat("-"); err == nil {
 		t.Error("run -o - made a directory named -")

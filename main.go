@@ -62,6 +62,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		c.OnUsageError = usageError
 		checkRequiredFlags(c)
 	}
+	refuseStdoutFolder(cmds, "run", "records, manifest, reports")
+	refuseStdoutFolder(cmds, "tune", "sweep, tuned experiment, charts")
 	return &cli.App{
 		Name:         "crab",
 		Usage:        "cache and router A/B testbed for LLM applications",
@@ -112,6 +114,22 @@ func checkRequiredFlags(c *cli.Command) {
 			if !ctx.IsSet(n) {
 				return badUsage("%s needs --%s (see crab %s --help)", c.Name, n, c.Name)
 			}
+		}
+		if before != nil {
+			return before(ctx)
+		}
+		return nil
+	}
+}
+
+// refuseStdoutFolder makes -o - bad usage for the command named name,
+// whose --output is a folder of several files (holds), not one stream.
+func refuseStdoutFolder(cmds []*cli.Command, name, holds string) {
+	c := findCommand(cmds, name)
+	before := c.Before
+	c.Before = func(ctx *cli.Context) error {
+		if ctx.String("output") == "-" {
+			return badUsage("%s -o -: the output is a folder (%s), not one stream, so it cannot be stdout; name a directory", name, holds)
 		}
 		if before != nil {
 			return before(ctx)

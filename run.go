@@ -129,13 +129,10 @@ func run(ctx context.Context, o runOptions) (err error) {
 }
 
 // checkRunOptions checks the flags of crab run that need no file: the
-// printed format, --shard, --start-at, and -o naming a folder.
+// printed format, --shard and --start-at.
 func checkRunOptions(o runOptions) (shard eval.Shard, startAt time.Time, err error) {
 	if !report.Valid(o.Format) {
 		return shard, startAt, badUsage("unknown --format %q (want %s)", o.Format, report.Help())
-	}
-	if o.OutDir == "-" {
-		return shard, startAt, badUsage("-o -: a run writes a folder (records, manifest, reports), not one stream; name a directory, then crab report DIR or crab export DIR -o - prints one")
 	}
 	if o.Shard != "" {
 		if shard, err = eval.ParseShard(o.Shard); err != nil {
