@@ -110,7 +110,7 @@ func exportTo(w io.Writer, o exportOptions) error {
 		add(1)
 		return rw.Write(rec)
 	}); err != nil {
-		return err
+		return hintFrom(err, o.Paths)
 	}
 	return rw.Close()
 }

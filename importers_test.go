@@ -54,6 +54,10 @@ func TestImportBadInput(t *testing.T) {
 	if _, err := os.Stat(dst); err == nil || out != "" {
 		t.Errorf("bad input wrote output (%q)", out)
 	}
+	code, _, errs = crab(t, "", "report", "recordimport/testdata/vllm-baseline.json")
+	if code != exitBadInput || !strings.Contains(errs, "looks like a vllm file: add --from vllm") {
+		t.Errorf("a vLLM file read as crab records: exit %d, %q; want the --from hint", code, errs)
+	}
 	code, _, errs = crab(t, "", "report", "--from", "sglang", bad)
 	if code != exitBadInput || !strings.Contains(errs, `unknown --from "sglang"`) {
 		t.Errorf("unknown source: exit %d, %q", code, errs)

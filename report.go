@@ -122,7 +122,21 @@ func reportInput(o reportOptions) (recs *records.RecordSet, opt analysis.Options
 	}
 	opt = fromManifests(o.Paths)
 	recs, err = records.ReadSet(o.Paths, o.Stdin)
-	return recs, opt, mixed, err
+	return recs, opt, mixed, hintFrom(err, o.Paths)
+}
+
+// hintFrom adds to a bad-input error of crab's own reader the --from that
+// reads the files, when one of them has the shape another tool writes.
+func hintFrom(err error, paths []string) error {
+	if err == nil || !errors.Is(err, records.ErrBadInput) {
+		return err
+	}
+	for _, p := range paths {
+		if from := recordimport.Sniff(p); from != "" {
+			return fmt.Errorf("%w (%s looks like a %s file: add --from %s)", err, p, from, from)
+		}
+	}
+	return err
 }
 
 // fromFlag is the --from flag of the commands that read records.

@@ -131,3 +131,24 @@ func lineAt(data []byte, off int64) int {
 	}
 	return n
 }
+
+// Sniff names the importer whose shape the file at path has ("vllm",
+// "litellm"), or "" when it has neither: for a hint when crab's own
+// reader refuses a file another tool wrote. It reads the first 64 KiB.
+func Sniff(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	head := make([]byte, 64<<10)
+	n, _ := io.ReadFull(f, head)
+	s := string(head[:n])
+	switch {
+	case strings.Contains(s, `"ttfts"`) && strings.Contains(s, `"input_lens"`):
+		return FromVLLM
+	case strings.Contains(s, "request_id") && strings.Contains(s, "startTime") && strings.Contains(s, "endTime"):
+		return FromLiteLLM
+	}
+	return ""
+}

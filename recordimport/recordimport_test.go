@@ -123,3 +123,14 @@ func TestReadSameArmTwice(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+func TestSniff(t *testing.T) {
+	for file, want := range map[string]string{
+		"testdata/vllm-baseline.json": FromVLLM, "testdata/litellm-spend.json": FromLiteLLM,
+		"testdata/litellm-spend.csv": FromLiteLLM, "testdata/README.md": "", "testdata/nosuch": "",
+	} {
+		if got := Sniff(file); got != want {
+			t.Errorf("Sniff(%s) = %q, want %q", file, got, want)
+		}
+	}
+}
