@@ -52,7 +52,10 @@ func reorderArgs(cmds []*cli.Command, args []string, stderr io.Writer) []string 
 		case len(a) > 1 && a[0] == '-':
 			flags = append(flags, a)
 			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && valued[name] && i+1 < len(rest) {
+			if !strings.Contains(name, "=") && valued[name] {
+				if i+1 == len(rest) {
+					return args // a value flag without its value: urfave/cli says so
+				}
 				i++
 				flags = append(flags, rest[i])
 			}

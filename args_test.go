@@ -22,6 +22,8 @@ func TestReorderArgs(t *testing.T) {
 		{"crab tasks", "crab tasks"},
 		{"crab nosuch a --b", "crab nosuch a --b"},
 		{"crab --version", "crab --version"},
+		{"crab report --format", "crab report --format"},
+		{"crab report run1 --format", "crab report run1 --format"},
 	}
 	for _, c := range cases {
 		got := strings.Join(reorderArgs(cmds, strings.Fields(c.in), io.Discard), " ")
