@@ -37,6 +37,7 @@ type checkOptions struct {
 	Decide, Keep, Superset []string
 	Evidence               string
 	Experiment             string // experiment file whose proof section the proof uses; "" = the run's manifest's
+	Format                 string // text or json
 	Stdin                  io.Reader
 	Stdout                 io.Writer
 }
@@ -58,7 +59,8 @@ or run directories (their records.jsonl: every ok record's output is checked); -
 --decide/--keep/--superset/--evidence, else the experiment's proof section (--experiment, or the run's
 manifest), else the contract (required enums, booleans and numbers decided the same; required strings
 and arrays kept non-empty). A field is a path of names joined by dots (intent.name; slots.value is
-every slot's value). Exit 1 on a lint problem, a violation or a failed proof.`,
+every slot's value). Exit 1 on a lint problem, a violation or a failed proof.
+--format json prints the same findings as one JSON object (see docs/workload.md).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "lint", Usage: "contract `FILE` to check against the strict structured-output subset"},
 			&cli.StringFlag{Name: "contract", Usage: "contract `FILE` (JSON Schema) answers are checked against"},
@@ -71,6 +73,7 @@ every slot's value). Exit 1 on a lint problem, a violation or a failed proof.`,
 			&cli.StringSliceFlag{Name: "superset", Usage: "proof: array `FIELD`s whose every item must be kept (e.g. risk_flags)"},
 			&cli.StringFlag{Name: "evidence", Usage: "proof: array `FIELD` of input quotations that must still quote what the full answer quotes"},
 			&cli.StringFlag{Name: "experiment", Usage: "proof: experiment `FILE` whose proof section declares the fields (default: the run's manifest)"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json (one JSON object, every finding listed)"},
 			&cli.IntFlag{Name: "max-listed", Value: 20, Usage: "list at most `N` tasks or answers per kind of finding (0: all)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -78,7 +81,7 @@ every slot's value). Exit 1 on a lint problem, a violation or a failed proof.`,
 				Lint: c.String("lint"), Contract: c.String("contract"), Outputs: c.Args().Slice(),
 				Run: c.String("run"), Full: c.String("full"), Short: c.String("short"), Tasks: c.String("tasks"),
 				MaxListed: c.Int("max-listed"), Decide: c.StringSlice("decide"), Keep: c.StringSlice("keep"),
-				Superset: c.StringSlice("superset"), Evidence: c.String("evidence"), Experiment: c.String("experiment"), Stdin: c.App.Reader, Stdout: c.App.Writer,
+				Superset: c.StringSlice("superset"), Evidence: c.String("evidence"), Experiment: c.String("experiment"), Format: c.String("format"), Stdin: c.App.Reader, Stdout: c.App.Writer,
 			})
 		},
 	}
@@ -88,6 +91,9 @@ every slot's value). Exit 1 on a lint problem, a violation or a failed proof.`,
 func check(_ context.Context, o checkOptions) error {
 	if o.MaxListed < 0 {
 		return badUsage("--max-listed must be 0 or more, got %d", o.MaxListed)
+	}
+	if o.Format != "" && o.Format != "text" && o.Format != "json" {
+		return badUsage("unknown --format %q (want text or json)", o.Format)
 	}
 	if o.Lint != "" {
 		if o.Contract != "" || o.Run != "" || o.Full != "" || o.Short != "" || o.Tasks != "" || len(o.Outputs) > 0 {
@@ -160,6 +166,9 @@ func checkLint(o checkOptions) error {
 		return &eval.InputError{File: o.Lint, Msg: "cannot read: " + checkPathErr(err)}
 	}
 	problems := contract.Lint(raw)
+	if o.Format == "json" {
+		return lintJSON(o, raw, problems)
+	}
 	var b strings.Builder
 	for _, p := range problems {
 		b.WriteString(o.Lint)
@@ -199,6 +208,7 @@ func checkOutputs(c *contract.Contract, o checkOptions) error {
 	byRule := map[string]int{}
 	notDelivered := map[string]int{}
 	otherContract := map[string]int{}
+	var listedJSON []answerJSON
 	for _, path := range o.Outputs {
 		answers, _, err := records.ReadAnswers(path, o.Stdin)
 		if err != nil {
@@ -225,6 +235,10 @@ func checkOutputs(c *contract.Contract, o checkOptions) error {
 					byRule[v.Rule]++
 				}
 			}
+			if o.Format == "json" {
+				listedJSON = append(listedJSON, invalidJSON(a, vs))
+				continue
+			}
 			if o.MaxListed > 0 && listed >= o.MaxListed {
 				continue
 			}
@@ -234,6 +248,13 @@ func checkOutputs(c *contract.Contract, o checkOptions) error {
 				b.WriteString("  " + v.String() + "\n")
 			}
 		}
+	}
+	if o.Format == "json" {
+		if err := writeCheckJSON(o.Stdout, outputsJSON{Contract: o.Contract, SHA256: c.Hash(), Checked: checked, Valid: checked - invalid,
+			Invalid: invalid, ByRule: byRule, NotDelivered: notDelivered, OtherContract: otherContract, Answers: listedJSON}); err != nil {
+			return err
+		}
+		return outputsVerdict(checked, invalid)
 	}
 	if invalid > listed {
 		fmt.Fprintf(&b, "... and %d more invalid answers (--max-listed 0 lists all)\n", invalid-listed)
@@ -271,6 +292,12 @@ func checkOutputs(c *contract.Contract, o checkOptions) error {
 	if _, err := io.WriteString(o.Stdout, b.String()); err != nil {
 		return err
 	}
+	return outputsVerdict(checked, invalid)
+}
+
+// outputsVerdict is the exit of a validation: 1 on any invalid answer, or
+// on none to check.
+func outputsVerdict(checked, invalid int) error {
 	if invalid > 0 {
 		return checkFailed("check: %d of %d checked answers break the contract", invalid, checked)
 	}
@@ -349,6 +376,15 @@ func checkProof(c *contract.Contract, o checkOptions) error {
 		return err
 	}
 	proof := c.ProveSides(full, short, tickets, cfg)
+	if o.Format == "json" {
+		if err := writeCheckJSON(o.Stdout, proofJSON{Contract: o.Contract, SHA256: c.Hash(), Tickets: ticketNote, Proof: proof}); err != nil {
+			return err
+		}
+		if proof.OK {
+			return nil
+		}
+		return checkFailed("%s", proof.Failure())
+	}
 	if err := proof.WriteText(o.Stdout, contract.ProofText{ContractName: o.Contract, TicketNote: ticketNote, MaxListed: o.MaxListed}); err != nil {
 		return err
 	}

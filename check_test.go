@@ -169,7 +169,7 @@ arms:
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "run")
-	if code, _, errs := crab(t, "", "run", "-q", "-c", exp, "-o", out); code != 0 {
+	if code, _, errs := crab(t, "", "run", "-q", "-e", exp, "-o", out); code != 0 {
 		t.Fatalf("crab run: exit %d; want 0 (stderr %s)", code, errs)
 	}
 

@@ -79,7 +79,7 @@ func TestExampleWorkload(t *testing.T) {
 		t.Errorf("%d languages; the example has 7", len(langs))
 	}
 	out := filepath.Join(dir, "run")
-	code, stdout, errs := crab(t, "", "run", "-c", exp, "-o", out, "-q")
+	code, stdout, errs := crab(t, "", "run", "-e", exp, "-o", out, "-q")
 	if code != 0 {
 		t.Fatalf("run: exit %d: %s", code, errs)
 	}

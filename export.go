@@ -12,15 +12,18 @@ import (
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/export"
 	"github.com/crab-testbed/crab/internal/atomicfile"
+	"github.com/crab-testbed/crab/recordimport"
 )
 
 // exportOptions are the inputs of `crab export`.
 type exportOptions struct {
 	Paths  []string // run directories, records.jsonl or interchange CSV; "-" = stdin
 	Format string
-	Output string // file to write atomically; "" = Stdout
+	Output string // file to write atomically; "" or "-" = Stdout
+	From   string // importer of Paths (recordimport.Sources); "" = crab's own records
 	Stdin  io.Reader
 	Stdout io.Writer
+	Stderr io.Writer // progress, on a terminal only
 
 	Read records.ReadOptions // --ignore-unknown-columns
 }
@@ -29,12 +32,13 @@ func exportCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "export",
 		Usage: "write records as Parquet, interchange CSV or JSONL for other tools",
-		UsageText: "crab export [--format " + strings.Join(export.Formats(), "|") + "] [-o FILE] PATH...\n\n" +
-			"PATH is a run directory, a records.jsonl file or an interchange CSV; - reads stdin. Several paths merge\n" +
+		UsageText: "crab export [--format " + strings.Join(export.Formats(), "|") + "] [-o FILE|-] [--from " + strings.Join(recordimport.Sources(), "|") + "] PATH...\n\n" +
+			"PATH is a run directory, a records.jsonl file or an interchange CSV (with --from, another tool's result file, one per arm); - reads stdin. Several paths merge\n" +
 			"(the same arm, task and repeat twice is an error). Formats:\n" + export.Help(),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "parquet", Usage: strings.Join(export.Formats(), ", ")},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` (atomically: a reader sees the old file or the whole new one) instead of stdout"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` (atomically: a reader sees the old file or the whole new one) instead of stdout; - is stdout"},
+			fromFlag(),
 			ignoreUnknownColumnsFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -43,8 +47,8 @@ func exportCmd() *cli.Command {
 			}
 			return exportRecords(c.Context, exportOptions{
 				Paths: c.Args().Slice(), Format: c.String("format"), Output: c.String("output"),
-				Read:  readOptions(c),
-				Stdin: c.App.Reader, Stdout: c.App.Writer,
+				Read: readOptions(c),
+				From: c.String("from"), Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 			})
 		},
 	}
@@ -59,7 +63,10 @@ func exportRecords(_ context.Context, o exportOptions) error {
 	if !export.Known(o.Format) {
 		return badUsage("unknown --format %q (want %s)", o.Format, strings.Join(export.Formats(), ", "))
 	}
-	if o.Output != "" {
+	if !recordimport.Known(o.From) {
+		return badFrom(o.From)
+	}
+	if o.Output != "" && o.Output != "-" {
 		return atomicfile.Write(o.Output, func(w io.Writer) error { return exportTo(w, o) })
 	}
 	spool, err := os.CreateTemp("", "crab-export-*")
@@ -87,8 +94,28 @@ func exportTo(w io.Writer, o exportOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, err := o.Read.ReadEach(o.Paths, o.Stdin, rw.Write); err != nil {
-		return err
+	if o.From != "" && o.From != recordimport.FromCrab {
+		imp, err := recordimport.Read(o.Paths, o.Stdin, o.From)
+		if err != nil {
+			return err
+		}
+		if _, err := records.SetOf(imp.Records); err != nil {
+			return err // the checks every record meets, duplicates included
+		}
+		for i := range imp.Records {
+			if err := rw.Write(&imp.Records[i]); err != nil {
+				return err
+			}
+		}
+		return rw.Close()
+	}
+	add, done := progressCounter(o.Stderr, "records")
+	defer done()
+	if _, err := o.Read.ReadEach(o.Paths, o.Stdin, func(rec *records.Record) error {
+		add(1)
+		return rw.Write(rec)
+	}); err != nil {
+		return hintFrom(err, o.Paths)
 	}
 	return rw.Close()
 }

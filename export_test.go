@@ -91,7 +91,7 @@ func TestExportRun(t *testing.T) {
 	t.Parallel()
 	dir, exp := quickDir(t)
 	run := filepath.Join(dir, "run")
-	if code, _, errs := crab(t, "", "run", "-c", exp, "-o", run, "--quiet"); code != 0 {
+	if code, _, errs := crab(t, "", "run", "-e", exp, "-o", run, "--quiet"); code != 0 {
 		t.Fatalf("run: exit %d; stderr %s", code, errs)
 	}
 	want := reportTotals(t, run)

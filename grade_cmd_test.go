@@ -32,7 +32,7 @@ func TestRunGradeCommandErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "run")
-	code, stdout, errs := crab(t, "", "run", "-c", exp, "-o", out, "-q")
+	code, stdout, errs := crab(t, "", "run", "-e", exp, "-o", out, "-q")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

@@ -56,11 +56,14 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		tasksCmd(),
 		recordingCmd(),
 		exportCmd(),
+		completionCmd(),
 	}
 	for _, c := range cmds {
 		c.OnUsageError = usageError
 		checkRequiredFlags(c)
 	}
+	refuseStdoutFolder(cmds, "run", "records, manifest, reports")
+	refuseStdoutFolder(cmds, "tune", "sweep, tuned experiment, charts")
 	return &cli.App{
 		Name:         "crab",
 		Usage:        "cache and router A/B testbed for LLM applications",
@@ -69,6 +72,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		Writer:       stdout,
 		ErrWriter:    stderr,
 		OnUsageError: usageError,
+		// crab completion's scripts ask for the next words with the hidden
+		// --generate-bash-completion flag.
+		EnableBashCompletion: true,
 		// Exit codes are decided in main, never inside the library.
 		ExitErrHandler: func(*cli.Context, error) {},
 		Commands:       cmds,
@@ -116,6 +122,22 @@ func checkRequiredFlags(c *cli.Command) {
 	}
 }
 
+// refuseStdoutFolder makes -o - bad usage for the command named name,
+// whose --output is a folder of several files (holds), not one stream.
+func refuseStdoutFolder(cmds []*cli.Command, name, holds string) {
+	c := findCommand(cmds, name)
+	before := c.Before
+	c.Before = func(ctx *cli.Context) error {
+		if ctx.String("output") == "-" {
+			return badUsage("%s -o -: the output is a folder (%s), not one stream, so it cannot be stdout; name a directory", name, holds)
+		}
+		if before != nil {
+			return before(ctx)
+		}
+		return nil
+	}
+}
+
 // usageError makes a flag-parsing error exit with code 2.
 func usageError(_ *cli.Context, err error, _ bool) error {
 	return badUsage("%w", err)
@@ -129,7 +151,8 @@ func main() {
 func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := newApp(stdin, stdout, stderr).RunContext(ctx, args)
+	app := newApp(stdin, stdout, stderr)
+	err := app.RunContext(ctx, reorderArgs(app.Commands, args, stderr))
 	if err == nil {
 		return exitOK
 	}

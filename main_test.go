@@ -150,7 +150,7 @@ func TestRunThenReportReproduces(t *testing.T) {
 	t.Parallel()
 	dir, exp := quickDir(t)
 	out := filepath.Join(dir, "run")
-	code, stdout, errs := crab(t, "", "run", "-c", exp, "-o", out, "--quiet", "--format", "json")
+	code, stdout, errs := crab(t, "", "run", "-e", exp, "-o", out, "--quiet", "--format", "json")
 	if code != 0 {
 		t.Fatalf("run: exit %d; stderr %s", code, errs)
 	}
@@ -235,7 +235,7 @@ func TestRunBadInput(t *testing.T) {
 			exp := filepath.Join(dir, "quick.yaml")
 			os.WriteFile(exp, []byte(tc.edit), 0o644)
 			out := filepath.Join(dir, "run")
-			code, _, errs := crab(t, "", "run", "-c", exp, "-o", out)
+			code, _, errs := crab(t, "", "run", "-e", exp, "-o", out)
 			if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 				t.Errorf("exit %d, stderr %q; want exit 2 and one line containing %q", code, errs, tc.want)
 			}

@@ -208,7 +208,7 @@ func mmluCost(text string, large bool) float64 {
 func TestMMLUExampleTune(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	code, _, errs := crab(t, "", "tune", "-c", filepath.Join(mmluDir, "experiment.yaml"), "--outcomes", filepath.Join(dir, "outcomes.jsonl"),
+	code, _, errs := crab(t, "", "tune", "-e", filepath.Join(mmluDir, "experiment.yaml"), "--outcomes", filepath.Join(dir, "outcomes.jsonl"),
 		"--max-pass-loss", "5", "-o", dir, "-q")
 	if code != 0 {
 		t.Fatalf("tune: exit %d: %s", code, errs)
@@ -295,7 +295,7 @@ func TestMMLUExampleTune(t *testing.T) {
 func TestMMLUExampleRun(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "run")
-	code, _, errs := crab(t, "", "run", "-c", filepath.Join(mmluDir, "experiment.yaml"), "-o", out, "-q")
+	code, _, errs := crab(t, "", "run", "-e", filepath.Join(mmluDir, "experiment.yaml"), "-o", out, "-q")
 	if code != 0 {
 		t.Fatalf("run: exit %d: %s", code, errs)
 	}

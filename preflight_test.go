@@ -28,7 +28,7 @@ arms:
   - {name: baseline, model: remote}
 `), 0o644)
 	out := filepath.Join(dir, "run")
-	code, stdout, errs := crab(t, "", "run", "-c", exp, "-o", out)
+	code, stdout, errs := crab(t, "", "run", "-e", exp, "-o", out)
 	want := "crab: openai: server does not answer: model remote: GET " + down.URL + "/v1/models: "
 	if code != 1 || stdout != "" || !strings.HasPrefix(errs, want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and one line starting %q", code, stdout, errs, want)

@@ -48,7 +48,7 @@ func TestRunRecordsAndReplays(t *testing.T) {
 	}
 	for _, run := range []string{"run1", "run2"} {
 		exp := map[string]string{"run1": "sim.yaml", "run2": "rep.yaml"}[run]
-		if code, _, errs := crab(t, "", "run", "-c", filepath.Join(dir, exp), "-o", filepath.Join(dir, run), "-q"); code != 0 {
+		if code, _, errs := crab(t, "", "run", "-e", filepath.Join(dir, exp), "-o", filepath.Join(dir, run), "-q"); code != 0 {
 			t.Fatalf("%s: exit %d: %s", run, code, errs)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/eval/report"
+	"github.com/crab-testbed/crab/recordimport"
 )
 
 // reportOptions are the inputs of `crab report`.
@@ -24,6 +25,7 @@ type reportOptions struct {
 	FailOnReject bool
 	Stdin        io.Reader
 	Stdout       io.Writer
+	Stderr       io.Writer // progress, on a terminal only
 
 	// AllowContractChange compares arms validated against different
 	// contracts instead of rejecting the candidate as different work.
@@ -33,18 +35,22 @@ type reportOptions struct {
 	AllowMixed bool
 	// Read is how the records are read (--ignore-unknown-columns).
 	Read records.ReadOptions
+	// From names the importer of Paths (recordimport.Sources); "" or
+	// "crab" reads crab's own records.
+	From string
 }
 
 func reportCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
 		Usage:     "rebuild summary, paired comparison and decision from records",
-		UsageText: "crab report [--format " + strings.Join(report.Names(), "|") + "] [--baseline ARM] [--fail-on-reject] PATH...\n\nPATH is a run directory, a records.jsonl file or an interchange CSV; - reads stdin. Several files merge.",
+		UsageText: "crab report [--format " + strings.Join(report.Names(), "|") + "] [--baseline ARM] [--fail-on-reject] [--from " + strings.Join(recordimport.Sources(), "|") + "] PATH...\n\nPATH is a run directory, a records.jsonl file or an interchange CSV (with --from, another tool's result file, one per arm); - reads stdin. Several files merge.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: report.DefaultFormat, Usage: report.Help() + " (a self-contained page with charts)"},
 			&cli.StringFlag{Name: "baseline", Usage: "`ARM` to compare against (default: the arm named baseline, else the first)"},
 			&cli.BoolFlag{Name: "fail-on-reject", Usage: "exit 1 if any candidate is rejected"},
 			&cli.BoolFlag{Name: "allow-mixed", Usage: "merge run directories of different experiments (another experiment file, task set, contract, models, or started more than a day apart); by default crab report refuses them"},
+			fromFlag(),
 			&cli.BoolFlag{Name: "allow-contract-change", Usage: "compare a candidate validated against another contract than the baseline's (by default the gate rejects it as different work)"},
 			ignoreUnknownColumnsFlag(),
 		},
@@ -55,8 +61,8 @@ func reportCmd() *cli.Command {
 			return runReport(c.Context, reportOptions{
 				Paths: c.Args().Slice(), Format: c.String("format"), Baseline: c.String("baseline"),
 				FailOnReject: c.Bool("fail-on-reject"), AllowContractChange: c.Bool("allow-contract-change"), AllowMixed: c.Bool("allow-mixed"),
-				Read:  readOptions(c),
-				Stdin: c.App.Reader, Stdout: c.App.Writer,
+				Read: readOptions(c),
+				From: c.String("from"), Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 			})
 		},
 	}
@@ -66,21 +72,16 @@ func runReport(_ context.Context, o reportOptions) error {
 	if !report.Valid(o.Format) {
 		return badUsage("unknown --format %q (want %s)", o.Format, report.Help())
 	}
-	if err := checkShards(o.Paths); err != nil {
-		return err
-	}
-	mixed, err := checkOneExperiment(o.Paths, o.AllowMixed)
-	if err != nil {
-		return err
-	}
-	opt := fromManifests(o.Paths)
-	opt.Baseline, opt.AllowContractChange = o.Baseline, o.AllowContractChange
 	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
-	recs, err := o.Read.ReadSet(o.Paths, o.Stdin)
+	stopProgress := progressSpinner(o.Stderr, "reading and summarising records")
+	recs, opt, mixed, err := reportInput(o)
 	if err != nil {
+		stopProgress()
 		return err
 	}
+	opt.Baseline, opt.AllowContractChange = o.Baseline, o.AllowContractChange
 	sum, err := analysis.Summarize(recs, opt)
+	stopProgress()
 	if err == nil && mixed != "" {
 		sum.Decision.Warnings = append(sum.Decision.Warnings, mixed)
 	}
@@ -99,6 +100,57 @@ func runReport(_ context.Context, o reportOptions) error {
 		}
 	}
 	return nil
+}
+
+// reportInput reads the records of a report and the options their run
+// directories' manifests give; records of another tool (--from) have no
+// manifest, and the notes of their importer join the warnings.
+func reportInput(o reportOptions) (recs *records.RecordSet, opt analysis.Options, mixed string, err error) {
+	if !recordimport.Known(o.From) {
+		return nil, opt, "", badFrom(o.From)
+	}
+	if o.From != "" && o.From != recordimport.FromCrab {
+		imp, err := recordimport.Read(o.Paths, o.Stdin, o.From)
+		if err != nil {
+			return nil, opt, "", err
+		}
+		opt.Warnings = append(opt.Warnings, imp.Notes...)
+		recs, err = records.SetOf(imp.Records)
+		return recs, opt, "", err
+	}
+	if err := checkShards(o.Paths); err != nil {
+		return nil, opt, "", err
+	}
+	if mixed, err = checkOneExperiment(o.Paths, o.AllowMixed); err != nil {
+		return nil, opt, "", err
+	}
+	opt = fromManifests(o.Paths)
+	recs, err = o.Read.ReadSet(o.Paths, o.Stdin)
+	return recs, opt, mixed, hintFrom(err, o.Paths)
+}
+
+// hintFrom adds to a bad-input error of crab's own reader the --from that
+// reads the files, when one of them has the shape another tool writes.
+func hintFrom(err error, paths []string) error {
+	if err == nil || !errors.Is(err, records.ErrBadInput) {
+		return err
+	}
+	for _, p := range paths {
+		if from := recordimport.Sniff(p); from != "" {
+			return fmt.Errorf("%w (%s looks like a %s file: add --from %s)", err, p, from, from)
+		}
+	}
+	return err
+}
+
+// fromFlag is the --from flag of the commands that read records.
+func fromFlag() cli.Flag {
+	return &cli.StringFlag{Name: "from", Value: recordimport.FromCrab, Usage: "read PATHs as `SOURCE`: " + strings.Join(recordimport.Sources(), ", ") +
+		" (crab: run directories, records.jsonl, interchange CSV; vllm: vllm bench serve --save-result files; litellm: LiteLLM spend logs; one file per arm, see docs/formats.md)"}
+}
+
+func badFrom(from string) error {
+	return badUsage("unknown --from %q (want %s)", from, strings.Join(recordimport.Sources(), ", "))
 }
 
 // writeFormat writes a report; html gets the records, which its latency

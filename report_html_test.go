@@ -26,7 +26,7 @@ func TestReportHTML(t *testing.T) {
 
 	dir, exp := quickDir(t)
 	run := filepath.Join(dir, "run")
-	if code, _, errs := crab(t, "", "run", "-c", exp, "-o", run, "--quiet"); code != 0 {
+	if code, _, errs := crab(t, "", "run", "-e", exp, "-o", run, "--quiet"); code != 0 {
 		t.Fatalf("run: exit %d; stderr %s", code, errs)
 	}
 	written, err := os.ReadFile(filepath.Join(run, "report.html"))
@@ -89,7 +89,7 @@ func TestReportHTMLLayout(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "run")
-			if code, _, errs := crab(t, "", "run", "-c", c.exp, "-o", dir, "-q", "--format", "json"); code != 0 {
+			if code, _, errs := crab(t, "", "run", "-e", c.exp, "-o", dir, "-q", "--format", "json"); code != 0 {
 				t.Fatalf("run: exit %d; stderr %s", code, errs)
 			}
 			var sum summaryJSON

@@ -28,7 +28,7 @@ func TestReportRefusesMixedExperiments(t *testing.T) {
 		if err := os.WriteFile(path, []byte(r.yaml), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if code, _, errs := crab(t, "", "run", "-q", "-c", path, "-o", r.out); code != 0 {
+		if code, _, errs := crab(t, "", "run", "-q", "-e", path, "-o", r.out); code != 0 {
 			t.Fatalf("run %s: exit %d: %s", path, code, errs)
 		}
 	}

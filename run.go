@@ -21,10 +21,10 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/model/replay"
 )
 
 // runOptions are the inputs of `crab run`.
@@ -56,10 +56,10 @@ func runCmd() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "run every arm of an experiment and compare them with the baseline",
-		UsageText: "crab run [-c EXPERIMENT.yaml] [-o DIR [--overwrite]] [--shard I/N [--start-at TIME]] [--format " + strings.Join(report.Names(), "|") + "] [--quiet]",
+		UsageText: "crab run [-e EXPERIMENT.yaml] [-o DIR [--overwrite]] [--shard I/N [--start-at TIME]] [--format " + strings.Join(report.Names(), "|") + "] [--quiet]",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "experiment `FILE` (default: the embedded default experiment on simulated models)"},
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "run `DIR` to write records, manifest and reports into (default: runs/RUN_ID)"},
+			&cli.StringFlag{Name: "experiment", Aliases: []string{"e"}, Usage: "experiment `FILE` (default: the embedded default experiment on simulated models)"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "run `DIR` to write records, manifest and reports into (default: runs/RUN_ID); a folder, so not - (stdout)"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace the run already in the -o DIR (without it, such a directory is refused)"},
 			&cli.StringFlag{Name: "format", Value: report.DefaultFormat, Usage: "printed summary: " + report.Help()},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary"},
@@ -73,7 +73,7 @@ func runCmd() *cli.Command {
 				return badUsage("run takes no arguments, got %q", c.Args().First())
 			}
 			return run(c.Context, runOptions{
-				Experiment: c.String("config"), OutDir: c.String("out"), Format: c.String("format"), Overwrite: c.Bool("overwrite"),
+				Experiment: c.String("experiment"), OutDir: c.String("output"), Format: c.String("format"), Overwrite: c.Bool("overwrite"),
 				Quiet: c.Bool("quiet"), Shard: c.String("shard"), StartAt: c.String("start-at"), CPUProfile: c.String("cpuprofile"), Trace: c.String("trace"), Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 			})
 		},
@@ -84,24 +84,9 @@ func runCmd() *cli.Command {
 // bad input leaves nothing half-written; then it streams records, writes the
 // manifest (marked interrupted on Ctrl-C) and the reports.
 func run(ctx context.Context, o runOptions) (err error) {
-	if !report.Valid(o.Format) {
-		return badUsage("unknown --format %q (want %s)", o.Format, report.Help())
-	}
-	var shard eval.Shard
-	if o.Shard != "" {
-		s, err := eval.ParseShard(o.Shard)
-		if err != nil {
-			return badUsage("--shard: %v", err)
-		}
-		shard = s
-	}
-	var startAt time.Time
-	if o.StartAt != "" {
-		t, err := time.Parse(time.RFC3339Nano, o.StartAt)
-		if err != nil {
-			return badUsage("--start-at %q: want an RFC 3339 time such as 2026-12-01T10:00:00Z", o.StartAt)
-		}
-		startAt = t
+	shard, startAt, err := checkRunOptions(o)
+	if err != nil {
+		return err
 	}
 	setup, err := eval.LoadSetup(o.Experiment, fixtures.FS)
 	if err != nil {
@@ -131,63 +116,114 @@ func run(ctx context.Context, o runOptions) (err error) {
 	if err := setup.Preflight(ctx); err != nil {
 		return err
 	}
-	started := time.Now().UTC()
-	runID := started.Format("20060102T150405Z") + fmt.Sprintf("-%04x", uint16(started.UnixNano()>>10))
-	dir := o.OutDir
-	if dir == "" {
-		dir = filepath.Join("runs", runID)
-	}
-	if err := prepareRunDir(dir, o.Overwrite); err != nil {
-		return err
-	}
-	rec, err := startRecorder(dir, setup, runID)
+	rs, err := openRun(setup, o, shard, startAt, secrets)
 	if err != nil {
 		return err
 	}
-	manifest := setup.Manifest(runID)
-	if rec != nil {
-		manifest.Recording = recordingFile
+	defer rs.f.Close()
+	res, runErr := rs.play(ctx, o, bar)
+	if runErr = rs.finish(res, runErr, o.Stderr); runErr != nil {
+		return runErr
 	}
-	manifest.Shard = shard.String()
+	return rs.report(res, o)
+}
+
+// checkRunOptions checks the flags of crab run that need no file: the
+// printed format, --shard and --start-at.
+func checkRunOptions(o runOptions) (shard eval.Shard, startAt time.Time, err error) {
+	if !report.Valid(o.Format) {
+		return shard, startAt, badUsage("unknown --format %q (want %s)", o.Format, report.Help())
+	}
+	if o.Shard != "" {
+		if shard, err = eval.ParseShard(o.Shard); err != nil {
+			return shard, startAt, badUsage("--shard: %v", err)
+		}
+	}
+	if o.StartAt != "" {
+		if startAt, err = time.Parse(time.RFC3339Nano, o.StartAt); err != nil {
+			return shard, startAt, badUsage("--start-at %q: want an RFC 3339 time such as 2026-12-01T10:00:00Z", o.StartAt)
+		}
+	}
+	return shard, startAt, nil
+}
+
+// runState is a run whose directory is open: its manifest, records file
+// and recording, and what went wrong writing them.
+type runState struct {
+	setup       *eval.Setup
+	runID, dir  string
+	started     time.Time
+	shard       eval.Shard
+	startAt     time.Time
+	secrets     *redact.Set
+	manifest    *eval.Manifest
+	rec         *replay.Recorder
+	f           *os.File
+	sink        *recordSink
+	writeErr    error
+	notRecorded int
+}
+
+// openRun creates the run directory, its recording and records file, and
+// writes the manifest as the run starts.
+func openRun(setup *eval.Setup, o runOptions, shard eval.Shard, startAt time.Time, secrets *redact.Set) (*runState, error) {
+	rs := &runState{setup: setup, started: time.Now().UTC(), shard: shard, startAt: startAt, secrets: secrets}
+	rs.runID = rs.started.Format("20060102T150405Z") + fmt.Sprintf("-%04x", uint16(rs.started.UnixNano()>>10))
+	rs.dir = o.OutDir
+	if rs.dir == "" {
+		rs.dir = filepath.Join("runs", rs.runID)
+	}
+	if err := prepareRunDir(rs.dir, o.Overwrite); err != nil {
+		return nil, err
+	}
+	var err error
+	if rs.rec, err = startRecorder(rs.dir, setup, rs.runID); err != nil {
+		return nil, err
+	}
+	rs.manifest = setup.Manifest(rs.runID)
+	if rs.rec != nil {
+		rs.manifest.Recording = recordingFile
+	}
+	rs.manifest.Shard = shard.String()
 	if !startAt.IsZero() {
-		manifest.StartAt = startAt.UTC().Format(time.RFC3339Nano)
+		rs.manifest.StartAt = startAt.UTC().Format(time.RFC3339Nano)
 	}
-	if err := writeMaskedJSON(filepath.Join(dir, "manifest.json"), manifest, secrets); err != nil {
-		return err
+	if err := writeMaskedJSON(filepath.Join(rs.dir, "manifest.json"), rs.manifest, secrets); err != nil {
+		return nil, err
 	}
-	f, err := os.Create(filepath.Join(dir, "records.jsonl"))
-	if err != nil {
-		return err
+	if rs.f, err = os.Create(filepath.Join(rs.dir, "records.jsonl")); err != nil {
+		return nil, err
 	}
-	defer f.Close()
+	return rs, nil
+}
+
+// play sends the schedule, streaming every record to the records file; a
+// record that cannot be written (a full disk) ends the run at once, since
+// the rest of the schedule would be sent and never recorded.
+func (rs *runState) play(ctx context.Context, o runOptions, bar io.Writer) (*eval.Result, error) {
 	ticker := time.NewTicker(flushInterval)
 	defer ticker.Stop()
-	var w io.Writer = maskWriter(f, secrets)
+	var w io.Writer = maskWriter(rs.f, rs.secrets)
 	if o.recordsWriter != nil {
-		w = o.recordsWriter(f)
+		w = o.recordsWriter(rs.f)
 	}
-	sink := newRecordSink(w, ticker.C)
-	// A record that cannot be written (a full disk) ends the run at once:
-	// the rest of the schedule would be sent and never recorded.
+	rs.sink = newRecordSink(w, ticker.C)
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
-	var writeErr error
-	notRecorded := 0
-	runner := setup.Runner(runID, func(rec eval.Record) error {
+	runner := rs.setup.Runner(rs.runID, func(rec eval.Record) error {
 		if eval.NotRecorded([]records.Record{rec}) > 0 {
-			notRecorded++ // Emit is called from one goroutine at a time
+			rs.notRecorded++ // Emit is called from one goroutine at a time
 		}
-		err := sink.Emit(rec)
-		if err != nil && writeErr == nil {
-			writeErr = err
+		err := rs.sink.Emit(rec)
+		if err != nil && rs.writeErr == nil {
+			rs.writeErr = err
 			stopRun(err)
 		}
 		return err
 	})
-	runner.Shard = shard
-	runner.StartAt = startAt
-	if !startAt.IsZero() {
-		if late := time.Since(startAt); late > 0 {
+	runner.Shard, runner.StartAt = rs.shard, rs.startAt
+	if !rs.startAt.IsZero() {
+		if late := time.Since(rs.startAt); late > 0 {
 			fmt.Fprintf(o.Stderr, "crab: warning: --start-at %s passed %s ago; the schedule starts now\n", o.StartAt, late.Round(time.Millisecond))
 		}
 	}
@@ -197,88 +233,100 @@ func run(ctx context.Context, o runOptions) (err error) {
 	runner.Generator = eval.GeneratorDedicated
 	if !o.Quiet {
 		runner.Progress = progressBar(bar)
-	}
-	if !o.Quiet {
 		fmt.Fprintf(o.Stderr, "crab: run %s: %d arms x %d tasks x %d repeats -> %s\n",
-			runID, len(setup.Exp.Arms), len(setup.Tasks), setup.Exp.Repeats, dir)
-		if note := setup.Holdout.Note(); note != "" {
+			rs.runID, len(rs.setup.Exp.Arms), len(rs.setup.Tasks), rs.setup.Exp.Repeats, rs.dir)
+		if note := rs.setup.Holdout.Note(); note != "" {
 			fmt.Fprintf(o.Stderr, "crab: %s\n", note)
 		}
 	}
 	stopProfile, err := startCPUProfile(o.CPUProfile)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer stopProfile()
 	stopTrace, err := startTrace(o.Trace)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res, runErr := runner.Run(ctx)
 	stopTrace()
-	if err := sink.Close(); err != nil && writeErr == nil {
-		writeErr = err
+	return res, runErr
+}
+
+// finish closes the records file and the recording and writes the final
+// manifest: finished, interrupted, or incomplete when records could not
+// be written (named as it is: not a run that died, nor one interrupted by
+// hand). It returns the error the run ends with before its reports.
+func (rs *runState) finish(res *eval.Result, runErr error, stderr io.Writer) error {
+	if err := rs.sink.Close(); err != nil && rs.writeErr == nil {
+		rs.writeErr = err
 	}
-	if err := f.Close(); err != nil && writeErr == nil {
-		writeErr = err
+	if err := rs.f.Close(); err != nil && rs.writeErr == nil {
+		rs.writeErr = err
 	}
-	if rec != nil {
-		if err := rec.Close(); err != nil && runErr == nil {
+	m := rs.manifest
+	if rs.rec != nil {
+		if err := rs.rec.Close(); err != nil && runErr == nil {
 			runErr = err
 		}
-		manifest.RecordedCalls = rec.Calls()
+		m.RecordedCalls = rs.rec.Calls()
 	}
-	manifest.NotRecorded = notRecorded
-	for _, r := range setup.Replays() {
+	m.NotRecorded = rs.notRecorded
+	for _, r := range rs.setup.Replays() {
 		if r.Synthesised {
-			fmt.Fprintf(o.Stderr, "crab: note: model %s answers from %s, whose answers are synthesised from outcomes (the expected answer when right, a valid wrong one when not)\n", r.Model, r.Recording)
+			fmt.Fprintf(stderr, "crab: note: model %s answers from %s, whose answers are synthesised from outcomes (the expected answer when right, a valid wrong one when not)\n", r.Model, r.Recording)
 		}
 	}
-	if notRecorded > 0 {
-		fmt.Fprintf(o.Stderr, "crab: warning: %d requests asked a recording for a call it does not hold (outcome error, \"replay: not recorded\")\n", notRecorded)
+	if rs.notRecorded > 0 {
+		fmt.Fprintf(stderr, "crab: warning: %d requests asked a recording for a call it does not hold (outcome error, \"replay: not recorded\")\n", rs.notRecorded)
 	}
 	if res != nil {
-		manifest.Passes = res.Passes
-		manifest.EndedAt = res.Ended.UTC()
-		manifest.Status = "finished"
+		m.Passes, m.EndedAt, m.Status = res.Passes, res.Ended.UTC(), "finished"
 		if res.Interrupted {
-			manifest.Status = "interrupted"
+			m.Status = "interrupted"
 		}
 	}
-	if writeErr != nil {
-		// Named as it is, in the manifest and the report: not a run that
-		// died, nor one interrupted by hand.
-		manifest.Status, manifest.StatusReason = eval.StatusIncomplete, writeFault("records.jsonl", writeErr)
+	if rs.writeErr != nil {
+		m.Status, m.StatusReason = eval.StatusIncomplete, writeFault("records.jsonl", rs.writeErr)
 		if res == nil {
-			res = &eval.Result{Started: started, Ended: time.Now()}
-			manifest.EndedAt = res.Ended.UTC()
+			m.EndedAt = time.Now().UTC()
 		}
 		runErr = nil
 	}
-	if err := writeManifestFinal(filepath.Join(dir, "manifest.json"), manifest, secrets); err != nil && runErr == nil {
+	if err := writeManifestFinal(filepath.Join(rs.dir, "manifest.json"), m, rs.secrets); err != nil && runErr == nil {
 		runErr = err
 	}
-	if runErr != nil {
-		return runErr
+	return runErr
+}
+
+// report summarises the records written, writes the run's reports and
+// prints the summary; an incomplete or interrupted run fails its check.
+func (rs *runState) report(res *eval.Result, o runOptions) error {
+	m := rs.manifest
+	took := m.EndedAt.Sub(rs.started)
+	if res != nil {
+		took = res.Ended.Sub(res.Started)
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
-	recs, err := records.ReadSet([]string{dir}, nil)
+	recs, err := records.ReadSet([]string{rs.dir}, nil)
 	if err != nil {
 		return err
 	}
-	opt := setup.SummaryOptions()
-	opt.StoreErrors = eval.StoreErrors(res.Passes)
-	opt.Warnings = manifest.ReplayWarnings()
-	if manifest.Status == eval.StatusIncomplete {
-		opt.Incomplete = "the run in " + dir + " ended early: " + manifest.StatusReason
+	opt := rs.setup.SummaryOptions()
+	if res != nil {
+		opt.StoreErrors = eval.StoreErrors(res.Passes)
+	}
+	opt.Warnings = m.ReplayWarnings()
+	if m.Status == eval.StatusIncomplete {
+		opt.Incomplete = "the run in " + rs.dir + " ended early: " + m.StatusReason
 	}
 	sum, err := analysis.Summarize(recs, opt)
 	if err != nil {
 		return err
 	}
-	if err := writeReports(dir, sum, recs, secrets); err != nil {
-		if manifest.Status == eval.StatusIncomplete {
-			return checkFailed("run incomplete: %s; the reports could not be written either (%v): crab report %s rebuilds them", manifest.StatusReason, err, dir)
+	if err := writeReports(rs.dir, sum, recs, rs.secrets); err != nil {
+		if m.Status == eval.StatusIncomplete {
+			return checkFailed("run incomplete: %s; the reports could not be written either (%v): crab report %s rebuilds them", m.StatusReason, err, rs.dir)
 		}
 		return err
 	}
@@ -286,13 +334,12 @@ func run(ctx context.Context, o runOptions) (err error) {
 		return err
 	}
 	if !o.Quiet {
-		fmt.Fprintf(o.Stderr, "crab: wrote %s (%s) in %s\n",
-			dir, strings.Join(runFiles, ", "), res.Ended.Sub(res.Started).Round(time.Millisecond))
+		fmt.Fprintf(o.Stderr, "crab: wrote %s (%s) in %s\n", rs.dir, strings.Join(runFiles, ", "), took.Round(time.Millisecond))
 	}
-	if manifest.Status == eval.StatusIncomplete {
-		return checkFailed("run incomplete: %s", manifest.StatusReason)
+	if m.Status == eval.StatusIncomplete {
+		return checkFailed("run incomplete: %s", m.StatusReason)
 	}
-	if res.Interrupted {
+	if res != nil && res.Interrupted {
 		return checkFailed("run interrupted: the records and reports cover the requests made so far")
 	}
 	return nil
@@ -335,8 +382,7 @@ func startRecording(path string, start func(io.Writer) error, end func()) (stop 
 // and remaining time on w, or nil when w is not a terminal (a log file or a
 // pipe gets no bar).
 func progressBar(w io.Writer) func(done, total int) {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	if !isTerminal(w) {
 		return nil
 	}
 	var bar *progressbar.ProgressBar

@@ -84,7 +84,7 @@ func TestReportStoreErrors(t *testing.T) {
 	t.Parallel()
 	dir, exp := quickDir(t)
 	out := filepath.Join(dir, "run")
-	if code, _, errs := crab(t, "", "run", "-q", "-c", exp, "-o", out); code != 0 {
+	if code, _, errs := crab(t, "", "run", "-q", "-e", exp, "-o", out); code != 0 {
 		t.Fatalf("crab run: exit %d (stderr %s)", code, errs)
 	}
 	path := filepath.Join(out, "manifest.json")

@@ -28,7 +28,7 @@ func TestUsageExitCodes(t *testing.T) {
 	}{
 		{"unknown command", []string{"rnu"}, `unknown command "rnu". Did you mean "run"?`},
 		{"missing required flag", []string{"serve"}, "serve needs --config"},
-		{"missing experiment file", []string{"run", "-c", filepath.Join(t.TempDir(), "missing.yaml")}, "missing.yaml: cannot read: "},
+		{"missing experiment file", []string{"run", "-e", filepath.Join(t.TempDir(), "missing.yaml")}, "missing.yaml: cannot read: "},
 		{"missing records", []string{"report", filepath.Join(t.TempDir(), "none.jsonl")}, "none.jsonl"},
 		{"run onto a file", []string{"run", "-q", "-o", file}, "out.txt is a file, not a directory"},
 		{"run under a file", []string{"run", "-q", "-o", filepath.Join(file, "run")}, "a parent of it is a file"},
@@ -61,7 +61,7 @@ func TestRunRefusesRunDirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "records.jsonl"), old, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := crab(t, "", "run", "-q", "-c", exp, "-o", out)
+	code, _, stderr := crab(t, "", "run", "-q", "-e", exp, "-o", out)
 	if code != exitBadInput || !strings.Contains(stderr, "holds a run (records.jsonl)") {
 		t.Fatalf("exit %d, stderr %q; want %d and the held file named", code, stderr, exitBadInput)
 	}
@@ -71,7 +71,7 @@ func TestRunRefusesRunDirectory(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "manifest.json")); err == nil {
 		t.Errorf("refused run wrote manifest.json")
 	}
-	if code, _, stderr := crab(t, "", "run", "-q", "--overwrite", "-c", exp, "-o", out); code != 0 && code != exitCheck {
+	if code, _, stderr := crab(t, "", "run", "-q", "--overwrite", "-e", exp, "-o", out); code != 0 && code != exitCheck {
 		t.Fatalf("--overwrite: exit %d, stderr %q", code, stderr)
 	}
 	b, _ := os.ReadFile(filepath.Join(out, "records.jsonl"))
@@ -174,7 +174,7 @@ func TestRunRejectsBeforeWriting(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := filepath.Join(dir, "run")
-			code, _, stderr := crab(t, "", "run", "-q", "-c", exp, "-o", out)
+			code, _, stderr := crab(t, "", "run", "-q", "-e", exp, "-o", out)
 			if code != exitBadInput || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, exitBadInput, tc.want)
 			}
@@ -192,7 +192,7 @@ func TestReportOnKilledRun(t *testing.T) {
 	t.Parallel()
 	dir, exp := quickDir(t)
 	out := filepath.Join(dir, "run")
-	if code, _, stderr := crab(t, "", "run", "-q", "-c", exp, "-o", out); code != 0 && code != exitCheck {
+	if code, _, stderr := crab(t, "", "run", "-q", "-e", exp, "-o", out); code != 0 && code != exitCheck {
 		t.Fatalf("run: exit %d, stderr %q", code, stderr)
 	}
 	recPath := filepath.Join(out, "records.jsonl")

@@ -164,7 +164,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 		exp := filepath.Join(dir, "exp.yaml")
 		os.WriteFile(exp, []byte("name: scan\ntasks: tasks.jsonl\ncontract: c.json\narrival: {pattern: burst}\nshadow: false\nmodels:\n"+models+"arms:\n"+arms.String()), 0o644)
 		out := filepath.Join(dir, "run")
-		code, stdout, stderr := crab(t, "", "run", "-c", exp, "-o", out)
+		code, stdout, stderr := crab(t, "", "run", "-e", exp, "-o", out)
 		if code != 0 {
 			t.Fatalf("exit %d, stderr %s", code, stderr)
 		}
@@ -186,7 +186,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 		bad := hostileUpstream(t, s, true)
 		os.WriteFile(exp, []byte("name: scan\ntasks: tasks.jsonl\ncontract: c.json\narrival: {pattern: burst}\nmodels:\n"+
 			strings.ReplaceAll(models, strings.TrimPrefix(up.URL, "http://"), strings.TrimPrefix(bad.URL, "http://"))+"arms:\n  - {name: a, model: m3}\n"), 0o644)
-		code, stdout, stderr = crab(t, "", "run", "-c", exp, "-o", filepath.Join(dir, "run2"))
+		code, stdout, stderr = crab(t, "", "run", "-e", exp, "-o", filepath.Join(dir, "run2"))
 		if code != 1 || !strings.Contains(stderr, "does not answer") {
 			t.Errorf("preflight: exit %d, stderr %q; want exit 1 naming the server", code, stderr)
 		}

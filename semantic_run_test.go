@@ -20,7 +20,7 @@ func TestSemanticFalseHits(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "run")
-	code, stdout, errs := crab(t, "", "run", "-q", "-c", filepath.Join("examples", "semantic", "experiment.yaml"), "-o", out, "--format", "json")
+	code, stdout, errs := crab(t, "", "run", "-q", "-e", filepath.Join("examples", "semantic", "experiment.yaml"), "-o", out, "--format", "json")
 	if code != 0 && code != exitCheck {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

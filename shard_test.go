@@ -65,13 +65,13 @@ func TestShardsMergeToOneRun(t *testing.T) {
 	t.Parallel()
 	dir, exp := shardExperiment(t)
 	whole := filepath.Join(dir, "whole")
-	if code, _, errs := crab(t, "", "run", "-q", "-c", exp, "-o", whole); code != 0 && code != exitCheck {
+	if code, _, errs := crab(t, "", "run", "-q", "-e", exp, "-o", whole); code != 0 && code != exitCheck {
 		t.Fatalf("run: exit %d: %s", code, errs)
 	}
 	var shards []string
 	for _, s := range []string{"0/3", "1/3", "2/3"} {
 		out := filepath.Join(dir, "shard-"+s[:1])
-		if code, _, errs := crab(t, "", "run", "-q", "-c", exp, "-o", out, "--shard", s); code != 0 && code != exitCheck {
+		if code, _, errs := crab(t, "", "run", "-q", "-e", exp, "-o", out, "--shard", s); code != 0 && code != exitCheck {
 			t.Fatalf("run --shard %s: exit %d: %s", s, code, errs)
 		}
 		shards = append(shards, out)
@@ -102,7 +102,7 @@ func TestShardsMergeToOneRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	foreign := filepath.Join(dir, "foreign")
-	if code, _, errs := crab(t, "", "run", "-q", "-c", other, "-o", foreign, "--shard", "2/3"); code != 0 && code != exitCheck {
+	if code, _, errs := crab(t, "", "run", "-q", "-e", other, "-o", foreign, "--shard", "2/3"); code != 0 && code != exitCheck {
 		t.Fatalf("run: exit %d: %s", code, errs)
 	}
 	for _, tc := range []struct {
@@ -122,7 +122,7 @@ func TestShardsMergeToOneRun(t *testing.T) {
 	}
 	for _, bad := range []string{"3/3", "-1/2", "a/b", "1/0", "1"} {
 		out := filepath.Join(dir, "bad")
-		code, _, errs := crab(t, "", "run", "-q", "-c", exp, "-o", out, "--shard", bad)
+		code, _, errs := crab(t, "", "run", "-q", "-e", exp, "-o", out, "--shard", bad)
 		if code != exitBadInput || !strings.Contains(errs, "--shard") {
 			t.Errorf("--shard %s: exit %d, %q; want %d", bad, code, errs, exitBadInput)
 		}
@@ -145,13 +145,13 @@ func TestRunStartAtFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
-	code, _, e := crab(t, "", "run", "-q", "-c", exp, "-o", filepath.Join(dir, "late"), "--shard", "0/2", "--start-at", past)
+	code, _, e := crab(t, "", "run", "-q", "-e", exp, "-o", filepath.Join(dir, "late"), "--shard", "0/2", "--start-at", past)
 	if (code != 0 && code != exitCheck) || !strings.Contains(e, "--start-at "+past+" passed") {
 		t.Errorf("a past --start-at: exit %d, %q; want a run and a warning that it passed", code, e)
 	}
 	for _, bad := range []string{"tomorrow", "2026-12-01 10:00", "10:00:00Z"} {
 		out := filepath.Join(dir, "bad")
-		code, _, e := crab(t, "", "run", "-q", "-c", exp, "-o", out, "--start-at", bad)
+		code, _, e := crab(t, "", "run", "-q", "-e", exp, "-o", out, "--start-at", bad)
 		if code != exitBadInput || !strings.Contains(e, "--start-at") {
 			t.Errorf("--start-at %q: exit %d, %q; want %d naming --start-at", bad, code, e, exitBadInput)
 		}

@@ -251,7 +251,7 @@ arms:
 			exp := filepath.Join(dir, "exp.yaml")
 			os.WriteFile(exp, []byte(strings.Replace(base, tc.from, tc.to, 1)), 0o644)
 			out := filepath.Join(dir, "run")
-			code, _, errs := crab(t, "", "run", "-c", exp, "-o", out)
+			code, _, errs := crab(t, "", "run", "-e", exp, "-o", out)
 			if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 				t.Errorf("exit %d, stderr %q; want exit 2 and one line containing %q", code, errs, tc.want)
 			}

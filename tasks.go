@@ -23,7 +23,7 @@ type tasksImportOptions struct {
 	Map      []string // FIELD=COLUMN items
 	Set      []string // FIELD=VALUE items
 	Contract string   // contract file giving the expected fields' types; "" = keep text
-	Out      string   // tasks file to write atomically; "" = stdout
+	Out      string   // tasks file to write atomically; "" or "-" = stdout
 	Stdin    io.Reader
 	Stdout   io.Writer
 }
@@ -42,12 +42,14 @@ FIELD is id, text, tenant, user, permission, lang, doc_version, group, difficult
 or expected.NAME (expected.details.priority for a nested field) for a label.
 With --contract, labels are coerced to the contract's types ("false" -> false, "3" -> 3;
 a list as JSON or items separated by ;) and checked against it; an empty cell is no label.
-Rows without an id column are numbered r0001, r0002, ...`,
+Rows without an id column are numbered r0001, r0002, ...
+In JSONL, COLUMN may be a dotted path into nested objects and arrays
+(response.body.choices.0.message.content in an OpenAI Batch output).`,
 			Flags: []cli.Flag{
 				&cli.StringSliceFlag{Name: "map", Aliases: []string{"m"}, Usage: "`FIELD=COLUMN` pairs, comma-separated or repeated"},
 				&cli.StringSliceFlag{Name: "set", Usage: "`FIELD=VALUE` for task fields no column holds (e.g. tenant=acme)"},
 				&cli.StringFlag{Name: "contract", Usage: "contract `FILE` (JSON Schema) giving the labels' types"},
-				&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "write the tasks to `FILE` (atomically; default: stdout)"},
+				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write the tasks to `FILE` (atomically; default or -: stdout)"},
 			},
 			Action: func(c *cli.Context) error {
 				if c.NArg() != 1 {
@@ -55,7 +57,7 @@ Rows without an id column are numbered r0001, r0002, ...`,
 				}
 				return tasksImport(c.Context, tasksImportOptions{
 					Input: c.Args().First(), Map: c.StringSlice("map"), Set: c.StringSlice("set"), Contract: c.String("contract"),
-					Out: c.String("out"), Stdin: c.App.Reader, Stdout: c.App.Writer,
+					Out: c.String("output"), Stdin: c.App.Reader, Stdout: c.App.Writer,
 				})
 			},
 		}},
@@ -103,7 +105,7 @@ func tasksImport(_ context.Context, o tasksImportOptions) error {
 	if err := taskimport.Write(&buf, tasks); err != nil {
 		return err
 	}
-	if o.Out == "" {
+	if o.Out == "" || o.Out == "-" {
 		_, err := o.Stdout.Write(buf.Bytes())
 		return err
 	}

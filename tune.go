@@ -61,7 +61,7 @@ func tuneCmd() *cli.Command {
 			"labelled pairs of the calibration tasks, with the arm's embedder; --cache-arm ARM tunes that arm alone\n" +
 			"(no router, no model call). An experiment without a router tunes its semantic arms only.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "experiment `FILE` giving the models, prices, contract and retry policy (default: the embedded default)"},
+			&cli.StringFlag{Name: "experiment", Aliases: []string{"e", "config"}, Usage: "experiment `FILE` giving the models, prices, contract and retry policy (default: the embedded default)"},
 			&cli.StringFlag{Name: "tasks", Usage: "task `FILE` (JSONL) instead of the experiment's"},
 			&cli.Float64Flag{Name: "holdout", Value: 0.3, Usage: "`FRACTION` of every group kept out of calibration"},
 			&cli.Int64Flag{Name: "seed", Usage: "split seed `N`; fold k uses N+k", DefaultText: "the experiment's seed"},
@@ -69,7 +69,7 @@ func tuneCmd() *cli.Command {
 			&cli.IntFlag{Name: "max-pass-loss", Usage: "`N` passes the chosen threshold may lose against all-large on calibration"},
 			&cli.Float64Flag{Name: "budget", Usage: "instead of --max-pass-loss: the most passes at a `COST` per request at most", DefaultText: "off"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"},
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "`DIR` to write sweep.csv, tune.json, pareto.svg, pareto-cascade.svg and tuned.yaml into"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o", "out"}, Usage: "`DIR` to write sweep.csv, tune.json, pareto.svg, pareto-cascade.svg and tuned.yaml into"},
 			&cli.BoolFlag{Name: "refresh", Usage: "rebuild the outcome table even if one exists"},
 			&cli.StringFlag{Name: "outcomes", Usage: "outcome table `FILE` to read or build (default: beside the task file)"},
 			&cli.StringFlag{Name: "cache-dir", Value: eval.DefaultTuneCacheDir, Usage: "`DIR` for the embedded task set's outcome table"},

@@ -21,7 +21,7 @@ func TestTuneThenRunIsHoldoutOnly(t *testing.T) {
 	t.Parallel()
 	dir, exp, tasks := tuneFixture(t, 6, 6)
 	out := filepath.Join(dir, "out")
-	if code, _, errs := crab(t, "", "tune", "-c", exp, "-o", out, "-q"); code != 0 {
+	if code, _, errs := crab(t, "", "tune", "-e", exp, "-o", out, "-q"); code != 0 {
 		t.Fatalf("tune: exit %d (stderr %s)", code, errs)
 	}
 	var tj struct {
@@ -71,7 +71,7 @@ func TestTuneThenRunIsHoldoutOnly(t *testing.T) {
 
 	summary := func(expFile, runDir string) (summaryJSON, []string) {
 		t.Helper()
-		if code, _, errs := crab(t, "", "run", "-c", expFile, "-o", runDir, "-q", "--format", "json"); code != 0 && code != 1 {
+		if code, _, errs := crab(t, "", "run", "-e", expFile, "-o", runDir, "-q", "--format", "json"); code != 0 && code != 1 {
 			t.Fatalf("run %s: exit %d (stderr %s)", expFile, code, errs)
 		}
 		var s summaryJSON
@@ -117,7 +117,7 @@ func TestFittedBadInput(t *testing.T) {
 	t.Parallel()
 	dir, exp, _ := tuneFixture(t, 6, 6)
 	out := filepath.Join(dir, "out")
-	if code, _, errs := crab(t, "", "tune", "-c", exp, "-o", out, "-q"); code != 0 {
+	if code, _, errs := crab(t, "", "tune", "-e", exp, "-o", out, "-q"); code != 0 {
 		t.Fatalf("tune: exit %d (stderr %s)", code, errs)
 	}
 	tuned := string(mustReadFile(t, filepath.Join(out, "tuned.yaml")))
@@ -137,7 +137,7 @@ func TestFittedBadInput(t *testing.T) {
 			f := filepath.Join(t.TempDir(), "exp.yaml")
 			os.WriteFile(f, []byte(tc.yaml), 0o644)
 			runDir := filepath.Join(t.TempDir(), "run")
-			code, _, errs := crab(t, "", "run", "-c", f, "-o", runDir, "-q")
+			code, _, errs := crab(t, "", "run", "-e", f, "-o", runDir, "-q")
 			if code != 2 || !strings.Contains(errs, f+":") || !strings.Contains(errs, tc.want) {
 				t.Errorf("exit %d, stderr %q; want 2 with %q", code, errs, tc.want)
 			}

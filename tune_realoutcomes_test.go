@@ -135,7 +135,7 @@ arms:
   - {name: router, router: {threshold: 0.5, small: weak, large: strong}}
 `), 0o644)
 	out := filepath.Join(dir, "out")
-	if code, _, errs := crab(t, "", "tune", "-c", exp, "-o", out, "-q", "--max-pass-loss", "3"); code != 0 {
+	if code, _, errs := crab(t, "", "tune", "-e", exp, "-o", out, "-q", "--max-pass-loss", "3"); code != 0 {
 		t.Fatalf("tune: exit %d (stderr %s)", code, errs)
 	}
 	var tj struct {
@@ -167,7 +167,7 @@ arms:
 
 	arms := func(expFile, runDir string) map[string]armJSON {
 		t.Helper()
-		if code, _, errs := crab(t, "", "run", "-c", expFile, "-o", runDir, "-q"); code != 0 && code != 1 {
+		if code, _, errs := crab(t, "", "run", "-e", expFile, "-o", runDir, "-q"); code != 0 && code != 1 {
 			t.Fatalf("run %s: exit %d (stderr %s)", expFile, code, errs)
 		}
 		var s summaryJSON
@@ -192,7 +192,7 @@ arms:
 		t.Logf("arm %s: n %d pass %d cost %.4f verdict %s", name, a.N, a.Pass, a.Cost, a.Verdict)
 	}
 	runDir := filepath.Join(dir, "all")
-	code, _, errs := crab(t, "", "run", "-c", filepath.Join(dir, "all.yaml"), "-o", runDir, "-q")
+	code, _, errs := crab(t, "", "run", "-e", filepath.Join(dir, "all.yaml"), "-o", runDir, "-q")
 	if code != 2 || !strings.Contains(errs, `"arms.router.scorer"`) {
 		t.Errorf("run over every task: exit %d, stderr %q; want 2 naming the router's scorer", code, errs)
 	}

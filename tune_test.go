@@ -155,7 +155,7 @@ func TestTuneAllEasyAllHard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir, exp, _ := tuneFixture(t, tc.easy, tc.hard)
-			code, out, errs := crab(t, "", "tune", "-c", exp, "--format", "json", "-q")
+			code, out, errs := crab(t, "", "tune", "-e", exp, "--format", "json", "-q")
 			if code != 0 {
 				t.Fatalf("exit %d; want 0 (stderr %s)", code, errs)
 			}
@@ -175,7 +175,7 @@ func TestTuneAllEasyAllHard(t *testing.T) {
 			if len(matches) != 1 {
 				t.Errorf("outcome tables beside the tasks: %v; want one", matches)
 			}
-			code, _, errs = crab(t, "", "tune", "-c", exp)
+			code, _, errs = crab(t, "", "tune", "-e", exp)
 			if code != 0 || !strings.Contains(errs, "(read, no model calls)") {
 				t.Errorf("second run: exit %d, stderr %q; want the table read", code, errs)
 			}
@@ -188,7 +188,7 @@ func TestTuneOutputs(t *testing.T) {
 	t.Parallel()
 	dir, exp, _ := tuneFixture(t, 6, 6)
 	out := filepath.Join(dir, "out")
-	code, stdout, errs := crab(t, "", "tune", "-c", exp, "-o", out, "--folds", "3", "-q")
+	code, stdout, errs := crab(t, "", "tune", "-e", exp, "-o", out, "--folds", "3", "-q")
 	if code != 0 {
 		t.Fatalf("exit %d; want 0 (stderr %s)", code, errs)
 	}
@@ -215,7 +215,7 @@ func TestTuneOutputs(t *testing.T) {
 	}
 	raw, _ := os.ReadFile(filepath.Join(out, "tune.json"))
 	decodeTune(t, string(raw))
-	code, _, errs = crab(t, "", "run", "-c", filepath.Join(out, "tuned.yaml"), "-o", filepath.Join(dir, "run"), "-q")
+	code, _, errs = crab(t, "", "run", "-e", filepath.Join(out, "tuned.yaml"), "-o", filepath.Join(dir, "run"), "-q")
 	if code != 0 && code != 1 {
 		t.Fatalf("crab run on tuned.yaml: exit %d (stderr %s)", code, errs)
 	}
@@ -228,7 +228,7 @@ func TestTuneOutputs(t *testing.T) {
 	from := strings.Replace(string(mustReadFile(t, exp)), "tasks: tasks.jsonl", "tasks: ../tasks.jsonl", 1) +
 		"  - {name: tuned, router: {threshold_from: tune.json, small: small, large: large}}\n"
 	os.WriteFile(filepath.Join(out, "from.yaml"), []byte(from), 0o644)
-	code, _, errs = crab(t, "", "run", "-c", filepath.Join(out, "from.yaml"), "-o", filepath.Join(dir, "run2"), "-q")
+	code, _, errs = crab(t, "", "run", "-e", filepath.Join(out, "from.yaml"), "-o", filepath.Join(dir, "run2"), "-q")
 	if code != 2 || !strings.Contains(errs, `field "arms.router.threshold_from"`) || !strings.Contains(errs, "was fitted on 24 of the 36 tasks") {
 		t.Errorf("threshold_from run without fitted: exit %d, stderr %q; want 2 naming the field and the overlap", code, errs)
 	}
@@ -236,7 +236,7 @@ func TestTuneOutputs(t *testing.T) {
 		t.Errorf("a refused run wrote %s", filepath.Join(dir, "run2"))
 	}
 	os.WriteFile(filepath.Join(out, "from.yaml"), []byte("fitted: tune.json\n"+from), 0o644)
-	if code, _, errs := crab(t, "", "run", "-c", filepath.Join(out, "from.yaml"), "-o", filepath.Join(dir, "run2"), "-q"); code != 0 && code != 1 {
+	if code, _, errs := crab(t, "", "run", "-e", filepath.Join(out, "from.yaml"), "-o", filepath.Join(dir, "run2"), "-q"); code != 0 && code != 1 {
 		t.Errorf("threshold_from run: exit %d (stderr %s)", code, errs)
 	}
 }
@@ -282,7 +282,7 @@ func TestTuneBadInput(t *testing.T) {
 		{"bad outcome table", []string{"--outcomes", badTable}, "table.jsonl:2"},
 		{"argument", []string{"extra"}, "no arguments"},
 	} {
-		args := append([]string{"tune", "-c", exp, "-q", "-o", out}, tc.args...)
+		args := append([]string{"tune", "-e", exp, "-q", "-o", out}, tc.args...)
 		code, _, errs := crab(t, "", args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
 			t.Errorf("%s: exit %d, stderr %q; want exit 2 and one line naming %q", tc.name, code, errs, tc.want)
@@ -319,7 +319,7 @@ func TestTuneSemanticArm(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
-	code, stdout, errs := crab(t, "", "tune", "-c", "examples/semantic/experiment.yaml", "--cache-arm", "guarded", "-o", out, "-q", "--format", "json")
+	code, stdout, errs := crab(t, "", "tune", "-e", "examples/semantic/experiment.yaml", "--cache-arm", "guarded", "-o", out, "-q", "--format", "json")
 	if code != 0 {
 		t.Fatalf("exit %d; want 0 (stderr %s)", code, errs)
 	}
@@ -349,11 +349,11 @@ func TestTuneSemanticArm(t *testing.T) {
 	if want := fmt.Sprintf("threshold: %v", s.Threshold); !strings.Contains(snippet, want) {
 		t.Errorf("tuned.yaml lacks %q:\n%s", want, snippet)
 	}
-	code, text, errs := crab(t, "", "tune", "-c", "examples/semantic/experiment.yaml", "-q")
+	code, text, errs := crab(t, "", "tune", "-e", "examples/semantic/experiment.yaml", "-q")
 	if code != 0 || !strings.Contains(text, "semantic cache arm loose") || !strings.Contains(text, "semantic cache arm guarded") || !strings.Contains(text, "false_hit_upper_95") {
 		t.Errorf("text: exit %d, stderr %s; want both semantic arms' reports:\n%s", code, errs, text)
 	}
-	if code, _, errs := crab(t, "", "run", "-c", filepath.Join(out, "tuned.yaml"), "-o", filepath.Join(dir, "run"), "-q"); code != 0 && code != 1 {
+	if code, _, errs := crab(t, "", "run", "-e", filepath.Join(out, "tuned.yaml"), "-o", filepath.Join(dir, "run"), "-q"); code != 0 && code != 1 {
 		t.Errorf("crab run on tuned.yaml: exit %d (stderr %s)", code, errs)
 	}
 }
@@ -376,7 +376,7 @@ func TestTuneSemanticBadInput(t *testing.T) {
 		{"rate negative", []string{"--max-false-hit-rate", "-0.1"}, "--max-false-hit-rate"},
 		{"no text to pair", []string{"--cache-arm", "guarded", "--tasks", few}, "guarded"},
 	} {
-		args := append([]string{"tune", "-c", "examples/semantic/experiment.yaml", "-q", "-o", out}, tc.args...)
+		args := append([]string{"tune", "-e", "examples/semantic/experiment.yaml", "-q", "-o", out}, tc.args...)
 		code, _, errs := crab(t, "", args...)
 		if code != 2 || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
 			t.Errorf("%s: exit %d, stderr %q; want exit 2 and one line naming %q", tc.name, code, errs, tc.want)

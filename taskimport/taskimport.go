@@ -255,7 +255,7 @@ func (im *importer) jsonl(r io.Reader) error {
 			return &eval.InputError{File: im.name, Line: sc.Line(), Msg: "want one JSON object per line: " + err.Error()}
 		}
 		get := func(column string) cell {
-			v, ok := obj[column]
+			v, ok := lookup(obj, column)
 			return cell{v: v, present: ok}
 		}
 		if err := im.row(sc.Line(), row, get); err != nil {
@@ -266,6 +266,36 @@ func (im *importer) jsonl(r io.Reader) error {
 		return &eval.InputError{File: im.name, Line: sc.Line() + 1, Msg: err.Error()}
 	}
 	return nil
+}
+
+// lookup finds a JSONL column: a key of the object, else a dotted path
+// into nested objects and arrays (response.body.choices.0.message.content,
+// as an OpenAI Batch output line holds its answer), a number indexing an
+// array from 0. A key that itself holds dots wins over the path.
+func lookup(obj map[string]any, column string) (any, bool) {
+	if v, ok := obj[column]; ok {
+		return v, true
+	}
+	var cur any = obj
+	for _, step := range strings.Split(column, ".") {
+		switch x := cur.(type) {
+		case map[string]any:
+			v, ok := x[step]
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(step)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			cur = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
 }
 
 // row builds the task of one row.

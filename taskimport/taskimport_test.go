@@ -162,3 +162,27 @@ func FuzzImport(f *testing.F) {
 		}
 	})
 }
+
+// TestImportNestedJSONPath: a JSONL column may be a dotted path into
+// nested objects and arrays, as an OpenAI Batch output line holds its
+// answer.
+func TestImportNestedJSONPath(t *testing.T) {
+	line := `{"id":"batch_req_1","custom_id":"t1","response":{"status_code":200,"body":{"choices":[{"message":{"role":"assistant","content":"Reset the router."}}]}},"a.b":"dotted key"}` + "\n"
+	set := map[string]string{"tenant": "acme", "permission": "public", "lang": "en", "doc_version": "v1"}
+	m, err := ParseMap([]string{"id=custom_id,text=response.body.choices.0.message.content,group=a.b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := Import(strings.NewReader(line), "out.jsonl", Options{Map: m, Set: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 1 || tasks[0].ID != "t1" || tasks[0].Text != "Reset the router." || tasks[0].Group != "dotted key" {
+		t.Fatalf("got %+v", tasks)
+	}
+	m, _ = ParseMap([]string{"text=response.body.choices.1.message.content"})
+	_, err = Import(strings.NewReader(line), "out.jsonl", Options{Map: m, Set: set})
+	if err == nil || !strings.Contains(err.Error(), `out.jsonl:1: field "response.body.choices.1.message.content": text: required and empty`) {
+		t.Errorf("a path the line does not hold: got %v", err)
+	}
+}
