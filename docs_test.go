@@ -50,6 +50,7 @@ var docFiles = []string{
 	"docs/performance.md",
 	"docs/scale.md",
 	"docs/workload.md",
+	"docs/extending.md",
 }
 
 // docBlock is one marked output block.
