@@ -244,8 +244,8 @@ func writeWorkload(out string, n int, seed uint64, legacy bool) string {
 // measureRun runs the experiment into dir and prints each arm's
 // contract-valid and passing shares.
 func measureRun(crab, exp, dir string) {
-	fmt.Printf("\n$ crab run -c %s -o %s -q && crab report --format json %s\n", exp, dir, dir)
-	output(crab, "run", "-c", exp, "-o", dir, "-q", "--overwrite")
+	fmt.Printf("\n$ crab run -e %s -o %s -q && crab report --format json %s\n", exp, dir, dir)
+	output(crab, "run", "-e", exp, "-o", dir, "-q", "--overwrite")
 	var sum struct {
 		Arms []struct {
 			Name string `json:"name"`
@@ -287,10 +287,10 @@ type tuneHoldout struct {
 // measureTune tunes the router with each scorer and rule and prints its
 // holdout figures beside the all-large, all-small and random routings.
 func measureTune(crab, exp string) {
-	fmt.Printf("\n$ crab tune -c %s -q --format json [--budget B] [--scorer S]\n", exp)
+	fmt.Printf("\n$ crab tune -e %s -q --format json [--budget B] [--scorer S]\n", exp)
 	var tj tuneHoldout
 	for _, tc := range []struct{ scorer, budget string }{{"learn", ""}, {"learn", "0.0008"}, {"feature", "0.0008"}} {
-		args := []string{"tune", "-c", exp, "-q", "--format", "json", "--scorer", tc.scorer}
+		args := []string{"tune", "-e", exp, "-q", "--format", "json", "--scorer", tc.scorer}
 		rule := "--max-pass-loss 0"
 		if tc.budget != "" {
 			args = append(args, "--budget", tc.budget)
