@@ -170,8 +170,12 @@ models:
 					t.Errorf("tenant %s: %v", tenants[ti], err)
 					continue
 				}
-				raw, _ := io.ReadAll(resp.Body)
+				raw, rerr := io.ReadAll(resp.Body)
 				resp.Body.Close()
+				if rerr != nil && stopping.Load() {
+					tallies[ti].atStop.Add(1) // the body cut when the grace ran out
+					continue
+				}
 				switch resp.StatusCode {
 				case 200:
 					var cc struct {
