@@ -43,9 +43,13 @@ func (s *Server) finish(x *exchange) {
 	if x.cacheLabel == "" {
 		return // refused before the stack: not a model request
 	}
-	s.m.e2e.WithLabelValues(x.cacheLabel, x.modelLabel, s.m.tenantLabel(x.req.Scope.Tenant)).Observe(end.Sub(x.start).Seconds())
+	took := end.Sub(x.start).Seconds()
+	s.m.e2e.WithLabelValues(x.cacheLabel, x.modelLabel, s.m.tenantLabel(x.req.Scope.Tenant)).Observe(took)
+	s.m.genaiDuration.WithLabelValues(x.modelLabel, x.w.errKind).Observe(took)
 	if !x.firstByte.IsZero() {
-		s.m.ttft.WithLabelValues(x.cacheLabel, x.modelLabel).Observe(x.firstByte.Sub(x.start).Seconds())
+		first := x.firstByte.Sub(x.start).Seconds()
+		s.m.ttft.WithLabelValues(x.cacheLabel, x.modelLabel).Observe(first)
+		s.m.genaiTTFT.WithLabelValues(x.modelLabel).Observe(first)
 	}
 	if s.recs == nil && s.shadow == nil {
 		return

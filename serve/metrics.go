@@ -62,6 +62,14 @@ type metrics struct {
 	tokens         *prometheus.CounterVec // by direction, model, tenant
 	cost           *prometheus.CounterVec // by model, tenant
 
+	// The same measurements under OpenTelemetry's GenAI semantic
+	// convention names (gen_ai.server.request.duration,
+	// gen_ai.server.time_to_first_token, gen_ai.client.token.usage), so
+	// dashboards built on the convention read crab serve unchanged.
+	genaiDuration *prometheus.HistogramVec // by gen_ai_response_model, error_type
+	genaiTTFT     *prometheus.HistogramVec // by gen_ai_response_model
+	genaiTokens   *prometheus.HistogramVec // by gen_ai_token_type, gen_ai_request_model
+
 	// modelNames are the configured upstream models, the values the
 	// model label may take (beside "none" and "other").
 	modelNames map[string]bool
@@ -301,6 +309,16 @@ func newMetrics(reg prometheus.Registerer, models, tenants []string, build Build
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cost_total",
 			Help: "Cost of the requests answered or failed, every attempt included (in the configured price units), by answering model and tenant: the sum of the records' cost."}, []string{"model", "tenant"}),
 	}
+	genai := prometheus.Labels{"gen_ai_operation_name": "chat"}
+	m.genaiDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gen_ai_server_request_duration_seconds", ConstLabels: genai,
+		Help: "OpenTelemetry GenAI gen_ai.server.request.duration: crab_serve_e2e_request_latency_seconds by answering model and error type (empty: answered with 200).", Buckets: LatencyBuckets},
+		[]string{"gen_ai_response_model", "error_type"})
+	m.genaiTTFT = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gen_ai_server_time_to_first_token_seconds", ConstLabels: genai,
+		Help: "OpenTelemetry GenAI gen_ai.server.time_to_first_token: crab_serve_time_to_first_token_seconds by answering model.", Buckets: TTFTBuckets},
+		[]string{"gen_ai_response_model"})
+	m.genaiTokens = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gen_ai_client_token_usage", ConstLabels: genai,
+		Help:    "OpenTelemetry GenAI gen_ai.client.token.usage: tokens of every upstream call, by type (input, output) and model called.",
+		Buckets: prometheus.ExponentialBuckets(1, 4, 14)}, []string{"gen_ai_token_type", "gen_ai_request_model"})
 	build.GoVersion = firstNonEmpty(build.GoVersion, runtime.Version())
 	buildInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "crab_build_info",
 		Help: "Always 1; the labels name the running crab."}, []string{"version", "goversion"})
@@ -329,11 +347,15 @@ func newMetrics(reg prometheus.Registerer, models, tenants []string, build Build
 		for _, c := range cacheLabels {
 			m.ttft.WithLabelValues(c, mod)
 		}
+		m.genaiTTFT.WithLabelValues(mod)
+		m.genaiDuration.WithLabelValues(mod, "")
+		m.genaiTokens.WithLabelValues("input", mod)
+		m.genaiTokens.WithLabelValues("output", mod)
 	}
 	m.setTenants(tenants)
 	for _, c := range []prometheus.Collector{m.inFlight, m.requests, m.errors, m.e2e, m.ttft, m.upstreamTTFT, m.queue, m.modelTime,
 		m.cacheHits, m.cacheMisses, m.cacheBypasses, m.scopeMismatch, m.leaks, m.routes, m.routeFallbacks, m.contractFails,
-		m.upstreamErrors, m.tokens, m.cost, buildInfo} {
+		m.upstreamErrors, m.tokens, m.cost, m.genaiDuration, m.genaiTTFT, m.genaiTokens, buildInfo} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

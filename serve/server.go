@@ -335,6 +335,8 @@ func (s *Server) observeUpstream(name string, next model.Model) model.Model {
 			tenant := s.m.tenantLabel(req.Scope.Tenant)
 			s.m.tokens.WithLabelValues("prompt", label, tenant).Add(float64(resp.Usage.TokensIn))
 			s.m.tokens.WithLabelValues("generation", label, tenant).Add(float64(resp.Usage.TokensOut))
+			s.m.genaiTokens.WithLabelValues("input", label).Observe(float64(resp.Usage.TokensIn))
+			s.m.genaiTokens.WithLabelValues("output", label).Observe(float64(resp.Usage.TokensOut))
 		}
 		if err != nil {
 			if label := upstreamErrorLabel(err); label != "" {

@@ -418,6 +418,16 @@ func TestMetrics(t *testing.T) {
 	if v := value(t, reg, "crab_serve_tokens_total", "direction=prompt", "model=large", "tenant=acme"); v <= 0 {
 		t.Errorf("prompt tokens of large for acme = %v; want more than 0", v)
 	}
+	// The OpenTelemetry GenAI names count the same requests as crab's own.
+	if got := value(t, reg, "gen_ai_server_request_duration_seconds", "gen_ai_response_model=large", "error_type=", "gen_ai_operation_name=chat"); got != 2 {
+		t.Errorf("gen_ai_server_request_duration_seconds of large = %v; want 2 (as crab_serve_e2e_request_latency_seconds)", got)
+	}
+	if got, want := value(t, reg, "gen_ai_server_time_to_first_token_seconds", "gen_ai_response_model=large"), value(t, reg, "crab_serve_time_to_first_token_seconds", "model=large"); got != want || got == 0 {
+		t.Errorf("gen_ai_server_time_to_first_token_seconds of large = %v; want %v (as crab_serve_time_to_first_token_seconds), above 0", got, want)
+	}
+	if got := value(t, reg, "gen_ai_client_token_usage", "gen_ai_token_type=input", "gen_ai_request_model=large"); got <= 0 {
+		t.Errorf("gen_ai_client_token_usage input calls of large = %v; want more than 0", got)
+	}
 	if v := value(t, reg, "crab_serve_cost_total", "model=large", "tenant=acme"); v <= 0 {
 		t.Errorf("cost of large for acme = %v; want more than 0", v)
 	}
