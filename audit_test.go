@@ -171,6 +171,7 @@ func TestAuditBadInput(t *testing.T) {
 // The leak proof from the command line: probes and, per config,
 // leak_upper_95 in JSON; the default key leaks nothing, bounded by 3/N.
 func TestAuditProbesJSON(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
 	code, out, errs := crab(t, "", "audit", "--format", "json", "--time-scale", "0", "--side-channel-trials", "0", "--probes", "400")
 	if code != 0 {

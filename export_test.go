@@ -88,6 +88,7 @@ func compareTotals(t *testing.T, got, want map[string]armTotals) {
 // sums per arm are the report's; exported to CSV, crab report reads it back
 // with the same counts and sums; exported to JSONL it is records.jsonl.
 func TestExportRun(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
 	dir, exp := quickDir(t)
 	run := filepath.Join(dir, "run")

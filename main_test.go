@@ -147,6 +147,7 @@ func quickDir(t *testing.T) (dir, exp string) {
 // A run writes its directory, and `crab report` on that directory rebuilds
 // exactly the summary the run wrote.
 func TestRunThenReportReproduces(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
 	dir, exp := quickDir(t)
 	out := filepath.Join(dir, "run")

@@ -84,6 +84,7 @@ func deriveMMLU(t *testing.T, dir string) []byte {
 // derives to (refresh with -update); the documented import line turns that
 // table into exactly the committed tasks and recording.
 func TestMMLUExampleDerivation(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
 	table := filepath.Join(mmluDir, "outcomes.csv")
 	if shared := sharedMMLU(); shared != "" {
@@ -206,6 +207,7 @@ func mmluCost(text string, large bool) float64 {
 // learned score — equal a recomputation from the outcome table, beside
 // random routing (APGR 0.5, CPT(50) 50%, CPT(80) 80% in expectation).
 func TestMMLUExampleTune(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
 	dir := t.TempDir()
 	code, _, errs := crab(t, "", "tune", "-e", filepath.Join(mmluDir, "experiment.yaml"), "--outcomes", filepath.Join(dir, "outcomes.jsonl"),
@@ -293,6 +295,7 @@ func TestMMLUExampleTune(t *testing.T) {
 // TestMMLUExampleRun: crab run on the example replays every arm offline,
 // and all-large's and all-small's passes are the table's counts.
 func TestMMLUExampleRun(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "run")
 	code, _, errs := crab(t, "", "run", "-e", filepath.Join(mmluDir, "experiment.yaml"), "-o", out, "-q")

@@ -77,6 +77,7 @@ func defaultAtTimeScale0(t *testing.T) string {
 // verdict is on the first screen (1400 x 900); at 1000 px no table scrolls
 // either and no arm's name or verdict is cut off.
 func TestReportHTMLLayout(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
 	bin := chromium.Find(t)
 	cases := []struct{ name, exp string }{

@@ -189,6 +189,7 @@ func TestRunRejectsBeforeWriting(t *testing.T) {
 // says running: crab report uses every complete record, calls every
 // candidate incomplete and says why, and exits 0 (never 2).
 func TestReportOnKilledRun(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
 	dir, exp := quickDir(t)
 	out := filepath.Join(dir, "run")

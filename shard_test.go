@@ -62,6 +62,7 @@ func shardSummary(t *testing.T, args ...string) []shardArm {
 // Three shards merged report what one unsharded run reports on every
 // figure that does not depend on timing.
 func TestShardsMergeToOneRun(t *testing.T) {
+	skipShort(t)
 	t.Parallel()
 	dir, exp := shardExperiment(t)
 	whole := filepath.Join(dir, "whole")
