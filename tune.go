@@ -22,7 +22,7 @@ import (
 	"github.com/crab-testbed/crab/internal/atomicfile"
 	"github.com/crab-testbed/crab/internal/fitted"
 	"github.com/crab-testbed/crab/router"
-	routertune "github.com/crab-testbed/crab/router/tune"
+	tuning "github.com/crab-testbed/crab/tune"
 )
 
 // tuneOptions are the inputs of `crab tune`.
@@ -71,7 +71,7 @@ func tuneCmd() *cli.Command {
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Usage: "`DIR` to write sweep.csv, tune.json, pareto.svg, pareto-cascade.svg and tuned.yaml into"},
 			&cli.BoolFlag{Name: "refresh", Usage: "rebuild the outcome table even if one exists"},
 			&cli.StringFlag{Name: "outcomes", Usage: "outcome table `FILE` to read or build (default: beside the task file)"},
-			&cli.StringFlag{Name: "cache-dir", Value: eval.DefaultTuneCacheDir, Usage: "`DIR` for the embedded task set's outcome table"},
+			&cli.StringFlag{Name: "cache-dir", Value: tuning.DefaultCacheDir, Usage: "`DIR` for the embedded task set's outcome table"},
 			&cli.StringFlag{Name: "scorer", Value: "learn", Usage: "`SCORER` to route by: learn (fit a logistic regression on the calibration split; -o writes it to scorer.json), a registered scorer (" + strings.Join(router.Scorers(), ", ") + "), an http(s):// URL or a scorer .json file"},
 			&cli.StringFlag{Name: "cache-arm", Usage: "tune only the similarity threshold of the semantic-cache `ARM`", DefaultText: "the router and every semantic-cache arm"},
 			&cli.Float64Flag{Name: "max-false-hit-rate", Usage: "share `R` of the calibration hard negatives a similarity threshold may serve", DefaultText: "0: none"},
@@ -124,10 +124,11 @@ func tune(ctx context.Context, o tuneOptions) error {
 	if !(o.MaxFalseHit >= 0 && o.MaxFalseHit < 1) {
 		return badUsage("--max-false-hit-rate %v: want a share in [0, 1)", o.MaxFalseHit)
 	}
-	setup, err := eval.LoadSetup(o.Experiment, fixtures.FS)
+	es, err := eval.LoadSetup(o.Experiment, fixtures.FS)
 	if err != nil {
 		return err
 	}
+	setup := tuning.New(es)
 	if o.Tasks != "" {
 		if err := setup.UseTasks(o.Tasks); err != nil {
 			return err
@@ -149,7 +150,7 @@ func tune(ctx context.Context, o tuneOptions) error {
 		log = o.Stderr
 	}
 	out := tuneOutput{}
-	var target eval.TuneTarget
+	var target tuning.Target
 	var learned *router.LearnedScorer
 	if o.CacheArm == "" {
 		target, err = setup.Target()
@@ -167,8 +168,8 @@ func tune(ctx context.Context, o tuneOptions) error {
 		}
 	}
 	for _, a := range semArms {
-		st, err := setup.TuneSemantic(ctx, a, eval.SemanticTuneConfig{Holdout: o.Holdout, Seed: seed, MaxFalseHitRate: o.MaxFalseHit})
-		if errors.Is(err, semantic.ErrBadConfig) || errors.Is(err, routertune.ErrTooFewSamples) || errors.Is(err, routertune.ErrTuneConfig) {
+		st, err := setup.Semantic(ctx, a, tuning.SemanticConfig{Holdout: o.Holdout, Seed: seed, MaxFalseHitRate: o.MaxFalseHit})
+		if errors.Is(err, semantic.ErrBadConfig) || errors.Is(err, tuning.ErrTooFewSamples) || errors.Is(err, tuning.ErrConfig) {
 			return badUsage("semantic-cache arm %s: %w", a.Name, err)
 		}
 		if err != nil {
@@ -181,7 +182,7 @@ func tune(ctx context.Context, o tuneOptions) error {
 	}
 	if o.OutDir != "" {
 		files := "tune.json, tuned.yaml"
-		if out.TuneReport != nil {
+		if out.Report != nil {
 			files = "sweep.csv, tune.json, pareto.svg, pareto-cascade.svg, tuned.yaml"
 		}
 		if learned != nil {
@@ -199,17 +200,17 @@ func tune(ctx context.Context, o tuneOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(&out)
 	}
-	if out.TuneReport != nil {
+	if out.Report != nil {
 		fmt.Fprintf(o.Stdout, "models: %s (small) vs %s (large); outcome table %s\n", target.Small, target.Large, out.Outcomes)
 		if out.GradingErrors != nil {
 			fmt.Fprintf(o.Stdout, "warning: %s\n", out.GradingErrors)
 		}
-		if err := out.TuneReport.WriteText(o.Stdout); err != nil {
+		if err := out.Report.WriteText(o.Stdout); err != nil {
 			return err
 		}
 	}
 	for i, st := range out.Semantic {
-		if i > 0 || out.TuneReport != nil {
+		if i > 0 || out.Report != nil {
 			fmt.Fprintln(o.Stdout)
 		}
 		if err := st.WriteText(o.Stdout); err != nil {
@@ -221,8 +222,8 @@ func tune(ctx context.Context, o tuneOptions) error {
 
 // tuneRouter gets the outcome table and tunes both routing policies into
 // out; it returns the learned scorer when one was fitted.
-func tuneRouter(ctx context.Context, o tuneOptions, setup *eval.Setup, target eval.TuneTarget, seed int64, log io.Writer, out *tuneOutput) (*router.LearnedScorer, error) {
-	tab, err := setup.OutcomeTableFor(ctx, target, eval.TableOptions{Path: o.Outcomes, CacheDir: o.CacheDir, Refresh: o.Refresh, Log: log})
+func tuneRouter(ctx context.Context, o tuneOptions, setup *tuning.Tuner, target tuning.Target, seed int64, log io.Writer, out *tuneOutput) (*router.LearnedScorer, error) {
+	tab, err := setup.OutcomeTableFor(ctx, target, tuning.TableOptions{Path: o.Outcomes, CacheDir: o.CacheDir, Refresh: o.Refresh, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -234,17 +235,17 @@ func tuneRouter(ctx context.Context, o tuneOptions, setup *eval.Setup, target ev
 				tab.Path, ge.N, ge.Rows, filepath.Join(o.OutDir, "tuned.yaml"))
 		}
 	}
-	cfg := routertune.TuneConfig{
+	cfg := tuning.Config{
 		Holdout: o.Holdout, Seed: seed, Folds: o.Folds,
-		Rule:      routertune.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
-		SplitNote: eval.SplitNote,
+		Rule:      tuning.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
+		SplitNote: tuning.SplitNote,
 	}
 	var scorer router.Scorer
 	var learned *router.LearnedScorer
 	switch o.Scorer {
 	case "", "learn":
 		cfg.Scorer = "learned: logistic regression over generic text features and hashed word and character n-grams, fitted on each split's calibration side"
-		cfg.Rescore = routertune.Learner(routertune.LearnConfig{}, func(s *router.LearnedScorer) { learned = s })
+		cfg.Rescore = tuning.Learner(tuning.LearnConfig{}, func(s *router.LearnedScorer) { learned = s })
 	default:
 		if scorer, err = router.NewScorer(o.Scorer); err != nil {
 			return nil, &eval.InputError{File: o.Scorer, Field: "--scorer", Msg: err.Error()}
@@ -255,8 +256,8 @@ func tuneRouter(ctx context.Context, o tuneOptions, setup *eval.Setup, target ev
 	if err != nil {
 		return nil, err
 	}
-	rep, err := routertune.Tune(samples, cfg)
-	if errors.Is(err, routertune.ErrTooFewSamples) || errors.Is(err, routertune.ErrTuneConfig) {
+	rep, err := tuning.Router(samples, cfg)
+	if errors.Is(err, tuning.ErrTooFewSamples) || errors.Is(err, tuning.ErrConfig) {
 		return nil, badUsage("%w", err)
 	}
 	if err != nil {
@@ -265,7 +266,7 @@ func tuneRouter(ctx context.Context, o tuneOptions, setup *eval.Setup, target ev
 	if log != nil && !tab.Built {
 		fmt.Fprintf(log, "crab: outcome table %s (read, no model calls)\n", tab.Path)
 	}
-	out.Outcomes, out.Small, out.Large, out.TuneReport = tab.Path, target.Small, target.Large, rep
+	out.Outcomes, out.Small, out.Large, out.Report = tab.Path, target.Small, target.Large, rep
 	return learned, nil
 }
 
@@ -277,9 +278,9 @@ type tuneOutput struct {
 	Small    string `json:"small,omitempty"`
 	Large    string `json:"large,omitempty"`
 	// GradingErrors counts the outcomes a grader could not decide.
-	GradingErrors *eval.GradingErrors `json:"grading_errors,omitempty"`
-	*routertune.TuneReport
-	Semantic []*eval.SemanticTune `json:"semantic,omitempty"`
+	GradingErrors *tuning.GradingErrors `json:"grading_errors,omitempty"`
+	*tuning.Report
+	Semantic []*tuning.SemanticResult `json:"semantic,omitempty"`
 	// Fitted names the calibration tasks every value above was fitted on;
 	// the experiment -o writes leaves them out of its run.
 	Fitted *fitted.Set `json:"fitted"`
@@ -288,9 +289,9 @@ type tuneOutput struct {
 // fittedSet is the identity of the tasks every value in out was fitted on
 // (the calibration side of the split they share); it warns of a semantic
 // arm with no threshold.
-func fittedSet(setup *eval.Setup, out *tuneOutput, learned *router.LearnedScorer, holdout float64, seed int64, log io.Writer) (*fitted.Set, error) {
+func fittedSet(setup *tuning.Tuner, out *tuneOutput, learned *router.LearnedScorer, holdout float64, seed int64, log io.Writer) (*fitted.Set, error) {
 	var ids []string
-	if out.TuneReport != nil {
+	if out.Report != nil {
 		var err error
 		if ids, err = setup.RouterCalibration(holdout, seed); err != nil {
 			return nil, badUsage("%w", err)
@@ -310,7 +311,7 @@ func fittedSet(setup *eval.Setup, out *tuneOutput, learned *router.LearnedScorer
 // fittedWhat names the values a tune fitted, for its fitted set.
 func fittedWhat(out *tuneOutput, learned *router.LearnedScorer) []string {
 	var what []string
-	if r := out.TuneReport; r != nil {
+	if r := out.Report; r != nil {
 		if r.Policy == router.PolicyCascade {
 			what = append(what, "cascade confidence")
 		} else {
@@ -334,8 +335,8 @@ func fittedWhat(out *tuneOutput, learned *router.LearnedScorer) []string {
 // writeTuneDir writes the output files of -o DIR; a learned scorer goes
 // to scorer.json, which tuned.yaml's router arms name. Without a router
 // report only tune.json and tuned.yaml are written.
-func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tuneOutput, seed int64, scorerRef string, learned *router.LearnedScorer) error {
-	if out.TuneReport != nil && (scorerRef == "learn" || router.IsScorerFile(scorerRef)) {
+func writeTuneDir(dir string, setup *tuning.Tuner, target tuning.Target, out *tuneOutput, seed int64, scorerRef string, learned *router.LearnedScorer) error {
+	if out.Report != nil && (scorerRef == "learn" || router.IsScorerFile(scorerRef)) {
 		scorerRef = filepath.Join(dir, "scorer.json")
 		if learned == nil {
 			if abs, err := filepath.Abs(out.Config.Scorer); err == nil {
@@ -352,7 +353,7 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 			fittedRef = abs
 		}
 	}
-	snippet, err := setup.TunedExperiment(target, out.TuneReport, seed, scorerRef, out.Semantic, fittedRef)
+	snippet, err := setup.TunedExperiment(target, out.Report, seed, scorerRef, out.Semantic, fittedRef)
 	if err != nil {
 		return err
 	}
@@ -369,7 +370,7 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 	if err := writeJSON(filepath.Join(dir, "tune.json"), out); err != nil {
 		return err
 	}
-	if out.TuneReport != nil {
+	if out.Report != nil {
 		if err := writeRouterFiles(dir, out); err != nil {
 			return err
 		}
@@ -383,18 +384,18 @@ func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tu
 // writeRouterFiles writes sweep.csv and the Pareto plots of the router
 // report.
 func writeRouterFiles(dir string, out *tuneOutput) error {
-	if err := atomicfile.Write(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error { return writeSweepCSV(w, out.TuneReport) }); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error { return writeSweepCSV(w, out.Report) }); err != nil {
 		return err
 	}
 	svgs := []struct {
 		name  string
-		p     *routertune.PolicyReport
+		p     *tuning.PolicyReport
 		title string
 	}{{"pareto.svg", &out.PolicyReport, "threshold router: cost vs pass"}}
 	if out.Cascade != nil {
 		svgs = append(svgs, struct {
 			name  string
-			p     *routertune.PolicyReport
+			p     *tuning.PolicyReport
 			title string
 		}{"pareto-cascade.svg", out.Cascade, "cascade: cost vs pass"})
 	}
@@ -409,13 +410,13 @@ func writeRouterFiles(dir string, out *tuneOutput) error {
 
 // writeSweepCSV writes every policy's calibration sweep, one row per
 // threshold, with the same threshold replayed on the holdout beside it.
-func writeSweepCSV(w io.Writer, rep *routertune.TuneReport) error {
+func writeSweepCSV(w io.Writer, rep *tuning.Report) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"policy", "threshold", "chosen", "frontier", "n", "large", "strong_share", "pass", "cost", "cost_per_pass",
 		"latency_mean_ms", "under", "over", "hopeless", "under_cost", "over_cost", "hopeless_cost",
 		"holdout_n", "holdout_large", "holdout_pass", "holdout_cost"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	for _, p := range []*routertune.PolicyReport{&rep.PolicyReport, rep.Cascade} {
+	for _, p := range []*tuning.PolicyReport{&rep.PolicyReport, rep.Cascade} {
 		if p == nil {
 			continue
 		}

@@ -1,4 +1,4 @@
-package eval
+package tune
 
 import (
 	"bufio"
@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/atomicfile"
 	"github.com/crab-testbed/crab/internal/jsonl"
 
@@ -23,16 +25,15 @@ import (
 
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/router"
-	routertune "github.com/crab-testbed/crab/router/tune"
 )
 
 // OutcomeFormat names the outcome-table file format. It changes when what a
 // table means changes, so that old tables are rebuilt instead of misread.
 const OutcomeFormat = "crab.outcomes/v2"
 
-// DefaultTuneCacheDir is where outcome tables of the embedded task set are
+// DefaultCacheDir is where outcome tables of the embedded task set are
 // kept, relative to the working directory.
-const DefaultTuneCacheDir = ".crab"
+const DefaultCacheDir = ".crab"
 
 // OutcomeLatency says how an outcome table's latencies were measured.
 const OutcomeLatency = "model time of every attempt; simulated models report their nominal latency (time-scale 1) " +
@@ -104,18 +105,18 @@ type OutcomeRow struct {
 	Features   string  `json:"features"`
 }
 
-// TuneTarget is what an outcome table is built for: the two models a router
+// Target is what an outcome table is built for: the two models a router
 // chooses between and the arm settings their requests carry.
-type TuneTarget struct {
+type Target struct {
 	Small, Large string
-	Arm          ArmSpec // model unset; mode, max tokens, system, temperature, contract policy as the router arm's
-	From         string  // the arm the settings come from, or "" when none routes
+	Arm          eval.ArmSpec // model unset; mode, max tokens, system, temperature, contract policy as the router arm's
+	From         string       // the arm the settings come from, or "" when none routes
 }
 
 // Target finds the models to tune between: the first arm with a router
 // names them (and gives the request settings); otherwise the experiment's
 // first small and first large simulated model.
-func (s *Setup) Target() (TuneTarget, error) {
+func (s *Tuner) Target() (Target, error) {
 	for _, a := range s.Exp.Arms {
 		if a.Router != nil {
 			arm := a
@@ -123,12 +124,12 @@ func (s *Setup) Target() (TuneTarget, error) {
 			if arm.Contract != nil && arm.Contract.Policy == "escalate" {
 				// An escalation would mix the other model into this one's
 				// outcomes; the table judges each model on its own.
-				arm.Contract = &ContractSpec{Policy: "fail"}
+				arm.Contract = &eval.ContractSpec{Policy: "fail"}
 			}
-			return TuneTarget{Small: a.Router.Small, Large: a.Router.Large, Arm: arm, From: a.Name}, nil
+			return Target{Small: a.Router.Small, Large: a.Router.Large, Arm: arm, From: a.Name}, nil
 		}
 	}
-	t := TuneTarget{Arm: ArmSpec{Mode: model.ModeFull}}
+	t := Target{Arm: eval.ArmSpec{Mode: model.ModeFull}}
 	for _, m := range s.Exp.Models {
 		if m.Kind == "small" && t.Small == "" {
 			t.Small = m.Name
@@ -138,58 +139,24 @@ func (s *Setup) Target() (TuneTarget, error) {
 		}
 	}
 	if t.Small == "" || t.Large == "" {
-		return t, &InputError{File: s.Exp.File, Field: "arms", Msg: "crab tune needs an arm with a router, or one small and one large model"}
+		return t, &eval.InputError{File: s.Exp.File, Field: "arms", Msg: "crab tune needs an arm with a router, or one small and one large model"}
 	}
 	return t, nil
 }
 
-// UseTasks replaces the experiment's task set with a file (crab tune --tasks).
-func (s *Setup) UseTasks(path string) error {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			return &InputError{File: path, Msg: fmt.Sprintf("cannot read: %v", pe.Err)}
-		}
-		return &InputError{File: path, Msg: err.Error()}
-	}
-	tasks, err := ReadTasks(bytes.NewReader(raw), path)
-	if err != nil {
-		return err
-	}
-	if err := planTasks(tasks, path, s.grader); err != nil {
-		return err
-	}
-	s.TasksName, s.TasksRaw, s.Tasks = path, raw, tasks
-	s.expected = ExpectedByID(tasks)
-	s.splitKeys = nil
-	return nil
-}
-
-// tasksPath is the task file on disk, or "" for an embedded one.
-func (s *Setup) tasksPath() string {
-	if strings.HasPrefix(s.TasksName, embeddedPrefix) {
-		return ""
-	}
-	if filepath.IsAbs(s.TasksName) || strings.HasPrefix(s.Exp.File, embeddedPrefix) || s.Exp.File == s.TasksName {
-		return s.TasksName
-	}
-	return filepath.Join(filepath.Dir(s.Exp.File), s.TasksName)
-}
-
 // OutcomeKey is the key of the outcome table this setup and target need.
-func (s *Setup) OutcomeKey(t TuneTarget) (key string, small, large OutcomeModel, err error) {
-	spec := func(name string) (ModelSpec, OutcomeModel, error) {
+func (s *Tuner) OutcomeKey(t Target) (key string, small, large OutcomeModel, err error) {
+	spec := func(name string) (eval.ModelSpec, OutcomeModel, error) {
 		for _, m := range s.Exp.Models {
 			if m.Name == name {
 				b, _ := json.Marshal(struct {
-					Spec ModelSpec
+					Spec eval.ModelSpec
 					Seed int64
 				}{m, s.Exp.Seed})
-				return m, OutcomeModel{Name: name, Hash: HashBytes(b)}, nil
+				return m, OutcomeModel{Name: name, Hash: eval.HashBytes(b)}, nil
 			}
 		}
-		return ModelSpec{}, OutcomeModel{}, &InputError{File: s.Exp.File, Field: "models", Msg: fmt.Sprintf("no model %q", name)}
+		return eval.ModelSpec{}, OutcomeModel{}, &eval.InputError{File: s.Exp.File, Field: "models", Msg: fmt.Sprintf("no model %q", name)}
 	}
 	sm, small, err := spec(t.Small)
 	if err != nil {
@@ -203,13 +170,13 @@ func (s *Setup) OutcomeKey(t TuneTarget) (key string, small, large OutcomeModel,
 		Format, Tasks, Contract string
 		Seed                    int64
 		Timeout                 string
-		Retry                   RetrySpec
+		Retry                   eval.RetrySpec
 		Mode, System            string
 		MaxTokens               int
 		Temperature             float64
-		Contract2               *ContractSpec
-		Small, Large            ModelSpec
-	}{OutcomeFormat, HashBytes(s.TasksRaw), s.contract.Hash(), s.Exp.Seed, s.Exp.Timeout.Std().String(), s.Exp.Retry,
+		Contract2               *eval.ContractSpec
+		Small, Large            eval.ModelSpec
+	}{OutcomeFormat, eval.HashBytes(s.TasksRaw), s.Contract().Hash(), s.Exp.Seed, s.Exp.Timeout.Std().String(), s.Exp.Retry,
 		t.Arm.Mode, t.Arm.System, t.Arm.MaxTokens, t.Arm.Temperature, t.Arm.Contract, sm, lm})
 	if !s.Exp.Grade.IsZero() {
 		// The grade section changes which outcomes pass; the default rule
@@ -218,26 +185,26 @@ func (s *Setup) OutcomeKey(t TuneTarget) (key string, small, large OutcomeModel,
 		b = append(b, g...)
 		// What the command runs, resolved, and its files' contents: a
 		// grader fixed after a broken table invalidates that table.
-		b = append(b, s.graderID...)
+		b = append(b, s.GraderID()...)
 	}
-	return HashBytes(b), small, large, nil
+	return eval.HashBytes(b), small, large, nil
 }
 
 // OutcomePath is where the outcome table for key lives: beside the task
 // file as TASKS.outcomes-KEY12.jsonl, or, for an embedded task set, under
-// cacheDir/outcomes/ (cacheDir "" means DefaultTuneCacheDir).
-func (s *Setup) OutcomePath(key, cacheDir string) string {
+// cacheDir/outcomes/ (cacheDir "" means DefaultCacheDir).
+func (s *Tuner) OutcomePath(key, cacheDir string) string {
 	short := key
 	if len(short) > 12 {
 		short = short[:12]
 	}
-	if p := s.tasksPath(); p != "" {
+	if p := s.TasksFile(); p != "" {
 		return p + ".outcomes-" + short + ".jsonl"
 	}
 	if cacheDir == "" {
-		cacheDir = DefaultTuneCacheDir
+		cacheDir = DefaultCacheDir
 	}
-	name := strings.TrimPrefix(s.TasksName, embeddedPrefix)
+	name := strings.TrimPrefix(s.TasksName, eval.EmbeddedPrefix)
 	return filepath.Join(cacheDir, "outcomes", filepath.Base(name)+".outcomes-"+short+".jsonl")
 }
 
@@ -247,28 +214,25 @@ func (s *Setup) OutcomePath(key, cacheDir string) string {
 // their nominal latency. Every request has the experiment's timeout and
 // seed (repeat 0), so its outcome is the one `crab run` meets on repeat 0.
 // A cancelled context returns its error and no table.
-func (s *Setup) BuildOutcomeTable(ctx context.Context, t TuneTarget, progress io.Writer) (*OutcomeTable, error) {
+func (s *Tuner) BuildOutcomeTable(ctx context.Context, t Target, progress io.Writer) (*OutcomeTable, error) {
 	key, small, large, err := s.OutcomeKey(t)
 	if err != nil {
 		return nil, err
 	}
-	if !s.nominal {
-		s.nominal = true
-		if s.backends, err = s.buildBackends(); err != nil {
-			return nil, err
-		}
+	if err := s.UseNominalModels(); err != nil {
+		return nil, err
 	}
 	scorer, err := router.NewFeatureScorer(router.DefaultFeatureConfig())
 	if err != nil {
 		return nil, err
 	}
 	tab := &OutcomeTable{Header: OutcomeHeader{
-		Format: OutcomeFormat, Key: key, Tasks: s.TasksName, TasksHash: HashBytes(s.TasksRaw), TaskCount: len(s.Tasks),
-		Contract: s.contract.Hash(), Seed: s.Exp.Seed, Small: small, Large: large, Mode: t.Arm.Mode, MaxTokens: t.Arm.MaxTokens,
+		Format: OutcomeFormat, Key: key, Tasks: s.TasksName, TasksHash: eval.HashBytes(s.TasksRaw), TaskCount: len(s.Tasks),
+		Contract: s.Contract().Hash(), Seed: s.Exp.Seed, Small: small, Large: large, Mode: t.Arm.Mode, MaxTokens: t.Arm.MaxTokens,
 		Latency: OutcomeLatency, Created: time.Now().UTC().Truncate(time.Second),
 	}}
 	tab.Rows = make([]OutcomeRow, 2*len(s.Tasks))
-	r := &Runner{ContractHash: s.contract.Hash(), Grader: s.grader}
+	r := &eval.Runner{ContractHash: s.Contract().Hash(), Grader: s.Grader()}
 	for role, name := range []string{t.Small, t.Large} {
 		spec := t.Arm
 		spec.Name, spec.Model = "outcomes-"+name, name
@@ -309,21 +273,16 @@ func (s *Setup) BuildOutcomeTable(ctx context.Context, t TuneTarget, progress io
 }
 
 // outcome calls one task on one model and judges the answer like the runner.
-func (s *Setup) outcome(ctx context.Context, stack model.Model, r *Runner, spec ArmSpec, t *Task, role string, scorer *router.FeatureScorer) OutcomeRow {
-	req := r.request(spec, t, s.Exp.Seed)
-	sc := scorer.Score(req)
-	row := OutcomeRow{TaskID: t.ID, Role: role, Model: spec.Model, RouteScore: sc.Value, Features: sc.Features.String()}
-	cctx, cancel := context.WithTimeout(ctx, s.Exp.Timeout.Std())
-	resp, err := stack.Complete(cctx, req)
-	timedOut := cctx.Err() == context.DeadlineExceeded
-	cancel()
-	row.Outcome = outcomeOf(ctx, err, timedOut)
-	if err != nil {
-		row.Error = err.Error()
+func (s *Tuner) outcome(ctx context.Context, stack model.Model, r *eval.Runner, spec eval.ArmSpec, t *eval.Task, role string, scorer *router.FeatureScorer) OutcomeRow {
+	c := r.CallOnce(ctx, stack, spec, t, s.Exp.Seed, s.Exp.Timeout.Std())
+	sc := scorer.Score(c.Req)
+	row := OutcomeRow{TaskID: t.ID, Role: role, Model: spec.Model, RouteScore: sc.Value, Features: sc.Features.String(), Outcome: c.Outcome}
+	if c.Err != nil {
+		row.Error = c.Err.Error()
 	}
-	if resp != nil {
+	if resp := c.Resp; resp != nil {
 		tr := &resp.Trace
-		row.LatencyMs = ms(tr.ModelDur)
+		row.LatencyMs = records.Ms(tr.ModelDur)
 		row.Cost, row.TokensIn, row.TokensOut, row.Attempts = resp.Usage.Cost, resp.Usage.TokensIn, resp.Usage.TokensOut, tr.Attempts
 		row.ContractOK = tr.Validated && tr.ContractOK
 		row.Confidence = resp.Confidence
@@ -331,11 +290,10 @@ func (s *Setup) outcome(ctx context.Context, stack model.Model, r *Runner, spec 
 			row.Model = resp.Model
 		}
 	}
-	if row.Outcome == OutcomeTimeout {
-		row.LatencyMs = ms(s.Exp.Timeout.Std())
+	if row.Outcome == eval.OutcomeTimeout {
+		row.LatencyMs = records.Ms(s.Exp.Timeout.Std())
 	}
-	g := r.judgeAnswer(ctx, row.Outcome, row.ContractOK, resp, req, t, true)
-	row.Correct, row.Pass, row.GradeError = g.Correct, g.pass, g.Error
+	row.Correct, row.Pass, row.GradeError = c.Correct, c.Pass, c.GradeError
 	return row
 }
 
@@ -355,7 +313,7 @@ func WriteOutcomeTable(w io.Writer, tab *OutcomeTable) error {
 }
 
 // ReadOutcomeTable reads a table written by WriteOutcomeTable. Errors are
-// *InputError naming the file, line and field.
+// *eval.InputError naming the file, line and field.
 func ReadOutcomeTable(r io.Reader, name string) (*OutcomeTable, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
@@ -371,28 +329,28 @@ func ReadOutcomeTable(r io.Reader, name string) (*OutcomeTable, error) {
 			continue
 		}
 		if line == 1 {
-			if err := DecodeStrict(raw, &tab.Header); err != nil {
-				return nil, jsonLineError(name, line, err)
+			if err := eval.DecodeStrict(raw, &tab.Header); err != nil {
+				return nil, records.JSONLineError(name, line, err)
 			}
 			if tab.Header.Format != OutcomeFormat {
-				return nil, &InputError{File: name, Line: line, Field: "format", Msg: fmt.Sprintf("%q, want %q (rebuild with --refresh)", tab.Header.Format, OutcomeFormat)}
+				return nil, &eval.InputError{File: name, Line: line, Field: "format", Msg: fmt.Sprintf("%q, want %q (rebuild with --refresh)", tab.Header.Format, OutcomeFormat)}
 			}
 			continue
 		}
 		var row OutcomeRow
-		if err := DecodeStrict(raw, &row); err != nil {
-			return nil, jsonLineError(name, line, err)
+		if err := eval.DecodeStrict(raw, &row); err != nil {
+			return nil, records.JSONLineError(name, line, err)
 		}
 		if row.Role != "small" && row.Role != "large" {
-			return nil, &InputError{File: name, Line: line, Field: "role", Msg: fmt.Sprintf("%q, want small or large", row.Role)}
+			return nil, &eval.InputError{File: name, Line: line, Field: "role", Msg: fmt.Sprintf("%q, want small or large", row.Role)}
 		}
 		tab.Rows = append(tab.Rows, row)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &InputError{File: name, Line: line + 1, Msg: err.Error()}
+		return nil, &eval.InputError{File: name, Line: line + 1, Msg: err.Error()}
 	}
 	if line == 0 {
-		return nil, &InputError{File: name, Msg: "empty outcome table"}
+		return nil, &eval.InputError{File: name, Msg: "empty outcome table"}
 	}
 	return tab, nil
 }
@@ -400,7 +358,7 @@ func ReadOutcomeTable(r io.Reader, name string) (*OutcomeTable, error) {
 // Samples joins the table with the task set: one sample per task, scored
 // afresh by scorer (nil: the built-in scorer with its default config). It
 // fails when the table lacks a task or a model.
-func (s *Setup) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([]routertune.Sample, error) {
+func (s *Tuner) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([]Sample, error) {
 	if scorer == nil {
 		fs, err := router.NewFeatureScorer(router.DefaultFeatureConfig())
 		if err != nil {
@@ -427,19 +385,19 @@ func (s *Setup) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([
 	if err != nil {
 		return nil, err
 	}
-	out := make([]routertune.Sample, len(s.Tasks))
+	out := make([]Sample, len(s.Tasks))
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
 		p := rows[t.ID]
 		if p == nil || p.small == nil || p.large == nil {
-			return nil, &InputError{File: name, Field: "task_id", Msg: fmt.Sprintf("no outcome of task %q on both models (rebuild with --refresh)", t.ID)}
+			return nil, &eval.InputError{File: name, Field: "task_id", Msg: fmt.Sprintf("no outcome of task %q on both models (rebuild with --refresh)", t.ID)}
 		}
 		req := &model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()}
 		sc := scorer.Score(req)
-		out[i] = routertune.Sample{ID: t.ID, Group: t.Group, Key: keys[i], Score: sc.Value, Features: sc.Features,
+		out[i] = Sample{ID: t.ID, Group: t.Group, Key: keys[i], Score: sc.Value, Features: sc.Features,
 			Small: rowOutcome(p.small), Large: rowOutcome(p.large), Req: req}
 		if ex, ok := scorer.(explainer); ok {
-			out[i].Why = ex.Explain(req, routertune.ExplainTop)
+			out[i].Why = ex.Explain(req, ExplainTop)
 		}
 	}
 	return out, nil
@@ -452,15 +410,15 @@ type explainer interface {
 	Explain(req *model.Request, k int) []router.Contribution
 }
 
-func rowOutcome(r *OutcomeRow) routertune.Outcome {
-	return routertune.Outcome{Outcome: r.Outcome, OK: r.Outcome == OutcomeOK && r.ContractOK, Pass: r.Pass, Cost: r.Cost,
+func rowOutcome(r *OutcomeRow) Outcome {
+	return Outcome{Outcome: r.Outcome, OK: r.Outcome == eval.OutcomeOK && r.ContractOK, Pass: r.Pass, Cost: r.Cost,
 		LatencyMs: r.LatencyMs, Confidence: r.Confidence}
 }
 
 // TableOptions say where an outcome table is kept and whether to rebuild it.
 type TableOptions struct {
 	Path     string    // explicit table file; "" = OutcomePath
-	CacheDir string    // for embedded task sets; "" = DefaultTuneCacheDir
+	CacheDir string    // for embedded task sets; "" = DefaultCacheDir
 	Refresh  bool      // rebuild even when a table with the right key exists
 	Log      io.Writer // progress lines; nil = quiet
 }
@@ -476,7 +434,7 @@ type TableResult struct {
 // OutcomeTableFor reads the outcome table of target from disk when one
 // with the right key exists, and otherwise (or with Refresh) builds it and
 // writes it atomically.
-func (s *Setup) OutcomeTableFor(ctx context.Context, t TuneTarget, o TableOptions) (*TableResult, error) {
+func (s *Tuner) OutcomeTableFor(ctx context.Context, t Target, o TableOptions) (*TableResult, error) {
 	key, _, _, err := s.OutcomeKey(t)
 	if err != nil {
 		return nil, err
@@ -521,98 +479,11 @@ func (s *Setup) OutcomeTableFor(ctx context.Context, t TuneTarget, o TableOption
 	return &TableResult{Table: tab, Path: path, Built: true, Reason: reason}, nil
 }
 
-// routerFieldError is a problem with one field of an arm's router block.
-type routerFieldError struct{ field, msg string }
-
-// validRouter checks the router block's mode and its mode's fields (the
-// threshold's range is checked by the caller), filling the default mode.
-func validRouter(r *RouterSpec) *routerFieldError {
-	switch r.Mode {
-	case "":
-		r.Mode = router.PolicyThreshold
-	case router.PolicyThreshold, router.PolicyCascade:
-	default:
-		return &routerFieldError{"mode", fmt.Sprintf("unknown mode %q (want threshold or cascade)", r.Mode)}
-	}
-	if r.Confidence < 0 || r.Confidence > 1 || math.IsNaN(r.Confidence) {
-		return &routerFieldError{"confidence", fmt.Sprintf("must be in [0,1], got %v", r.Confidence)}
-	}
-	if r.Mode == router.PolicyThreshold && r.Confidence != 0 {
-		return &routerFieldError{"confidence", "only for mode cascade"}
-	}
-	if r.Mode == router.PolicyCascade && r.Threshold != 0 {
-		return &routerFieldError{"threshold", "mode cascade escalates by confidence; use confidence"}
-	}
-	if r.ThresholdFrom != "" && (r.Threshold != 0 || r.Confidence != 0) {
-		field := "threshold"
-		if r.Mode == router.PolicyCascade {
-			field = "confidence"
-		}
-		return &routerFieldError{field, "give " + field + " or threshold_from, not both"}
-	}
-	return nil
-}
-
-// TunedFile is the part of a tune.json that an experiment's
-// threshold_from reads.
-type TunedFile struct {
-	Policy    string  `json:"policy"`
-	Threshold float64 `json:"threshold"`
-	Cascade   *struct {
-		Threshold float64 `json:"threshold"`
-	} `json:"cascade"`
-}
-
-// applyTuned reads the tune.json of every router arm with threshold_from
-// and sets its threshold (mode cascade: confidence). resolve maps a
-// reference like LoadSetup does; base is the experiment's directory.
-func (s *Setup) applyTuned(resolve func(string) string, base string) error {
-	for _, a := range s.Exp.Arms {
-		r := a.Router
-		if r == nil || r.ThresholdFrom == "" {
-			continue
-		}
-		bad := func(format string, args ...any) error {
-			return &InputError{File: s.Exp.File, Line: r.FromLine, Field: "arms.router.threshold_from", Msg: fmt.Sprintf("arm %s: ", a.Name) + fmt.Sprintf(format, args...)}
-		}
-		raw, err := s.read(resolve(r.ThresholdFrom), base)
-		if err != nil {
-			return bad("%v", err)
-		}
-		var tf TunedFile
-		if err := json.Unmarshal(raw, &tf); err != nil {
-			return bad("%s is not a tune.json: %v", r.ThresholdFrom, err)
-		}
-		var v float64
-		switch {
-		case r.Mode == router.PolicyCascade && tf.Policy == router.PolicyCascade:
-			v = tf.Threshold
-		case r.Mode == router.PolicyCascade && tf.Cascade != nil:
-			v = tf.Cascade.Threshold
-		case r.Mode == router.PolicyCascade:
-			return bad("%s has no cascade confidence (tune with the cascade policy)", r.ThresholdFrom)
-		case tf.Policy == router.PolicyThreshold || tf.Policy == "":
-			v = tf.Threshold
-		default:
-			return bad("%s has no router threshold (policy %q)", r.ThresholdFrom, tf.Policy)
-		}
-		if v < 0 || v > 1 || math.IsNaN(v) {
-			return bad("%s: threshold %v outside [0,1]", r.ThresholdFrom, v)
-		}
-		if r.Mode == router.PolicyCascade {
-			r.Confidence = v
-		} else {
-			r.Threshold = v
-		}
-	}
-	return nil
-}
-
 // TunedExperiment returns the experiment, rewritten so that `crab run`
 // uses the tuned values: every threshold-router arm whose request settings
 // match the target's gets the chosen threshold, every cascade arm the chosen
 // confidence, and a cascade arm is added when the experiment has none but
-// the report tuned one. Task, contract and trace references become absolute
+// the report tuned one. eval.Task, contract and trace references become absolute
 // (or stay embedded:), so the file runs from any directory.
 //
 // scorer, when not empty, is the scorer the threshold was chosen with (a
@@ -622,8 +493,8 @@ func (s *Setup) applyTuned(resolve func(string) string, base string) error {
 // not empty, is the tune.json naming the tasks those values were fitted on:
 // it becomes the experiment's fitted section, so that the run leaves them
 // out of every arm.
-func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed int64, scorer string, sem []*SemanticTune, fittedRef string) ([]byte, error) {
-	raw, err := s.read(s.Exp.File, "")
+func (s *Tuner) TunedExperiment(t Target, rep *Report, seed int64, scorer string, sem []*SemanticResult, fittedRef string) ([]byte, error) {
+	raw, err := s.ExperimentSource()
 	if err != nil {
 		return nil, err
 	}
@@ -633,15 +504,15 @@ func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed i
 	}
 	doc := root.Content[0]
 	base := ""
-	if !strings.HasPrefix(s.Exp.File, embeddedPrefix) {
+	if !strings.HasPrefix(s.Exp.File, eval.EmbeddedPrefix) {
 		base = filepath.Dir(s.Exp.File)
 	}
 	ref := func(name string) string {
-		if strings.HasPrefix(name, embeddedPrefix) || filepath.IsAbs(name) {
+		if strings.HasPrefix(name, eval.EmbeddedPrefix) || filepath.IsAbs(name) {
 			return name
 		}
 		if base == "" {
-			return embeddedPrefix + name
+			return eval.EmbeddedPrefix + name
 		}
 		if abs, err := filepath.Abs(filepath.Join(base, name)); err == nil {
 			return abs
@@ -649,7 +520,7 @@ func (s *Setup) TunedExperiment(t TuneTarget, rep *routertune.TuneReport, seed i
 		return name
 	}
 	tasks := s.TasksName
-	if p := s.tasksPath(); p != "" {
+	if p := s.TasksFile(); p != "" {
 		if abs, err := filepath.Abs(p); err == nil {
 			tasks = abs
 		}

@@ -2,16 +2,17 @@ package tune
 
 import (
 	"fmt"
-	"github.com/crab-testbed/crab/internal/splitmix"
 	"math"
 	"sort"
+
+	"github.com/crab-testbed/crab/internal/splitmix"
 
 	"github.com/crab-testbed/crab/router"
 )
 
-// TuneConfig configures Tune. The zero value of every field but Seed takes
+// Config configures Tune. The zero value of every field but Seed takes
 // its default.
-type TuneConfig struct {
+type Config struct {
 	// Holdout is the fraction of every group kept out of calibration.
 	// Default 0.3.
 	Holdout float64 `json:"holdout"`
@@ -31,7 +32,7 @@ type TuneConfig struct {
 	// intervals. Default 2000.
 	Resamples int `json:"resamples"`
 	// Policies to tune; default both PolicyThreshold and PolicyCascade.
-	// The first is reported at the top level of a TuneReport.
+	// The first is reported at the top level of a Report.
 	Policies []string `json:"policies"`
 	// Rescore, when set, scores the samples afresh for each split from
 	// its calibration side alone (e.g. a scorer fitted there, see
@@ -48,7 +49,7 @@ type TuneConfig struct {
 
 // rescored returns samples with the scores cfg.Rescore gives for the
 // split (samples itself without Rescore).
-func rescored(samples []Sample, calib []int, cfg TuneConfig) ([]Sample, error) {
+func rescored(samples []Sample, calib []int, cfg Config) ([]Sample, error) {
 	if cfg.Rescore == nil {
 		return samples, nil
 	}
@@ -63,24 +64,24 @@ func rescored(samples []Sample, calib []int, cfg TuneConfig) ([]Sample, error) {
 	return out, nil
 }
 
-func (c *TuneConfig) fill() error {
+func (c *Config) fill() error {
 	if c.Holdout == 0 {
 		c.Holdout = 0.3
 	}
 	if !(c.Holdout > 0 && c.Holdout < 1) {
-		return fmt.Errorf("%w: holdout %v, want a fraction between 0 and 1", ErrTuneConfig, c.Holdout)
+		return fmt.Errorf("%w: holdout %v, want a fraction between 0 and 1", ErrConfig, c.Holdout)
 	}
 	if c.Folds == 0 {
 		c.Folds = 1
 	}
 	if c.Folds < 0 || c.Folds > 1000 {
-		return fmt.Errorf("%w: folds %d, want 1 to 1000", ErrTuneConfig, c.Folds)
+		return fmt.Errorf("%w: folds %d, want 1 to 1000", ErrConfig, c.Folds)
 	}
 	if c.Rule.MaxPassLoss < 0 {
-		return fmt.Errorf("%w: max pass loss %d, want 0 or more", ErrTuneConfig, c.Rule.MaxPassLoss)
+		return fmt.Errorf("%w: max pass loss %d, want 0 or more", ErrConfig, c.Rule.MaxPassLoss)
 	}
 	if c.Rule.Budget < 0 || math.IsNaN(c.Rule.Budget) || math.IsInf(c.Rule.Budget, 0) {
-		return fmt.Errorf("%w: budget %v, want a cost per request > 0 (0 = off)", ErrTuneConfig, c.Rule.Budget)
+		return fmt.Errorf("%w: budget %v, want a cost per request > 0 (0 = off)", ErrConfig, c.Rule.Budget)
 	}
 	if c.RandomSeeds == 0 {
 		c.RandomSeeds = 200
@@ -89,28 +90,28 @@ func (c *TuneConfig) fill() error {
 		c.Resamples = 2000
 	}
 	if c.RandomSeeds < 0 || c.Resamples < 0 {
-		return fmt.Errorf("%w: random seeds and resamples must be positive", ErrTuneConfig)
+		return fmt.Errorf("%w: random seeds and resamples must be positive", ErrConfig)
 	}
 	if len(c.Policies) == 0 {
 		c.Policies = []string{router.PolicyThreshold, router.PolicyCascade}
 	}
 	for _, p := range c.Policies {
 		if p != router.PolicyThreshold && p != router.PolicyCascade {
-			return fmt.Errorf("%w: unknown policy %q (want %q or %q)", ErrTuneConfig, p, router.PolicyThreshold, router.PolicyCascade)
+			return fmt.Errorf("%w: unknown policy %q (want %q or %q)", ErrConfig, p, router.PolicyThreshold, router.PolicyCascade)
 		}
 	}
 	return nil
 }
 
-// TuneReport is the result of Tune: the threshold router's choice at the
+// Report is the result of Tune: the threshold router's choice at the
 // top level (threshold, calibration, holdout, sweep, folds) and, when
 // tuned, the cascade's beside it.
-type TuneReport struct {
-	Tasks      int        `json:"tasks"`
-	Calibrated int        `json:"calibration_tasks"`
-	Held       int        `json:"holdout_tasks"`
-	Config     TuneConfig `json:"config"`
-	SplitNote  string     `json:"split"`
+type Report struct {
+	Tasks      int    `json:"tasks"`
+	Calibrated int    `json:"calibration_tasks"`
+	Held       int    `json:"holdout_tasks"`
+	Config     Config `json:"config"`
+	SplitNote  string `json:"split"`
 	PolicyReport
 	Cascade *PolicyReport `json:"cascade,omitempty"`
 }
@@ -126,7 +127,7 @@ type PolicyReport struct {
 	// Pareto frontier marked: what the choice was made from.
 	Sweep []Point `json:"sweep"`
 	// Folds is the spread of the choice and of its holdout result over
-	// TuneConfig.Folds splits; nil with one fold.
+	// Config.Folds splits; nil with one fold.
 	Folds *Folds `json:"folds,omitempty"`
 }
 
@@ -332,12 +333,12 @@ type Fold struct {
 	StrongShare  float64 `json:"strong_share"`
 }
 
-// Tune splits samples, chooses each policy's threshold on the calibration
+// Router splits samples, chooses each policy's threshold on the calibration
 // side by cfg.Rule, and evaluates that one threshold on the holdout. A task
 // set on which the small model always passes gets the all-small threshold
 // (1 for the router, 0 for the cascade when nothing fails the contract); one
 // on which it always fails gets all-large: neither is an error.
-func Tune(samples []Sample, cfg TuneConfig) (*TuneReport, error) {
+func Router(samples []Sample, cfg Config) (*Report, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
@@ -353,7 +354,7 @@ func Tune(samples []Sample, cfg TuneConfig) (*TuneReport, error) {
 	if note == "" {
 		note = "tasks with the same normalised text stay on one side (translations are different texts)"
 	}
-	rep := &TuneReport{Tasks: len(samples), Calibrated: len(calib), Held: len(hold), Config: cfg, SplitNote: "seeded, stratified by group; " + note}
+	rep := &Report{Tasks: len(samples), Calibrated: len(calib), Held: len(hold), Config: cfg, SplitNote: "seeded, stratified by group; " + note}
 	for i, policy := range cfg.Policies {
 		pr := tunePolicy(policy, samples, calib, hold, cfg, cfg.Seed)
 		if cfg.Folds > 1 {
@@ -373,7 +374,7 @@ func Tune(samples []Sample, cfg TuneConfig) (*TuneReport, error) {
 }
 
 // tunePolicy chooses on calib and reports on hold.
-func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg TuneConfig, seed int64) *PolicyReport {
+func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg Config, seed int64) *PolicyReport {
 	sweep := Sweep(policy, samples, calib)
 	cal := side(policy, samples, calib, 0)
 	ch := Choose(sweep, cal.PassAllLarge, cfg.Rule)
@@ -383,7 +384,7 @@ func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg TuneConf
 
 	h := &pr.Holdout
 	var m Matrix
-	p := eval(policy, samples, hold, t, &m)
+	p := replay(policy, samples, hold, t, &m)
 	h.Side = side(policy, samples, hold, t)
 	h.Matrix = m
 	h.StrongShareCalibration = pr.Calibration.StrongShare
@@ -457,7 +458,7 @@ func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg TuneConf
 	sort.SliceStable(h.Misrouted, func(a, b int) bool { return kindOrder(h.Misrouted[a].Kind) < kindOrder(h.Misrouted[b].Kind) })
 	h.Verdict = verdict(policy, h, cfg.Rule)
 	for _, c := range sweep {
-		h.Curve = append(h.Curve, eval(policy, samples, hold, c.Threshold, nil))
+		h.Curve = append(h.Curve, replay(policy, samples, hold, c.Threshold, nil))
 	}
 	markFrontier(h.Curve)
 	return pr
@@ -493,7 +494,7 @@ func verdict(policy string, h *Holdout, rule Rule) string {
 // side sums a policy at threshold t over samples[idx] beside all-small and
 // all-large on the same tasks.
 func side(policy string, samples []Sample, idx []int, t float64) Side {
-	p := eval(policy, samples, idx, t, nil)
+	p := replay(policy, samples, idx, t, nil)
 	s := Side{N: p.N, Pass: p.Pass, Cost: p.Cost, CostPerPass: p.CostPerPass, StrongShare: p.StrongShare,
 		LatencyMeanMs: p.LatencyMeanMs, Misroutes: p.Misroutes, MisrouteCost: p.MisrouteCost}
 	for _, i := range idx {
@@ -626,7 +627,7 @@ func bootstrapSumCI(x []float64, resamples int, g *splitmix.Rand) [2]float64 {
 }
 
 // folds tunes the policy on cfg.Folds splits and reports the spread.
-func folds(policy string, samples []Sample, cfg TuneConfig) (*Folds, error) {
+func folds(policy string, samples []Sample, cfg Config) (*Folds, error) {
 	f := &Folds{}
 	var th, loss, saving, share []float64
 	for k := 0; k < cfg.Folds; k++ {

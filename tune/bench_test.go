@@ -14,7 +14,7 @@ func BenchmarkTune(b *testing.B) {
 		b.Run(map[int]string{1: "folds=1", 5: "folds=5"}[folds], func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Tune(samples, TuneConfig{Seed: 1, Folds: folds}); err != nil {
+				if _, err := Router(samples, Config{Seed: 1, Folds: folds}); err != nil {
 					b.Fatal(err)
 				}
 			}

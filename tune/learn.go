@@ -27,21 +27,21 @@ func (c *LearnConfig) fill() error {
 		c.Buckets = 1 << 14
 	}
 	if c.Buckets < 1 || c.Buckets > 1<<24 || c.Buckets&(c.Buckets-1) != 0 {
-		return fmt.Errorf("%w: buckets %d, want a power of two up to 16777216", ErrTuneConfig, c.Buckets)
+		return fmt.Errorf("%w: buckets %d, want a power of two up to 16777216", ErrConfig, c.Buckets)
 	}
 	if len(c.L2) == 0 {
 		c.L2 = []float64{0.003, 0.03}
 	}
 	for _, l := range c.L2 {
 		if !(l >= 0) || math.IsInf(l, 0) {
-			return fmt.Errorf("%w: l2 %v, want a finite number >= 0", ErrTuneConfig, l)
+			return fmt.Errorf("%w: l2 %v, want a finite number >= 0", ErrConfig, l)
 		}
 	}
 	if c.Iterations == 0 {
 		c.Iterations = 150
 	}
 	if c.Iterations < 1 {
-		return fmt.Errorf("%w: iterations %d, want 1 or more", ErrTuneConfig, c.Iterations)
+		return fmt.Errorf("%w: iterations %d, want 1 or more", ErrConfig, c.Iterations)
 	}
 	return nil
 }
@@ -326,7 +326,7 @@ func AUC(scores []float64, ys []bool) (float64, bool) {
 	return (rankSum - float64(np*(np+1))/2) / float64(np*nn), true
 }
 
-// Learner returns a TuneConfig.Rescore that fits a scorer on each split's
+// Learner returns a Config.Rescore that fits a scorer on each split's
 // calibration side and scores every sample with it; keep, when set,
 // receives the scorer of the first split (the one a report shows and -o
 // writes).

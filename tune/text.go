@@ -13,7 +13,7 @@ import (
 // WriteText writes the tuning report for a terminal: the split, each
 // policy's choice on calibration, its one holdout report, the misrouted
 // tasks and the Pareto frontier.
-func (r *TuneReport) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	c := r.Config
 	fmt.Fprintf(&b, "crab tune: %d tasks: %d calibration, %d holdout (holdout %s, seed %d; %s)\n",

@@ -1,4 +1,4 @@
-package eval
+package tune
 
 import (
 	"context"
@@ -56,9 +56,9 @@ arms:
 	return exp
 }
 
-func tuneSemanticArm(t *testing.T, exp string) (*Setup, *SemanticTune) {
+func tuneSemanticArm(t *testing.T, exp string) (*Tuner, *SemanticResult) {
 	t.Helper()
-	s, err := LoadSetup(exp, fixtures.FS)
+	s, err := loadTuner(exp, fixtures.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func tuneSemanticArm(t *testing.T, exp string) (*Setup, *SemanticTune) {
 	if len(arms) != 1 {
 		t.Fatalf("%d semantic arms; want 1", len(arms))
 	}
-	res, err := s.TuneSemantic(context.Background(), arms[0], SemanticTuneConfig{Holdout: 0.3, Seed: 7, Pairs: 300})
+	res, err := s.Semantic(context.Background(), arms[0], SemanticConfig{Holdout: 0.3, Seed: 7, Pairs: 300})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,13 +130,13 @@ func TestTuneSemanticNoThreshold(t *testing.T) {
 	if !strings.Contains(b.String(), "no threshold") || !strings.Contains(b.String(), "recommendation: no semantic arm") {
 		t.Errorf("text %q; want it to say no threshold and recommend no semantic arm", b.String())
 	}
-	out, err := s.TunedExperiment(TuneTarget{}, nil, 7, "", []*SemanticTune{res}, "")
+	out, err := s.TunedExperiment(Target{}, nil, 7, "", []*SemanticResult{res}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	moved := filepath.Join(t.TempDir(), "tuned.yaml")
 	os.WriteFile(moved, out, 0o644)
-	s2, err := LoadSetup(moved, fixtures.FS)
+	s2, err := loadTuner(moved, fixtures.FS)
 	if err != nil {
 		t.Fatalf("tuned experiment does not load: %v\n%s", err, out)
 	}
@@ -151,13 +151,13 @@ func TestTunedExperimentSemantic(t *testing.T) {
 	if res.TuneResult == nil {
 		t.Fatalf("%+v; want a threshold", res)
 	}
-	out, err := s.TunedExperiment(TuneTarget{}, nil, 7, "", []*SemanticTune{res}, "")
+	out, err := s.TunedExperiment(Target{}, nil, 7, "", []*SemanticResult{res}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	moved := filepath.Join(t.TempDir(), "tuned.yaml")
 	os.WriteFile(moved, out, 0o644)
-	s2, err := LoadSetup(moved, fixtures.FS)
+	s2, err := loadTuner(moved, fixtures.FS)
 	if err != nil {
 		t.Fatalf("tuned experiment does not load: %v\n%s", err, out)
 	}

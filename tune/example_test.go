@@ -6,7 +6,7 @@ import (
 
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/router"
-	"github.com/crab-testbed/crab/router/tune"
+	"github.com/crab-testbed/crab/tune"
 )
 
 // A cascade asks the small model first and escalates an unconfident answer.
@@ -33,9 +33,9 @@ func ExampleNewCascade() {
 	// large escalated=true cost=11
 }
 
-// Tune chooses a threshold on a calibration split of an outcome table and
+// Router chooses a threshold on a calibration split of an outcome table and
 // reports it once on the holdout.
-func ExampleTune() {
+func ExampleRouter() {
 	var samples []tune.Sample
 	for i := range 40 {
 		hard := i%4 == 0
@@ -49,7 +49,7 @@ func ExampleTune() {
 			Large: tune.Outcome{Outcome: "ok", OK: true, Pass: true, Cost: 10, Confidence: 0.97},
 		})
 	}
-	rep, err := tune.Tune(samples, tune.TuneConfig{Seed: 1, Policies: []string{router.PolicyThreshold}})
+	rep, err := tune.Router(samples, tune.Config{Seed: 1, Policies: []string{router.PolicyThreshold}})
 	if err != nil {
 		fmt.Println(err)
 		return
