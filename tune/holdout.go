@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/crab-testbed/crab/internal/bootstrap"
 	"github.com/crab-testbed/crab/internal/splitmix"
 
 	"github.com/crab-testbed/crab/router"
@@ -606,24 +607,13 @@ func b2f(b bool) float64 {
 }
 
 // bootstrapSumCI is the percentile 95% interval of the sum of x over
-// resamples of x with replacement (nearest rank: the 2.5th and 97.5th
-// percentiles of the sorted resampled sums).
+// resamples of x with replacement (bootstrap.SumCI); zero for no values.
 func bootstrapSumCI(x []float64, resamples int, g *splitmix.Rand) [2]float64 {
-	n := len(x)
-	if n == 0 || resamples == 0 {
+	if len(x) == 0 || resamples == 0 {
 		return [2]float64{}
 	}
-	sums := make([]float64, resamples)
-	for r := range sums {
-		s := 0.0
-		for range n {
-			s += x[g.Below(uint64(n))]
-		}
-		sums[r] = s
-	}
-	sort.Float64s(sums)
-	rank := func(q float64) int { return max(int(math.Ceil(q*float64(resamples)/100))-1, 0) }
-	return [2]float64{sums[rank(2.5)], sums[rank(97.5)]}
+	lo, hi := bootstrap.SumCI(x, resamples, 1, g.Below)
+	return [2]float64{lo, hi}
 }
 
 // folds tunes the policy on cfg.Folds splits and reports the spread.
