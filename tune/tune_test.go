@@ -395,7 +395,7 @@ func TestWriteTextAndSVG(t *testing.T) {
 			t.Fatal(err)
 		}
 		dec := xml.NewDecoder(&svg)
-		circles := 0
+		paths, title := 0, false
 		for {
 			tok, err := dec.Token()
 			if err == io.EOF {
@@ -404,22 +404,22 @@ func TestWriteTextAndSVG(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: SVG is not well-formed XML: %v", p.Policy, err)
 			}
-			if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "circle" {
-				circles++
+			switch tok := tok.(type) {
+			case xml.StartElement:
+				if tok.Name.Local == "path" {
+					paths++
+				}
+			case xml.CharData:
+				title = title || string(tok) == "a <title> & more"
 			}
 		}
-		if want := 2*len(p.Sweep) + 2; circles < want {
-			t.Errorf("%s: %d circles; want at least %d (both curves and the chosen point twice)", p.Policy, circles, want)
+		// Every point of both curves is a glyph (a path), and so are the
+		// chosen point twice and the three baselines.
+		if want := 2*len(p.Sweep) + 5; paths < want {
+			t.Errorf("%s: %d paths; want at least %d (both curves, the chosen point twice, the baselines)", p.Policy, paths, want)
 		}
-	}
-}
-
-func TestNiceTicks(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ lo, hi float64 }{{0, 0.0036}, {0.4, 1}, {0, 1}, {0.95, 0.97}, {0, 0}} {
-		ts := niceTicks(tc.lo, tc.hi)
-		if len(ts) < 2 || len(ts) > 9 || ts[0] > tc.lo+1e-9 || ts[len(ts)-1] < tc.hi-1e-9 {
-			t.Errorf("niceTicks(%v, %v) = %v; want 2..9 ticks covering the range", tc.lo, tc.hi, ts)
+		if !title {
+			t.Errorf("%s: the title is not in the SVG as text", p.Policy)
 		}
 	}
 }
