@@ -78,7 +78,7 @@ func Fit(samples []Sample, idx []int, cfg LearnConfig) (*router.LearnedScorer, e
 	for k, i := range idx {
 		s := &samples[i]
 		if s.Req == nil {
-			return nil, fmt.Errorf("router: sample %s has no request to learn from", s.ID)
+			return nil, fmt.Errorf("tune: sample %s has no request to learn from", s.ID)
 		}
 		e := &ex[k]
 		router.DenseOf(s.Req, e.dense[:])

@@ -8,10 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,8 +18,6 @@ import (
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/atomicfile"
 	"github.com/crab-testbed/crab/internal/jsonl"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/router"
@@ -477,143 +473,4 @@ func (s *Tuner) OutcomeTableFor(ctx context.Context, t Target, o TableOptions) (
 		return nil, err
 	}
 	return &TableResult{Table: tab, Path: path, Built: true, Reason: reason}, nil
-}
-
-// TunedExperiment returns the experiment, rewritten so that `crab run`
-// uses the tuned values: every threshold-router arm whose request settings
-// match the target's gets the chosen threshold, every cascade arm the chosen
-// confidence, and a cascade arm is added when the experiment has none but
-// the report tuned one. eval.Task, contract and trace references become absolute
-// (or stay embedded:), so the file runs from any directory.
-//
-// scorer, when not empty, is the scorer the threshold was chosen with (a
-// registered name or a scorer file); every threshold arm that gets the
-// chosen threshold gets it too. rep may be nil (no router tuned); every
-// semantic-cache arm named in sem gets its tuned threshold. fittedRef, when
-// not empty, is the tune.json naming the tasks those values were fitted on:
-// it becomes the experiment's fitted section, so that the run leaves them
-// out of every arm.
-func (s *Tuner) TunedExperiment(t Target, rep *Report, seed int64, scorer string, sem []*SemanticResult, fittedRef string) ([]byte, error) {
-	raw, err := s.ExperimentSource()
-	if err != nil {
-		return nil, err
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(raw, &root); err != nil || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("eval: cannot rewrite %s: not a YAML mapping", s.Exp.File)
-	}
-	doc := root.Content[0]
-	base := ""
-	if !strings.HasPrefix(s.Exp.File, eval.EmbeddedPrefix) {
-		base = filepath.Dir(s.Exp.File)
-	}
-	ref := func(name string) string {
-		if strings.HasPrefix(name, eval.EmbeddedPrefix) || filepath.IsAbs(name) {
-			return name
-		}
-		if base == "" {
-			return eval.EmbeddedPrefix + name
-		}
-		if abs, err := filepath.Abs(filepath.Join(base, name)); err == nil {
-			return abs
-		}
-		return name
-	}
-	tasks := s.TasksName
-	if p := s.TasksFile(); p != "" {
-		if abs, err := filepath.Abs(p); err == nil {
-			tasks = abs
-		}
-	}
-	setScalar(doc, "tasks", tasks, "!!str")
-	setScalar(doc, "contract", ref(s.Exp.Contract), "!!str")
-	if fittedRef != "" {
-		k := setScalarAfter(doc, "fitted", fittedRef, "contract")
-		k.HeadComment = "the calibration tasks the values below were fitted on: crab run leaves them out of every arm\n(remove this line only to run on a task set they never saw)"
-	}
-	if ar := mapGet(doc, "arrival"); ar != nil {
-		if tr := mapGet(ar, "trace"); tr != nil && tr.Value != "" {
-			tr.Value = ref(tr.Value)
-		}
-	}
-	resolveTunedPaths(doc, base)
-	if ms := mapGet(doc, "models"); ms != nil && ms.Kind == yaml.SequenceNode {
-		for _, m := range ms.Content {
-			if r := mapGet(m, "recording"); r != nil && r.Value != "" {
-				r.Value = ref(r.Value) // a replay model's recording, wherever tuned.yaml is written
-			}
-		}
-	}
-	note := fmt.Sprintf("chosen by crab tune on calibration (seed %d); see tune.json", seed)
-	arms := mapGet(doc, "arms")
-	setSemanticThresholds(arms, s.Exp.Arms, sem, note)
-	hasCascade := false
-	if rep != nil && arms != nil && arms.Kind == yaml.SequenceNode {
-		th := rep.Threshold
-		var conf *float64
-		if rep.Policy == router.PolicyCascade {
-			conf, th = &rep.Threshold, math.NaN()
-		} else if rep.Cascade != nil {
-			conf = &rep.Cascade.Threshold
-		}
-		for i, a := range s.Exp.Arms {
-			if a.Router == nil || i >= len(arms.Content) {
-				continue
-			}
-			rk, rn := mapKey(arms.Content[i], "router")
-			if rn == nil || rn.Kind != yaml.MappingNode {
-				continue
-			}
-			same := a.Mode == t.Arm.Mode && a.MaxTokens == t.Arm.MaxTokens && a.System == t.Arm.System && a.Temperature == t.Arm.Temperature
-			switch {
-			case a.Router.Mode == router.PolicyCascade:
-				hasCascade = true
-				if conf != nil && same {
-					mapDelete(rn, "threshold_from")
-					setScalar(rn, "confidence", fmtYAMLFloat(*conf), "")
-					rk.HeadComment = "confidence " + note
-				}
-			case !math.IsNaN(th) && same:
-				mapDelete(rn, "threshold_from")
-				setScalar(rn, "threshold", fmtYAMLFloat(th), "")
-				if scorer != "" {
-					setScalar(rn, "scorer", scorer, "!!str")
-				}
-				rk.HeadComment = "threshold " + note
-			}
-		}
-		if conf != nil && !hasCascade {
-			arm := &yaml.Node{Kind: yaml.MappingNode}
-			setScalar(arm, "name", uniqueArm(s.Exp.Arms, "cascade"), "!!str")
-			if t.Arm.Mode != "" && t.Arm.Mode != model.ModeFull {
-				setScalar(arm, "mode", t.Arm.Mode, "!!str")
-			}
-			if t.Arm.MaxTokens > 0 {
-				setScalar(arm, "max_tokens", strconv.Itoa(t.Arm.MaxTokens), "!!int")
-			}
-			if t.Arm.System != "" {
-				setScalar(arm, "system", t.Arm.System, "!!str")
-			}
-			rn := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
-			setScalar(rn, "mode", router.PolicyCascade, "!!str")
-			setScalar(rn, "small", t.Small, "!!str")
-			setScalar(rn, "large", t.Large, "!!str")
-			setScalar(rn, "confidence", fmtYAMLFloat(*conf), "")
-			arm.Content = append(arm.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: "router"}, rn)
-			arm.Content[len(arm.Content)-2].HeadComment = "small model first, escalated when its answer fails or is less confident;\nconfidence " + note
-			arms.Content = append(arms.Content, arm)
-		}
-	}
-	dropUntuned(arms, s.Exp.Arms, sem)
-	root.HeadComment = strings.TrimSpace(fmt.Sprintf("Written by crab tune from %s: the thresholds below were chosen on the\ncalibration split and reported once on the holdout (tune.json); crab run measures them on\nthe holdout tasks only (fitted). Run it with crab run -c FILE.", s.Exp.File) + "\n\n" + root.HeadComment)
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(&root); err != nil {
-		return nil, err
-	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
 }

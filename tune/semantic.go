@@ -326,7 +326,7 @@ func ownPairUnits(ctx context.Context, emb semantic.Embedder, tasks []eval.Task)
 		return nil, err
 	}
 	if len(o.vecs) != len(texts) {
-		return nil, fmt.Errorf("eval: %d vectors for %d texts", len(o.vecs), len(texts))
+		return nil, fmt.Errorf("tune: %d vectors for %d texts", len(o.vecs), len(texts))
 	}
 	byText := map[string]int{}
 	for i := range o.units {

@@ -28,10 +28,10 @@ import (
 // Errors of the tuner.
 var (
 	// ErrConfig is a tuning setting out of range.
-	ErrConfig = errors.New("router: bad tuning config")
+	ErrConfig = errors.New("tune: bad tuning config")
 	// ErrTooFewSamples is a task set that cannot be split into a
 	// non-empty calibration and a non-empty holdout side.
-	ErrTooFewSamples = errors.New("router: too few distinct questions to split")
+	ErrTooFewSamples = errors.New("tune: too few distinct questions to split")
 )
 
 // OutcomeTimeout is the outcome of a call that ran out of its deadline; a
