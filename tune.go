@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -19,8 +16,6 @@ import (
 	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
-	"github.com/crab-testbed/crab/internal/atomicfile"
-	"github.com/crab-testbed/crab/internal/fitted"
 	"github.com/crab-testbed/crab/router"
 	tuning "github.com/crab-testbed/crab/tune"
 )
@@ -106,23 +101,8 @@ func tuneCmd() *cli.Command {
 // arm's similarity threshold, and writes the report; with -o it writes the
 // output files atomically, and only after everything else succeeded.
 func tune(ctx context.Context, o tuneOptions) error {
-	if o.Format != "text" && o.Format != "json" {
-		return badUsage("unknown --format %q (want text or json)", o.Format)
-	}
-	if !(o.Holdout > 0 && o.Holdout < 1) {
-		return badUsage("--holdout %v: want a fraction between 0 and 1", o.Holdout)
-	}
-	if o.Folds < 1 || o.Folds > 1000 {
-		return badUsage("--folds %d: want 1 to 1000", o.Folds)
-	}
-	if o.MaxPassLoss < 0 {
-		return badUsage("--max-pass-loss %d: want 0 or more", o.MaxPassLoss)
-	}
-	if o.Budget < 0 || math.IsNaN(o.Budget) || math.IsInf(o.Budget, 0) {
-		return badUsage("--budget %v: want a cost per request > 0", o.Budget)
-	}
-	if !(o.MaxFalseHit >= 0 && o.MaxFalseHit < 1) {
-		return badUsage("--max-false-hit-rate %v: want a share in [0, 1)", o.MaxFalseHit)
+	if err := o.check(); err != nil {
+		return err
 	}
 	es, err := eval.LoadSetup(o.Experiment, fixtures.FS)
 	if err != nil {
@@ -149,7 +129,7 @@ func tune(ctx context.Context, o tuneOptions) error {
 	if !o.Quiet {
 		log = o.Stderr
 	}
-	out := tuneOutput{}
+	out := tuning.Output{}
 	var target tuning.Target
 	var learned *router.LearnedScorer
 	if o.CacheArm == "" {
@@ -177,8 +157,8 @@ func tune(ctx context.Context, o tuneOptions) error {
 		}
 		out.Semantic = append(out.Semantic, st)
 	}
-	if out.Fitted, err = fittedSet(setup, &out, learned, o.Holdout, seed, log); err != nil {
-		return err
+	if out.Fitted, err = setup.FittedFor(&out, learned, o.Holdout, seed, log); err != nil {
+		return badUsage("%w", err)
 	}
 	if o.OutDir != "" {
 		files := "tune.json, tuned.yaml"
@@ -188,7 +168,7 @@ func tune(ctx context.Context, o tuneOptions) error {
 		if learned != nil {
 			files += ", scorer.json"
 		}
-		if err := writeTuneDir(o.OutDir, setup, target, &out, seed, o.Scorer, learned); err != nil {
+		if err := setup.WriteDir(o.OutDir, target, &out, seed, o.Scorer, learned); err != nil {
 			return err
 		}
 		if log != nil {
@@ -200,29 +180,12 @@ func tune(ctx context.Context, o tuneOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(&out)
 	}
-	if out.Report != nil {
-		fmt.Fprintf(o.Stdout, "models: %s (small) vs %s (large); outcome table %s\n", target.Small, target.Large, out.Outcomes)
-		if out.GradingErrors != nil {
-			fmt.Fprintf(o.Stdout, "warning: %s\n", out.GradingErrors)
-		}
-		if err := out.Report.WriteText(o.Stdout); err != nil {
-			return err
-		}
-	}
-	for i, st := range out.Semantic {
-		if i > 0 || out.Report != nil {
-			fmt.Fprintln(o.Stdout)
-		}
-		if err := st.WriteText(o.Stdout); err != nil {
-			return err
-		}
-	}
-	return nil
+	return out.WriteText(o.Stdout)
 }
 
 // tuneRouter gets the outcome table and tunes both routing policies into
 // out; it returns the learned scorer when one was fitted.
-func tuneRouter(ctx context.Context, o tuneOptions, setup *tuning.Tuner, target tuning.Target, seed int64, log io.Writer, out *tuneOutput) (*router.LearnedScorer, error) {
+func tuneRouter(ctx context.Context, o tuneOptions, setup *tuning.Tuner, target tuning.Target, seed int64, log io.Writer, out *tuning.Output) (*router.LearnedScorer, error) {
 	tab, err := setup.OutcomeTableFor(ctx, target, tuning.TableOptions{Path: o.Outcomes, CacheDir: o.CacheDir, Refresh: o.Refresh, Log: log})
 	if err != nil {
 		return nil, err
@@ -270,169 +233,25 @@ func tuneRouter(ctx context.Context, o tuneOptions, setup *tuning.Tuner, target 
 	return learned, nil
 }
 
-// tuneOutput is tune.json: the router report plus where its outcomes came
-// from (absent when no router was tuned), and each semantic-cache arm's
-// similarity threshold.
-type tuneOutput struct {
-	Outcomes string `json:"outcomes,omitempty"`
-	Small    string `json:"small,omitempty"`
-	Large    string `json:"large,omitempty"`
-	// GradingErrors counts the outcomes a grader could not decide.
-	GradingErrors *tuning.GradingErrors `json:"grading_errors,omitempty"`
-	*tuning.Report
-	Semantic []*tuning.SemanticResult `json:"semantic,omitempty"`
-	// Fitted names the calibration tasks every value above was fitted on;
-	// the experiment -o writes leaves them out of its run.
-	Fitted *fitted.Set `json:"fitted"`
-}
-
-// fittedSet is the identity of the tasks every value in out was fitted on
-// (the calibration side of the split they share); it warns of a semantic
-// arm with no threshold.
-func fittedSet(setup *tuning.Tuner, out *tuneOutput, learned *router.LearnedScorer, holdout float64, seed int64, log io.Writer) (*fitted.Set, error) {
-	var ids []string
-	if out.Report != nil {
-		var err error
-		if ids, err = setup.RouterCalibration(holdout, seed); err != nil {
-			return nil, badUsage("%w", err)
-		}
+// check rejects flag values out of range before anything is read.
+func (o *tuneOptions) check() error {
+	if o.Format != "text" && o.Format != "json" {
+		return badUsage("unknown --format %q (want text or json)", o.Format)
 	}
-	for _, st := range out.Semantic {
-		switch {
-		case st.TuneResult != nil:
-			ids = append(ids, st.CalibrationTasks()...)
-		case log != nil:
-			fmt.Fprintf(log, "crab: warning: semantic-cache arm %s: no similarity threshold meets the limit; no semantic arm recommended\n", st.Arm)
-		}
+	if !(o.Holdout > 0 && o.Holdout < 1) {
+		return badUsage("--holdout %v: want a fraction between 0 and 1", o.Holdout)
 	}
-	return setup.FittedSet(ids, fittedWhat(out, learned)...), nil
-}
-
-// fittedWhat names the values a tune fitted, for its fitted set.
-func fittedWhat(out *tuneOutput, learned *router.LearnedScorer) []string {
-	var what []string
-	if r := out.Report; r != nil {
-		if r.Policy == router.PolicyCascade {
-			what = append(what, "cascade confidence")
-		} else {
-			what = append(what, "router threshold")
-		}
-		if r.Cascade != nil {
-			what = append(what, "cascade confidence")
-		}
+	if o.Folds < 1 || o.Folds > 1000 {
+		return badUsage("--folds %d: want 1 to 1000", o.Folds)
 	}
-	if learned != nil {
-		what = append(what, "learned scorer")
+	if o.MaxPassLoss < 0 {
+		return badUsage("--max-pass-loss %d: want 0 or more", o.MaxPassLoss)
 	}
-	for _, st := range out.Semantic {
-		if st.TuneResult != nil {
-			what = append(what, "similarity threshold of arm "+st.Arm)
-		}
+	if o.Budget < 0 || math.IsNaN(o.Budget) || math.IsInf(o.Budget, 0) {
+		return badUsage("--budget %v: want a cost per request > 0", o.Budget)
 	}
-	return what
-}
-
-// writeTuneDir writes the output files of -o DIR; a learned scorer goes
-// to scorer.json, which tuned.yaml's router arms name. Without a router
-// report only tune.json and tuned.yaml are written.
-func writeTuneDir(dir string, setup *tuning.Tuner, target tuning.Target, out *tuneOutput, seed int64, scorerRef string, learned *router.LearnedScorer) error {
-	if out.Report != nil && (scorerRef == "learn" || router.IsScorerFile(scorerRef)) {
-		scorerRef = filepath.Join(dir, "scorer.json")
-		if learned == nil {
-			if abs, err := filepath.Abs(out.Config.Scorer); err == nil {
-				scorerRef = abs
-			}
-		} else if abs, err := filepath.Abs(scorerRef); err == nil {
-			scorerRef = abs
-		}
-	}
-	fittedRef := ""
-	if out.Fitted != nil && len(out.Fitted.Tasks) > 0 {
-		fittedRef = filepath.Join(dir, "tune.json")
-		if abs, err := filepath.Abs(fittedRef); err == nil {
-			fittedRef = abs
-		}
-	}
-	snippet, err := setup.TunedExperiment(target, out.Report, seed, scorerRef, out.Semantic, fittedRef)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if learned != nil {
-		m := learned.Model()
-		m.Fitted = out.Fitted
-		if err := writeJSON(filepath.Join(dir, "scorer.json"), m); err != nil {
-			return err
-		}
-	}
-	if err := writeJSON(filepath.Join(dir, "tune.json"), out); err != nil {
-		return err
-	}
-	if out.Report != nil {
-		if err := writeRouterFiles(dir, out); err != nil {
-			return err
-		}
-	}
-	return atomicfile.Write(filepath.Join(dir, "tuned.yaml"), func(w io.Writer) error {
-		_, err := w.Write(snippet)
-		return err
-	})
-}
-
-// writeRouterFiles writes sweep.csv and the Pareto plots of the router
-// report.
-func writeRouterFiles(dir string, out *tuneOutput) error {
-	if err := atomicfile.Write(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error { return writeSweepCSV(w, out.Report) }); err != nil {
-		return err
-	}
-	svgs := []struct {
-		name  string
-		p     *tuning.PolicyReport
-		title string
-	}{{"pareto.svg", &out.PolicyReport, "threshold router: cost vs pass"}}
-	if out.Cascade != nil {
-		svgs = append(svgs, struct {
-			name  string
-			p     *tuning.PolicyReport
-			title string
-		}{"pareto-cascade.svg", out.Cascade, "cascade: cost vs pass"})
-	}
-	for _, s := range svgs {
-		title := fmt.Sprintf("%s (%d calibration, %d holdout tasks)", s.title, out.Calibrated, out.Held)
-		if err := atomicfile.Write(filepath.Join(dir, s.name), func(w io.Writer) error { return s.p.WriteSVG(w, title) }); err != nil {
-			return err
-		}
+	if !(o.MaxFalseHit >= 0 && o.MaxFalseHit < 1) {
+		return badUsage("--max-false-hit-rate %v: want a share in [0, 1)", o.MaxFalseHit)
 	}
 	return nil
-}
-
-// writeSweepCSV writes every policy's calibration sweep, one row per
-// threshold, with the same threshold replayed on the holdout beside it.
-func writeSweepCSV(w io.Writer, rep *tuning.Report) error {
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"policy", "threshold", "chosen", "frontier", "n", "large", "strong_share", "pass", "cost", "cost_per_pass",
-		"latency_mean_ms", "under", "over", "hopeless", "under_cost", "over_cost", "hopeless_cost",
-		"holdout_n", "holdout_large", "holdout_pass", "holdout_cost"})
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	for _, p := range []*tuning.PolicyReport{&rep.PolicyReport, rep.Cascade} {
-		if p == nil {
-			continue
-		}
-		for i, s := range p.Sweep {
-			h := p.Holdout.Curve[i]
-			cppStr := ""
-			if s.CostPerPass != nil {
-				cppStr = f(*s.CostPerPass)
-			}
-			cw.Write([]string{p.Policy, f(s.Threshold), strconv.FormatBool(s.Threshold == p.Threshold), strconv.FormatBool(s.Frontier),
-				strconv.Itoa(s.N), strconv.Itoa(s.Large), f(s.StrongShare), strconv.Itoa(s.Pass), f(s.Cost), cppStr,
-				f(s.LatencyMeanMs), strconv.Itoa(s.Misroutes.Under), strconv.Itoa(s.Misroutes.Over), strconv.Itoa(s.Misroutes.Hopeless),
-				f(s.MisrouteCost.Under), f(s.MisrouteCost.Over), f(s.MisrouteCost.Hopeless),
-				strconv.Itoa(h.N), strconv.Itoa(h.Large), strconv.Itoa(h.Pass), f(h.Cost)})
-		}
-	}
-	cw.Flush()
-	return cw.Error()
 }

@@ -29,14 +29,14 @@ func TestTuneGradingErrors(t *testing.T) {
 	write(exp, string(raw)+"grade:\n  command: {run: [sh, grade.sh], timeout: 10s}\n")
 	out := filepath.Join(dir, "out")
 
-	code, stdout, errs := crab(t, "", "tune", "-c", exp, "-o", out)
+	code, _, errs := crab(t, "", "tune", "-c", exp, "-o", out)
 	if code != 1 || !strings.Contains(errs, "is mostly grading errors") || !strings.Contains(errs, "warning: outcome table") {
 		t.Fatalf("broken grader: exit %d, stderr %q; want exit 1 refusing with a warning", code, errs)
 	}
 	if _, err := os.Stat(filepath.Join(out, "tuned.yaml")); err == nil {
 		t.Error("tuned.yaml written from a table of grading errors")
 	}
-	code, stdout, errs = crab(t, "", "tune", "-c", exp, "-q")
+	code, stdout, errs := crab(t, "", "tune", "-c", exp, "-q")
 	if code != 0 || !strings.Contains(stdout, "of 48 outcomes are grading errors") || !strings.Contains(stdout, "command: exit status 3: cannot grade") {
 		t.Errorf("without -o: exit %d, stdout %q; want exit 0 and the grading errors in the summary (stderr %s)", code, stdout, errs)
 	}

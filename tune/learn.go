@@ -72,7 +72,6 @@ func Fit(samples []Sample, idx []int, cfg LearnConfig) (*router.LearnedScorer, e
 	if len(idx) == 0 {
 		return nil, fmt.Errorf("%w: no samples to fit on", ErrTooFewSamples)
 	}
-	mask := uint64(cfg.Buckets - 1)
 	ex := make([]example, len(idx))
 	pos := 0
 	for k, i := range idx {
@@ -80,61 +79,13 @@ func Fit(samples []Sample, idx []int, cfg LearnConfig) (*router.LearnedScorer, e
 		if s.Req == nil {
 			return nil, fmt.Errorf("tune: sample %s has no request to learn from", s.ID)
 		}
-		e := &ex[k]
-		router.DenseOf(s.Req, e.dense[:])
-		type hit struct {
-			b   int32
-			fam int
-		}
-		var hits []hit
-		words, tris := router.Hashed(s.Req, func(h uint64, fam int) { hits = append(hits, hit{int32(h & mask), fam}) })
-		acc := map[int32]float64{}
-		for _, x := range hits {
-			acc[x.b] += router.FamilyValue(x.fam, words, tris)
-		}
-		e.idx = make([]int32, 0, len(acc))
-		for b := range acc {
-			e.idx = append(e.idx, b)
-		}
-		sort.Slice(e.idx, func(a, b int) bool { return e.idx[a] < e.idx[b] })
-		e.val = make([]float64, len(e.idx))
-		for j, b := range e.idx {
-			e.val[j] = acc[b]
-		}
-		if Label(s) {
-			e.y = 1
+		ex[k] = newExample(s, uint64(cfg.Buckets-1))
+		if ex[k].y == 1 {
 			pos++
 		}
 	}
 	n := len(ex)
-	var mean, scale [8]float64
-	for _, e := range ex {
-		for j, v := range e.dense {
-			mean[j] += v / float64(n)
-		}
-	}
-	for _, e := range ex {
-		for j, v := range e.dense {
-			scale[j] += (v - mean[j]) * (v - mean[j]) / float64(n)
-		}
-	}
-	for j := range scale {
-		scale[j] = math.Sqrt(scale[j])
-		if scale[j] < 1e-9 {
-			scale[j] = 1
-		}
-	}
-	for k := range ex {
-		for j := range ex[k].dense {
-			ex[k].dense[j] = (ex[k].dense[j] - mean[j]) / scale[j]
-		}
-		switch {
-		case ex[k].y == 1:
-			ex[k].weight = float64(n) / (2 * float64(pos))
-		default:
-			ex[k].weight = float64(n) / (2 * float64(max(n-pos, 1)))
-		}
-	}
+	mean, scale := standardise(ex, pos)
 	lm := router.LearnedModel{Format: router.ScorerFormat, Kind: router.KindLogistic, Buckets: cfg.Buckets,
 		Names: append([]string(nil), router.DenseFeatures...), Mean: mean[:], Scale: scale[:],
 		Trained: map[string]any{"samples": n, "positives": pos, "label": "small fails, large passes"}}
@@ -169,6 +120,71 @@ func Fit(samples []Sample, idx []int, cfg LearnConfig) (*router.LearnedScorer, e
 		}
 	}
 	return router.NewLearnedScorer(lm)
+}
+
+// newExample is the training row of s: its dense features, its hashed
+// n-grams summed per bucket (mask: buckets - 1), and its label.
+func newExample(s *Sample, mask uint64) example {
+	var e example
+	router.DenseOf(s.Req, e.dense[:])
+	type hit struct {
+		b   int32
+		fam int
+	}
+	var hits []hit
+	words, tris := router.Hashed(s.Req, func(h uint64, fam int) { hits = append(hits, hit{int32(h & mask), fam}) })
+	acc := map[int32]float64{}
+	for _, x := range hits {
+		acc[x.b] += router.FamilyValue(x.fam, words, tris)
+	}
+	e.idx = make([]int32, 0, len(acc))
+	for b := range acc {
+		e.idx = append(e.idx, b)
+	}
+	sort.Slice(e.idx, func(a, b int) bool { return e.idx[a] < e.idx[b] })
+	e.val = make([]float64, len(e.idx))
+	for j, b := range e.idx {
+		e.val[j] = acc[b]
+	}
+	if Label(s) {
+		e.y = 1
+	}
+	return e
+}
+
+// standardise scales every dense feature of ex to mean 0 and standard
+// deviation 1 (a constant feature keeps scale 1) and weights the classes
+// (pos positives) to equal total weight; it returns the mean and scale.
+func standardise(ex []example, pos int) (mean, scale [8]float64) {
+	n := len(ex)
+	for _, e := range ex {
+		for j, v := range e.dense {
+			mean[j] += v / float64(n)
+		}
+	}
+	for _, e := range ex {
+		for j, v := range e.dense {
+			scale[j] += (v - mean[j]) * (v - mean[j]) / float64(n)
+		}
+	}
+	for j := range scale {
+		scale[j] = math.Sqrt(scale[j])
+		if scale[j] < 1e-9 {
+			scale[j] = 1
+		}
+	}
+	for k := range ex {
+		for j := range ex[k].dense {
+			ex[k].dense[j] = (ex[k].dense[j] - mean[j]) / scale[j]
+		}
+		switch {
+		case ex[k].y == 1:
+			ex[k].weight = float64(n) / (2 * float64(pos))
+		default:
+			ex[k].weight = float64(n) / (2 * float64(max(n-pos, 1)))
+		}
+	}
+	return mean, scale
 }
 
 type weights struct {
