@@ -11,7 +11,7 @@ import (
 	"github.com/crab-testbed/crab/router"
 )
 
-// Config configures Tune. The zero value of every field but Seed takes
+// Config configures Router. The zero value of every field but Seed takes
 // its default.
 type Config struct {
 	// Holdout is the fraction of every group kept out of calibration.

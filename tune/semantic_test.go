@@ -77,7 +77,7 @@ func tuneSemanticArm(t *testing.T, exp string) (*Tuner, *SemanticResult) {
 // every holdout task changes the holdout figures and not the threshold;
 // a pair's questions (a ticket, its paraphrase and its negation) stay on
 // one side of the split.
-func TestTuneSemanticCalibrationOnly(t *testing.T) {
+func TestSemanticCalibrationOnly(t *testing.T) {
 	t.Parallel()
 	_, first := tuneSemanticArm(t, semanticTuneDir(t, 20, nil, nil))
 	if first.TuneResult == nil || first.Threshold <= 0.5 || first.Threshold > 1 || first.Held == 0 || first.Calibrated+first.Held != 60 {
@@ -113,7 +113,7 @@ func TestTuneSemanticCalibrationOnly(t *testing.T) {
 // When no threshold keeps the task set's own hard negatives out (a word
 // swap, same words, another answer), tune says so, returns no threshold,
 // and the tuned experiment leaves the semantic arm out.
-func TestTuneSemanticNoThreshold(t *testing.T) {
+func TestSemanticNoThreshold(t *testing.T) {
 	t.Parallel()
 	swap := func(id, text string) string {
 		if id[0] == 'r' {

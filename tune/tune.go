@@ -1,14 +1,3 @@
-// Package tune chooses a routing policy's threshold from an outcome table
-// (what each model did with each task): Tune splits the tasks into a
-// calibration and a holdout side (seeded, stratified by group, repeated
-// questions kept on one side), sweeps every candidate threshold on
-// calibration only, picks one by a Rule, and reports that one threshold
-// once on the holdout — pass and cost against all-small, all-large and
-// random routing, the misroute matrix, the misrouted tasks with their
-// features, paired bootstrap intervals and the cost–pass Pareto frontier.
-// It calls no model: every figure is replayed from the table. `crab tune`
-// builds the outcome table and calls it; the thresholds it chooses
-// configure package router's threshold and cascade routers.
 package tune
 
 import (

@@ -332,7 +332,7 @@ func TestTuneHoldoutReport(t *testing.T) {
 	// Determinism: the same config gives the same report.
 	again, _ := Router(samples, Config{Seed: 5, Folds: 4})
 	if !reflect.DeepEqual(rep, again) {
-		t.Errorf("Tune is not deterministic")
+		t.Errorf("Router is not deterministic")
 	}
 }
 
@@ -362,7 +362,7 @@ func TestRandomBaselineBounds(t *testing.T) {
 	}
 }
 
-func TestTuneConfigErrors(t *testing.T) {
+func TestConfigErrors(t *testing.T) {
 	t.Parallel()
 	for _, cfg := range []Config{
 		{Holdout: 1.5}, {Folds: -1}, {Rule: Rule{MaxPassLoss: -1}}, {Rule: Rule{Budget: math.Inf(1)}}, {Policies: []string{"magic"}},
