@@ -164,7 +164,7 @@ type CacheSpec struct {
 	// process (store must be the default).
 	Kind string `yaml:"kind" json:",omitempty"`
 	// Threshold (kind semantic, required) is the least cosine similarity,
-	// in (0, 1], for a hit; choose it with semantic.Tune.
+	// in (0, 1], for a hit; choose it with crab tune (tune.Similarity).
 	Threshold float64 `yaml:"threshold" json:",omitempty"`
 	// Embedder (kind semantic): builtin-guarded (default, offline),
 	// builtin (offline, words and n-grams only) or openai (an

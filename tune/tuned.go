@@ -80,7 +80,7 @@ func setSemanticThresholds(arms *yaml.Node, specs []eval.ArmSpec, sem []*Semanti
 	}
 	for _, st := range sem {
 		for i, a := range specs {
-			if a.Name != st.Arm || a.Cache == nil || i >= len(arms.Content) || st.TuneResult == nil {
+			if a.Name != st.Arm || a.Cache == nil || i >= len(arms.Content) || st.SimilarityResult == nil {
 				continue
 			}
 			ck, cn := mapKey(arms.Content[i], "cache")
@@ -122,7 +122,7 @@ func dropUntuned(arms *yaml.Node, specs []eval.ArmSpec, sem []*SemanticResult) {
 	}
 	drop := map[string]bool{}
 	for _, st := range sem {
-		if st.TuneResult == nil {
+		if st.SimilarityResult == nil {
 			drop[st.Arm] = true
 		}
 	}
