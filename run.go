@@ -417,8 +417,6 @@ func maskWriter(w io.Writer, secrets *redact.Set) io.Writer {
 	return redact.Writer(w, secrets)
 }
 
-func writeJSON(path string, v any) error { return writeMaskedJSON(path, v, nil) }
-
 // writeMaskedJSON writes v as indented JSON, masked with secrets.
 func writeMaskedJSON(path string, v any, secrets *redact.Set) error {
 	return atomicfile.Write(path, func(w io.Writer) error {

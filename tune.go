@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -19,11 +16,9 @@ import (
 	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
-	"github.com/crab-testbed/crab/internal/atomicfile"
-	"github.com/crab-testbed/crab/internal/fitted"
 	"github.com/crab-testbed/crab/router"
-	routertune "github.com/crab-testbed/crab/router/tune"
 	"github.com/crab-testbed/crab/stack"
+	tuning "github.com/crab-testbed/crab/tune"
 )
 
 // tuneOptions are the inputs of `crab tune`.
@@ -52,7 +47,7 @@ func tuneCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "tune",
 		Usage: "choose router and semantic-cache thresholds on a calibration split and report them once on a frozen holdout",
-		UsageText: "crab tune [-c EXPERIMENT.yaml] [--tasks FILE] [--holdout 0.3] [--seed N] [--folds K] [--max-pass-loss N | --budget COST]\n" +
+		UsageText: "crab tune [-e EXPERIMENT.yaml] [--tasks FILE] [--holdout 0.3] [--seed N] [--folds K] [--max-pass-loss N | --budget COST]\n" +
 			"          [--cache-arm ARM] [--max-false-hit-rate R] [--format text|json] [-o DIR] [--refresh] [--outcomes FILE]\n\n" +
 			"The first run calls each model once per task (through the experiment's contract and retry layers) and\n" +
 			"stores the outcomes in a table beside the task file (for the embedded task set: under .crab/outcomes/);\n" +
@@ -61,7 +56,7 @@ func tuneCmd() *cli.Command {
 			"labelled pairs of the calibration tasks, with the arm's embedder; --cache-arm ARM tunes that arm alone\n" +
 			"(no router, no model call). An experiment without a router tunes its semantic arms only.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "experiment", Aliases: []string{"e", "config"}, Usage: "experiment `FILE` giving the models, prices, contract and retry policy (default: the embedded default)"},
+			&cli.StringFlag{Name: "experiment", Aliases: []string{"e"}, Usage: "experiment `FILE` giving the models, prices, contract and retry policy (default: the embedded default)"},
 			&cli.StringFlag{Name: "tasks", Usage: "task `FILE` (JSONL) instead of the experiment's"},
 			&cli.Float64Flag{Name: "holdout", Value: 0.3, Usage: "`FRACTION` of every group kept out of calibration"},
 			&cli.Int64Flag{Name: "seed", Usage: "split seed `N`; fold k uses N+k", DefaultText: "the experiment's seed"},
@@ -69,10 +64,10 @@ func tuneCmd() *cli.Command {
 			&cli.IntFlag{Name: "max-pass-loss", Usage: "`N` passes the chosen threshold may lose against all-large on calibration"},
 			&cli.Float64Flag{Name: "budget", Usage: "instead of --max-pass-loss: the most passes at a `COST` per request at most", DefaultText: "off"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"},
-			&cli.StringFlag{Name: "output", Aliases: []string{"o", "out"}, Usage: "`DIR` to write sweep.csv, tune.json, pareto.svg, pareto-cascade.svg and tuned.yaml into"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "`DIR` to write sweep.csv, tune.json, pareto.svg, pareto-cascade.svg and tuned.yaml into"},
 			&cli.BoolFlag{Name: "refresh", Usage: "rebuild the outcome table even if one exists"},
 			&cli.StringFlag{Name: "outcomes", Usage: "outcome table `FILE` to read or build (default: beside the task file)"},
-			&cli.StringFlag{Name: "cache-dir", Value: eval.DefaultTuneCacheDir, Usage: "`DIR` for the embedded task set's outcome table"},
+			&cli.StringFlag{Name: "cache-dir", Value: tuning.DefaultCacheDir, Usage: "`DIR` for the embedded task set's outcome table"},
 			&cli.StringFlag{Name: "scorer", Value: "learn", Usage: "`SCORER` to route by: learn (fit a logistic regression on the calibration split; -o writes it to scorer.json), a named scorer (" + strings.Join(stack.Builtin().ScorerNames(), ", ") + "), an http(s):// URL or a scorer .json file"},
 			&cli.StringFlag{Name: "cache-arm", Usage: "tune only the similarity threshold of the semantic-cache `ARM`", DefaultText: "the router and every semantic-cache arm"},
 			&cli.Float64Flag{Name: "max-false-hit-rate", Usage: "share `R` of the calibration hard negatives a similarity threshold may serve", DefaultText: "0: none"},
@@ -83,9 +78,9 @@ func tuneCmd() *cli.Command {
 				return badUsage("tune takes no arguments, got %q", c.Args().First())
 			}
 			o := tuneOptions{
-				Experiment: c.String("config"), Tasks: c.String("tasks"), Holdout: c.Float64("holdout"),
+				Experiment: c.String("experiment"), Tasks: c.String("tasks"), Holdout: c.Float64("holdout"),
 				Folds: c.Int("folds"), MaxPassLoss: c.Int("max-pass-loss"), Budget: c.Float64("budget"),
-				Format: c.String("format"), OutDir: c.String("out"), Outcomes: c.String("outcomes"),
+				Format: c.String("format"), OutDir: c.String("output"), Outcomes: c.String("outcomes"),
 				CacheDir: c.String("cache-dir"), Refresh: c.Bool("refresh"), Quiet: c.Bool("quiet"), Scorer: c.String("scorer"),
 				CacheArm: c.String("cache-arm"), MaxFalseHit: c.Float64("max-false-hit-rate"),
 				Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
@@ -107,28 +102,14 @@ func tuneCmd() *cli.Command {
 // arm's similarity threshold, and writes the report; with -o it writes the
 // output files atomically, and only after everything else succeeded.
 func tune(ctx context.Context, o tuneOptions) error {
-	if o.Format != "text" && o.Format != "json" {
-		return badUsage("unknown --format %q (want text or json)", o.Format)
+	if err := o.check(); err != nil {
+		return err
 	}
-	if !(o.Holdout > 0 && o.Holdout < 1) {
-		return badUsage("--holdout %v: want a fraction between 0 and 1", o.Holdout)
-	}
-	if o.Folds < 1 || o.Folds > 1000 {
-		return badUsage("--folds %d: want 1 to 1000", o.Folds)
-	}
-	if o.MaxPassLoss < 0 {
-		return badUsage("--max-pass-loss %d: want 0 or more", o.MaxPassLoss)
-	}
-	if o.Budget < 0 || math.IsNaN(o.Budget) || math.IsInf(o.Budget, 0) {
-		return badUsage("--budget %v: want a cost per request > 0", o.Budget)
-	}
-	if !(o.MaxFalseHit >= 0 && o.MaxFalseHit < 1) {
-		return badUsage("--max-false-hit-rate %v: want a share in [0, 1)", o.MaxFalseHit)
-	}
-	setup, err := eval.LoadSetup(o.Experiment, fixtures.FS)
+	es, err := eval.LoadSetup(o.Experiment, fixtures.FS)
 	if err != nil {
 		return err
 	}
+	setup := tuning.New(es)
 	if o.Tasks != "" {
 		if err := setup.UseTasks(o.Tasks); err != nil {
 			return err
@@ -149,8 +130,8 @@ func tune(ctx context.Context, o tuneOptions) error {
 	if !o.Quiet {
 		log = o.Stderr
 	}
-	out := tuneOutput{}
-	var target eval.TuneTarget
+	out := tuning.Output{}
+	var target tuning.Target
 	var learned *router.LearnedScorer
 	if o.CacheArm == "" {
 		target, err = setup.Target()
@@ -168,8 +149,8 @@ func tune(ctx context.Context, o tuneOptions) error {
 		}
 	}
 	for _, a := range semArms {
-		st, err := setup.TuneSemantic(ctx, a, eval.SemanticTuneConfig{Holdout: o.Holdout, Seed: seed, MaxFalseHitRate: o.MaxFalseHit})
-		if errors.Is(err, semantic.ErrBadConfig) || errors.Is(err, routertune.ErrTooFewSamples) || errors.Is(err, routertune.ErrTuneConfig) {
+		st, err := setup.Semantic(ctx, a, tuning.SemanticConfig{Holdout: o.Holdout, Seed: seed, MaxFalseHitRate: o.MaxFalseHit})
+		if errors.Is(err, semantic.ErrBadConfig) || errors.Is(err, tuning.ErrTooFewSamples) || errors.Is(err, tuning.ErrConfig) {
 			return badUsage("semantic-cache arm %s: %w", a.Name, err)
 		}
 		if err != nil {
@@ -177,18 +158,18 @@ func tune(ctx context.Context, o tuneOptions) error {
 		}
 		out.Semantic = append(out.Semantic, st)
 	}
-	if out.Fitted, err = fittedSet(setup, &out, learned, o.Holdout, seed, log); err != nil {
-		return err
+	if out.Fitted, err = setup.FittedFor(&out, learned, o.Holdout, seed, log); err != nil {
+		return badUsage("%w", err)
 	}
 	if o.OutDir != "" {
 		files := "tune.json, tuned.yaml"
-		if out.TuneReport != nil {
+		if out.Report != nil {
 			files = "sweep.csv, tune.json, pareto.svg, pareto-cascade.svg, tuned.yaml"
 		}
 		if learned != nil {
 			files += ", scorer.json"
 		}
-		if err := writeTuneDir(o.OutDir, setup, target, &out, seed, o.Scorer, learned); err != nil {
+		if err := setup.WriteDir(o.OutDir, target, &out, seed, o.Scorer, learned); err != nil {
 			return err
 		}
 		if log != nil {
@@ -200,30 +181,13 @@ func tune(ctx context.Context, o tuneOptions) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(&out)
 	}
-	if out.TuneReport != nil {
-		fmt.Fprintf(o.Stdout, "models: %s (small) vs %s (large); outcome table %s\n", target.Small, target.Large, out.Outcomes)
-		if out.GradingErrors != nil {
-			fmt.Fprintf(o.Stdout, "warning: %s\n", out.GradingErrors)
-		}
-		if err := out.TuneReport.WriteText(o.Stdout); err != nil {
-			return err
-		}
-	}
-	for i, st := range out.Semantic {
-		if i > 0 || out.TuneReport != nil {
-			fmt.Fprintln(o.Stdout)
-		}
-		if err := st.WriteText(o.Stdout); err != nil {
-			return err
-		}
-	}
-	return nil
+	return out.WriteText(o.Stdout)
 }
 
 // tuneRouter gets the outcome table and tunes both routing policies into
 // out; it returns the learned scorer when one was fitted.
-func tuneRouter(ctx context.Context, o tuneOptions, setup *eval.Setup, target eval.TuneTarget, seed int64, log io.Writer, out *tuneOutput) (*router.LearnedScorer, error) {
-	tab, err := setup.OutcomeTableFor(ctx, target, eval.TableOptions{Path: o.Outcomes, CacheDir: o.CacheDir, Refresh: o.Refresh, Log: log})
+func tuneRouter(ctx context.Context, o tuneOptions, setup *tuning.Tuner, target tuning.Target, seed int64, log io.Writer, out *tuning.Output) (*router.LearnedScorer, error) {
+	tab, err := setup.OutcomeTableFor(ctx, target, tuning.TableOptions{Path: o.Outcomes, CacheDir: o.CacheDir, Refresh: o.Refresh, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -235,17 +199,17 @@ func tuneRouter(ctx context.Context, o tuneOptions, setup *eval.Setup, target ev
 				tab.Path, ge.N, ge.Rows, filepath.Join(o.OutDir, "tuned.yaml"))
 		}
 	}
-	cfg := routertune.TuneConfig{
+	cfg := tuning.Config{
 		Holdout: o.Holdout, Seed: seed, Folds: o.Folds,
-		Rule:      routertune.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
-		SplitNote: eval.SplitNote,
+		Rule:      tuning.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget},
+		SplitNote: tuning.SplitNote,
 	}
 	var scorer router.Scorer
 	var learned *router.LearnedScorer
 	switch o.Scorer {
 	case "", "learn":
 		cfg.Scorer = "learned: logistic regression over generic text features and hashed word and character n-grams, fitted on each split's calibration side"
-		cfg.Rescore = routertune.Learner(routertune.LearnConfig{}, func(s *router.LearnedScorer) { learned = s })
+		cfg.Rescore = tuning.Learner(tuning.LearnConfig{}, func(s *router.LearnedScorer) { learned = s })
 	default:
 		if scorer, err = stack.Builtin().NewScorer(o.Scorer); err != nil {
 			return nil, &eval.InputError{File: o.Scorer, Field: "--scorer", Msg: err.Error()}
@@ -256,8 +220,8 @@ func tuneRouter(ctx context.Context, o tuneOptions, setup *eval.Setup, target ev
 	if err != nil {
 		return nil, err
 	}
-	rep, err := routertune.Tune(samples, cfg)
-	if errors.Is(err, routertune.ErrTooFewSamples) || errors.Is(err, routertune.ErrTuneConfig) {
+	rep, err := tuning.Router(samples, cfg)
+	if errors.Is(err, tuning.ErrTooFewSamples) || errors.Is(err, tuning.ErrConfig) {
 		return nil, badUsage("%w", err)
 	}
 	if err != nil {
@@ -266,173 +230,29 @@ func tuneRouter(ctx context.Context, o tuneOptions, setup *eval.Setup, target ev
 	if log != nil && !tab.Built {
 		fmt.Fprintf(log, "crab: outcome table %s (read, no model calls)\n", tab.Path)
 	}
-	out.Outcomes, out.Small, out.Large, out.TuneReport = tab.Path, target.Small, target.Large, rep
+	out.Outcomes, out.Small, out.Large, out.Report = tab.Path, target.Small, target.Large, rep
 	return learned, nil
 }
 
-// tuneOutput is tune.json: the router report plus where its outcomes came
-// from (absent when no router was tuned), and each semantic-cache arm's
-// similarity threshold.
-type tuneOutput struct {
-	Outcomes string `json:"outcomes,omitempty"`
-	Small    string `json:"small,omitempty"`
-	Large    string `json:"large,omitempty"`
-	// GradingErrors counts the outcomes a grader could not decide.
-	GradingErrors *eval.GradingErrors `json:"grading_errors,omitempty"`
-	*routertune.TuneReport
-	Semantic []*eval.SemanticTune `json:"semantic,omitempty"`
-	// Fitted names the calibration tasks every value above was fitted on;
-	// the experiment -o writes leaves them out of its run.
-	Fitted *fitted.Set `json:"fitted"`
-}
-
-// fittedSet is the identity of the tasks every value in out was fitted on
-// (the calibration side of the split they share); it warns of a semantic
-// arm with no threshold.
-func fittedSet(setup *eval.Setup, out *tuneOutput, learned *router.LearnedScorer, holdout float64, seed int64, log io.Writer) (*fitted.Set, error) {
-	var ids []string
-	if out.TuneReport != nil {
-		var err error
-		if ids, err = setup.RouterCalibration(holdout, seed); err != nil {
-			return nil, badUsage("%w", err)
-		}
+// check rejects flag values out of range before anything is read.
+func (o *tuneOptions) check() error {
+	if o.Format != "text" && o.Format != "json" {
+		return badUsage("unknown --format %q (want text or json)", o.Format)
 	}
-	for _, st := range out.Semantic {
-		switch {
-		case st.TuneResult != nil:
-			ids = append(ids, st.CalibrationTasks()...)
-		case log != nil:
-			fmt.Fprintf(log, "crab: warning: semantic-cache arm %s: no similarity threshold meets the limit; no semantic arm recommended\n", st.Arm)
-		}
+	if !(o.Holdout > 0 && o.Holdout < 1) {
+		return badUsage("--holdout %v: want a fraction between 0 and 1", o.Holdout)
 	}
-	return setup.FittedSet(ids, fittedWhat(out, learned)...), nil
-}
-
-// fittedWhat names the values a tune fitted, for its fitted set.
-func fittedWhat(out *tuneOutput, learned *router.LearnedScorer) []string {
-	var what []string
-	if r := out.TuneReport; r != nil {
-		if r.Policy == router.PolicyCascade {
-			what = append(what, "cascade confidence")
-		} else {
-			what = append(what, "router threshold")
-		}
-		if r.Cascade != nil {
-			what = append(what, "cascade confidence")
-		}
+	if o.Folds < 1 || o.Folds > 1000 {
+		return badUsage("--folds %d: want 1 to 1000", o.Folds)
 	}
-	if learned != nil {
-		what = append(what, "learned scorer")
+	if o.MaxPassLoss < 0 {
+		return badUsage("--max-pass-loss %d: want 0 or more", o.MaxPassLoss)
 	}
-	for _, st := range out.Semantic {
-		if st.TuneResult != nil {
-			what = append(what, "similarity threshold of arm "+st.Arm)
-		}
+	if o.Budget < 0 || math.IsNaN(o.Budget) || math.IsInf(o.Budget, 0) {
+		return badUsage("--budget %v: want a cost per request > 0", o.Budget)
 	}
-	return what
-}
-
-// writeTuneDir writes the output files of -o DIR; a learned scorer goes
-// to scorer.json, which tuned.yaml's router arms name. Without a router
-// report only tune.json and tuned.yaml are written.
-func writeTuneDir(dir string, setup *eval.Setup, target eval.TuneTarget, out *tuneOutput, seed int64, scorerRef string, learned *router.LearnedScorer) error {
-	if out.TuneReport != nil && (scorerRef == "learn" || router.IsScorerFile(scorerRef)) {
-		scorerRef = filepath.Join(dir, "scorer.json")
-		if learned == nil {
-			if abs, err := filepath.Abs(out.Config.Scorer); err == nil {
-				scorerRef = abs
-			}
-		} else if abs, err := filepath.Abs(scorerRef); err == nil {
-			scorerRef = abs
-		}
-	}
-	fittedRef := ""
-	if out.Fitted != nil && len(out.Fitted.Tasks) > 0 {
-		fittedRef = filepath.Join(dir, "tune.json")
-		if abs, err := filepath.Abs(fittedRef); err == nil {
-			fittedRef = abs
-		}
-	}
-	snippet, err := setup.TunedExperiment(target, out.TuneReport, seed, scorerRef, out.Semantic, fittedRef)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	if learned != nil {
-		m := learned.Model()
-		m.Fitted = out.Fitted
-		if err := writeJSON(filepath.Join(dir, "scorer.json"), m); err != nil {
-			return err
-		}
-	}
-	if err := writeJSON(filepath.Join(dir, "tune.json"), out); err != nil {
-		return err
-	}
-	if out.TuneReport != nil {
-		if err := writeRouterFiles(dir, out); err != nil {
-			return err
-		}
-	}
-	return atomicfile.Write(filepath.Join(dir, "tuned.yaml"), func(w io.Writer) error {
-		_, err := w.Write(snippet)
-		return err
-	})
-}
-
-// writeRouterFiles writes sweep.csv and the Pareto plots of the router
-// report.
-func writeRouterFiles(dir string, out *tuneOutput) error {
-	if err := atomicfile.Write(filepath.Join(dir, "sweep.csv"), func(w io.Writer) error { return writeSweepCSV(w, out.TuneReport) }); err != nil {
-		return err
-	}
-	svgs := []struct {
-		name  string
-		p     *routertune.PolicyReport
-		title string
-	}{{"pareto.svg", &out.PolicyReport, "threshold router: cost vs pass"}}
-	if out.Cascade != nil {
-		svgs = append(svgs, struct {
-			name  string
-			p     *routertune.PolicyReport
-			title string
-		}{"pareto-cascade.svg", out.Cascade, "cascade: cost vs pass"})
-	}
-	for _, s := range svgs {
-		title := fmt.Sprintf("%s (%d calibration, %d holdout tasks)", s.title, out.Calibrated, out.Held)
-		if err := atomicfile.Write(filepath.Join(dir, s.name), func(w io.Writer) error { return s.p.WriteSVG(w, title) }); err != nil {
-			return err
-		}
+	if !(o.MaxFalseHit >= 0 && o.MaxFalseHit < 1) {
+		return badUsage("--max-false-hit-rate %v: want a share in [0, 1)", o.MaxFalseHit)
 	}
 	return nil
-}
-
-// writeSweepCSV writes every policy's calibration sweep, one row per
-// threshold, with the same threshold replayed on the holdout beside it.
-func writeSweepCSV(w io.Writer, rep *routertune.TuneReport) error {
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"policy", "threshold", "chosen", "frontier", "n", "large", "strong_share", "pass", "cost", "cost_per_pass",
-		"latency_mean_ms", "under", "over", "hopeless", "under_cost", "over_cost", "hopeless_cost",
-		"holdout_n", "holdout_large", "holdout_pass", "holdout_cost"})
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	for _, p := range []*routertune.PolicyReport{&rep.PolicyReport, rep.Cascade} {
-		if p == nil {
-			continue
-		}
-		for i, s := range p.Sweep {
-			h := p.Holdout.Curve[i]
-			cppStr := ""
-			if s.CostPerPass != nil {
-				cppStr = f(*s.CostPerPass)
-			}
-			cw.Write([]string{p.Policy, f(s.Threshold), strconv.FormatBool(s.Threshold == p.Threshold), strconv.FormatBool(s.Frontier),
-				strconv.Itoa(s.N), strconv.Itoa(s.Large), f(s.StrongShare), strconv.Itoa(s.Pass), f(s.Cost), cppStr,
-				f(s.LatencyMeanMs), strconv.Itoa(s.Misroutes.Under), strconv.Itoa(s.Misroutes.Over), strconv.Itoa(s.Misroutes.Hopeless),
-				f(s.MisrouteCost.Under), f(s.MisrouteCost.Over), f(s.MisrouteCost.Hopeless),
-				strconv.Itoa(h.N), strconv.Itoa(h.Large), strconv.Itoa(h.Pass), f(h.Cost)})
-		}
-	}
-	cw.Flush()
-	return cw.Error()
 }

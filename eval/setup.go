@@ -53,8 +53,6 @@ type Setup struct {
 	expected map[string]map[string]any
 	backends map[string]model.Model
 	nominal  bool // simulated models sleep nothing and report nominal durations (outcome tables)
-	// splitKeys caches SplitKeys.
-	splitKeys []string
 
 	cassettes map[string]*replay.Cassette // open recordings of the replay models, by model name
 	replays   []ReplaySource

@@ -16,8 +16,8 @@
 // count.
 //
 // Choosing either policy's threshold from an outcome table is offline
-// analysis and lives in the sub-package router/tune, outside the request
-// path.
+// analysis and lives in package github.com/crab-testbed/crab/tune, outside
+// the request path.
 package router
 
 import (

@@ -38,6 +38,7 @@ import (
 	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
+	tuning "github.com/crab-testbed/crab/tune"
 )
 
 func main() {
@@ -68,10 +69,11 @@ func run(seeds int, embedder string, rate, holdout float64, swapEvery int, work 
 		return err
 	}
 	ctx := context.Background()
-	setup, err := eval.LoadSetup(filepath.Join(work, "exp.yaml"), fixtures.FS)
+	es, err := eval.LoadSetup(filepath.Join(work, "exp.yaml"), fixtures.FS)
 	if err != nil {
 		return err
 	}
+	setup := tuning.New(es)
 	arm := setup.SemanticArms()[0]
 	population, err := setup.OwnPairs(ctx, arm)
 	if err != nil {
@@ -93,11 +95,11 @@ func run(seeds int, embedder string, rate, holdout float64, swapEvery int, work 
 	fmt.Fprintln(tw, "seed\tthreshold\tholdout false/served\tbound/hit\ttrue/hit (designed)\ttrue/hit (own)\tcovered\tholdout false/neg\tbound/neg\ttrue/neg (own)\ttrue/neg (designed)\tcovered")
 	coveredHit, coveredHitOwn, covered, coveredDesigned, abstained, hitSeeds := 0, 0, 0, 0, 0, 0
 	for seed := range seeds {
-		st, err := setup.TuneSemantic(ctx, arm, eval.SemanticTuneConfig{Holdout: holdout, Seed: int64(seed), MaxFalseHitRate: rate, Pairs: 20})
+		st, err := setup.Semantic(ctx, arm, tuning.SemanticConfig{Holdout: holdout, Seed: int64(seed), MaxFalseHitRate: rate, Pairs: 20})
 		if err != nil {
 			return err
 		}
-		if st.TuneResult == nil {
+		if st.SimilarityResult == nil {
 			abstained++
 			fmt.Fprintf(tw, "%d\tnone\t-\t-\t-\t-\tno arm\t-\t-\t-\n", seed)
 			continue

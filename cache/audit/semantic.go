@@ -8,12 +8,13 @@ import (
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/cache/semantic"
+	"github.com/crab-testbed/crab/tune"
 )
 
 // SemanticKey is a semantic cache configuration of an audit.
 type SemanticKey struct {
 	// Threshold is the least cosine similarity for a hit; with Tuned it
-	// is chosen by semantic.Tune on calibration pairs before the probes.
+	// is chosen by tune.Similarity on calibration pairs before the probes.
 	Threshold float64
 	Tuned     bool
 	// Embedder is a semantic embedder kind (semantic.EmbedBuiltin …).
@@ -130,8 +131,8 @@ func auditSemantic(ctx context.Context, cfg Config, texts []string, embs *embedd
 		if err != nil {
 			return nil, err
 		}
-		res.Tune, err = semantic.Tune(calib, hold, semantic.TuneOptions{MaxFalseHitRate: k.MaxFalseHitRate})
-		var none *semantic.NoThresholdError
+		res.Tune, err = tune.Similarity(calib, hold, tune.SimilarityOptions{MaxFalseHitRate: k.MaxFalseHitRate})
+		var none *tune.NoThresholdError
 		switch {
 		case errors.As(err, &none):
 			// No threshold keeps the generated hard negatives out: probe at

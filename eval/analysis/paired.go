@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/bootstrap"
 	"github.com/crab-testbed/crab/internal/quantile"
 )
 
@@ -528,8 +529,8 @@ func meanOf(x []float64) float64 {
 }
 
 // bootstrapMeanCI is a percentile-bootstrap 95% interval of the mean of x:
-// resamples means of n values drawn with replacement, and their nearest-rank
-// 2.5th and 97.5th percentiles. The same x, seed and resamples always give
+// resamples means of n values drawn with replacement, and their
+// nearest-rank 2.5th and 97.5th percentiles (bootstrap.SumCI over n). The same x, seed and resamples always give
 // the same interval (the generator is PCG, drawing indexes without
 // modulo bias); stream picks one of several independent streams of a
 // seed. It returns NaN, NaN for empty x.
@@ -542,25 +543,8 @@ func bootstrapMeanCI(x []float64, seed int64, stream uint64, resamples, block in
 		resamples = DefaultResamples
 	}
 	src := rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15^stream)
-	means := make([]float64, resamples)
-	for b := range means {
-		s := 0.0
-		if block > 1 {
-			for k := 0; k < n; {
-				start := int(boundedIndex(src, uint64(n)))
-				for j := 0; j < block && k < n; j, k = j+1, k+1 {
-					s += x[(start+j)%n]
-				}
-			}
-		} else {
-			for range n {
-				s += x[boundedIndex(src, uint64(n))]
-			}
-		}
-		means[b] = s / float64(n)
-	}
-	slices.Sort(means)
-	return quantile.NearestRank(means, 2.5), quantile.NearestRank(means, 97.5)
+	lo, hi = bootstrap.SumCI(x, resamples, block, func(n uint64) uint64 { return boundedIndex(src, n) })
+	return lo / float64(n), hi / float64(n)
 }
 
 // boundedIndex draws uniformly from [0, n) (Lemire's multiply-and-reject),

@@ -27,21 +27,21 @@ func (c *LearnConfig) fill() error {
 		c.Buckets = 1 << 14
 	}
 	if c.Buckets < 1 || c.Buckets > 1<<24 || c.Buckets&(c.Buckets-1) != 0 {
-		return fmt.Errorf("%w: buckets %d, want a power of two up to 16777216", ErrTuneConfig, c.Buckets)
+		return fmt.Errorf("%w: buckets %d, want a power of two up to 16777216", ErrConfig, c.Buckets)
 	}
 	if len(c.L2) == 0 {
 		c.L2 = []float64{0.003, 0.03}
 	}
 	for _, l := range c.L2 {
 		if !(l >= 0) || math.IsInf(l, 0) {
-			return fmt.Errorf("%w: l2 %v, want a finite number >= 0", ErrTuneConfig, l)
+			return fmt.Errorf("%w: l2 %v, want a finite number >= 0", ErrConfig, l)
 		}
 	}
 	if c.Iterations == 0 {
 		c.Iterations = 150
 	}
 	if c.Iterations < 1 {
-		return fmt.Errorf("%w: iterations %d, want 1 or more", ErrTuneConfig, c.Iterations)
+		return fmt.Errorf("%w: iterations %d, want 1 or more", ErrConfig, c.Iterations)
 	}
 	return nil
 }
@@ -72,69 +72,20 @@ func Fit(samples []Sample, idx []int, cfg LearnConfig) (*router.LearnedScorer, e
 	if len(idx) == 0 {
 		return nil, fmt.Errorf("%w: no samples to fit on", ErrTooFewSamples)
 	}
-	mask := uint64(cfg.Buckets - 1)
 	ex := make([]example, len(idx))
 	pos := 0
 	for k, i := range idx {
 		s := &samples[i]
 		if s.Req == nil {
-			return nil, fmt.Errorf("router: sample %s has no request to learn from", s.ID)
+			return nil, fmt.Errorf("tune: sample %s has no request to learn from", s.ID)
 		}
-		e := &ex[k]
-		router.DenseOf(s.Req, e.dense[:])
-		type hit struct {
-			b   int32
-			fam int
-		}
-		var hits []hit
-		words, tris := router.Hashed(s.Req, func(h uint64, fam int) { hits = append(hits, hit{int32(h & mask), fam}) })
-		acc := map[int32]float64{}
-		for _, x := range hits {
-			acc[x.b] += router.FamilyValue(x.fam, words, tris)
-		}
-		e.idx = make([]int32, 0, len(acc))
-		for b := range acc {
-			e.idx = append(e.idx, b)
-		}
-		sort.Slice(e.idx, func(a, b int) bool { return e.idx[a] < e.idx[b] })
-		e.val = make([]float64, len(e.idx))
-		for j, b := range e.idx {
-			e.val[j] = acc[b]
-		}
-		if Label(s) {
-			e.y = 1
+		ex[k] = newExample(s, uint64(cfg.Buckets-1))
+		if ex[k].y == 1 {
 			pos++
 		}
 	}
 	n := len(ex)
-	var mean, scale [8]float64
-	for _, e := range ex {
-		for j, v := range e.dense {
-			mean[j] += v / float64(n)
-		}
-	}
-	for _, e := range ex {
-		for j, v := range e.dense {
-			scale[j] += (v - mean[j]) * (v - mean[j]) / float64(n)
-		}
-	}
-	for j := range scale {
-		scale[j] = math.Sqrt(scale[j])
-		if scale[j] < 1e-9 {
-			scale[j] = 1
-		}
-	}
-	for k := range ex {
-		for j := range ex[k].dense {
-			ex[k].dense[j] = (ex[k].dense[j] - mean[j]) / scale[j]
-		}
-		switch {
-		case ex[k].y == 1:
-			ex[k].weight = float64(n) / (2 * float64(pos))
-		default:
-			ex[k].weight = float64(n) / (2 * float64(max(n-pos, 1)))
-		}
-	}
+	mean, scale := standardise(ex, pos)
 	lm := router.LearnedModel{Format: router.ScorerFormat, Kind: router.KindLogistic, Buckets: cfg.Buckets,
 		Names: append([]string(nil), router.DenseFeatures...), Mean: mean[:], Scale: scale[:],
 		Trained: map[string]any{"samples": n, "positives": pos, "label": "small fails, large passes"}}
@@ -169,6 +120,71 @@ func Fit(samples []Sample, idx []int, cfg LearnConfig) (*router.LearnedScorer, e
 		}
 	}
 	return router.NewLearnedScorer(lm)
+}
+
+// newExample is the training row of s: its dense features, its hashed
+// n-grams summed per bucket (mask: buckets - 1), and its label.
+func newExample(s *Sample, mask uint64) example {
+	var e example
+	router.DenseOf(s.Req, e.dense[:])
+	type hit struct {
+		b   int32
+		fam int
+	}
+	var hits []hit
+	words, tris := router.Hashed(s.Req, func(h uint64, fam int) { hits = append(hits, hit{int32(h & mask), fam}) })
+	acc := map[int32]float64{}
+	for _, x := range hits {
+		acc[x.b] += router.FamilyValue(x.fam, words, tris)
+	}
+	e.idx = make([]int32, 0, len(acc))
+	for b := range acc {
+		e.idx = append(e.idx, b)
+	}
+	sort.Slice(e.idx, func(a, b int) bool { return e.idx[a] < e.idx[b] })
+	e.val = make([]float64, len(e.idx))
+	for j, b := range e.idx {
+		e.val[j] = acc[b]
+	}
+	if Label(s) {
+		e.y = 1
+	}
+	return e
+}
+
+// standardise scales every dense feature of ex to mean 0 and standard
+// deviation 1 (a constant feature keeps scale 1) and weights the classes
+// (pos positives) to equal total weight; it returns the mean and scale.
+func standardise(ex []example, pos int) (mean, scale [8]float64) {
+	n := len(ex)
+	for _, e := range ex {
+		for j, v := range e.dense {
+			mean[j] += v / float64(n)
+		}
+	}
+	for _, e := range ex {
+		for j, v := range e.dense {
+			scale[j] += (v - mean[j]) * (v - mean[j]) / float64(n)
+		}
+	}
+	for j := range scale {
+		scale[j] = math.Sqrt(scale[j])
+		if scale[j] < 1e-9 {
+			scale[j] = 1
+		}
+	}
+	for k := range ex {
+		for j := range ex[k].dense {
+			ex[k].dense[j] = (ex[k].dense[j] - mean[j]) / scale[j]
+		}
+		switch {
+		case ex[k].y == 1:
+			ex[k].weight = float64(n) / (2 * float64(pos))
+		default:
+			ex[k].weight = float64(n) / (2 * float64(max(n-pos, 1)))
+		}
+	}
+	return mean, scale
 }
 
 type weights struct {
@@ -326,7 +342,7 @@ func AUC(scores []float64, ys []bool) (float64, bool) {
 	return (rankSum - float64(np*(np+1))/2) / float64(np*nn), true
 }
 
-// Learner returns a TuneConfig.Rescore that fits a scorer on each split's
+// Learner returns a Config.Rescore that fits a scorer on each split's
 // calibration side and scores every sample with it; keep, when set,
 // receives the scorer of the first split (the one a report shows and -o
 // writes).

@@ -1,24 +1,14 @@
-// Package tune chooses a routing policy's threshold from an outcome table
-// (what each model did with each task): Tune splits the tasks into a
-// calibration and a holdout side (seeded, stratified by group, repeated
-// questions kept on one side), sweeps every candidate threshold on
-// calibration only, picks one by a Rule, and reports that one threshold
-// once on the holdout — pass and cost against all-small, all-large and
-// random routing, the misroute matrix, the misrouted tasks with their
-// features, paired bootstrap intervals and the cost–pass Pareto frontier.
-// It calls no model: every figure is replayed from the table. `crab tune`
-// builds the outcome table and calls it; the thresholds it chooses
-// configure package router's threshold and cascade routers.
 package tune
 
 import (
 	"errors"
 	"fmt"
-	"github.com/crab-testbed/crab/internal/splitmix"
 	"math"
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/crab-testbed/crab/internal/splitmix"
 
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/router"
@@ -26,11 +16,11 @@ import (
 
 // Errors of the tuner.
 var (
-	// ErrTuneConfig is a tuning setting out of range.
-	ErrTuneConfig = errors.New("router: bad tuning config")
+	// ErrConfig is a tuning setting out of range.
+	ErrConfig = errors.New("tune: bad tuning config")
 	// ErrTooFewSamples is a task set that cannot be split into a
 	// non-empty calibration and a non-empty holdout side.
-	ErrTooFewSamples = errors.New("router: too few distinct questions to split")
+	ErrTooFewSamples = errors.New("tune: too few distinct questions to split")
 )
 
 // OutcomeTimeout is the outcome of a call that ran out of its deadline; a
@@ -206,9 +196,9 @@ type Matrix struct {
 	Large [numClasses]Cell `json:"large"`
 }
 
-// eval computes the point of a policy at threshold t over samples[idx]; it
+// replay computes the point of a policy at threshold t over samples[idx]; it
 // fills m when m is not nil.
-func eval(policy string, samples []Sample, idx []int, t float64, m *Matrix) Point {
+func replay(policy string, samples []Sample, idx []int, t float64, m *Matrix) Point {
 	p := Point{Threshold: t, N: len(idx)}
 	lat := 0.0
 	for _, i := range idx {
@@ -306,7 +296,7 @@ func Sweep(policy string, samples []Sample, idx []int) []Point {
 	ts := Candidates(policy, samples, idx)
 	pts := make([]Point, len(ts))
 	for i, t := range ts {
-		pts[i] = eval(policy, samples, idx, t, nil)
+		pts[i] = replay(policy, samples, idx, t, nil)
 	}
 	markFrontier(pts)
 	return pts
@@ -420,7 +410,7 @@ func fmtFloat(v float64) string {
 // the group most of its samples belong to. Both sides are in sample order.
 func Split(samples []Sample, holdout float64, seed int64) (calib, hold []int, err error) {
 	if !(holdout > 0 && holdout < 1) {
-		return nil, nil, fmt.Errorf("%w: holdout fraction %v, want between 0 and 1", ErrTuneConfig, holdout)
+		return nil, nil, fmt.Errorf("%w: holdout fraction %v, want between 0 and 1", ErrConfig, holdout)
 	}
 	type cluster struct {
 		members []int

@@ -1,4 +1,4 @@
-package eval
+package tune
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/cache/semantic"
-	routertune "github.com/crab-testbed/crab/router/tune"
+	"github.com/crab-testbed/crab/eval"
 )
 
 // PairTaskSet is the kind of the task set's own pairs (beside
@@ -21,10 +21,10 @@ import (
 // paraphrase) or of another (a hard negative).
 const PairTaskSet = "task_set"
 
-// SemanticTuneConfig configures TuneSemantic.
-type SemanticTuneConfig struct {
+// SemanticConfig configures Semantic.
+type SemanticConfig struct {
 	// Holdout is the fraction of every group kept out of calibration and
-	// Seed the split's seed (routertune.Split, repeated questions on one
+	// Seed the split's seed (Split, repeated questions on one
 	// side, and a question with its nearest question of another answer).
 	Holdout float64
 	Seed    int64
@@ -36,22 +36,22 @@ type SemanticTuneConfig struct {
 	Pairs int
 }
 
-// SemanticTune is the threshold chosen for one semantic-cache arm: chosen
+// SemanticResult is the threshold chosen for one semantic-cache arm: chosen
 // on the calibration side's own labelled pairs only, measured once on the
-// holdout's. Its headline (TuneResult's calibration and holdout figures)
+// holdout's. Its headline (SimilarityResult's calibration and holdout figures)
 // is the task set's own pairs; generated pairs are reported apart, by
 // kind, in Generated.
-type SemanticTune struct {
+type SemanticResult struct {
 	Arm             string  `json:"arm"`
 	Embedder        string  `json:"embedder"`
 	Calibrated      int     `json:"calibration_tasks"`
 	Held            int     `json:"holdout_tasks"`
 	MaxFalseHitRate float64 `json:"max_false_hit_rate"`
 	// NoThreshold, when set, says why no threshold meets the limit on the
-	// calibration pairs: crab recommends no semantic arm (TuneResult is
+	// calibration pairs: crab recommends no semantic arm (SimilarityResult is
 	// then nil and tuned.yaml leaves the arm out).
 	NoThreshold string `json:"no_threshold,omitempty"`
-	*semantic.TuneResult
+	*SimilarityResult
 	// CalibrationPairs and HoldoutPairs count each side's pairs by source
 	// (task_set, generated).
 	CalibrationPairs map[string]int `json:"calibration_pairs"`
@@ -68,15 +68,15 @@ type SemanticTune struct {
 }
 
 // CalibrationTasks are the ids of the tasks the threshold was chosen on.
-func (r *SemanticTune) CalibrationTasks() []string { return r.calibTasks }
+func (r *SemanticResult) CalibrationTasks() []string { return r.calibTasks }
 
-// Pair sources of a SemanticTune.
+// Pair sources of a SemanticResult.
 const (
 	SourceGenerated = "generated"
 	SourceTaskSet   = "task_set"
 )
 
-// Generated pair groups of SemanticTune.Generated.
+// Generated pair groups of SemanticResult.Generated.
 const (
 	GenParaphrases = "paraphrases"
 	GenNegatives   = "hard_negatives"
@@ -84,8 +84,8 @@ const (
 )
 
 // SemanticArms are the experiment's arms with a semantic cache, in order.
-func (s *Setup) SemanticArms() []ArmSpec {
-	var out []ArmSpec
+func (s *Tuner) SemanticArms() []eval.ArmSpec {
+	var out []eval.ArmSpec
 	for _, a := range s.Exp.Arms {
 		if a.Cache != nil && a.Cache.Kind == cache.KindSemantic {
 			out = append(out, a)
@@ -94,34 +94,34 @@ func (s *Setup) SemanticArms() []ArmSpec {
 	return out
 }
 
-// TuneSemantic chooses the similarity threshold of a semantic-cache arm
+// Semantic chooses the similarity threshold of a semantic-cache arm
 // with its own embedder, on the task set's own labelled pairs: each
 // distinct question with an expected answer paired with its nearest other
 // question of the same answer (a paraphrase: serving it is right) and its
 // nearest of another answer (a hard negative: serving it is a false hit).
 //
-// The split (routertune.Split over SplitKeys, stratified by group: the
+// The split (Split over SplitKeys, stratified by group: the
 // router's split) keeps every hard negative on one side: a question and
 // its nearest question of another answer over the whole task set are one
 // cluster (under the built-in guarded embedder; an arm with another
 // embedder may find some partners elsewhere), so a side's negatives are
 // the ones its questions would meet in traffic, not easier ones left when
-// a partner went to the other side. semantic.Tune chooses the threshold on the calibration
+// a partner went to the other side. Similarity chooses the threshold on the calibration
 // side's pairs and measures it once on the holdout's; when no threshold
 // meets the limit, NoThreshold says so. Generated pairs of each side's
 // texts (semantic.GeneratePairs and word swaps, semantic.Vary) are
 // reported apart, never in the headline.
-func (s *Setup) TuneSemantic(ctx context.Context, arm ArmSpec, cfg SemanticTuneConfig) (*SemanticTune, error) {
+func (s *Tuner) Semantic(ctx context.Context, arm eval.ArmSpec, cfg SemanticConfig) (*SemanticResult, error) {
 	cs := arm.Cache
 	if cs == nil || cs.Kind != cache.KindSemantic {
-		return nil, &InputError{File: s.Exp.File, Field: "arms.cache.kind", Msg: fmt.Sprintf("arm %s has no semantic cache", arm.Name)}
+		return nil, &eval.InputError{File: s.Exp.File, Field: "arms.cache.kind", Msg: fmt.Sprintf("arm %s has no semantic cache", arm.Name)}
 	}
 	if cfg.Pairs == 0 {
 		cfg.Pairs = 1000
 	}
 	emb, err := semantic.OpenEmbedder(semantic.EmbedderConfig{Kind: cs.Embedder, BaseURL: cs.EmbedBaseURL, Model: cs.EmbedModel, APIKey: getenv(cs.EmbedAPIKeyEnv)})
 	if err != nil {
-		return nil, &InputError{File: s.Exp.File, Field: "arms.cache.embedder", Msg: fmt.Sprintf("arm %s: %v", arm.Name, err)}
+		return nil, &eval.InputError{File: s.Exp.File, Field: "arms.cache.embedder", Msg: fmt.Sprintf("arm %s: %v", arm.Name, err)}
 	}
 	own, err := ownPairUnits(ctx, emb, s.Tasks)
 	if err != nil {
@@ -134,12 +134,12 @@ func (s *Setup) TuneSemantic(ctx context.Context, arm ArmSpec, cfg SemanticTuneC
 	if err != nil {
 		return nil, err
 	}
-	samples := make([]routertune.Sample, len(s.Tasks))
+	samples := make([]Sample, len(s.Tasks))
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
-		samples[i] = routertune.Sample{ID: t.ID, Group: t.Group, Key: keys[i]}
+		samples[i] = Sample{ID: t.ID, Group: t.Group, Key: keys[i]}
 	}
-	calibIdx, holdIdx, err := routertune.Split(samples, cfg.Holdout, cfg.Seed)
+	calibIdx, holdIdx, err := Split(samples, cfg.Holdout, cfg.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -148,13 +148,13 @@ func (s *Setup) TuneSemantic(ctx context.Context, arm ArmSpec, cfg SemanticTuneC
 	if name == "" {
 		name = semantic.EmbedBuiltinGuarded
 	}
-	out := &SemanticTune{Arm: arm.Name, Embedder: name, Calibrated: len(calibIdx), Held: len(holdIdx), MaxFalseHitRate: cfg.MaxFalseHitRate,
+	out := &SemanticResult{Arm: arm.Name, Embedder: name, Calibrated: len(calibIdx), Held: len(holdIdx), MaxFalseHitRate: cfg.MaxFalseHitRate,
 		CalibrationPairs: map[string]int{SourceTaskSet: len(calibOwn)}, HoldoutPairs: map[string]int{SourceTaskSet: len(holdOwn)}}
 	for _, i := range calibIdx {
 		out.calibTasks = append(out.calibTasks, s.Tasks[i].ID)
 	}
-	res, err := semantic.Tune(calibOwn, holdOwn, semantic.TuneOptions{MaxFalseHitRate: cfg.MaxFalseHitRate})
-	var none *semantic.NoThresholdError
+	res, err := Similarity(calibOwn, holdOwn, SimilarityOptions{MaxFalseHitRate: cfg.MaxFalseHitRate})
+	var none *NoThresholdError
 	switch {
 	case errors.As(err, &none):
 		out.NoThreshold = none.Error()
@@ -166,7 +166,7 @@ func (s *Setup) TuneSemantic(ctx context.Context, arm ArmSpec, cfg SemanticTuneC
 	case err != nil:
 		return nil, err
 	}
-	out.TuneResult = res
+	out.SimilarityResult = res
 	gen, n, err := s.generatedPairs(ctx, emb, holdIdx, cfg)
 	if err != nil {
 		return nil, err
@@ -180,13 +180,13 @@ func (s *Setup) TuneSemantic(ctx context.Context, arm ArmSpec, cfg SemanticTuneC
 }
 
 // OwnPairs are the labelled pairs of the whole task set under the arm's
-// embedder, made as TuneSemantic makes each side's: the population a
+// embedder, made as Semantic makes each side's: the population a
 // side's pairs are drawn from, for checking how well a holdout bound
 // covers it (bench/semanticbound).
-func (s *Setup) OwnPairs(ctx context.Context, arm ArmSpec) ([]semantic.Scored, error) {
+func (s *Tuner) OwnPairs(ctx context.Context, arm eval.ArmSpec) ([]semantic.Scored, error) {
 	cs := arm.Cache
 	if cs == nil || cs.Kind != cache.KindSemantic {
-		return nil, &InputError{File: s.Exp.File, Field: "arms.cache.kind", Msg: fmt.Sprintf("arm %s has no semantic cache", arm.Name)}
+		return nil, &eval.InputError{File: s.Exp.File, Field: "arms.cache.kind", Msg: fmt.Sprintf("arm %s has no semantic cache", arm.Name)}
 	}
 	emb, err := semantic.OpenEmbedder(semantic.EmbedderConfig{Kind: cs.Embedder, BaseURL: cs.EmbedBaseURL, Model: cs.EmbedModel, APIKey: getenv(cs.EmbedAPIKeyEnv)})
 	if err != nil {
@@ -214,8 +214,8 @@ func countNeg(ps []semantic.Scored) int {
 }
 
 // generatedPairs scores crab's own pairs of the holdout's texts, by group.
-func (s *Setup) generatedPairs(ctx context.Context, emb semantic.Embedder, idx []int, cfg SemanticTuneConfig) (map[string][]semantic.Scored, int, error) {
-	tasks := make([]*Task, len(idx))
+func (s *Tuner) generatedPairs(ctx context.Context, emb semantic.Embedder, idx []int, cfg SemanticConfig) (map[string][]semantic.Scored, int, error) {
+	tasks := make([]*eval.Task, len(idx))
 	for i, j := range idx {
 		tasks[i] = &s.Tasks[j]
 	}
@@ -255,7 +255,7 @@ func getenv(name string) string {
 }
 
 // distinctTexts are the tasks' texts, each once, in task order.
-func distinctTexts(tasks []*Task) []string {
+func distinctTexts(tasks []*eval.Task) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, t := range tasks {
@@ -285,7 +285,7 @@ type ownUnit struct {
 // ownPairUnits embeds the distinct questions with an expected answer and
 // links each to its nearest question of another answer over the whole
 // task set (its hardest negative), for the split's clusters.
-func ownPairUnits(ctx context.Context, emb semantic.Embedder, tasks []Task) (*ownUnits, error) {
+func ownPairUnits(ctx context.Context, emb semantic.Embedder, tasks []eval.Task) (*ownUnits, error) {
 	o := &ownUnits{ofTask: make([]int, len(tasks))}
 	index := map[[2]string]int{}
 	for i := range tasks {
@@ -326,11 +326,11 @@ func ownPairUnits(ctx context.Context, emb semantic.Embedder, tasks []Task) (*ow
 		return nil, err
 	}
 	if len(o.vecs) != len(texts) {
-		return nil, fmt.Errorf("eval: %d vectors for %d texts", len(o.vecs), len(texts))
+		return nil, fmt.Errorf("tune: %d vectors for %d texts", len(o.vecs), len(texts))
 	}
 	byText := map[string]int{}
 	for i := range o.units {
-		// A negative below the lowest threshold semantic.Tune considers is
+		// A negative below the lowest threshold Similarity considers is
 		// never served: it need not hold its partner to its side.
 		if j := o.nearestIn(i, nil, false); j >= 0 && dot32(o.vecs[i], o.vecs[j]) >= linkFloor {
 			o.union(i, j)
@@ -345,7 +345,7 @@ func ownPairUnits(ctx context.Context, emb semantic.Embedder, tasks []Task) (*ow
 
 // linkFloor is the least similarity at which a question and its nearest
 // question of another answer are kept on one side of the split: the lowest
-// threshold semantic.Tune considers.
+// threshold Similarity considers.
 const linkFloor = 0.5
 
 // nearestIn is the unit most similar to unit i among those in (nil: all)
@@ -381,7 +381,7 @@ func (o *ownUnits) clusterKey(i int, text string) string {
 	if u := o.ofTask[i]; u >= 0 {
 		return fmt.Sprintf("\x00pair:%d", o.find(u))
 	}
-	return routertune.QuestionKey(text)
+	return QuestionKey(text)
 }
 
 // pairs are the labelled pairs of the tasks idx: each unit of theirs with
@@ -429,12 +429,12 @@ func dot32(a, b []float32) float32 {
 // WriteText writes the semantic tuning result: the threshold, the pairs it
 // was chosen on, its one report on the holdout's own pairs (the headline),
 // and the generated pairs apart; or why no threshold fits.
-func (r *SemanticTune) WriteText(w io.Writer) error {
+func (r *SemanticResult) WriteText(w io.Writer) error {
 	allowed := "no false hit allowed"
 	if r.MaxFalseHitRate > 0 {
 		allowed = fmt.Sprintf("false-hit rate at most %s", pct1(r.MaxFalseHitRate))
 	}
-	if r.TuneResult == nil {
+	if r.SimilarityResult == nil {
 		_, err := fmt.Fprintf(w, "semantic cache arm %s (embedder %s): no threshold (%s; %d calibration tasks, %d pairs of their own): %s\n"+
 			"recommendation: no semantic arm for these texts and this embedder (an exact cache serves only repeats, and serves them right); tuned.yaml leaves arm %s out\n",
 			r.Arm, r.Embedder, allowed, r.Calibrated, r.CalibrationPairs[SourceTaskSet], r.NoThreshold, r.Arm)

@@ -119,9 +119,9 @@ func TestSplitErrors(t *testing.T) {
 		want    error
 	}{
 		{"one question", one, 0.3, ErrTooFewSamples},
-		{"fraction 0", workload(30), 0, ErrTuneConfig},
-		{"fraction 1", workload(30), 1, ErrTuneConfig},
-		{"NaN", workload(30), math.NaN(), ErrTuneConfig},
+		{"fraction 0", workload(30), 0, ErrConfig},
+		{"fraction 1", workload(30), 1, ErrConfig},
+		{"NaN", workload(30), math.NaN(), ErrConfig},
 	} {
 		if _, _, err := Split(tc.samples, tc.holdout, 1); !errors.Is(err, tc.want) {
 			t.Errorf("%s: got %v; want %v", tc.name, err, tc.want)
@@ -236,7 +236,7 @@ func TestCascadeReplay(t *testing.T) {
 		if !small || large != tc.large {
 			t.Errorf("%s: calls small %v large %v; want small true large %v", tc.name, small, large, tc.large)
 		}
-		p := eval(router.PolicyCascade, []Sample{tc.s}, []int{0}, tc.threshold, nil)
+		p := replay(router.PolicyCascade, []Sample{tc.s}, []int{0}, tc.threshold, nil)
 		wantCost := 1.0
 		if tc.large {
 			wantCost = 11
@@ -269,7 +269,7 @@ func TestTuneAllEasyAllHard(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			rep, err := Tune(tc.samples, TuneConfig{Seed: 1})
+			rep, err := Router(tc.samples, Config{Seed: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -289,7 +289,7 @@ func TestTuneAllEasyAllHard(t *testing.T) {
 func TestTuneHoldoutReport(t *testing.T) {
 	t.Parallel()
 	samples := workload(300)
-	rep, err := Tune(samples, TuneConfig{Seed: 5, Folds: 4})
+	rep, err := Router(samples, Config{Seed: 5, Folds: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,9 +330,9 @@ func TestTuneHoldoutReport(t *testing.T) {
 		t.Errorf("folds %+v; want 4 runs, the first the reported choice %v", rep.Folds, rep.Threshold)
 	}
 	// Determinism: the same config gives the same report.
-	again, _ := Tune(samples, TuneConfig{Seed: 5, Folds: 4})
+	again, _ := Router(samples, Config{Seed: 5, Folds: 4})
 	if !reflect.DeepEqual(rep, again) {
-		t.Errorf("Tune is not deterministic")
+		t.Errorf("Router is not deterministic")
 	}
 }
 
@@ -362,20 +362,20 @@ func TestRandomBaselineBounds(t *testing.T) {
 	}
 }
 
-func TestTuneConfigErrors(t *testing.T) {
+func TestConfigErrors(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range []TuneConfig{
+	for _, cfg := range []Config{
 		{Holdout: 1.5}, {Folds: -1}, {Rule: Rule{MaxPassLoss: -1}}, {Rule: Rule{Budget: math.Inf(1)}}, {Policies: []string{"magic"}},
 	} {
-		if _, err := Tune(workload(30), cfg); !errors.Is(err, ErrTuneConfig) {
-			t.Errorf("%+v: got %v; want ErrTuneConfig", cfg, err)
+		if _, err := Router(workload(30), cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: got %v; want ErrConfig", cfg, err)
 		}
 	}
 }
 
 func TestWriteTextAndSVG(t *testing.T) {
 	t.Parallel()
-	rep, err := Tune(workload(300), TuneConfig{Seed: 2, Folds: 2})
+	rep, err := Router(workload(300), Config{Seed: 2, Folds: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestWriteTextAndSVG(t *testing.T) {
 			t.Fatal(err)
 		}
 		dec := xml.NewDecoder(&svg)
-		circles := 0
+		paths, title := 0, false
 		for {
 			tok, err := dec.Token()
 			if err == io.EOF {
@@ -404,22 +404,22 @@ func TestWriteTextAndSVG(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: SVG is not well-formed XML: %v", p.Policy, err)
 			}
-			if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "circle" {
-				circles++
+			switch tok := tok.(type) {
+			case xml.StartElement:
+				if tok.Name.Local == "path" {
+					paths++
+				}
+			case xml.CharData:
+				title = title || string(tok) == "a <title> & more"
 			}
 		}
-		if want := 2*len(p.Sweep) + 2; circles < want {
-			t.Errorf("%s: %d circles; want at least %d (both curves and the chosen point twice)", p.Policy, circles, want)
+		// Every point of both curves is a glyph (a path), and so are the
+		// chosen point twice and the three baselines.
+		if want := 2*len(p.Sweep) + 5; paths < want {
+			t.Errorf("%s: %d paths; want at least %d (both curves, the chosen point twice, the baselines)", p.Policy, paths, want)
 		}
-	}
-}
-
-func TestNiceTicks(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ lo, hi float64 }{{0, 0.0036}, {0.4, 1}, {0, 1}, {0.95, 0.97}, {0, 0}} {
-		ts := niceTicks(tc.lo, tc.hi)
-		if len(ts) < 2 || len(ts) > 9 || ts[0] > tc.lo+1e-9 || ts[len(ts)-1] < tc.hi-1e-9 {
-			t.Errorf("niceTicks(%v, %v) = %v; want 2..9 ticks covering the range", tc.lo, tc.hi, ts)
+		if !title {
+			t.Errorf("%s: the title is not in the SVG as text", p.Policy)
 		}
 	}
 }
@@ -439,7 +439,7 @@ func TestFoldsStateHoldoutLosses(t *testing.T) {
 		{"budget", Rule{Budget: 0.5}, "within the budget per request on the holdout in"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := Tune(samples, TuneConfig{Seed: 3, Folds: 3, Rule: tc.rule})
+			rep, err := Router(samples, Config{Seed: 3, Folds: 3, Rule: tc.rule})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -470,7 +470,7 @@ func TestCascadeExplainsByConfidence(t *testing.T) {
 	for i := range samples {
 		samples[i].Why = []router.Contribution{{Feature: "lang=en", Logit: -1}}
 	}
-	rep, err := Tune(samples, TuneConfig{Seed: 3})
+	rep, err := Router(samples, Config{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

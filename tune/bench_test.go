@@ -6,15 +6,15 @@ import (
 	"github.com/crab-testbed/crab/router"
 )
 
-// BenchmarkTune replays both policies on a 480-task table: split, sweep,
+// BenchmarkRouter replays both policies on a 480-task table: split, sweep,
 // choice and the holdout report (random baseline and bootstrap included).
-func BenchmarkTune(b *testing.B) {
+func BenchmarkRouter(b *testing.B) {
 	samples := workload(480)
 	for _, folds := range []int{1, 5} {
 		b.Run(map[int]string{1: "folds=1", 5: "folds=5"}[folds], func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Tune(samples, TuneConfig{Seed: 1, Folds: folds}); err != nil {
+				if _, err := Router(samples, Config{Seed: 1, Folds: folds}); err != nil {
 					b.Fatal(err)
 				}
 			}

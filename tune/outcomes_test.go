@@ -1,10 +1,11 @@
-package eval
+package tune
 
 import (
 	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,9 +13,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/router"
-	routertune "github.com/crab-testbed/crab/router/tune"
 )
 
 // tuneDir writes the first n embedded tasks and an experiment on them
@@ -64,7 +65,7 @@ arms:
 func TestOutcomeTableBuildReadRebuild(t *testing.T) {
 	t.Parallel()
 	exp := tuneDir(t, 60, "")
-	s, err := LoadSetup(exp, fixtures.FS)
+	s, err := loadTuner(exp, fixtures.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestOutcomeTableBuildReadRebuild(t *testing.T) {
 	raw, _ := os.ReadFile(exp)
 	other := filepath.Join(filepath.Dir(exp), "other.yaml")
 	os.WriteFile(other, bytes.Replace(raw, []byte("price_out_per_mtok: 10"), []byte("price_out_per_mtok: 12"), 1), 0o644)
-	s2, err := LoadSetup(other, fixtures.FS)
+	s2, err := loadTuner(other, fixtures.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func mustRead(t *testing.T, path string) []byte {
 func TestOutcomeTableMatchesRun(t *testing.T) {
 	t.Parallel()
 	exp := tuneDir(t, 60, "")
-	s, err := LoadSetup(exp, fixtures.FS)
+	s, err := loadTuner(exp, fixtures.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +154,8 @@ func TestOutcomeTableMatchesRun(t *testing.T) {
 	var mu sync.Mutex
 	pass := map[string]bool{}
 	cost := map[string]float64{}
-	rs, _ := LoadSetup(exp, fixtures.FS)
-	_, err = rs.Runner("tune-check", func(r Record) error {
+	rs, _ := loadTuner(exp, fixtures.FS)
+	_, err = rs.Runner("tune-check", func(r eval.Record) error {
 		mu.Lock()
 		defer mu.Unlock()
 		pass[r.Arm+"/"+r.TaskID] = r.Pass
@@ -203,71 +204,17 @@ func TestReadOutcomeTableErrors(t *testing.T) {
 		{"bad type", header + "\n{\"task_id\":\"t1\",\"role\":\"small\",\"cost\":\"cheap\"}\n", 2, "cost"},
 	} {
 		_, err := ReadOutcomeTable(strings.NewReader(tc.body), "table.jsonl")
-		var ie *InputError
+		var ie *eval.InputError
 		if !errors.As(err, &ie) || ie.Line != tc.line || ie.Field != tc.field || ie.File != "table.jsonl" {
-			t.Errorf("%s: got %v; want an InputError at line %d field %q", tc.name, err, tc.line, tc.field)
+			t.Errorf("%s: got %v; want an eval.InputError at line %d field %q", tc.name, err, tc.line, tc.field)
 		}
-	}
-}
-
-func TestThresholdFrom(t *testing.T) {
-	t.Parallel()
-	exp := tuneDir(t, 10, `  - {name: tuned, router: {threshold_from: tune.json, small: small, large: large}}
-  - {name: cascade, router: {mode: cascade, threshold_from: tune.json, small: small, large: large}}
-`)
-	dir := filepath.Dir(exp)
-	os.WriteFile(filepath.Join(dir, "tune.json"), []byte(`{"policy":"threshold","threshold":0.42,"cascade":{"policy":"cascade","threshold":0.77}}`), 0o644)
-	s, err := LoadSetup(exp, fixtures.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string][2]float64{}
-	for _, a := range s.Exp.Arms {
-		if a.Router != nil {
-			got[a.Name] = [2]float64{a.Router.Threshold, a.Router.Confidence}
-		}
-	}
-	if got["tuned"] != [2]float64{0.42, 0} || got["cascade"] != [2]float64{0, 0.77} || got["router"] != [2]float64{0.5, 0} {
-		t.Errorf("thresholds %v; want tuned 0.42, cascade confidence 0.77, router unchanged", got)
-	}
-}
-
-func TestRouterSpecErrors(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name, arm, tune string
-		field           string
-		line            int
-	}{
-		{"unknown mode", `  - {name: x, router: {mode: magic, small: small, large: large}}`, "", "arms.router.mode", 17},
-		{"confidence without cascade", `  - {name: x, router: {confidence: 0.5, small: small, large: large}}`, "", "arms.router.confidence", 17},
-		{"confidence out of range", `  - {name: x, router: {mode: cascade, confidence: 1.5, small: small, large: large}}`, "", "arms.router.confidence", 17},
-		{"threshold in cascade", `  - {name: x, router: {mode: cascade, threshold: 0.5, small: small, large: large}}`, "", "arms.router.threshold", 17},
-		{"both given", `  - {name: x, router: {threshold: 0.3, threshold_from: tune.json, small: small, large: large}}`, "", "arms.router.threshold", 17},
-		{"missing tune.json", `  - {name: x, router: {threshold_from: nowhere.json, small: small, large: large}}`, "", "arms.router.threshold_from", 17},
-		{"not a tune.json", `  - {name: x, router: {threshold_from: tune.json, small: small, large: large}}`, "[1,2]", "arms.router.threshold_from", 17},
-		{"no cascade in tune.json", `  - {name: x, router: {mode: cascade, threshold_from: tune.json, small: small, large: large}}`, `{"policy":"threshold","threshold":0.4}`, "arms.router.threshold_from", 17},
-		{"threshold out of range", `  - {name: x, router: {threshold_from: tune.json, small: small, large: large}}`, `{"policy":"threshold","threshold":4}`, "arms.router.threshold_from", 17},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			exp := tuneDir(t, 5, tc.arm+"\n")
-			if tc.tune != "" {
-				os.WriteFile(filepath.Join(filepath.Dir(exp), "tune.json"), []byte(tc.tune), 0o644)
-			}
-			_, err := LoadSetup(exp, fixtures.FS)
-			var ie *InputError
-			if !errors.As(err, &ie) || ie.Field != tc.field || ie.Line != tc.line {
-				t.Fatalf("got %v; want an InputError on line %d, field %s", err, tc.line, tc.field)
-			}
-		})
 	}
 }
 
 func TestTunedExperiment(t *testing.T) {
 	t.Parallel()
 	exp := tuneDir(t, 90, "  - {name: short_router, mode: short, router: {threshold: 0.5, small: small, large: large}}\n")
-	s, err := LoadSetup(exp, fixtures.FS)
+	s, err := loadTuner(exp, fixtures.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +227,7 @@ func TestTunedExperiment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := routertune.Tune(samples, routertune.TuneConfig{Seed: 3})
+	rep, err := Router(samples, Config{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,11 +238,11 @@ func TestTunedExperiment(t *testing.T) {
 	// The snippet runs from anywhere: parse it from another directory.
 	moved := filepath.Join(t.TempDir(), "tuned.yaml")
 	os.WriteFile(moved, out, 0o644)
-	s2, err := LoadSetup(moved, fixtures.FS)
+	s2, err := loadTuner(moved, fixtures.FS)
 	if err != nil {
 		t.Fatalf("tuned experiment does not load: %v\n%s", err, out)
 	}
-	arms := map[string]*RouterSpec{}
+	arms := map[string]*eval.RouterSpec{}
 	for _, a := range s2.Exp.Arms {
 		arms[a.Name] = a.Router
 	}
@@ -319,7 +266,7 @@ func TestTargetWithoutRouter(t *testing.T) {
 	raw := mustRead(t, exp)
 	i := bytes.Index(raw, []byte("  - {name: router"))
 	os.WriteFile(exp, raw[:i], 0o644)
-	s, err := LoadSetup(exp, fixtures.FS)
+	s, err := loadTuner(exp, fixtures.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +276,7 @@ func TestTargetWithoutRouter(t *testing.T) {
 	}
 }
 
-// FuzzReadOutcomeTable: any bytes give a table or an *InputError, never a
+// FuzzReadOutcomeTable: any bytes give a table or an *eval.InputError, never a
 // panic.
 func FuzzReadOutcomeTable(f *testing.F) {
 	f.Add([]byte(`{"format":"crab.outcomes/v2","key":"k"}` + "\n" + `{"task_id":"t1","role":"small","outcome":"ok","pass":true,"cost":0.1}` + "\n"))
@@ -337,12 +284,21 @@ func FuzzReadOutcomeTable(f *testing.F) {
 	f.Add([]byte("\n\n{\"format\":1}"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tab, err := ReadOutcomeTable(bytes.NewReader(b), "fuzz.jsonl")
-		var ie *InputError
+		var ie *eval.InputError
 		if err != nil && !errors.As(err, &ie) {
-			t.Fatalf("error %v is not an InputError", err)
+			t.Fatalf("error %v is not an eval.InputError", err)
 		}
 		if err == nil && tab == nil {
 			t.Fatal("nil table without an error")
 		}
 	})
+}
+
+// loadTuner is a tuner of the experiment at path, read as LoadSetup reads it.
+func loadTuner(path string, embedded fs.FS) (*Tuner, error) {
+	s, err := eval.LoadSetup(path, embedded)
+	if err != nil {
+		return nil, err
+	}
+	return New(s), nil
 }

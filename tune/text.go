@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/crab-testbed/crab/router"
 )
@@ -13,7 +14,7 @@ import (
 // WriteText writes the tuning report for a terminal: the split, each
 // policy's choice on calibration, its one holdout report, the misrouted
 // tasks and the Pareto frontier.
-func (r *TuneReport) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	c := r.Config
 	fmt.Fprintf(&b, "crab tune: %d tasks: %d calibration, %d holdout (holdout %s, seed %d; %s)\n",
@@ -41,6 +42,9 @@ func policyTitle(p string) (title, param string) {
 	return "threshold router (score >= threshold goes to the large model)", "threshold"
 }
 
+// writePolicy writes one policy's part of the report: its choice on
+// calibration, the holdout report, the misroutes, the folds and the
+// frontier.
 func writePolicy(b *strings.Builder, p *PolicyReport) {
 	title, param := policyTitle(p.Policy)
 	fmt.Fprintf(b, "\n== %s ==\n", title)
@@ -48,27 +52,42 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 	fmt.Fprintf(b, "chosen on calibration: %s %s: %s\n", param, fmtThreshold(p.Threshold), cal.ChosenBy)
 	fmt.Fprintf(b, "calibration: pass %d/%d (all-large %d, all-small %d), cost %s (all-large %s), %s %s\n",
 		cal.Pass, cal.N, cal.PassAllLarge, cal.PassAllSmall, fmtCost(cal.Cost), fmtCost(cal.CostAllLarge), shareName(p.Policy), fmtPct(cal.StrongShare))
-
-	h := &p.Holdout
-	fmt.Fprintf(b, "\nholdout (%d tasks, reported once for the chosen %s):\n", h.N, param)
-	t := &textTable{header: []string{"policy", "pass", "cost", "cost/pass", shareName(p.Policy), "mean latency"}}
 	name := "router @" + fmtThreshold(p.Threshold)
 	if p.Policy == router.PolicyCascade {
 		name = "cascade @" + fmtThreshold(p.Threshold)
 	}
+	writeHoldout(b, p, name, param)
+	writeMisroutes(b, p, name)
+	if f := p.Folds; f != nil {
+		fmt.Fprintf(b, "folds (%d splits, seeds %d..%d): %s min/median/max %s/%s/%s; holdout pass loss %g/%g/%g; cost saving vs all-large %s/%s/%s; %s %s/%s/%s; %s\n",
+			len(f.Runs), f.Runs[0].Seed, f.Runs[len(f.Runs)-1].Seed, param,
+			fmtThreshold(f.Threshold[0]), fmtThreshold(f.Threshold[1]), fmtThreshold(f.Threshold[2]),
+			f.PassLoss[0], f.PassLoss[1], f.PassLoss[2],
+			fmtPct(f.CostSaving[0]), fmtPct(f.CostSaving[1]), fmtPct(f.CostSaving[2]),
+			shareName(p.Policy), fmtPct(f.StrongShare[0]), fmtPct(f.StrongShare[1]), fmtPct(f.StrongShare[2]), foldVerdict(f))
+	}
+	writeFrontier(b, p, param)
+}
+
+// writeHoldout writes the chosen threshold's one holdout report against
+// all-large, all-small and random routing.
+func writeHoldout(b *strings.Builder, p *PolicyReport, name, param string) {
+	h := &p.Holdout
+	fmt.Fprintf(b, "\nholdout (%d tasks, reported once for the chosen %s):\n", h.N, param)
+	t := newTable(b, "policy", "pass", "cost", "cost/pass", shareName(p.Policy), "mean latency")
 	// Outcomes without timings (a replayed outcome table) have every mean
 	// at exactly 0: not measured, so "-", never 0 ms.
 	lat := fmtMs
 	if h.LatencyMeanMs == 0 && h.LatencyMeanAllLarge == 0 && h.LatencyMeanAllSmall == 0 {
 		lat = func(float64) string { return "-" }
 	}
-	t.add(name, passOf(h.Pass, h.N), fmtCost(h.Cost), cpp(h.Cost, h.Pass), fmtPct(h.StrongShare), lat(h.LatencyMeanMs))
-	t.add("all-large", passOf(h.PassAllLarge, h.N), fmtCost(h.CostAllLarge), cpp(h.CostAllLarge, h.PassAllLarge), "100%", lat(h.LatencyMeanAllLarge))
-	t.add("all-small", passOf(h.PassAllSmall, h.N), fmtCost(h.CostAllSmall), cpp(h.CostAllSmall, h.PassAllSmall), "0%", lat(h.LatencyMeanAllSmall))
+	t.row(name, passOf(h.Pass, h.N), fmtCost(h.Cost), cpp(h.Cost, h.Pass), fmtPct(h.StrongShare), lat(h.LatencyMeanMs))
+	t.row("all-large", passOf(h.PassAllLarge, h.N), fmtCost(h.CostAllLarge), cpp(h.CostAllLarge, h.PassAllLarge), "100%", lat(h.LatencyMeanAllLarge))
+	t.row("all-small", passOf(h.PassAllSmall, h.N), fmtCost(h.CostAllSmall), cpp(h.CostAllSmall, h.PassAllSmall), "0%", lat(h.LatencyMeanAllSmall))
 	rb := &h.Random
-	t.add(fmt.Sprintf("random @%s (mean of %d seeds)", fmtPct(rb.StrongShare), rb.Seeds),
+	t.row(fmt.Sprintf("random @%s (mean of %d seeds)", fmtPct(rb.StrongShare), rb.Seeds),
 		fmt.Sprintf("%.1f (%d..%d)", rb.PassMean, rb.PassMin, rb.PassMax), fmtCost(rb.CostMean), "-", fmtPct(rb.StrongShare), "-")
-	t.write(b)
+	t.Flush()
 	pd := &h.Paired
 	fmt.Fprintf(b, "vs all-large, task by task (bootstrap 95%%, %d resamples): pass %+d [%+g, %+g], cost %s [%s, %s]\n",
 		pd.Resamples, pd.PassDiff, pd.PassCI[0], pd.PassCI[1], fmtSigned(pd.CostDiff), fmtSigned(pd.CostCI[0]), fmtSigned(pd.CostCI[1]))
@@ -87,6 +106,12 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 		fmt.Fprintf(b, "escalations: %d of %d requests, costing %s (both calls count: small %s + large %s)\n",
 			h.Escalated, h.N, fmtCost(h.EscalationCost), fmtCost(h.Cost-h.EscalationCost), fmtCost(h.EscalationCost))
 	}
+}
+
+// writeMisroutes writes the holdout's misroutes: counts and costs, the
+// matrix, the lost and misrouted tasks and their features.
+func writeMisroutes(b *strings.Builder, p *PolicyReport, name string) {
+	h := &p.Holdout
 	rc := &h.Recovery
 	fmt.Fprintf(b, "hard-sample recovery: the small model fails %d holdout tasks; %d went to the large model, which passes %d of them\n",
 		rc.SmallFails, rc.SentLarge, rc.Recovered)
@@ -94,7 +119,7 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 	fmt.Fprintf(b, "misroutes: under %d (large calls that would fix them: %s), over %d (wasted: %s), hopeless %d (spent: %s)\n",
 		h.Misroutes.Under, fmtCost(mc.Under), h.Misroutes.Over, fmtCost(mc.Over), h.Misroutes.Hopeless, fmtCost(mc.Hopeless))
 	b.WriteString("misroute matrix (requests, passes, cost), rows: model that answered, columns: which models pass the task\n")
-	mt := &textTable{header: append([]string{"answered by"}, classNames[:]...)}
+	mt := newTable(b, append([]string{"answered by"}, classNames[:]...)...)
 	for _, row := range []struct {
 		name  string
 		cells [numClasses]Cell
@@ -103,17 +128,17 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 		for _, c := range row.cells {
 			cells = append(cells, fmt.Sprintf("%d, %d, %s", c.N, c.Pass, fmtCost(c.Cost)))
 		}
-		mt.add(cells...)
+		mt.row(cells...)
 	}
-	mt.write(b)
+	mt.Flush()
 	fmt.Fprintf(b, "verdict: %s\n", h.Verdict)
 	if len(h.Lost) > 0 {
 		fmt.Fprintf(b, "lost tasks (all-large passes, %s fails):\n", strings.SplitN(name, " ", 2)[0])
-		taskTable(h.Lost, false).write(b)
+		writeTasks(b, h.Lost, false)
 	}
 	if len(h.Misrouted) > 0 {
 		b.WriteString("misrouted tasks:\n")
-		taskTable(h.Misrouted, true).write(b)
+		writeTasks(b, h.Misrouted, true)
 		var kinds []string
 		for _, k := range []string{"under", "hopeless", "over"} {
 			fc := h.MisrouteFeatures[k]
@@ -138,16 +163,14 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 		}
 		fmt.Fprintf(b, "features of misrouted tasks: %s\n", strings.Join(kinds, "; "))
 	}
-	if f := p.Folds; f != nil {
-		fmt.Fprintf(b, "folds (%d splits, seeds %d..%d): %s min/median/max %s/%s/%s; holdout pass loss %g/%g/%g; cost saving vs all-large %s/%s/%s; %s %s/%s/%s; %s\n",
-			len(f.Runs), f.Runs[0].Seed, f.Runs[len(f.Runs)-1].Seed, param,
-			fmtThreshold(f.Threshold[0]), fmtThreshold(f.Threshold[1]), fmtThreshold(f.Threshold[2]),
-			f.PassLoss[0], f.PassLoss[1], f.PassLoss[2],
-			fmtPct(f.CostSaving[0]), fmtPct(f.CostSaving[1]), fmtPct(f.CostSaving[2]),
-			shareName(p.Policy), fmtPct(f.StrongShare[0]), fmtPct(f.StrongShare[1]), fmtPct(f.StrongShare[2]), foldVerdict(f))
-	}
+}
+
+// writeFrontier writes the calibration's cost–pass frontier, each point
+// replayed on the holdout.
+func writeFrontier(b *strings.Builder, p *PolicyReport, param string) {
+	h := &p.Holdout
 	fmt.Fprintf(b, "cost-pass Pareto frontier on calibration (* chosen), each point replayed on the holdout:\n")
-	pt := &textTable{header: []string{"", param, shareName(p.Policy), "cal pass", "cal cost", "holdout pass", "holdout cost"}}
+	pt := newTable(b, "", param, shareName(p.Policy), "cal pass", "cal cost", "holdout pass", "holdout cost")
 	for i := range p.Sweep {
 		s := &p.Sweep[i]
 		if !s.Frontier && s.Threshold != p.Threshold {
@@ -158,9 +181,9 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 			mark = "*"
 		}
 		hp := &h.Curve[i]
-		pt.add(mark, fmtThreshold(s.Threshold), fmtPct(s.StrongShare), passOf(s.Pass, s.N), fmtCost(s.Cost), passOf(hp.Pass, hp.N), fmtCost(hp.Cost))
+		pt.row(mark, fmtThreshold(s.Threshold), fmtPct(s.StrongShare), passOf(s.Pass, s.N), fmtCost(s.Cost), passOf(hp.Pass, hp.N), fmtCost(hp.Cost))
 	}
-	pt.write(b)
+	pt.Flush()
 }
 
 func shareName(policy string) string {
@@ -170,20 +193,21 @@ func shareName(policy string) string {
 	return "strong share"
 }
 
-func taskTable(ts []Task, kind bool) *textTable {
+// writeTasks writes a table of tasks, with their misroute kind when kind.
+func writeTasks(b *strings.Builder, ts []Task, kind bool) {
 	h := []string{"id", "group", "score", "features", "to", "small", "large"}
 	if kind {
 		h = append([]string{"kind"}, h...)
 	}
-	t := &textTable{header: h}
+	t := newTable(b, h...)
 	for _, x := range ts {
 		row := []string{x.ID, x.Group, strconv.FormatFloat(x.Score, 'f', 3, 64), x.Features, x.To, outcomeText(x.Small), outcomeText(x.Large)}
 		if kind {
 			row = append([]string{x.Kind}, row...)
 		}
-		t.add(row...)
+		t.row(row...)
 	}
-	return t
+	t.Flush()
 }
 
 // outcomeText is "pass", "ok, wrong" or the failed outcome, with the
@@ -202,34 +226,18 @@ func outcomeText(o Outcome) string {
 	return s
 }
 
-type textTable struct {
-	header []string
-	rows   [][]string
+// table is a report table: indented two spaces, its columns two spaces
+// apart (text/tabwriter); the rows go in with row, then Flush.
+type table struct{ *tabwriter.Writer }
+
+// newTable starts a table on w with its header row.
+func newTable(w io.Writer, header ...string) table {
+	t := table{tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t.row(header...)
+	return t
 }
 
-func (t *textTable) add(cells ...string) { t.rows = append(t.rows, cells) }
-
-func (t *textTable) write(b *strings.Builder) {
-	width := make([]int, len(t.header))
-	for _, r := range append([][]string{t.header}, t.rows...) {
-		for i, c := range r {
-			width[i] = max(width[i], len([]rune(c)))
-		}
-	}
-	for _, r := range append([][]string{t.header}, t.rows...) {
-		b.WriteString("  ")
-		for i, c := range r {
-			if i > 0 {
-				b.WriteString("  ")
-			}
-			b.WriteString(c)
-			if i < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", width[i]-len([]rune(c))))
-			}
-		}
-		b.WriteByte('\n')
-	}
-}
+func (t table) row(cells ...string) { fmt.Fprintln(t, "  "+strings.Join(cells, "\t")) }
 
 // fmtThreshold prints a threshold with enough digits to tell neighbours
 // apart in a report (the JSON keeps full precision).

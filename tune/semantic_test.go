@@ -1,4 +1,4 @@
-package eval
+package tune
 
 import (
 	"context"
@@ -56,9 +56,9 @@ arms:
 	return exp
 }
 
-func tuneSemanticArm(t *testing.T, exp string) (*Setup, *SemanticTune) {
+func tuneSemanticArm(t *testing.T, exp string) (*Tuner, *SemanticResult) {
 	t.Helper()
-	s, err := LoadSetup(exp, fixtures.FS)
+	s, err := loadTuner(exp, fixtures.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func tuneSemanticArm(t *testing.T, exp string) (*Setup, *SemanticTune) {
 	if len(arms) != 1 {
 		t.Fatalf("%d semantic arms; want 1", len(arms))
 	}
-	res, err := s.TuneSemantic(context.Background(), arms[0], SemanticTuneConfig{Holdout: 0.3, Seed: 7, Pairs: 300})
+	res, err := s.Semantic(context.Background(), arms[0], SemanticConfig{Holdout: 0.3, Seed: 7, Pairs: 300})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,10 +77,10 @@ func tuneSemanticArm(t *testing.T, exp string) (*Setup, *SemanticTune) {
 // every holdout task changes the holdout figures and not the threshold;
 // a pair's questions (a ticket, its paraphrase and its negation) stay on
 // one side of the split.
-func TestTuneSemanticCalibrationOnly(t *testing.T) {
+func TestSemanticCalibrationOnly(t *testing.T) {
 	t.Parallel()
 	_, first := tuneSemanticArm(t, semanticTuneDir(t, 20, nil, nil))
-	if first.TuneResult == nil || first.Threshold <= 0.5 || first.Threshold > 1 || first.Held == 0 || first.Calibrated+first.Held != 60 {
+	if first.SimilarityResult == nil || first.Threshold <= 0.5 || first.Threshold > 1 || first.Held == 0 || first.Calibrated+first.Held != 60 {
 		t.Fatalf("%+v; want a threshold in (0.5, 1] and 60 tasks split", first)
 	}
 	if first.CalibrationPairs[SourceTaskSet] == 0 || first.Calibration.HardNegatives == 0 || first.HoldoutPairs[SourceGenerated] == 0 {
@@ -102,8 +102,8 @@ func TestTuneSemanticCalibrationOnly(t *testing.T) {
 		}
 		return ""
 	}))
-	if second.TuneResult == nil || second.Threshold != first.Threshold || second.Calibration.Hits != first.Calibration.Hits || second.Calibration.FalseHits != first.Calibration.FalseHits {
-		t.Fatalf("after relabelling the holdout: %+v; want threshold %v and calibration %+v", second.TuneResult, first.Threshold, first.Calibration)
+	if second.SimilarityResult == nil || second.Threshold != first.Threshold || second.Calibration.Hits != first.Calibration.Hits || second.Calibration.FalseHits != first.Calibration.FalseHits {
+		t.Fatalf("after relabelling the holdout: %+v; want threshold %v and calibration %+v", second.SimilarityResult, first.Threshold, first.Calibration)
 	}
 	if second.Holdout.FalseHits == first.Holdout.FalseHits {
 		t.Errorf("holdout %+v unchanged by relabelling every holdout paraphrase; want false hits", second.Holdout)
@@ -113,7 +113,7 @@ func TestTuneSemanticCalibrationOnly(t *testing.T) {
 // When no threshold keeps the task set's own hard negatives out (a word
 // swap, same words, another answer), tune says so, returns no threshold,
 // and the tuned experiment leaves the semantic arm out.
-func TestTuneSemanticNoThreshold(t *testing.T) {
+func TestSemanticNoThreshold(t *testing.T) {
 	t.Parallel()
 	swap := func(id, text string) string {
 		if id[0] == 'r' {
@@ -122,7 +122,7 @@ func TestTuneSemanticNoThreshold(t *testing.T) {
 		return text
 	}
 	s, res := tuneSemanticArm(t, semanticTuneDir(t, 10, swap, nil))
-	if res.TuneResult != nil || res.NoThreshold == "" {
+	if res.SimilarityResult != nil || res.NoThreshold == "" {
 		t.Fatalf("%+v; want no threshold", res)
 	}
 	var b strings.Builder
@@ -130,13 +130,13 @@ func TestTuneSemanticNoThreshold(t *testing.T) {
 	if !strings.Contains(b.String(), "no threshold") || !strings.Contains(b.String(), "recommendation: no semantic arm") {
 		t.Errorf("text %q; want it to say no threshold and recommend no semantic arm", b.String())
 	}
-	out, err := s.TunedExperiment(TuneTarget{}, nil, 7, "", []*SemanticTune{res}, "")
+	out, err := s.TunedExperiment(Target{}, nil, 7, "", []*SemanticResult{res}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	moved := filepath.Join(t.TempDir(), "tuned.yaml")
 	os.WriteFile(moved, out, 0o644)
-	s2, err := LoadSetup(moved, fixtures.FS)
+	s2, err := loadTuner(moved, fixtures.FS)
 	if err != nil {
 		t.Fatalf("tuned experiment does not load: %v\n%s", err, out)
 	}
@@ -148,16 +148,16 @@ func TestTuneSemanticNoThreshold(t *testing.T) {
 func TestTunedExperimentSemantic(t *testing.T) {
 	t.Parallel()
 	s, res := tuneSemanticArm(t, semanticTuneDir(t, 10, nil, nil))
-	if res.TuneResult == nil {
+	if res.SimilarityResult == nil {
 		t.Fatalf("%+v; want a threshold", res)
 	}
-	out, err := s.TunedExperiment(TuneTarget{}, nil, 7, "", []*SemanticTune{res}, "")
+	out, err := s.TunedExperiment(Target{}, nil, 7, "", []*SemanticResult{res}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	moved := filepath.Join(t.TempDir(), "tuned.yaml")
 	os.WriteFile(moved, out, 0o644)
-	s2, err := LoadSetup(moved, fixtures.FS)
+	s2, err := loadTuner(moved, fixtures.FS)
 	if err != nil {
 		t.Fatalf("tuned experiment does not load: %v\n%s", err, out)
 	}

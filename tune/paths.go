@@ -1,4 +1,4 @@
-package eval
+package tune
 
 import (
 	"os"
@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/router"
 )
 
@@ -21,7 +22,7 @@ func resolveTunedPaths(doc *yaml.Node, base string) {
 		return
 	}
 	abs := func(n *yaml.Node) {
-		if n == nil || n.Kind != yaml.ScalarNode || n.Value == "" || filepath.IsAbs(n.Value) || strings.HasPrefix(n.Value, embeddedPrefix) {
+		if n == nil || n.Kind != yaml.ScalarNode || n.Value == "" || filepath.IsAbs(n.Value) || strings.HasPrefix(n.Value, eval.EmbeddedPrefix) {
 			return
 		}
 		if p, err := filepath.Abs(filepath.Join(base, n.Value)); err == nil {

@@ -2,16 +2,18 @@ package tune
 
 import (
 	"fmt"
-	"github.com/crab-testbed/crab/internal/splitmix"
 	"math"
 	"sort"
+
+	"github.com/crab-testbed/crab/internal/bootstrap"
+	"github.com/crab-testbed/crab/internal/splitmix"
 
 	"github.com/crab-testbed/crab/router"
 )
 
-// TuneConfig configures Tune. The zero value of every field but Seed takes
+// Config configures Router. The zero value of every field but Seed takes
 // its default.
-type TuneConfig struct {
+type Config struct {
 	// Holdout is the fraction of every group kept out of calibration.
 	// Default 0.3.
 	Holdout float64 `json:"holdout"`
@@ -31,7 +33,7 @@ type TuneConfig struct {
 	// intervals. Default 2000.
 	Resamples int `json:"resamples"`
 	// Policies to tune; default both PolicyThreshold and PolicyCascade.
-	// The first is reported at the top level of a TuneReport.
+	// The first is reported at the top level of a Report.
 	Policies []string `json:"policies"`
 	// Rescore, when set, scores the samples afresh for each split from
 	// its calibration side alone (e.g. a scorer fitted there, see
@@ -48,7 +50,7 @@ type TuneConfig struct {
 
 // rescored returns samples with the scores cfg.Rescore gives for the
 // split (samples itself without Rescore).
-func rescored(samples []Sample, calib []int, cfg TuneConfig) ([]Sample, error) {
+func rescored(samples []Sample, calib []int, cfg Config) ([]Sample, error) {
 	if cfg.Rescore == nil {
 		return samples, nil
 	}
@@ -63,24 +65,24 @@ func rescored(samples []Sample, calib []int, cfg TuneConfig) ([]Sample, error) {
 	return out, nil
 }
 
-func (c *TuneConfig) fill() error {
+func (c *Config) fill() error {
 	if c.Holdout == 0 {
 		c.Holdout = 0.3
 	}
 	if !(c.Holdout > 0 && c.Holdout < 1) {
-		return fmt.Errorf("%w: holdout %v, want a fraction between 0 and 1", ErrTuneConfig, c.Holdout)
+		return fmt.Errorf("%w: holdout %v, want a fraction between 0 and 1", ErrConfig, c.Holdout)
 	}
 	if c.Folds == 0 {
 		c.Folds = 1
 	}
 	if c.Folds < 0 || c.Folds > 1000 {
-		return fmt.Errorf("%w: folds %d, want 1 to 1000", ErrTuneConfig, c.Folds)
+		return fmt.Errorf("%w: folds %d, want 1 to 1000", ErrConfig, c.Folds)
 	}
 	if c.Rule.MaxPassLoss < 0 {
-		return fmt.Errorf("%w: max pass loss %d, want 0 or more", ErrTuneConfig, c.Rule.MaxPassLoss)
+		return fmt.Errorf("%w: max pass loss %d, want 0 or more", ErrConfig, c.Rule.MaxPassLoss)
 	}
 	if c.Rule.Budget < 0 || math.IsNaN(c.Rule.Budget) || math.IsInf(c.Rule.Budget, 0) {
-		return fmt.Errorf("%w: budget %v, want a cost per request > 0 (0 = off)", ErrTuneConfig, c.Rule.Budget)
+		return fmt.Errorf("%w: budget %v, want a cost per request > 0 (0 = off)", ErrConfig, c.Rule.Budget)
 	}
 	if c.RandomSeeds == 0 {
 		c.RandomSeeds = 200
@@ -89,255 +91,25 @@ func (c *TuneConfig) fill() error {
 		c.Resamples = 2000
 	}
 	if c.RandomSeeds < 0 || c.Resamples < 0 {
-		return fmt.Errorf("%w: random seeds and resamples must be positive", ErrTuneConfig)
+		return fmt.Errorf("%w: random seeds and resamples must be positive", ErrConfig)
 	}
 	if len(c.Policies) == 0 {
 		c.Policies = []string{router.PolicyThreshold, router.PolicyCascade}
 	}
 	for _, p := range c.Policies {
 		if p != router.PolicyThreshold && p != router.PolicyCascade {
-			return fmt.Errorf("%w: unknown policy %q (want %q or %q)", ErrTuneConfig, p, router.PolicyThreshold, router.PolicyCascade)
+			return fmt.Errorf("%w: unknown policy %q (want %q or %q)", ErrConfig, p, router.PolicyThreshold, router.PolicyCascade)
 		}
 	}
 	return nil
 }
 
-// TuneReport is the result of Tune: the threshold router's choice at the
-// top level (threshold, calibration, holdout, sweep, folds) and, when
-// tuned, the cascade's beside it.
-type TuneReport struct {
-	Tasks      int        `json:"tasks"`
-	Calibrated int        `json:"calibration_tasks"`
-	Held       int        `json:"holdout_tasks"`
-	Config     TuneConfig `json:"config"`
-	SplitNote  string     `json:"split"`
-	PolicyReport
-	Cascade *PolicyReport `json:"cascade,omitempty"`
-}
-
-// PolicyReport is one policy tuned on calibration and reported once on the
-// holdout.
-type PolicyReport struct {
-	Policy      string      `json:"policy"`
-	Threshold   float64     `json:"threshold"`
-	Calibration Calibration `json:"calibration"`
-	Holdout     Holdout     `json:"holdout"`
-	// Sweep is every candidate threshold on the calibration side, with the
-	// Pareto frontier marked: what the choice was made from.
-	Sweep []Point `json:"sweep"`
-	// Folds is the spread of the choice and of its holdout result over
-	// TuneConfig.Folds splits; nil with one fold.
-	Folds *Folds `json:"folds,omitempty"`
-}
-
-// Side is a policy's figures on one side of the split, beside all-small
-// and all-large on the same tasks.
-type Side struct {
-	N                   int          `json:"n"`
-	Pass                int          `json:"pass"`
-	PassAllLarge        int          `json:"pass_all_large"`
-	PassAllSmall        int          `json:"pass_all_small"`
-	Cost                float64      `json:"cost"`
-	CostAllLarge        float64      `json:"cost_all_large"`
-	CostAllSmall        float64      `json:"cost_all_small"`
-	CostPerPass         *float64     `json:"cost_per_pass"`
-	StrongShare         float64      `json:"strong_share"`
-	LatencyMeanMs       float64      `json:"latency_mean_ms"`
-	LatencyMeanAllLarge float64      `json:"latency_mean_ms_all_large"`
-	LatencyMeanAllSmall float64      `json:"latency_mean_ms_all_small"`
-	Misroutes           Misroutes    `json:"misroutes"`
-	MisrouteCost        MisrouteCost `json:"misroute_cost"`
-	// Escalated and EscalationCost are a cascade's escalations: requests
-	// that called the large model after the small one, and what those
-	// large calls cost. Zero for the threshold router.
-	Escalated      int     `json:"escalated,omitempty"`
-	EscalationCost float64 `json:"escalation_cost,omitempty"`
-}
-
-// Calibration is the chosen threshold on the side it was chosen on.
-type Calibration struct {
-	Side
-	ChosenBy string `json:"chosen_by"`
-	RuleMet  bool   `json:"rule_met"` // false: no threshold met the rule and a fallback was taken
-}
-
-// Holdout is the chosen threshold evaluated once on tasks the choice never
-// read.
-type Holdout struct {
-	Side
-	StrongShareCalibration float64 `json:"strong_share_calibration"`
-	// StrongShareDrift is holdout minus calibration strong share: a router
-	// calibrated to a share of strong-model calls that does not hold on
-	// other traffic shows it here.
-	StrongShareDrift float64        `json:"strong_share_drift"`
-	Random           RandomBaseline `json:"random"`
-	// RouteLLM are the score's ranking metrics on the holdout (threshold
-	// router only); nil when the large model recovers no pass over the
-	// small one there.
-	RouteLLM *RouteLLM `json:"routellm,omitempty"`
-	Matrix   Matrix    `json:"matrix"`
-	Recovery Recovery  `json:"hard_sample_recovery"`
-	Paired   Paired    `json:"paired_vs_all_large"`
-	// PassLoss is all-large passes minus the policy's passes (negative
-	// when it passes more). AllowedLoss is the rule's --max-pass-loss; nil
-	// under a budget rule.
-	PassLoss      int    `json:"pass_loss"`
-	AllowedLoss   *int   `json:"allowed_loss"`
-	WithinAllowed bool   `json:"within_allowed"`
-	Verdict       string `json:"verdict"`
-	Lost          []Task `json:"lost"`      // all-large passes, the policy fails
-	Misrouted     []Task `json:"misrouted"` // under, over and hopeless requests
-	// MisrouteFeatures counts, per misroute kind, the features the
-	// misrouted requests had (the scorer's explanation, or FeatureTags).
-	MisrouteFeatures map[string]map[string]int `json:"misroute_features"`
-	// Curve is every calibration candidate replayed on the holdout, for
-	// the Pareto figure only: it was not used to choose.
-	Curve []Point `json:"curve"`
-}
-
-// RandomBaseline is random routing at the same strong share as the chosen
-// threshold on the holdout, averaged over seeds.
-type RandomBaseline struct {
-	Seeds       int     `json:"seeds"`
-	Large       int     `json:"large"` // requests sent to (or escalated to) the large model in each draw
-	StrongShare float64 `json:"strong_share"`
-	PassMean    float64 `json:"pass_mean"`
-	PassMin     int     `json:"pass_min"`
-	PassMax     int     `json:"pass_max"`
-	CostMean    float64 `json:"cost_mean"`
-}
-
-// RouteLLM are the metrics RouteLLM reports for a router's score, over
-// every strong-model share: route the k highest-scored holdout tasks to
-// the large model (k = 0 … n), and call the share of the performance gap
-// between all-small and all-large passes recovered at k its PGR.
-type RouteLLM struct {
-	// Gap is all-large minus all-small passes on the holdout.
-	Gap int `json:"gap"`
-	// APGR is the average performance gap recovered: PGR averaged over
-	// the n+1 shares (random routing scores about 0.5, a perfect router
-	// close to 1).
-	APGR float64 `json:"apgr"`
-	// CPT50 and CPT80 are the smallest strong-model shares that recover
-	// 50% and 80% of the gap (random routing needs about 0.5 and 0.8).
-	CPT50 float64 `json:"cpt_50"`
-	CPT80 float64 `json:"cpt_80"`
-}
-
-// routeLLM computes the metrics from the samples' scores; ties in score
-// are broken by holdout order (the order tasks were split in).
-func routeLLM(samples []Sample, hold []int) *RouteLLM {
-	idx := append([]int(nil), hold...)
-	sort.SliceStable(idx, func(a, b int) bool { return samples[idx[a]].Score > samples[idx[b]].Score })
-	small, large := 0, 0
-	for _, i := range idx {
-		if samples[i].Small.Pass {
-			small++
-		}
-		if samples[i].Large.Pass {
-			large++
-		}
-	}
-	gap := large - small
-	if gap <= 0 || len(idx) == 0 {
-		return nil
-	}
-	r := &RouteLLM{Gap: gap, CPT50: -1, CPT80: -1}
-	n := len(idx)
-	perf := small
-	sum := 0.0
-	for k := 0; k <= n; k++ {
-		if k > 0 {
-			s := &samples[idx[k-1]]
-			perf += b2i(s.Large.Pass) - b2i(s.Small.Pass)
-		}
-		pgr := float64(perf-small) / float64(gap)
-		sum += pgr
-		share := float64(k) / float64(n)
-		if r.CPT50 < 0 && pgr >= 0.5 {
-			r.CPT50 = share
-		}
-		if r.CPT80 < 0 && pgr >= 0.8 {
-			r.CPT80 = share
-		}
-	}
-	r.APGR = sum / float64(n+1)
-	return r
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// Recovery is hard-sample recovery: of the tasks the small model fails,
-// how many the policy sent to the large model, and how many of those then
-// passed.
-type Recovery struct {
-	SmallFails int `json:"small_fails"`
-	SentLarge  int `json:"sent_large"`
-	Recovered  int `json:"recovered"`
-}
-
-// Paired is the policy against all-large, task by task: differences in
-// passes and cost summed over the holdout, with seeded bootstrap 95%
-// intervals (percentile method, tasks resampled with replacement).
-type Paired struct {
-	PassDiff  int        `json:"pass_diff"`
-	PassCI    [2]float64 `json:"pass_ci95"`
-	CostDiff  float64    `json:"cost_diff"`
-	CostCI    [2]float64 `json:"cost_ci95"`
-	Resamples int        `json:"resamples"`
-}
-
-// Task is one holdout task in a report list.
-type Task struct {
-	ID       string  `json:"id"`
-	Group    string  `json:"group"`
-	Kind     string  `json:"kind"` // under, over, hopeless, or lost
-	Score    float64 `json:"score"`
-	Features string  `json:"features"`
-	To       string  `json:"to"` // small, large, or small+large (cascade escalation)
-	Small    Outcome `json:"small"`
-	Large    Outcome `json:"large"`
-}
-
-// Folds is the spread over several splits.
-type Folds struct {
-	Runs        []Fold     `json:"runs"`
-	Threshold   [3]float64 `json:"threshold_min_median_max"`
-	PassLoss    [3]float64 `json:"pass_loss_min_median_max"`
-	CostSaving  [3]float64 `json:"cost_saving_min_median_max"` // 1 − cost / cost_all_large on the holdout
-	StrongShare [3]float64 `json:"strong_share_min_median_max"`
-	// Within counts the folds whose holdout pass loss is within the
-	// allowed loss (rule max-pass-loss; nil under a budget rule, which
-	// allows no loss figure), WithinBudget those whose holdout cost per
-	// request is within the budget (budget rule only).
-	Within       *int `json:"within_allowed,omitempty"`
-	WithinBudget *int `json:"within_budget,omitempty"`
-}
-
-// Fold is one split's choice and holdout result.
-type Fold struct {
-	Seed         int64   `json:"seed"`
-	Threshold    float64 `json:"threshold"`
-	Holdout      int     `json:"holdout_n"`
-	Pass         int     `json:"pass"`
-	PassAllLarge int     `json:"pass_all_large"`
-	PassLoss     int     `json:"pass_loss"`
-	Cost         float64 `json:"cost"`
-	CostAllLarge float64 `json:"cost_all_large"`
-	StrongShare  float64 `json:"strong_share"`
-}
-
-// Tune splits samples, chooses each policy's threshold on the calibration
+// Router splits samples, chooses each policy's threshold on the calibration
 // side by cfg.Rule, and evaluates that one threshold on the holdout. A task
 // set on which the small model always passes gets the all-small threshold
 // (1 for the router, 0 for the cascade when nothing fails the contract); one
 // on which it always fails gets all-large: neither is an error.
-func Tune(samples []Sample, cfg TuneConfig) (*TuneReport, error) {
+func Router(samples []Sample, cfg Config) (*Report, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
@@ -353,7 +125,7 @@ func Tune(samples []Sample, cfg TuneConfig) (*TuneReport, error) {
 	if note == "" {
 		note = "tasks with the same normalised text stay on one side (translations are different texts)"
 	}
-	rep := &TuneReport{Tasks: len(samples), Calibrated: len(calib), Held: len(hold), Config: cfg, SplitNote: "seeded, stratified by group; " + note}
+	rep := &Report{Tasks: len(samples), Calibrated: len(calib), Held: len(hold), Config: cfg, SplitNote: "seeded, stratified by group; " + note}
 	for i, policy := range cfg.Policies {
 		pr := tunePolicy(policy, samples, calib, hold, cfg, cfg.Seed)
 		if cfg.Folds > 1 {
@@ -373,7 +145,7 @@ func Tune(samples []Sample, cfg TuneConfig) (*TuneReport, error) {
 }
 
 // tunePolicy chooses on calib and reports on hold.
-func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg TuneConfig, seed int64) *PolicyReport {
+func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg Config, seed int64) *PolicyReport {
 	sweep := Sweep(policy, samples, calib)
 	cal := side(policy, samples, calib, 0)
 	ch := Choose(sweep, cal.PassAllLarge, cfg.Rule)
@@ -383,7 +155,7 @@ func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg TuneConf
 
 	h := &pr.Holdout
 	var m Matrix
-	p := eval(policy, samples, hold, t, &m)
+	p := replay(policy, samples, hold, t, &m)
 	h.Side = side(policy, samples, hold, t)
 	h.Matrix = m
 	h.StrongShareCalibration = pr.Calibration.StrongShare
@@ -457,7 +229,7 @@ func tunePolicy(policy string, samples []Sample, calib, hold []int, cfg TuneConf
 	sort.SliceStable(h.Misrouted, func(a, b int) bool { return kindOrder(h.Misrouted[a].Kind) < kindOrder(h.Misrouted[b].Kind) })
 	h.Verdict = verdict(policy, h, cfg.Rule)
 	for _, c := range sweep {
-		h.Curve = append(h.Curve, eval(policy, samples, hold, c.Threshold, nil))
+		h.Curve = append(h.Curve, replay(policy, samples, hold, c.Threshold, nil))
 	}
 	markFrontier(h.Curve)
 	return pr
@@ -493,7 +265,7 @@ func verdict(policy string, h *Holdout, rule Rule) string {
 // side sums a policy at threshold t over samples[idx] beside all-small and
 // all-large on the same tasks.
 func side(policy string, samples []Sample, idx []int, t float64) Side {
-	p := eval(policy, samples, idx, t, nil)
+	p := replay(policy, samples, idx, t, nil)
 	s := Side{N: p.N, Pass: p.Pass, Cost: p.Cost, CostPerPass: p.CostPerPass, StrongShare: p.StrongShare,
 		LatencyMeanMs: p.LatencyMeanMs, Misroutes: p.Misroutes, MisrouteCost: p.MisrouteCost}
 	for _, i := range idx {
@@ -605,28 +377,17 @@ func b2f(b bool) float64 {
 }
 
 // bootstrapSumCI is the percentile 95% interval of the sum of x over
-// resamples of x with replacement (nearest rank: the 2.5th and 97.5th
-// percentiles of the sorted resampled sums).
+// resamples of x with replacement (bootstrap.SumCI); zero for no values.
 func bootstrapSumCI(x []float64, resamples int, g *splitmix.Rand) [2]float64 {
-	n := len(x)
-	if n == 0 || resamples == 0 {
+	if len(x) == 0 || resamples == 0 {
 		return [2]float64{}
 	}
-	sums := make([]float64, resamples)
-	for r := range sums {
-		s := 0.0
-		for range n {
-			s += x[g.Below(uint64(n))]
-		}
-		sums[r] = s
-	}
-	sort.Float64s(sums)
-	rank := func(q float64) int { return max(int(math.Ceil(q*float64(resamples)/100))-1, 0) }
-	return [2]float64{sums[rank(2.5)], sums[rank(97.5)]}
+	lo, hi := bootstrap.SumCI(x, resamples, 1, g.Below)
+	return [2]float64{lo, hi}
 }
 
 // folds tunes the policy on cfg.Folds splits and reports the spread.
-func folds(policy string, samples []Sample, cfg TuneConfig) (*Folds, error) {
+func folds(policy string, samples []Sample, cfg Config) (*Folds, error) {
 	f := &Folds{}
 	var th, loss, saving, share []float64
 	for k := 0; k < cfg.Folds; k++ {

@@ -1,0 +1,110 @@
+package eval
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/crab-testbed/crab/fixtures"
+)
+
+// tuneDir writes the first n embedded tasks and an experiment on them
+// (time-scale 0, the default faults) into a temporary directory and returns
+// the experiment's path.
+func tuneDir(t *testing.T, n int, extraArms string) string {
+	t.Helper()
+	dir := t.TempDir()
+	raw, err := fixtures.FS.ReadFile("tasks.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(nil, 1<<20)
+	for i := 0; i < n && sc.Scan(); i++ {
+		b.Write(sc.Bytes())
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tasks.jsonl"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exp := `name: tune
+tasks: tasks.jsonl
+contract: embedded:triage.schema.json
+seed: 42
+time_scale: 0
+arrival: {pattern: burst}
+concurrency: 16
+timeout: 500ms
+retry: {max_attempts: 2}
+models:
+  - {name: small, kind: small, price_in_per_mtok: 0.15, price_out_per_mtok: 0.6, faults: {error: 0.01, malformed: 0.01}}
+  - {name: large, kind: large, price_in_per_mtok: 2.5, price_out_per_mtok: 10, faults: {error: 0.01, malformed: 0.005}}
+arms:
+  - {name: baseline, model: large}
+  - {name: small_only, model: small}
+  - {name: router, router: {threshold: 0.5, small: small, large: large}}
+` + extraArms
+	path := filepath.Join(dir, "exp.yaml")
+	if err := os.WriteFile(path, []byte(exp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestThresholdFrom(t *testing.T) {
+	t.Parallel()
+	exp := tuneDir(t, 10, `  - {name: tuned, router: {threshold_from: tune.json, small: small, large: large}}
+  - {name: cascade, router: {mode: cascade, threshold_from: tune.json, small: small, large: large}}
+`)
+	dir := filepath.Dir(exp)
+	os.WriteFile(filepath.Join(dir, "tune.json"), []byte(`{"policy":"threshold","threshold":0.42,"cascade":{"policy":"cascade","threshold":0.77}}`), 0o644)
+	s, err := LoadSetup(exp, fixtures.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]float64{}
+	for _, a := range s.Exp.Arms {
+		if a.Router != nil {
+			got[a.Name] = [2]float64{a.Router.Threshold, a.Router.Confidence}
+		}
+	}
+	if got["tuned"] != [2]float64{0.42, 0} || got["cascade"] != [2]float64{0, 0.77} || got["router"] != [2]float64{0.5, 0} {
+		t.Errorf("thresholds %v; want tuned 0.42, cascade confidence 0.77, router unchanged", got)
+	}
+}
+
+func TestRouterSpecErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, arm, tune string
+		field           string
+		line            int
+	}{
+		{"unknown mode", `  - {name: x, router: {mode: magic, small: small, large: large}}`, "", "arms.router.mode", 17},
+		{"confidence without cascade", `  - {name: x, router: {confidence: 0.5, small: small, large: large}}`, "", "arms.router.confidence", 17},
+		{"confidence out of range", `  - {name: x, router: {mode: cascade, confidence: 1.5, small: small, large: large}}`, "", "arms.router.confidence", 17},
+		{"threshold in cascade", `  - {name: x, router: {mode: cascade, threshold: 0.5, small: small, large: large}}`, "", "arms.router.threshold", 17},
+		{"both given", `  - {name: x, router: {threshold: 0.3, threshold_from: tune.json, small: small, large: large}}`, "", "arms.router.threshold", 17},
+		{"missing tune.json", `  - {name: x, router: {threshold_from: nowhere.json, small: small, large: large}}`, "", "arms.router.threshold_from", 17},
+		{"not a tune.json", `  - {name: x, router: {threshold_from: tune.json, small: small, large: large}}`, "[1,2]", "arms.router.threshold_from", 17},
+		{"no cascade in tune.json", `  - {name: x, router: {mode: cascade, threshold_from: tune.json, small: small, large: large}}`, `{"policy":"threshold","threshold":0.4}`, "arms.router.threshold_from", 17},
+		{"threshold out of range", `  - {name: x, router: {threshold_from: tune.json, small: small, large: large}}`, `{"policy":"threshold","threshold":4}`, "arms.router.threshold_from", 17},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			exp := tuneDir(t, 5, tc.arm+"\n")
+			if tc.tune != "" {
+				os.WriteFile(filepath.Join(filepath.Dir(exp), "tune.json"), []byte(tc.tune), 0o644)
+			}
+			_, err := LoadSetup(exp, fixtures.FS)
+			var ie *InputError
+			if !errors.As(err, &ie) || ie.Field != tc.field || ie.Line != tc.line {
+				t.Fatalf("got %v; want an InputError on line %d, field %s", err, tc.line, tc.field)
+			}
+		})
+	}
+}
