@@ -60,3 +60,15 @@ func progressSpinner(w io.Writer, what string) (stop func()) {
 		<-finished
 	}
 }
+
+// clearLineWriter writes to a terminal that shows a spinner: each write
+// (a whole progress line) first clears the spinner's line, which the
+// spinner draws again on its next tick.
+type clearLineWriter struct{ w io.Writer }
+
+func (c clearLineWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(c.w, "\r\x1b[K"); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}

@@ -129,6 +129,13 @@ func tune(ctx context.Context, o tuneOptions) error {
 	var log io.Writer
 	if !o.Quiet {
 		log = o.Stderr
+		if isTerminal(o.Stderr) {
+			// A spinner with the time spent while outcomes are built and
+			// thresholds swept; each progress line clears it first.
+			stop := progressSpinner(o.Stderr, "tuning")
+			defer stop()
+			log = clearLineWriter{o.Stderr}
+		}
 	}
 	out := tuning.Output{}
 	var target tuning.Target
