@@ -130,15 +130,15 @@ func check(_ context.Context, o checkOptions) error {
 func loadCheckContract(path string) (*contract.Contract, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &eval.InputError{File: path, Msg: "cannot read: " + checkPathErr(err)}
+		return nil, &records.InputError{File: path, Msg: "cannot read: " + checkPathErr(err)}
 	}
 	c, err := contract.Load(path, raw)
 	if err != nil {
 		var le *contract.LoadError
 		if errors.As(err, &le) {
-			return nil, &eval.InputError{File: le.File, Line: le.Line, Field: le.Pointer, Msg: le.Msg}
+			return nil, &records.InputError{File: le.File, Line: le.Line, Field: le.Pointer, Msg: le.Msg}
 		}
-		return nil, &eval.InputError{File: path, Msg: err.Error()}
+		return nil, &records.InputError{File: path, Msg: err.Error()}
 	}
 	return c, nil
 }
@@ -163,7 +163,7 @@ func hash12(h string) string {
 func checkLint(o checkOptions) error {
 	raw, err := os.ReadFile(o.Lint)
 	if err != nil {
-		return &eval.InputError{File: o.Lint, Msg: "cannot read: " + checkPathErr(err)}
+		return &records.InputError{File: o.Lint, Msg: "cannot read: " + checkPathErr(err)}
 	}
 	problems := contract.Lint(raw)
 	if o.Format == "json" {
@@ -401,7 +401,7 @@ func proofTickets(o checkOptions) (map[string]string, string, error) {
 	if o.Tasks != "" {
 		raw, err := readProofTasks(o.Tasks, "")
 		if err != nil {
-			return nil, "", &eval.InputError{File: o.Tasks, Msg: err.Error()}
+			return nil, "", &records.InputError{File: o.Tasks, Msg: err.Error()}
 		}
 		m, err := ticketMap(raw, o.Tasks)
 		if err != nil {

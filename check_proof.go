@@ -8,6 +8,7 @@ import (
 
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // proofDeclared reports whether the command line names any proof field.
@@ -25,7 +26,7 @@ func proofConfig(c *contract.Contract, o checkOptions) (contract.ProofConfig, er
 			Evidence: strings.TrimSpace(o.Evidence), Source: "the command line"}
 		var fe *contract.ProofFieldError
 		if err := c.CheckProofConfig(cfg); errors.As(err, &fe) {
-			return cfg, &eval.InputError{File: o.Contract, Field: "--" + fe.List, Msg: fieldMsg(fe)}
+			return cfg, &records.InputError{File: o.Contract, Field: "--" + fe.List, Msg: fieldMsg(fe)}
 		} else if err != nil {
 			return cfg, err
 		}
@@ -34,14 +35,14 @@ func proofConfig(c *contract.Contract, o checkOptions) (contract.ProofConfig, er
 	if o.Experiment != "" {
 		raw, err := os.ReadFile(o.Experiment)
 		if err != nil {
-			return contract.ProofConfig{}, &eval.InputError{File: o.Experiment, Msg: "cannot read: " + checkPathErr(err)}
+			return contract.ProofConfig{}, &records.InputError{File: o.Experiment, Msg: "cannot read: " + checkPathErr(err)}
 		}
 		e, err := eval.ParseExperiment(raw, o.Experiment)
 		if err != nil {
 			return contract.ProofConfig{}, err
 		}
 		if e.Proof == nil {
-			return contract.ProofConfig{}, &eval.InputError{File: o.Experiment, Field: "proof",
+			return contract.ProofConfig{}, &records.InputError{File: o.Experiment, Field: "proof",
 				Msg: "no proof section to take the proof's fields from (leave out --experiment to derive them from the contract)"}
 		}
 		if err := eval.CheckProof(e.Proof, o.Experiment, c); err != nil {

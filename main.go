@@ -15,7 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // Exit codes, as documented in the README.
@@ -165,7 +165,7 @@ func exitCode(err error) int {
 	switch {
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.Is(err, eval.ErrBadInput):
+	case errors.Is(err, records.ErrBadInput):
 		return exitBadInput
 	}
 	return exitCheck

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/atomicfile"
 	"github.com/crab-testbed/crab/model/replay"
 	"github.com/crab-testbed/crab/outcomeimport"
@@ -109,7 +110,7 @@ func recordingImport(_ context.Context, o recordingImportOptions) error {
 	}
 	raw, err := os.ReadFile(o.Contract)
 	if err != nil {
-		return &eval.InputError{File: o.Contract, Msg: "cannot read: " + pathErr(err)}
+		return &records.InputError{File: o.Contract, Msg: "cannot read: " + pathErr(err)}
 	}
 	c, err := contract.Load(o.Contract, raw)
 	if err != nil {
@@ -117,7 +118,7 @@ func recordingImport(_ context.Context, o recordingImportOptions) error {
 	}
 	table, err := os.ReadFile(o.Input)
 	if err != nil {
-		return &eval.InputError{File: o.Input, Msg: "cannot read: " + pathErr(err)}
+		return &records.InputError{File: o.Input, Msg: "cannot read: " + pathErr(err)}
 	}
 	res, err := outcomeimport.Import(table, o.Input, outcomeimport.Options{Map: o.Map, Set: set, Contract: c, Raw: raw, Origin: o.Origin})
 	if err != nil {

@@ -210,7 +210,7 @@ func (rs *runState) play(ctx context.Context, o runOptions, bar io.Writer) (*eva
 	rs.sink = newRecordSink(w, ticker.C)
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
-	runner := rs.setup.Runner(rs.runID, func(rec eval.Record) error {
+	runner := rs.setup.Runner(rs.runID, func(rec records.Record) error {
 		if eval.NotRecorded([]records.Record{rec}) > 0 {
 			rs.notRecorded++ // Emit is called from one goroutine at a time
 		}

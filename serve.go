@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/crab-testbed/crab/internal/redact"
 	"io"
 	"os"
 	"os/signal"
@@ -12,6 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/crab-testbed/crab/internal/redact"
+	"github.com/crab-testbed/crab/stack"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -205,7 +207,7 @@ func loadServeSetup(o serveOptions) (*serve.Setup, error) {
 	}
 	exp := es.Exp
 	var names []string
-	var deployed, shadow *eval.ArmSpec
+	var deployed, shadow *stack.ArmSpec
 	for i, a := range exp.Arms {
 		switch a.Name {
 		case o.Arm:

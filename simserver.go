@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/model/simserver"
 	"github.com/crab-testbed/crab/serve"
@@ -179,7 +180,7 @@ func newSimServer(o simServerOptions) (*simserver.Server, error) {
 }
 
 // readOracle reads a task file's expected values by task id. A bad line
-// is an *eval.InputError naming the file, line and field (exit 2).
+// is an *records.InputError naming the file, line and field (exit 2).
 func readOracle(path string) (map[string]map[string]any, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -187,7 +188,7 @@ func readOracle(path string) (map[string]map[string]any, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return nil, &eval.InputError{File: path, Field: "--tasks", Msg: "cannot read: " + err.Error()}
+		return nil, &records.InputError{File: path, Field: "--tasks", Msg: "cannot read: " + err.Error()}
 	}
 	defer f.Close()
 	tasks, err := eval.ReadTasks(f, path)

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/crab-testbed/crab/contract"
-	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/atomicfile"
 	"github.com/crab-testbed/crab/taskimport"
 )
@@ -83,7 +83,7 @@ func tasksImport(_ context.Context, o tasksImportOptions) error {
 	if o.Contract != "" {
 		raw, err := os.ReadFile(o.Contract)
 		if err != nil {
-			return &eval.InputError{File: o.Contract, Msg: "cannot read: " + pathErr(err)}
+			return &records.InputError{File: o.Contract, Msg: "cannot read: " + pathErr(err)}
 		}
 		if opt.Contract, err = contract.Load(o.Contract, raw); err != nil {
 			return &exitError{code: exitBadInput, err: err}
@@ -93,7 +93,7 @@ func tasksImport(_ context.Context, o tasksImportOptions) error {
 	if o.Input != "-" {
 		raw, err := os.ReadFile(o.Input)
 		if err != nil {
-			return &eval.InputError{File: o.Input, Msg: "cannot read: " + pathErr(err)}
+			return &records.InputError{File: o.Input, Msg: "cannot read: " + pathErr(err)}
 		}
 		in = bytes.NewReader(raw)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/router"
 	"github.com/crab-testbed/crab/stack"
@@ -117,7 +118,7 @@ func tune(ctx context.Context, o tuneOptions) error {
 	}
 	semArms := setup.SemanticArms()
 	if o.CacheArm != "" {
-		semArms = slices.DeleteFunc(semArms, func(a eval.ArmSpec) bool { return a.Name != o.CacheArm })
+		semArms = slices.DeleteFunc(semArms, func(a stack.ArmSpec) bool { return a.Name != o.CacheArm })
 		if len(semArms) == 0 {
 			return badUsage("--cache-arm %q: %s has no semantic-cache arm of that name", o.CacheArm, setup.Exp.File)
 		}
@@ -219,7 +220,7 @@ func tuneRouter(ctx context.Context, o tuneOptions, setup *tuning.Tuner, target 
 		cfg.Rescore = tuning.Learner(tuning.LearnConfig{}, func(s *router.LearnedScorer) { learned = s })
 	default:
 		if scorer, err = stack.Builtin().NewScorer(o.Scorer); err != nil {
-			return nil, &eval.InputError{File: o.Scorer, Field: "--scorer", Msg: err.Error()}
+			return nil, &records.InputError{File: o.Scorer, Field: "--scorer", Msg: err.Error()}
 		}
 		cfg.Scorer = o.Scorer
 	}

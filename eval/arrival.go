@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/jsonl"
 	"github.com/crab-testbed/crab/internal/words"
 )
@@ -239,19 +240,19 @@ func ReadTrace(raw []byte, name string) ([]time.Duration, error) {
 		}
 		v, err := strconv.ParseFloat(string(s), 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
-			return nil, &InputError{File: name, Line: line, Field: "offset_ms", Msg: fmt.Sprintf("want a non-negative number of milliseconds, got %q", s)}
+			return nil, &records.InputError{File: name, Line: line, Field: "offset_ms", Msg: fmt.Sprintf("want a non-negative number of milliseconds, got %q", s)}
 		}
 		if v < prev {
-			return nil, &InputError{File: name, Line: line, Field: "offset_ms", Msg: fmt.Sprintf("offsets must not decrease (%v after %v)", v, prev)}
+			return nil, &records.InputError{File: name, Line: line, Field: "offset_ms", Msg: fmt.Sprintf("offsets must not decrease (%v after %v)", v, prev)}
 		}
 		prev = v
 		out = append(out, time.Duration(math.Round(v*float64(time.Millisecond))))
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &InputError{File: name, Line: line + 1, Msg: err.Error()}
+		return nil, &records.InputError{File: name, Line: line + 1, Msg: err.Error()}
 	}
 	if len(out) == 0 {
-		return nil, &InputError{File: name, Msg: "no offsets"}
+		return nil, &records.InputError{File: name, Msg: "no offsets"}
 	}
 	return out, nil
 }

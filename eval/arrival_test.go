@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // gapStats returns the mean (ms) and squared coefficient of variation of
@@ -111,7 +113,7 @@ func TestReadTraceErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := ReadTrace([]byte(tc.in), "t.txt")
-		var ie *InputError
+		var ie *records.InputError
 		if !errors.As(err, &ie) || ie.Line != tc.line || ie.File != "t.txt" {
 			t.Errorf("%s: got %v; want an InputError at t.txt line %d", tc.name, err, tc.line)
 		}

@@ -11,9 +11,11 @@ import (
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/eval/report"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/redistest"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // A cache arm runs on either store, chosen per arm in the experiment file;
@@ -58,8 +60,8 @@ arms:
 				t.Fatal(err)
 			}
 			var mu sync.Mutex
-			var recs []Record
-			res, err := s.Runner("stores", func(r Record) error {
+			var recs []records.Record
+			res, err := s.Runner("stores", func(r records.Record) error {
 				mu.Lock()
 				defer mu.Unlock()
 				recs = append(recs, r)
@@ -103,9 +105,9 @@ arms:
 					t.Errorf("report lacks %q:\n%s", want, b.String())
 				}
 			}
-			var m *CacheMetrics
+			var m *stack.CacheMetrics
 			for _, p := range res.Passes {
-				if cm, ok := p.Metrics.(CacheMetrics); ok {
+				if cm, ok := p.Metrics.(stack.CacheMetrics); ok {
 					m = &cm
 				}
 			}
@@ -133,7 +135,7 @@ func TestCacheStoreSpecErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := ParseExperiment([]byte(strings.Replace(base, "CACHE", tc.cache, 1)), "x.yaml")
-			var ie *InputError
+			var ie *records.InputError
 			if !errors.As(err, &ie) || ie.Field != tc.field || ie.Line != 11 {
 				t.Fatalf("error = %v; want an InputError at line 11, field %s", err, tc.field)
 			}
@@ -174,7 +176,7 @@ arms:
 		t.Fatal(err)
 	}
 	_, err = LoadSetup(path, fixtures.FS)
-	if !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), "cached") {
+	if !errors.Is(err, records.ErrBadInput) || !strings.Contains(err.Error(), "cached") {
 		t.Fatalf("LoadSetup error = %v; want a bad-input error naming the arm", err)
 	}
 }

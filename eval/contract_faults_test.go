@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // faultTasks is how many tasks of the embedded workload the fault-injection
@@ -107,8 +109,8 @@ arms:
 
 				// Entry point 1: the runner's records.
 				var mu sync.Mutex
-				var recs []Record
-				r := s.Runner("faults", func(rec Record) error {
+				var recs []records.Record
+				r := s.Runner("faults", func(rec records.Record) error {
 					mu.Lock()
 					defer mu.Unlock()
 					recs = append(recs, rec)
@@ -126,12 +128,12 @@ arms:
 					if rec.Contract != c.Hash() {
 						t.Errorf("%s/%s: contract %q; want %q", rec.Arm, rec.TaskID, rec.Contract, c.Hash())
 					}
-					if rec.Outcome != OutcomeOK {
+					if rec.Outcome != records.OutcomeOK {
 						if rec.Pass || rec.Output != "" {
 							t.Errorf("%s/%s: outcome %s with pass %v and output %q; want no pass and no output", rec.Arm, rec.TaskID, rec.Outcome, rec.Pass, rec.Output)
 						}
-						if f.contractFault && rec.Outcome != OutcomeContractFail {
-							t.Errorf("%s/%s: outcome %s (%s); want %s", rec.Arm, rec.TaskID, rec.Outcome, rec.Error, OutcomeContractFail)
+						if f.contractFault && rec.Outcome != records.OutcomeContractFail {
+							t.Errorf("%s/%s: outcome %s (%s); want %s", rec.Arm, rec.TaskID, rec.Outcome, rec.Error, records.OutcomeContractFail)
 						}
 						if f.contractFault && len(rec.Violations) == 0 {
 							t.Errorf("%s/%s: contract_fail without violations", rec.Arm, rec.TaskID)
@@ -153,7 +155,7 @@ arms:
 					}
 				}
 				for _, pm := range res.Passes {
-					cm, ok := pm.Metrics.(CacheMetrics)
+					cm, ok := pm.Metrics.(stack.CacheMetrics)
 					if !ok {
 						t.Fatalf("arm %s: metrics %T; want CacheMetrics", pm.Arm, pm.Metrics)
 					}

@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/crab-testbed/crab/eval/analysis"
 	"io"
 	"math"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/eval/records"
 
 	"go.yaml.in/yaml/v3"
 
@@ -51,11 +53,11 @@ type Experiment struct {
 	// task), interleaved (blocks of the schedule laid end to end, each
 	// played by every arm in a random order) or sequential (each arm plays
 	// the whole schedule in turn).
-	Order   string    `yaml:"order"`
-	Block   Duration  `yaml:"block"`   // interleaved: schedule time per block (default 500ms)
-	Timeout Duration  `yaml:"timeout"` // per request, from its actual send time (default 30s)
-	Retry   RetrySpec `yaml:"retry"`
-	Shadow  *bool     `yaml:"shadow"` // ask the other model on routed requests to judge misroutes (default true)
+	Order   string          `yaml:"order"`
+	Block   stack.Duration  `yaml:"block"`   // interleaved: schedule time per block (default 500ms)
+	Timeout stack.Duration  `yaml:"timeout"` // per request, from its actual send time (default 30s)
+	Retry   stack.RetrySpec `yaml:"retry"`
+	Shadow  *bool           `yaml:"shadow"` // ask the other model on routed requests to judge misroutes (default true)
 	// RecordOutput writes each answer's text into records.jsonl (default
 	// true); false keeps a large run's records small (statistics never read it).
 	RecordOutput *bool `yaml:"record_output"`
@@ -67,15 +69,15 @@ type Experiment struct {
 	Record bool `yaml:"record"`
 	// Gate is the decision rule the candidates are held to (defaults: see
 	// GateConfig).
-	Gate GateConfig `yaml:"gate"`
+	Gate analysis.GateConfig `yaml:"gate"`
 	// Grade is how answers are judged right (default: every field of a
 	// task's expected answer equal to the answer's).
 	Grade grade.Config `yaml:"grade"`
 	// Proof declares what the shortening proof (crab check --full
 	// --short) holds a shorter answer to; absent: derived from the contract.
-	Proof  *ProofSpec  `yaml:"proof"`
-	Models []ModelSpec `yaml:"models"`
-	Arms   []ArmSpec   `yaml:"arms"`
+	Proof  *ProofSpec        `yaml:"proof"`
+	Models []stack.ModelSpec `yaml:"models"`
+	Arms   []stack.ArmSpec   `yaml:"arms"`
 	// Control adds an A/A control: "twin" runs an identical copy of the
 	// baseline as one more arm, named twin. It must come out no_gain;
 	// when it does not, the backend or the load moved enough to make
@@ -107,19 +109,6 @@ type Arrival struct {
 	Offsets []time.Duration `yaml:"-" json:"-"` // replay: read from Trace by LoadSetup
 }
 
-// The arm and model specs are the stack package's: one definition for
-// crab run, crab tune and crab serve.
-type (
-	RetrySpec    = stack.RetrySpec
-	ModelSpec    = stack.ModelSpec
-	Faults       = stack.Faults
-	ArmSpec      = stack.ArmSpec
-	CacheSpec    = stack.CacheSpec
-	RouterSpec   = stack.RouterSpec
-	ContractSpec = stack.ContractSpec
-	Duration     = stack.Duration
-)
-
 // ControlTwin is the A/A control (Experiment.Control) and the name of its arm.
 const ControlTwin = "twin"
 
@@ -131,7 +120,7 @@ func ParseExperiment(raw []byte, name string) (*Experiment, error) {
 		return nil, yamlError(name, err, nil)
 	}
 	if len(root.Content) == 0 {
-		return nil, &InputError{File: name, Msg: "empty experiment file"}
+		return nil, &records.InputError{File: name, Msg: "empty experiment file"}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
@@ -151,7 +140,7 @@ func ParseExperiment(raw []byte, name string) (*Experiment, error) {
 // root, when known, is searched for the key standing on the error's line.
 func yamlError(name string, err error, root *yaml.Node) error {
 	line, field, msg := inputerr.YAML(err, root)
-	return &InputError{File: name, Line: line, Field: field, Msg: msg}
+	return &records.InputError{File: name, Line: line, Field: field, Msg: msg}
 }
 
 // node finds the YAML node at a path of mapping keys and sequence indexes,
@@ -191,7 +180,7 @@ type badField func(field string, path []any, format string, args ...any) error
 // file with several problems reports the same one every time.
 func (e *Experiment) validate(name string, root *yaml.Node) error {
 	bad := func(field string, path []any, format string, args ...any) error {
-		return &InputError{File: name, Line: node(root, path...).Line, Field: field, Msg: fmt.Sprintf(format, args...)}
+		return &records.InputError{File: name, Line: node(root, path...).Line, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	if err := e.validateArms(name, bad); err != nil {
 		return err
@@ -294,7 +283,7 @@ func (e *Experiment) validateSchedule(root *yaml.Node, bad badField) error {
 		return bad("block", []any{"block"}, "only for order interleaved")
 	}
 	if e.Block == 0 && e.Order == OrderInterleaved {
-		e.Block = Duration(DefaultBlock)
+		e.Block = stack.Duration(DefaultBlock)
 	}
 	return nil
 }
@@ -349,7 +338,7 @@ func (e *Experiment) validateLimits(root *yaml.Node, bad badField) error {
 		}
 	}
 	if e.Timeout == 0 {
-		e.Timeout = Duration(30 * time.Second)
+		e.Timeout = stack.Duration(30 * time.Second)
 	}
 	if errs := stack.ValidateRetry(&e.Retry, "retry"); len(errs) > 0 {
 		return bad(errs[0].Field, errs[0].Path, "%s", errs[0].Msg)
@@ -437,7 +426,7 @@ func gradeError(name string, root *yaml.Node, ge *grade.ConfigError) error {
 	if root != nil {
 		line = node(root, ge.Path...).Line
 	}
-	return &InputError{File: name, Line: line, Field: ge.Field, Msg: ge.Msg}
+	return &records.InputError{File: name, Line: line, Field: ge.Field, Msg: ge.Msg}
 }
 
 // gatePath turns a gate field ("slo.e2e_ms") into a YAML path.

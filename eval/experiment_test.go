@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 const minimalExperiment = `name: t
@@ -86,11 +88,11 @@ func TestParseExperimentErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := ParseExperiment([]byte(tc.edit(minimalExperiment)), "x.yaml")
-			var ie *InputError
+			var ie *records.InputError
 			if !errors.As(err, &ie) {
 				t.Fatalf("got %v; want *InputError", err)
 			}
-			if !errors.Is(err, ErrBadInput) {
+			if !errors.Is(err, records.ErrBadInput) {
 				t.Errorf("errors.Is(ErrBadInput) false for %v", err)
 			}
 			if ie.File != "x.yaml" || ie.Line != tc.wantLine || (tc.wantField != "" && ie.Field != tc.wantField) {

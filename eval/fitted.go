@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/fitted"
 	"github.com/crab-testbed/crab/router"
 )
@@ -73,7 +74,7 @@ func (s *Setup) applyFitted(resolve func(string) string, base string) error {
 		return nil
 	}
 	bad := func(format string, args ...any) error {
-		return &InputError{File: s.Exp.File, Line: s.Exp.fittedLine, Field: "fitted", Msg: fmt.Sprintf(format, args...)}
+		return &records.InputError{File: s.Exp.File, Line: s.Exp.fittedLine, Field: "fitted", Msg: fmt.Sprintf(format, args...)}
 	}
 	name := resolve(s.Exp.Fitted)
 	raw, err := s.read(name, base)
@@ -135,7 +136,7 @@ func (s *Setup) checkFitted(resolve func(string) string, base string) error {
 			}
 			set, err := readFitted(raw)
 			if err != nil {
-				return &InputError{File: s.Exp.File, Line: r.FromLine, Field: "arms.router.threshold_from", Msg: fmt.Sprintf("arm %s: %s: %v", a.Name, r.ThresholdFrom, err)}
+				return &records.InputError{File: s.Exp.File, Line: r.FromLine, Field: "arms.router.threshold_from", Msg: fmt.Sprintf("arm %s: %s: %v", a.Name, r.ThresholdFrom, err)}
 			}
 			if err := s.overlap(set, a.Name, r.ThresholdFrom, "arms.router.threshold_from", r.FromLine); err != nil {
 				return err
@@ -159,7 +160,7 @@ func (s *Setup) overlap(set *fitted.Set, arm, file, field string, line int) erro
 	if n == 0 {
 		return nil
 	}
-	return &InputError{File: s.Exp.File, Line: line, Field: field, Msg: fmt.Sprintf(
+	return &records.InputError{File: s.Exp.File, Line: line, Field: field, Msg: fmt.Sprintf(
 		"arm %s: %s was fitted on %d of the %d tasks of this run: a fitted value is judged only on tasks it did not learn from; "+
 			"add `fitted: %s` to the experiment to run on the others (crab tune -o writes it), or run other tasks", arm, file, n, len(s.Tasks), file)}
 }

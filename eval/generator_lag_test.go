@@ -18,7 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // The lag harness compares the generator's wait modes within one run, on
@@ -54,7 +56,7 @@ func TestGeneratorLagHarness(t *testing.T) {
 	tr := &http.Transport{MaxIdleConns: conc, MaxIdleConnsPerHost: conc, IdleConnTimeout: time.Minute}
 	client := &http.Client{Transport: tr}
 	body := []byte(`{"model":"m","messages":[{"role":"user","content":"ticket"}]}`)
-	stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+	backend := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
 			return nil, err
@@ -108,16 +110,16 @@ func TestGeneratorLagHarness(t *testing.T) {
 				gen.eagerWorkers = f[1] != "lazy"
 				gen.noRealtime = len(f) < 3 || f[2] != "rt"
 				osWait = ""
-				exp := testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"})
+				exp := testExperiment(stack.ArmSpec{Name: "a", Model: "m", Mode: "full"})
 				exp.Arrival = Arrival{Pattern: "constant", Rate: float64(rate)}
 				exp.Concurrency = conc
-				exp.Timeout = Duration(10 * time.Second)
+				exp.Timeout = stack.Duration(10 * time.Second)
 				var lags, queues []float64
 				r := &Runner{Exp: exp, Tasks: tasks, gen: gen,
-					Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
-						return &ArmStack{Spec: spec, Stack: stack}, nil, nil
+					Build: func(spec stack.ArmSpec, _ int) (*ArmStack, func(), error) {
+						return &ArmStack{Spec: spec, Stack: backend}, nil, nil
 					},
-					Emit: func(rec Record) error {
+					Emit: func(rec records.Record) error {
 						lags = append(lags, rec.LagMs)
 						queues = append(queues, rec.QueueMs)
 						return nil

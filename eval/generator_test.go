@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/stack"
 )
 
 var waitModes = []waitMode{waitThread, waitYield}
@@ -105,7 +107,7 @@ func TestRunnerNeverReleasesEarly(t *testing.T) {
 			name := fmt.Sprintf("%s/lazy=%v", mode, lazy)
 			var mu sync.Mutex
 			inflight, peak := 0, 0
-			stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+			backend := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 				mu.Lock()
 				inflight++
 				peak = max(peak, inflight)
@@ -116,12 +118,12 @@ func TestRunnerNeverReleasesEarly(t *testing.T) {
 				mu.Unlock()
 				return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
 			})
-			exp := testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"})
+			exp := testExperiment(stack.ArmSpec{Name: "a", Model: "m", Mode: "full"})
 			exp.Arrival = Arrival{Pattern: "poisson", Rate: 4000}
 			exp.Concurrency = 3
-			exp.Timeout = Duration(time.Second)
+			exp.Timeout = stack.Duration(time.Second)
 			r := &Runner{Exp: exp, Tasks: fakeTasks(200), gen: generatorOptions{wait: mode, eagerWorkers: !lazy},
-				Build: capped(exp, stack)}
+				Build: capped(exp, backend)}
 			got, _ := collect(t, context.Background(), r)
 			if len(got) != 200 {
 				t.Errorf("%s: %d records; want 200", name, len(got))
@@ -165,17 +167,17 @@ func TestSlotWaitMarksCapWaits(t *testing.T) {
 				<-gate
 				return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
 			})
-			exp := testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"})
+			exp := testExperiment(stack.ArmSpec{Name: "a", Model: "m", Mode: "full"})
 			exp.Arrival = Arrival{Pattern: "burst"}
 			exp.Concurrency = tc.concurrency
-			exp.Timeout = Duration(10 * time.Second)
+			exp.Timeout = stack.Duration(10 * time.Second)
 			// The gate opens once all ten requests are inside the stack
 			// and have had time to reach the cap.
 			var entered atomic.Int32
 			build := capped(exp, backend)
 			r := &Runner{Exp: exp, Tasks: fakeTasks(10),
 				gen: generatorOptions{eagerWorkers: tc.eager},
-				Build: func(spec ArmSpec, rep int) (*ArmStack, func(), error) {
+				Build: func(spec stack.ArmSpec, rep int) (*ArmStack, func(), error) {
 					a, release, err := build(spec, rep)
 					if err != nil {
 						return nil, nil, err
@@ -204,7 +206,7 @@ func TestSlotWaitMarksCapWaits(t *testing.T) {
 			if (tc.wantWaits == 0 && waits != 0) || (tc.wantWaits > 0 && (waits < 1 || waits > tc.wantWaits)) {
 				t.Errorf("got %d slot waits; want %s", waits, map[bool]string{true: "0", false: fmt.Sprintf("1..%d", tc.wantWaits)}[tc.wantWaits == 0])
 			}
-			var all []Record
+			var all []records.Record
 			for _, rec := range got {
 				all = append(all, rec)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/model"
 )
@@ -24,7 +25,7 @@ func (r *Runner) judgeAnswer(ctx context.Context, outcome string, contractOK boo
 	if resp == nil {
 		return graded{}
 	}
-	couldPass := outcome == OutcomeOK && contractOK && resp.Scope.Equal(req.Scope)
+	couldPass := outcome == records.OutcomeOK && contractOK && resp.Scope.Equal(req.Scope)
 	plan := t.plan
 	if plan == nil && len(t.Expected) > 0 {
 		plan, _ = r.Grader.Plan(t.Expected) // tasks not read through a Setup: graded unchecked
@@ -34,7 +35,7 @@ func (r *Runner) judgeAnswer(ctx context.Context, outcome string, contractOK boo
 }
 
 // grade fills rec's grading fields; external as for judgeAnswer.
-func (r *Runner) grade(ctx context.Context, rec *Record, resp *model.Response, req *model.Request, t *Task, external bool) {
+func (r *Runner) grade(ctx context.Context, rec *records.Record, resp *model.Response, req *model.Request, t *Task, external bool) {
 	g := r.judgeAnswer(ctx, rec.Outcome, rec.ContractOK, resp, req, t, external)
 	rec.Correct, rec.Pass = g.Correct, g.pass
 	rec.GradeReason, rec.GradeError = "", g.Error
@@ -55,7 +56,7 @@ func (s *Setup) buildGrader() (*grade.Grader, error) {
 		cmd = grade.NewCommand(*cfg.Command, s.base)
 		if err := cmd.Check(); err != nil {
 			// Found before the first request, not after a run of grading errors.
-			return nil, &InputError{File: s.Exp.File, Line: cfg.Command.Line, Field: "grade.command.run", Msg: err.Error()}
+			return nil, &records.InputError{File: s.Exp.File, Line: cfg.Command.Line, Field: "grade.command.run", Msg: err.Error()}
 		}
 		s.graderID = "command " + cmd.Identity()
 	}
@@ -63,22 +64,22 @@ func (s *Setup) buildGrader() (*grade.Grader, error) {
 	if j := cfg.Judge; j != nil {
 		m, ok := s.backends[j.Model]
 		if !ok {
-			return nil, &InputError{File: s.Exp.File, Line: j.Line, Field: "grade.judge.model", Msg: fmt.Sprintf("no model %q among the experiment's models", j.Model)}
+			return nil, &records.InputError{File: s.Exp.File, Line: j.Line, Field: "grade.judge.model", Msg: fmt.Sprintf("no model %q among the experiment's models", j.Model)}
 		}
 		var jc *contract.Contract
 		if j.Contract != "" {
 			name := j.Contract
 			raw, err := s.read(name, s.base)
 			if err != nil {
-				return nil, &InputError{File: s.Exp.File, Line: j.Line, Field: "grade.judge.contract", Msg: err.Error()}
+				return nil, &records.InputError{File: s.Exp.File, Line: j.Line, Field: "grade.judge.contract", Msg: err.Error()}
 			}
 			s.graderID += " judge contract " + HashBytes(raw)
 			if jc, err = contract.Load(name, raw); err != nil {
 				var le *contract.LoadError
 				if errors.As(err, &le) {
-					return nil, &InputError{File: le.File, Line: le.Line, Field: le.Pointer, Msg: le.Msg}
+					return nil, &records.InputError{File: le.File, Line: le.Line, Field: le.Pointer, Msg: le.Msg}
 				}
-				return nil, &InputError{File: name, Msg: err.Error()}
+				return nil, &records.InputError{File: name, Msg: err.Error()}
 			}
 		}
 		var err error
@@ -98,7 +99,7 @@ func (s *Setup) gradeErr(err error) error {
 	if errors.As(err, &ge) {
 		return gradeError(s.Exp.File, nil, ge)
 	}
-	return &InputError{File: s.Exp.File, Field: "grade", Msg: err.Error()}
+	return &records.InputError{File: s.Exp.File, Field: "grade", Msg: err.Error()}
 }
 
 // Grader is the experiment's grader.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
 )
 
@@ -48,7 +49,7 @@ arms:
 				t.Fatal(err)
 			}
 			_, err := LoadSetup(path, fixtures.FS)
-			var ie *InputError
+			var ie *records.InputError
 			if !errors.As(err, &ie) || ie.File != path || ie.Line != tt.line || ie.Field != tt.field || !strings.Contains(ie.Msg, tt.msg) {
 				t.Errorf("got %v; want %s:%d field %q containing %q", err, path, tt.line, tt.field, tt.msg)
 			}

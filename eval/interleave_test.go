@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/stack"
 )
 
 func TestBlocks(t *testing.T) {
@@ -57,7 +59,7 @@ func outageRun(t testing.TB, order string, exp *Experiment, tasks []Task, down f
 	exp.Order = order
 	var calls atomic.Int64
 	start := time.Now()
-	stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+	backend := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		if down(int(calls.Add(1)-1), time.Since(start)) {
 			return nil, errors.New("backend down")
 		}
@@ -66,16 +68,16 @@ func outageRun(t testing.TB, order string, exp *Experiment, tasks []Task, down f
 	var mu sync.Mutex
 	failed := map[string]int{}
 	r := &Runner{Exp: exp, Tasks: tasks,
-		Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
-			return &ArmStack{Spec: spec, Stack: stack}, nil, nil
+		Build: func(spec stack.ArmSpec, _ int) (*ArmStack, func(), error) {
+			return &ArmStack{Spec: spec, Stack: backend}, nil, nil
 		},
-		Emit: func(rec Record) error {
+		Emit: func(rec records.Record) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if _, ok := failed[rec.Arm]; !ok {
 				failed[rec.Arm] = 0
 			}
-			if rec.Outcome == OutcomeError { // the outage's answer, not a slow machine's timeout
+			if rec.Outcome == records.OutcomeError { // the outage's answer, not a slow machine's timeout
 				failed[rec.Arm]++
 			}
 			return nil
@@ -103,7 +105,7 @@ func minMax(m map[string]int) (lo, hi int) {
 // so the test does not depend on how fast the machine is.
 func TestInterleavedSpreadsOutage(t *testing.T) {
 	t.Parallel()
-	arms := []ArmSpec{{Name: "a", Model: "m", Mode: "full"}, {Name: "b", Model: "m", Mode: "full"}, {Name: "c", Model: "m", Mode: "full"}}
+	arms := []stack.ArmSpec{{Name: "a", Model: "m", Mode: "full"}, {Name: "b", Model: "m", Mode: "full"}, {Name: "c", Model: "m", Mode: "full"}}
 	const n = 300
 	// calls 300..499 of 900: the whole second third of a sequential run
 	down := func(i int, _ time.Duration) bool { return i >= 300 && i < 500 }
@@ -118,9 +120,9 @@ func TestInterleavedSpreadsOutage(t *testing.T) {
 			// lanes abreast, which is what paired promises.
 			exp.Arrival = Arrival{Pattern: "constant", Rate: 600}
 			if tc.order == OrderInterleaved {
-				exp.Block = Duration(50 * time.Millisecond) // 30 requests a block
+				exp.Block = stack.Duration(50 * time.Millisecond) // 30 requests a block
 			}
-			exp.Timeout = Duration(10 * time.Second)
+			exp.Timeout = stack.Duration(10 * time.Second)
 			failed := outageRun(t, tc.order, exp, fakeTasks(n), down)
 			lo, hi := minMax(failed)
 			total := 0
@@ -156,13 +158,13 @@ func TestOutageHarness(t *testing.T) {
 	if v, err := strconv.ParseFloat(os.Getenv("CRAB_OUTAGE_AT_S"), 64); err == nil {
 		at = time.Duration(v * float64(time.Second))
 	}
-	arms := []ArmSpec{{Name: "a", Model: "m", Mode: "full"}, {Name: "b", Model: "m", Mode: "full"}, {Name: "c", Model: "m", Mode: "full"}}
+	arms := []stack.ArmSpec{{Name: "a", Model: "m", Mode: "full"}, {Name: "b", Model: "m", Mode: "full"}, {Name: "c", Model: "m", Mode: "full"}}
 	for _, order := range []string{OrderInterleaved, OrderSequential} {
 		exp := testExperiment(arms...)
 		exp.Arrival = Arrival{Pattern: "constant", Rate: 60}
-		exp.Timeout = Duration(time.Second)
+		exp.Timeout = stack.Duration(time.Second)
 		if order == OrderInterleaved {
-			exp.Block = Duration(DefaultBlock)
+			exp.Block = stack.Duration(DefaultBlock)
 		}
 		failed := outageRun(t, order, exp, fakeTasks(n), func(_ int, since time.Duration) bool {
 			return since >= at && since < at+3*time.Second
@@ -181,7 +183,7 @@ func TestOutageHarness(t *testing.T) {
 // out of order from deciding it.
 func TestPairedStallHitsEveryCopy(t *testing.T) {
 	t.Parallel()
-	arms := []ArmSpec{{Name: "a", Model: "m", Mode: "full"}, {Name: "b", Model: "m", Mode: "full"}, {Name: "c", Model: "m", Mode: "full"}}
+	arms := []stack.ArmSpec{{Name: "a", Model: "m", Mode: "full"}, {Name: "b", Model: "m", Mode: "full"}, {Name: "c", Model: "m", Mode: "full"}}
 	for _, tc := range []struct {
 		order      string
 		lo, hi     int // bounds on the median distance in calls between a task's copies
@@ -191,15 +193,15 @@ func TestPairedStallHitsEveryCopy(t *testing.T) {
 			t.Parallel()
 			exp := testExperiment(arms...)
 			exp.Arrival = Arrival{Pattern: "constant", Rate: 3000}
-			exp.Timeout = Duration(time.Second)
+			exp.Timeout = stack.Duration(time.Second)
 			exp.Order = tc.order
 			if tc.blockTasks > 0 {
-				exp.Block = Duration(time.Duration(tc.blockTasks) * time.Second / 3000)
+				exp.Block = stack.Duration(time.Duration(tc.blockTasks) * time.Second / 3000)
 			}
 			var calls atomic.Int64
 			var mu sync.Mutex
 			at := map[string][]int64{} // task -> call numbers of its copies
-			stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+			backend := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 				n := calls.Add(1) - 1
 				mu.Lock()
 				at[req.TaskID] = append(at[req.TaskID], n)
@@ -207,10 +209,10 @@ func TestPairedStallHitsEveryCopy(t *testing.T) {
 				return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
 			})
 			r := &Runner{Exp: exp, Tasks: fakeTasks(300),
-				Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
-					return &ArmStack{Spec: spec, Stack: stack}, nil, nil
+				Build: func(spec stack.ArmSpec, _ int) (*ArmStack, func(), error) {
+					return &ArmStack{Spec: spec, Stack: backend}, nil, nil
 				},
-				Emit: func(Record) error { return nil }}
+				Emit: func(records.Record) error { return nil }}
 			if _, err := r.Run(context.Background()); err != nil {
 				t.Fatal(err)
 			}

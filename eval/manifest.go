@@ -13,7 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/grade"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // Manifest records everything needed to judge whether two runs did the same
@@ -51,19 +53,19 @@ type Manifest struct {
 	Contract     string `json:"contract"`
 	ContractHash string `json:"contract_hash"`
 
-	Seed        int64      `json:"seed"`
-	Seeds       []int64    `json:"seeds"` // per repeat
-	Repeats     int        `json:"repeats"`
-	Warmup      int        `json:"warmup"`
-	TimeScale   float64    `json:"time_scale"`
-	Arrival     Arrival    `json:"arrival"`
-	Concurrency int        `json:"concurrency"`
-	MaxInFlight int        `json:"max_in_flight,omitempty"`
-	Order       string     `json:"order"`           // how arms shared the schedule: interleaved or sequential
-	Block       Duration   `json:"block,omitempty"` // interleaved: schedule time per block
-	Timeout     Duration   `json:"timeout"`
-	Retry       RetrySpec  `json:"retry"`
-	Gate        GateConfig `json:"gate"`
+	Seed        int64               `json:"seed"`
+	Seeds       []int64             `json:"seeds"` // per repeat
+	Repeats     int                 `json:"repeats"`
+	Warmup      int                 `json:"warmup"`
+	TimeScale   float64             `json:"time_scale"`
+	Arrival     Arrival             `json:"arrival"`
+	Concurrency int                 `json:"concurrency"`
+	MaxInFlight int                 `json:"max_in_flight,omitempty"`
+	Order       string              `json:"order"`           // how arms shared the schedule: interleaved or sequential
+	Block       stack.Duration      `json:"block,omitempty"` // interleaved: schedule time per block
+	Timeout     stack.Duration      `json:"timeout"`
+	Retry       stack.RetrySpec     `json:"retry"`
+	Gate        analysis.GateConfig `json:"gate"`
 	// Grade is the experiment's grade section (absent: the default rule)
 	// and PassRule the pass rule in force, in words, as the report states it.
 	Grade    *grade.Config `json:"grade,omitempty"`
@@ -72,10 +74,10 @@ type Manifest struct {
 	Proof *ProofSpec `json:"proof,omitempty"`
 	// Holdout says which tasks of the task file were left out because
 	// tuned values were fitted on them (the experiment's fitted section).
-	Holdout *Holdout    `json:"holdout,omitempty"`
-	Shadow  bool        `json:"shadow"`
-	Models  []ModelSpec `json:"models"`
-	Arms    []ArmSpec   `json:"arms"`
+	Holdout *Holdout          `json:"holdout,omitempty"`
+	Shadow  bool              `json:"shadow"`
+	Models  []stack.ModelSpec `json:"models"`
+	Arms    []stack.ArmSpec   `json:"arms"`
 
 	// Recording is the recording of this run's model calls (crab run
 	// with record: true), relative to the run directory; empty when

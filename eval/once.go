@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // EmbeddedPrefix marks a reference to a file embedded in crab (the default
@@ -56,9 +58,9 @@ func (s *Setup) UseTasks(path string) error {
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
-			return &InputError{File: path, Msg: fmt.Sprintf("cannot read: %v", pe.Err)}
+			return &records.InputError{File: path, Msg: fmt.Sprintf("cannot read: %v", pe.Err)}
 		}
-		return &InputError{File: path, Msg: err.Error()}
+		return &records.InputError{File: path, Msg: err.Error()}
 	}
 	tasks, err := ReadTasks(bytes.NewReader(raw), path)
 	if err != nil {
@@ -87,7 +89,7 @@ type Call struct {
 // CallOnce sends task t once through stack with the arm's request settings
 // and the given seed, under the experiment's timeout, and judges the answer
 // with every grader (the external ones included) as a run does.
-func (r *Runner) CallOnce(ctx context.Context, stack model.Model, spec ArmSpec, t *Task, seed int64, timeout time.Duration) Call {
+func (r *Runner) CallOnce(ctx context.Context, stack model.Model, spec stack.ArmSpec, t *Task, seed int64, timeout time.Duration) Call {
 	req := r.request(spec, t, seed)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	resp, err := stack.Complete(cctx, req)

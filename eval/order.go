@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // Orders in which arms share the schedule (Experiment.Order).
@@ -78,15 +80,15 @@ func InterleavedPlan(offsets []time.Duration, span time.Duration, arms int, seed
 // records alone expects: a record of arm k is held until every arm before
 // it has emitted one. flush emits whatever is still held; call it once
 // every record is in.
-func inArmOrder(names []string, emit func(Record)) (wrapped func(Record), flush func()) {
+func inArmOrder(names []string, emit func(records.Record)) (wrapped func(records.Record), flush func()) {
 	var mu sync.Mutex
 	index := make(map[string]int, len(names))
 	for i, n := range names {
 		index[n] = i
 	}
-	held := make([][]Record, len(names))
+	held := make([][]records.Record, len(names))
 	seen := 0 // arms 0..seen-1 have emitted a record
-	wrapped = func(rec Record) {
+	wrapped = func(rec records.Record) {
 		mu.Lock()
 		defer mu.Unlock()
 		k, ok := index[rec.Arm]

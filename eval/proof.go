@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // ProofSpec is an experiment's proof section: the fields the shortening
@@ -59,10 +60,10 @@ func (p *ProofSpec) recordLines(root *yaml.Node) {
 // check validates the section on its own (file is the experiment's name).
 func (p *ProofSpec) check(file string) error {
 	if p.MinOverlap < 0 {
-		return &InputError{File: file, Line: p.line("min_overlap", 0), Field: "proof.min_overlap", Msg: "must be 0 (default 8) or more"}
+		return &records.InputError{File: file, Line: p.line("min_overlap", 0), Field: "proof.min_overlap", Msg: "must be 0 (default 8) or more"}
 	}
 	if len(p.Decide)+len(p.Keep)+len(p.Superset) == 0 && p.Evidence == "" {
-		return &InputError{File: file, Line: p.line("decide", 0), Field: "proof",
+		return &records.InputError{File: file, Line: p.line("decide", 0), Field: "proof",
 			Msg: "declares no field (give decide, keep, superset or evidence, or leave the section out to derive them from the contract)"}
 	}
 	return nil
@@ -92,7 +93,7 @@ func CheckProof(p *ProofSpec, file string, c *contract.Contract) error {
 			field = "proof.evidence"
 		}
 		msg := strings.TrimPrefix(fe.Err.Error(), contract.ErrProofField.Error()+": ")
-		return &InputError{File: file, Line: p.line(fe.List, fe.Index), Field: field, Msg: fmt.Sprintf("%q: %s", fe.Path, msg)}
+		return &records.InputError{File: file, Line: p.line(fe.List, fe.Index), Field: field, Msg: fmt.Sprintf("%q: %s", fe.Path, msg)}
 	}
 	return err
 }

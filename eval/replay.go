@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/model/replay"
 	"github.com/crab-testbed/crab/stack"
 )
@@ -56,20 +57,20 @@ func (s *Setup) openRecordings() error {
 		}
 		h := c.Header
 		if h.ContractHash != s.contract.Hash() {
-			return &InputError{File: path, Line: 1, Field: "contract_hash",
+			return &records.InputError{File: path, Line: 1, Field: "contract_hash",
 				Msg: fmt.Sprintf("recorded under contract %.12s, but %s is %.12s: a recording answers only the contract it was made under", h.ContractHash, s.ContractName, s.contract.Hash())}
 		}
 		if h.TasksHash != HashBytes(s.TasksRaw) {
 			for _, t := range s.Tasks {
 				if !c.HasTask(t.ID) {
-					return &InputError{File: path, Line: 1, Field: "tasks_hash",
+					return &records.InputError{File: path, Line: 1, Field: "tasks_hash",
 						Msg: fmt.Sprintf("recorded on another task set: task %s (%s line %d) has no call in it", t.ID, s.TasksName, t.line)}
 				}
 			}
 		}
 		hash, err := fileHash(path)
 		if err != nil {
-			return &InputError{File: path, Msg: err.Error()}
+			return &records.InputError{File: path, Msg: err.Error()}
 		}
 		ms.RecordingHash = hash
 		s.replays = append(s.replays, ReplaySource{Model: ms.Name, Recording: path, Hash: hash, Source: h.Source, Calls: c.Calls(),
@@ -83,7 +84,7 @@ func openCassette(path string) (*replay.Cassette, error) {
 	if err != nil {
 		var fe *replay.FileError
 		if errors.As(err, &fe) {
-			return nil, &InputError{File: fe.File, Line: fe.Line, Field: fe.Field, Msg: fe.Msg}
+			return nil, &records.InputError{File: fe.File, Line: fe.Line, Field: fe.Field, Msg: fe.Msg}
 		}
 		return nil, err
 	}
@@ -126,7 +127,7 @@ func (s *Setup) Record(rec *replay.Recorder) error {
 
 // NotRecorded counts the records whose request (or a call it made) the
 // recording could not answer.
-func NotRecorded(recs []Record) int {
+func NotRecorded(recs []records.Record) int {
 	n := 0
 	for i := range recs {
 		if strings.Contains(recs[i].Error, replay.ErrNotRecorded.Error()) {

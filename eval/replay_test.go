@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/model/replay"
 )
 
@@ -82,7 +83,7 @@ func writeExp(t *testing.T, dir, name, body string) string {
 
 // playSetup runs an experiment file and returns its records, recording
 // every model call into record when it is not empty.
-func playSetup(t *testing.T, path, record string) []Record {
+func playSetup(t *testing.T, path, record string) []records.Record {
 	t.Helper()
 	s, err := LoadSetup(path, nil)
 	if err != nil {
@@ -102,8 +103,8 @@ func playSetup(t *testing.T, path, record string) []Record {
 		}
 	}
 	var mu sync.Mutex
-	var out []Record
-	r := s.Runner("test", func(r Record) error {
+	var out []records.Record
+	r := s.Runner("test", func(r records.Record) error {
 		mu.Lock()
 		defer mu.Unlock()
 		out = append(out, r)
@@ -134,7 +135,7 @@ type timingFree struct {
 	Cost, ShadowCost                                   float64
 }
 
-func timingFrees(recs []Record) []timingFree {
+func timingFrees(recs []records.Record) []timingFree {
 	out := make([]timingFree, len(recs))
 	for i, r := range recs {
 		out[i] = timingFree{r.Arm, r.TaskID, r.Outcome, r.Model, r.Misroute, r.Cache, r.Output, r.Pass, r.Correct, r.ContractOK,
@@ -143,7 +144,7 @@ func timingFrees(recs []Record) []timingFree {
 	return out
 }
 
-func compareRuns(t *testing.T, want, got []Record) {
+func compareRuns(t *testing.T, want, got []records.Record) {
 	t.Helper()
 	w, g := timingFrees(want), timingFrees(got)
 	if len(w) != len(g) {
@@ -176,7 +177,7 @@ func TestReplayReproducesRun(t *testing.T) {
 		if r.Misroute != "" {
 			misroutes++
 		}
-		if r.Outcome != OutcomeOK {
+		if r.Outcome != records.OutcomeOK {
 			errs++
 		}
 		if strings.Contains(r.Error, "not recorded") {
@@ -204,7 +205,7 @@ func TestReplayNotRecorded(t *testing.T) {
 		t.Fatalf("%d records not recorded; want 20 (every request of arm short)", n)
 	}
 	for _, r := range recs {
-		if r.Arm == "short" && (r.Outcome != OutcomeError || r.Pass) {
+		if r.Arm == "short" && (r.Outcome != records.OutcomeError || r.Pass) {
 			t.Fatalf("short/%s: outcome %s pass %v; want error, no pass", r.TaskID, r.Outcome, r.Pass)
 		}
 	}
@@ -245,7 +246,7 @@ func TestReplayBadRecording(t *testing.T) {
 			}
 			raw, _ := os.ReadFile(exp)
 			_, err := LoadSetup(writeExp(t, d, "replay.yaml", string(raw)), nil)
-			var ie *InputError
+			var ie *records.InputError
 			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v; want an input error containing %q", err, tc.want)
 			}

@@ -19,7 +19,7 @@ import (
 // routing decisions, a stack that calls a named model directly (contract and
 // retry layers only, no cache, no router).
 type ArmStack struct {
-	Spec  ArmSpec
+	Spec  stack.ArmSpec
 	Stack model.Model
 	Judge model.Model // nil when the arm has no router
 	// Metrics, if set, is called after the arm's pass and its result is
@@ -39,11 +39,11 @@ type Runner struct {
 	// Build returns a fresh stack for an arm; it is called once per arm and
 	// repeat so that caches start cold in every pass.
 	// The returned func releases the stack's resources after the pass.
-	Build func(spec ArmSpec, repeat int) (*ArmStack, func(), error)
+	Build func(spec stack.ArmSpec, repeat int) (*ArmStack, func(), error)
 	RunID string
 	// Emit receives every record as soon as it is final. It is called from
 	// one goroutine at a time.
-	Emit func(Record) error
+	Emit func(records.Record) error
 	// Progress, if set, is called after every record with the counts so far.
 	Progress func(done, total int)
 	// Generator is how the load generator waits for send times; the zero
@@ -106,7 +106,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	done := 0
 	var emitErr error
 	var mu sync.Mutex
-	emit := func(rec Record) {
+	emit := func(rec records.Record) {
 		mu.Lock()
 		defer mu.Unlock()
 		if r.Exp.RecordOutput != nil && !*r.Exp.RecordOutput {
@@ -156,7 +156,7 @@ func (r *Runner) shardOffsets(offsets []time.Duration) ([]int, []time.Duration) 
 }
 
 // sequential plays the whole schedule on each arm in turn.
-func (r *Runner) sequential(ctx context.Context, res *Result, rep int, seed int64, offsets []time.Duration, emit func(Record)) error {
+func (r *Runner) sequential(ctx context.Context, res *Result, rep int, seed int64, offsets []time.Duration, emit func(records.Record)) error {
 	seqs, offs := r.shardOffsets(offsets)
 	plan := make([]release, len(seqs))
 	for i := range seqs {
@@ -183,7 +183,7 @@ func (r *Runner) sequential(ctx context.Context, res *Result, rep int, seed int6
 // together builds every arm of the repeat and plays one open-loop pass in
 // which all of them send: in paired order at the same scheduled arrivals,
 // in interleaved order in blocks laid end to end.
-func (r *Runner) together(ctx context.Context, res *Result, rep int, seed int64, offsets []time.Duration, emit func(Record)) error {
+func (r *Runner) together(ctx context.Context, res *Result, rep int, seed int64, offsets []time.Duration, emit func(records.Record)) error {
 	arms := make([]*ArmStack, len(r.Exp.Arms))
 	releases := make([]func(), 0, len(arms))
 	defer func() {
@@ -261,7 +261,7 @@ type lane struct {
 // not a goroutine each. Workers start as releases find none idle, so a
 // fast target is served by a few warm goroutines. It returns once every
 // request is answered, with how the generator waited (see generate).
-func (r *Runner) pass(ctx context.Context, arms []*ArmStack, rep int, seed int64, plan []release, emit func(Record)) string {
+func (r *Runner) pass(ctx context.Context, arms []*ArmStack, rep int, seed int64, plan []release, emit func(records.Record)) string {
 	lanes := make([]*lane, len(arms))
 	counts := make([]int, len(arms))
 	for _, p := range plan {
@@ -367,8 +367,8 @@ func waitUntil(ctx context.Context, timer *time.Timer, t time.Time) {
 	}
 }
 
-func (r *Runner) baseRecord(spec ArmSpec, t *Task, rep, seq int) Record {
-	rec := Record{
+func (r *Runner) baseRecord(spec stack.ArmSpec, t *Task, rep, seq int) records.Record {
+	rec := records.Record{
 		RunID: r.RunID, Arm: spec.Name, Repeat: rep, Seq: seq, Warmup: seq < r.Exp.Warmup,
 		Shard:  r.Shard.String(),
 		TaskID: t.ID, Group: t.Group, Difficulty: t.Difficulty, Tenant: t.Tenant,
@@ -377,7 +377,7 @@ func (r *Runner) baseRecord(spec ArmSpec, t *Task, rep, seq int) Record {
 	return rec
 }
 
-func (r *Runner) request(spec ArmSpec, t *Task, seed int64) *model.Request {
+func (r *Runner) request(spec stack.ArmSpec, t *Task, seed int64) *model.Request {
 	req := &model.Request{
 		TaskID: t.ID, Text: t.Text, System: joinSystem(spec.System, t.System()), History: t.History(), User: t.User, Scope: t.Scope(),
 		Mode: spec.Mode, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature,
@@ -392,12 +392,12 @@ func (r *Runner) request(spec ArmSpec, t *Task, seed int64) *model.Request {
 // one sends a single request through the arm's stack and builds its record.
 // When the routing decision is to be judged it also returns the shadow call
 // that completes the record.
-func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j job) (Record, func(*Record)) {
+func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j job) (records.Record, func(*records.Record)) {
 	t := &r.Tasks[j.seq]
 	rec := r.baseRecord(arm.Spec, t, rep, j.seq)
 	rec.IntendedAt = j.intended
 	if ctx.Err() != nil {
-		rec.Outcome, rec.Error = OutcomeCancelled, "run interrupted before this request was sent"
+		rec.Outcome, rec.Error = records.OutcomeCancelled, "run interrupted before this request was sent"
 		rec.DoneAt = time.Now()
 		if rec.DoneAt.After(j.intended) {
 			rec.E2EMs = ms(rec.DoneAt.Sub(j.intended))
@@ -434,7 +434,7 @@ func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j 
 	if !external && !shadow {
 		return rec, nil
 	}
-	return rec, func(rec *Record) {
+	return rec, func(rec *records.Record) {
 		if external {
 			r.grade(ctx, rec, resp, req, t, true)
 			rec.FalseHit = r.falseHit(rec, t)
@@ -447,7 +447,7 @@ func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j 
 
 // judge asks the model the router did not choose, to classify the routing
 // decision. Its cost is evaluation overhead, kept out of the arm's cost.
-func (r *Runner) judge(ctx context.Context, arm *ArmStack, t *Task, req *model.Request, resp *model.Response, rec *Record) {
+func (r *Runner) judge(ctx context.Context, arm *ArmStack, t *Task, req *model.Request, resp *model.Response, rec *records.Record) {
 	rs := arm.Spec.Router
 	small := resp.Model == rs.Small
 	if small && rec.Pass {
@@ -474,11 +474,11 @@ func (r *Runner) judge(ctx context.Context, arm *ArmStack, t *Task, req *model.R
 	otherPass := g.pass
 	switch {
 	case !rec.Pass && !otherPass:
-		rec.Misroute = MisrouteHopeless
+		rec.Misroute = records.MisrouteHopeless
 	case small && !rec.Pass && otherPass:
-		rec.Misroute = MisrouteUnder
+		rec.Misroute = records.MisrouteUnder
 	case !small && otherPass:
-		rec.Misroute = MisrouteOver
+		rec.Misroute = records.MisrouteOver
 	}
 }
 
@@ -508,7 +508,7 @@ func joinSystem(arm, task string) string {
 // this task. A hit on the task's own entry is never false: it is the exact
 // cache's hit. Without expected answers and graders a served answer cannot
 // be judged, and the hit is not counted as false.
-func (r *Runner) falseHit(rec *Record, t *Task) bool {
+func (r *Runner) falseHit(rec *records.Record, t *Task) bool {
 	if rec.Cache != model.CacheHit || rec.Similarity == 0 || rec.CacheOrigin == "" || rec.CacheOrigin == t.ID {
 		return false
 	}

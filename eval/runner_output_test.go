@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/stack"
 )
 
 func TestRunnerRecordOutput(t *testing.T) {
@@ -21,15 +22,15 @@ func TestRunnerRecordOutput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			stack := model.ModelFunc(func(_ context.Context, req *model.Request) (*model.Response, error) {
+			backend := model.ModelFunc(func(_ context.Context, req *model.Request) (*model.Response, error) {
 				return &model.Response{Content: answer("billing"), Scope: req.Scope, Usage: model.Usage{Cost: 1}, FinishReason: model.FinishStop,
 					Trace: model.Trace{Attempts: 1, Validated: true, ContractOK: true}}, nil
 			})
-			exp := testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"})
+			exp := testExperiment(stack.ArmSpec{Name: "a", Model: "m", Mode: "full"})
 			exp.RecordOutput = tt.record
 			r := &Runner{Exp: exp, Tasks: fakeTasks(3), RunID: "r",
-				Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
-					return &ArmStack{Spec: spec, Stack: stack}, nil, nil
+				Build: func(spec stack.ArmSpec, _ int) (*ArmStack, func(), error) {
+					return &ArmStack{Spec: spec, Stack: backend}, nil, nil
 				}}
 			got, _ := collect(t, context.Background(), r)
 			for id, rec := range got {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/stack"
 )
@@ -28,11 +29,11 @@ func answer(cat string) string {
 }
 
 // collect runs r and returns its records by task id.
-func collect(t *testing.T, ctx context.Context, r *Runner) (map[string]Record, *Result) {
+func collect(t *testing.T, ctx context.Context, r *Runner) (map[string]records.Record, *Result) {
 	t.Helper()
 	var mu sync.Mutex
-	got := map[string]Record{}
-	r.Emit = func(rec Record) error {
+	got := map[string]records.Record{}
+	r.Emit = func(rec records.Record) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if _, dup := got[rec.Arm+"/"+rec.TaskID]; dup {
@@ -48,17 +49,17 @@ func collect(t *testing.T, ctx context.Context, r *Runner) (map[string]Record, *
 	return got, res
 }
 
-func testExperiment(arms ...ArmSpec) *Experiment {
+func testExperiment(arms ...stack.ArmSpec) *Experiment {
 	one := 1.0
 	sh := true
-	return &Experiment{Repeats: 1, Concurrency: 4, Timeout: Duration(50 * time.Millisecond), TimeScale: &one, Shadow: &sh,
+	return &Experiment{Repeats: 1, Concurrency: 4, Timeout: stack.Duration(50 * time.Millisecond), TimeScale: &one, Shadow: &sh,
 		Arrival: Arrival{Pattern: "burst"}, Arms: arms}
 }
 
 func TestRunnerOutcomes(t *testing.T) {
 	t.Parallel()
 	tasks := fakeTasks(6)
-	stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+	backend := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		resp := &model.Response{Content: answer("billing"), Scope: req.Scope, Usage: model.Usage{Cost: 1}, FinishReason: model.FinishStop,
 			Trace: model.Trace{Attempts: 1, Validated: true, ContractOK: true}}
 		switch req.TaskID {
@@ -74,9 +75,9 @@ func TestRunnerOutcomes(t *testing.T) {
 		}
 		return resp, nil
 	})
-	r := &Runner{Exp: testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"}), Tasks: tasks, RunID: "r",
-		Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
-			return &ArmStack{Spec: spec, Stack: stack}, nil, nil
+	r := &Runner{Exp: testExperiment(stack.ArmSpec{Name: "a", Model: "m", Mode: "full"}), Tasks: tasks, RunID: "r",
+		Build: func(spec stack.ArmSpec, _ int) (*ArmStack, func(), error) {
+			return &ArmStack{Spec: spec, Stack: backend}, nil, nil
 		}}
 	got, res := collect(t, context.Background(), r)
 	if len(got) != 6 || res.Interrupted {
@@ -87,8 +88,8 @@ func TestRunnerOutcomes(t *testing.T) {
 		pass    bool
 		cost    float64
 	}{
-		"t00": {OutcomeOK, true, 1}, "t01": {OutcomeOK, false, 1}, "t02": {OutcomeError, false, 2},
-		"t03": {OutcomeTimeout, false, 0}, "t04": {OutcomeOK, false, 1}, "t05": {OutcomeOK, true, 1},
+		"t00": {records.OutcomeOK, true, 1}, "t01": {records.OutcomeOK, false, 1}, "t02": {records.OutcomeError, false, 2},
+		"t03": {records.OutcomeTimeout, false, 0}, "t04": {records.OutcomeOK, false, 1}, "t05": {records.OutcomeOK, true, 1},
 	}
 	for id, w := range want {
 		rec := got["a/"+id]
@@ -113,14 +114,14 @@ func TestRunnerOutcomes(t *testing.T) {
 func TestRunnerOpenLoopQueueing(t *testing.T) {
 	t.Parallel()
 	tasks := fakeTasks(3)
-	exp := testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"})
+	exp := testExperiment(stack.ArmSpec{Name: "a", Model: "m", Mode: "full"})
 	exp.Concurrency = 1
-	exp.Timeout = Duration(time.Second)
-	stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+	exp.Timeout = stack.Duration(time.Second)
+	backend := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		time.Sleep(20 * time.Millisecond)
 		return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
 	})
-	r := &Runner{Exp: exp, Tasks: tasks, Build: capped(exp, stack)}
+	r := &Runner{Exp: exp, Tasks: tasks, Build: capped(exp, backend)}
 	got, _ := collect(t, context.Background(), r)
 	var maxQueue float64
 	for _, rec := range got {
@@ -149,13 +150,13 @@ func TestRunnerInterrupt(t *testing.T) {
 		t.Run(tc.order, func(t *testing.T) {
 			t.Parallel()
 			tasks := fakeTasks(20)
-			exp := testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"}, ArmSpec{Name: "b", Model: "m", Mode: "full"})
+			exp := testExperiment(stack.ArmSpec{Name: "a", Model: "m", Mode: "full"}, stack.ArmSpec{Name: "b", Model: "m", Mode: "full"})
 			exp.Arrival = Arrival{Pattern: "constant", Rate: 200}
-			exp.Timeout = Duration(time.Second)
+			exp.Timeout = stack.Duration(time.Second)
 			exp.Order = tc.order
 			ctx, cancel := context.WithCancel(context.Background())
 			var calls atomic.Int32
-			stack := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+			backend := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 				if calls.Add(1) == 5 {
 					cancel()
 				}
@@ -167,8 +168,8 @@ func TestRunnerInterrupt(t *testing.T) {
 				return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
 			})
 			r := &Runner{Exp: exp, Tasks: tasks,
-				Build: func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
-					return &ArmStack{Spec: spec, Stack: stack}, nil, nil
+				Build: func(spec stack.ArmSpec, _ int) (*ArmStack, func(), error) {
+					return &ArmStack{Spec: spec, Stack: backend}, nil, nil
 				}}
 			got, res := collect(t, ctx, r)
 			if !res.Interrupted {
@@ -179,7 +180,7 @@ func TestRunnerInterrupt(t *testing.T) {
 			}
 			cancelled := 0
 			for _, rec := range got {
-				if rec.Outcome == OutcomeCancelled {
+				if rec.Outcome == records.OutcomeCancelled {
 					cancelled++
 				}
 			}
@@ -202,13 +203,13 @@ func TestOutcomeOf(t *testing.T) {
 		timedOut bool
 		want     string
 	}{
-		{"ok", live, nil, false, OutcomeOK},
-		{"backend", live, model.ErrBackend, false, OutcomeError},
-		{"deadline", live, context.DeadlineExceeded, true, OutcomeTimeout},
-		{"contract", live, fmt.Errorf("x: %w", contract.ErrViolation), false, OutcomeContractFail},
-		{"cancelled", dead, context.Canceled, false, OutcomeCancelled},
-		{"wrapped deadline", live, fmt.Errorf("call: %w", context.DeadlineExceeded), false, OutcomeTimeout},
-		{"other", live, errors.New("boom"), false, OutcomeError},
+		{"ok", live, nil, false, records.OutcomeOK},
+		{"backend", live, model.ErrBackend, false, records.OutcomeError},
+		{"deadline", live, context.DeadlineExceeded, true, records.OutcomeTimeout},
+		{"contract", live, fmt.Errorf("x: %w", contract.ErrViolation), false, records.OutcomeContractFail},
+		{"cancelled", dead, context.Canceled, false, records.OutcomeCancelled},
+		{"wrapped deadline", live, fmt.Errorf("call: %w", context.DeadlineExceeded), false, records.OutcomeTimeout},
+		{"other", live, errors.New("boom"), false, records.OutcomeError},
 	}
 	for _, tc := range cases {
 		if got := outcomeOf(tc.ctx, tc.err, tc.timedOut); got != tc.want {
@@ -219,8 +220,8 @@ func TestOutcomeOf(t *testing.T) {
 
 // capped builds an arm over backend (model "m") through the stack, with the
 // experiment's concurrency cap on model calls, as crab run does.
-func capped(exp *Experiment, backend model.Model) func(ArmSpec, int) (*ArmStack, func(), error) {
-	return func(spec ArmSpec, _ int) (*ArmStack, func(), error) {
+func capped(exp *Experiment, backend model.Model) func(stack.ArmSpec, int) (*ArmStack, func(), error) {
+	return func(spec stack.ArmSpec, _ int) (*ArmStack, func(), error) {
 		a, err := stack.Build(spec, map[string]model.Model{"m": backend}, stack.Options{Concurrency: exp.Concurrency})
 		if err != nil {
 			return nil, nil, err
@@ -247,10 +248,10 @@ func TestCacheHitTakesNoModelSlot(t *testing.T) {
 		}
 		return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
 	})
-	spec := ArmSpec{Name: "a", Model: "m", Mode: "full", Cache: &CacheSpec{Key: "full", Store: "ristretto"}}
+	spec := stack.ArmSpec{Name: "a", Model: "m", Mode: "full", Cache: &stack.CacheSpec{Key: "full", Store: "ristretto"}}
 	exp := testExperiment(spec)
 	exp.Concurrency = 2
-	exp.Timeout = Duration(5 * time.Second)
+	exp.Timeout = stack.Duration(5 * time.Second)
 	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
 	// t00 at 0 (fast), three slow misses at 50 ms (two hold the slots, one
 	// waits), then t04, the repeat of t00, at 100 ms.

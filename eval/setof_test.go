@@ -7,7 +7,7 @@ import (
 
 // summarizeRecs reads recs back as every command reads records
 // (records.SetOf) and summarizes them, as crab report does.
-func summarizeRecs(recs []Record, opt analysis.Options) (*analysis.Summary, error) {
+func summarizeRecs(recs []records.Record, opt analysis.Options) (*analysis.Summary, error) {
 	set, err := records.SetOf(recs)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
@@ -83,12 +84,12 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 			if errors.As(err, &pe) {
 				err = pe.Err
 			}
-			return nil, &InputError{File: path, Msg: "cannot read: " + err.Error()}
+			return nil, &records.InputError{File: path, Msg: "cannot read: " + err.Error()}
 		}
 	}
 	raw, err = s.read(name, "")
 	if err != nil {
-		return nil, &InputError{File: name, Msg: err.Error()}
+		return nil, &records.InputError{File: name, Msg: err.Error()}
 	}
 	if s.Exp, err = ParseExperiment(raw, name); err != nil {
 		return nil, err
@@ -109,7 +110,7 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 	}
 	s.TasksName = resolve(s.Exp.Tasks)
 	if s.TasksRaw, err = s.read(s.TasksName, base); err != nil {
-		return nil, &InputError{File: name, Field: "tasks", Msg: err.Error()}
+		return nil, &records.InputError{File: name, Field: "tasks", Msg: err.Error()}
 	}
 	if s.Tasks, err = ReadTasks(bytes.NewReader(s.TasksRaw), s.TasksName); err != nil {
 		return nil, err
@@ -122,25 +123,25 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 	}
 	s.expected = ExpectedByID(s.Tasks)
 	if s.Exp.Warmup >= len(s.Tasks) {
-		return nil, &InputError{File: s.Exp.File, Line: s.Exp.warmupLine, Field: "warmup",
+		return nil, &records.InputError{File: s.Exp.File, Line: s.Exp.warmupLine, Field: "warmup",
 			Msg: fmt.Sprintf("%d warm-up requests leave none of the %d tasks measured", s.Exp.Warmup, len(s.Tasks))}
 	}
 	if ar := &s.Exp.Arrival; ar.ReadsTrace() {
 		name := resolve(ar.Trace)
 		raw, err := s.read(name, base)
 		if err != nil {
-			return nil, &InputError{File: s.Exp.File, Field: "arrival.trace", Msg: err.Error()}
+			return nil, &records.InputError{File: s.Exp.File, Field: "arrival.trace", Msg: err.Error()}
 		}
 		if ar.Offsets, err = ReadTrace(raw, name); err != nil {
 			return nil, err
 		}
 		if len(ar.Offsets) < len(s.Tasks) {
-			return nil, &InputError{File: name, Field: "offset_ms", Msg: fmt.Sprintf("%d offsets for %d tasks: a replay needs one per task", len(ar.Offsets), len(s.Tasks))}
+			return nil, &records.InputError{File: name, Field: "offset_ms", Msg: fmt.Sprintf("%d offsets for %d tasks: a replay needs one per task", len(ar.Offsets), len(s.Tasks))}
 		}
 	}
 	s.ContractName = resolve(s.Exp.Contract)
 	if s.ContractRaw, err = s.read(s.ContractName, base); err != nil {
-		return nil, &InputError{File: name, Field: "contract", Msg: err.Error()}
+		return nil, &records.InputError{File: name, Field: "contract", Msg: err.Error()}
 	}
 	return s, s.check()
 }
@@ -183,9 +184,9 @@ func (s *Setup) check() error {
 	if err != nil {
 		var le *contract.LoadError
 		if errors.As(err, &le) {
-			return &InputError{File: le.File, Line: le.Line, Field: le.Pointer, Msg: le.Msg}
+			return &records.InputError{File: le.File, Line: le.Line, Field: le.Pointer, Msg: le.Msg}
 		}
-		return &InputError{File: s.ContractName, Msg: err.Error()}
+		return &records.InputError{File: s.ContractName, Msg: err.Error()}
 	}
 	s.contract = c
 	if err := CheckProof(s.Exp.Proof, s.Exp.File, c); err != nil {
@@ -195,7 +196,7 @@ func (s *Setup) check() error {
 	for _, m := range s.Exp.Models {
 		if m.Backend == stack.BackendSim || m.Backend == "" {
 			if err := sim.CheckContract(s.ContractRaw); err != nil {
-				return &InputError{File: s.ContractName, Field: "contract", Msg: fmt.Sprintf("model %s: %v", m.Name, err)}
+				return &records.InputError{File: s.ContractName, Field: "contract", Msg: fmt.Sprintf("model %s: %v", m.Name, err)}
 			}
 			break
 		}
@@ -215,7 +216,7 @@ func (s *Setup) check() error {
 	for _, a := range s.Exp.Arms {
 		arm, err := s.BuildArm(a, 0)
 		if err != nil {
-			return &InputError{File: s.Exp.File, Field: "arms", Msg: fmt.Sprintf("arm %s: %v", a.Name, err)}
+			return &records.InputError{File: s.Exp.File, Field: "arms", Msg: fmt.Sprintf("arm %s: %v", a.Name, err)}
 		}
 		arm.Close()
 	}
@@ -238,7 +239,7 @@ func (s *Setup) buildBackends() (map[string]model.Model, error) {
 	if err != nil {
 		var fe *stack.FieldError
 		if errors.As(err, &fe) {
-			return nil, &InputError{File: s.Exp.File, Field: fe.Field, Msg: fe.Msg}
+			return nil, &records.InputError{File: s.Exp.File, Field: fe.Field, Msg: fe.Msg}
 		}
 		return nil, err
 	}
@@ -270,7 +271,7 @@ type BuiltArm struct {
 // neither. The cache is new for every call, so each pass starts cold. The
 // judge stack used for misroute shadow calls has the same contract and
 // retry layers but no cache and no router.
-func (s *Setup) BuildArm(spec ArmSpec, repeat int) (*BuiltArm, error) {
+func (s *Setup) BuildArm(spec stack.ArmSpec, repeat int) (*BuiltArm, error) {
 	// The concurrency cap holds model calls, as in a deployed service: a
 	// cache hit never waits for a slot that a model call holds.
 	o := stack.Options{Contract: s.contract, Retry: s.Exp.Retry, Concurrency: s.Exp.Concurrency, Upstream: stack.UpstreamID(s.Exp.Models)}
@@ -296,9 +297,6 @@ func (s *Setup) BuildArm(spec ArmSpec, repeat int) (*BuiltArm, error) {
 	return arm, nil
 }
 
-// CacheMetrics is what a cache arm's pass adds to the manifest.
-type CacheMetrics = stack.CacheMetrics
-
 // Manifest describes a run of this setup.
 func (s *Setup) Manifest(runID string) *Manifest {
 	m := NewManifest(runID, s.Exp, s.TasksName, s.TasksRaw, len(s.Tasks), s.ContractName, s.contract.Hash())
@@ -314,10 +312,10 @@ func (s *Setup) Manifest(runID string) *Manifest {
 }
 
 // Runner returns a runner that plays this setup and hands each record to emit.
-func (s *Setup) Runner(runID string, emit func(Record) error) *Runner {
+func (s *Setup) Runner(runID string, emit func(records.Record) error) *Runner {
 	return &Runner{
 		Exp: s.Exp, Tasks: s.Tasks, ContractHash: s.contract.Hash(), Grader: s.grader, RunID: runID, Emit: emit,
-		Build: func(spec ArmSpec, repeat int) (*ArmStack, func(), error) {
+		Build: func(spec stack.ArmSpec, repeat int) (*ArmStack, func(), error) {
 			b, err := s.BuildArm(spec, repeat)
 			if err != nil {
 				return nil, nil, err

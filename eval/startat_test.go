@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // TestRunnerStartAt: two shards whose runners start apart, given one
@@ -17,10 +19,10 @@ func TestRunnerStartAt(t *testing.T) {
 	backend := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
 	})
-	exp := testExperiment(ArmSpec{Name: "a", Model: "m", Mode: "full"})
-	exp.Timeout = Duration(5 * time.Second)
+	exp := testExperiment(stack.ArmSpec{Name: "a", Model: "m", Mode: "full"})
+	exp.Timeout = stack.Duration(5 * time.Second)
 	start := time.Now().Add(time.Second)
-	got := make([]map[string]Record, 2)
+	got := make([]map[string]records.Record, 2)
 	var wg sync.WaitGroup
 	for i := range 2 {
 		wg.Add(1)

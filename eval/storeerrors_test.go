@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // TestStoreErrors: the failed store calls of a run's passes, summed by arm,
@@ -12,9 +13,9 @@ import (
 func TestStoreErrors(t *testing.T) {
 	t.Parallel()
 	passes := []PassMetrics{
-		{Arm: "cached", Metrics: CacheMetrics{Store: cache.StoreMetrics{Errors: 30}}},
-		{Arm: "cached", Repeat: 1, Metrics: CacheMetrics{Store: cache.StoreMetrics{Errors: 15}}},
-		{Arm: "clean", Metrics: CacheMetrics{}},
+		{Arm: "cached", Metrics: stack.CacheMetrics{Store: cache.StoreMetrics{Errors: 30}}},
+		{Arm: "cached", Repeat: 1, Metrics: stack.CacheMetrics{Store: cache.StoreMetrics{Errors: 15}}},
+		{Arm: "clean", Metrics: stack.CacheMetrics{}},
 		{Arm: "baseline"},
 	}
 	raw, err := json.Marshal(passes)

@@ -12,7 +12,6 @@ import (
 	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/internal/inputerr"
 	"github.com/crab-testbed/crab/internal/jsonl"
-
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -56,14 +55,6 @@ func (t *Task) Scope() model.Scope {
 	return model.Scope{Tenant: t.Tenant, Permission: t.Permission, Lang: t.Lang, DocVersion: t.DocVersion}
 }
 
-// InputError is bad input: it names the file, line and field at fault.
-// Commands turn it into exit code 2. It is the records package's one
-// type, so every reader of crab's inputs reports faults alike.
-type InputError = records.InputError
-
-// ErrBadInput matches every *InputError with errors.Is.
-var ErrBadInput = records.ErrBadInput
-
 // ReadTasks parses a tasks JSONL stream. name is used in error messages.
 // Unknown fields, missing required fields and duplicate ids are errors.
 func ReadTasks(r io.Reader, name string) ([]Task, error) {
@@ -79,26 +70,26 @@ func ReadTasks(r io.Reader, name string) ([]Task, error) {
 		}
 		t.line = line
 		if field, msg := t.conversation(); field != "" {
-			return nil, &InputError{File: name, Line: line, Field: field, Msg: msg}
+			return nil, &records.InputError{File: name, Line: line, Field: field, Msg: msg}
 		}
 		for _, f := range []struct{ name, v string }{
 			{"id", t.ID}, {"text", t.Text}, {"tenant", t.Tenant}, {"permission", t.Permission}, {"lang", t.Lang}, {"doc_version", t.DocVersion},
 		} {
 			if strings.TrimSpace(f.v) == "" {
-				return nil, &InputError{File: name, Line: line, Field: f.name, Msg: "required and empty"}
+				return nil, &records.InputError{File: name, Line: line, Field: f.name, Msg: "required and empty"}
 			}
 		}
 		if prev, dup := seen[t.ID]; dup {
-			return nil, &InputError{File: name, Line: line, Field: "id", Msg: fmt.Sprintf("duplicate id %q (first on line %d)", t.ID, prev)}
+			return nil, &records.InputError{File: name, Line: line, Field: "id", Msg: fmt.Sprintf("duplicate id %q (first on line %d)", t.ID, prev)}
 		}
 		seen[t.ID] = line
 		tasks = append(tasks, t)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &InputError{File: name, Line: sc.Line() + 1, Msg: err.Error()}
+		return nil, &records.InputError{File: name, Line: sc.Line() + 1, Msg: err.Error()}
 	}
 	if len(tasks) == 0 {
-		return nil, &InputError{File: name, Msg: "no tasks"}
+		return nil, &records.InputError{File: name, Msg: "no tasks"}
 	}
 	return tasks, nil
 }
@@ -185,9 +176,9 @@ func planTasks(tasks []Task, name string, g *grade.Grader) error {
 		if err != nil {
 			var ee *grade.ExpectError
 			if errors.As(err, &ee) {
-				return &InputError{File: name, Line: t.line, Field: "expected" + ee.Pointer, Msg: ee.Msg}
+				return &records.InputError{File: name, Line: t.line, Field: "expected" + ee.Pointer, Msg: ee.Msg}
 			}
-			return &InputError{File: name, Line: t.line, Field: "expected", Msg: err.Error()}
+			return &records.InputError{File: name, Line: t.line, Field: "expected", Msg: err.Error()}
 		}
 		t.plan = p
 	}

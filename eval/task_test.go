@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/grade"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/stack"
 )
 
 func workloadContract(t *testing.T) *contract.Contract {
@@ -64,7 +66,7 @@ func TestReadTasksExpected(t *testing.T) {
 			got := ""
 			if err != nil {
 				got = err.Error()
-				if !errors.Is(err, ErrBadInput) {
+				if !errors.Is(err, records.ErrBadInput) {
 					t.Errorf("error %v is not bad input", err)
 				}
 			}
@@ -91,12 +93,12 @@ func TestDefaultRuleTriage(t *testing.T) {
 		pass         bool
 		reason       string
 	}{
-		{"right", `{"category":"billing","needs_human_review":false}`, OutcomeOK, true, true, true, ""},
-		{"wrong category", `{"category":"refund","needs_human_review":false}`, OutcomeOK, true, false, false, `/category: equals: got "refund"; want "billing"`},
-		{"wrong review", `{"category":"billing","needs_human_review":true}`, OutcomeOK, true, false, false, `/needs_human_review: equals: got true; want false`},
-		{"review missing", `{"category":"billing"}`, OutcomeOK, true, false, false, `/needs_human_review: equals: missing; want false`},
-		{"right but contract broken", `{"category":"billing","needs_human_review":false}`, OutcomeContractFail, false, true, false, ""},
-		{"not JSON", `{"category":`, OutcomeContractFail, false, false, false, "(answer): not JSON: unexpected end of JSON input at offset 12"},
+		{"right", `{"category":"billing","needs_human_review":false}`, records.OutcomeOK, true, true, true, ""},
+		{"wrong category", `{"category":"refund","needs_human_review":false}`, records.OutcomeOK, true, false, false, `/category: equals: got "refund"; want "billing"`},
+		{"wrong review", `{"category":"billing","needs_human_review":true}`, records.OutcomeOK, true, false, false, `/needs_human_review: equals: got true; want false`},
+		{"review missing", `{"category":"billing"}`, records.OutcomeOK, true, false, false, `/needs_human_review: equals: missing; want false`},
+		{"right but contract broken", `{"category":"billing","needs_human_review":false}`, records.OutcomeContractFail, false, true, false, ""},
+		{"not JSON", `{"category":`, records.OutcomeContractFail, false, false, false, "(answer): not JSON: unexpected end of JSON input at offset 12"},
 	} {
 		g := r.judgeAnswer(context.Background(), tc.outcome, tc.contractOK, &model.Response{Content: tc.answer, Scope: req.Scope}, req, &task, true)
 		if g.Correct != tc.correct || g.pass != tc.pass || (!g.Correct && g.Reason != tc.reason) {
@@ -105,7 +107,7 @@ func TestDefaultRuleTriage(t *testing.T) {
 	}
 	// Another scope's answer never passes, right or not.
 	other := &model.Response{Content: `{"category":"billing","needs_human_review":false}`, Scope: model.Scope{Tenant: "b"}}
-	if g := r.judgeAnswer(context.Background(), OutcomeOK, true, other, req, &task, true); g.pass {
+	if g := r.judgeAnswer(context.Background(), records.OutcomeOK, true, other, req, &task, true); g.pass {
 		t.Errorf("an answer built for another scope passed")
 	}
 }
@@ -141,7 +143,7 @@ func TestReadTasksConversation(t *testing.T) {
 		t.Fatalf("got text %q system %q history %+v", c.Text, c.System(), c.History())
 	}
 	r := &Runner{Exp: &Experiment{}}
-	req := r.request(ArmSpec{Name: "a", Model: "m", System: "You are support."}, c, 1)
+	req := r.request(stack.ArmSpec{Name: "a", Model: "m", System: "You are support."}, c, 1)
 	if req.System != "You are support.\n\nReply in Portuguese." || len(req.History) != 2 || req.Text != "the lamp" {
 		t.Fatalf("request: system %q history %+v text %q", req.System, req.History, req.Text)
 	}
@@ -154,7 +156,7 @@ func TestReadTasksConversation(t *testing.T) {
 		{"neither", `"messages":[]`, `conv.jsonl:1: field "text": required and empty`},
 	} {
 		_, err := ReadTasks(strings.NewReader(`{"id":"c1",`+scope+`,`+tc.msgs+"}\n"), "conv.jsonl")
-		if err == nil || !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), tc.want) {
+		if err == nil || !errors.Is(err, records.ErrBadInput) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v; want bad input containing %q", tc.name, err, tc.want)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/router"
 )
 
@@ -28,7 +29,7 @@ func (s *Setup) applyTuned(resolve func(string) string, base string) error {
 			continue
 		}
 		bad := func(format string, args ...any) error {
-			return &InputError{File: s.Exp.File, Line: r.FromLine, Field: "arms.router.threshold_from", Msg: fmt.Sprintf("arm %s: ", a.Name) + fmt.Sprintf(format, args...)}
+			return &records.InputError{File: s.Exp.File, Line: r.FromLine, Field: "arms.router.threshold_from", Msg: fmt.Sprintf("arm %s: ", a.Name) + fmt.Sprintf(format, args...)}
 		}
 		raw, err := s.read(resolve(r.ThresholdFrom), base)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
 )
 
@@ -101,7 +102,7 @@ func TestRouterSpecErrors(t *testing.T) {
 				os.WriteFile(filepath.Join(filepath.Dir(exp), "tune.json"), []byte(tc.tune), 0o644)
 			}
 			_, err := LoadSetup(exp, fixtures.FS)
-			var ie *InputError
+			var ie *records.InputError
 			if !errors.As(err, &ie) || ie.Field != tc.field || ie.Line != tc.line {
 				t.Fatalf("got %v; want an InputError on line %d, field %s", err, tc.line, tc.field)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/replay"
 	"github.com/crab-testbed/crab/model/sim"
@@ -24,14 +25,14 @@ func build(name string, tasks []eval.Task, rows []row, outMap map[string]string,
 	var models []string
 	for _, r := range rows {
 		if r.task == "" {
-			return nil, &eval.InputError{File: name, Line: r.line, Field: "id", Msg: "task id: required and empty"}
+			return nil, &records.InputError{File: name, Line: r.line, Field: "id", Msg: "task id: required and empty"}
 		}
 		if _, ok := first[r.task]; !ok {
 			first[r.task] = r.line
 		}
 		k := [2]string{r.task, r.model}
 		if prev, dup := seen[k]; dup {
-			return nil, &eval.InputError{File: name, Line: r.line, Field: outMap["model"],
+			return nil, &records.InputError{File: name, Line: r.line, Field: outMap["model"],
 				Msg: fmt.Sprintf("duplicate row for task %s on model %s (first on line %d)", r.task, r.model, prev)}
 		}
 		seen[k] = r.line
@@ -42,7 +43,7 @@ func build(name string, tasks []eval.Task, rows []row, outMap map[string]string,
 	for i := range tasks {
 		for _, m := range models {
 			if _, ok := seen[[2]string{tasks[i].ID, m}]; !ok {
-				return nil, &eval.InputError{File: name, Line: first[tasks[i].ID], Field: outMap["model"],
+				return nil, &records.InputError{File: name, Line: first[tasks[i].ID], Field: outMap["model"],
 					Msg: fmt.Sprintf("task %s has no row for model %s: every task needs one row per model", tasks[i].ID, m)}
 			}
 		}
@@ -58,7 +59,7 @@ func build(name string, tasks []eval.Task, rows []row, outMap map[string]string,
 		t := &tasks[byID[r.task]]
 		if len(t.Expected) == 0 && !r.hasAns {
 			if t.Expected, err = syn.expected(t); err != nil {
-				return nil, &eval.InputError{File: name, Line: r.line, Msg: err.Error()}
+				return nil, &records.InputError{File: name, Line: r.line, Msg: err.Error()}
 			}
 		}
 		e := replay.Entry{Model: r.model, TaskID: r.task, TTFTMs: r.nums["ttft_ms"], ModelMs: r.nums["latency_ms"], Cost: r.nums["cost"]}
@@ -68,7 +69,7 @@ func build(name string, tasks []eval.Task, rows []row, outMap map[string]string,
 			e.Content = r.answer
 		} else {
 			if e.Content, err = syn.answer(t, r.correct); err != nil {
-				return nil, &eval.InputError{File: name, Line: r.line, Msg: err.Error()}
+				return nil, &records.InputError{File: name, Line: r.line, Msg: err.Error()}
 			}
 			res.Synthesised++
 		}
@@ -123,7 +124,7 @@ type synth struct {
 
 func newSynth(o Options) (*synth, error) {
 	if err := sim.CheckContract(o.Raw); err != nil {
-		return nil, &eval.InputError{File: o.Contract.Name(), Msg: fmt.Sprintf("cannot synthesise answers: %v", err)}
+		return nil, &records.InputError{File: o.Contract.Name(), Msg: fmt.Sprintf("cannot synthesise answers: %v", err)}
 	}
 	s := &synth{exp: map[string]map[string]any{}, closed: closedFields(o.Raw), o: o}
 	oracle := func(id string) map[string]any { return s.exp[id] }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/model/replay"
 	"github.com/crab-testbed/crab/taskimport"
 )
@@ -81,34 +82,34 @@ type row struct {
 
 // Import reads the table in raw (CSV with a header row; name for errors)
 // and builds the tasks and the recording. Bad input is an
-// *eval.InputError naming the file, line and column; nothing is returned
+// *records.InputError naming the file, line and column; nothing is returned
 // then.
 func Import(raw []byte, name string, o Options) (*Result, error) {
 	taskMap, outMap, err := splitMap(o.Map)
 	if err != nil {
-		return nil, &eval.InputError{File: name, Msg: err.Error()}
+		return nil, &records.InputError{File: name, Msg: err.Error()}
 	}
 	cr := csv.NewReader(bytes.NewReader(raw))
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
 	if err != nil {
-		return nil, &eval.InputError{File: name, Line: 1, Msg: "want a CSV header row: " + err.Error()}
+		return nil, &records.InputError{File: name, Line: 1, Msg: "want a CSV header row: " + err.Error()}
 	}
 	col, err := resolveColumns(header, name, &taskMap, outMap)
 	if err != nil {
 		return nil, err
 	}
 	if _, ok := col["model"]; !ok {
-		return nil, &eval.InputError{File: name, Line: 1, Field: "model", Msg: "no model column: map one (--map model=COLUMN)"}
+		return nil, &records.InputError{File: name, Line: 1, Field: "model", Msg: "no model column: map one (--map model=COLUMN)"}
 	}
 	_, hasCorrect := col["correct"]
 	_, hasPass := col["pass"]
 	if hasCorrect == hasPass {
-		return nil, &eval.InputError{File: name, Line: 1, Field: "correct", Msg: "map exactly one of correct and pass to a column"}
+		return nil, &records.InputError{File: name, Line: 1, Field: "correct", Msg: "map exactly one of correct and pass to a column"}
 	}
 	tm, err := taskimport.ParseMap(taskMap)
 	if err != nil {
-		return nil, &eval.InputError{File: name, Line: 1, Msg: err.Error()}
+		return nil, &records.InputError{File: name, Line: 1, Msg: err.Error()}
 	}
 	set := map[string]string{}
 	for k, v := range defaultSet {
@@ -130,7 +131,7 @@ func Import(raw []byte, name string, o Options) (*Result, error) {
 		}
 	}
 	if idCol < 0 {
-		return nil, &eval.InputError{File: name, Line: 1, Field: "id", Msg: "no task id column: map one (--map id=COLUMN); an outcome table has a row per task and model"}
+		return nil, &records.InputError{File: name, Line: 1, Field: "id", Msg: "no task id column: map one (--map id=COLUMN); an outcome table has a row per task and model"}
 	}
 	rows, err := readRows(cr, name, col, outMap, idCol, hasCorrect)
 	if err != nil {
@@ -195,13 +196,13 @@ func resolveColumns(header []string, name string, taskMap *[]string, outMap map[
 			*taskMap = append(*taskMap, fieldOf(h)+"="+h)
 			taskFieldsMapped[fieldOf(h)] = true
 		default:
-			return nil, &eval.InputError{File: name, Line: 1, Field: h,
+			return nil, &records.InputError{File: name, Line: 1, Field: h,
 				Msg: fmt.Sprintf("unknown column: map it to a field (--map FIELD=%s; fields %s, id, text, group, expected.NAME, ...) or drop it", h, strings.Join(outcomeFields, ", "))}
 		}
 	}
 	for f, c := range outMap {
 		if _, ok := col[f]; !ok {
-			return nil, &eval.InputError{File: name, Line: 1, Field: c, Msg: fmt.Sprintf("no such column (mapped to %s; the header has %s)", f, strings.Join(header, ", "))}
+			return nil, &records.InputError{File: name, Line: 1, Field: c, Msg: fmt.Sprintf("no such column (mapped to %s; the header has %s)", f, strings.Join(header, ", "))}
 		}
 	}
 	return col, nil
@@ -223,7 +224,7 @@ func readRows(cr *csv.Reader, name string, col map[string]int, outMap map[string
 			return rows, nil
 		}
 		if err != nil {
-			return nil, &eval.InputError{File: name, Msg: "CSV: " + err.Error()}
+			return nil, &records.InputError{File: name, Msg: "CSV: " + err.Error()}
 		}
 		line, _ := cr.FieldPos(0)
 		cellOf := func(f string) (string, bool) {
@@ -239,7 +240,7 @@ func readRows(cr *csv.Reader, name string, col map[string]int, outMap map[string
 		}
 		r.model, _ = cellOf("model")
 		if r.model == "" {
-			return nil, &eval.InputError{File: name, Line: line, Field: outMap["model"], Msg: "model: required and empty"}
+			return nil, &records.InputError{File: name, Line: line, Field: outMap["model"], Msg: "model: required and empty"}
 		}
 		f := "pass"
 		if hasCorrect {
@@ -248,7 +249,7 @@ func readRows(cr *csv.Reader, name string, col map[string]int, outMap map[string
 		v, _ := cellOf(f)
 		b, ok := parseBool(v)
 		if !ok {
-			return nil, &eval.InputError{File: name, Line: line, Field: outMap[f], Msg: fmt.Sprintf("%s: want true or false (or 1/0, yes/no), got %q", f, v)}
+			return nil, &records.InputError{File: name, Line: line, Field: outMap[f], Msg: fmt.Sprintf("%s: want true or false (or 1/0, yes/no), got %q", f, v)}
 		}
 		r.correct = b
 		if i, ok := col["answer"]; ok && i < len(rec) && rec[i] != "" {
@@ -261,7 +262,7 @@ func readRows(cr *csv.Reader, name string, col map[string]int, outMap map[string
 			}
 			x, err := strconv.ParseFloat(s, 64)
 			if err != nil || x < 0 {
-				return nil, &eval.InputError{File: name, Line: line, Field: outMap[nf], Msg: fmt.Sprintf("%s: want a number, 0 or more, got %q", nf, s)}
+				return nil, &records.InputError{File: name, Line: line, Field: outMap[nf], Msg: fmt.Sprintf("%s: want a number, 0 or more, got %q", nf, s)}
 			}
 			r.nums[nf] = x
 		}

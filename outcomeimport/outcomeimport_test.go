@@ -9,6 +9,7 @@ import (
 
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/model/replay"
 )
 
@@ -97,7 +98,7 @@ func TestImportBadInput(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Import([]byte(tc.table), "t.csv", options(t, m))
-			var ie *eval.InputError
+			var ie *records.InputError
 			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v; want an input error containing %q", err, tc.want)
 			}

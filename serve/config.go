@@ -63,12 +63,14 @@ type Config struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// Timeout is the deadline of one request through the whole stack,
 	// retries and re-asks included. Default 60s.
-	Timeout Duration `yaml:"timeout"`
+	Timeout stack.Duration `yaml:"timeout"`
 	// Concurrency is how many upstream calls may be in flight; more wait
 	// in a queue (queue time). Default 64.
 	Concurrency int `yaml:"concurrency"`
-	// Retry is the policy for upstream calls that fail.
-	Retry RetryConfig `yaml:"retry"`
+	// Retry is the policy for upstream calls that fail: max_attempts
+	// (total attempts, first included; default 1, no retry) and backoff
+	// (the wait before the second attempt, doubled after).
+	Retry stack.RetrySpec `yaml:"retry"`
 	// MaxInFlightPerKey caps the requests one API key may have in flight
 	// (from its headers to the end of its answer); more get 429 at once,
 	// so one tenant cannot take every upstream slot. Default 32.
@@ -79,7 +81,7 @@ type Config struct {
 	// KeylessTimeout bounds, on a connection that has not yet presented
 	// a valid API key, the wait for a request's headers and the idle time
 	// between requests. Default 5s.
-	KeylessTimeout Duration `yaml:"keyless_timeout"`
+	KeylessTimeout stack.Duration `yaml:"keyless_timeout"`
 	// MaxKeylessConns is the share of max_conns that connections without
 	// a valid key may hold; one more closes the oldest of them (from the
 	// address holding the most), never a keyed one. Default max_conns/8.
@@ -89,16 +91,16 @@ type Config struct {
 	// max_keyless_conns/4.
 	MaxKeylessConnsPerSource int `yaml:"max_keyless_conns_per_source"`
 	// ReadHeaderTimeout bounds reading a request's headers. Default 10s.
-	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	ReadHeaderTimeout stack.Duration `yaml:"read_header_timeout"`
 	// BodyTimeout bounds reading a request's body after its headers;
 	// slower clients get 408 and are disconnected. Default 15s.
-	BodyTimeout Duration `yaml:"body_timeout"`
+	BodyTimeout stack.Duration `yaml:"body_timeout"`
 	// IdleTimeout closes keep-alive connections idle this long. Default 120s.
-	IdleTimeout Duration `yaml:"idle_timeout"`
+	IdleTimeout stack.Duration `yaml:"idle_timeout"`
 	// WriteTimeout bounds a response, headers read to last byte sent.
 	// Default: timeout + 30s, so an answer the stack produced in time is
 	// never cut while being sent.
-	WriteTimeout Duration `yaml:"write_timeout"`
+	WriteTimeout stack.Duration `yaml:"write_timeout"`
 	// Models are the upstream OpenAI-compatible backends.
 	Models []ModelConfig `yaml:"models"`
 	// DefaultModel answers requests for model "auto" when there is no
@@ -117,8 +119,14 @@ type Config struct {
 	DefaultDocVersion string `yaml:"default_doc_version"`
 	// Contract, when set, is checked on every answer.
 	Contract *ContractConfig `yaml:"contract"`
-	// Cache, when set, puts a scoped response cache in front of the stack.
-	Cache *CacheConfig `yaml:"cache"`
+	// Cache, when set, puts a scoped response cache in front of the
+	// stack: the stack's cache spec, so every field an arm of crab run may
+	// set (key, ttl, check_on_hit, store, redis_addr, max_cost,
+	// wait_for_store, and kind semantic with threshold and embedder) means
+	// the same here. In serve, wait_for_store defaults to false: the store
+	// applies an entry off the response path, so an identical request
+	// arriving within microseconds of the first answer may miss once more.
+	Cache *stack.CacheSpec `yaml:"cache"`
 	// Router, when set, routes requests for model "auto" by difficulty.
 	Router *RouterConfig `yaml:"router"`
 	// Embeddings, when set, passes POST /v1/embeddings through to an
@@ -156,11 +164,6 @@ type ModelConfig struct {
 	PriceOutPerMTok float64 `yaml:"price_out_per_mtok"` // cost units per million output tokens
 }
 
-// RetryConfig is the upstream retry policy: max_attempts (total
-// attempts, first included; default 1, no retry) and backoff (the wait
-// before the second attempt, doubled after).
-type RetryConfig = stack.RetrySpec
-
 // ContractConfig is the output contract and what happens to an answer
 // that breaks it.
 type ContractConfig struct {
@@ -168,15 +171,6 @@ type ContractConfig struct {
 	Policy     string `yaml:"policy"`      // fail (default), reask or escalate
 	EscalateTo string `yaml:"escalate_to"` // model for policy escalate
 }
-
-// CacheConfig is the scoped response cache: the stack's cache spec, so
-// every field an arm of crab run may set (key, ttl, check_on_hit, store,
-// redis_addr, max_cost, wait_for_store, and kind semantic with threshold
-// and embedder) means the same here. In serve, wait_for_store defaults to
-// false: the store applies an entry off the response path, so an identical
-// request arriving within microseconds of the first answer may miss once
-// more.
-type CacheConfig = stack.CacheSpec
 
 // RouterConfig is the difficulty router.
 type RouterConfig struct {
@@ -189,9 +183,6 @@ type RouterConfig struct {
 	Confidence float64 `yaml:"confidence"`
 	Scorer     string  `yaml:"scorer"` // mode threshold: a registered scorer (default feature), an http(s):// scorer URL or a scorer .json file written by crab tune (relative to this file)
 }
-
-// Duration is a time.Duration written as "250ms" or "10s".
-type Duration = stack.Duration
 
 // ConfigError is a problem in a configuration or keys file, naming the
 // file, the line and the field.
@@ -406,7 +397,7 @@ func (c *Config) validate(root *yaml.Node) error {
 	}
 	for _, d := range []struct {
 		name string
-		v    Duration
+		v    stack.Duration
 	}{{"timeout", c.Timeout}, {"read_header_timeout", c.ReadHeaderTimeout}, {"body_timeout", c.BodyTimeout},
 		{"idle_timeout", c.IdleTimeout}, {"write_timeout", c.WriteTimeout}, {"keyless_timeout", c.KeylessTimeout}} {
 		if msg := stack.ValidTimeout(d.v.Std()); msg != "" {
@@ -414,7 +405,7 @@ func (c *Config) validate(root *yaml.Node) error {
 		}
 	}
 	if c.Timeout == 0 {
-		c.Timeout = Duration(60 * time.Second)
+		c.Timeout = stack.Duration(60 * time.Second)
 	}
 	if c.MaxInFlightPerKey < 0 {
 		return bad("max_in_flight_per_key", []string{"max_in_flight_per_key"}, "must be at least 1")
@@ -501,16 +492,16 @@ func (c *Config) fillLimits() {
 		c.MaxConns = d.MaxConns
 	}
 	if c.ReadHeaderTimeout == 0 {
-		c.ReadHeaderTimeout = Duration(d.ReadHeaderTimeout)
+		c.ReadHeaderTimeout = stack.Duration(d.ReadHeaderTimeout)
 	}
 	if c.BodyTimeout == 0 {
-		c.BodyTimeout = Duration(d.BodyTimeout)
+		c.BodyTimeout = stack.Duration(d.BodyTimeout)
 	}
 	if c.IdleTimeout == 0 {
-		c.IdleTimeout = Duration(d.IdleTimeout)
+		c.IdleTimeout = stack.Duration(d.IdleTimeout)
 	}
 	if c.WriteTimeout == 0 {
-		c.WriteTimeout = c.Timeout + Duration(30*time.Second)
+		c.WriteTimeout = c.Timeout + stack.Duration(30*time.Second)
 	}
 }
 

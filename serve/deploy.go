@@ -82,7 +82,7 @@ func Deploy(d Deployment) (*Setup, error) {
 	}
 	retry.MaxAttempts = max(retry.MaxAttempts, 1)
 	cfg := &Config{
-		Keys: d.KeysFile, MaxBodyBytes: 1 << 20, Timeout: Duration(timeout), Concurrency: concurrency, Retry: retry,
+		Keys: d.KeysFile, MaxBodyBytes: 1 << 20, Timeout: stack.Duration(timeout), Concurrency: concurrency, Retry: retry,
 		DefaultModel: d.Arm.Model, Mode: d.Arm.Mode, File: d.File,
 	}
 	cfg.fillLimits()

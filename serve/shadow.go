@@ -61,10 +61,10 @@ type ShadowConfig struct {
 // mirrored, tokens (input and output) and cost units. A zero limit is no
 // limit, but at least one must be set; without any, requests is 1000.
 type ShadowBudget struct {
-	Window   Duration `yaml:"window" json:"window"` // default 1h
-	Requests int64    `yaml:"requests" json:"requests"`
-	Tokens   int64    `yaml:"tokens" json:"tokens"`
-	Cost     float64  `yaml:"cost" json:"cost"`
+	Window   stack.Duration `yaml:"window" json:"window"` // default 1h
+	Requests int64          `yaml:"requests" json:"requests"`
+	Tokens   int64          `yaml:"tokens" json:"tokens"`
+	Cost     float64        `yaml:"cost" json:"cost"`
 }
 
 // check validates the section and fills its defaults; it returns the
@@ -100,7 +100,7 @@ func (c *ShadowConfig) fill() {
 		c.Concurrency = 4
 	}
 	if c.Budget.Window == 0 {
-		c.Budget.Window = Duration(time.Hour)
+		c.Budget.Window = stack.Duration(time.Hour)
 	}
 	if c.Budget.Requests == 0 && c.Budget.Tokens == 0 && c.Budget.Cost == 0 {
 		c.Budget.Requests = 1000

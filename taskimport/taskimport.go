@@ -21,6 +21,7 @@ import (
 
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/jsonl"
 )
 
@@ -114,26 +115,26 @@ type Options struct {
 
 // Import reads the export in r (name for errors; CSV unless the first
 // non-blank byte is '{') and returns its tasks. A row the tasks cannot be
-// built from is an *eval.InputError naming the line and the column; a
+// built from is an *records.InputError naming the line and the column; a
 // task without an id column gets its row number (r0001, r0002, ...).
 func Import(r io.Reader, name string, o Options) ([]eval.Task, error) {
 	for f := range o.Set {
 		if !slices.Contains(taskFields, f) {
-			return nil, &eval.InputError{File: name, Field: f, Msg: fmt.Sprintf("--set: unknown field (want %s)", strings.Join(taskFields, ", "))}
+			return nil, &records.InputError{File: name, Field: f, Msg: fmt.Sprintf("--set: unknown field (want %s)", strings.Join(taskFields, ", "))}
 		}
 	}
 	fields := map[string]*contract.Field{}
 	for _, m := range o.Map {
 		if m.Pointer == "" {
 			if _, dup := o.Set[m.Field]; dup {
-				return nil, &eval.InputError{File: name, Field: m.Field, Msg: "both mapped to a column and --set"}
+				return nil, &records.InputError{File: name, Field: m.Field, Msg: "both mapped to a column and --set"}
 			}
 			continue
 		}
 		if o.Contract != nil {
 			f, err := o.Contract.Field(m.Pointer)
 			if err != nil {
-				return nil, &eval.InputError{File: o.Contract.Name(), Field: m.Field, Msg: strings.TrimPrefix(err.Error(), contract.ErrNoField.Error()+": ")}
+				return nil, &records.InputError{File: o.Contract.Name(), Field: m.Field, Msg: strings.TrimPrefix(err.Error(), contract.ErrNoField.Error()+": ")}
 			}
 			fields[m.Pointer] = f
 		}
@@ -143,7 +144,7 @@ func Import(r io.Reader, name string, o Options) ([]eval.Task, error) {
 	}
 	for _, f := range required {
 		if !mapped(f) {
-			return nil, &eval.InputError{File: name, Field: f, Msg: "required: map a column to it (--map " + f + "=COLUMN) or give it a value (--set " + f + "=VALUE)"}
+			return nil, &records.InputError{File: name, Field: f, Msg: "required: map a column to it (--map " + f + "=COLUMN) or give it a value (--set " + f + "=VALUE)"}
 		}
 	}
 	br := bufio.NewReader(r)
@@ -161,7 +162,7 @@ func Import(r io.Reader, name string, o Options) ([]eval.Task, error) {
 		return nil, err
 	}
 	if len(im.tasks) == 0 {
-		return nil, &eval.InputError{File: name, Msg: "no rows"}
+		return nil, &records.InputError{File: name, Msg: "no rows"}
 	}
 	return im.tasks, nil
 }
@@ -198,7 +199,7 @@ func (im *importer) csv(r io.Reader) error {
 	cr.FieldsPerRecord = -1
 	header, err := cr.Read()
 	if err == io.EOF {
-		return &eval.InputError{File: im.name, Msg: "no rows"}
+		return &records.InputError{File: im.name, Msg: "no rows"}
 	}
 	if err != nil {
 		return im.csvErr(err)
@@ -210,7 +211,7 @@ func (im *importer) csv(r io.Reader) error {
 	headerLine, _ := cr.FieldPos(0)
 	for _, m := range im.o.Map {
 		if _, ok := col[m.Column]; !ok {
-			return &eval.InputError{File: im.name, Line: headerLine, Field: m.Column, Msg: fmt.Sprintf("no such column (mapped to %s; the header has %s)", m.Field, strings.Join(header, ", "))}
+			return &records.InputError{File: im.name, Line: headerLine, Field: m.Column, Msg: fmt.Sprintf("no such column (mapped to %s; the header has %s)", m.Field, strings.Join(header, ", "))}
 		}
 	}
 	for row := 1; ; row++ {
@@ -238,9 +239,9 @@ func (im *importer) csv(r io.Reader) error {
 func (im *importer) csvErr(err error) error {
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
-		return &eval.InputError{File: im.name, Line: pe.Line, Msg: "CSV: " + pe.Err.Error()}
+		return &records.InputError{File: im.name, Line: pe.Line, Msg: "CSV: " + pe.Err.Error()}
 	}
-	return &eval.InputError{File: im.name, Msg: err.Error()}
+	return &records.InputError{File: im.name, Msg: err.Error()}
 }
 
 func (im *importer) jsonl(r io.Reader) error {
@@ -252,7 +253,7 @@ func (im *importer) jsonl(r io.Reader) error {
 		dec.UseNumber()
 		var obj map[string]any
 		if err := dec.Decode(&obj); err != nil {
-			return &eval.InputError{File: im.name, Line: sc.Line(), Msg: "want one JSON object per line: " + err.Error()}
+			return &records.InputError{File: im.name, Line: sc.Line(), Msg: "want one JSON object per line: " + err.Error()}
 		}
 		get := func(column string) cell {
 			v, ok := lookup(obj, column)
@@ -263,7 +264,7 @@ func (im *importer) jsonl(r io.Reader) error {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return &eval.InputError{File: im.name, Line: sc.Line() + 1, Msg: err.Error()}
+		return &records.InputError{File: im.name, Line: sc.Line() + 1, Msg: err.Error()}
 	}
 	return nil
 }
@@ -301,7 +302,7 @@ func lookup(obj map[string]any, column string) (any, bool) {
 // row builds the task of one row.
 func (im *importer) row(line, row int, get func(column string) cell) error {
 	bad := func(column, format string, args ...any) error {
-		return &eval.InputError{File: im.name, Line: line, Field: column, Msg: fmt.Sprintf(format, args...)}
+		return &records.InputError{File: im.name, Line: line, Field: column, Msg: fmt.Sprintf(format, args...)}
 	}
 	t := eval.Task{ID: fmt.Sprintf("r%04d", row)}
 	str := map[string]*string{"id": &t.ID, "text": &t.Text, "tenant": &t.Tenant, "user": &t.User, "permission": &t.Permission,

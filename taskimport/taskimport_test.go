@@ -9,6 +9,7 @@ import (
 
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 func loadContract(t *testing.T) *contract.Contract {
@@ -71,7 +72,7 @@ func TestImport(t *testing.T) {
 			var got string
 			if err != nil {
 				got = err.Error()
-				if !errors.Is(err, eval.ErrBadInput) {
+				if !errors.Is(err, records.ErrBadInput) {
 					t.Errorf("error %v is not bad input", err)
 				}
 			} else {
@@ -148,7 +149,7 @@ func FuzzImport(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		tasks, err := Import(strings.NewReader(in), "x", o)
 		if err != nil {
-			if !errors.Is(err, eval.ErrBadInput) {
+			if !errors.Is(err, records.ErrBadInput) {
 				t.Fatalf("error %v is not bad input", err)
 			}
 			return

@@ -18,6 +18,7 @@ import (
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/atomicfile"
 	"github.com/crab-testbed/crab/internal/jsonl"
+	"github.com/crab-testbed/crab/stack"
 
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/router"
@@ -105,8 +106,8 @@ type OutcomeRow struct {
 // chooses between and the arm settings their requests carry.
 type Target struct {
 	Small, Large string
-	Arm          eval.ArmSpec // model unset; mode, max tokens, system, temperature, contract policy as the router arm's
-	From         string       // the arm the settings come from, or "" when none routes
+	Arm          stack.ArmSpec // model unset; mode, max tokens, system, temperature, contract policy as the router arm's
+	From         string        // the arm the settings come from, or "" when none routes
 }
 
 // Target finds the models to tune between: the first arm with a router
@@ -120,12 +121,12 @@ func (s *Tuner) Target() (Target, error) {
 			if arm.Contract != nil && arm.Contract.Policy == "escalate" {
 				// An escalation would mix the other model into this one's
 				// outcomes; the table judges each model on its own.
-				arm.Contract = &eval.ContractSpec{Policy: "fail"}
+				arm.Contract = &stack.ContractSpec{Policy: "fail"}
 			}
 			return Target{Small: a.Router.Small, Large: a.Router.Large, Arm: arm, From: a.Name}, nil
 		}
 	}
-	t := Target{Arm: eval.ArmSpec{Mode: model.ModeFull}}
+	t := Target{Arm: stack.ArmSpec{Mode: model.ModeFull}}
 	for _, m := range s.Exp.Models {
 		if m.Kind == "small" && t.Small == "" {
 			t.Small = m.Name
@@ -135,24 +136,24 @@ func (s *Tuner) Target() (Target, error) {
 		}
 	}
 	if t.Small == "" || t.Large == "" {
-		return t, &eval.InputError{File: s.Exp.File, Field: "arms", Msg: "crab tune needs an arm with a router, or one small and one large model"}
+		return t, &records.InputError{File: s.Exp.File, Field: "arms", Msg: "crab tune needs an arm with a router, or one small and one large model"}
 	}
 	return t, nil
 }
 
 // OutcomeKey is the key of the outcome table this setup and target need.
 func (s *Tuner) OutcomeKey(t Target) (key string, small, large OutcomeModel, err error) {
-	spec := func(name string) (eval.ModelSpec, OutcomeModel, error) {
+	spec := func(name string) (stack.ModelSpec, OutcomeModel, error) {
 		for _, m := range s.Exp.Models {
 			if m.Name == name {
 				b, _ := json.Marshal(struct {
-					Spec eval.ModelSpec
+					Spec stack.ModelSpec
 					Seed int64
 				}{m, s.Exp.Seed})
 				return m, OutcomeModel{Name: name, Hash: eval.HashBytes(b)}, nil
 			}
 		}
-		return eval.ModelSpec{}, OutcomeModel{}, &eval.InputError{File: s.Exp.File, Field: "models", Msg: fmt.Sprintf("no model %q", name)}
+		return stack.ModelSpec{}, OutcomeModel{}, &records.InputError{File: s.Exp.File, Field: "models", Msg: fmt.Sprintf("no model %q", name)}
 	}
 	sm, small, err := spec(t.Small)
 	if err != nil {
@@ -166,12 +167,12 @@ func (s *Tuner) OutcomeKey(t Target) (key string, small, large OutcomeModel, err
 		Format, Tasks, Contract string
 		Seed                    int64
 		Timeout                 string
-		Retry                   eval.RetrySpec
+		Retry                   stack.RetrySpec
 		Mode, System            string
 		MaxTokens               int
 		Temperature             float64
-		Contract2               *eval.ContractSpec
-		Small, Large            eval.ModelSpec
+		Contract2               *stack.ContractSpec
+		Small, Large            stack.ModelSpec
 	}{OutcomeFormat, eval.HashBytes(s.TasksRaw), s.Contract().Hash(), s.Exp.Seed, s.Exp.Timeout.Std().String(), s.Exp.Retry,
 		t.Arm.Mode, t.Arm.System, t.Arm.MaxTokens, t.Arm.Temperature, t.Arm.Contract, sm, lm})
 	if !s.Exp.Grade.IsZero() {
@@ -269,7 +270,7 @@ func (s *Tuner) BuildOutcomeTable(ctx context.Context, t Target, progress io.Wri
 }
 
 // outcome calls one task on one model and judges the answer like the runner.
-func (s *Tuner) outcome(ctx context.Context, stack model.Model, r *eval.Runner, spec eval.ArmSpec, t *eval.Task, role string, scorer *router.FeatureScorer) OutcomeRow {
+func (s *Tuner) outcome(ctx context.Context, stack model.Model, r *eval.Runner, spec stack.ArmSpec, t *eval.Task, role string, scorer *router.FeatureScorer) OutcomeRow {
 	c := r.CallOnce(ctx, stack, spec, t, s.Exp.Seed, s.Exp.Timeout.Std())
 	sc := scorer.Score(c.Req)
 	row := OutcomeRow{TaskID: t.ID, Role: role, Model: spec.Model, RouteScore: sc.Value, Features: sc.Features.String(), Outcome: c.Outcome}
@@ -286,7 +287,7 @@ func (s *Tuner) outcome(ctx context.Context, stack model.Model, r *eval.Runner, 
 			row.Model = resp.Model
 		}
 	}
-	if row.Outcome == eval.OutcomeTimeout {
+	if row.Outcome == records.OutcomeTimeout {
 		row.LatencyMs = records.Ms(s.Exp.Timeout.Std())
 	}
 	row.Correct, row.Pass, row.GradeError = c.Correct, c.Pass, c.GradeError
@@ -309,7 +310,7 @@ func WriteOutcomeTable(w io.Writer, tab *OutcomeTable) error {
 }
 
 // ReadOutcomeTable reads a table written by WriteOutcomeTable. Errors are
-// *eval.InputError naming the file, line and field.
+// *records.InputError naming the file, line and field.
 func ReadOutcomeTable(r io.Reader, name string) (*OutcomeTable, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
@@ -329,7 +330,7 @@ func ReadOutcomeTable(r io.Reader, name string) (*OutcomeTable, error) {
 				return nil, records.JSONLineError(name, line, err)
 			}
 			if tab.Header.Format != OutcomeFormat {
-				return nil, &eval.InputError{File: name, Line: line, Field: "format", Msg: fmt.Sprintf("%q, want %q (rebuild with --refresh)", tab.Header.Format, OutcomeFormat)}
+				return nil, &records.InputError{File: name, Line: line, Field: "format", Msg: fmt.Sprintf("%q, want %q (rebuild with --refresh)", tab.Header.Format, OutcomeFormat)}
 			}
 			continue
 		}
@@ -338,15 +339,15 @@ func ReadOutcomeTable(r io.Reader, name string) (*OutcomeTable, error) {
 			return nil, records.JSONLineError(name, line, err)
 		}
 		if row.Role != "small" && row.Role != "large" {
-			return nil, &eval.InputError{File: name, Line: line, Field: "role", Msg: fmt.Sprintf("%q, want small or large", row.Role)}
+			return nil, &records.InputError{File: name, Line: line, Field: "role", Msg: fmt.Sprintf("%q, want small or large", row.Role)}
 		}
 		tab.Rows = append(tab.Rows, row)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &eval.InputError{File: name, Line: line + 1, Msg: err.Error()}
+		return nil, &records.InputError{File: name, Line: line + 1, Msg: err.Error()}
 	}
 	if line == 0 {
-		return nil, &eval.InputError{File: name, Msg: "empty outcome table"}
+		return nil, &records.InputError{File: name, Msg: "empty outcome table"}
 	}
 	return tab, nil
 }
@@ -386,7 +387,7 @@ func (s *Tuner) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([
 		t := &s.Tasks[i]
 		p := rows[t.ID]
 		if p == nil || p.small == nil || p.large == nil {
-			return nil, &eval.InputError{File: name, Field: "task_id", Msg: fmt.Sprintf("no outcome of task %q on both models (rebuild with --refresh)", t.ID)}
+			return nil, &records.InputError{File: name, Field: "task_id", Msg: fmt.Sprintf("no outcome of task %q on both models (rebuild with --refresh)", t.ID)}
 		}
 		req := &model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()}
 		sc := scorer.Score(req)
@@ -407,7 +408,7 @@ type explainer interface {
 }
 
 func rowOutcome(r *OutcomeRow) Outcome {
-	return Outcome{Outcome: r.Outcome, OK: r.Outcome == eval.OutcomeOK && r.ContractOK, Pass: r.Pass, Cost: r.Cost,
+	return Outcome{Outcome: r.Outcome, OK: r.Outcome == records.OutcomeOK && r.ContractOK, Pass: r.Pass, Cost: r.Cost,
 		LatencyMs: r.LatencyMs, Confidence: r.Confidence}
 }
 

@@ -14,8 +14,10 @@ import (
 	"testing"
 
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/router"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // tuneDir writes the first n embedded tasks and an experiment on them
@@ -155,7 +157,7 @@ func TestOutcomeTableMatchesRun(t *testing.T) {
 	pass := map[string]bool{}
 	cost := map[string]float64{}
 	rs, _ := loadTuner(exp, fixtures.FS)
-	_, err = rs.Runner("tune-check", func(r eval.Record) error {
+	_, err = rs.Runner("tune-check", func(r records.Record) error {
 		mu.Lock()
 		defer mu.Unlock()
 		pass[r.Arm+"/"+r.TaskID] = r.Pass
@@ -204,9 +206,9 @@ func TestReadOutcomeTableErrors(t *testing.T) {
 		{"bad type", header + "\n{\"task_id\":\"t1\",\"role\":\"small\",\"cost\":\"cheap\"}\n", 2, "cost"},
 	} {
 		_, err := ReadOutcomeTable(strings.NewReader(tc.body), "table.jsonl")
-		var ie *eval.InputError
+		var ie *records.InputError
 		if !errors.As(err, &ie) || ie.Line != tc.line || ie.Field != tc.field || ie.File != "table.jsonl" {
-			t.Errorf("%s: got %v; want an eval.InputError at line %d field %q", tc.name, err, tc.line, tc.field)
+			t.Errorf("%s: got %v; want a records.InputError at line %d field %q", tc.name, err, tc.line, tc.field)
 		}
 	}
 }
@@ -242,7 +244,7 @@ func TestTunedExperiment(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tuned experiment does not load: %v\n%s", err, out)
 	}
-	arms := map[string]*eval.RouterSpec{}
+	arms := map[string]*stack.RouterSpec{}
 	for _, a := range s2.Exp.Arms {
 		arms[a.Name] = a.Router
 	}
@@ -276,7 +278,7 @@ func TestTargetWithoutRouter(t *testing.T) {
 	}
 }
 
-// FuzzReadOutcomeTable: any bytes give a table or an *eval.InputError, never a
+// FuzzReadOutcomeTable: any bytes give a table or an *records.InputError, never a
 // panic.
 func FuzzReadOutcomeTable(f *testing.F) {
 	f.Add([]byte(`{"format":"crab.outcomes/v2","key":"k"}` + "\n" + `{"task_id":"t1","role":"small","outcome":"ok","pass":true,"cost":0.1}` + "\n"))
@@ -284,9 +286,9 @@ func FuzzReadOutcomeTable(f *testing.F) {
 	f.Add([]byte("\n\n{\"format\":1}"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tab, err := ReadOutcomeTable(bytes.NewReader(b), "fuzz.jsonl")
-		var ie *eval.InputError
+		var ie *records.InputError
 		if err != nil && !errors.As(err, &ie) {
-			t.Fatalf("error %v is not an eval.InputError", err)
+			t.Fatalf("error %v is not a records.InputError", err)
 		}
 		if err == nil && tab == nil {
 			t.Fatal("nil table without an error")

@@ -13,6 +13,8 @@ import (
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // PairTaskSet is the kind of the task set's own pairs (beside
@@ -84,8 +86,8 @@ const (
 )
 
 // SemanticArms are the experiment's arms with a semantic cache, in order.
-func (s *Tuner) SemanticArms() []eval.ArmSpec {
-	var out []eval.ArmSpec
+func (s *Tuner) SemanticArms() []stack.ArmSpec {
+	var out []stack.ArmSpec
 	for _, a := range s.Exp.Arms {
 		if a.Cache != nil && a.Cache.Kind == cache.KindSemantic {
 			out = append(out, a)
@@ -111,17 +113,17 @@ func (s *Tuner) SemanticArms() []eval.ArmSpec {
 // meets the limit, NoThreshold says so. Generated pairs of each side's
 // texts (semantic.GeneratePairs and word swaps, semantic.Vary) are
 // reported apart, never in the headline.
-func (s *Tuner) Semantic(ctx context.Context, arm eval.ArmSpec, cfg SemanticConfig) (*SemanticResult, error) {
+func (s *Tuner) Semantic(ctx context.Context, arm stack.ArmSpec, cfg SemanticConfig) (*SemanticResult, error) {
 	cs := arm.Cache
 	if cs == nil || cs.Kind != cache.KindSemantic {
-		return nil, &eval.InputError{File: s.Exp.File, Field: "arms.cache.kind", Msg: fmt.Sprintf("arm %s has no semantic cache", arm.Name)}
+		return nil, &records.InputError{File: s.Exp.File, Field: "arms.cache.kind", Msg: fmt.Sprintf("arm %s has no semantic cache", arm.Name)}
 	}
 	if cfg.Pairs == 0 {
 		cfg.Pairs = 1000
 	}
 	emb, err := semantic.OpenEmbedder(semantic.EmbedderConfig{Kind: cs.Embedder, BaseURL: cs.EmbedBaseURL, Model: cs.EmbedModel, APIKey: getenv(cs.EmbedAPIKeyEnv)})
 	if err != nil {
-		return nil, &eval.InputError{File: s.Exp.File, Field: "arms.cache.embedder", Msg: fmt.Sprintf("arm %s: %v", arm.Name, err)}
+		return nil, &records.InputError{File: s.Exp.File, Field: "arms.cache.embedder", Msg: fmt.Sprintf("arm %s: %v", arm.Name, err)}
 	}
 	own, err := ownPairUnits(ctx, emb, s.Tasks)
 	if err != nil {
@@ -183,10 +185,10 @@ func (s *Tuner) Semantic(ctx context.Context, arm eval.ArmSpec, cfg SemanticConf
 // embedder, made as Semantic makes each side's: the population a
 // side's pairs are drawn from, for checking how well a holdout bound
 // covers it (bench/semanticbound).
-func (s *Tuner) OwnPairs(ctx context.Context, arm eval.ArmSpec) ([]semantic.Scored, error) {
+func (s *Tuner) OwnPairs(ctx context.Context, arm stack.ArmSpec) ([]semantic.Scored, error) {
 	cs := arm.Cache
 	if cs == nil || cs.Kind != cache.KindSemantic {
-		return nil, &eval.InputError{File: s.Exp.File, Field: "arms.cache.kind", Msg: fmt.Sprintf("arm %s has no semantic cache", arm.Name)}
+		return nil, &records.InputError{File: s.Exp.File, Field: "arms.cache.kind", Msg: fmt.Sprintf("arm %s has no semantic cache", arm.Name)}
 	}
 	emb, err := semantic.OpenEmbedder(semantic.EmbedderConfig{Kind: cs.Embedder, BaseURL: cs.EmbedBaseURL, Model: cs.EmbedModel, APIKey: getenv(cs.EmbedAPIKeyEnv)})
 	if err != nil {

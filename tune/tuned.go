@@ -8,16 +8,18 @@ import (
 	"strconv"
 	"strings"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/router"
-	"go.yaml.in/yaml/v3"
+	"github.com/crab-testbed/crab/stack"
 )
 
 // YAML editing helpers of TunedExperiment: it rewrites the experiment's
 // node tree, so that comments and layout survive.
 
-func uniqueArm(arms []eval.ArmSpec, name string) string {
+func uniqueArm(arms []stack.ArmSpec, name string) string {
 	taken := map[string]bool{}
 	for _, a := range arms {
 		taken[a.Name] = true
@@ -74,7 +76,7 @@ func setScalar(m *yaml.Node, key, value, tag string) *yaml.Node {
 // setSemanticThresholds sets the tuned threshold of every semantic-cache
 // arm in sem, with a comment saying where it comes from. An arm written in
 // flow style is rewritten in block style, where a comment can stand.
-func setSemanticThresholds(arms *yaml.Node, specs []eval.ArmSpec, sem []*SemanticResult, note string) {
+func setSemanticThresholds(arms *yaml.Node, specs []stack.ArmSpec, sem []*SemanticResult, note string) {
 	if arms == nil || arms.Kind != yaml.SequenceNode {
 		return
 	}
@@ -116,7 +118,7 @@ func setScalarAfter(m *yaml.Node, key, value, after string) *yaml.Node {
 // dropUntuned removes from arms every semantic-cache arm in sem for which
 // no threshold meets the false-hit limit: crab recommends no semantic arm
 // there, and writes none.
-func dropUntuned(arms *yaml.Node, specs []eval.ArmSpec, sem []*SemanticResult) {
+func dropUntuned(arms *yaml.Node, specs []stack.ArmSpec, sem []*SemanticResult) {
 	if arms == nil || arms.Kind != yaml.SequenceNode {
 		return
 	}

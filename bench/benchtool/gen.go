@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/analysis"
 	recs "github.com/crab-testbed/crab/eval/records"
 )
 
@@ -106,7 +107,7 @@ func (g *genRun) createShards(out string) ([]shardOut, error) {
 			return nil, err
 		}
 		m := eval.Manifest{RunID: fmt.Sprintf("gen-%d", i), Status: "finished", Experiment: "benchtool-gen", ExperimentHash: g.hash,
-			Shard: eval.Shard{Index: i, Count: g.shards}.String(), TaskCount: g.tasks, Repeats: g.repeats, Gate: eval.GateConfig{}.Defaults()}
+			Shard: eval.Shard{Index: i, Count: g.shards}.String(), TaskCount: g.tasks, Repeats: g.repeats, Gate: analysis.GateConfig{}.Defaults()}
 		raw, err := json.MarshalIndent(m, "", "  ")
 		if err != nil {
 			return nil, err
