@@ -120,124 +120,153 @@ var (
 // transform makes the pair (a, b) of kind from base; false when the kind
 // does not apply to it.
 func transform(rng *rand.Rand, kind, base string) (string, string, bool) {
-	switch kind {
-	case PairReword:
-		var fits [][2]string
-		for _, r := range rewords {
-			if strings.Contains(base, r[0]) {
-				fits = append(fits, r)
-			}
-		}
-		if len(fits) == 0 {
-			return base, "Please: " + base, true
-		}
-		r := fits[rng.IntN(len(fits))]
-		return base, strings.Replace(base, r[0], r[1], 1), true
-	case PairTypo:
-		words := strings.Fields(base)
-		var idx []int
-		for i, w := range words {
-			if len(w) >= 5 && isLowerWord(w) {
-				idx = append(idx, i)
-			}
-		}
-		if len(idx) == 0 {
-			return "", "", false
-		}
-		i := idx[rng.IntN(len(idx))]
-		words[i] = typo(rng, words[i])
-		return base, strings.Join(words, " "), true
-	case PairGreeting:
-		b := base
-		switch rng.IntN(3) {
-		case 0:
-			b = greetingsBefore[rng.IntN(len(greetingsBefore))] + lowerFirst(b)
-		case 1:
-			b = b + greetingsAfter[rng.IntN(len(greetingsAfter))]
-		default:
-			b = greetingsBefore[rng.IntN(len(greetingsBefore))] + lowerFirst(b) + greetingsAfter[rng.IntN(len(greetingsAfter))]
-		}
-		return base, b, true
-	case PairNegation:
-		if loc := negated.FindStringIndex(base); loc != nil {
-			m := base[loc[0]:loc[1]]
-			var pos string
-			switch {
-			case m == "cannot":
-				pos = "can"
-			case strings.HasSuffix(m, "n't"):
-				return "", "", false // removing it would need the positive form
-			default:
-				pos = strings.TrimSuffix(m, " not")
-			}
-			return base, base[:loc[0]] + pos + base[loc[1]:], true
-		}
-		if loc := auxiliaries.FindStringIndex(base); loc != nil {
-			return base, base[:loc[1]] + " not" + base[loc[1]:], true
-		}
-		return "", "", false
-	case PairNumber:
-		locs := numbers.FindAllStringIndex(base, -1)
-		if len(locs) == 0 {
-			return "", "", false
-		}
-		loc := locs[rng.IntN(len(locs))]
-		n, err := strconv.Atoi(base[loc[0]:loc[1]])
-		if err != nil {
-			return "", "", false
-		}
-		return base, base[:loc[0]] + strconv.Itoa(n+1+rng.IntN(9)) + base[loc[1]:], true
-	case PairIdentifier:
-		x, y := 1000+rng.IntN(9000), 0
-		for y = x; y == x; {
-			y = 1000 + rng.IntN(9000)
-		}
-		id := []string{"Order", "Invoice", "Account", "Ticket"}[rng.IntN(4)]
-		return fmt.Sprintf("%s %s ID: %c-%d.", base, id, id[0], x), fmt.Sprintf("%s %s ID: %c-%d.", base, id, id[0], y), true
-	case PairSwap:
-		words := strings.Fields(base)
-		var idx []int
-		for i, w := range words {
-			if utf8.RuneCountInString(w) >= 4 && isLetters(w) {
-				idx = append(idx, i)
-			}
-		}
-		if len(idx) < 2 {
-			return "", "", false
-		}
-		i := idx[rng.IntN(len(idx))]
-		j := idx[rng.IntN(len(idx))]
-		for tries := 0; strings.EqualFold(words[i], words[j]) && tries < 8; tries++ {
-			j = idx[rng.IntN(len(idx))]
-		}
-		if strings.EqualFold(words[i], words[j]) {
-			return "", "", false
-		}
-		words[i], words[j] = words[j], words[i]
-		return base, strings.Join(words, " "), true
-	case PairProduct:
-		var fits [][2]string
-		for _, p := range products {
-			if regexp.MustCompile(`\b` + regexp.QuoteMeta(p[0]) + `\b`).MatchString(base) {
-				fits = append(fits, p)
-			}
-		}
-		if len(fits) == 0 {
-			return "", "", false
-		}
-		p := fits[rng.IntN(len(fits))]
-		re := regexp.MustCompile(`\b` + regexp.QuoteMeta(p[0]) + `\b`)
-		done := false
-		b := re.ReplaceAllStringFunc(base, func(s string) string {
-			if done {
-				return s
-			}
-			done = true
-			return p[1]
-		})
-		return base, b, true
+	if f := transforms[kind]; f != nil {
+		return f(rng, base)
 	}
 	return "", "", false
+}
+
+// transforms make each kind's pair from a base question.
+var transforms = map[string]func(rng *rand.Rand, base string) (string, string, bool){
+	PairReword:     pairReword,
+	PairTypo:       pairTypo,
+	PairGreeting:   pairGreeting,
+	PairNegation:   pairNegation,
+	PairNumber:     pairNumber,
+	PairIdentifier: pairIdentifier,
+	PairSwap:       pairSwap,
+	PairProduct:    pairProduct,
+}
+
+func pairReword(rng *rand.Rand, base string) (string, string, bool) {
+	var fits [][2]string
+	for _, r := range rewords {
+		if strings.Contains(base, r[0]) {
+			fits = append(fits, r)
+		}
+	}
+	if len(fits) == 0 {
+		return base, "Please: " + base, true
+	}
+	r := fits[rng.IntN(len(fits))]
+	return base, strings.Replace(base, r[0], r[1], 1), true
+}
+
+func pairTypo(rng *rand.Rand, base string) (string, string, bool) {
+	words := strings.Fields(base)
+	var idx []int
+	for i, w := range words {
+		if len(w) >= 5 && isLowerWord(w) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return "", "", false
+	}
+	i := idx[rng.IntN(len(idx))]
+	words[i] = typo(rng, words[i])
+	return base, strings.Join(words, " "), true
+}
+
+func pairGreeting(rng *rand.Rand, base string) (string, string, bool) {
+	b := base
+	switch rng.IntN(3) {
+	case 0:
+		b = greetingsBefore[rng.IntN(len(greetingsBefore))] + lowerFirst(b)
+	case 1:
+		b = b + greetingsAfter[rng.IntN(len(greetingsAfter))]
+	default:
+		b = greetingsBefore[rng.IntN(len(greetingsBefore))] + lowerFirst(b) + greetingsAfter[rng.IntN(len(greetingsAfter))]
+	}
+	return base, b, true
+}
+
+func pairNegation(rng *rand.Rand, base string) (string, string, bool) {
+	if loc := negated.FindStringIndex(base); loc != nil {
+		m := base[loc[0]:loc[1]]
+		var pos string
+		switch {
+		case m == "cannot":
+			pos = "can"
+		case strings.HasSuffix(m, "n't"):
+			return "", "", false // removing it would need the positive form
+		default:
+			pos = strings.TrimSuffix(m, " not")
+		}
+		return base, base[:loc[0]] + pos + base[loc[1]:], true
+	}
+	if loc := auxiliaries.FindStringIndex(base); loc != nil {
+		return base, base[:loc[1]] + " not" + base[loc[1]:], true
+	}
+	return "", "", false
+}
+
+func pairNumber(rng *rand.Rand, base string) (string, string, bool) {
+	locs := numbers.FindAllStringIndex(base, -1)
+	if len(locs) == 0 {
+		return "", "", false
+	}
+	loc := locs[rng.IntN(len(locs))]
+	n, err := strconv.Atoi(base[loc[0]:loc[1]])
+	if err != nil {
+		return "", "", false
+	}
+	return base, base[:loc[0]] + strconv.Itoa(n+1+rng.IntN(9)) + base[loc[1]:], true
+}
+
+func pairIdentifier(rng *rand.Rand, base string) (string, string, bool) {
+	x, y := 1000+rng.IntN(9000), 0
+	for y = x; y == x; {
+		y = 1000 + rng.IntN(9000)
+	}
+	id := []string{"Order", "Invoice", "Account", "Ticket"}[rng.IntN(4)]
+	return fmt.Sprintf("%s %s ID: %c-%d.", base, id, id[0], x), fmt.Sprintf("%s %s ID: %c-%d.", base, id, id[0], y), true
+}
+
+func pairSwap(rng *rand.Rand, base string) (string, string, bool) {
+	words := strings.Fields(base)
+	var idx []int
+	for i, w := range words {
+		if utf8.RuneCountInString(w) >= 4 && isLetters(w) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) < 2 {
+		return "", "", false
+	}
+	i := idx[rng.IntN(len(idx))]
+	j := idx[rng.IntN(len(idx))]
+	for tries := 0; strings.EqualFold(words[i], words[j]) && tries < 8; tries++ {
+		j = idx[rng.IntN(len(idx))]
+	}
+	if strings.EqualFold(words[i], words[j]) {
+		return "", "", false
+	}
+	words[i], words[j] = words[j], words[i]
+	return base, strings.Join(words, " "), true
+}
+
+func pairProduct(rng *rand.Rand, base string) (string, string, bool) {
+	var fits [][2]string
+	for _, p := range products {
+		if regexp.MustCompile(`\b` + regexp.QuoteMeta(p[0]) + `\b`).MatchString(base) {
+			fits = append(fits, p)
+		}
+	}
+	if len(fits) == 0 {
+		return "", "", false
+	}
+	p := fits[rng.IntN(len(fits))]
+	re := regexp.MustCompile(`\b` + regexp.QuoteMeta(p[0]) + `\b`)
+	done := false
+	b := re.ReplaceAllStringFunc(base, func(s string) string {
+		if done {
+			return s
+		}
+		done = true
+		return p[1]
+	})
+	return base, b, true
 }
 
 func isLetters(w string) bool {
