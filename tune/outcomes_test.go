@@ -1,7 +1,6 @@
 package tune
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -16,53 +15,12 @@ import (
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/internal/tunefixture"
 	"github.com/crab-testbed/crab/router"
 	"github.com/crab-testbed/crab/stack"
 )
 
-// tuneDir writes the first n embedded tasks and an experiment on them
-// (time-scale 0, the default faults) into a temporary directory and returns
-// the experiment's path.
-func tuneDir(t *testing.T, n int, extraArms string) string {
-	t.Helper()
-	dir := t.TempDir()
-	raw, err := fixtures.FS.ReadFile("tasks.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(nil, 1<<20)
-	for i := 0; i < n && sc.Scan(); i++ {
-		b.Write(sc.Bytes())
-		b.WriteByte('\n')
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tasks.jsonl"), b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	exp := `name: tune
-tasks: tasks.jsonl
-contract: embedded:triage.schema.json
-seed: 42
-time_scale: 0
-arrival: {pattern: burst}
-concurrency: 16
-timeout: 500ms
-retry: {max_attempts: 2}
-models:
-  - {name: small, kind: small, price_in_per_mtok: 0.15, price_out_per_mtok: 0.6, faults: {error: 0.01, malformed: 0.01}}
-  - {name: large, kind: large, price_in_per_mtok: 2.5, price_out_per_mtok: 10, faults: {error: 0.01, malformed: 0.005}}
-arms:
-  - {name: baseline, model: large}
-  - {name: small_only, model: small}
-  - {name: router, router: {threshold: 0.5, small: small, large: large}}
-` + extraArms
-	path := filepath.Join(dir, "exp.yaml")
-	if err := os.WriteFile(path, []byte(exp), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+func tuneDir(t *testing.T, n int, extraArms string) string { return tunefixture.Dir(t, n, extraArms) }
 
 func TestOutcomeTableBuildReadRebuild(t *testing.T) {
 	t.Parallel()

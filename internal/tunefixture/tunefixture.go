@@ -1,0 +1,57 @@
+// Package tunefixture writes a small tuning experiment on the embedded
+// tasks for the tests of the packages that run or tune it.
+package tunefixture
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/crab-testbed/crab/fixtures"
+)
+
+// Dir writes the first n embedded tasks and an experiment on them
+// (time-scale 0, the default faults) into a temporary directory and returns
+// the experiment's path.
+func Dir(t testing.TB, n int, extraArms string) string {
+	t.Helper()
+	dir := t.TempDir()
+	raw, err := fixtures.FS.ReadFile("tasks.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(nil, 1<<20)
+	for i := 0; i < n && sc.Scan(); i++ {
+		b.Write(sc.Bytes())
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tasks.jsonl"), b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exp := `name: tune
+tasks: tasks.jsonl
+contract: embedded:triage.schema.json
+seed: 42
+time_scale: 0
+arrival: {pattern: burst}
+concurrency: 16
+timeout: 500ms
+retry: {max_attempts: 2}
+models:
+  - {name: small, kind: small, price_in_per_mtok: 0.15, price_out_per_mtok: 0.6, faults: {error: 0.01, malformed: 0.01}}
+  - {name: large, kind: large, price_in_per_mtok: 2.5, price_out_per_mtok: 10, faults: {error: 0.01, malformed: 0.005}}
+arms:
+  - {name: baseline, model: large}
+  - {name: small_only, model: small}
+  - {name: router, router: {threshold: 0.5, small: small, large: large}}
+` + extraArms
+	path := filepath.Join(dir, "exp.yaml")
+	if err := os.WriteFile(path, []byte(exp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
