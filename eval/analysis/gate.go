@@ -158,6 +158,10 @@ func improves(base, a *ArmSummary, g GateConfig) (bool, string) {
 	case ObjectiveGoodput:
 		return p.GoodputDelta != nil && p.GoodputDelta.CILow > m, "goodput"
 	}
+	if unmeasuredBy(base, a, records.FigureCost) != "" {
+		// Cost waived (judge stops before this otherwise): latency alone.
+		return below(p.LatencyDeltaMs, latScale), "per-task latency"
+	}
 	return below(p.LatencyDeltaMs, latScale) || below(p.CostDelta, costScale), "per-task latency or cost"
 }
 
