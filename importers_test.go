@@ -134,3 +134,22 @@ func TestImportBadInput(t *testing.T) {
 		t.Errorf("unknown source: exit %d, %q", code, errs)
 	}
 }
+
+// TestExportUnmeasuredRoundTrip: interchange CSV exported from vLLM
+// records keeps what they did not measure (the unmeasured column), so a
+// report of the CSV still shows "-", not the placeholder 0.
+func TestExportUnmeasuredRoundTrip(t *testing.T) {
+	dst := filepath.Join(t.TempDir(), "v.csv")
+	code, _, errs := crab(t, "", "export", "--from", "vllm", "--format", "csv", "-o", dst,
+		"recordimport/testdata/vllm-baseline.json", "recordimport/testdata/vllm-candidate.json")
+	if code != exitOK {
+		t.Fatalf("export: exit %d: %s", code, errs)
+	}
+	code, out, errs := crab(t, "", "report", "--baseline", "vllm-baseline", dst)
+	if code != exitOK {
+		t.Fatalf("report: exit %d: %s", code, errs)
+	}
+	if f := armRow(t, out, "vllm-candidate "); len(f) < 14 || f[5] != "-" || f[12] != "-" {
+		t.Errorf("arms row of the round-tripped CSV %v: want pass and cost \"-\"", f)
+	}
+}
