@@ -7,19 +7,90 @@ import (
 	"testing"
 )
 
-// TestReportFromVLLM: two vLLM bench serve results compare as two arms,
-// the report saying the files carry no quality and no cost.
+// TestReportFromVLLM: two vLLM bench serve results compare as two arms;
+// the files carry no grading and no cost, so pass, cost and cost per pass
+// are "-" (never 0), one note per figure says why, and the verdict is
+// inconclusive until quality and cost are waived.
 func TestReportFromVLLM(t *testing.T) {
-	code, out, errs := crab(t, "", "report", "--from", "vllm", "--baseline", "vllm-baseline",
-		"recordimport/testdata/vllm-baseline.json", "recordimport/testdata/vllm-candidate.json")
+	files := []string{"recordimport/testdata/vllm-baseline.json", "recordimport/testdata/vllm-candidate.json"}
+	args := append([]string{"report", "--from", "vllm", "--baseline", "vllm-baseline"}, files...)
+	code, out, errs := crab(t, "", args...)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"vllm-baseline", "vllm-candidate", "carry no quality"} {
+	for _, want := range []string{"vllm-baseline", "vllm-candidate", "carry no grading",
+		"vllm-candidate inconclusive: quality is not measured",
+		"cost not measured: the records of vllm-baseline and vllm-candidate do not carry it",
+		"quality not measured: the records of vllm-baseline and vllm-candidate do not carry it"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
+	// pass, cost and cost/pass of each arm's row are "-".
+	for _, arm := range []string{"vllm-baseline ", "vllm-candidate "} {
+		f := armRow(t, out, arm)
+		if len(f) < 14 || f[5] != "-" || f[12] != "-" || f[13] != "-" {
+			t.Errorf("arms row %v: want pass, cost and cost/pass \"-\"", f)
+		}
+	}
+	if strings.Contains(out, "0/4") {
+		t.Errorf("report shows a pass count of 0/4 for ungraded records:\n%s", out)
+	}
+	code, out, errs = crab(t, "", append([]string{"report", "--from", "vllm", "--baseline", "vllm-baseline", "--waive", "quality"}, files...)...)
+	if code != exitOK || !strings.Contains(out, "vllm-candidate inconclusive: cost is not measured") {
+		t.Errorf("--waive quality: exit %d, want inconclusive on cost:\n%s%s", code, out, errs)
+	}
+	code, out, errs = crab(t, "", append([]string{"report", "--from", "vllm", "--baseline", "vllm-baseline", "--waive", "quality,cost"}, files...)...)
+	if code != exitOK || !strings.Contains(out, "vllm-candidate no gain: quality not measured") {
+		t.Errorf("--waive quality,cost: exit %d, want no gain on latency alone:\n%s%s", code, out, errs)
+	}
+	code, _, errs = crab(t, "", append([]string{"report", "--from", "vllm", "--waive", "price"}, files...)...)
+	if code != exitBadInput || !strings.Contains(errs, `unknown criterion "price"`) {
+		t.Errorf("--waive price: exit %d, stderr %q; want 2 naming the criterion", code, errs)
+	}
+}
+
+// TestReportFromLiteLLMUnmeasured: spend logs carry cost but no grading:
+// cost is shown, pass is "-", and the verdict says the records need
+// grading.
+func TestReportFromLiteLLMUnmeasured(t *testing.T) {
+	src, err := os.ReadFile("recordimport/testdata/litellm-spend.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	base, cand := filepath.Join(dir, "base.json"), filepath.Join(dir, "cand.json")
+	for _, p := range []string{base, cand} {
+		if err := os.WriteFile(p, src, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := crab(t, "", "report", "--from", "litellm", "--baseline", "base", base, cand)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "cand inconclusive: quality is not measured: the records of base and cand carry no grading") {
+		t.Errorf("verdict not inconclusive on quality:\n%s", out)
+	}
+	f := armRow(t, out, "cand ")
+	if len(f) < 14 || f[5] != "-" || f[12] == "-" || f[13] != "-" {
+		t.Errorf("arms row %v: want pass \"-\", a cost, cost/pass \"-\"", f)
+	}
+	if strings.Contains(out, "cost not measured") {
+		t.Errorf("spend logs carry cost, but the report says it is not measured:\n%s", out)
+	}
+}
+
+// armRow is the fields of the arms table's row starting with prefix.
+func armRow(t *testing.T, out, prefix string) []string {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return strings.Fields(l)
+		}
+	}
+	t.Fatalf("no row %q in:\n%s", prefix, out)
+	return nil
 }
 
 func TestExportFromLiteLLM(t *testing.T) {
@@ -61,5 +132,24 @@ func TestImportBadInput(t *testing.T) {
 	code, _, errs = crab(t, "", "report", "--from", "sglang", bad)
 	if code != exitBadInput || !strings.Contains(errs, `unknown --from "sglang"`) {
 		t.Errorf("unknown source: exit %d, %q", code, errs)
+	}
+}
+
+// TestExportUnmeasuredRoundTrip: interchange CSV exported from vLLM
+// records keeps what they did not measure (the unmeasured column), so a
+// report of the CSV still shows "-", not the placeholder 0.
+func TestExportUnmeasuredRoundTrip(t *testing.T) {
+	dst := filepath.Join(t.TempDir(), "v.csv")
+	code, _, errs := crab(t, "", "export", "--from", "vllm", "--format", "csv", "-o", dst,
+		"recordimport/testdata/vllm-baseline.json", "recordimport/testdata/vllm-candidate.json")
+	if code != exitOK {
+		t.Fatalf("export: exit %d: %s", code, errs)
+	}
+	code, out, errs := crab(t, "", "report", "--baseline", "vllm-baseline", dst)
+	if code != exitOK {
+		t.Fatalf("report: exit %d: %s", code, errs)
+	}
+	if f := armRow(t, out, "vllm-candidate "); len(f) < 14 || f[5] != "-" || f[12] != "-" {
+		t.Errorf("arms row of the round-tripped CSV %v: want pass and cost \"-\"", f)
 	}
 }

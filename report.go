@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -38,6 +39,10 @@ type reportOptions struct {
 	// From names the importer of Paths (recordimport.Sources); "" or
 	// "crab" reads crab's own records.
 	From string
+	// Waive adds criteria to the gate's waive list (analysis.Waivable):
+	// figures the records did not measure that the gate may decide
+	// without, such as the cost and quality imported records lack.
+	Waive []string
 }
 
 func reportCmd() *cli.Command {
@@ -52,6 +57,7 @@ func reportCmd() *cli.Command {
 			&cli.BoolFlag{Name: "allow-mixed", Usage: "merge run directories of different experiments (another experiment file, task set, contract, models, or started more than a day apart); by default crab report refuses them"},
 			fromFlag(),
 			&cli.BoolFlag{Name: "allow-contract-change", Usage: "compare a candidate validated against another contract than the baseline's (by default the gate rejects it as different work)"},
+			&cli.StringSliceFlag{Name: "waive", Usage: "let the gate decide without `CRITERION` where the records did not measure it: " + strings.Join(analysis.Waivable, ", ") + "; comma-separated or repeated (joins the run's gate: waive list)"},
 			ignoreUnknownColumnsFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -62,7 +68,7 @@ func reportCmd() *cli.Command {
 				Paths: c.Args().Slice(), Format: c.String("format"), Baseline: c.String("baseline"),
 				FailOnReject: c.Bool("fail-on-reject"), AllowContractChange: c.Bool("allow-contract-change"), AllowMixed: c.Bool("allow-mixed"),
 				Read: readOptions(c),
-				From: c.String("from"), Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
+				From: c.String("from"), Waive: c.StringSlice("waive"), Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 			})
 		},
 	}
@@ -80,6 +86,10 @@ func runReport(_ context.Context, o reportOptions) error {
 		return err
 	}
 	opt.Baseline, opt.AllowContractChange = o.Baseline, o.AllowContractChange
+	if err := addWaivers(&opt, o.Waive); err != nil {
+		stopProgress()
+		return err
+	}
 	sum, err := analysis.Summarize(recs, opt)
 	stopProgress()
 	if err == nil && mixed != "" {
@@ -282,5 +292,23 @@ func failOnReject(d analysis.Decision) error {
 	case d.Miscalibrated != "":
 		return checkFailed("miscalibrated: %s", d.Miscalibrated)
 	}
+	return nil
+}
+
+// addWaivers adds --waive's criteria to the gate in force (the run's, or
+// the defaults).
+func addWaivers(opt *analysis.Options, waive []string) error {
+	if len(waive) == 0 {
+		return nil
+	}
+	var g analysis.GateConfig
+	if opt.Gate != nil {
+		g = *opt.Gate
+	}
+	g.Waive = append(slices.Clone(g.Waive), waive...)
+	if field, msg := g.Check(); field != "" {
+		return badUsage("--waive: %s", msg)
+	}
+	opt.Gate = &g
 	return nil
 }

@@ -79,7 +79,7 @@ func TestParseExperimentErrors(t *testing.T) {
 		{"twin beside an arm named twin", func(s string) string {
 			return strings.Replace(s, "name: router", "name: twin", 1) + "control: twin\n"
 		}, 13, "control"},
-		{"unknown waiver", func(s string) string { return s + "gate: {waive: [quality]}\n" }, 13, "gate.waive"},
+		{"unknown waiver", func(s string) string { return s + "gate: {waive: [latency]}\n" }, 13, "gate.waive"},
 		{"negative rework cost", func(s string) string { return s + "rework:\n  cost_per_task: -2\n" }, 14, "rework.cost_per_task"},
 		{"unknown rework field", func(s string) string { return s + "rework:\n  cost: 2\n" }, 14, "cost"},
 		{"negative minimum effect", func(s string) string { return s + "gate: {min_effect_pct: -1}\n" }, 13, "gate.min_effect_pct"},

@@ -5,7 +5,9 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/crab-testbed/crab/eval/records"
 )
@@ -21,36 +23,52 @@ type csvWriter struct {
 	cw     *csv.Writer
 	row    []string
 	header bool // written
+	// unmeasured: the header has the unmeasured column, because the
+	// first record names figures it did not measure (imported records);
+	// crab's own records never do, and their CSV keeps its columns.
+	unmeasured bool
 }
 
 func newCSVWriter(w io.Writer, _ options) RecordWriter {
 	return &csvWriter{cw: csv.NewWriter(w), row: make([]string, len(csvHeader))}
 }
 
-func (c *csvWriter) writeHeader() error {
+func (c *csvWriter) writeHeader(first *records.Record) error {
 	if c.header {
 		return nil
 	}
 	c.header = true
+	if first != nil && len(first.Unmeasured) > 0 {
+		c.unmeasured = true
+		return c.cw.Write(append(slices.Clone(csvHeader), "unmeasured"))
+	}
 	return c.cw.Write(csvHeader)
 }
 
 func (c *csvWriter) Write(r *records.Record) error {
-	if err := c.writeHeader(); err != nil {
+	if err := c.writeHeader(r); err != nil {
 		return err
 	}
 	if r.Warmup {
 		return nil
 	}
+	if len(r.Unmeasured) > 0 && !c.unmeasured {
+		// Its placeholder cost or pass would read back as measured.
+		return fmt.Errorf("export: record %s/%s/%d does not measure %s, but the records before it measured everything: export it as jsonl, or apart",
+			r.Arm, r.TaskID, r.Repeat, strings.Join(r.Unmeasured, ", "))
+	}
 	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	c.row = append(c.row[:0], r.Arm, r.TaskID, num(r.E2EMs), r.Outcome, strconv.FormatBool(r.Pass), num(r.Cost),
 		r.Group, strconv.Itoa(r.Repeat), num(r.TTFTMs), r.Cache, r.Model, strconv.FormatBool(r.Correct),
 		strconv.Itoa(r.Attempts), r.Contract, strconv.FormatBool(r.ContractOK))
+	if c.unmeasured {
+		c.row = append(c.row, strings.Join(r.Unmeasured, " "))
+	}
 	return c.cw.Write(c.row)
 }
 
 func (c *csvWriter) Close() error {
-	if err := c.writeHeader(); err != nil {
+	if err := c.writeHeader(nil); err != nil {
 		return err
 	}
 	c.cw.Flush()

@@ -17,7 +17,7 @@ import (
 
 // litellmNotes say what a LiteLLM spend log does not carry.
 var litellmNotes = []string{
-	"records imported from LiteLLM spend logs carry no quality (no grading, so no request passes) and no cache scope (a hit's leak is unchecked): the gate has no quality to hold a candidate to",
+	"records imported from LiteLLM spend logs carry no grading and no cache scope: quality is unmeasured (\"-\") and a hit's leak unchecked, and the gate decides nothing on them",
 }
 
 // litellmRow reads the fields of one spend-log row, whatever the file's
@@ -166,7 +166,7 @@ func csvFault(name string, err error) error {
 
 // litellmRecord maps one spend-log row to a record (see docs/formats.md).
 func litellmRecord(r litellmRow) (records.Record, error) {
-	rec := records.Record{Outcome: records.OutcomeOK, ContractOK: true, Attempts: 1, RunID: "litellm"}
+	rec := records.Record{Outcome: records.OutcomeOK, ContractOK: true, Attempts: 1, RunID: "litellm", Unmeasured: []string{records.FigureQuality}}
 	id, ok := r.get("request_id")
 	if !ok {
 		return rec, r.fail("request_id", "required and empty")
@@ -202,6 +202,9 @@ func litellmRecord(r litellmRow) (records.Record, error) {
 	if rec.Cost, err = litellmNumber(r, "spend"); err != nil {
 		return rec, err
 	}
+	if _, ok := r.get("spend"); !ok {
+		rec.MarkUnmeasured(records.FigureCost) // no spend is not a spend of 0
+	}
 	for _, f := range []struct {
 		field string
 		dst   *int
@@ -214,6 +217,9 @@ func litellmRecord(r litellmRow) (records.Record, error) {
 			return rec, r.fail(f.field, fmt.Sprintf("want a whole number, got %v", v))
 		}
 		*f.dst = int(v)
+		if _, ok := r.get(f.field); !ok {
+			rec.MarkUnmeasured(records.FigureTokens)
+		}
 	}
 	if v, ok := r.get("cache_hit"); ok {
 		switch strings.ToLower(v) {

@@ -2,9 +2,10 @@
 // `vllm bench serve --save-result` JSON and LiteLLM's spend logs — as
 // crab records, so that crab report and crab export read them as they read
 // a run. Each source carries only part of what a crab record holds; what it
-// does not carry is left unmeasured (a TTFT of 0, shown as "-") and named in
-// Notes, which the report prints beside its decision. docs/formats.md has
-// the mapping of every field.
+// does not carry is named in each record's Unmeasured (cost, quality,
+// tokens: shown as "-", never decided on) or left absent (a TTFT of 0),
+// and said in Notes, which the report prints beside its decision.
+// docs/formats.md has the mapping of every field.
 package recordimport
 
 import (

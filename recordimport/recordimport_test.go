@@ -134,3 +134,31 @@ func TestSniff(t *testing.T) {
 		}
 	}
 }
+
+// TestImportUnmeasured: each importer marks what its source does not
+// measure: vLLM cost and quality (and tokens without output_lens),
+// LiteLLM quality (and cost or tokens where a row has none).
+func TestImportUnmeasured(t *testing.T) {
+	cases := []struct {
+		name, from, in string
+		want           []string
+	}{
+		{"vllm", FromVLLM, `{"ttfts":[0.1],"e2els":[0.2],"output_lens":[3]}`, []string{records.FigureCost, records.FigureQuality}},
+		{"vllm without output_lens", FromVLLM, `{"ttfts":[0.1],"e2els":[0.2]}`, []string{records.FigureCost, records.FigureQuality, records.FigureTokens}},
+		{"litellm", FromLiteLLM, `{"request_id":"a","startTime":"2026-12-01T10:00:00Z","endTime":"2026-12-01T10:00:01Z","spend":0.5,"prompt_tokens":3,"completion_tokens":4}` + "\n",
+			[]string{records.FigureQuality}},
+		{"litellm without spend or tokens", FromLiteLLM, `{"request_id":"a","startTime":"2026-12-01T10:00:00Z","endTime":"2026-12-01T10:00:01Z"}` + "\n",
+			[]string{records.FigureCost, records.FigureQuality, records.FigureTokens}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			imp, err := Read([]string{"-"}, strings.NewReader(c.in), c.from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := imp.Records[0].Unmeasured; strings.Join(got, " ") != strings.Join(c.want, " ") {
+				t.Errorf("got unmeasured %q; want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -12,7 +12,7 @@ import (
 
 // vllmNotes say what a vLLM bench serve result does not carry.
 var vllmNotes = []string{
-	"records imported from vLLM bench serve results carry no quality (no grading, so no request passes) and no cost: the gate has no quality to hold a candidate to, and cost figures are not measured",
+	"records imported from vLLM bench serve results carry no grading and no cost: quality and cost are unmeasured (\"-\"), and the gate decides nothing on them",
 }
 
 // vllmResult is the part of a `vllm bench serve --save-result` file crab
@@ -85,7 +85,11 @@ func vllmRecord(res *vllmResult, i int, name string) (records.Record, error) {
 		}
 		return v * float64(time.Second/time.Millisecond), nil
 	}
-	rec := records.Record{TaskID: fmt.Sprintf("req-%05d", i), Seq: i, Outcome: records.OutcomeOK, ContractOK: true, Attempts: 1}
+	rec := records.Record{TaskID: fmt.Sprintf("req-%05d", i), Seq: i, Outcome: records.OutcomeOK, ContractOK: true, Attempts: 1,
+		Unmeasured: []string{records.FigureCost, records.FigureQuality}}
+	if len(res.OutputLens) == 0 {
+		rec.MarkUnmeasured(records.FigureTokens)
+	}
 	if i < len(res.Errors) && res.Errors[i] != "" {
 		rec.Outcome, rec.Error = records.OutcomeError, res.Errors[i]
 	}

@@ -45,7 +45,7 @@ func answerWarnings(t *records.Symbols, s *Summary, byArm map[string][]*records.
 			}
 			s.Decision.Warnings = append(s.Decision.Warnings, w+": the arm is measuring the contract more than the task")
 		}
-		if i == 0 && a.Pass == 0 && a.N > 0 {
+		if i == 0 && a.Pass == 0 && a.N > 0 && a.Measured(records.FigureQuality) {
 			w := fmt.Sprintf("the baseline %s passes none of its %s, so no candidate can be judged on quality", a.Name, words.Count(a.N, "request"))
 			switch top, n := most(fails); {
 			case broken > 0 && 2*broken > answered:

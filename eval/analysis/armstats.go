@@ -17,6 +17,7 @@ type armTotals struct {
 	sum, okSum, tokOut, cost float64
 	groupN                   map[records.Sym]int // requests of each non-empty group
 	groupPass                map[string]int
+	missing                  records.Missing // figures some record did not measure
 }
 
 // summarizeArm computes one arm's figures; recs holds no warm-up records.
@@ -33,7 +34,17 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 	a.TokensOutMean = tot.tokOut / float64(a.N)
 	a.Cost = roundSig(tot.cost, 12)
 	a.ShadowCost = roundSig(a.ShadowCost, 12)
-	if a.Pass > 0 {
+	a.Unmeasured = tot.missing.Names()
+	if !a.Measured(records.FigureCost) {
+		a.Cost = 0 // a placeholder: summing the costs some records carry is not the arm's cost
+	}
+	if !a.Measured(records.FigureTokens) {
+		a.TokensOutMean = 0
+	}
+	if !a.Measured(records.FigureTTFT) {
+		a.TTFTP50Ms, a.TTFTP95Ms = nil, nil
+	}
+	if a.Pass > 0 && a.Measured(records.FigureCost) {
 		a.CostPerPass = f64p(a.Cost / float64(a.Pass))
 	}
 	groupFigures(t, &a, tot, b)
@@ -57,6 +68,7 @@ func countRecord(t *records.Symbols, a *ArmSummary, tot *armTotals, r *records.R
 		tot.sum += r.E2EMs
 	}
 	a.Outcomes[t.Str(at.Outcome)]++
+	tot.missing |= at.Unmeasured
 	switch t.Str(at.Outcome) {
 	case records.OutcomeOK:
 		a.OK++

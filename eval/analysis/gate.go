@@ -158,6 +158,10 @@ func improves(base, a *ArmSummary, g GateConfig) (bool, string) {
 	case ObjectiveGoodput:
 		return p.GoodputDelta != nil && p.GoodputDelta.CILow > m, "goodput"
 	}
+	if unmeasuredBy(base, a, records.FigureCost) != "" {
+		// Cost waived (judge stops before this otherwise): latency alone.
+		return below(p.LatencyDeltaMs, latScale), "per-task latency"
+	}
 	return below(p.LatencyDeltaMs, latScale) || below(p.CostDelta, costScale), "per-task latency or cost"
 }
 
@@ -212,13 +216,15 @@ func judge(base, a *ArmSummary, in gateInput) judgement {
 	case a.Outcomes[records.OutcomeCancelled] > 0 || base.Outcomes[records.OutcomeCancelled] > 0:
 		return judgement{verdict: VerdictIncomplete, why: []string{fmt.Sprintf("incomplete: the run was interrupted (%s and %s cancelled in this arm and the baseline); only a complete run decides",
 			words.Count(a.Outcomes[records.OutcomeCancelled], "request"), words.Count(base.Outcomes[records.OutcomeCancelled], "request"))}}
-	case base.Pass == 0:
+	case qualityUnmeasured(base, a, g) != "":
+		return judgement{verdict: VerdictInconclusive, why: []string{qualityUnmeasured(base, a, g)}}
+	case base.Pass == 0 && unmeasuredBy(base, a, records.FigureQuality) == "":
 		return judgement{verdict: VerdictInconclusive, why: []string{"inconclusive: the baseline passes nothing, so there is no quality to hold a candidate to"}}
 	case a.Paired.Pairs < g.MinPairs:
 		return judgement{verdict: VerdictInconclusive, why: []string{fmt.Sprintf("inconclusive: %s, fewer than the %d a verdict needs", words.Count(a.Paired.Pairs, "matched pair"), g.MinPairs)}}
 	}
 	quality := false
-	if f := qualityFail(base, a, g); f != "" {
+	if f := qualityFail(base, a, g); f != "" && unmeasuredBy(base, a, records.FigureQuality) == "" {
 		fails, quality = append(fails, f), true
 	}
 	if a.OK == 0 {
@@ -239,6 +245,7 @@ func judge(base, a *ArmSummary, in gateInput) judgement {
 	if u := falseHitUnclear(a, g); u != "" {
 		why = append(why, "inconclusive: "+u)
 	}
+	why = append(why, unmeasuredWhy(base, a, g)...)
 	if !a.LeaksMeasured() && !g.Waived(WaiveLeaks) {
 		why = append(why, fmt.Sprintf("inconclusive: %s could not be checked for leaks (the records do not say which scope each answer was built for); waive leaks in the gate to decide without that check",
 			words.Count(a.LeaksUnchecked, "cache hit")))
@@ -429,8 +436,11 @@ func record(d *Decision, base, a *ArmSummary, j judgement, in gateInput) string 
 	}
 	ap95, bp95 := figure.Pair(a.P95Ms, base.P95Ms, figure.Ms)
 	acpp, bcpp := figure.CostPerPassPair(a.CostPerPass, base.CostPerPass)
-	figures := fmt.Sprintf("passes %d of %d vs %d of %d for %s; p95 %s vs %s ms; cost per pass %s vs %s",
-		a.Pass, a.N, base.Pass, base.N, base.Name, ap95, bp95, acpp, bcpp)
+	passes := fmt.Sprintf("passes %d of %d vs %d of %d for %s", a.Pass, a.N, base.Pass, base.N, base.Name)
+	if unmeasuredBy(base, a, records.FigureQuality) != "" {
+		passes = "quality not measured"
+	}
+	figures := fmt.Sprintf("%s; p95 %s vs %s ms; cost per pass %s vs %s", passes, ap95, bp95, acpp, bcpp)
 	if j.verdict == VerdictAccept {
 		a.Verdict = VerdictAccept
 		d.Accepted = append(d.Accepted, a.Name)

@@ -90,10 +90,20 @@ type GateConfig struct {
 // Criteria a gate may waive (GateConfig.Waive).
 const (
 	WaiveLeaks = "leaks"
+	// WaiveCost decides without cost when the records do not carry it
+	// (vLLM bench serve results): the cost-per-pass guardrail and the
+	// cost side of objective either are left out.
+	WaiveCost = "cost"
+	// WaiveQuality decides without the quality rule when the records
+	// carry no grading: only speed, cost and the other checks decide.
+	WaiveQuality = "quality"
+	// WaiveTTFT decides without the TTFT p95 guardrail when the records
+	// took no time to first byte.
+	WaiveTTFT = "ttft"
 )
 
 // Waivable lists the criteria a gate may waive.
-var Waivable = []string{WaiveLeaks}
+var Waivable = []string{WaiveLeaks, WaiveCost, WaiveQuality, WaiveTTFT}
 
 // Waived reports whether the gate waives criterion c.
 func (g GateConfig) Waived(c string) bool { return slices.Contains(g.Waive, c) }
@@ -233,6 +243,9 @@ func (g GateConfig) String() string {
 	if g.Waived(WaiveLeaks) {
 		leaks = "no leaking cache hit where the records can tell (unchecked hits waived)"
 	}
+	if w := waivedFigures(g); w != "" {
+		lost += " (" + w + ")"
+	}
 	return fmt.Sprintf("gate: %s, %s, no invalid answer recorded ok, the same work as the baseline, a semantic cache's false hits at most %s of its similarity hits (rejected when the rate and its 95%% upper bound are above it, inconclusive when only the bound is); guardrails: %s (a latency guardrail breaks when its paired 95%% interval lies beyond the limit); accept only when %s improves by more than %s%% of the baseline's with a 95%% interval (blocks of neighbouring pairs resampled when the records are timed); at least %d pairs",
 		lost, leaks, figure.Pct(g.FalseHitLimit()), words.And(rails), obj, figure.Trim(fmt.Sprint(g.MinEffect())), g.MinPairs)
 }
@@ -262,4 +275,19 @@ func (s SLO) met(t *records.Symbols, r *records.Rec) bool {
 		ttft = r.E2EMs
 	}
 	return s.TTFTMs == 0 || ttft <= s.TTFTMs
+}
+
+// waivedFigures says which unmeasured figures the gate decides without,
+// for String; "" when none.
+func waivedFigures(g GateConfig) string {
+	var w []string
+	for _, c := range []string{WaiveQuality, WaiveCost, WaiveTTFT} {
+		if g.Waived(c) {
+			w = append(w, c)
+		}
+	}
+	if len(w) == 0 {
+		return ""
+	}
+	return "where the records measure them; unmeasured " + words.And(w) + " waived"
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/words"
 )
 
@@ -54,6 +55,9 @@ func hashList(hs []string) string {
 
 // passReason states how the candidate's passes compare with the baseline's.
 func passReason(base, a *ArmSummary) string {
+	if by := unmeasuredBy(base, a, records.FigureQuality); by != "" {
+		return "quality not measured (the records of " + by + " carry no grading): decided without the quality rule, which the gate waives"
+	}
 	p := a.Paired
 	diff := ""
 	if len(p.Lost) > 0 || len(p.Gained) > 0 {
@@ -110,6 +114,9 @@ func directionReason(d *Delta, a, b float64, better, worse, at, figure, delta, w
 
 // costReason compares cost per pass and the paired cost delta.
 func costReason(base, a *ArmSummary) string {
+	if by := unmeasuredBy(base, a, records.FigureCost); by != "" {
+		return "cost not measured (the records of " + by + " carry none): decided without cost, which the gate waives"
+	}
 	acpp, bcpp := figure.CostPerPassPair(a.CostPerPass, base.CostPerPass)
 	cpp := fmt.Sprintf("cost per pass %s vs %s", acpp, bcpp)
 	if a.CostPerPass != nil && base.CostPerPass != nil {

@@ -132,6 +132,12 @@ type ArmSummary struct {
 	TTFTP95Ms     *float64 `json:"ttft_p95_ms,omitempty"`
 	TokensOutMean float64  `json:"tokens_out_mean"`
 
+	// Unmeasured names the figures some of the arm's records did not
+	// measure (records.Figures: cost, quality, tokens, ttft): the arm's
+	// figures built on them are unmeasured, not 0 (see Measured). Left
+	// out when the records measured everything, as crab's own do.
+	Unmeasured []string `json:"unmeasured,omitempty"`
+
 	Verdict string                  `json:"verdict"`
 	Reasons []string                `json:"reasons"`
 	Groups  map[string]GroupSummary `json:"groups"` // records with an empty group are left out

@@ -117,6 +117,7 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		p := comparePaired(t, byArm[base], byArm[s.Arms[i].Name], po)
 		s.Arms[i].Paired = &p
 	}
+	clearUnmeasured(&s.Arms[0], &s.Arms[0])
 	s.Clusters = failureClusters(t, byArm, arms)
 	s.Stalls = latencyStalls(t, byArm, arms)
 	s.Timed = true
@@ -131,6 +132,9 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 			o := comparePaired(t, b, c, po)
 			s.Arms[i].Outside = &o
 		}
+	}
+	for i := 1; i < len(s.Arms); i++ {
+		clearUnmeasured(&s.Arms[0], &s.Arms[i])
 	}
 	for _, te := range set.Torn() {
 		why := te.Error()
@@ -187,6 +191,7 @@ func summaryNotes(s *Summary, opt Options, g GateConfig, warm map[string]int, mu
 		notes = append(notes, opt.PassRule)
 	}
 	notes = append(notes, gradeNotes(s)...)
+	notes = append(notes, unmeasuredNotes(s)...)
 	if len(s.Arms) > 1 {
 		notes = append(notes, pairedNote(s, opt, multiRepeat))
 	}

@@ -110,7 +110,7 @@ func (rec *extraRecord) scanKeys6(l *recordLexer, key string, seen []uint64) boo
 	case "routed":
 		return l.mark(seen, 37) && l.bool(&rec.Routed)
 	case "output":
-		return l.mark(seen, 58) && l.str(&rec.Output)
+		return l.mark(seen, 59) && l.str(&rec.Output)
 	}
 	return false
 }
@@ -193,6 +193,8 @@ func (rec *extraRecord) scanKeys10(l *recordLexer, key string, seen []uint64) bo
 		return l.mark(seen, 49) && l.strings(&rec.Violations)
 	case "grade_cost":
 		return l.mark(seen, 56) && l.float(&rec.GradeCost)
+	case "unmeasured":
+		return l.mark(seen, 58) && l.strings(&rec.Unmeasured)
 	}
 	return false
 }
@@ -275,7 +277,7 @@ func (rec *extraRecord) AppendJSON(dst []byte) ([]byte, bool) {
 	return b, true
 }
 
-// appendJSON0 appends fields 0 to 58, each after a comma but the first.
+// appendJSON0 appends fields 0 to 59, each after a comma but the first.
 func (rec *extraRecord) appendJSON0(b []byte, ok bool) ([]byte, bool) {
 	b = appendString(b, `"run_id":`, rec.RunID)
 	b = appendString(b, `,"arm":`, rec.Arm)
@@ -335,6 +337,7 @@ func (rec *extraRecord) appendJSON0(b []byte, ok bool) ([]byte, bool) {
 	b = appendOmitString(b, `,"grade_error":`, rec.GradeError)
 	b, ok = appendOmitFloat(b, `,"grade_cost":`, rec.GradeCost, ok)
 	b, ok = appendOmitFloat(b, `,"grade_ms":`, rec.GradeMs, ok)
+	b = appendOmitStrings(b, `,"unmeasured":`, rec.Unmeasured)
 	b = appendOmitString(b, `,"output":`, rec.Output)
 	return b, ok
 }
@@ -366,6 +369,7 @@ func (rec *extraRecord) Clone() extraRecord {
 	c.Expected = strings.Clone(c.Expected)
 	c.GradeReason = strings.Clone(c.GradeReason)
 	c.GradeError = strings.Clone(c.GradeError)
+	c.Unmeasured = cloneStrings(c.Unmeasured)
 	c.Output = strings.Clone(c.Output)
 	return c
 }

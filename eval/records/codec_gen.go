@@ -110,7 +110,7 @@ func (rec *Record) scanKeys6(l *recordLexer, key string, seen []uint64) bool {
 	case "routed":
 		return l.mark(seen, 36) && l.bool(&rec.Routed)
 	case "output":
-		return l.mark(seen, 57) && l.str(&rec.Output)
+		return l.mark(seen, 58) && l.str(&rec.Output)
 	}
 	return false
 }
@@ -191,6 +191,8 @@ func (rec *Record) scanKeys10(l *recordLexer, key string, seen []uint64) bool {
 		return l.mark(seen, 48) && l.strings(&rec.Violations)
 	case "grade_cost":
 		return l.mark(seen, 55) && l.float(&rec.GradeCost)
+	case "unmeasured":
+		return l.mark(seen, 57) && l.strings(&rec.Unmeasured)
 	}
 	return false
 }
@@ -273,7 +275,7 @@ func (rec *Record) AppendJSON(dst []byte) ([]byte, bool) {
 	return b, true
 }
 
-// appendJSON0 appends fields 0 to 57, each after a comma but the first.
+// appendJSON0 appends fields 0 to 58, each after a comma but the first.
 func (rec *Record) appendJSON0(b []byte, ok bool) ([]byte, bool) {
 	b = appendString(b, `"run_id":`, rec.RunID)
 	b = appendString(b, `,"arm":`, rec.Arm)
@@ -332,6 +334,7 @@ func (rec *Record) appendJSON0(b []byte, ok bool) ([]byte, bool) {
 	b = appendOmitString(b, `,"grade_error":`, rec.GradeError)
 	b, ok = appendOmitFloat(b, `,"grade_cost":`, rec.GradeCost, ok)
 	b, ok = appendOmitFloat(b, `,"grade_ms":`, rec.GradeMs, ok)
+	b = appendOmitStrings(b, `,"unmeasured":`, rec.Unmeasured)
 	b = appendOmitString(b, `,"output":`, rec.Output)
 	return b, ok
 }
@@ -363,6 +366,7 @@ func (rec *Record) Clone() Record {
 	c.Expected = strings.Clone(c.Expected)
 	c.GradeReason = strings.Clone(c.GradeReason)
 	c.GradeError = strings.Clone(c.GradeError)
+	c.Unmeasured = cloneStrings(c.Unmeasured)
 	c.Output = strings.Clone(c.Output)
 	return c
 }

@@ -125,6 +125,13 @@ func (p *csvRow) record(row int) (Record, error) {
 	}
 	rec.Repeat = p.integer("repeat")
 	rec.Attempts = p.integer("attempts")
+	// unmeasured names the figures the row's source did not measure,
+	// separated by spaces or commas ("cost quality"): the row's cost and
+	// pass columns, still required, then hold placeholders.
+	rec.Unmeasured = strings.FieldsFunc(strings.ToLower(p.str("unmeasured")), func(r rune) bool { return r == ' ' || r == ',' })
+	if len(rec.Unmeasured) == 0 {
+		rec.Unmeasured = nil
+	}
 	if p.err != nil {
 		return rec, p.err
 	}
@@ -148,6 +155,12 @@ func (p *csvRow) check(rec *Record) error {
 		return p.fail("pass", "true on a request whose answer broke the contract (contract_ok false): such an answer cannot pass")
 	case rec.Outcome == OutcomeContractFail && rec.ContractOK:
 		return p.fail("contract_ok", "true on a request whose outcome is contract_fail")
+	}
+	if _, err := MissingOf(rec.Unmeasured); err != nil {
+		return p.fail("unmeasured", err.Error())
+	}
+	if rec.Pass && !rec.Measured(FigureQuality) {
+		return p.fail("pass", "true on a request whose quality is unmeasured")
 	}
 	return nil
 }

@@ -64,5 +64,6 @@ type extraRecord struct {
 	GradeError     string    `json:"grade_error,omitempty"`
 	GradeCost      float64   `json:"grade_cost,omitempty"`
 	GradeMs        float64   `json:"grade_ms,omitempty"`
+	Unmeasured     []string  `json:"unmeasured,omitempty"`
 	Output         string    `json:"output,omitempty"`
 }

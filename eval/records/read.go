@@ -22,7 +22,7 @@ const RecordsFile = "records.jsonl"
 // header; optional ones may be left out or left empty on a row.
 var (
 	csvRequired = []string{"arm", "task_id", "latency_ms", "outcome", "pass", "cost"}
-	csvOptional = []string{"group", "repeat", "ttft_ms", "cache", "model", "correct", "attempts", "contract", "contract_ok", "leak"}
+	csvOptional = []string{"group", "repeat", "ttft_ms", "cache", "model", "correct", "attempts", "contract", "contract_ok", "leak", "unmeasured"}
 )
 
 // Outcomes lists every outcome a record may have, in the order messages
@@ -143,6 +143,12 @@ func checkRecord(rec *Record, name string, line int) error {
 		return bad("misroute", "unknown misroute %q (want under, over, hopeless or empty)", rec.Misroute)
 	case rec.Pass && rec.Outcome != OutcomeOK:
 		return bad("pass", "true on a request whose outcome is %s: only an ok request can pass", rec.Outcome)
+	}
+	if _, err := MissingOf(rec.Unmeasured); err != nil {
+		return bad("unmeasured", "%s", err.Error())
+	}
+	if rec.Pass && !rec.Measured(FigureQuality) {
+		return bad("pass", "true on a request whose quality is unmeasured")
 	}
 	return nil
 }

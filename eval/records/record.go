@@ -133,6 +133,11 @@ type Record struct {
 	// or of any latency.
 	GradeCost float64 `json:"grade_cost,omitempty"`
 	GradeMs   float64 `json:"grade_ms,omitempty"`
+	// Unmeasured names the figures the record's source did not measure
+	// (FigureCost, FigureQuality, FigureTokens, FigureTTFT): their fields
+	// hold 0 or false only as placeholders, and reports show "-". Crab's
+	// own runs measure everything and leave it out.
+	Unmeasured []string `json:"unmeasured,omitempty"`
 
 	Output string `json:"output,omitempty"` // the answer as delivered
 }

@@ -76,6 +76,9 @@ type Attrs struct {
 	// Timed is set when the record carries an intended send time (a run's
 	// records; interchange CSV has none).
 	Timed bool
+	// Unmeasured is the figures the record did not measure
+	// (Record.Unmeasured).
+	Unmeasured Missing
 }
 
 // Extras are the figures of a request that most requests leave zero
@@ -251,6 +254,7 @@ func (s *RecordSet) compact(r *Record) Rec {
 		ScopeMismatch: r.ScopeMismatch, SlotWait: r.SlotWait, GradeError: r.GradeError != "",
 		Semantic: r.Similarity != 0, Similar: r.Similarity != 0 && r.Similarity < 1, FalseHit: r.FalseHit, Timed: !r.IntendedAt.IsZero(),
 	}
+	a.Unmeasured, _ = MissingOf(r.Unmeasured) // checked as the record was read
 	return Rec{
 		Arm: t.of(r.Arm), TaskID: t.of(r.TaskID), Kind: t.kind(&a), TokensOut: int32(r.TokensOut),
 		E2EMs: r.E2EMs, TTFTMs: r.TTFTMs, LagMs: r.LagMs, QueueMs: r.QueueMs, Cost: r.Cost, At: unixNano(r.IntendedAt),

@@ -49,7 +49,7 @@ func Build(s *analysis.Summary) *Document {
 		var lost List
 		for i := 1; i < len(s.Arms); i++ {
 			a := &s.Arms[i]
-			lost.Items = append(lost.Items, item(fmt.Sprintf("%s: lost %s; gained %s", a.Name, orNone(a.Paired.Lost), orNone(a.Paired.Gained))))
+			lost.Items = append(lost.Items, item(lostGained(s, a)))
 		}
 		blocks := []Block{pairedTable(s), lost}
 		if t := groupDeltaTable(s); t != nil {
@@ -169,9 +169,9 @@ func armsTable(s *analysis.Summary) *Table {
 	t.Header = append(t.Header, "verdict")
 	for i := range s.Arms {
 		a := &s.Arms[i]
-		row := []Cell{textCell(a.Name), count(a.N), count(a.OK), count(a.Failed), count(a.Timeouts), ratio(a.Pass, a.N),
+		row := []Cell{textCell(a.Name), count(a.N), count(a.OK), count(a.Failed), count(a.Timeouts), passes(a),
 			ms(a.P50Ms), ms(a.P95Ms), ms(a.P99Ms), ms(a.MaxMs), ms(a.MeanMs), msP(a.OKP50Ms),
-			cost(a.Cost), costPerPass(a.CostPerPass)}
+			armCost(a), costPerPass(a.CostPerPass)}
 		if hasRework {
 			if w := a.Rework; w != nil {
 				row = append(row, count(w.Tasks), cost(w.Cost), figureCell(figure.Trim(fmt.Sprint(w.Minutes))))
@@ -336,6 +336,9 @@ func uncertaintyTable(s *analysis.Summary) *Table {
 		p50, p50CI := pointInterval(&a.P50Ms, u.P50CI, figure.Ms)
 		p95, p95CI := pointInterval(&a.P95Ms, u.P95CI, figure.Ms)
 		cpp, cppCI := pointInterval(a.CostPerPass, u.CostPerPassCI, func(v float64) string { return figure.CostPerPass(&v) })
+		if !costPerPassMeasured(a) {
+			cppCI = missing()
+		}
 		t.add(textCell(a.Name), p50, p50CI, p95, p95CI, cpp, cppCI, reps, rp95)
 	}
 	if len(t.Rows) == 0 {
@@ -368,7 +371,7 @@ func groupTable(s *analysis.Summary) *Table {
 		a := &s.Arms[i]
 		for _, g := range slices.Sorted(maps.Keys(a.Groups)) {
 			gs := a.Groups[g]
-			t.add(textCell(a.Name), textCell(g), count(gs.N), ratio(gs.Pass, gs.N), ms(gs.P50Ms), ms(gs.P95Ms))
+			t.add(textCell(a.Name), textCell(g), count(gs.N), groupPasses(a, gs), ms(gs.P50Ms), ms(gs.P95Ms))
 		}
 	}
 	if len(t.Rows) == 0 {
@@ -385,6 +388,9 @@ func pairedTable(s *analysis.Summary) *Table {
 		a := &s.Arms[i]
 		p := a.Paired
 		row := []Cell{textCell(a.Name), count(p.Pairs), count(len(p.Unmatched)), count(len(p.Lost)), count(len(p.Gained)), figureCell(figure.P(p.McNemarP))}
+		if !qualityPaired(s, a) {
+			row[3], row[4], row[5] = missing(), missing(), missing()
+		}
 		if d := p.LatencyDeltaMs; d != nil {
 			row = append(row, ms(d.Median), ms(d.Mean), figureCell("["+figure.Ms(d.CILow)+", "+figure.Ms(d.CIHigh)+"]"))
 		} else {
@@ -408,7 +414,11 @@ func groupDeltaTable(s *analysis.Summary) *Table {
 		a := &s.Arms[i]
 		for _, g := range slices.Sorted(maps.Keys(a.Paired.Groups)) {
 			gd := a.Paired.Groups[g]
-			t.add(textCell(a.Name), textCell(g), count(gd.Pairs), count(gd.Lost), count(gd.Gained), ms(gd.LatencyDeltaMs))
+			lost, gained := count(gd.Lost), count(gd.Gained)
+			if !qualityPaired(s, a) {
+				lost, gained = missing(), missing()
+			}
+			t.add(textCell(a.Name), textCell(g), count(gd.Pairs), lost, gained, ms(gd.LatencyDeltaMs))
 		}
 	}
 	if len(t.Rows) == 0 {

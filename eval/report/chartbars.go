@@ -9,6 +9,7 @@ import (
 
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/words"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -86,7 +87,7 @@ func groupPassChart(s *analysis.Summary) (*htmlChart, error) {
 	l := chartLegend()
 	if _, err := groupedBars(p, &l, s, cats, func(a *analysis.ArmSummary, g string) (float64, bool) {
 		gs, ok := a.Groups[g]
-		if !ok || gs.N == 0 {
+		if !ok || gs.N == 0 || !a.Measured(records.FigureQuality) {
 			return 0, false
 		}
 		return float64(gs.Pass) / float64(gs.N), true

@@ -110,9 +110,16 @@ func writeCSV(w io.Writer, in Input) error {
 	itoa := strconv.Itoa
 	for i := range s.Arms {
 		a := &s.Arms[i]
-		row := []string{a.Name, a.Verdict, itoa(a.N), itoa(a.Warmup), itoa(a.OK), itoa(a.Failed), itoa(a.Timeouts), itoa(a.Pass),
+		pass, cost := itoa(a.Pass), num(a.Cost)
+		if !a.Measured(records.FigureQuality) {
+			pass = "" // not measured: no figure, like a cost per pass with no pass
+		}
+		if !a.Measured(records.FigureCost) {
+			cost = ""
+		}
+		row := []string{a.Name, a.Verdict, itoa(a.N), itoa(a.Warmup), itoa(a.OK), itoa(a.Failed), itoa(a.Timeouts), pass,
 			num(a.P50Ms), num(a.P90Ms), num(a.P95Ms), num(a.P99Ms), num(a.MaxMs), num(a.MeanMs), num(a.MinMs),
-			opt(a.OKP50Ms), opt(a.OKP95Ms), opt(a.OKMeanMs), opt(a.TTFTP50Ms), opt(a.TTFTP95Ms), num(a.Cost), opt(a.CostPerPass)}
+			opt(a.OKP50Ms), opt(a.OKP95Ms), opt(a.OKMeanMs), opt(a.TTFTP50Ms), opt(a.TTFTP95Ms), cost, opt(a.CostPerPass)}
 		if c := a.CacheStats; c != nil {
 			row = append(row, num(c.HitRate), opt(c.HitP50Ms), opt(c.MissP50Ms), itoa(a.LeakCount()))
 		} else {
@@ -120,7 +127,11 @@ func writeCSV(w io.Writer, in Input) error {
 		}
 		row = append(row, itoa(a.SilentViolations))
 		if p := a.Paired; p != nil {
-			row = append(row, itoa(len(p.Lost)), itoa(len(p.Gained)), itoa(len(p.Unmatched)), num(p.McNemarP))
+			if qualityPaired(s, a) {
+				row = append(row, itoa(len(p.Lost)), itoa(len(p.Gained)), itoa(len(p.Unmatched)), num(p.McNemarP))
+			} else {
+				row = append(row, "", "", itoa(len(p.Unmatched)), "")
+			}
 			for _, d := range []*analysis.Delta{p.LatencyDeltaMs, p.CostDelta} {
 				if d != nil {
 					row = append(row, num(d.Mean), num(d.CILow), num(d.CIHigh))

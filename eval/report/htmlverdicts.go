@@ -55,9 +55,9 @@ func verdictRows(s *analysis.Summary) []htmlVerdict {
 	for i := range s.Arms {
 		a := &s.Arms[i]
 		r := htmlVerdict{Arm: shown(a.Name), Colour: cssColour(i), Verdict: a.Verdict, Class: verdictClass(a.Verdict),
-			Reason: shown(firstReason(a)), Passes: fmt.Sprintf("%d/%d", a.Pass, a.N), Latency: "-", Cost: "-"}
+			Reason: shown(firstReason(a)), Passes: passesText(a), Latency: "-", Cost: "-"}
 		if i > 0 {
-			r.PassesBase = fmt.Sprintf("vs %d/%d", base.Pass, base.N)
+			r.PassesBase = "vs " + passesText(base)
 		}
 		if p := a.Paired; p != nil && i > 0 {
 			if d := p.LatencyDeltaMs; d != nil {

@@ -1,0 +1,145 @@
+package analysis
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/words"
+)
+
+// Measured reports whether every record of the arm measured figure (one
+// of records.Figures). An unmeasured figure is shown as "-" and null, and
+// the gate decides nothing on it.
+func (a *ArmSummary) Measured(figure string) bool { return !slices.Contains(a.Unmeasured, figure) }
+
+// MarshalJSON writes the documented summary.json names; the figures of an
+// unmeasured cost, quality or token count are null, never 0.
+func (a ArmSummary) MarshalJSON() ([]byte, error) {
+	type plain ArmSummary // the same fields, without this method
+	if len(a.Unmeasured) == 0 {
+		return json.Marshal(plain(a))
+	}
+	// The outer fields hide plain's of the same names.
+	out := struct {
+		plain
+		Pass          *int     `json:"pass"`
+		Cost          *float64 `json:"cost"`
+		TokensOutMean *float64 `json:"tokens_out_mean"`
+	}{plain: plain(a)}
+	if a.Measured(records.FigureQuality) {
+		out.Pass = &a.Pass
+	}
+	if a.Measured(records.FigureCost) {
+		out.Cost = &a.Cost
+	}
+	if a.Measured(records.FigureTokens) {
+		out.TokensOutMean = &a.TokensOutMean
+	}
+	return json.Marshal(out)
+}
+
+// clearUnmeasured drops the figures of arm i that rest on what its
+// records, or the baseline's, did not measure: an interval or a paired
+// delta over placeholder zeros is no figure.
+func clearUnmeasured(base, a *ArmSummary) {
+	if !a.Measured(records.FigureCost) && a.Uncertainty != nil {
+		a.Uncertainty.CostPerPassCI = Interval{}
+	}
+	for _, p := range []*Paired{a.Paired, a.Outside} {
+		if p == nil {
+			continue
+		}
+		if !a.Measured(records.FigureCost) || !base.Measured(records.FigureCost) {
+			p.CostDelta = nil
+		}
+		if !a.Measured(records.FigureQuality) || !base.Measured(records.FigureQuality) {
+			p.GoodputDelta = nil
+		}
+	}
+}
+
+// unmeasuredBy names the arms among base and a that did not measure
+// figure, "" when both did.
+func unmeasuredBy(base, a *ArmSummary, figure string) string {
+	var by []string
+	for _, x := range []*ArmSummary{base, a} {
+		if !x.Measured(figure) {
+			by = append(by, x.Name)
+		}
+	}
+	return words.And(by)
+}
+
+// qualityUnmeasured says why the quality rule cannot hold when base's or
+// a's records carry no grading and the gate does not waive quality; ""
+// otherwise. An objective of goodput counts passes, so no waiver lets it
+// decide.
+func qualityUnmeasured(base, a *ArmSummary, g GateConfig) string {
+	by := unmeasuredBy(base, a, records.FigureQuality)
+	switch {
+	case by == "":
+		return ""
+	case g.Objective == ObjectiveGoodput:
+		return "inconclusive: quality is not measured (the records of " + by + " carry no grading), and goodput counts passing requests; grade the records (see docs/formats.md, \"Grading imported records\")"
+	case g.Waived(WaiveQuality):
+		return ""
+	}
+	return "inconclusive: quality is not measured: the records of " + by + " carry no grading, so the quality gate cannot hold; grade them (see docs/formats.md, \"Grading imported records\") or waive quality in the gate to decide on speed and cost alone"
+}
+
+// unmeasuredWhy lists what makes a verdict inconclusive because the gate
+// would rest on a figure base's or a's records did not measure: the cost
+// objective and the cost-per-pass guardrail on cost, the TTFT guardrail on
+// TTFT, each unless the gate waives the figure (the objective itself
+// cannot be waived).
+func unmeasuredWhy(base, a *ArmSummary, g GateConfig) []string {
+	var why []string
+	if by := unmeasuredBy(base, a, records.FigureCost); by != "" {
+		var needs []string
+		if g.Objective == ObjectiveCost {
+			why = append(why, "inconclusive: cost is not measured in the records of "+by+", and the gate's objective is cost; only records with cost can decide it")
+		} else if !g.Waived(WaiveCost) {
+			if g.CostPerPassRegressPct != nil {
+				needs = append(needs, "the cost-per-pass guardrail")
+			}
+			if g.Objective == ObjectiveEither {
+				needs = append(needs, "the objective's per-task cost")
+			}
+		}
+		if len(needs) > 0 {
+			why = append(why, fmt.Sprintf("inconclusive: cost is not measured in the records of %s, so %s cannot be checked; waive cost in the gate to decide without it",
+				by, strings.Join(needs, " and ")))
+		}
+	}
+	if by := unmeasuredBy(base, a, records.FigureTTFT); by != "" && g.TTFTP95RegressPct != nil && !g.Waived(WaiveTTFT) {
+		why = append(why, "inconclusive: TTFT is not measured in the records of "+by+", so the TTFT p95 guardrail cannot be checked; waive ttft in the gate to decide without it")
+	}
+	return why
+}
+
+// unmeasuredNotes says, once per figure, which arms did not measure it
+// and what the report shows instead.
+func unmeasuredNotes(s *Summary) []string {
+	shown := map[string]string{
+		records.FigureCost:    "cost, cost per pass and the paired cost delta are \"-\" (null in JSON), not 0",
+		records.FigureQuality: "pass, cost per pass and the lost and gained tasks are \"-\" (null in JSON): nothing was graded, which is not the same as nothing passing",
+		records.FigureTokens:  "token figures are \"-\" (null in JSON), not 0",
+		records.FigureTTFT:    "TTFT figures are \"-\" (left out of JSON), not 0",
+	}
+	var notes []string
+	for _, f := range records.Figures {
+		var arms []string
+		for i := range s.Arms {
+			if !s.Arms[i].Measured(f) {
+				arms = append(arms, s.Arms[i].Name)
+			}
+		}
+		if len(arms) > 0 {
+			notes = append(notes, fmt.Sprintf("%s not measured: the records of %s do not carry it, so %s", f, words.And(arms), shown[f]))
+		}
+	}
+	return notes
+}

@@ -1,0 +1,87 @@
+package records
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Figures a record can say it did not measure (Record.Unmeasured): records
+// from elsewhere (a benchmark tool's results, a proxy's spend logs) often
+// lack some, and a figure nobody measured is not 0.
+const (
+	// FigureCost: the record's cost is unknown (Cost is 0 only as a
+	// placeholder).
+	FigureCost = "cost"
+	// FigureQuality: the answer was never graded, so Pass and Correct say
+	// nothing.
+	FigureQuality = "quality"
+	// FigureTokens: the token counts are unknown.
+	FigureTokens = "tokens"
+	// FigureTTFT: no time to first byte was taken.
+	FigureTTFT = "ttft"
+)
+
+// Figures lists the figures a record can leave unmeasured, in the order
+// reports name them.
+var Figures = []string{FigureCost, FigureQuality, FigureTokens, FigureTTFT}
+
+// Missing is a set of unmeasured figures, one bit per entry of Figures.
+type Missing uint8
+
+// MissingOf is the set of the named figures; an unknown name is an error
+// naming the figures there are.
+func MissingOf(names []string) (Missing, error) {
+	var m Missing
+	for _, n := range names {
+		i := figureIndex(n)
+		if i < 0 {
+			return 0, fmt.Errorf("unknown figure %q (want %s)", n, strings.Join(Figures, ", "))
+		}
+		m |= 1 << i
+	}
+	return m, nil
+}
+
+func figureIndex(name string) int {
+	for i, f := range Figures {
+		if f == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Has reports whether figure is in m.
+func (m Missing) Has(figure string) bool {
+	i := figureIndex(figure)
+	return i >= 0 && m&(1<<i) != 0
+}
+
+// Names lists the figures in m, in the order of Figures.
+func (m Missing) Names() []string {
+	var out []string
+	for i, f := range Figures {
+		if m&(1<<i) != 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Measured reports whether the record measured figure (one of Figures).
+func (r *Record) Measured(figure string) bool {
+	for _, f := range r.Unmeasured {
+		if f == figure {
+			return false
+		}
+	}
+	return true
+}
+
+// MarkUnmeasured adds figures to the record's unmeasured ones, each once,
+// in the order of Figures.
+func (r *Record) MarkUnmeasured(figures ...string) {
+	m, _ := MissingOf(r.Unmeasured)
+	add, _ := MissingOf(figures)
+	r.Unmeasured = (m | add).Names()
+}

@@ -1,0 +1,55 @@
+package records
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestUnmeasuredRead(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, in, field string
+		want            []string
+	}{
+		{"jsonl", `{"arm":"a","task_id":"t","outcome":"ok","unmeasured":["cost","quality"]}` + "\n", "", []string{"cost", "quality"}},
+		{"jsonl unknown figure", `{"arm":"a","task_id":"t","outcome":"ok","unmeasured":["price"]}` + "\n", "unmeasured", nil},
+		{"jsonl pass unmeasured", `{"arm":"a","task_id":"t","outcome":"ok","pass":true,"unmeasured":["quality"]}` + "\n", "pass", nil},
+		{"csv", "arm,task_id,latency_ms,outcome,pass,cost,unmeasured\na,t,5,ok,false,0,\"cost, quality\"\n", "", []string{"cost", "quality"}},
+		{"csv no column", "arm,task_id,latency_ms,outcome,pass,cost\na,t,5,ok,false,0\n", "", nil},
+		{"csv unknown figure", "arm,task_id,latency_ms,outcome,pass,cost,unmeasured\na,t,5,ok,false,0,price\n", "unmeasured", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			recs, _, err := ReadAll([]string{"-"}, strings.NewReader(c.in))
+			if c.field != "" {
+				var ie *InputError
+				if !errors.As(err, &ie) || ie.Field != c.field {
+					t.Fatalf("got error %v; want one naming field %s", err, c.field)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := recs[0].Unmeasured; !slices.Equal(got, c.want) {
+				t.Errorf("got unmeasured %q; want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestMarkUnmeasured(t *testing.T) {
+	t.Parallel()
+	var r Record
+	r.MarkUnmeasured(FigureQuality)
+	r.MarkUnmeasured(FigureCost, FigureQuality)
+	if want := []string{FigureCost, FigureQuality}; !slices.Equal(r.Unmeasured, want) {
+		t.Errorf("got %q; want %q", r.Unmeasured, want)
+	}
+	if r.Measured(FigureCost) || !r.Measured(FigureTokens) {
+		t.Errorf("Measured: cost %v, tokens %v; want false, true", r.Measured(FigureCost), r.Measured(FigureTokens))
+	}
+}

@@ -1,0 +1,73 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/eval/records"
+)
+
+// TestUnmeasuredFormats: in every format, an arm whose records carry no
+// cost and no grading shows "-" (an empty CSV cell, null in JSON) for
+// pass and cost, never 0.
+func TestUnmeasuredFormats(t *testing.T) {
+	t.Parallel()
+	var recs []Record
+	for _, arm := range []string{"baseline", "cand"} {
+		for i := range 6 {
+			r := mkRec(arm, fmt.Sprint("t", i), 100+float64(i), OutcomeOK, false, 0)
+			r.Unmeasured = []string{records.FigureCost, records.FigureQuality}
+			recs = append(recs, r)
+		}
+	}
+	s, err := summarizeRecs(recs, analysis.Options{Seed: 1, Resamples: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := func(format string) string {
+		var b bytes.Buffer
+		if err := Write(&b, format, Input{Summary: s, Records: mustSet(t, recs)}); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		return b.String()
+	}
+	for _, format := range []string{"text", "md"} {
+		o := out(format)
+		if strings.Contains(o, "0/6") {
+			t.Errorf("%s shows a pass count of 0/6 for ungraded records:\n%s", format, o)
+		}
+		for _, want := range []string{"cost not measured: the records of baseline and cand", "quality not measured: the records of baseline and cand"} {
+			if !strings.Contains(o, want) {
+				t.Errorf("%s lacks the note %q", format, want)
+			}
+		}
+	}
+	if o := out("html"); strings.Contains(o, "0/6") {
+		t.Errorf("html shows a pass count of 0/6 for ungraded records")
+	}
+	j := out("json")
+	for _, want := range []string{`"pass": null`, `"cost": null`, `"unmeasured": [`} {
+		if !strings.Contains(j, want) {
+			t.Errorf("json lacks %s", want)
+		}
+	}
+	rows, err := csv.NewReader(strings.NewReader(out("csv"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	for _, row := range rows[1:] {
+		for _, h := range []string{"pass", "cost", "cost_per_pass", "lost", "gained", "mcnemar_p"} {
+			if row[col[h]] != "" {
+				t.Errorf("csv %s of %s = %q; want empty (not measured)", h, row[0], row[col[h]])
+			}
+		}
+	}
+}
