@@ -137,7 +137,7 @@ func audit(ctx context.Context, o auditOptions) error {
 	if err != nil {
 		return err
 	}
-	opts := cacheaudit.AuditOptions{
+	opts := cacheaudit.Options{
 		Audited: cacheaudit.Config{Fields: fields, CheckOnHit: o.CheckOnHit},
 		Backend: backend, DefaultModel: sim.KindLarge,
 		NewStore: newStore, StoreName: o.Store, TTL: o.TTL, Source: name, TimeScale: o.TimeScale,

@@ -82,8 +82,8 @@ func StandardConfigs() []Config {
 	}
 }
 
-// AuditOptions configure Audit.
-type AuditOptions struct {
+// Options configure Audit.
+type Options struct {
 	// Configs are played side by side, in order. Default StandardConfigs().
 	Configs []Config
 	// Audited is the configuration the verdict is about (crab audit
@@ -143,9 +143,9 @@ func VerdictFails(verdict string) bool {
 	return verdict == VerdictLeaks || verdict == VerdictWrong || verdict == VerdictUnexpected
 }
 
-// AuditReport is what Audit measured. JSON:
+// Report is what Audit measured. JSON:
 // {"configs":[{"name","key","hit_rate","leaks":{...},"verdict",...}], "audited": NAME, ...}.
-type AuditReport struct {
+type Report struct {
 	Source    string         `json:"source"`
 	Store     string         `json:"store"`
 	TTL       string         `json:"ttl"`
@@ -172,7 +172,7 @@ type AuditReport struct {
 }
 
 // AuditedConfig returns the audited configuration's result.
-func (r *AuditReport) AuditedConfig() *ConfigResult {
+func (r *Report) AuditedConfig() *ConfigResult {
 	for i := range r.Configs {
 		if r.Configs[i].Name == r.Audited {
 			return &r.Configs[i]
@@ -295,7 +295,7 @@ var ErrAuditConfig = errors.New("audit: bad options")
 // mismatches, hit-path and miss-path latency and a verdict. The
 // configurations see the same lines with the same clock jumps; apart from
 // parallel blocks, each plays them identically on every run.
-func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*AuditReport, error) {
+func Audit(ctx context.Context, lines []ScenarioLine, opts Options) (*Report, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
@@ -346,7 +346,7 @@ func Audit(ctx context.Context, lines []ScenarioLine, opts AuditOptions) (*Audit
 }
 
 // defaults checks the options Audit needs and fills the others.
-func (opts *AuditOptions) defaults() error {
+func (opts *Options) defaults() error {
 	if opts.Backend == nil {
 		return fmt.Errorf("%w: no backend", ErrAuditConfig)
 	}
@@ -378,8 +378,8 @@ func (opts *AuditOptions) defaults() error {
 
 // newReport is the report's heading: the source, store, TTL, the probes'
 // counts and the scenarios in file order.
-func newReport(lines []ScenarioLine, opts *AuditOptions) *AuditReport {
-	rep := &AuditReport{Source: opts.Source, Store: opts.StoreName, TTL: "none", TimeScale: opts.TimeScale, Lines: len(lines), Audited: AuditAudited}
+func newReport(lines []ScenarioLine, opts *Options) *Report {
+	rep := &Report{Source: opts.Source, Store: opts.StoreName, TTL: "none", TimeScale: opts.TimeScale, Lines: len(lines), Audited: AuditAudited}
 	for i := range opts.Probes {
 		switch p := &opts.Probes[i]; {
 		case p.IsPair():
@@ -429,7 +429,7 @@ func hitCosts(configs []ConfigResult) {
 
 // auditSemantics plays the semantic configurations on the probes. They
 // measure no latency: two at a time.
-func auditSemantics(ctx context.Context, lines []ScenarioLine, opts *AuditOptions) ([]ConfigResult, error) {
+func auditSemantics(ctx context.Context, lines []ScenarioLine, opts *Options) ([]ConfigResult, error) {
 	sem := opts.SemanticConfigs
 	if sem == nil {
 		sem = StandardSemanticConfigs()

@@ -49,13 +49,13 @@ func simBackend(t testing.TB, timeScale float64) model.Model {
 }
 
 // runAudit plays the built-in scenarios on one store kind.
-func runAudit(t *testing.T, st testStore, audited string) *AuditReport {
+func runAudit(t *testing.T, st testStore, audited string) *Report {
 	t.Helper()
 	fields, err := cache.ParseFields(audited)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Audit(context.Background(), builtinScenarios(t), AuditOptions{
+	rep, err := Audit(context.Background(), builtinScenarios(t), Options{
 		Audited: Config{Fields: fields},
 		Backend: simBackend(t, 0),
 		NewStore: func(string) (cache.Store, error) {
@@ -70,7 +70,7 @@ func runAudit(t *testing.T, st testStore, audited string) *AuditReport {
 	return rep
 }
 
-func configByName(t *testing.T, rep *AuditReport, name string) *ConfigResult {
+func configByName(t *testing.T, rep *Report, name string) *ConfigResult {
 	t.Helper()
 	for i := range rep.Configs {
 		if rep.Configs[i].Name == name {
@@ -258,7 +258,7 @@ func TestAuditLadderAndVerdicts(t *testing.T) {
 func TestAuditStoresAgree(t *testing.T) {
 	t.Parallel()
 	stores := testStores(t)
-	reps := make([]*AuditReport, len(stores))
+	reps := make([]*Report, len(stores))
 	for i, st := range stores {
 		reps[i] = runAudit(t, st, cache.PresetFull)
 	}
@@ -288,7 +288,7 @@ func TestAuditUnexpected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Audit(context.Background(), lines, AuditOptions{Audited: Config{Fields: []string{cache.PresetFull}}, Backend: simBackend(t, 0)})
+	rep, err := Audit(context.Background(), lines, Options{Audited: Config{Fields: []string{cache.PresetFull}}, Backend: simBackend(t, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestAuditUnexpected(t *testing.T) {
 func TestAuditOptionsErrors(t *testing.T) {
 	t.Parallel()
 	lines := builtinScenarios(t)
-	for _, opts := range []AuditOptions{
+	for _, opts := range []Options{
 		{Audited: Config{Fields: []string{cache.PresetFull}}},
 		{Backend: simBackend(t, 0)},
 	} {
@@ -454,7 +454,7 @@ func BenchmarkAudit(b *testing.B) {
 			backend := simBackend(b, 0)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Audit(context.Background(), lines, AuditOptions{Audited: Config{Fields: []string{cache.PresetFull}}, Backend: backend, NewStore: newStore}); err != nil {
+				if _, err := Audit(context.Background(), lines, Options{Audited: Config{Fields: []string{cache.PresetFull}}, Backend: backend, NewStore: newStore}); err != nil {
 					b.Fatal(err)
 				}
 			}

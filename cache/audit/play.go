@@ -23,7 +23,7 @@ type player struct {
 }
 
 // auditConfig plays every line through one configuration.
-func auditConfig(ctx context.Context, lines []ScenarioLine, cfg Config, opts *AuditOptions) (ConfigResult, error) {
+func auditConfig(ctx context.Context, lines []ScenarioLine, cfg Config, opts *Options) (ConfigResult, error) {
 	spec, err := cache.NewKeySpec(cfg.Fields)
 	if err != nil {
 		return ConfigResult{}, err

@@ -332,7 +332,7 @@ type ProbeResult struct {
 // runProbes plays every probe (first, then second) through one fresh
 // cache of configuration cfg. Only the second request of each probe is
 // judged.
-func runProbes(ctx context.Context, probes []Probe, cfg Config, embs *embedders, opts *AuditOptions) (*ProbeResult, []string, error) {
+func runProbes(ctx context.Context, probes []Probe, cfg Config, embs *embedders, opts *Options) (*ProbeResult, []string, error) {
 	spec, err := cache.NewKeySpec(cfg.Fields)
 	if err != nil {
 		return nil, nil, err
@@ -403,7 +403,7 @@ func runProbes(ctx context.Context, probes []Probe, cfg Config, embs *embedders,
 
 // probeLayer is the fresh cache layer of cfg the probes play through, and
 // what closes its store.
-func probeLayer(cfg Config, embs *embedders, opts *AuditOptions) (model.Middleware, func(), error) {
+func probeLayer(cfg Config, embs *embedders, opts *Options) (model.Middleware, func(), error) {
 	if cfg.Semantic != nil {
 		if embs == nil {
 			embs = &embedders{}

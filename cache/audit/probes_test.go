@@ -91,7 +91,7 @@ func TestAuditProbes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Audit(context.Background(), builtinScenarios(t), AuditOptions{
+	rep, err := Audit(context.Background(), builtinScenarios(t), Options{
 		Audited: Config{Fields: []string{cache.PresetText}},
 		Backend: simBackend(t, 0), Probes: probes, ProbeSeed: 42,
 	})

@@ -101,7 +101,7 @@ func StandardSemanticConfigs() []Config {
 // auditSemantic tunes a semantic configuration if asked (on calibration
 // pairs drawn from texts, reported once on holdout pairs) and plays the
 // probes through it.
-func auditSemantic(ctx context.Context, cfg Config, texts []string, embs *embedders, opts *AuditOptions) (*ConfigResult, error) {
+func auditSemantic(ctx context.Context, cfg Config, texts []string, embs *embedders, opts *Options) (*ConfigResult, error) {
 	if cfg.Semantic == nil {
 		return nil, fmt.Errorf("%w: %s is not a semantic configuration", ErrAuditConfig, cfg.Name)
 	}

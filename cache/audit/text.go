@@ -13,7 +13,7 @@ import (
 // WriteText prints the report as aligned tables: the configurations side
 // by side, hits and leaks per scenario, the timing side channel, and the
 // verdict on the audited configuration.
-func (r *AuditReport) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "crab audit: %d scenarios, %d lines (%d requests) from %s\n", len(r.Scenarios), r.Lines, r.Requests, r.Source)
 	fmt.Fprintf(&b, "store %s, ttl %s, simulated models at time-scale %g; latency is wall-clock ms per request, nearest rank\n\n", r.Store, r.TTL, r.TimeScale)
@@ -107,7 +107,7 @@ func (r *AuditReport) WriteText(w io.Writer) error {
 // writeSideBySide prints exact and semantic key designs on the same
 // probes: hit rate on repeats and paraphrases, false hits on hard
 // negatives and leaks, each count beside its bound.
-func writeSideBySide(b *strings.Builder, r *AuditReport) {
+func writeSideBySide(b *strings.Builder, r *Report) {
 	var para, neg int
 	if p := r.Semantic[0].Probe; p != nil {
 		para, neg = p.Paraphrases, p.HardNegatives
@@ -151,7 +151,7 @@ func writeSideBySide(b *strings.Builder, r *AuditReport) {
 	b.WriteString("false_hit_upper_95: one-sided 95% upper bound on the false-hit rate per hard negative (Clopper–Pearson); a semantic cache partitions by every key field but the text, so its leaks come only from a key without scope fields\n")
 }
 
-func configNames(r *AuditReport) []string {
+func configNames(r *Report) []string {
 	out := make([]string, len(r.Configs))
 	for i := range r.Configs {
 		out[i] = r.Configs[i].Name
