@@ -7,6 +7,9 @@
 #   SIM_TIME_SCALE=0.01 bench/proxy.sh (an upstream that takes model-like time)
 #   PROFILE=1 bench/proxy.sh         (also a CPU profile of crab serve, written
 #                                     to $WORK/proxy/serve.pprof when it stops)
+#   FLOOR=1 bench/proxy.sh           (also a bare Go net/http server answering a
+#                                     fixed body: the CPU per request that any
+#                                     net/http server pays at this load)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 RATE=${RATE:-500}
 DURATION=${DURATION:-10}
@@ -79,7 +82,42 @@ SERVE_PID=$!
 PIDS+=($SERVE_PID)
 wait_http "http://127.0.0.1:$SERVE_PORT/healthz"
 
-# The four paths take turns in ROUNDS short slices (direct, nginx, miss, hit,
+# floor: a bare net/http server, no proxying, one fixed 1200-byte answer;
+# it gets the hit path's body.
+paths=(direct nginx serve-miss serve-hit)
+if [ -n "${FLOOR:-}" ]; then
+	mkdir -p "$d/floor"
+	cat >"$d/floor/main.go" <<'GO'
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+)
+
+func main() {
+	body := bytes.Repeat([]byte("x"), 1200)
+	http.ListenAndServe(os.Args[1], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	}))
+}
+GO
+	printf 'module floor\n\ngo 1.22\n' >"$d/floor/go.mod"
+	(cd "$d/floor" && go build -o floor .)
+	FLOOR_PORT=$(free_port)
+	"$d/floor/floor" "127.0.0.1:$FLOOR_PORT" &
+	FLOOR_PID=$!
+	PIDS+=($FLOOR_PID)
+	wait_http "http://127.0.0.1:$FLOOR_PORT/"
+	"$BT" targets -url "http://127.0.0.1:$FLOOR_PORT/v1/chat/completions" -key sk-bench -n 1 >"$d/floor.json"
+	paths+=(floor)
+fi
+
+# The paths take turns in ROUNDS short slices (direct, nginx, miss, hit,
 # direct, ...), so background load on the machine falls on all of them alike;
 # each path's slices are reported together.
 ROUNDS=${ROUNDS:-5}
@@ -96,6 +134,7 @@ proxy_cpu() {
 	case $1 in
 	nginx) local t=0 p; for p in $NGINX_PID $(pgrep -P "$NGINX_PID"); do t=$((t + $(cpu_ms "$p"))); done; echo $t ;;
 	serve-*) cpu_ms "$SERVE_PID" ;;
+	floor) cpu_ms "$FLOOR_PID" ;;
 	*) echo 0 ;;
 	esac
 }
@@ -107,22 +146,22 @@ for r in $(seq 1 "$ROUNDS"); do
 	"$BT" targets -url "$SIM_URL/chat/completions" -n "$n" -start "$s" -distinct >"$d/direct.json"
 	"$BT" targets -url "http://127.0.0.1:$NGINX_PORT/v1/chat/completions" -n "$n" -start "$s" -distinct >"$d/nginx.json"
 	"$BT" targets -url "http://127.0.0.1:$SERVE_PORT/v1/chat/completions" -key sk-bench -n "$n" -start "$s" -distinct >"$d/serve-miss.json"
-	for path in direct nginx serve-miss serve-hit; do
+	for path in "${paths[@]}"; do
 		a=$(proxy_cpu "$path")
 		timeout $((slice + 30)) "$VEGETA" attack -format=json -targets="$d/$path.json" -rate="$RATE/s" -duration="${slice}s" -timeout=10s >"$d/$path.$r.bin"
 		echo $(($(proxy_cpu "$path") - a)) >>"$d/$path.cpu"
 	done
 done
 "$BT" header
-for path in direct nginx serve-miss serve-hit; do
+for path in "${paths[@]}"; do
 	for f in "$d/$path".*.bin; do "$VEGETA" report -type=json "$f" >"${f%.bin}.json"; done
 	"$VEGETA" report -type=json "$d/$path".*.bin >"$d/$path.report.json"
 	"$BT" vegeta -label "$path" -target "$RATE" "$d/$path.report.json" "$d/$path".[0-9]*.json
 done
 echo "== added over direct (ms; negative = faster than direct)"
 "$BT" added "$d/direct.report.json" "$d/nginx.report.json" "$d/serve-miss.report.json" "$d/serve-hit.report.json"
-for path in nginx serve-miss serve-hit; do
-	awk -v p="$path" -v n=$((n * ROUNDS)) '{ t += $1 } END { printf "   %s: proxy CPU %.1f s for %d requests = %.0f µs per request\n", p, t / 1000, n, t * 1000 / n }' "$d/$path.cpu"
+for path in "${paths[@]:1}"; do
+	awk -v p="$path" -v n=$((n * ROUNDS)) '{ t += $1 } END { printf "   %s: %s CPU %.1f s for %d requests = %.0f µs per request\n", p, p == "floor" ? "server" : "proxy", t / 1000, n, t * 1000 / n }' "$d/$path.cpu"
 done
 hits=$(curl -s "http://127.0.0.1:$SERVE_PORT/metrics" | awk '/^crab_serve_cache_hits_total/ {print $2}')
 misses=$(curl -s "http://127.0.0.1:$SERVE_PORT/metrics" | awk '/^crab_serve_cache_misses_total/ {print $2}')
