@@ -3,30 +3,14 @@ package tune
 import (
 	"context"
 	"errors"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/crab-testbed/crab/cache/semantic"
+	"github.com/crab-testbed/crab/internal/tunefixture"
 	"github.com/crab-testbed/crab/model/embed"
 )
 
-// scenarioTexts are the built-in scenario texts.
-func scenarioTexts(t testing.TB) []string {
-	t.Helper()
-	raw, err := os.ReadFile("../fixtures/scenarios.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, l := range strings.Split(string(raw), "\n") {
-		if i := strings.Index(l, `"text":"`); i >= 0 {
-			rest := l[i+8:]
-			out = append(out, rest[:strings.Index(rest, `"`)])
-		}
-	}
-	return out
-}
+func scenarioTexts(t testing.TB) []string { return tunefixture.ScenarioTexts(t) }
 
 // Similarity on one split, report on another: with the guard features the
 // chosen threshold serves most paraphrases and no hard negative of the

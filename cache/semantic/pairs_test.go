@@ -1,29 +1,15 @@
 package semantic
 
 import (
-	"os"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/crab-testbed/crab/internal/tunefixture"
 )
 
-// scenarioTexts are the built-in scenario texts.
-func scenarioTexts(t testing.TB) []string {
-	t.Helper()
-	raw, err := os.ReadFile("../../fixtures/scenarios.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, l := range strings.Split(string(raw), "\n") {
-		if i := strings.Index(l, `"text":"`); i >= 0 {
-			rest := l[i+8:]
-			out = append(out, rest[:strings.Index(rest, `"`)])
-		}
-	}
-	return out
-}
+func scenarioTexts(t testing.TB) []string { return tunefixture.ScenarioTexts(t) }
 
 func TestGeneratePairs(t *testing.T) {
 	t.Parallel()

@@ -1,5 +1,6 @@
-// Package tunefixture writes a small tuning experiment on the embedded
-// tasks for the tests of the packages that run or tune it.
+// Package tunefixture holds what the tests of the packages that run, tune
+// or cache share: a small tuning experiment on the embedded tasks, and the
+// embedded scenario texts.
 package tunefixture
 
 import (
@@ -7,6 +8,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/crab-testbed/crab/fixtures"
@@ -54,4 +56,22 @@ arms:
 		t.Fatal(err)
 	}
 	return path
+}
+
+// ScenarioTexts are the texts of the embedded cache-audit scenarios, the
+// questions the semantic cache's pairs and thresholds are tested on.
+func ScenarioTexts(t testing.TB) []string {
+	t.Helper()
+	raw, err := fixtures.FS.ReadFile("scenarios.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if i := strings.Index(l, `"text":"`); i >= 0 {
+			rest := l[i+8:]
+			out = append(out, rest[:strings.Index(rest, `"`)])
+		}
+	}
+	return out
 }
