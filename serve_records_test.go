@@ -58,20 +58,8 @@ func metricSum(t *testing.T, reg prometheus.Gatherer, name string, match ...stri
 // are the client's own counts and /metrics', exactly.
 func TestServeRecordsMatchReport(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	keys := filepath.Join(dir, "keys.yaml")
-	os.WriteFile(keys, []byte("keys:\n  - {key: sk-acme, tenant: acme, permission: agent, lang: en}\n  - {key: sk-globex, tenant: globex, permission: admin, lang: en}\n"), 0o644)
-	setup, err := loadServeSetup(serveOptions{Arm: "cache_scoped", Keys: keys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs := filepath.Join(dir, "recs")
-	setup.Config.Records = &serve.RecordsConfig{Dir: recs}
-	reg := prometheus.NewRegistry()
-	srv, err := serve.New(setup, serve.Options{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, recs, reg := recordingServer(t, serveOptions{Arm: "cache_scoped"},
+		"  - {key: sk-acme, tenant: acme, permission: agent, lang: en}\n  - {key: sk-globex, tenant: globex, permission: admin, lang: en}\n")
 	defer srv.Close()
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
@@ -200,4 +188,28 @@ func TestServeRecordsUnwritable(t *testing.T) {
 	if code != 2 || !strings.Contains(errs, "--records") {
 		t.Errorf("--records onto a file: exit %d, stderr %q; want exit 2 naming --records", code, errs)
 	}
+}
+
+// recordingServer is crab serve over the embedded experiment with o's arms,
+// the keys given (lines of a keys file's list) and records written to the
+// returned folder; metrics go to the returned registry.
+func recordingServer(t *testing.T, o serveOptions, keyLines string) (*serve.Server, string, *prometheus.Registry) {
+	t.Helper()
+	dir := t.TempDir()
+	o.Keys = filepath.Join(dir, "keys.yaml")
+	if err := os.WriteFile(o.Keys, []byte("keys:\n"+keyLines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setup, err := loadServeSetup(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := filepath.Join(dir, "recs")
+	setup.Config.Records = &serve.RecordsConfig{Dir: recs}
+	reg := prometheus.NewRegistry()
+	srv, err := serve.New(setup, serve.Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, recs, reg
 }

@@ -11,10 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/crab-testbed/crab/serve"
 )
 
 // TestServeShadowPairsReport: crab serve --arm baseline --shadow router
@@ -23,20 +19,8 @@ import (
 // task, nothing unmatched, and gives router a verdict.
 func TestServeShadowPairsReport(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	keys := filepath.Join(dir, "keys.yaml")
-	os.WriteFile(keys, []byte("keys:\n  - {key: sk-acme, tenant: acme, permission: agent, lang: en}\n"), 0o644)
-	setup, err := loadServeSetup(serveOptions{Arm: "baseline", Shadow: "router", Keys: keys})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs := filepath.Join(dir, "recs")
-	setup.Config.Records = &serve.RecordsConfig{Dir: recs}
-	reg := prometheus.NewRegistry()
-	srv, err := serve.New(setup, serve.Options{Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, recs, reg := recordingServer(t, serveOptions{Arm: "baseline", Shadow: "router"},
+		"  - {key: sk-acme, tenant: acme, permission: agent, lang: en}\n")
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	const n = 24
