@@ -318,7 +318,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 			}
 			c.st.hits.Add(1)
 			c.st.leaks.add(leak)
-			return served(e.Response, leak, now.Sub(start)), nil
+			return Served(e.Response, leak, now.Sub(start)), nil
 		}
 	}
 
@@ -338,7 +338,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 // keep stores a miss's answer, stamped with gen, when it may be served
 // later (see Cache) and no invalidation landed while it was in flight.
 func (c *Cache) keep(ctx context.Context, req *model.Request, key []byte, h uint64, gen Generation, resp *model.Response, err error, at time.Time) {
-	if !cacheable(resp, err, c.validate) || !sameIdentity(resp.Scope, req.Scope) {
+	if !Cacheable(resp, err, c.validate) || !sameIdentity(resp.Scope, req.Scope) {
 		c.st.notCached.Add(1)
 		return
 	}
@@ -436,11 +436,12 @@ func (c *Cache) bypass(req *model.Request) bool {
 	return false
 }
 
-// served builds the response of a hit from a stored one: a clone, so the
-// caller may change it freely, with a fresh trace. Content, Model,
+// Served builds the response of a hit from a stored one, as every cache
+// layer does: a clone, so the caller may change it freely, with a fresh
+// trace (cache status, leak label, lookup time). Content, Model,
 // FinishReason and Scope (the provenance the evaluator judges) are kept, as
 // is the contract result; usage is zero because a hit calls no model.
-func served(stored *model.Response, leak string, d time.Duration) *model.Response {
+func Served(stored *model.Response, leak string, d time.Duration) *model.Response {
 	r := stored.Clone()
 	r.Usage = model.Usage{}
 	r.Trace = model.Trace{
@@ -475,17 +476,6 @@ func annotate(resp *model.Response, status string, d time.Duration, mismatch boo
 // answer itself, never from what another layer wrote in its trace, so it
 // holds wherever the contract layer sits in the stack.
 func Cacheable(resp *model.Response, err error, validate func(content, finishReason string) bool) bool {
-	return cacheable(resp, err, validate)
-}
-
-// Served builds a hit's response from a stored one, as the exact cache
-// does: a clone with zero usage and a fresh trace carrying the cache
-// status, leak label and lookup time.
-func Served(stored *model.Response, leak string, d time.Duration) *model.Response {
-	return served(stored, leak, d)
-}
-
-func cacheable(resp *model.Response, err error, validate func(content, finishReason string) bool) bool {
 	switch {
 	case err != nil || resp == nil || resp.Content == "":
 		return false

@@ -107,7 +107,7 @@ func (t *tagger) verify(h uint64, e *Entry) bool {
 // never have written) is not served.
 func (c *Cache) servable(r *model.Response) bool {
 	recordedFailing := (r.Trace.Validated && !r.Trace.ContractOK) || len(r.Trace.Violations) > 0
-	return !recordedFailing && cacheable(r, nil, c.validate)
+	return !recordedFailing && Cacheable(r, nil, c.validate)
 }
 
 // highWater remembers the highest invalidation counters this process has
