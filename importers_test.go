@@ -79,6 +79,10 @@ func TestReportFromLiteLLMUnmeasured(t *testing.T) {
 	if strings.Contains(out, "cost not measured") {
 		t.Errorf("spend logs carry cost, but the report says it is not measured:\n%s", out)
 	}
+	// No crab load generator sent these requests: no lag or queue of 0.
+	if strings.Contains(out, "Load: generator lag") || !strings.Contains(out, "load not measured") {
+		t.Errorf("spend logs have no generator lag or slot queue, but the report shows a load table or no note:\n%s", out)
+	}
 }
 
 // armRow is the fields of the arms table's row starting with prefix.

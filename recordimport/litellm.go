@@ -166,7 +166,7 @@ func csvFault(name string, err error) error {
 
 // litellmRecord maps one spend-log row to a record (see docs/formats.md).
 func litellmRecord(r litellmRow) (records.Record, error) {
-	rec := records.Record{Outcome: records.OutcomeOK, ContractOK: true, Attempts: 1, RunID: "litellm", Unmeasured: []string{records.FigureQuality}}
+	rec := records.Record{Outcome: records.OutcomeOK, ContractOK: true, Attempts: 1, RunID: "litellm", Unmeasured: []string{records.FigureQuality, records.FigureLoad}}
 	id, ok := r.get("request_id")
 	if !ok {
 		return rec, r.fail("request_id", "required and empty")

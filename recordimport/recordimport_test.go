@@ -136,19 +136,19 @@ func TestSniff(t *testing.T) {
 }
 
 // TestImportUnmeasured: each importer marks what its source does not
-// measure: vLLM cost and quality (and tokens without output_lens),
-// LiteLLM quality (and cost or tokens where a row has none).
+// measure: vLLM cost, quality and load (and tokens without output_lens),
+// LiteLLM quality and load (and cost or tokens where a row has none).
 func TestImportUnmeasured(t *testing.T) {
 	cases := []struct {
 		name, from, in string
 		want           []string
 	}{
-		{"vllm", FromVLLM, `{"ttfts":[0.1],"e2els":[0.2],"output_lens":[3]}`, []string{records.FigureCost, records.FigureQuality}},
-		{"vllm without output_lens", FromVLLM, `{"ttfts":[0.1],"e2els":[0.2]}`, []string{records.FigureCost, records.FigureQuality, records.FigureTokens}},
+		{"vllm", FromVLLM, `{"ttfts":[0.1],"e2els":[0.2],"output_lens":[3]}`, []string{records.FigureCost, records.FigureQuality, records.FigureLoad}},
+		{"vllm without output_lens", FromVLLM, `{"ttfts":[0.1],"e2els":[0.2]}`, []string{records.FigureCost, records.FigureQuality, records.FigureTokens, records.FigureLoad}},
 		{"litellm", FromLiteLLM, `{"request_id":"a","startTime":"2026-12-01T10:00:00Z","endTime":"2026-12-01T10:00:01Z","spend":0.5,"prompt_tokens":3,"completion_tokens":4}` + "\n",
-			[]string{records.FigureQuality}},
+			[]string{records.FigureQuality, records.FigureLoad}},
 		{"litellm without spend or tokens", FromLiteLLM, `{"request_id":"a","startTime":"2026-12-01T10:00:00Z","endTime":"2026-12-01T10:00:01Z"}` + "\n",
-			[]string{records.FigureCost, records.FigureQuality, records.FigureTokens}},
+			[]string{records.FigureCost, records.FigureQuality, records.FigureTokens, records.FigureLoad}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

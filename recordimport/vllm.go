@@ -86,7 +86,7 @@ func vllmRecord(res *vllmResult, i int, name string) (records.Record, error) {
 		return v * float64(time.Second/time.Millisecond), nil
 	}
 	rec := records.Record{TaskID: fmt.Sprintf("req-%05d", i), Seq: i, Outcome: records.OutcomeOK, ContractOK: true, Attempts: 1,
-		Unmeasured: []string{records.FigureCost, records.FigureQuality}}
+		Unmeasured: []string{records.FigureCost, records.FigureQuality, records.FigureLoad}}
 	if len(res.OutputLens) == 0 {
 		rec.MarkUnmeasured(records.FigureTokens)
 	}

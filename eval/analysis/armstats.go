@@ -52,7 +52,9 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 		cacheFigures(t, a.CacheStats, b)
 	}
 	a.RouteStats = routeStats(t, recs, large)
-	a.Load = loadStats(t, recs, b.buf)
+	if a.Measured(records.FigureLoad) {
+		a.Load = loadStats(t, recs, b.buf)
+	}
 	a.TailNote = tailNote(a.N)
 	return a
 }

@@ -128,6 +128,7 @@ func unmeasuredNotes(s *Summary) []string {
 		records.FigureQuality: "pass, cost per pass and the lost and gained tasks are \"-\" (null in JSON): nothing was graded, which is not the same as nothing passing",
 		records.FigureTokens:  "token figures are \"-\" (null in JSON), not 0",
 		records.FigureTTFT:    "TTFT figures are \"-\" (left out of JSON), not 0",
+		records.FigureLoad:    "the load table (generator lag and slot queue) leaves the arm out (no load in JSON), not 0",
 	}
 	var notes []string
 	for _, f := range records.Figures {

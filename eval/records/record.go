@@ -134,7 +134,7 @@ type Record struct {
 	GradeCost float64 `json:"grade_cost,omitempty"`
 	GradeMs   float64 `json:"grade_ms,omitempty"`
 	// Unmeasured names the figures the record's source did not measure
-	// (FigureCost, FigureQuality, FigureTokens, FigureTTFT): their fields
+	// (FigureCost, FigureQuality, FigureTokens, FigureTTFT, FigureLoad): their fields
 	// hold 0 or false only as placeholders, and reports show "-". Crab's
 	// own runs measure everything and leave it out.
 	Unmeasured []string `json:"unmeasured,omitempty"`

@@ -19,11 +19,15 @@ const (
 	FigureTokens = "tokens"
 	// FigureTTFT: no time to first byte was taken.
 	FigureTTFT = "ttft"
+	// FigureLoad: no crab load generator sent the request, so there is no
+	// schedule lag and no concurrency-slot queue time (LagMs and QueueMs
+	// are 0 only as placeholders).
+	FigureLoad = "load"
 )
 
 // Figures lists the figures a record can leave unmeasured, in the order
 // reports name them.
-var Figures = []string{FigureCost, FigureQuality, FigureTokens, FigureTTFT}
+var Figures = []string{FigureCost, FigureQuality, FigureTokens, FigureTTFT, FigureLoad}
 
 // Missing is a set of unmeasured figures, one bit per entry of Figures.
 type Missing uint8
