@@ -68,6 +68,9 @@ type Paired struct {
 	// The two sides' passing and ok requests among the pairs.
 	basePass, candPass, baseOK, candOK int
 	baseCost, candCost                 float64
+	// ungraded: one side's records carry no grading, so the lost and
+	// gained tasks and their test are no figures (null in JSON).
+	ungraded bool
 }
 
 // Ratio is a candidate/baseline ratio over matched pairs with its 95%

@@ -41,6 +41,35 @@ func (a ArmSummary) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
+// MarshalJSON writes the documented names; when either side carries no
+// grading, the lost and gained tasks, their causes and McNemar's p-value
+// are null, never an empty list and 1, and so are the groups' counts.
+func (p Paired) MarshalJSON() ([]byte, error) {
+	type plain Paired // the same fields, without this method
+	if !p.ungraded {
+		return json.Marshal(plain(p))
+	}
+	type group struct {
+		Pairs          int     `json:"pairs"`
+		Lost           *int    `json:"lost"`
+		Gained         *int    `json:"gained"`
+		LatencyDeltaMs float64 `json:"latency_delta_median_ms"`
+	}
+	groups := make(map[string]group, len(p.Groups))
+	for k, g := range p.Groups {
+		groups[k] = group{Pairs: g.Pairs, LatencyDeltaMs: g.LatencyDeltaMs}
+	}
+	// The outer fields hide plain's of the same names.
+	return json.Marshal(struct {
+		plain
+		Lost       *[]string        `json:"lost"`
+		Gained     *[]string        `json:"gained"`
+		LostCauses map[string]int   `json:"lost_causes,omitempty"`
+		McNemarP   *float64         `json:"mcnemar_p"`
+		Groups     map[string]group `json:"groups"`
+	}{plain: plain(p), Groups: groups})
+}
+
 // clearUnmeasured drops the figures of arm i that rest on what its
 // records, or the baseline's, did not measure: an interval or a paired
 // delta over placeholder zeros is no figure.
@@ -57,6 +86,7 @@ func clearUnmeasured(base, a *ArmSummary) {
 		}
 		if !a.Measured(records.FigureQuality) || !base.Measured(records.FigureQuality) {
 			p.GoodputDelta = nil
+			p.ungraded = true
 		}
 	}
 }

@@ -113,6 +113,15 @@ func TestUnmeasuredFigures(t *testing.T) {
 	if m["p95_ms"] == nil {
 		t.Errorf("JSON p95_ms missing: measured figures must stay: %s", b)
 	}
+	paired, _ := m["paired"].(map[string]any)
+	for _, k := range []string{"lost", "gained", "mcnemar_p"} {
+		if v, ok := paired[k]; !ok || v != nil {
+			t.Errorf("JSON paired.%s = %v (present %v); want null: nothing was graded", k, v, ok)
+		}
+	}
+	if paired["pairs"] != float64(a.Paired.Pairs) || a.Paired.Pairs == 0 {
+		t.Errorf("JSON paired.pairs = %v; want %d: measured figures must stay", paired["pairs"], a.Paired.Pairs)
+	}
 	var notes []string
 	for _, n := range s.Notes {
 		if strings.Contains(n, "not measured: the records of baseline and cand") {
