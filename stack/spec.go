@@ -45,6 +45,26 @@ type ModelSpec struct {
 	// model is to misread a request, from the request's observable
 	// features (see sim.ErrorModel); unset weights are 0.
 	Errors *sim.ErrorModel `yaml:"errors" json:",omitempty"`
+	// Capacity (backend sim) gives the model a limited number of
+	// sequences decoded at once, shared by every arm that calls it, so
+	// that its latency depends on load like a real engine's (see
+	// sim.Capacity); unset, latency does not depend on load.
+	Capacity *sim.Capacity `yaml:"capacity" json:",omitempty"`
+}
+
+// LoadDependent reports whether the model's latency can depend on the load
+// the arms put on it: true for a server over HTTP and for a simulated model
+// with a capacity model, false for a recording and for a simulated model
+// without capacity. The runner's default order follows it.
+func (m ModelSpec) LoadDependent() bool {
+	switch m.Backend {
+	case BackendReplay:
+		return false
+	case BackendOpenAI:
+		return true
+	default:
+		return m.Capacity.Enabled()
+	}
 }
 
 // MarshalJSON writes the spec with the password of a user:password
