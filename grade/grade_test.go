@@ -182,7 +182,7 @@ func TestCommand(t *testing.T) {
 		{helper: "echo", answer: `{"intent":"question"}`, reason: "intent question"},
 		{helper: "crash", answer: `{"intent":"refund"}`, errText: "command: exit status 3: boom: cannot grade"},
 		{helper: "garbage", answer: `{"intent":"refund"}`, errText: `command: printed "PASS", not {"pass": true|false, "reason": "..."}: invalid character 'P' looking for beginning of value`},
-		{helper: "nopass", answer: `{"intent":"refund"}`, errText: "command: printed no pass field"},
+		{helper: "nopass", answer: `{"intent":"refund"}`, errText: `command: printed "{\"reason\":\"forgot\"}", not {"pass": true|false, "reason": "..."}: no pass key`},
 		{helper: "sleep", answer: `{"intent":"refund"}`, timeout: 200 * time.Millisecond, errText: "command: timed out after 200ms"},
 	} {
 		t.Run(tc.helper, func(t *testing.T) {
