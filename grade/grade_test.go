@@ -151,6 +151,9 @@ func TestConfigErrors(t *testing.T) {
 		{"regex on a number", Config{Fields: []Rule{{Field: "/priority", Rule: RuleRegex, Value: "1"}}}, `grade.fields.value: regex on a field that is not a string (the contract says integer)`},
 		{"number on a string", Config{Fields: []Rule{{Field: "/summary", Rule: RuleNumber, Value: 1}}}, `grade.fields.value: number on a field that is not a number (the contract says string)`},
 		{"command without program", Config{Command: &CommandConfig{}}, `grade.command.run: required: the program and its arguments, e.g. [python3, grade.py]`},
+		{"env entry not a name", Config{Command: &CommandConfig{Run: []string{"g"}, Env: []string{"MY KEY=1"}}}, `grade.command.env: "MY KEY=1": want NAME (passed from crab's environment) or NAME=value`},
+		{"env entry empty", Config{Command: &CommandConfig{Run: []string{"g"}, Env: []string{"=x"}}}, `grade.command.env: "=x": want NAME (passed from crab's environment) or NAME=value`},
+		{"env twice", Config{Command: &CommandConfig{Run: []string{"g"}, Env: []string{"LANG", "LANG=C"}}}, `grade.command.env: LANG is set twice`},
 		{"judge without instructions", Config{Judge: &JudgeConfig{Model: "j"}}, `grade.judge.instructions: required: what the judge is to decide`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
