@@ -229,6 +229,7 @@ func TestJudge(t *testing.T) {
 	}{
 		{"accepts", `{"pass":true,"reason":"fine"}`, nil, true, "judge: fine", ""},
 		{"rejects", `{"pass":false,"reason":"wrong intent"}`, nil, false, "judge: wrong intent", ""},
+		{"pass twice", `{"pass":false,"reason":"wrong intent","pass":true}`, nil, false, "", `judge: answered with the key "pass" twice`},
 		{"breaks its contract", `{"verdict":"yes"}`, nil, false, "", `judge: contract: answer violates the contract: /pass: required: missing required property "pass" (and 2 more)`},
 		{"fails", ``, fmt.Errorf("%w: 503", model.ErrBackend), false, "", "judge: model: backend error: 503"},
 	} {
