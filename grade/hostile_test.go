@@ -31,6 +31,7 @@ func TestHostileGraders(t *testing.T) {
 			err: fmt.Sprintf("command: printed more than %d bytes", maxCommandOutput)},
 		{name: "prints a gigabyte in one line", body: "head -c 1073741824 /dev/zero\necho '{\"pass\": true}'\n",
 			err: fmt.Sprintf("command: printed more than %d bytes", maxCommandOutput)},
+		{name: "floods stderr", body: "yes noise | head -c 67108864 >&2\nexit 3\n", err: "command: exit status 3: noise"},
 		{name: "capital Pass", body: "echo '{\"Pass\":true}'\n",
 			err: `command: printed "{\"Pass\":true}", not {"pass": true|false, "reason": "..."}: unknown key "Pass" (keys are lowercase: pass, reason)`},
 		{name: "pass twice", body: "echo '{\"pass\":true,\"pass\":false}'\n",
