@@ -45,6 +45,14 @@ type CallLog struct {
 	w     *bufio.Writer
 	enc   *json.Encoder
 	err   error
+	close []func() error
+}
+
+// OnClose has Close call f after flushing (e.g. to close the log's file).
+func (l *CallLog) OnClose(f func() error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.close = append(l.close, f)
 }
 
 // NewCallLogWriter returns a log that writes each call as one line of
@@ -83,6 +91,12 @@ func (l *CallLog) Close() error {
 			l.err = err
 		}
 	}
+	for _, f := range l.close {
+		if err := f(); err != nil && l.err == nil {
+			l.err = err
+		}
+	}
+	l.close = nil
 	return l.err
 }
 

@@ -48,6 +48,10 @@ func DefaultVary() Vary { return Vary{Share: DefaultShare, Flip: DefaultFlip} }
 // Enabled reports whether any task varies.
 func (v Vary) Enabled() bool { return v.Share > 0 && v.Flip > 0 }
 
+// Varies reports whether req's task is one whose answer varies from call
+// to call (see Vary).
+func (m *Model) Varies(req *model.Request) bool { return m.varies(req) }
+
 // varies reports whether req's task is one whose answer varies: a draw
 // from the model's seed and the request's content and scope only, so it
 // holds for every call, repeat, arm and model of a run.
