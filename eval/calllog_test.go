@@ -60,28 +60,32 @@ arms:
 		if len(loads) != 2 || loads[0].Caller != "baseline" || loads[1].Caller != "short" || loads[0].Model != "large" {
 			t.Fatalf("%s: loads %+v; want baseline and short on large", order, loads)
 		}
+		var arm float64
 		for _, l := range loads {
-			// Open loop: the declared rate, give or take a late send.
-			if l.Calls != tasks || math.Abs(l.CallsPerSec-rate)/rate > 0.3 {
+			// Open loop at the declared rate; a loaded machine sends late
+			// and catches up, so only the order of magnitude is checked.
+			if l.Calls != tasks || l.CallsPerSec < rate/2 || l.CallsPerSec > 2*rate {
 				t.Errorf("%s: %s offered %d calls at %.0f/s; want %d at about %g/s", order, l.Caller, l.Calls, l.CallsPerSec, tasks, rate)
 			}
+			arm += l.CallsPerSec / float64(len(loads))
 		}
 		// Together the arms offer the model the sum of their rates only
-		// when their spans overlap.
+		// when their spans overlap: in paired order both follow one
+		// schedule, so the model sees twice an arm's rate.
 		calls := log.Calls()
 		first, last := calls[0].At, calls[0].At
 		for _, c := range calls {
 			first, last = minTime(first, c.At), maxTime(last, c.At)
 		}
-		model := float64(len(calls)-1) / last.Sub(first).Seconds()
+		ratio := float64(len(calls)-1) / last.Sub(first).Seconds() / arm
 		switch order {
 		case OrderPaired:
-			if model < 1.5*rate {
-				t.Errorf("paired: the model saw %.0f calls/s; want about twice the declared %g/s", model, rate)
+			if math.Abs(ratio-2) > 0.4 {
+				t.Errorf("paired: the model saw %.2f times an arm's rate; want 2", ratio)
 			}
 		case OrderSequential:
-			if model > 1.2*rate {
-				t.Errorf("sequential: the model saw %.0f calls/s; want about the declared %g/s", model, rate)
+			if ratio > 1.1 {
+				t.Errorf("sequential: the model saw %.2f times an arm's rate; want at most 1", ratio)
 			}
 		}
 	}
