@@ -232,10 +232,7 @@ func (m *Model) rngFor(req *model.Request) splitmix.Rand {
 	// shows the effect of the mode, not a different draw of luck.
 	hashStr(&d, req.TaskID)
 	hashStr(&d, req.Text)
-	hashStr(&d, req.Scope.Tenant)
-	hashStr(&d, req.Scope.Permission)
-	hashStr(&d, req.Scope.Lang)
-	hashStr(&d, req.Scope.DocVersion)
+	hashScope(&d, &req.Scope)
 	return *splitmix.New(d.Sum64())
 }
 
