@@ -433,16 +433,22 @@ func ValidTimeout(d time.Duration) string {
 	return ""
 }
 
-// validSimLoad checks a simulated model's varying answers and capacity.
+// validSimLoad checks a simulated model's varying answers and capacity,
+// and fills the varying answers' default (sim.DefaultVary; flip
+// sim.DefaultFlip when only a share is given), so the manifest says how
+// the model varied.
 func validSimLoad(l *errs, m *ModelSpec, p func(...any) []any) {
-	if v := m.Vary; v != nil {
-		for _, f := range []struct {
-			name string
-			v    float64
-		}{{"share", v.Share}, {"flip", v.Flip}} {
-			if f.v < 0 || f.v > 1 || math.IsNaN(f.v) {
-				l.add(p("vary", f.name), "a share in [0,1], got %v", f.v)
-			}
+	v := sim.DefaultVary()
+	if m.Vary != nil {
+		v = m.Vary.Filled()
+	}
+	m.Vary = &v
+	for _, f := range []struct {
+		name, what string
+		v          float64
+	}{{"share", "a share of tasks", v.Share}, {"flip", "a probability", v.Flip}} {
+		if f.v < 0 || f.v > 1 || math.IsNaN(f.v) {
+			l.add(p("vary", f.name), "%s in [0,1], got %v", f.what, f.v)
 		}
 	}
 	if c := m.Capacity; c != nil {

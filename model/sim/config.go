@@ -211,9 +211,7 @@ func (cfg *Config) validate() error {
 	if cfg.TailFactor == 0 {
 		cfg.TailFactor = 1
 	}
-	if cfg.Vary.Share > 0 && cfg.Vary.Flip == 0 {
-		cfg.Vary.Flip = DefaultFlip
-	}
+	cfg.Vary = cfg.Vary.Filled()
 	if c := cfg.Capacity; c.Slots < 0 || c.MaxQueue < 0 {
 		return bad("capacity", "slots %d and max_queue %d must not be negative", c.Slots, c.MaxQueue)
 	}

@@ -45,6 +45,15 @@ const (
 // DefaultVary is Vary{Share: DefaultShare, Flip: DefaultFlip}.
 func DefaultVary() Vary { return Vary{Share: DefaultShare, Flip: DefaultFlip} }
 
+// Filled is v with its default filled in: Flip DefaultFlip when a Share
+// is given without one.
+func (v Vary) Filled() Vary {
+	if v.Share > 0 && v.Flip == 0 {
+		v.Flip = DefaultFlip
+	}
+	return v
+}
+
 // Enabled reports whether any task varies.
 func (v Vary) Enabled() bool { return v.Share > 0 && v.Flip > 0 }
 
