@@ -524,7 +524,11 @@ func record(d *Decision, base, a *ArmSummary, j judgement, in gateInput) string 
 		d.WhatWouldChange[a.Name] = a.Name + " would be decided by a comparison the data can carry: " + strings.TrimPrefix(j.why[0], "inconclusive: ")
 		return a.Name + " inconclusive: " + strings.TrimPrefix(j.why[0], "inconclusive: ") + "."
 	}
-	a.Reasons = append(a.Reasons, passReason(base, a), latencyReason(base, a), costReason(base, a))
+	pass := passReason(base, a)
+	if q := a.Quality; q != nil && q.Margin != nil && unmeasuredBy(base, a, records.FigureQuality) == "" {
+		pass += fmt.Sprintf("; quality holds: %s, above the -%s-point margin", qualityWords(q, base.Name, g.ErrorRate()), figure.Trim(fmt.Sprint(*q.Margin)))
+	}
+	a.Reasons = append(a.Reasons, pass, latencyReason(base, a), costReason(base, a))
 	if g.Objective == ObjectiveGoodput {
 		a.Reasons = append(a.Reasons, goodputReason(a, g))
 	}

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/words"
 )
 
@@ -308,4 +309,18 @@ func movedMost(tasks []TaskOutcomes) []string {
 		}
 	}
 	return ids
+}
+
+// Decide is Summarize for records held in memory: the gate's decision on
+// every candidate (with opt.Gate's rule, margin and error rate), computed
+// in process exactly as crab report computes it from files. Tools that
+// size or calibrate a gate (crab plan, a calibration harness) call it on
+// generated or pilot records and read each arm's Verdict, Quality and
+// Paired figures, and the Summary's Noise and Decision.
+func Decide(recs []records.Record, opt Options) (*Summary, error) {
+	set, err := records.SetOf(recs)
+	if err != nil {
+		return nil, err
+	}
+	return Summarize(set, opt)
 }
