@@ -190,7 +190,11 @@ func guardrailFails(base, a *ArmSummary, g GateConfig) (fails, unclear []string)
 	}
 	check("p95", " ms", g.P95RegressPct, &a.P95Ms, &base.P95Ms, ratios.p95)
 	check("TTFT p95", " ms", g.TTFTP95RegressPct, a.TTFTP95Ms, base.TTFTP95Ms, ratios.ttft)
-	check("cost per pass", "", g.CostPerPassRegressPct, a.CostPerPass, base.CostPerPass, nil)
+	var cpp *Ratio
+	if a.Paired != nil {
+		cpp = costPerPassRatio(a.Paired.tasks, g.ErrorRate())
+	}
+	check("cost per pass", "", g.CostPerPassRegressPct, a.CostPerPass, base.CostPerPass, cpp)
 	return fails, unclear
 }
 

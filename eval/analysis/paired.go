@@ -305,6 +305,8 @@ func countPairs(t *records.Symbols, p *Paired, q *pairing, opt PairOptions) (map
 			last = b.TaskID
 		}
 		p.tasks[len(p.tasks)-1].add(t.Attrs(b).Pass, t.Attrs(c).Pass)
+		p.tasks[len(p.tasks)-1].BaseCost += b.Cost
+		p.tasks[len(p.tasks)-1].CandCost += c.Cost
 		switch bf, cf := failed(t, b), failed(t, c); {
 		case bf && !cf:
 			p.failBaseOnly++

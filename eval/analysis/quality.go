@@ -22,6 +22,8 @@ type TaskOutcomes struct {
 	BaseOnly int // the baseline passed, the candidate did not
 	CandOnly int // the candidate passed, the baseline did not
 	Neither  int
+	// BaseCost and CandCost are the two sides' costs over the pairs.
+	BaseCost, CandCost float64
 }
 
 func (o *TaskOutcomes) add(base, cand bool) {
@@ -323,4 +325,35 @@ func Decide(recs []records.Record, opt Options) (*Summary, error) {
 		return nil, err
 	}
 	return Summarize(set, opt)
+}
+
+// costPerPassRatio is the candidate's cost per pass over the baseline's,
+// over the paired tasks, with its interval at level 1 - alpha, clustered
+// by task: cost per pass moves with every pass, so where outcomes vary
+// from call to call its exact value is no more certain than the pass
+// rate. The interval is the delta method's on the log of the ratio of
+// four totals (the task is the unit: each task's share of each total is
+// its influence), with a t quantile; it needs no resampling, so the gate
+// recomputes it exactly on edited outcomes. Nil when either side passes
+// nothing or costs nothing.
+func costPerPassRatio(tasks []TaskOutcomes, alpha float64) *Ratio {
+	var cb, cc, pb, pc float64
+	for _, t := range tasks {
+		cb, cc = cb+t.BaseCost, cc+t.CandCost
+		pb += float64(t.Both + t.BaseOnly)
+		pc += float64(t.Both + t.CandOnly)
+	}
+	n := float64(len(tasks))
+	if cb <= 0 || cc <= 0 || pb == 0 || pc == 0 || n < 2 {
+		return nil
+	}
+	point := (cc / pc) / (cb / pb)
+	v := 0.0
+	for _, t := range tasks {
+		z := t.CandCost/cc - float64(t.Both+t.CandOnly)/pc - t.BaseCost/cb + float64(t.Both+t.BaseOnly)/pb
+		v += z * z
+	}
+	se := math.Sqrt(v * n / (n - 1))
+	q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(1 - alpha/2)
+	return &Ratio{Point: point, CILow: point * math.Exp(-q*se), CIHigh: point * math.Exp(q*se)}
 }

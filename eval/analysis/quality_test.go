@@ -374,3 +374,29 @@ func TestGateCheckQuality(t *testing.T) {
 		}
 	}
 }
+
+// Cost per pass moves with every pass: a guardrail breach that rests on a
+// few passes more or less has an interval, clustered by task, that
+// reaches within the limit, and the verdict is inconclusive, not reject.
+func TestCostPerPassInterval(t *testing.T) {
+	t.Parallel()
+	var recs []Record
+	for i := range 40 {
+		id := fmt.Sprintf("t%02d", i)
+		recs = append(recs, mkRec("baseline", id, 100, OutcomeOK, i < 30, 1), mkRec("cand", id, 50, OutcomeOK, i < 26, 1))
+	}
+	g := GateConfig{MarginPP: f64p(30)} // quality holds: only the guardrail is in question
+	s, err := summarizeRecs(recs, Options{Gate: &g, Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.Arms[1]
+	if a.Verdict != VerdictInconclusive || !strings.Contains(strings.Join(a.Reasons, "\n"), "cost per pass 1.538 vs 1.333 (+15%)") ||
+		!strings.Contains(strings.Join(a.Reasons, "\n"), "but its paired 95% interval") {
+		t.Errorf("verdict %s (%q); want inconclusive on a cost per pass beyond the limit whose interval reaches within it", a.Verdict, a.Reasons)
+	}
+	r := costPerPassRatio(a.Paired.tasks, 0.05)
+	if r == nil || math.Abs(r.Point-30.0/26) > 1e-12 || r.CILow >= 1.1 || r.CIHigh <= r.Point {
+		t.Errorf("ratio %+v; want point 30/26 with an interval reaching below 1.1", r)
+	}
+}
