@@ -39,7 +39,7 @@ type Decision struct {
 func qualityFail(base, candidate *ArmSummary, in gateInput) (fail, unclear string) {
 	g := in.g
 	if !sampleRule(g.Rule) {
-		q := qualityCheck(candidate.Paired, g, in.noise.m2(meanRepeats(candidate.Paired)), in.sizing)
+		q := qualityCheck(candidate.Paired, g, in.noise, in.sizing)
 		if q == nil {
 			return "", ""
 		}
@@ -115,6 +115,9 @@ func marginWords(base, a *ArmSummary, q *QualityCheck, in gateInput) (fail, uncl
 		switch {
 		case q.TasksToDecide != nil:
 			msg += fmt.Sprintf("; would decide at about %s %s", words.Count(*q.TasksToDecide, "task"), at)
+			if r := q.RepeatsToDecide; r != nil {
+				msg += fmt.Sprintf(", or at about %d repeats of these %s", *r, words.Count(q.Tasks, "task"))
+			}
 		case in.sizing:
 			msg += "; the pass rate differs by about the margin itself, so no number of tasks decides it"
 		}
@@ -366,7 +369,7 @@ func decide(s *Summary, opt Options) {
 	for i := 1; i < len(s.Arms); i++ {
 		if unmeasuredBy(base, &s.Arms[i], records.FigureQuality) == "" {
 			a := &s.Arms[i]
-			a.Quality = qualityCheck(a.Paired, g, s.Noise.m2(meanRepeats(a.Paired)), true)
+			a.Quality = qualityCheck(a.Paired, g, s.Noise, true)
 			if a.Quality != nil && sampleRule(g.Rule) {
 				if f, _ := qualityFail(base, a, in(a)); f != "" {
 					a.Quality.Result = QualityBroken

@@ -170,7 +170,17 @@ type QualityCheck struct {
 	// (at the same repeats) would decide it at the spread measured here
 	// and the noise floor; null when no number would.
 	TasksToDecide *int `json:"tasks_to_decide,omitempty"`
+	// RepeatsToDecide is, for an inconclusive result on a run whose noise
+	// floor was measured, about how many repeats of the same tasks would
+	// decide it, the call-to-call noise averaged down and the differences
+	// between tasks left as measured; null when no number up to
+	// maxRepeatsToDecide would (the spread is between tasks, not calls).
+	RepeatsToDecide *int `json:"repeats_to_decide,omitempty"`
 }
+
+// maxRepeatsToDecide bounds the repeats QualityCheck.RepeatsToDecide
+// proposes.
+const maxRepeatsToDecide = 50
 
 // diffs are the per-task differences of a comparison's tasks.
 func taskDiffs(tasks []TaskOutcomes) []float64 {
@@ -182,11 +192,11 @@ func taskDiffs(tasks []TaskOutcomes) []float64 {
 }
 
 // qualityCheck applies rule margin (or describes a sample rule's data on
-// the same figures) to a candidate's paired tasks. noiseM2 is the mean
-// squared per-task difference an equal candidate would show at the
-// measured noise floor (0 when not measured): the tasks needed to decide
-// are found at the larger of it and the spread seen.
-func qualityCheck(p *Paired, g GateConfig, noiseM2 float64, sizing bool) *QualityCheck {
+// the same figures) to a candidate's paired tasks. With sizing, an
+// inconclusive result gets the tasks that would decide it, at the larger
+// of the spread seen and the one an equal candidate shows at the noise
+// floor, and the repeats that would, where the noise floor was measured.
+func qualityCheck(p *Paired, g GateConfig, noise *Noise, sizing bool) *QualityCheck {
 	if p == nil || len(p.tasks) == 0 {
 		return nil
 	}
@@ -215,8 +225,22 @@ func qualityCheck(p *Paired, g GateConfig, noiseM2 float64, sizing bool) *Qualit
 			sum += d
 			sumsq += d * d
 		}
-		if k := TasksToDecide(sum/n, math.Max(sumsq/n, noiseM2), g.ErrorRate(), m); k > 0 {
+		reps := meanRepeats(p)
+		if k := TasksToDecide(sum/n, math.Max(sumsq/n, noise.m2(reps)), g.ErrorRate(), m); k > 0 {
 			q.TasksToDecide = &k
+		}
+		if noise.measured() && *noise.PerCall > 0 {
+			// A task's difference has mean square mean² + τ² + q/R: the
+			// calls' noise q over R repeats, and τ² between tasks.
+			mean, perCall := sum/n, *noise.PerCall
+			between := math.Max(0, sumsq/n-mean*mean-perCall/reps)
+			for r := int(math.Floor(reps)) + 1; r <= maxRepeatsToDecide; r++ {
+				m2 := mean*mean + between + perCall/float64(r)
+				if iv := momentsInterval(n, sum, m2*n, g.ErrorRate()); iv.Low > -m || iv.High < -m {
+					q.RepeatsToDecide = &r
+					break
+				}
+			}
 		}
 	}
 	return q

@@ -75,7 +75,7 @@ func TestMarginRule(t *testing.T) {
 		// One outcome per task: 400 tasks cannot yet bound the noise
 		// within 2 points, and say how many would.
 		{"identical twin, varying outcomes, one repeat", 400, 1, 0.1, armSpec{name: "cand", lat: 100, cost: 1}, true, VerdictInconclusive,
-			[]string{"would decide at about", "and the noise floor"}, QualityInconclusive},
+			[]string{"would decide at about", "and the noise floor", "or at about 2 repeats of these 400 tasks"}, QualityInconclusive},
 		{"6-point loss, enough tasks", 600, 2, 0.1, armSpec{name: "cand", lose: 0.06, lat: 50, cost: 0.5}, false, VerdictReject,
 			[]string{"loses pass rate: pass rate -", "wholly below the -2-point margin", "moved most: t", "not rescued by speed or cost"}, QualityBroken},
 		{"6-point loss, few tasks", 40, 1, 0, armSpec{name: "cand", lose: 0.06, lat: 50, cost: 0.5}, false, VerdictInconclusive,
