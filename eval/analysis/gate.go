@@ -514,7 +514,7 @@ func record(d *Decision, base, a *ArmSummary, j judgement, in gateInput) string 
 		}
 		d.Rejected = append(d.Rejected, a.Name)
 		d.WhatWouldChange[a.Name] = changeReject(base, a, in)
-		if w := weakLoss(a); w != "" {
+		if w := weakLoss(a); w != "" && sampleRule(g.Rule) { // rule margin's interval already weighs the loss
 			d.Warnings = append(d.Warnings, w)
 		}
 		return a.Name + " rejected: " + j.fails[0] + "."
