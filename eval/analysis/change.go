@@ -174,8 +174,8 @@ func changeReject(base, a *ArmSummary, in gateInput) string {
 	}
 	// The latency guardrails do not move with passes: assume them met, and
 	// say so, when they are broken.
-	if latencyRailBroken(base, a, g) {
-		parts = append(parts, "p95 and TTFT p95 within the guardrails")
+	if rails := latencyRailsBroken(base, a, g); rails != "" {
+		parts = append(parts, rails+" within the guardrails")
 		mended.P95Ms, mended.TTFTP95Ms = base.P95Ms, base.TTFTP95Ms
 		if p := mended.Paired; p != nil {
 			c := *p
@@ -213,11 +213,24 @@ func mendedCache(c *CacheStats) *CacheStats {
 	return &m
 }
 
-// latencyRailBroken reports whether a latency guardrail (p95, TTFT p95)
-// rejects the candidate: no change of passes mends those.
-func latencyRailBroken(base, a *ArmSummary, g GateConfig) bool {
-	nc := g
-	nc.CostPerPassRegressPct = nil
-	r, _ := guardrailFails(base, a, nc)
-	return len(r) > 0
+// latencyRailsBroken names the latency guardrails a breaks ("p95", "TTFT
+// p95" or both; no change of passes mends those), or "" when it breaks
+// none: the sentence names only what is in force and broken.
+func latencyRailsBroken(base, a *ArmSummary, g GateConfig) string {
+	var broken []string
+	for _, rail := range []struct {
+		name string
+		on   func(*GateConfig)
+	}{
+		{"p95", func(c *GateConfig) { c.TTFTP95RegressPct = nil }},
+		{"TTFT p95", func(c *GateConfig) { c.P95RegressPct = nil }},
+	} {
+		nc := g
+		nc.CostPerPassRegressPct = nil
+		rail.on(&nc)
+		if r, _ := guardrailFails(base, a, nc); len(r) > 0 {
+			broken = append(broken, rail.name)
+		}
+	}
+	return words.And(broken)
 }
