@@ -90,8 +90,8 @@ type GateConfig struct {
 	// passes, within TTFTMs to its first byte and E2EMs end to end (0: no
 	// limit). Required by objective goodput.
 	SLO SLO `yaml:"slo" json:"slo"`
-	// MinPairs is the fewest matched pairs a verdict rests on (default 5);
-	// fewer make it inconclusive.
+	// MinPairs is the fewest matched pairs a verdict rests on (default
+	// DefaultMinPairs); fewer make it inconclusive.
 	MinPairs int `yaml:"min_pairs" json:"min_pairs"`
 	// MaxFalseHitRate is the largest false-hit rate a semantic cache may
 	// be shown to have: an arm whose one-sided 95% upper bound on its
