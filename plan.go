@@ -269,8 +269,8 @@ func writePlan(w io.Writer, o planOptions, p *plan.Pilot) error {
 	} else {
 		fmt.Fprintf(w, "crab plan: declared figures, %d arms\n", arms)
 	}
-	fmt.Fprintf(w, "sized for: error rate %.3g for the run, shared by %d accept decisions (%d candidate(s) × %d objective(s)), so %.3g each at Holm's first step; power %.0f%%; margin %.3g points\n",
-		s.Alpha, s.Family, o.Candidates, o.Objectives, s.Alpha/float64(s.Family), 100*s.Power, s.MarginPP)
+	fmt.Fprintf(w, "sized for: error rate %.3g for the run; %d accept decisions (%d candidate(s) × %d objective(s)), each one-sided at (%.3g/2)/%d = %.3g, Holm's first step; the quality interval two-sided at %.3g; power %.0f%%; margin %.3g points\n",
+		s.Alpha, s.Family, o.Candidates, o.Objectives, s.Alpha, s.Family, s.Alpha/2/float64(s.Family), s.Alpha, 100*s.Power, s.MarginPP)
 	q, lat, cost, noiseFrom := o.declared(p)
 	fmt.Fprintf(w, "noise floor: identical calls disagree on %.2f%% of tasks (%s)\n", 100*q.Within, noiseFrom)
 	if p != nil {
