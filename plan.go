@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -19,6 +20,7 @@ import (
 // planOptions are the inputs of `crab plan`.
 type planOptions struct {
 	Paths    []string // a pilot: run directories, records.jsonl or CSV; none = declared figures only
+	Format   string   // text or json
 	Baseline string
 	Read     records.ReadOptions
 	Stdin    io.Reader
@@ -44,6 +46,7 @@ func planCmd() *cli.Command {
 		Usage:     "size an experiment: tasks × repeats to decide quality within the margin and show a latency or cost effect",
 		UsageText: "crab plan [flags] [PILOT...]\n\nPILOT is a run directory, records.jsonl or interchange CSV of a small run (- reads stdin); without one, give the figures as flags (--pass-rate, --discordance or --noise-share/--flip, --latency-mean-ms, --latency-sd-ms, --cost-per-call).",
 		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"},
 			&cli.StringFlag{Name: "baseline", Usage: "`ARM` the pilot's candidates are compared with (default: the arm named baseline, else the first)"},
 			&cli.Float64Flag{Name: "alpha", Value: plan.DefaultAlpha, Usage: "run-wide error rate, shared by every candidate × objective (default: the pilot's gate, else 0.05)"},
 			&cli.Float64Flag{Name: "power", Value: plan.DefaultPower, Usage: "chance the run decides when the assumed truth holds"},
@@ -67,7 +70,7 @@ func planCmd() *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			o := planOptions{
-				Paths: c.Args().Slice(), Baseline: c.String("baseline"), Read: readOptions(c), Stdin: c.App.Reader, Stdout: c.App.Writer,
+				Paths: c.Args().Slice(), Format: c.String("format"), Baseline: c.String("baseline"), Read: readOptions(c), Stdin: c.App.Reader, Stdout: c.App.Writer,
 				Settings:   plan.Settings{Alpha: c.Float64("alpha"), Power: c.Float64("power"), MarginPP: c.Float64("margin-pp"), MinEffectPct: c.Float64("min-effect-pct")},
 				set:        map[string]bool{},
 				Candidates: c.Int("candidates"), Objectives: c.Int("objectives"), DifferencePP: c.Float64("difference-pp"),
@@ -149,6 +152,9 @@ func (o planOptions) checkDeclared() error {
 }
 
 func runPlan(_ context.Context, o planOptions) error {
+	if o.Format != "text" && o.Format != "json" {
+		return badUsage("--format %q: want text or json", o.Format)
+	}
 	if err := o.checkDeclared(); err != nil {
 		return err
 	}
@@ -249,105 +255,221 @@ func (o planOptions) declared(p *plan.Pilot) (q plan.Quality, lat, cost *plan.Ef
 	return q, lat, cost, noiseFrom
 }
 
-func writePlan(w io.Writer, o planOptions, p *plan.Pilot) error {
+// planResult is what crab plan prints (--format json writes it as is).
+type planResult struct {
+	Pilot        *pilotSummary     `json:"pilot"` // null for declared figures
+	Alpha        float64           `json:"alpha"`
+	Family       int               `json:"family"` // accept decisions: candidates × objectives
+	Candidates   int               `json:"candidates"`
+	Objectives   int               `json:"objectives"`
+	Power        float64           `json:"power"`
+	MarginPP     float64           `json:"margin_pp"`
+	MinEffectPct float64           `json:"min_effect_pct"`
+	DifferencePP float64           `json:"difference_pp"`
+	Noise        float64           `json:"noise"` // discordance of identical calls, as a share
+	NoiseFrom    string            `json:"noise_from"`
+	Latency      *plan.Effect      `json:"latency"` // null: not sized
+	Cost         *plan.Effect      `json:"cost"`
+	PerCandidate []candidateResult `json:"per_candidate,omitempty"`
+	Rows         []rowResult       `json:"rows"`
+	arms         int
+}
+
+type pilotSummary struct {
+	Arms       int     `json:"arms"`
+	Tasks      int     `json:"tasks"`
+	Repeats    int     `json:"repeats"`
+	Baseline   string  `json:"baseline"`
+	PassRate   float64 `json:"pass_rate"`
+	Graded     bool    `json:"graded"`
+	SpreadFrom string  `json:"spread_from"`
+}
+
+// candidateResult is a pilot candidate's figures and what they point to.
+type candidateResult struct {
+	Name       string   `json:"name"`
+	Pairs      int      `json:"pairs"`
+	PassDiffPP float64  `json:"pass_diff_pp"`
+	SDBetween  float64  `json:"sd_between"`
+	SDWithin   *float64 `json:"sd_within"` // null: not measured
+	LatencyPct float64  `json:"latency_pct"`
+	CostPct    float64  `json:"cost_pct"`
+	PointsTo   string   `json:"points_to"`
+	Quality    *int     `json:"quality_tasks"` // null: no size decides
+	Objective  *int     `json:"objective_tasks"`
+	Tasks      *int     `json:"tasks"`
+}
+
+// rowResult is the size for one number of repeats.
+type rowResult struct {
+	Repeats   int      `json:"repeats"`
+	Quality   *int     `json:"quality_tasks"` // null: no size decides
+	Latency   *int     `json:"latency_tasks"` // null: not sized, or no size decides
+	Cost      *int     `json:"cost_tasks"`
+	Tasks     *int     `json:"tasks"`
+	Calls     *int     `json:"calls"`
+	CostTotal *float64 `json:"cost_total"` // null: no cost per call known
+}
+
+// tasksOf is a need in tasks for JSON: nil when no size decides; any
+// size at all is the gate's fewest pairs.
+func tasksOf(n plan.Need) *int {
+	switch {
+	case n.Never:
+		return nil
+	case n.Trivial:
+		v := analysis.DefaultMinPairs
+		return &v
+	}
+	v := max(n.Tasks, analysis.DefaultMinPairs)
+	return &v
+}
+
+func buildPlan(o planOptions, p *plan.Pilot) planResult {
 	s := o.Settings
-	arms := o.Candidates + 1
+	res := planResult{Alpha: s.Alpha, Family: s.Family, Candidates: o.Candidates, Objectives: o.Objectives, Power: s.Power,
+		MarginPP: s.MarginPP, MinEffectPct: s.MinEffectPct, DifferencePP: o.DifferencePP, arms: o.Candidates + 1}
 	costPerCall := o.CostPerCall
 	if p != nil {
-		arms = len(p.Arms)
-		fmt.Fprintf(w, "crab plan: pilot of %d arms, %d tasks × %d repeat(s); %s passes %.1f%%\n", arms, p.Tasks, p.Repeats, p.Baseline, 100*p.PassRate)
-		if !p.QualityMeasured {
-			fmt.Fprintln(w, "  the pilot's records carry no grading: its quality figures are not measured")
-		}
+		res.arms = len(p.Arms)
+		res.Pilot = &pilotSummary{Arms: len(p.Arms), Tasks: p.Tasks, Repeats: p.Repeats, Baseline: p.Baseline, PassRate: p.PassRate, Graded: p.QualityMeasured, SpreadFrom: p.SpreadFrom}
 		if !o.set["cost-per-call"] {
 			costPerCall = 0
 			for _, a := range p.Arms {
 				costPerCall += p.CostPerCall[a]
 			}
-			costPerCall /= float64(arms)
+			costPerCall /= float64(len(p.Arms))
 		}
-	} else {
-		fmt.Fprintf(w, "crab plan: declared figures, %d arms\n", arms)
+		for _, c := range p.Candidates {
+			res.PerCandidate = append(res.PerCandidate, pointsTo(s, p, c))
+		}
 	}
-	fmt.Fprintf(w, "sized for: error rate %.3g for the run; %d accept decisions (%d candidate(s) × %d objective(s)), each one-sided at (%.3g/2)/%d = %.3g, Holm's first step; the quality interval two-sided at %.3g; power %.0f%%; margin %.3g points\n",
-		s.Alpha, s.Family, o.Candidates, o.Objectives, s.Alpha, s.Family, s.Alpha/2/float64(s.Family), s.Alpha, 100*s.Power, s.MarginPP)
 	q, lat, cost, noiseFrom := o.declared(p)
-	fmt.Fprintf(w, "noise floor: identical calls disagree on %.2f%% of tasks (%s)\n", 100*q.Within, noiseFrom)
-	if p != nil {
-		fmt.Fprintf(w, "paired spread of equal arms: from %s\n", p.SpreadFrom)
-	}
-	if p != nil && len(p.Candidates) > 0 {
-		writePilotCandidates(w, s, p)
-	}
-	what := fmt.Sprintf("quality within %.3g points at a true difference of %+.3g points", s.MarginPP, o.DifferencePP)
-	if lat != nil {
-		what += fmt.Sprintf("; latency %.3g%% lower (mean %.4g ms, paired sd %.4g ms)", lat.Pct, lat.Mean, lat.SD)
-	}
-	if cost != nil {
-		what += fmt.Sprintf("; cost %.3g%% lower (mean %.4g, paired sd %.4g)", cost.Pct, cost.Mean, cost.SD)
-	}
-	fmt.Fprintf(w, "\nTasks to decide %s, above the gate's %.3g%% minimum effect\n", what, s.MinEffectPct)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "repeats\tquality\tlatency\tcost\ttasks\tcalls\tcost_total")
+	res.Noise, res.NoiseFrom, res.Latency, res.Cost = q.Within, noiseFrom, lat, cost
 	for _, r := range s.Rows(q, lat, cost, o.Repeats) {
-		calls, total := "-", "-"
-		if !r.Tasks.Never {
-			n := max(r.Tasks.Tasks, analysis.DefaultMinPairs)
-			calls = strconv.Itoa(n * r.Repeats * arms)
+		row := rowResult{Repeats: r.Repeats, Quality: tasksOf(r.Quality), Tasks: tasksOf(r.Tasks)}
+		if lat != nil {
+			row.Latency = tasksOf(r.Latency)
+		}
+		if cost != nil {
+			row.Cost = tasksOf(r.Cost)
+		}
+		if row.Tasks != nil {
+			calls := *row.Tasks * r.Repeats * res.arms
+			row.Calls = &calls
 			if costPerCall > 0 {
-				total = strconv.FormatFloat(float64(n*r.Repeats*arms)*costPerCall, 'g', 4, 64)
+				total := float64(calls) * costPerCall
+				row.CostTotal = &total
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Repeats, r.Quality, needOr(r.Latency, lat != nil), needOr(r.Cost, cost != nil), r.Tasks, calls, total)
+		res.Rows = append(res.Rows, row)
+	}
+	return res
+}
+
+// pointsTo is a pilot candidate's figures and the verdict they point to,
+// with the tasks (at the pilot's repeats) that would confirm it: quality
+// at its measured difference, and its better objective.
+func pointsTo(s plan.Settings, p *plan.Pilot, c plan.Candidate) candidateResult {
+	q := s.QualityTasks(c.Quality, p.Repeats)
+	res := candidateResult{Name: c.Name, Pairs: c.Pairs, PassDiffPP: 100 * c.Quality.Diff, SDBetween: math.Sqrt(c.Quality.Between),
+		LatencyPct: -c.Latency.Pct, CostPct: -c.Cost.Pct, PointsTo: analysis.VerdictNoGain, Quality: tasksOf(q)}
+	if c.WithinMeasured {
+		v := math.Sqrt(c.Quality.Within)
+		res.SDWithin = &v
+	}
+	obj := plan.Need{Never: true}
+	for _, e := range []plan.Effect{c.Latency, c.Cost} {
+		if !(e.Pct > s.MinEffectPct && e.Mean > 0) {
+			continue
+		}
+		n := s.EffectPairs(e)
+		if !n.Never && !n.Trivial {
+			n.Tasks = max((n.Tasks+p.Repeats-1)/p.Repeats, 2)
+		}
+		if obj.Never || n.Trivial || (!n.Never && n.Tasks < obj.Tasks) {
+			obj = n
+		}
+	}
+	res.Objective, res.Tasks = tasksOf(obj), res.Quality
+	switch {
+	case 100*c.Quality.Diff < -s.MarginPP:
+		res.PointsTo = "reject"
+	case !obj.Never:
+		res.PointsTo, res.Tasks = "accept", tasksOf(q.Max(obj))
+	}
+	return res
+}
+
+func writePlan(w io.Writer, o planOptions, p *plan.Pilot) error {
+	res := buildPlan(o, p)
+	if o.Format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	if p := res.Pilot; p != nil {
+		fmt.Fprintf(w, "crab plan: pilot of %d arms, %d tasks × %d repeat(s); %s passes %.1f%%\n", p.Arms, p.Tasks, p.Repeats, p.Baseline, 100*p.PassRate)
+		if !p.Graded {
+			fmt.Fprintln(w, "  the pilot's records carry no grading: its quality figures are not measured")
+		}
+	} else {
+		fmt.Fprintf(w, "crab plan: declared figures, %d arms\n", res.arms)
+	}
+	fmt.Fprintf(w, "sized for: error rate %.3g for the run; %d accept decisions (%d candidate(s) × %d objective(s)), each one-sided at (%.3g/2)/%d = %.3g, Holm's first step; the quality interval two-sided at %.3g; power %.0f%%; margin %.3g points\n",
+		res.Alpha, res.Family, res.Candidates, res.Objectives, res.Alpha, res.Family, res.Alpha/2/float64(res.Family), res.Alpha, 100*res.Power, res.MarginPP)
+	fmt.Fprintf(w, "noise floor: identical calls disagree on %.2f%% of tasks (%s)\n", 100*res.Noise, res.NoiseFrom)
+	if res.Pilot != nil {
+		fmt.Fprintf(w, "paired spread of equal arms: from %s\n", res.Pilot.SpreadFrom)
+	}
+	if len(res.PerCandidate) > 0 {
+		fmt.Fprintf(w, "\nWhat the pilot points to, per candidate (tasks at %d repeat(s) to confirm it at the figures measured)\n", res.Pilot.Repeats)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "candidate\tpairs\tpass_diff_pp\tsd_between\tsd_within\tlatency_%\tcost_%\tpoints_to\tquality\tobjective\ttasks")
+		for _, c := range res.PerCandidate {
+			within := "-"
+			if c.SDWithin != nil {
+				within = fmt.Sprintf("%.3f", *c.SDWithin)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%+.2f\t%.3f\t%s\t%+.1f\t%+.1f\t%s\t%s\t%s\t%s\n", c.Name, c.Pairs, c.PassDiffPP, c.SDBetween, within,
+				c.LatencyPct, c.CostPct, c.PointsTo, cell(c.Quality, "never"), cell(c.Objective, "never"), cell(c.Tasks, "never"))
+		}
+		tw.Flush()
+		fmt.Fprintln(w, "  latency_% and cost_% are candidate vs baseline means (negative: lower); quality = tasks for the interval to clear the margin at the measured difference; objective = tasks for the better of latency and cost to clear the minimum effect")
+	}
+	what := fmt.Sprintf("quality within %.3g points at a true difference of %+.3g points", res.MarginPP, res.DifferencePP)
+	if l := res.Latency; l != nil {
+		what += fmt.Sprintf("; latency %.3g%% lower (mean %.4g ms, paired sd %.4g ms)", l.Pct, l.Mean, l.SD)
+	}
+	if c := res.Cost; c != nil {
+		what += fmt.Sprintf("; cost %.3g%% lower (mean %.4g, paired sd %.4g)", c.Pct, c.Mean, c.SD)
+	}
+	fmt.Fprintf(w, "\nTasks to decide %s, above the gate's %.3g%% minimum effect\n", what, res.MinEffectPct)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "repeats\tquality\tlatency\tcost\ttasks\tcalls\tcost_total")
+	for _, r := range res.Rows {
+		total := "-"
+		if r.CostTotal != nil {
+			total = strconv.FormatFloat(*r.CostTotal, 'g', 4, 64)
+		}
+		lat, cost := "-", "-"
+		if res.Latency != nil {
+			lat = cell(r.Latency, "never")
+		}
+		if res.Cost != nil {
+			cost = cell(r.Cost, "never")
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Repeats, cell(r.Quality, "never"), lat, cost, cell(r.Tasks, "never"), cell(r.Calls, "-"), total)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "  tasks = the largest of quality, latency and cost: enough to show each effect asked; calls = tasks × repeats × arms; cost_total at the pilot's or declared cost per call; never = the truth assumed sits on the margin or the minimum effect")
 	return nil
 }
 
-// needOr is "-" for an objective that was not sized.
-func needOr(n plan.Need, sized bool) string {
-	if !sized {
-		return "-"
+// cell is a size for a table: none when nil.
+func cell(n *int, none string) string {
+	if n == nil {
+		return none
 	}
-	return n.String()
-}
-
-// writePilotCandidates prints each candidate's measured figures and the
-// tasks that would confirm what the pilot points to: quality at its
-// measured difference, and its measured latency and cost improvement.
-func writePilotCandidates(w io.Writer, s plan.Settings, p *plan.Pilot) {
-	fmt.Fprintf(w, "\nWhat the pilot points to, per candidate (tasks at %d repeat(s) to confirm it at the figures measured)\n", p.Repeats)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "candidate\tpairs\tpass_diff_pp\tsd_between\tsd_within\tlatency_%\tcost_%\tpoints_to\tquality\tobjective\ttasks")
-	for _, c := range p.Candidates {
-		q := s.QualityTasks(c.Quality, p.Repeats)
-		within := fmt.Sprintf("%.3f", math.Sqrt(c.Quality.Within))
-		if !c.WithinMeasured {
-			within = "-"
-		}
-		verdict, obj := "no_gain", plan.Need{Never: true}
-		for _, e := range []plan.Effect{c.Latency, c.Cost} {
-			if e.Pct > s.MinEffectPct && e.Mean > 0 {
-				n := s.EffectPairs(e)
-				if !n.Never && !n.Trivial {
-					n.Tasks = max((n.Tasks+p.Repeats-1)/p.Repeats, 2)
-				}
-				if obj.Never || (!n.Never && n.Tasks < obj.Tasks) || n.Trivial {
-					obj = n
-				}
-			}
-		}
-		tasks := q
-		switch {
-		case 100*c.Quality.Diff < -s.MarginPP:
-			verdict = "reject"
-		case !obj.Never:
-			verdict, tasks = "accept", q.Max(obj)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%+.2f\t%.3f\t%s\t%+.1f\t%+.1f\t%s\t%s\t%s\t%s\n", c.Name, c.Pairs, 100*c.Quality.Diff, math.Sqrt(c.Quality.Between), within,
-			-c.Latency.Pct, -c.Cost.Pct, verdict, q, obj, tasks)
-	}
-	tw.Flush()
-	fmt.Fprintln(w, "  latency_% and cost_% are candidate vs baseline means (negative: lower); quality = tasks for the interval to clear the margin at the measured difference; objective = tasks for the better of latency and cost to clear the minimum effect")
+	return strconv.Itoa(*n)
 }

@@ -187,13 +187,13 @@ func (s Settings) QualityTasks(q Quality, r int) Need {
 // Effect is what the sizing of a latency or cost objective rests on.
 type Effect struct {
 	// Mean is the baseline's mean per request (ms or cost units).
-	Mean float64
+	Mean float64 `json:"mean"`
 	// SD is the standard deviation of the paired per-request difference,
 	// candidate minus baseline.
-	SD float64
+	SD float64 `json:"sd"`
 	// Pct is the improvement to detect, in percent of Mean (positive:
 	// the candidate is lower).
-	Pct float64
+	Pct float64 `json:"pct"`
 }
 
 // EffectPairs is the pairs (tasks × repeats) the objective needs so that
