@@ -48,9 +48,9 @@ func planCmd() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text or json"},
 			&cli.StringFlag{Name: "baseline", Usage: "`ARM` the pilot's candidates are compared with (default: the arm named baseline, else the first)"},
-			&cli.Float64Flag{Name: "alpha", Value: plan.DefaultAlpha, Usage: "run-wide error rate, shared by every candidate × objective (default: the pilot's gate, else 0.05)"},
+			&cli.Float64Flag{Name: "alpha", Value: analysis.DefaultAlpha, Usage: "run-wide error rate, shared by every candidate × objective (default: the pilot's gate, else 0.05)"},
 			&cli.Float64Flag{Name: "power", Value: plan.DefaultPower, Usage: "chance the run decides when the assumed truth holds"},
-			&cli.Float64Flag{Name: "margin-pp", Value: plan.DefaultMarginPP, Usage: "non-inferiority margin in points of pass rate (default: the pilot's gate, else 5)"},
+			&cli.Float64Flag{Name: "margin-pp", Value: analysis.DefaultMarginPP, Usage: "non-inferiority margin in points of pass rate (default: the pilot's gate, else the gate's default)"},
 			&cli.Float64Flag{Name: "difference-pp", Usage: "true difference in pass rate to size for, candidate - baseline, in points (0: equal quality)"},
 			&cli.StringFlag{Name: "repeats", Value: "1,2,3,5", Usage: "repeats per task to size for, comma-separated"},
 			&cli.Float64Flag{Name: "latency-effect-pct", Value: plan.DefaultEffectPct, Usage: "latency improvement to detect, in % of the baseline's mean"},
@@ -165,12 +165,19 @@ func runPlan(_ context.Context, o planOptions) error {
 			return hintFrom(err, o.Paths)
 		}
 		opt := fromManifests(o.Paths)
+		opt.Baseline = o.Baseline
 		g := analysis.GateConfig{}
 		if opt.Gate != nil {
 			g = *opt.Gate
 		}
 		o.fromGate(g)
-		if pilot, err = plan.FromRecords(recs, o.Baseline, g.Control); err != nil {
+		// The gate's own reading of the pilot gives its noise floor, so
+		// that the plan and the run's report measure it alike.
+		sum, err := analysis.Summarize(recs, opt)
+		if err != nil {
+			return badUsage("%v", err)
+		}
+		if pilot, err = plan.FromRecords(recs, sum.Baseline, g.Control, sum.Noise); err != nil {
 			return badUsage("%v", err)
 		}
 		if !o.set["candidates"] {
@@ -190,6 +197,12 @@ func runPlan(_ context.Context, o planOptions) error {
 
 // fromGate takes the pilot's gate figures where no flag overrides them.
 func (o *planOptions) fromGate(g analysis.GateConfig) {
+	if !o.set["margin-pp"] {
+		o.Settings.MarginPP = 100 * g.Margin()
+	}
+	if !o.set["alpha"] {
+		o.Settings.Alpha = g.ErrorRate()
+	}
 	if !o.set["min-effect-pct"] {
 		o.Settings.MinEffectPct = g.MinEffect()
 	}
@@ -393,6 +406,8 @@ func pointsTo(s plan.Settings, p *plan.Pilot, c plan.Candidate) candidateResult 
 	}
 	res.Objective, res.Tasks = tasksOf(obj), res.Quality
 	switch {
+	case c.Name == p.Control:
+		res.PointsTo = "control" // the A/A twin is judged by its tests, not as a candidate
 	case 100*c.Quality.Diff < -s.MarginPP:
 		res.PointsTo = "reject"
 	case !obj.Never:

@@ -60,7 +60,7 @@ func TestPlanBadInput(t *testing.T) {
 		{"effect", []string{"--latency-effect-pct", "0"}, "--latency-effect-pct 0"},
 		{"file line field", []string{bad}, "bad.csv:3"},
 		{"missing file", []string{filepath.Join(dir, "none.jsonl")}, "none.jsonl"},
-		{"unknown baseline", []string{"--baseline", "nope", "fixtures/exercise.csv"}, `no arm "nope"`},
+		{"unknown baseline", []string{"--baseline", "nope", "fixtures/exercise.csv"}, `unknown baseline arm "nope"`},
 	}
 	for _, tc := range tests {
 		code, _, errs := crab(t, "", append([]string{"plan"}, tc.args...)...)

@@ -7,6 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
 )
 
@@ -19,8 +20,9 @@ type Pilot struct {
 	// PassRate is the baseline's share of passing requests.
 	PassRate float64
 	// Noise is the discordance of identical calls (the chance two calls of
-	// one task disagree), NaN when the pilot cannot measure it: from
-	// the baseline's repeats, else from the baseline against its twin.
+	// one task disagree), as the gate measures it (analysis.Noise's
+	// PerCall): from the baseline's repeats, else from the baseline
+	// against its twin; NaN when the pilot has neither.
 	Noise float64
 	// NoiseFrom says where Noise came from, for the output.
 	NoiseFrom string
@@ -71,8 +73,9 @@ type armCalls map[string]map[int]call
 
 // FromRecords measures a pilot from records: baseline names the baseline
 // arm ("" = the arm called baseline, else the first), control the A/A twin
-// ("" = none).
-func FromRecords(set *records.RecordSet, baseline, control string) (*Pilot, error) {
+// ("" = none), and noise is the noise floor the gate measured on the same
+// records (analysis.Summary's Noise; nil or unmeasured: none).
+func FromRecords(set *records.RecordSet, baseline, control string, noise *analysis.Noise) (*Pilot, error) {
 	t := set.Symbols()
 	byArm := map[string]armCalls{}
 	var order []string
@@ -149,10 +152,12 @@ func FromRecords(set *records.RecordSet, baseline, control string) (*Pilot, erro
 		}
 		p.CostPerCall[a] = sum / float64(max(k, 1))
 	}
-	if p.Repeats > 1 {
-		p.Noise, p.NoiseFrom = repeatDiscordance(base), fmt.Sprintf("repeats of %s", baseline)
-	} else if tw := byArm[control]; control != "" && tw != nil {
-		p.Noise, p.NoiseFrom = twinDiscordance(base, tw), fmt.Sprintf("%s against its twin %s", baseline, control)
+	if noise != nil && noise.PerCall != nil {
+		p.Noise = *noise.PerCall
+		p.NoiseFrom = fmt.Sprintf("repeats of %s", noise.Arm)
+		if noise.Source == analysis.NoiseTwin {
+			p.NoiseFrom = fmt.Sprintf("%s against its twin %s", baseline, noise.Arm)
+		}
 	}
 	for _, a := range p.Arms[1:] {
 		p.Candidates = append(p.Candidates, compare(base, byArm[a], a, p.Noise))
@@ -191,48 +196,6 @@ func (p *Pilot) pairSpread(control string) {
 	slices.Sort(cost)
 	p.LatencyPairSD, p.CostPairSD = lat[len(lat)/2], cost[len(cost)/2]
 	p.SpreadFrom = "the median candidate's paired deltas"
-}
-
-// repeatDiscordance is the mean over tasks with two or more repeats of the
-// share of pairs of repeats that disagree: 2k(r−k)/(r(r−1)) for k passes
-// in r, an unbiased estimate of the chance that two identical calls
-// disagree.
-func repeatDiscordance(arm armCalls) float64 {
-	var sum float64
-	var n int
-	for _, task := range sortedTasks(arm) {
-		reps := arm[task]
-		r := len(reps)
-		if r < 2 {
-			continue
-		}
-		k := 0
-		for _, c := range reps {
-			if c.pass {
-				k++
-			}
-		}
-		sum += 2 * float64(k*(r-k)) / float64(r*(r-1))
-		n++
-	}
-	return sum / float64(max(n, 1))
-}
-
-// twinDiscordance is the share of task-and-repeat pairs on which the
-// baseline and its identical twin disagree.
-func twinDiscordance(base, twin armCalls) float64 {
-	var diff, n int
-	for task, reps := range base {
-		for rep, b := range reps {
-			if c, ok := twin[task][rep]; ok {
-				n++
-				if b.pass != c.pass {
-					diff++
-				}
-			}
-		}
-	}
-	return float64(diff) / float64(max(n, 1))
 }
 
 // compare measures candidate against base. With repeats, the within-task

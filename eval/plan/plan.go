@@ -20,9 +20,7 @@ import (
 
 // Defaults of the figures a plan is computed at.
 const (
-	DefaultPower    = 0.8
-	DefaultAlpha    = 0.05
-	DefaultMarginPP = 2
+	DefaultPower = 0.8
 	// DefaultEffectPct is the latency or cost effect a plan sizes for
 	// when none is declared: 10% of the baseline's mean.
 	DefaultEffectPct = 10

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
 )
 
@@ -107,7 +108,11 @@ func TestFromRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := FromRecords(set, "", "")
+	sum, err := analysis.Summarize(set, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := FromRecords(set, "", "", sum.Noise)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/internal/splitmix"
 )
 
@@ -90,27 +91,18 @@ func (s *Server) Right(model, prompt string, n uint64) bool {
 
 // ServeHTTP answers /v1/models and /v1/chat/completions.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
 	if strings.HasSuffix(r.URL.Path, "/models") {
-		data := make([]map[string]string, 0, len(s.names))
-		for _, n := range s.names {
-			data = append(data, map[string]string{"id": n, "object": "model"})
-		}
-		json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
+		openaiwire.WriteModels(w, s.names, 0)
 		return
 	}
-	var req struct {
-		Model    string `json:"model"`
-		Stream   bool   `json:"stream"`
-		Messages []struct{ Role, Content string }
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
-		http.Error(w, `{"error":{"message":"bad request","type":"invalid_request_error"}}`, http.StatusBadRequest)
+	req, err := openaiwire.ReadRequest(r, 1<<20)
+	if err != nil {
+		openaiwire.WriteError(w, http.StatusBadRequest, openaiwire.ErrTypeInvalidRequest, "", "", err.Error())
 		return
 	}
 	m, ok := s.cfg.Models[req.Model]
 	if !ok {
-		http.Error(w, `{"error":{"message":"unknown model","type":"invalid_request_error"}}`, http.StatusNotFound)
+		openaiwire.WriteError(w, http.StatusNotFound, openaiwire.ErrTypeNotFound, "model_not_found", "model", "unknown model "+req.Model)
 		return
 	}
 	prompt := req.Messages[len(req.Messages)-1].Content
@@ -119,39 +111,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := s.calls[key]
 	s.calls[key] = n + 1
 	s.mu.Unlock()
-	answer := "B"
+	answer := `{"answer":"B"}`
 	if s.Right(req.Model, prompt, n) {
-		answer = "A"
+		answer = `{"answer":"A"}`
 	}
-	z := normal(s.uniform("latency", req.Model, prompt, fmt.Sprint(n)), s.uniform("latency2", req.Model, prompt, fmt.Sprint(n)))
-	delay := time.Duration(m.LatencyMs * math.Exp(m.Jitter*z) * float64(time.Millisecond))
+	call := fmt.Sprint(n)
+	z := normal(s.uniform("latency", req.Model, prompt, call), s.uniform("latency2", req.Model, prompt, call))
 	select {
-	case <-time.After(delay):
+	case <-time.After(time.Duration(m.LatencyMs * math.Exp(m.Jitter*z) * float64(time.Millisecond))):
 	case <-r.Context().Done():
 		return
 	}
-	content, _ := json.Marshal(map[string]string{"answer": answer})
-	out := max(m.OutTokens, 1)
-	usage := map[string]int{"prompt_tokens": len(prompt)/4 + 1, "completion_tokens": out, "total_tokens": len(prompt)/4 + 1 + out}
+	in, out := len(prompt)/4+1, max(m.OutTokens, 1)
 	if !req.Stream {
-		json.NewEncoder(w).Encode(map[string]any{
-			"id": "vary", "object": "chat.completion", "created": 0, "model": req.Model,
-			"choices": []map[string]any{{"index": 0, "finish_reason": "stop", "message": map[string]string{"role": "assistant", "content": string(content)}}},
-			"usage":   usage,
-		})
+		openaiwire.WriteCompletion(w, openaiwire.Completion{ID: "vary", Model: req.Model, Content: answer, FinishReason: "stop", TokensIn: in, TokensOut: out})
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	for _, chunk := range []map[string]any{
-		{"choices": []map[string]any{{"index": 0, "delta": map[string]string{"role": "assistant", "content": string(content)}}}},
-		{"choices": []map[string]any{{"index": 0, "delta": map[string]string{}, "finish_reason": "stop"}}},
-		{"choices": []map[string]any{}, "usage": usage},
-	} {
-		chunk["id"], chunk["object"], chunk["created"], chunk["model"] = "vary", "chat.completion.chunk", 0, req.Model
-		b, _ := json.Marshal(chunk)
-		fmt.Fprintf(w, "data: %s\n\n", b)
-	}
-	fmt.Fprint(w, "data: [DONE]\n\n")
+	st := openaiwire.NewStream(w, "vary", 0, req.Model)
+	st.Role()
+	st.Content(answer, false)
+	st.Finish("stop")
+	st.Usage(in, out)
+	st.Done()
 }
 
 // normal is a standard normal draw from two uniforms (Box–Muller).
