@@ -163,7 +163,7 @@ type tally struct {
 // run generates and judges one experiment: whether any candidate was
 // accepted, rejected or inconclusive, and whether the run was flagged
 // miscalibrated.
-func run(sc Scenario, seed uint64) (acc, rej, inc, flag bool, err error) {
+func run(sc Scenario, seed uint64, why bool) (acc, rej, inc, flag bool, err error) {
 	gate := &analysis.GateConfig{Control: sc.Control}
 	set, err := records.SetOf(generate(sc, seed))
 	if err != nil {
@@ -174,6 +174,16 @@ func run(sc Scenario, seed uint64) (acc, rej, inc, flag bool, err error) {
 		return false, false, false, false, err
 	}
 	d := sum.Decision
+	if why && (len(d.Rejected) > 0 || (sc.Truth != "better" && len(d.Accepted) > 0) || d.Miscalibrated != "") {
+		for _, a := range sum.Arms[1:] {
+			if a.Verdict == "reject" || a.Verdict == "accept" {
+				fmt.Fprintf(os.Stderr, "calibrate: %s seed %d: %s %s: %s\n", sc.Name, seed, a.Name, a.Verdict, strings.Join(a.Reasons, "; "))
+			}
+		}
+		if d.Miscalibrated != "" {
+			fmt.Fprintf(os.Stderr, "calibrate: %s seed %d: flagged: %s\n", sc.Name, seed, d.Miscalibrated)
+		}
+	}
 	return len(d.Accepted) > 0, len(d.Rejected) > 0, len(d.Inconclusive) > 0, d.Miscalibrated != "", nil
 }
 
@@ -182,6 +192,7 @@ func main() {
 	only := flag.String("only", "", "run only the scenarios whose name contains this")
 	workers := flag.Int("workers", runtime.NumCPU(), "experiments judged at once")
 	seed := flag.Uint64("seed", 1, "first seed; experiment i of a scenario uses seed+i")
+	why := flag.Bool("why", false, "print to stderr the reasons of every verdict that is wrong for its scenario's truth")
 	flag.Parse()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "scenario\ttasks\trepeats\tcandidates\ttruth\truns\taccept\taccept_95%%\treject\treject_95%%\tinconclusive\tflagged\tseconds\n")
@@ -198,7 +209,7 @@ func main() {
 		for range max(*workers, 1) {
 			wg.Go(func() {
 				for s := range jobs {
-					acc, rej, inc, flag, err := run(sc, s)
+					acc, rej, inc, flag, err := run(sc, s, *why)
 					if err != nil {
 						fmt.Fprintln(os.Stderr, "calibrate:", sc.Name, err)
 						os.Exit(1)
