@@ -38,6 +38,9 @@ type planOptions struct {
 	// Declared figures, used without a pilot or in place of its own.
 	PassRate, Discordance, NoiseShare, Flip         float64
 	LatencyMeanMs, LatencySDMs, CostPerCall, CostSD float64
+
+	// verdicts are the pilot's arms as the gate judged them.
+	verdicts map[string]*analysis.ArmSummary
 }
 
 func planCmd() *cli.Command {
@@ -180,6 +183,10 @@ func runPlan(_ context.Context, o planOptions) error {
 		if pilot, err = plan.FromRecords(recs, sum.Baseline, g.Control, sum.Noise); err != nil {
 			return badUsage("%v", err)
 		}
+		o.verdicts = map[string]*analysis.ArmSummary{}
+		for i := range sum.Arms {
+			o.verdicts[sum.Arms[i].Name] = &sum.Arms[i]
+		}
 		if !o.set["candidates"] {
 			o.Candidates = len(pilot.Candidates)
 			if pilot.Control != "" {
@@ -307,10 +314,13 @@ type candidateResult struct {
 	SDWithin   *float64 `json:"sd_within"` // null: not measured
 	LatencyPct float64  `json:"latency_pct"`
 	CostPct    float64  `json:"cost_pct"`
-	PointsTo   string   `json:"points_to"`
-	Quality    *int     `json:"quality_tasks"` // null: no size decides
-	Objective  *int     `json:"objective_tasks"`
-	Tasks      *int     `json:"tasks"`
+	// PilotVerdict is the gate's verdict on the pilot itself; PointsTo
+	// the verdict its figures point to at the size Tasks.
+	PilotVerdict string `json:"pilot_verdict"`
+	PointsTo     string `json:"points_to"`
+	Quality      *int   `json:"quality_tasks"` // null: no size decides
+	Objective    *int   `json:"objective_tasks"`
+	Tasks        *int   `json:"tasks"`
 }
 
 // rowResult is the size for one number of repeats.
@@ -354,7 +364,7 @@ func buildPlan(o planOptions, p *plan.Pilot) planResult {
 			costPerCall /= float64(len(p.Arms))
 		}
 		for _, c := range p.Candidates {
-			res.PerCandidate = append(res.PerCandidate, pointsTo(s, p, c))
+			res.PerCandidate = append(res.PerCandidate, pointsTo(s, p, c, o.verdicts[c.Name]))
 		}
 	}
 	q, lat, cost, noiseFrom := o.declared(p)
@@ -382,11 +392,18 @@ func buildPlan(o planOptions, p *plan.Pilot) planResult {
 
 // pointsTo is a pilot candidate's figures and the verdict they point to,
 // with the tasks (at the pilot's repeats) that would confirm it: quality
-// at its measured difference, and its better objective.
-func pointsTo(s plan.Settings, p *plan.Pilot, c plan.Candidate) candidateResult {
+// at its measured difference, and its better objective. A candidate the
+// gate rejected on the pilot for anything but quality (a guardrail, a
+// leak, an invalid answer) points to reject whatever its size.
+func pointsTo(s plan.Settings, p *plan.Pilot, c plan.Candidate, judged *analysis.ArmSummary) candidateResult {
 	q := s.QualityTasks(c.Quality, p.Repeats)
 	res := candidateResult{Name: c.Name, Pairs: c.Pairs, PassDiffPP: 100 * c.Quality.Diff, SDBetween: math.Sqrt(c.Quality.Between),
 		LatencyPct: -c.Latency.Pct, CostPct: -c.Cost.Pct, PointsTo: analysis.VerdictNoGain, Quality: tasksOf(q)}
+	otherReject := false
+	if judged != nil {
+		res.PilotVerdict = judged.Verdict
+		otherReject = judged.Verdict == "reject" && (judged.Quality == nil || judged.Quality.Result != analysis.QualityBroken)
+	}
 	if c.WithinMeasured {
 		v := math.Sqrt(c.Quality.Within)
 		res.SDWithin = &v
@@ -408,6 +425,8 @@ func pointsTo(s plan.Settings, p *plan.Pilot, c plan.Candidate) candidateResult 
 	switch {
 	case c.Name == p.Control:
 		res.PointsTo = "control" // the A/A twin is judged by its tests, not as a candidate
+	case otherReject:
+		res.PointsTo = "reject"
 	case 100*c.Quality.Diff < -s.MarginPP:
 		res.PointsTo = "reject"
 	case !obj.Never:
@@ -440,17 +459,17 @@ func writePlan(w io.Writer, o planOptions, p *plan.Pilot) error {
 	if len(res.PerCandidate) > 0 {
 		fmt.Fprintf(w, "\nWhat the pilot points to, per candidate (tasks at %d repeat(s) to confirm it at the figures measured)\n", res.Pilot.Repeats)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "candidate\tpairs\tpass_diff_pp\tsd_between\tsd_within\tlatency_%\tcost_%\tpoints_to\tquality\tobjective\ttasks")
+		fmt.Fprintln(tw, "candidate\tpairs\tpass_diff_pp\tsd_between\tsd_within\tlatency_%\tcost_%\tpilot_verdict\tpoints_to\tquality\tobjective\ttasks")
 		for _, c := range res.PerCandidate {
 			within := "-"
 			if c.SDWithin != nil {
 				within = fmt.Sprintf("%.3f", *c.SDWithin)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%+.2f\t%.3f\t%s\t%+.1f\t%+.1f\t%s\t%s\t%s\t%s\n", c.Name, c.Pairs, c.PassDiffPP, c.SDBetween, within,
-				c.LatencyPct, c.CostPct, c.PointsTo, cell(c.Quality, "never"), cell(c.Objective, "never"), cell(c.Tasks, "never"))
+			fmt.Fprintf(tw, "%s\t%d\t%+.2f\t%.3f\t%s\t%+.1f\t%+.1f\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Pairs, c.PassDiffPP, c.SDBetween, within,
+				c.LatencyPct, c.CostPct, c.PilotVerdict, c.PointsTo, cell(c.Quality, "never"), cell(c.Objective, "never"), cell(c.Tasks, "never"))
 		}
 		tw.Flush()
-		fmt.Fprintln(w, "  latency_% and cost_% are candidate vs baseline means (negative: lower); quality = tasks for the interval to clear the margin at the measured difference; objective = tasks for the better of latency and cost to clear the minimum effect")
+		fmt.Fprintln(w, "  latency_% and cost_% are candidate vs baseline means (negative: lower); pilot_verdict is the gate's on the pilot; points_to is what the measured difference and effects give at the size in tasks (a pilot reject on a guardrail, leak or invalid answer stays a reject); quality = tasks for the interval to clear the margin at the measured difference; objective = tasks for the better of latency and cost to clear the minimum effect")
 	}
 	what := fmt.Sprintf("quality within %.3g points at a true difference of %+.3g points", res.MarginPP, res.DifferencePP)
 	if l := res.Latency; l != nil {
