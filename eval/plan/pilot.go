@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -261,26 +262,12 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// sortedTasks are an arm's tasks in order.
-func sortedTasks(arm armCalls) []string {
-	tasks := make([]string, 0, len(arm))
-	for task := range arm {
-		tasks = append(tasks, task)
-	}
-	slices.Sort(tasks)
-	return tasks
-}
-
-// sortedKeys are a task's repeats in order, so that sums are the same on
+// sortedTasks are an arm's tasks in order, so that sums are the same on
 // every reading.
-func sortedKeys(m map[int]call) []int {
-	keys := make([]int, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedTasks(arm armCalls) []string { return slices.Sorted(maps.Keys(arm)) }
+
+// sortedKeys are a task's repeats in order.
+func sortedKeys(m map[int]call) []int { return slices.Sorted(maps.Keys(m)) }
 
 // mean is NaN for no values.
 func mean(x []float64) float64 {
