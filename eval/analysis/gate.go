@@ -39,7 +39,7 @@ type Decision struct {
 func qualityFail(base, candidate *ArmSummary, in gateInput) (fail, unclear string) {
 	g := in.g
 	if !sampleRule(g.Rule) {
-		q := qualityCheck(candidate.Paired, g, in.noise.m2(meanRepeats(candidate.Paired)), in.sizing)
+		q := qualityCheck(candidate.Paired, g, in.noise, in.sizing)
 		if q == nil {
 			return "", ""
 		}
@@ -115,6 +115,9 @@ func marginWords(base, a *ArmSummary, q *QualityCheck, in gateInput) (fail, uncl
 		switch {
 		case q.TasksToDecide != nil:
 			msg += fmt.Sprintf("; would decide at about %s %s", words.Count(*q.TasksToDecide, "task"), at)
+			if r := q.RepeatsToDecide; r != nil {
+				msg += fmt.Sprintf(", or at about %d repeats of these %s", *r, words.Count(q.Tasks, "task"))
+			}
 		case in.sizing:
 			msg += "; the pass rate differs by about the margin itself, so no number of tasks decides it"
 		}
@@ -190,7 +193,11 @@ func guardrailFails(base, a *ArmSummary, g GateConfig) (fails, unclear []string)
 	}
 	check("p95", " ms", g.P95RegressPct, &a.P95Ms, &base.P95Ms, ratios.p95)
 	check("TTFT p95", " ms", g.TTFTP95RegressPct, a.TTFTP95Ms, base.TTFTP95Ms, ratios.ttft)
-	check("cost per pass", "", g.CostPerPassRegressPct, a.CostPerPass, base.CostPerPass, nil)
+	var cpp *Ratio
+	if a.Paired != nil {
+		cpp = costPerPassRatio(a.Paired.tasks, g.ErrorRate())
+	}
+	check("cost per pass", "", g.CostPerPassRegressPct, a.CostPerPass, base.CostPerPass, cpp)
 	return fails, unclear
 }
 
@@ -362,7 +369,7 @@ func decide(s *Summary, opt Options) {
 	for i := 1; i < len(s.Arms); i++ {
 		if unmeasuredBy(base, &s.Arms[i], records.FigureQuality) == "" {
 			a := &s.Arms[i]
-			a.Quality = qualityCheck(a.Paired, g, s.Noise.m2(meanRepeats(a.Paired)), true)
+			a.Quality = qualityCheck(a.Paired, g, s.Noise, true)
 			if a.Quality != nil && sampleRule(g.Rule) {
 				if f, _ := qualityFail(base, a, in(a)); f != "" {
 					a.Quality.Result = QualityBroken
@@ -507,7 +514,7 @@ func record(d *Decision, base, a *ArmSummary, j judgement, in gateInput) string 
 		}
 		d.Rejected = append(d.Rejected, a.Name)
 		d.WhatWouldChange[a.Name] = changeReject(base, a, in)
-		if w := weakLoss(a); w != "" {
+		if w := weakLoss(a); w != "" && sampleRule(g.Rule) { // rule margin's interval already weighs the loss
 			d.Warnings = append(d.Warnings, w)
 		}
 		return a.Name + " rejected: " + j.fails[0] + "."
@@ -524,7 +531,11 @@ func record(d *Decision, base, a *ArmSummary, j judgement, in gateInput) string 
 		d.WhatWouldChange[a.Name] = a.Name + " would be decided by a comparison the data can carry: " + strings.TrimPrefix(j.why[0], "inconclusive: ")
 		return a.Name + " inconclusive: " + strings.TrimPrefix(j.why[0], "inconclusive: ") + "."
 	}
-	a.Reasons = append(a.Reasons, passReason(base, a), latencyReason(base, a), costReason(base, a))
+	pass := passReason(base, a)
+	if q := a.Quality; q != nil && q.Margin != nil && unmeasuredBy(base, a, records.FigureQuality) == "" {
+		pass += fmt.Sprintf("; quality holds: %s, above the -%s-point margin", qualityWords(q, base.Name, g.ErrorRate()), figure.Trim(fmt.Sprint(*q.Margin)))
+	}
+	a.Reasons = append(a.Reasons, pass, latencyReason(base, a), costReason(base, a))
 	if g.Objective == ObjectiveGoodput {
 		a.Reasons = append(a.Reasons, goodputReason(a, g))
 	}

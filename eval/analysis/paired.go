@@ -60,8 +60,9 @@ type Paired struct {
 	// estimate beyond it with an interval that reaches inside makes the
 	// verdict inconclusive. Nil when not measured (no pairs, no TTFT, or
 	// above PairBootstrapMaxN pairs, where the point estimate is precise
-	// enough on its own). Cost per pass has no such interval: it follows
-	// from counts and costs, and is decided on its exact value.
+	// enough on its own). Cost per pass gets its interval from the
+	// per-task counts and costs (costPerPassRatio), so that it is
+	// recomputed exactly on edited outcomes.
 	P95Ratio     *Ratio `json:"p95_ratio,omitempty"`
 	TTFTP95Ratio *Ratio `json:"ttft_p95_ratio,omitempty"`
 
@@ -305,6 +306,8 @@ func countPairs(t *records.Symbols, p *Paired, q *pairing, opt PairOptions) (map
 			last = b.TaskID
 		}
 		p.tasks[len(p.tasks)-1].add(t.Attrs(b).Pass, t.Attrs(c).Pass)
+		p.tasks[len(p.tasks)-1].BaseCost += b.Cost
+		p.tasks[len(p.tasks)-1].CandCost += c.Cost
 		switch bf, cf := failed(t, b), failed(t, c); {
 		case bf && !cf:
 			p.failBaseOnly++

@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/words"
 )
 
@@ -21,6 +22,8 @@ type TaskOutcomes struct {
 	BaseOnly int // the baseline passed, the candidate did not
 	CandOnly int // the candidate passed, the baseline did not
 	Neither  int
+	// BaseCost and CandCost are the two sides' costs over the pairs.
+	BaseCost, CandCost float64
 }
 
 func (o *TaskOutcomes) add(base, cand bool) {
@@ -167,7 +170,17 @@ type QualityCheck struct {
 	// (at the same repeats) would decide it at the spread measured here
 	// and the noise floor; null when no number would.
 	TasksToDecide *int `json:"tasks_to_decide,omitempty"`
+	// RepeatsToDecide is, for an inconclusive result on a run whose noise
+	// floor was measured, about how many repeats of the same tasks would
+	// decide it, the call-to-call noise averaged down and the differences
+	// between tasks left as measured; null when no number up to
+	// maxRepeatsToDecide would (the spread is between tasks, not calls).
+	RepeatsToDecide *int `json:"repeats_to_decide,omitempty"`
 }
+
+// maxRepeatsToDecide bounds the repeats QualityCheck.RepeatsToDecide
+// proposes.
+const maxRepeatsToDecide = 50
 
 // diffs are the per-task differences of a comparison's tasks.
 func taskDiffs(tasks []TaskOutcomes) []float64 {
@@ -179,11 +192,11 @@ func taskDiffs(tasks []TaskOutcomes) []float64 {
 }
 
 // qualityCheck applies rule margin (or describes a sample rule's data on
-// the same figures) to a candidate's paired tasks. noiseM2 is the mean
-// squared per-task difference an equal candidate would show at the
-// measured noise floor (0 when not measured): the tasks needed to decide
-// are found at the larger of it and the spread seen.
-func qualityCheck(p *Paired, g GateConfig, noiseM2 float64, sizing bool) *QualityCheck {
+// the same figures) to a candidate's paired tasks. With sizing, an
+// inconclusive result gets the tasks that would decide it, at the larger
+// of the spread seen and the one an equal candidate shows at the noise
+// floor, and the repeats that would, where the noise floor was measured.
+func qualityCheck(p *Paired, g GateConfig, noise *Noise, sizing bool) *QualityCheck {
 	if p == nil || len(p.tasks) == 0 {
 		return nil
 	}
@@ -212,8 +225,22 @@ func qualityCheck(p *Paired, g GateConfig, noiseM2 float64, sizing bool) *Qualit
 			sum += d
 			sumsq += d * d
 		}
-		if k := TasksToDecide(sum/n, math.Max(sumsq/n, noiseM2), g.ErrorRate(), m); k > 0 {
+		reps := meanRepeats(p)
+		if k := TasksToDecide(sum/n, math.Max(sumsq/n, noise.m2(reps)), g.ErrorRate(), m); k > 0 {
 			q.TasksToDecide = &k
+		}
+		if noise.measured() && *noise.PerCall > 0 {
+			// A task's difference has mean square mean² + τ² + q/R: the
+			// calls' noise q over R repeats, and τ² between tasks.
+			mean, perCall := sum/n, *noise.PerCall
+			between := math.Max(0, sumsq/n-mean*mean-perCall/reps)
+			for r := int(math.Floor(reps)) + 1; r <= maxRepeatsToDecide; r++ {
+				m2 := mean*mean + between + perCall/float64(r)
+				if iv := momentsInterval(n, sum, m2*n, g.ErrorRate()); iv.Low > -m || iv.High < -m {
+					q.RepeatsToDecide = &r
+					break
+				}
+			}
 		}
 	}
 	return q
@@ -308,4 +335,49 @@ func movedMost(tasks []TaskOutcomes) []string {
 		}
 	}
 	return ids
+}
+
+// Decide is Summarize for records held in memory: the gate's decision on
+// every candidate (with opt.Gate's rule, margin and error rate), computed
+// in process exactly as crab report computes it from files. Tools that
+// size or calibrate a gate (crab plan, a calibration harness) call it on
+// generated or pilot records and read each arm's Verdict, Quality and
+// Paired figures, and the Summary's Noise and Decision.
+func Decide(recs []records.Record, opt Options) (*Summary, error) {
+	set, err := records.SetOf(recs)
+	if err != nil {
+		return nil, err
+	}
+	return Summarize(set, opt)
+}
+
+// costPerPassRatio is the candidate's cost per pass over the baseline's,
+// over the paired tasks, with its interval at level 1 - alpha, clustered
+// by task: cost per pass moves with every pass, so where outcomes vary
+// from call to call its exact value is no more certain than the pass
+// rate. The interval is the delta method's on the log of the ratio of
+// four totals (the task is the unit: each task's share of each total is
+// its influence), with a t quantile; it needs no resampling, so the gate
+// recomputes it exactly on edited outcomes. Nil when either side passes
+// nothing or costs nothing.
+func costPerPassRatio(tasks []TaskOutcomes, alpha float64) *Ratio {
+	var cb, cc, pb, pc float64
+	for _, t := range tasks {
+		cb, cc = cb+t.BaseCost, cc+t.CandCost
+		pb += float64(t.Both + t.BaseOnly)
+		pc += float64(t.Both + t.CandOnly)
+	}
+	n := float64(len(tasks))
+	if cb <= 0 || cc <= 0 || pb == 0 || pc == 0 || n < 2 {
+		return nil
+	}
+	point := (cc / pc) / (cb / pb)
+	v := 0.0
+	for _, t := range tasks {
+		z := t.CandCost/cc - float64(t.Both+t.CandOnly)/pc - t.BaseCost/cb + float64(t.Both+t.BaseOnly)/pb
+		v += z * z
+	}
+	se := math.Sqrt(v * n / (n - 1))
+	q := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(1 - alpha/2)
+	return &Ratio{Point: point, CILow: point * math.Exp(-q*se), CIHigh: point * math.Exp(q*se)}
 }

@@ -75,7 +75,7 @@ func TestMarginRule(t *testing.T) {
 		// One outcome per task: 400 tasks cannot yet bound the noise
 		// within 2 points, and say how many would.
 		{"identical twin, varying outcomes, one repeat", 400, 1, 0.1, armSpec{name: "cand", lat: 100, cost: 1}, true, VerdictInconclusive,
-			[]string{"would decide at about", "and the noise floor"}, QualityInconclusive},
+			[]string{"would decide at about", "and the noise floor", "or at about 2 repeats of these 400 tasks"}, QualityInconclusive},
 		{"6-point loss, enough tasks", 600, 2, 0.1, armSpec{name: "cand", lose: 0.06, lat: 50, cost: 0.5}, false, VerdictReject,
 			[]string{"loses pass rate: pass rate -", "wholly below the -2-point margin", "moved most: t", "not rescued by speed or cost"}, QualityBroken},
 		{"6-point loss, few tasks", 40, 1, 0, armSpec{name: "cand", lose: 0.06, lat: 50, cost: 0.5}, false, VerdictInconclusive,
@@ -372,5 +372,31 @@ func TestGateCheckQuality(t *testing.T) {
 		if field, msg := tc.g.Check(); field != tc.field {
 			t.Errorf("%+v: field %q (%s); want %q", tc.g, field, msg, tc.field)
 		}
+	}
+}
+
+// Cost per pass moves with every pass: a guardrail breach that rests on a
+// few passes more or less has an interval, clustered by task, that
+// reaches within the limit, and the verdict is inconclusive, not reject.
+func TestCostPerPassInterval(t *testing.T) {
+	t.Parallel()
+	var recs []Record
+	for i := range 40 {
+		id := fmt.Sprintf("t%02d", i)
+		recs = append(recs, mkRec("baseline", id, 100, OutcomeOK, i < 30, 1), mkRec("cand", id, 50, OutcomeOK, i < 26, 1))
+	}
+	g := GateConfig{MarginPP: f64p(30)} // quality holds: only the guardrail is in question
+	s, err := summarizeRecs(recs, Options{Gate: &g, Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.Arms[1]
+	if a.Verdict != VerdictInconclusive || !strings.Contains(strings.Join(a.Reasons, "\n"), "cost per pass 1.538 vs 1.333 (+15%)") ||
+		!strings.Contains(strings.Join(a.Reasons, "\n"), "but its paired 95% interval") {
+		t.Errorf("verdict %s (%q); want inconclusive on a cost per pass beyond the limit whose interval reaches within it", a.Verdict, a.Reasons)
+	}
+	r := costPerPassRatio(a.Paired.tasks, 0.05)
+	if r == nil || math.Abs(r.Point-30.0/26) > 1e-12 || r.CILow >= 1.1 || r.CIHigh <= r.Point {
+		t.Errorf("ratio %+v; want point 30/26 with an interval reaching below 1.1", r)
 	}
 }
