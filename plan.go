@@ -161,6 +161,9 @@ func runPlan(_ context.Context, o planOptions) error {
 	if err := o.checkDeclared(); err != nil {
 		return err
 	}
+	if len(o.Paths) == 0 && !o.set["discordance"] && !o.set["noise-share"] && !o.set["pass-rate"] {
+		return badUsage("plan needs a PILOT (a run directory, records.jsonl or CSV) or the noise to size for: --discordance, --noise-share or --pass-rate (see crab plan --help)")
+	}
 	var pilot *plan.Pilot
 	if len(o.Paths) > 0 {
 		recs, err := o.Read.ReadSet(o.Paths, o.Stdin)
@@ -241,9 +244,6 @@ func (o planOptions) declared(p *plan.Pilot) (q plan.Quality, lat, cost *plan.Ef
 		// noise that rate allows.
 		noise = 2 * rate * (1 - rate)
 		noiseFrom = fmt.Sprintf("not measured: taken at its largest for a pass rate of %.3g, 2p(1-p); a pilot with repeats or a twin (control: twin) measures it", rate)
-		if rate == 0 {
-			noiseFrom = "not measured and no pass rate given: give --discordance, --noise-share or --pass-rate, or a pilot with repeats or a twin"
-		}
 	}
 	q.Within = noise
 	// A difference declared as whole tasks lost or gained varies between
