@@ -407,15 +407,7 @@ func (l *recordLog) flush() {
 	if len(l.carry) == 0 {
 		return
 	}
-	var err error
-	if l.f != nil && l.size >= l.cfg.MaxFileBytes {
-		// Rotated before a write, not after one: records.jsonl is never
-		// left empty by a rotation.
-		err = l.rotate()
-	}
-	if err == nil {
-		err = l.writeCarry()
-	}
+	err := l.writeCarry()
 	switch {
 	case err != nil && l.failing == nil:
 		l.failing = err
@@ -431,18 +423,43 @@ func (l *recordLog) flush() {
 	l.carried.Store(int64(len(l.carry)))
 }
 
-// writeCarry writes l.carry to records.jsonl, opening it again after a
-// failed rotation; what is written leaves l.carry.
+// writeCarry writes l.carry to records.jsonl, rotating it whenever it
+// reaches MaxFileBytes (between records, never inside one) and opening
+// it again after a failed rotation; what is written leaves l.carry.
 func (l *recordLog) writeCarry() error {
-	if l.f == nil {
-		if err := l.open(); err != nil {
+	for len(l.carry) > 0 {
+		if l.f != nil && l.size >= l.cfg.MaxFileBytes {
+			// Rotated before a write, not after one: records.jsonl is
+			// never left empty by a rotation.
+			if err := l.rotate(); err != nil {
+				return err
+			}
+		}
+		if l.f == nil {
+			if err := l.open(); err != nil {
+				return err
+			}
+		}
+		chunk := l.carry
+		if room := l.cfg.MaxFileBytes - l.size; int64(len(chunk)) > room {
+			// Up to the last record that fits, or the first one when
+			// none does.
+			end := bytes.LastIndexByte(chunk[:max(room, 0)], '\n') + 1
+			if end == 0 {
+				end = bytes.IndexByte(chunk, '\n') + 1
+			}
+			if end > 0 {
+				chunk = chunk[:end]
+			}
+		}
+		n, err := l.f.Write(chunk)
+		l.size += int64(n)
+		l.carry = l.carry[:copy(l.carry, l.carry[n:])]
+		if err != nil {
 			return err
 		}
 	}
-	n, err := l.f.Write(l.carry)
-	l.size += int64(n)
-	l.carry = l.carry[:copy(l.carry, l.carry[n:])]
-	return err
+	return nil
 }
 
 // Close writes what waits and the final manifest: finished, or

@@ -303,7 +303,10 @@ func (s *Server) close() {
 func (s *Server) identify(w http.ResponseWriter, r *http.Request, reqID string) (Identity, keyHash, bool) {
 	if key, ok := bearer(r.Header.Get("Authorization")); ok {
 		if id, h, found := s.keys.Load().lookup(key); found {
-			MarkKeyed(r.Context())
+			if !MarkKeyed(r.Context(), h) {
+				s.refuseConn(w, r, reqID)
+				return Identity{}, keyHash{}, false
+			}
 			return id, h, true
 		}
 	}
