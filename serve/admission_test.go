@@ -43,7 +43,7 @@ func TestAdmissionOrder(t *testing.T) {
 		for i := range 8 { // eight sources, one connection each
 			c := fromIP(fmt.Sprintf("10.0.%d.%d", round, i+1))
 			first = append(first, c)
-			if tc, _ := tr.admit(c); tc == nil {
+			if tc := tr.admit(c); tc == nil {
 				t.Fatal("not admitted")
 			}
 		}
@@ -62,7 +62,7 @@ func TestAdmissionOrder(t *testing.T) {
 	tr := newLimitListener(nil, lim).t
 	var conns []*trackedConn
 	for i, ip := range []string{"10.2.0.1", "10.2.0.2", "10.2.0.3", "10.2.0.4", "10.2.0.5", "10.2.0.6", "10.2.0.9", "10.2.0.9"} {
-		tc, _ := tr.admit(fromIP(ip))
+		tc := tr.admit(fromIP(ip))
 		conns = append(conns, tc)
 		if i == 6 {
 			tc.active.Store(true) // its request is being answered
@@ -77,7 +77,7 @@ func TestAdmissionOrder(t *testing.T) {
 	tr = newLimitListener(nil, Limits{Keyed: true, MaxConns: 10, MaxKeylessConns: 4, MaxKeylessConnsPerSource: 4}.withDefaults()).t
 	var keyed []*trackedConn
 	for i := range 6 {
-		tc, _ := tr.admit(fromIP("10.3.0.1"))
+		tc := tr.admit(fromIP("10.3.0.1"))
 		ctx := context.WithValue(context.Background(), connKey{}, tc)
 		if !MarkKeyed(ctx, keyHash{byte(i)}) {
 			t.Fatal("MarkKeyed refused under the cap")
@@ -281,4 +281,44 @@ func TestFloodsSpareKeyedClient(t *testing.T) {
 		t.Errorf("%d of the keyed client's 80 requests failed during the floods (%d flood dials); want at most 8 (10%%)", failed, dials.Load())
 	}
 	t.Logf("%d flood dials", dials.Load())
+}
+
+// TestAdmissionSparesSpoken: of connections from addresses holding as
+// many, a silent one is closed before an older one whose request waits
+// in the kernel to be read (its client about to present a key).
+func TestAdmissionSparesSpoken(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tr := newLimitListener(nil, Limits{Keyed: true, MaxConns: 100, MaxKeylessConns: 2, MaxKeylessConnsPerSource: 2}.withDefaults()).t
+	accept := func(local string, hello string) *trackedConn {
+		c, err := dialFrom(local, ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if hello != "" {
+			io.WriteString(c, hello)
+		}
+		sc, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sc.Close() })
+		if hello != "" { // until the bytes are in the server's kernel buffer
+			waitFor(t, "the request to arrive", func() bool { return spoke(sc) })
+		}
+		return tr.admit(sc)
+	}
+	spoken := accept("127.0.0.1", "GET /v1/models HTTP/1.1\r\n")
+	silent := accept("127.0.0.2", "")
+	accept("127.0.0.3", "")
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if !spoken.booked || silent.booked {
+		t.Errorf("after one more: the older connection with a request waiting booked %v, the silent one %v; want true, false", spoken.booked, silent.booked)
+	}
 }

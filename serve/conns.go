@@ -6,7 +6,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -24,13 +23,15 @@ import (
 //   - Keyless connections get a short header and idle timeout
 //     (KeylessTimeout) and hold at most MaxKeylessConns slots, and
 //     MaxKeylessConnsPerSource from one remote address. One more closes a
-//     keyless connection: the address's own oldest when the address is
-//     over its share; else, from the address holding the most keyless
-//     connections (ties: the address whose oldest connection is oldest,
-//     never an order of a map), the oldest one not being answered. A flood
-//     from any number of addresses only pushes out its own connections
-//     oldest first, and a client's new connection, the newest, is the
-//     last to go while its first request is read and its key checked.
+//     keyless connection (victim): the address's own when the address is
+//     over its share; else one of the addresses holding the most keyless
+//     connections, ties going to the address whose connection is the
+//     oldest (never an order of a map), oldest first within an address;
+//     a connection whose request is being answered, or waits in the
+//     kernel to be read, is passed over while a silent one is left. A
+//     flood from any number of addresses pushes out its own connections
+//     first, and a client's new connection that has sent its request is
+//     not closed while a silent connection is left.
 //   - When every one of MaxConns is taken and none is keyless, new
 //     connections wait in the listen backlog until one closes.
 
@@ -124,14 +125,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		tc, evicted := l.t.admit(c)
-		if evicted {
-			// Under a flood of new connections, let the ones just
-			// accepted read their first request (and present a key)
-			// before the next admission pushes out the oldest.
-			runtime.Gosched()
-		}
-		if tc != nil {
+		if tc := l.t.admit(c); tc != nil {
 			return tc, nil
 		}
 	}
@@ -154,10 +148,9 @@ func sourceOf(c net.Conn) string {
 }
 
 // admit books c, closing keyless connections to make room; nil when the
-// listener closed while c waited (c is then closed). evicted says whether
-// a connection was closed to make room.
-func (t *connTracker) admit(c net.Conn) (tc *trackedConn, evicted bool) {
-	tc = &trackedConn{Conn: c, t: t, source: sourceOf(c)}
+// listener closed while c waited (c is then closed).
+func (t *connTracker) admit(c net.Conn) *trackedConn {
+	tc := &trackedConn{Conn: c, t: t, source: sourceOf(c)}
 	if !t.lim.Keyed {
 		tc.keyed.Store(true)
 	}
@@ -171,7 +164,7 @@ func (t *connTracker) admit(c net.Conn) (tc *trackedConn, evicted bool) {
 		if t.closed {
 			t.mu.Unlock()
 			c.Close()
-			return nil, false
+			return nil
 		}
 		t.free.Wait()
 	}
@@ -200,7 +193,7 @@ func (t *connTracker) admit(c net.Conn) (tc *trackedConn, evicted bool) {
 	for _, v := range evict {
 		v.Conn.Close()
 	}
-	return tc, len(evict) > 0
+	return tc
 }
 
 // victim unbooks and returns the keyless connection to close to make
