@@ -76,7 +76,7 @@ func kill(args []string) error {
 	if *dir == "" || *keys == "" {
 		return errors.New("kill: -dir and -keys are required")
 	}
-	fmt.Printf("round  answered  recorded  missing  killed_after_ms  missing_answered_within_ms_of_kill\n")
+	fmt.Printf("round  answered  recorded  missing  killed_after_ms  missing_read_ms_before_kill\n")
 	worst := 0
 	for round := 1; round <= *rounds; round++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -131,17 +131,19 @@ func kill(args []string) error {
 		if err != nil {
 			return err
 		}
-		var late []string
-		missing := 0
+		var before []float64 // ms before the kill each missing answer was read (negative: after it)
 		for id, at := range answered {
 			if !recorded[id] {
-				missing++
-				late = append(late, fmt.Sprintf("%.1f", float64(killedAt.Sub(at))/float64(time.Millisecond)))
+				before = append(before, float64(killedAt.Sub(at))/float64(time.Millisecond))
 			}
 		}
-		slices.Sort(late)
-		worst = max(worst, missing)
-		fmt.Printf("%-5d  %-8d  %-8d  %-7d  %-15d  %s\n", round, len(answered), len(recorded), missing, killedAt.Sub(start).Milliseconds(), strings.Join(late, " "))
+		slices.Sort(before)
+		span := "-"
+		if len(before) > 0 {
+			span = fmt.Sprintf("%.1f .. %.1f", before[0], before[len(before)-1])
+		}
+		worst = max(worst, len(before))
+		fmt.Printf("%-5d  %-8d  %-8d  %-7d  %-15d  %s\n", round, len(answered), len(recorded), len(before), killedAt.Sub(start).Milliseconds(), span)
 	}
 	fmt.Printf("worst: %d answered request(s) missing from the records after a kill -9\n", worst)
 	return nil
