@@ -206,6 +206,8 @@ func fromManifests(paths []string) analysis.Options {
 			opt.Incomplete = "crab serve is still writing " + p + ": these are its records so far"
 		case m.Status == serve.StatusServing:
 			opt.Incomplete = "the crab serve that wrote " + p + " did not stop cleanly: its manifest still says serving (the process died), so its last answers may have no record"
+		case m.Status == serve.StatusIncomplete && strings.HasPrefix(m.RunID, "serve-"):
+			opt.Incomplete = "the records in " + p + " are incomplete: " + m.StatusReason
 		case m.Status == eval.StatusIncomplete:
 			opt.Incomplete = "the run in " + p + " ended early: " + m.StatusReason
 		}

@@ -53,6 +53,23 @@ func metricSum(t *testing.T, reg prometheus.Gatherer, name string, match ...stri
 	return sum
 }
 
+// invoiceAs sends ticket n (one text per n) with key and returns the
+// answer, its body read.
+func invoiceAs(t *testing.T, ts *httptest.Server, key string, n int) *http.Response {
+	t.Helper()
+	text := fmt.Sprintf("My invoice %d was charged twice this month, please refund one.", n)
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"auto","messages":[{"role":"user","content":`+fmt.Sprintf("%q", text)+`}]}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
 // TestServeRecordsMatchReport: traffic through crab serve with records on
 // — repeats that hit the cache, two tenants, refused keys — then crab
 // report on the records directory: its request, ok, hit and cost figures
@@ -67,17 +84,7 @@ func TestServeRecordsMatchReport(t *testing.T) {
 
 	var sent, ok, hits, misses, refused int
 	for i := range 60 {
-		key := []string{"sk-acme", "sk-globex", "sk-wrong"}[i%3]
-		text := fmt.Sprintf("My invoice %d was charged twice this month, please refund one.", i%7)
-		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/chat/completions",
-			strings.NewReader(`{"model":"auto","messages":[{"role":"user","content":`+fmt.Sprintf("%q", text)+`}]}`))
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp := invoiceAs(t, ts, []string{"sk-acme", "sk-globex", "sk-wrong"}[i%3], i%7)
 		if resp.StatusCode == http.StatusUnauthorized {
 			refused++
 			continue
@@ -184,16 +191,7 @@ func TestServeRecordsNaiveKeyLeaks(t *testing.T) {
 	defer ts.Close()
 	leaked := 0
 	for i := range 40 {
-		text := fmt.Sprintf("My invoice %d was charged twice this month, please refund one.", i/2)
-		req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/chat/completions",
-			strings.NewReader(`{"model":"auto","messages":[{"role":"user","content":`+fmt.Sprintf("%q", text)+`}]}`))
-		req.Header.Set("Authorization", "Bearer "+[]string{"sk-acme", "sk-globex"}[i%2])
-		resp, err := ts.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp := invoiceAs(t, ts, []string{"sk-acme", "sk-globex"}[i%2], i/2)
 		if resp.Header.Get("X-Crab-Leak") != "" {
 			leaked++
 		}

@@ -26,7 +26,10 @@ import (
 // went through the stack, in crab's own records.jsonl format, so that
 // crab report and crab export work on production traffic. The directory
 // holds records.jsonl (the current file), records-NNNNNN.jsonl (rotated
-// files, oldest first) and manifest.json.
+// files, oldest first, from 000001), manifest.json, the manifests of
+// earlier runs on the directory (manifest-NNNNNN.json, NNNNNN the number
+// of the run's last records file) and .serve.lock, locked while a server
+// writes there.
 type RecordsConfig struct {
 	// Dir is the records directory, created if missing; relative to the
 	// configuration file. It must be writable, or crab serve does not start.

@@ -229,7 +229,7 @@ func (s *Server) openRecords(setup *Setup, o Options) error {
 			return &ConfigError{File: cfg.File, Line: rc.line, Field: "records.dir", Msg: fmt.Sprintf("cannot write records to %s: %v", dir, err)}
 		}
 		o.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "crab_serve", Name: "records_errors_total",
-			Help: "Records that could not be written (a full or failing disk); the requests themselves were answered."},
+			Help: "Records lost: never written, because the disk refused them beyond what waits in memory (see the manifest's records_lost); the requests themselves were answered."},
 			func() float64 { return float64(s.recs.errors.Load()) }))
 	}
 	if setup.Candidate != nil && cfg.Shadow != nil {
