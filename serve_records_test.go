@@ -236,7 +236,8 @@ func TestServeRecordsNaiveKeyLeaks(t *testing.T) {
 }
 
 // TestServeRecordsKilledRun: a records directory whose manifest still
-// says serving and whose server is gone (killed) reads as incomplete.
+// says serving and whose server is gone (killed) reads as incomplete, and
+// so does one whose server stopped after losing records.
 func TestServeRecordsKilledRun(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -247,6 +248,13 @@ func TestServeRecordsKilledRun(t *testing.T) {
 	code, out, errs := crab(t, "", "report", dir)
 	if code != 0 || !strings.Contains(out, "incomplete") || !strings.Contains(out, "did not stop cleanly") {
 		t.Errorf("crab report on a killed server's records: exit %d, stderr %q:\n%s\nwant the run called incomplete", code, errs, out)
+	}
+	// A clean stop that lost records (a full disk) is incomplete too.
+	os.WriteFile(filepath.Join(dir, "manifest.json"), []byte(`{"run_id":"serve-1","status":"incomplete","records_lost":3,`+
+		`"status_reason":"3 answered request(s) have no record: the disk refused the writes"}`), 0o644)
+	code, out, errs = crab(t, "", "report", dir)
+	if code != 0 || !strings.Contains(out, "are incomplete: 3 answered request(s) have no record") {
+		t.Errorf("crab report on records that lost 3: exit %d, stderr %q:\n%s\nwant the loss named", code, errs, out)
 	}
 }
 
