@@ -327,6 +327,7 @@ func newSide(label, source string, lines []*records.Answer) (*contract.ProofSide
 // checkProof runs the shortening proof and prints it; exit 1 if it fails.
 func checkProof(c *contract.Contract, o checkOptions) error {
 	var full, short *contract.ProofSide
+	var vary contract.Variation
 	if o.Run != "" {
 		lines, name, err := records.ReadAnswers(o.Run, nil)
 		if err != nil {
@@ -349,6 +350,9 @@ func checkProof(c *contract.Contract, o checkOptions) error {
 			return err
 		}
 		if short, err = newSide(o.Short, name, byArm[o.Short]); err != nil {
+			return err
+		}
+		if vary, err = proofVariation(o.Run, o.Full, name, byArm); err != nil {
 			return err
 		}
 	} else {
@@ -375,7 +379,7 @@ func checkProof(c *contract.Contract, o checkOptions) error {
 	if err != nil {
 		return err
 	}
-	proof := c.ProveSides(full, short, tickets, cfg)
+	proof := c.ProveVarying(full, short, tickets, cfg, vary)
 	if o.Format == "json" {
 		if err := writeCheckJSON(o.Stdout, proofJSON{Contract: o.Contract, SHA256: c.Hash(), Tickets: ticketNote, Proof: proof}); err != nil {
 			return err
