@@ -108,16 +108,16 @@ type Totals struct {
 
 // Proof is the shortening proof over every pair.
 type Proof struct {
-	Tasks       []TaskProof    `json:"tasks"`
-	Pass        int            `json:"pass"`
-	Fail        int            `json:"fail"`
-	NotCompared int            `json:"not_compared"`
+	Tasks       []TaskProof `json:"tasks"`
+	Pass        int         `json:"pass"`
+	Fail        int         `json:"fail"`
+	NotCompared int         `json:"not_compared"`
 	// Differs counts the ProofDiffers tasks (only on answers that vary).
-	Differs int `json:"differs,omitempty"`
-	Dropped     map[string]int `json:"dropped"` // field → tasks that dropped it
-	Changed     map[string]int `json:"changed"` // field → tasks that changed it
-	Full        Totals         `json:"full"`
-	Short       Totals         `json:"short"`
+	Differs int            `json:"differs,omitempty"`
+	Dropped map[string]int `json:"dropped"` // field → tasks that dropped it
+	Changed map[string]int `json:"changed"` // field → tasks that changed it
+	Full    Totals         `json:"full"`
+	Short   Totals         `json:"short"`
 	// Cancelled counts the tasks whose full or short request was cancelled:
 	// the run was interrupted, and a proof over part of the work proves
 	// nothing about the rest.
