@@ -129,41 +129,36 @@ func (c *Contract) ProveVarying(full, short *ProofSide, tickets map[string]strin
 			taskOf[s.Answers[i].Key()] = s.Answers[i].Task
 		}
 	}
-	noise := c.noiseUnits(full, v.Twin, tickets, p.cfg, nf)
-	varied := map[string]bool{} // task ids on which identical calls differed
-	for k, d := range noise {
-		if d {
-			varied[taskOf[k]] = true
+	verdicts := make(map[string]string, len(p.Tasks))
+	for _, t := range p.Tasks {
+		verdicts[t.Task] = t.Verdict
+	}
+	units, varied := c.noiseUnits(full, short, v.Twin, tickets, p.cfg, verdicts, nf)
+	for _, u := range units {
+		nf.Units++
+		switch {
+		case u.short && u.noise:
+			nf.ShortDiffer++
+			nf.NoiseDiffer++
+		case u.short:
+			nf.ShortDiffer++
+			nf.ShortOnly++
+		case u.noise:
+			nf.NoiseDiffer++
+			nf.NoiseOnly++
 		}
 	}
 	for i := range p.Tasks {
 		t := &p.Tasks[i]
-		if t.Verdict != ProofPass && t.Verdict != ProofDiffers {
+		if t.Verdict != ProofDiffers || nf.Source == "" {
 			continue
 		}
-		if nd, ok := noise[t.Task]; ok {
-			sd := t.Verdict == ProofDiffers
-			nf.Units++
-			switch {
-			case sd && nd:
-				nf.ShortDiffer++
-				nf.NoiseDiffer++
-			case sd:
-				nf.ShortDiffer++
-				nf.ShortOnly++
-			case nd:
-				nf.NoiseDiffer++
-				nf.NoiseOnly++
-			}
-		}
-		if t.Verdict == ProofDiffers && nf.Source != "" {
-			if varied[taskOf[t.Task]] {
-				t.Noise = NoiseWithin
-				nf.Within = append(nf.Within, t.Task)
-			} else {
-				t.Noise = NoiseBeyond
-				nf.Beyond = append(nf.Beyond, t.Task)
-			}
+		if varied[taskOf[t.Task]] {
+			t.Noise = NoiseWithin
+			nf.Within = append(nf.Within, t.Task)
+		} else {
+			t.Noise = NoiseBeyond
+			nf.Beyond = append(nf.Beyond, t.Task)
 		}
 	}
 	if nf.Source != "" {
@@ -184,45 +179,75 @@ func (c *Contract) ProveVarying(full, short *ProofSide, tickets map[string]strin
 	return p
 }
 
-// noiseUnits compares identical calls with the full side's answers: twin's
-// answer of each task and repeat, else the full side's next odd repeat of
-// each even one. It returns, by the full answer's key, whether the
-// identical call differs (any failure of the proof's rules); units not
-// compared are left out. It sets nf's Source and Label when any unit was
-// compared.
-func (c *Contract) noiseUnits(full, twin *ProofSide, tickets map[string]string, cfg ProofConfig, nf *NoiseFloor) map[string]bool {
-	var pairs []Pair
-	source, label := NoiseSourceRepeats, ""
+// noiseUnit is one unit of the test against the noise floor: whether the
+// short answer, and whether an identical call, differ from the same full
+// answer.
+type noiseUnit struct{ short, noise bool }
+
+// noiseUnits pairs the short side's answers with identical calls, each
+// against the same full answer (any failure of the proof's rules is a
+// difference), and names the tasks on which identical calls differed.
+//
+// With a twin, a unit is a task and repeat both the short answer and the
+// twin's were compared on (verdicts: the short side's, by key). Without
+// one, the full side's repeats are the identical calls, in pairs: repeat
+// k+1 against repeat k, for every even k. Repeats differ in their seed as
+// well as in the call, so the short answer compared is the one of repeat
+// k+1 too, against the full answer of repeat k: both sides of a unit then
+// differ from the reference by the same seed and call, and are
+// exchangeable when shortening changes nothing. Units neither side could
+// compare are left out. nf's Source and Label are set when any identical
+// call was compared.
+func (c *Contract) noiseUnits(full, short, twin *ProofSide, tickets map[string]string, cfg ProofConfig, verdicts map[string]string, nf *NoiseFloor) ([]noiseUnit, map[string]bool) {
+	differs := func(t TaskProof) (bool, bool) { return t.Verdict != ProofPass, t.Verdict != ProofNotCompared }
+	varied := map[string]bool{}
+	var units []noiseUnit
+	fm, sm := byKey(full), byKey(short)
 	if twin != nil {
-		source, label = NoiseSourceTwin, twin.Label
-		for _, pr := range pairSides(full, twin, tickets) {
-			if pr.Full != nil && pr.Short != nil {
-				pairs = append(pairs, pr)
-			}
-		}
-	} else {
-		fm := byKey(full)
-		for i := range full.Answers {
-			a := &full.Answers[i]
-			if a.Repeat%2 != 0 {
+		pairs := pairSides(full, twin, tickets)
+		for i, t := range c.Prove(pairs, cfg).Tasks {
+			nd, ok := differs(t)
+			if !ok || pairs[i].Full == nil || pairs[i].Short == nil {
 				continue
 			}
-			next := SideAnswer{Task: a.Task, Repeat: a.Repeat + 1}
-			if b := fm[next.Key()]; b != nil {
-				pairs = append(pairs, Pair{Task: a.Key(), Ticket: tickets[a.Task], Full: a.Answer, Short: b.Answer})
+			nf.Source, nf.Label = NoiseSourceTwin, twin.Label
+			if nd {
+				varied[fm[t.Task].Task] = true
+			}
+			if sv := verdicts[t.Task]; sv == ProofPass || sv == ProofDiffers {
+				units = append(units, noiseUnit{short: sv == ProofDiffers, noise: nd})
+			}
+		}
+		return units, varied
+	}
+	for i := range full.Answers {
+		a := &full.Answers[i]
+		if a.Repeat%2 != 0 {
+			continue
+		}
+		next := (&SideAnswer{Task: a.Task, Repeat: a.Repeat + 1}).Key()
+		b := fm[next]
+		if b == nil {
+			continue
+		}
+		ticket := tickets[a.Task]
+		rep := c.Prove([]Pair{{Task: next, Ticket: ticket, Full: a.Answer, Short: b.Answer}}, cfg).Tasks[0]
+		nd, ok := differs(rep)
+		if !ok {
+			continue
+		}
+		nf.Source = NoiseSourceRepeats
+		if nd {
+			varied[a.Task] = true
+		}
+		if s := sm[next]; s != nil {
+			st := c.Prove([]Pair{{Task: next, Ticket: ticket, Full: a.Answer, Short: s.Answer}}, cfg).Tasks[0]
+			if sd, ok := differs(st); ok {
+				units = append(units, noiseUnit{short: sd, noise: nd})
 			}
 		}
 	}
-	out := map[string]bool{}
-	for _, t := range c.Prove(pairs, cfg).Tasks {
-		if t.Verdict != ProofNotCompared {
-			out[t.Task] = t.Verdict == ProofFail
-		}
-	}
-	if len(out) > 0 {
-		nf.Source, nf.Label = source, label
-	}
-	return out
+	return units, varied
 }
 
 // formatP prints a p-value with four significant digits.

@@ -411,10 +411,15 @@ func (p *Proof) writeNoise(b *strings.Builder, fullName, shortName string) {
 		return
 	}
 	what := fmt.Sprintf("%s, an identical copy of %s", n.Label, fullName)
-	other := n.Label
+	other, shortAt, between := n.Label, shortName, "identical calls"
 	if n.Source == NoiseSourceRepeats {
-		what = fmt.Sprintf("repeats of %s, each odd repeat against the one before", fullName)
-		other = "the next repeat"
+		what = fmt.Sprintf("repeats of %s: repeat 1 against repeat 0, 3 against 2, ...; %s of the same odd repeat against the same even one", fullName, shortName)
+		other, shortAt = fullName+" (next repeat)", shortName+" (next repeat)"
+		between = "repeats"
+	}
+	if n.Units == 0 {
+		fmt.Fprintf(b, "noise floor (%s): no task compared both ways\n", what)
+		return
 	}
 	pct := func(k int) string {
 		if n.Units == 0 {
@@ -422,8 +427,8 @@ func (p *Proof) writeNoise(b *strings.Builder, fullName, shortName string) {
 		}
 		return strconv.FormatFloat(100*float64(k)/float64(n.Units), 'f', 1, 64) + "%"
 	}
-	fmt.Fprintf(b, "noise floor (%s): %d of %d tasks differ between identical calls (%s); %s against %s: %d of %d (%s)\n",
-		what, n.NoiseDiffer, n.Units, pct(n.NoiseDiffer), shortName, fullName, n.ShortDiffer, n.Units, pct(n.ShortDiffer))
+	fmt.Fprintf(b, "noise floor (%s): %d of %d tasks differ between %s (%s); %s against %s: %d of %d (%s)\n",
+		what, n.NoiseDiffer, n.Units, between, pct(n.NoiseDiffer), shortAt, fullName, n.ShortDiffer, n.Units, pct(n.ShortDiffer))
 	fmt.Fprintf(b, "test: exact one-sided sign test over the %d tasks where only one of %s and %s differs from %s (%s only %d, %s only %d): p %s; the proof fails when p < %s, so a shortening that changes nothing fails in at most %s%% of runs\n",
-		n.ShortOnly+n.NoiseOnly, shortName, other, fullName, shortName, n.ShortOnly, other, n.NoiseOnly, formatP(*n.P), formatP(n.Alpha), strconv.FormatFloat(100*n.Alpha, 'g', 4, 64))
+		n.ShortOnly+n.NoiseOnly, shortAt, other, fullName, shortAt, n.ShortOnly, other, n.NoiseOnly, formatP(*n.P), formatP(n.Alpha), strconv.FormatFloat(100*n.Alpha, 'g', 4, 64))
 }
