@@ -59,7 +59,10 @@ or run directories (their records.jsonl: every ok record's output is checked); -
 --decide/--keep/--superset/--evidence, else the experiment's proof section (--experiment, or the run's
 manifest), else the contract (required enums, booleans and numbers decided the same; required strings
 and arrays kept non-empty). A field is a path of names joined by dots (intent.name; slots.value is
-every slot's value). Exit 1 on a lint problem, a violation or a failed proof.
+every slot's value). On a run whose answers vary from call to call (its manifest names a varying
+simulated model or a server), a task that decides otherwise is weighed against the run's noise floor
+(an A/A twin of --full, or its repeats); without one the proof cannot tell (see docs/contract.md).
+Exit 1 on a lint problem, a violation, a failed proof or one that cannot tell.
 --format json prints the same findings as one JSON object (see docs/workload.md).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "lint", Usage: "contract `FILE` to check against the strict structured-output subset"},
