@@ -211,3 +211,31 @@ func TestProveVaryingErrorRate(t *testing.T) {
 	}
 	t.Logf("%d of %d runs failed", failed, runs)
 }
+
+// The test's power at the default experiment's size and variation (480
+// tasks, 5% of them varying at flip 0.5, a twin): a shortening that
+// changes 5% of decisions fails in nearly every run; 2% in about half.
+func TestProveVaryingPower(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("200 proofs of 480 tasks")
+	}
+	c := loadTriage(t)
+	const runs = 100
+	for _, tc := range []struct {
+		effect   float64
+		min, max int // failed runs expected, of 100
+	}{{0.02, 30, 70}, {0.05, 95, runs}} {
+		failed := 0
+		for seed := uint64(0); seed < runs; seed++ {
+			full, short, twin := world{n: 480, share: 0.05, flip: 0.5, effect: tc.effect}.sides(t, 5000+seed)
+			if p := c.ProveVarying(full, short, nil, triageProof(), Variation{Varies: true, Why: "w", Twin: twin}); !p.OK {
+				failed++
+			}
+		}
+		t.Logf("a shortening changing %.0f%% of decisions failed %d of %d runs", 100*tc.effect, failed, runs)
+		if failed < tc.min || failed > tc.max {
+			t.Errorf("effect %.2f: %d of %d runs failed; want %d..%d", tc.effect, failed, runs, tc.min, tc.max)
+		}
+	}
+}
