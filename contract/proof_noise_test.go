@@ -192,8 +192,8 @@ func TestProveVaryingAgainstRepeats(t *testing.T) {
 // sign test is conservative; 200 runs bound the rate loosely).
 func TestProveVaryingErrorRate(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("200 proofs")
+	if testing.Short() || raceEnabled {
+		t.Skip("200 proofs, sequential: without -short and -race")
 	}
 	c := loadTriage(t)
 	const runs = 200
@@ -217,8 +217,8 @@ func TestProveVaryingErrorRate(t *testing.T) {
 // changes 5% of decisions fails in nearly every run; 2% in about half.
 func TestProveVaryingPower(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("200 proofs of 480 tasks")
+	if testing.Short() || raceEnabled {
+		t.Skip("200 proofs of 480 tasks, sequential: without -short and -race")
 	}
 	c := loadTriage(t)
 	const runs = 100
