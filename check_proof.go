@@ -111,7 +111,8 @@ func proofVariation(run, fullArm, source string, byArm map[string][]*records.Ans
 	if len(why) == 0 {
 		return contract.Variation{}, nil
 	}
-	v := contract.Variation{Varies: true, Why: strings.Join(why, "; ")}
+	// The proof's test is one more decision of the run, at its error rate.
+	v := contract.Variation{Varies: true, Why: strings.Join(why, "; "), Alpha: m.Gate.ErrorRate()}
 	twin := m.Gate.Control
 	if twin != "" && twin != fullArm && len(m.Arms) > 0 && m.Arms[0].Name == fullArm && len(byArm[twin]) > 0 {
 		if v.Twin, err = newSide(twin, source, byArm[twin]); err != nil {

@@ -283,8 +283,8 @@ func TestReportContractChange(t *testing.T) {
 // TestCheckProofVarying runs the shortening proof end to end on a run whose
 // answers vary from call to call: without a noise floor it cannot tell
 // (exit 1, naming a twin or repeats), with a twin or with repeats of the
-// baseline it passes within the floor, and over_short still fails
-// outright on the fields it drops.
+// baseline it passes within the floor (its test at the run's error rate),
+// and over_short still fails outright on the fields it drops.
 func TestCheckProofVarying(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -326,7 +326,7 @@ proof:
 		}
 		return out
 	}
-	plain, twin, repeats := run("plain", ""), run("twin", "control: twin\n"), run("repeats", "repeats: 2\n")
+	plain, twin, repeats := run("plain", ""), run("twin", "control: twin\ngate: {alpha: 0.01}\n"), run("repeats", "repeats: 2\n")
 	tests := []struct {
 		name     string
 		run      string
@@ -340,6 +340,7 @@ proof:
 			"verdict: CANNOT TELL: ", "\nDIFFERS t"}},
 		{"twin: within the floor", twin, "short", 0, []string{
 			"noise floor (twin, an identical copy of baseline): ", "test: exact one-sided sign test over the ",
+			"the proof fails when p < 0.01, so a shortening that changes nothing fails in at most 1% of runs",
 			"\nDIFFERS WITHIN NOISE t", "verdict: PASS: "}},
 		{"repeats: within the floor", repeats, "short", 0, []string{
 			"noise floor (repeats of baseline: repeat 1 against repeat 0", "verdict: PASS: "}},
