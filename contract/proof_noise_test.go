@@ -50,6 +50,19 @@ func (w world) sides(t testing.TB, seed uint64) (full, short, twin *ProofSide) {
 	return full, short, twin
 }
 
+// failedRuns proves runs worlds drawn from seeds from, each against its
+// twin, and counts the proofs that are not OK.
+func (w world) failedRuns(t testing.TB, c *Contract, from uint64, runs int) int {
+	failed := 0
+	for seed := from; seed < from+uint64(runs); seed++ {
+		full, short, twin := w.sides(t, seed)
+		if p := c.ProveVarying(full, short, nil, triageProof(), Variation{Varies: true, Why: "w", Twin: twin}); !p.OK {
+			failed++
+		}
+	}
+	return failed
+}
+
 func proofText(t *testing.T, p *Proof) string {
 	t.Helper()
 	var b strings.Builder
@@ -197,13 +210,7 @@ func TestProveVaryingErrorRate(t *testing.T) {
 	}
 	c := loadTriage(t)
 	const runs = 200
-	failed := 0
-	for seed := uint64(0); seed < runs; seed++ {
-		full, short, twin := world{n: 120, share: 0.15, flip: 0.5}.sides(t, 1000+seed)
-		if p := c.ProveVarying(full, short, nil, triageProof(), Variation{Varies: true, Why: "w", Twin: twin}); !p.OK {
-			failed++
-		}
-	}
+	failed := world{n: 120, share: 0.15, flip: 0.5}.failedRuns(t, c, 1000, runs)
 	// At alpha 0.05, 200 runs fail about 10 times at most; 19 would be
 	// near 3 standard deviations above that.
 	if failed > 18 {
@@ -226,13 +233,7 @@ func TestProveVaryingPower(t *testing.T) {
 		effect   float64
 		min, max int // failed runs expected, of 100
 	}{{0.02, 30, 70}, {0.05, 95, runs}} {
-		failed := 0
-		for seed := uint64(0); seed < runs; seed++ {
-			full, short, twin := world{n: 480, share: 0.05, flip: 0.5, effect: tc.effect}.sides(t, 5000+seed)
-			if p := c.ProveVarying(full, short, nil, triageProof(), Variation{Varies: true, Why: "w", Twin: twin}); !p.OK {
-				failed++
-			}
-		}
+		failed := world{n: 480, share: 0.05, flip: 0.5, effect: tc.effect}.failedRuns(t, c, 5000, runs)
 		t.Logf("a shortening changing %.0f%% of decisions failed %d of %d runs", 100*tc.effect, failed, runs)
 		if failed < tc.min || failed > tc.max {
 			t.Errorf("effect %.2f: %d of %d runs failed; want %d..%d", tc.effect, failed, runs, tc.min, tc.max)
