@@ -59,7 +59,10 @@ or run directories (their records.jsonl: every ok record's output is checked); -
 --decide/--keep/--superset/--evidence, else the experiment's proof section (--experiment, or the run's
 manifest), else the contract (required enums, booleans and numbers decided the same; required strings
 and arrays kept non-empty). A field is a path of names joined by dots (intent.name; slots.value is
-every slot's value). Exit 1 on a lint problem, a violation or a failed proof.
+every slot's value). On a run whose answers vary from call to call (its manifest names a varying
+simulated model or a server), a task that decides otherwise is weighed against the run's noise floor
+(an A/A twin of --full, or its repeats); without one the proof cannot tell (see docs/contract.md).
+Exit 1 on a lint problem, a violation, a failed proof or one that cannot tell.
 --format json prints the same findings as one JSON object (see docs/workload.md).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "lint", Usage: "contract `FILE` to check against the strict structured-output subset"},
@@ -327,6 +330,7 @@ func newSide(label, source string, lines []*records.Answer) (*contract.ProofSide
 // checkProof runs the shortening proof and prints it; exit 1 if it fails.
 func checkProof(c *contract.Contract, o checkOptions) error {
 	var full, short *contract.ProofSide
+	var vary contract.Variation
 	if o.Run != "" {
 		lines, name, err := records.ReadAnswers(o.Run, nil)
 		if err != nil {
@@ -349,6 +353,9 @@ func checkProof(c *contract.Contract, o checkOptions) error {
 			return err
 		}
 		if short, err = newSide(o.Short, name, byArm[o.Short]); err != nil {
+			return err
+		}
+		if vary, err = proofVariation(o.Run, o.Full, name, byArm); err != nil {
 			return err
 		}
 	} else {
@@ -375,7 +382,7 @@ func checkProof(c *contract.Contract, o checkOptions) error {
 	if err != nil {
 		return err
 	}
-	proof := c.ProveSides(full, short, tickets, cfg)
+	proof := c.ProveVarying(full, short, tickets, cfg, vary)
 	if o.Format == "json" {
 		if err := writeCheckJSON(o.Stdout, proofJSON{Contract: o.Contract, SHA256: c.Hash(), Tickets: ticketNote, Proof: proof}); err != nil {
 			return err

@@ -279,3 +279,104 @@ func TestReportContractChange(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckProofVarying runs the shortening proof end to end on a run whose
+// answers vary from call to call: without a noise floor it cannot tell
+// (exit 1, naming a twin or repeats), with a twin or with repeats of the
+// baseline it passes within the floor (its test at the run's error rate),
+// and over_short still fails outright on the fields it drops.
+func TestCheckProofVarying(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// The first 160 tasks: enough for some to vary, few enough for -race.
+	raw, err := os.ReadFile("fixtures/tasks.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(raw), "\n")
+	if err := os.WriteFile(filepath.Join(dir, "tasks.jsonl"), []byte(strings.Join(lines[:160], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(name, extra string) string {
+		exp := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(exp, []byte(`name: `+name+`
+tasks: tasks.jsonl
+contract: embedded:triage.schema.json
+seed: 7
+time_scale: 0
+arrival: {pattern: burst}
+concurrency: 32
+timeout: 2s
+`+extra+`models:
+  - {name: large, kind: large, vary: {share: 0.1, flip: 0.5}}
+arms:
+  - {name: baseline, model: large}
+  - {name: short, model: large, mode: short, max_tokens: 160}
+  - {name: over_short, model: large, mode: over_short, max_tokens: 160}
+proof:
+  decide: [category, needs_human_review]
+  superset: [risk_flags]
+  evidence: evidence
+`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, name)
+		if code, _, errs := crab(t, "", "run", "-q", "-e", exp, "-o", out); code != 0 {
+			t.Fatalf("crab run %s: exit %d; want 0 (stderr %s)", name, code, errs)
+		}
+		return out
+	}
+	plain, twin, repeats := run("plain", ""), run("twin", "control: twin\ngate: {alpha: 0.01}\n"), run("repeats", "repeats: 2\n")
+	tests := []struct {
+		name     string
+		run      string
+		short    string
+		want     int
+		contains []string
+	}{
+		{"no floor: cannot tell", plain, "short", 1, []string{
+			"answers vary from call to call: model large varies (share 0.1, flip 0.5)\n",
+			"noise floor: not measured (no twin of baseline, no repeats of it)",
+			"verdict: CANNOT TELL: ", "\nDIFFERS t"}},
+		{"twin: within the floor", twin, "short", 0, []string{
+			"noise floor (twin, an identical copy of baseline): ", "test: exact one-sided sign test over the ",
+			"the proof fails when p < 0.01, so a shortening that changes nothing fails in at most 1% of runs",
+			"\nDIFFERS WITHIN NOISE t", "verdict: PASS: "}},
+		{"repeats: within the floor", repeats, "short", 0, []string{
+			"noise floor (repeats of baseline: repeat 1 against repeat 0", "verdict: PASS: "}},
+		{"twin: a dropped field fails outright", twin, "over_short", 1, []string{
+			"FAIL t0001: dropped evidence", "verdict: FAIL: "}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, errs := crab(t, "", "check", "--contract", checkContract, "--run", tt.run, "--full", "baseline", "--short", tt.short, "--max-listed", "3")
+			if code != tt.want {
+				t.Errorf("exit %d; want %d (stderr %s)\n%s", code, tt.want, errs, stdout)
+			}
+			for _, s := range tt.contains {
+				if !strings.Contains(stdout, s) {
+					t.Errorf("output lacks %q:\n%s", s, stdout)
+				}
+			}
+		})
+	}
+	// JSON carries the floor.
+	code, stdout, _ := crab(t, "", "check", "--format", "json", "--contract", checkContract, "--run", twin, "--full", "baseline", "--short", "short")
+	var doc struct {
+		Proof struct {
+			OK    bool `json:"ok"`
+			Noise *struct {
+				Source  string   `json:"source"`
+				Units   int      `json:"units"`
+				P       *float64 `json:"p"`
+				Verdict string   `json:"verdict"`
+			} `json:"noise"`
+		} `json:"proof"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("exit %d: %v\n%s", code, err, stdout)
+	}
+	if n := doc.Proof.Noise; code != 0 || !doc.Proof.OK || n == nil || n.Source != "twin" || n.Units == 0 || n.P == nil || n.Verdict != "within_noise" {
+		t.Errorf("exit %d, proof ok %v, noise %+v; want a pass within a twin's floor", code, doc.Proof.OK, n)
+	}
+}

@@ -62,6 +62,12 @@ const (
 	ProofPass        = "pass"         // the short answer keeps everything the contract and the full answer require
 	ProofFail        = "fail"         // the short answer breaks the contract or drops or changes what it must keep
 	ProofNotCompared = "not_compared" // one side ended without an answer for a reason unrelated to shortening
+	// ProofDiffers is a task whose short answer meets the contract and
+	// keeps every field but decides or supports something else than the
+	// full answer, on a run whose answers vary from call to call: a
+	// difference identical calls can show too (see ProveVarying). On
+	// answers that do not vary such a task is ProofFail.
+	ProofDiffers = "differs"
 )
 
 // TaskProof is the proof's finding for one task.
@@ -77,6 +83,15 @@ type TaskProof struct {
 	Changed []string `json:"changed,omitempty"`
 	// Problems explain the verdict, one finding each.
 	Problems []string `json:"problems,omitempty"`
+	// Noise says, for a task that differs (ProofDiffers), whether identical
+	// calls differed on the same task too: NoiseWithin or NoiseBeyond;
+	// empty when no noise floor was measured.
+	Noise string `json:"noise,omitempty"`
+
+	// outright marks a failure no call-to-call variation explains: the
+	// short answer breaks the contract or leaves a field empty, or one
+	// side has no answer.
+	outright bool
 }
 
 // Totals sums what one side's answers took over the tasks both sides
@@ -93,20 +108,26 @@ type Totals struct {
 
 // Proof is the shortening proof over every pair.
 type Proof struct {
-	Tasks       []TaskProof    `json:"tasks"`
-	Pass        int            `json:"pass"`
-	Fail        int            `json:"fail"`
-	NotCompared int            `json:"not_compared"`
-	Dropped     map[string]int `json:"dropped"` // field → tasks that dropped it
-	Changed     map[string]int `json:"changed"` // field → tasks that changed it
-	Full        Totals         `json:"full"`
-	Short       Totals         `json:"short"`
+	Tasks       []TaskProof `json:"tasks"`
+	Pass        int         `json:"pass"`
+	Fail        int         `json:"fail"`
+	NotCompared int         `json:"not_compared"`
+	// Differs counts the ProofDiffers tasks (only on answers that vary).
+	Differs int            `json:"differs,omitempty"`
+	Dropped map[string]int `json:"dropped"` // field → tasks that dropped it
+	Changed map[string]int `json:"changed"` // field → tasks that changed it
+	Full    Totals         `json:"full"`
+	Short   Totals         `json:"short"`
 	// Cancelled counts the tasks whose full or short request was cancelled:
 	// the run was interrupted, and a proof over part of the work proves
 	// nothing about the rest.
 	Cancelled int `json:"cancelled"`
+	// Noise is how the proof weighed call-to-call variation: set only by
+	// ProveVarying on answers that vary.
+	Noise *NoiseFloor `json:"noise,omitempty"`
 	// OK is the verdict: no task fails, at least one was proven, and no
-	// request was cancelled.
+	// request was cancelled (with varying answers, also: no task differs,
+	// or the tasks that differ are within the measured noise floor).
 	OK bool `json:"ok"`
 
 	// What ProveSides proved, for WriteText and Failure: the contract,
@@ -249,13 +270,13 @@ func (c *Contract) proveOne(pr *Pair, cfg ProofConfig) TaskProof {
 	tp := TaskProof{Task: pr.Task}
 	switch {
 	case pr.Short == nil && pr.Full == nil:
-		tp.fail("no answer on either side")
+		tp.failOutright("no answer on either side")
 		return tp
 	case pr.Short == nil:
-		tp.fail("no short answer for this task: the two sides ran different work")
+		tp.failOutright("no short answer for this task: the two sides ran different work")
 		return tp
 	case pr.Full == nil:
-		tp.fail("no full answer for this task: the two sides ran different work")
+		tp.failOutright("no full answer for this task: the two sides ran different work")
 		return tp
 	}
 	s, f := c.examine(pr.Short), c.examine(pr.Full)
@@ -292,10 +313,18 @@ func (c *Contract) proveOne(pr *Pair, cfg ProofConfig) TaskProof {
 	return tp
 }
 
-// fail marks the task failed, for the reason given.
+// fail marks the task failed, for the reason given: a difference in what
+// the answer decides or supports.
 func (tp *TaskProof) fail(format string, args ...any) {
 	tp.Verdict = ProofFail
 	tp.Problems = append(tp.Problems, fmt.Sprintf(format, args...))
+}
+
+// failOutright marks the task failed for a reason no call-to-call
+// variation explains (see TaskProof.outright).
+func (tp *TaskProof) failOutright(format string, args ...any) {
+	tp.fail(format, args...)
+	tp.outright = true
 }
 
 // drop lists a field as dropped, once.
@@ -331,7 +360,7 @@ func (c *Contract) shortBroken(tp *TaskProof, s examined, fullOK bool, fullState
 		tp.drop(d)
 	}
 	for _, v := range s.vs {
-		tp.fail("%s: %s", what, v)
+		tp.failOutright("%s: %s", what, v)
 	}
 	c.orderFields(tp.Dropped)
 }
@@ -348,7 +377,7 @@ func (c *Contract) keptFields(tp *TaskProof, short, full map[string]any, cfg Pro
 			continue // an optional value the contract lets a short answer leave out
 		}
 		tp.drop(name)
-		tp.fail("%s is empty in the short answer (full answer: %s)", name, show(fv))
+		tp.emptied(name, fv, cfg)
 	}
 	for _, path := range cfg.Keep {
 		if slices.Contains(c.required, path) {
@@ -361,8 +390,20 @@ func (c *Contract) keptFields(tp *TaskProof, short, full map[string]any, cfg Pro
 			continue
 		}
 		tp.drop(path)
-		tp.fail("%s is empty in the short answer (full answer: %s)", path, show(fv))
+		tp.emptied(path, fv, cfg)
 	}
+}
+
+// emptied fails a field the short answer left empty where the full answer
+// filled it. Emptying a superset field drops its items, which a call that
+// misreads the input does too; emptying any other field is a failure no
+// call-to-call variation explains.
+func (tp *TaskProof) emptied(path string, full any, cfg ProofConfig) {
+	if slices.Contains(cfg.Superset, path) {
+		tp.fail("%s is empty in the short answer (full answer: %s)", path, show(full))
+		return
+	}
+	tp.failOutright("%s is empty in the short answer (full answer: %s)", path, show(full))
 }
 
 // sameFields fails every Same field the short answer changed, every

@@ -48,6 +48,15 @@ func (a *SideAnswer) Key() string {
 // ticket text from tickets (task id to text; nil when unknown), and proves
 // them (see Prove). The proof keeps the sides, so WriteText can name them.
 func (c *Contract) ProveSides(full, short *ProofSide, tickets map[string]string, cfg ProofConfig) *Proof {
+	cfg = c.resolve(cfg)
+	p := c.Prove(pairSides(full, short, tickets), cfg)
+	p.c, p.cfg, p.full, p.short = c, cfg, full, short
+	return p
+}
+
+// pairSides pairs the answers of two sides by task and repeat, in task id
+// then repeat order, each pair with its ticket text.
+func pairSides(full, short *ProofSide, tickets map[string]string) []Pair {
 	fm, sm := byKey(full), byKey(short)
 	keys := make([]string, 0, len(full.Answers)+len(short.Answers))
 	for i := range full.Answers {
@@ -84,10 +93,7 @@ func (c *Contract) ProveSides(full, short *ProofSide, tickets map[string]string,
 		}
 		pairs[i] = p
 	}
-	cfg = c.resolve(cfg)
-	p := c.Prove(pairs, cfg)
-	p.c, p.cfg, p.full, p.short = c, cfg, full, short
-	return p
+	return pairs
 }
 
 // byKey indexes a side's answers by Key; the first answer of a key wins.
@@ -138,13 +144,24 @@ func (p *Proof) WriteText(w io.Writer, o ProofText) error {
 		b.WriteString("note: " + h + "\n")
 	}
 
-	p.listTasks(&b, ProofFail, "FAIL", o.MaxListed)
-	p.listTasks(&b, ProofNotCompared, "NOT COMPARED", o.MaxListed)
+	p.listTasks(&b, ProofFail, "", "FAIL", o.MaxListed)
+	if p.Noise != nil && p.Noise.Source != "" {
+		p.listTasks(&b, ProofDiffers, NoiseBeyond, "DIFFERS BEYOND NOISE", o.MaxListed)
+		p.listTasks(&b, ProofDiffers, NoiseWithin, "DIFFERS WITHIN NOISE", o.MaxListed)
+	} else {
+		p.listTasks(&b, ProofDiffers, "", "DIFFERS", o.MaxListed)
+	}
+	p.listTasks(&b, ProofNotCompared, "", "NOT COMPARED", o.MaxListed)
 
 	b.WriteString("\n")
 	p.writeSavings(&b, full.Label, short.Label)
 	b.WriteString("\n")
-	fmt.Fprintf(&b, "tasks: %d proven, %d failed, %d not compared (of %d)\n", p.Pass, p.Fail, p.NotCompared, len(p.Tasks))
+	if p.Noise != nil {
+		p.writeNoise(&b, full.Label, short.Label)
+		fmt.Fprintf(&b, "tasks: %d proven, %d failed, %s, %d not compared (of %d)\n", p.Pass, p.Fail, p.differCount(), p.NotCompared, len(p.Tasks))
+	} else {
+		fmt.Fprintf(&b, "tasks: %d proven, %d failed, %d not compared (of %d)\n", p.Pass, p.Fail, p.NotCompared, len(p.Tasks))
+	}
 	if len(p.Dropped) > 0 {
 		b.WriteString("dropped fields: " + p.fieldCounts(p.Dropped) + "\n")
 	}
@@ -154,12 +171,22 @@ func (p *Proof) WriteText(w io.Writer, o ProofText) error {
 	switch {
 	case p.Cancelled > 0:
 		fmt.Fprintf(&b, "verdict: FAIL: incomplete: %d of %d tasks have a cancelled request (the run was interrupted), so the proof does not cover the work\n", p.Cancelled, len(p.Tasks))
+	case p.OK && p.Differs > 0:
+		fmt.Fprintf(&b, "verdict: PASS: every compared task's %s answer meets the contract and keeps every field, and the %s where it decides or supports otherwise than the %s answer are within the noise floor (p %s >= %s)\n",
+			short.Label, words.Count(p.Differs, "task"), full.Label, formatP(*p.Noise.P), formatP(p.Noise.Alpha))
 	case p.OK:
 		fmt.Fprintf(&b, "verdict: PASS: every compared task's %s answer meets the contract and keeps what the %s answer decides and supports\n", short.Label, full.Label)
-	case p.Fail == 0:
-		b.WriteString("verdict: FAIL: no task could be compared, so nothing is proven\n")
-	default:
+	case p.Fail > 0:
 		fmt.Fprintf(&b, "verdict: FAIL: %d of %d tasks fail the proof\n", p.Fail, len(p.Tasks))
+	case p.Noise != nil && p.Noise.Verdict == NoiseCannotTell:
+		fmt.Fprintf(&b, "verdict: CANNOT TELL: %d of %d tasks decide or support otherwise than the %s answer, and with answers that vary from call to call and no noise floor measured the proof cannot tell shortening from call-to-call variation; a twin of %s (control: twin) or repeats of it (repeats: 2 or more) would\n",
+			p.Differs, len(p.Tasks), full.Label, full.Label)
+	case p.Noise != nil && p.Noise.Verdict == NoiseBeyondFloor:
+		n := p.Noise
+		fmt.Fprintf(&b, "verdict: FAIL: %s differs from %s on more tasks than identical calls do, beyond chance (%d vs %d of %d; p %s < %s)\n",
+			short.Label, full.Label, n.ShortDiffer, n.NoiseDiffer, n.Units, formatP(*n.P), formatP(n.Alpha))
+	default:
+		b.WriteString("verdict: FAIL: no task could be compared, so nothing is proven\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -209,6 +236,13 @@ func (p *Proof) Failure() string {
 		label = p.short.Label
 	}
 	msg := fmt.Sprintf("shortening proof failed for %s: %d of %d tasks fail", label, p.Fail, len(p.Tasks))
+	switch n := p.Noise; {
+	case p.Cancelled > 0 || p.Fail > 0 || n == nil:
+	case n.Verdict == NoiseCannotTell:
+		return fmt.Sprintf("shortening proof cannot tell for %s: %d of %d tasks differ and no noise floor was measured (control: twin or repeats: 2 would measure one)", label, p.Differs, len(p.Tasks))
+	case n.Verdict == NoiseBeyondFloor:
+		msg = fmt.Sprintf("shortening proof failed for %s: differs on %d of %d tasks, identical calls on %d (sign test p %s < %s)", label, n.ShortDiffer, n.Units, n.NoiseDiffer, formatP(*n.P), formatP(n.Alpha))
+	}
 	if p.Cancelled > 0 {
 		msg = fmt.Sprintf("shortening proof failed for %s: incomplete, %d of %d tasks have a cancelled request", label, p.Cancelled, len(p.Tasks))
 	}
@@ -235,11 +269,12 @@ func (p *Proof) otherContracts() []string {
 	return notes
 }
 
-// listTasks writes the tasks with one verdict and their findings.
-func (p *Proof) listTasks(b *strings.Builder, verdict, title string, max int) {
+// listTasks writes the tasks with one verdict (and, when noise is given,
+// that standing against the noise floor) and their findings.
+func (p *Proof) listTasks(b *strings.Builder, verdict, noise, title string, max int) {
 	n, shown := 0, 0
 	for _, t := range p.Tasks {
-		if t.Verdict != verdict {
+		if t.Verdict != verdict || noise != "" && t.Noise != noise {
 			continue
 		}
 		n++
@@ -354,4 +389,46 @@ func hash12(h string) string {
 		return h[:12]
 	}
 	return h
+}
+
+// differCount is "10 differ (4 within noise, 6 beyond)", or "10 differ"
+// when no noise floor was measured.
+func (p *Proof) differCount() string {
+	out := fmt.Sprintf("%d differ", p.Differs)
+	if n := p.Noise; n.Source != "" && p.Differs > 0 {
+		out += fmt.Sprintf(" (%d within noise, %d beyond)", len(n.Within), len(n.Beyond))
+	}
+	return out
+}
+
+// writeNoise writes why the answers vary, the noise floor and the test
+// against it.
+func (p *Proof) writeNoise(b *strings.Builder, fullName, shortName string) {
+	n := p.Noise
+	b.WriteString("answers vary from call to call: " + n.Why + "\n")
+	if n.Source == "" {
+		fmt.Fprintf(b, "noise floor: not measured (no twin of %s, no repeats of it): a task that differs may be call-to-call variation\n", fullName)
+		return
+	}
+	what := fmt.Sprintf("%s, an identical copy of %s", n.Label, fullName)
+	other, shortAt, between := n.Label, shortName, "identical calls"
+	if n.Source == NoiseSourceRepeats {
+		what = fmt.Sprintf("repeats of %s: repeat 1 against repeat 0, 3 against 2, ...; %s of the same odd repeat against the same even one", fullName, shortName)
+		other, shortAt = fullName+" (next repeat)", shortName+" (next repeat)"
+		between = "repeats"
+	}
+	if n.Units == 0 {
+		fmt.Fprintf(b, "noise floor (%s): no task compared both ways\n", what)
+		return
+	}
+	pct := func(k int) string {
+		if n.Units == 0 {
+			return "-"
+		}
+		return strconv.FormatFloat(100*float64(k)/float64(n.Units), 'f', 1, 64) + "%"
+	}
+	fmt.Fprintf(b, "noise floor (%s): %d of %d tasks differ between %s (%s); %s against %s: %d of %d (%s)\n",
+		what, n.NoiseDiffer, n.Units, between, pct(n.NoiseDiffer), shortAt, fullName, n.ShortDiffer, n.Units, pct(n.ShortDiffer))
+	fmt.Fprintf(b, "test: exact one-sided sign test over the %d tasks where only one of %s and %s differs from %s (%s only %d, %s only %d): p %s; the proof fails when p < %s, so a shortening that changes nothing fails in at most %s%% of runs\n",
+		n.ShortOnly+n.NoiseOnly, shortAt, other, fullName, shortAt, n.ShortOnly, other, n.NoiseOnly, formatP(*n.P), formatP(n.Alpha), strconv.FormatFloat(100*n.Alpha, 'g', 4, 64))
 }

@@ -1,7 +1,7 @@
-// Package binom holds crab's one bound on a rate counted in trials: the
-// exact one-sided Clopper–Pearson upper bound, used wherever a count of
-// rare failures (cache leaks, false hits) must be shown with what it
-// proves rather than as a bare zero.
+// Package binom holds crab's exact figures on counts of trials: the
+// one-sided Clopper–Pearson upper bound, used wherever a count of rare
+// failures (cache leaks, false hits) must be shown with what it proves
+// rather than as a bare zero, and the one-sided sign test.
 package binom
 
 import (
@@ -50,4 +50,19 @@ func Interval(x, n int, conf float64) (lo, hi float64) {
 		hi = mathext.InvRegIncBeta(float64(x+1), float64(n-x), (1+conf)/2)
 	}
 	return lo, hi
+}
+
+// SignTest returns the exact one-sided p-value of the sign test: the
+// probability that at least b of n fair coin flips come up heads, P(X ≥ b)
+// for X ~ Binomial(n, 1/2). Of n discordant pairs whose two sides are
+// exchangeable, b landing on one side is that unlikely by chance. It
+// returns 1 for b ≤ 0 and 0 for b > n.
+func SignTest(b, n int) float64 {
+	switch {
+	case b <= 0:
+		return 1
+	case b > n:
+		return 0
+	}
+	return mathext.RegIncBeta(float64(b), float64(n-b+1), 0.5)
 }

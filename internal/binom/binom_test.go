@@ -85,3 +85,30 @@ func TestInterval(t *testing.T) {
 		t.Errorf("Interval(0, 87) upper %v; want Upper(0, 87, 0.975) = %v", got, want)
 	}
 }
+
+func TestSignTest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		b, n int
+		want float64
+	}{
+		{0, 5, 1},
+		{5, 5, 1.0 / 32},
+		{4, 5, 6.0 / 32},
+		{1, 1, 0.5},
+		{3, 2, 0},
+		{10, 20, 616666.0 / (1 << 20)},
+	} {
+		if got := SignTest(tc.b, tc.n); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("SignTest(%d, %d) = %v; want %v", tc.b, tc.n, got, tc.want)
+		}
+	}
+	// The tail of every n agrees with the binomial sum.
+	for n := 1; n <= 40; n++ {
+		for b := 0; b <= n; b++ {
+			if got, want := SignTest(b, n), 1-cdf(b-1, n, 0.5); math.Abs(got-want) > 1e-9 {
+				t.Fatalf("SignTest(%d, %d) = %v; want %v", b, n, got, want)
+			}
+		}
+	}
+}
