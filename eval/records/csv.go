@@ -162,5 +162,8 @@ func (p *csvRow) check(rec *Record) error {
 	if rec.Pass && !rec.Measured(FigureQuality) {
 		return p.fail("pass", "true on a request whose quality is unmeasured")
 	}
+	if msg := latencyUnmeasuredFault(rec); msg != "" {
+		return p.fail("unmeasured", msg)
+	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 
+	"github.com/crab-testbed/crab/internal/infile"
 	"github.com/crab-testbed/crab/internal/inputerr"
 )
 
@@ -40,4 +41,14 @@ func errText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// FileError turns a file the import reader refused (an *infile.Error)
+// into an InputError; any other error is returned as it is.
+func FileError(err error) error {
+	var fe *infile.Error
+	if errors.As(err, &fe) {
+		return &InputError{File: fe.File, Line: fe.Line, Field: fe.Field, Msg: fe.Msg}
+	}
+	return err
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"runtime"
 	"unsafe"
+
+	"github.com/crab-testbed/crab/internal/jsonl"
 )
 
 // readJSONL reads records.jsonl, one strict JSON object per line.
@@ -76,7 +78,7 @@ func (j *jsonlReader) split(r io.Reader) {
 	defer close(j.ordered)
 	defer close(j.work)
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	sc.Buffer(make([]byte, 0, 64*1024), jsonl.MaxLine)
 	line := 0
 	b := j.newBatch()
 	send := func() bool {

@@ -114,6 +114,11 @@ func streamRecords(r io.Reader, name string, opt ReadOptions, emit func(rec *Rec
 }
 
 // checkRecord validates the fields a JSONL record must get right.
+// CheckRecord checks one record as crab's reader does, naming file and
+// line in the error: importers check what they build from another tool's
+// file before anything reads it back.
+func CheckRecord(rec *Record, name string, line int) error { return checkRecord(rec, name, line) }
+
 func checkRecord(rec *Record, name string, line int) error {
 	bad := func(field, format string, args ...any) error {
 		return &InputError{File: name, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -149,6 +154,9 @@ func checkRecord(rec *Record, name string, line int) error {
 	}
 	if rec.Pass && !rec.Measured(FigureQuality) {
 		return bad("pass", "true on a request whose quality is unmeasured")
+	}
+	if msg := latencyUnmeasuredFault(rec); msg != "" {
+		return bad("unmeasured", "%s", msg)
 	}
 	return nil
 }
