@@ -157,3 +157,51 @@ func TestExportUnmeasuredRoundTrip(t *testing.T) {
 		t.Errorf("arms row of the round-tripped CSV %v: want pass and cost \"-\"", f)
 	}
 }
+
+// TestReportFromVLLMAllFailed: a vLLM result whose 6 requests all failed
+// (vLLM writes latency 0.0 for each) has no latency: p50, max and mean are
+// "-" in text and null in JSON, never 0, and a note says why.
+func TestReportFromVLLMAllFailed(t *testing.T) {
+	file := "recordimport/testdata/vllm-all-failed.json"
+	code, out, errs := crab(t, "", "report", "--from", "vllm", file)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	f := armRow(t, out, "vllm-all-failed ")
+	if len(f) < 11 || f[3] != "6" || f[6] != "-" || f[9] != "-" || f[10] != "-" {
+		t.Errorf("arms row %v: want fail 6 and p50, max, mean \"-\"", f)
+	}
+	if !strings.Contains(out, "latency not measured: the records of vllm-all-failed") || strings.Contains(out, "sample maximum") {
+		t.Errorf("notes do not say the latency is unmeasured, or speak of a sample of none:\n%s", out)
+	}
+	code, out, errs = crab(t, "", "report", "--from", "vllm", "--format", "json", file)
+	if code != exitOK {
+		t.Fatalf("json: exit %d: %s", code, errs)
+	}
+	for _, k := range []string{`"p50_ms":null`, `"max_ms":null`, `"mean_ms":null`, `"latency_unmeasured":6`} {
+		if !strings.Contains(strings.ReplaceAll(out, " ", ""), k) {
+			t.Errorf("JSON lacks %s", k)
+		}
+	}
+}
+
+// TestImportOptions: --pair-key and --map are LiteLLM's; an unknown field
+// in them is exit 2 naming the option and the field.
+func TestImportOptions(t *testing.T) {
+	log := "recordimport/testdata/litellm-spend.json"
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report", "--from", "vllm", "--pair-key", "tag:task=", "recordimport/testdata/vllm-baseline.json"}, "--pair-key and --map read LiteLLM spend logs"},
+		{[]string{"report", "--pair-key", "tag:task=", log}, "add --from litellm"},
+		{[]string{"report", "--from", "litellm", "--map", "tenant=teamid", log}, `--map tenant=teamid: field "teamid": unknown field`},
+		{[]string{"export", "--from", "litellm", "--pair-key", "taskid", "-o", "-", log}, `--pair-key: field "taskid": unknown field`},
+		{[]string{"report", "--from", "litellm", "recordimport/testdata/vllm-baseline.json"}, `vllm-baseline.json: field "--from": --from litellm reads a LiteLLM spend log, and this file is a vllm bench serve result: read it with --from vllm`},
+	} {
+		code, _, errs := crab(t, "", c.args...)
+		if code != exitBadInput || !strings.Contains(errs, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", c.args, code, errs, c.want)
+		}
+	}
+}

@@ -74,7 +74,11 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 	if a.Measured(records.FigureLoad) {
 		a.Load = loadStats(t, recs, b.buf)
 	}
-	a.TailNote = tailNote(a.N)
+	if a.LatencyUnmeasured == 0 {
+		a.TailNote = tailNote(a.N)
+	} else if tot.timed > 0 {
+		a.TailNote = tailNote(tot.timed) // the percentiles are over the requests that measured a latency
+	}
 	return a
 }
 

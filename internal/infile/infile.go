@@ -106,11 +106,24 @@ func regular(path, name string, maxSize int64, stat func(string) (os.FileInfo, e
 	case st.IsDir():
 		return &Error{File: name, Msg: "a directory: name a file"}
 	case !st.Mode().IsRegular():
-		return &Error{File: name, Msg: fmt.Sprintf("not a regular file (%s): crab imports regular files only, which cannot block or never end", st.Mode().Type())}
+		return &Error{File: name, Msg: fmt.Sprintf("not a regular file (%s): crab imports regular files only, which cannot block or never end", kind(st.Mode()))}
 	case st.Size() > maxSize:
 		return tooLarge(name, maxSize)
 	}
 	return nil
+}
+
+// kind names what a file that is not regular is.
+func kind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeCharDevice != 0, m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "mode " + m.Type().String()
 }
 
 func tooLarge(name string, maxSize int64) error {
@@ -136,12 +149,71 @@ func Clean(data []byte, name string, o Options) ([]byte, error) {
 			line++
 		}
 	}
-	if utf8.Valid(data) {
+	off := len(data)
+	if !utf8.Valid(data) {
+		off = invalidAt(data)
+	}
+	if first := bytes.TrimLeft(data, " \t\r\n"); len(first) > 0 && (first[0] == '{' || first[0] == '[') {
+		// JSON can spell text that is not UTF-8 as an escape: a lone UTF-16
+		// surrogate (\ud800), which decoders replace without a word.
+		if at := loneSurrogate(data[:off]); at >= 0 {
+			line := 1 + bytes.Count(data[:at], []byte("\n"))
+			return nil, &Error{File: name, Line: line, Field: FieldAt(data, at), Msg: fmt.Sprintf("a lone UTF-16 surrogate %s at offset %d: not text (invalid UTF-8 in the program that wrote it); crab does not replace it", data[at:at+6], at)}
+		}
+	}
+	if off == len(data) {
 		return data, nil
 	}
-	off := invalidAt(data)
 	line := 1 + bytes.Count(data[:off], []byte("\n"))
 	return nil, &Error{File: name, Line: line, Field: FieldAt(data, off), Msg: fmt.Sprintf("not valid UTF-8 (byte 0x%02x at offset %d): crab keeps text as it is and does not guess an encoding; save the file as UTF-8", data[off], off)}
+}
+
+// loneSurrogate is the offset of the first \uD800–\uDFFF escape in a
+// JSON string that is not half of a pair, or -1.
+func loneSurrogate(data []byte) int {
+	if !bytes.Contains(data, []byte(`\u`)) {
+		return -1
+	}
+	inString := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case !inString:
+			inString = c == '"'
+		case c == '"':
+			inString = false
+		case c == '\\' && i+1 < len(data):
+			if data[i+1] != 'u' {
+				i++ // the escaped character
+				continue
+			}
+			r, ok := hex4(data, i+2)
+			if !ok {
+				continue
+			}
+			switch {
+			case r >= 0xd800 && r < 0xdc00:
+				if lo, ok := hex4(data, i+8); ok && i+7 < len(data) && data[i+6] == '\\' && data[i+7] == 'u' && lo >= 0xdc00 && lo < 0xe000 {
+					i += 11
+					continue
+				}
+				return i
+			case r >= 0xdc00 && r < 0xe000:
+				return i
+			}
+			i += 5
+		}
+	}
+	return -1
+}
+
+// hex4 reads four hex digits at data[at:].
+func hex4(data []byte, at int) (rune, bool) {
+	if at+4 > len(data) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(data[at:at+4]), 16, 32)
+	return rune(v), err == nil
 }
 
 // invalidAt is the offset of the first byte that is not valid UTF-8.

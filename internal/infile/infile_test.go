@@ -26,6 +26,8 @@ func TestClean(t *testing.T) {
 		{name: "jsonl line", in: "{\"a\":\"ok\"}\n{\"a\":1,\"text\":\"x\xfe\"}\n", line: 2, field: "text", errSubstr: "UTF-8"},
 		{name: "csv column", in: "id,body,tenant\n1,fine,t\n2,\"caf\xe9\",t\n", line: 3, field: "body", errSubstr: "UTF-8"},
 		{name: "csv quoted newline", in: "id,body,tenant\n1,\"two\nlines\",t\xe9\n", line: 3, field: "tenant", errSubstr: "UTF-8"},
+		{name: "lone surrogate", in: `{"generated_texts": ["ok", "bad \ud800 here"], "errors": ["", ""]}`, line: 1, field: "generated_texts[1]", errSubstr: "lone UTF-16 surrogate"},
+		{name: "surrogate pair", in: `{"t": ["\ud83d\ude00 \\ud800"]}`, want: `{"t": ["\ud83d\ude00 \\ud800"]}`},
 		{name: "long line", in: "a\n" + strings.Repeat("x", 40) + "\n", maxLine: 32, line: 2, errSubstr: "a line of 40 bytes"},
 		{name: "long last line", in: "a\n" + strings.Repeat("x", 40), maxLine: 32, line: 2, errSubstr: "a line of 40 bytes"},
 		{name: "line at the bound", in: "a\n" + strings.Repeat("x", 32) + "\n", maxLine: 32, line: 2, errSubstr: "a line of 32 bytes"},
