@@ -13,13 +13,13 @@ import (
 // columns in schema order, times as Python's isoformat writes them.
 type spend struct {
 	id, team, endUser, status string // status "" leaves the column out (older logs)
-	start                          int     // seconds after 10:00
-	ms                             int     // duration
-	cacheHit                       bool
-	tags                           []string
-	metadata                       pyDict
-	messages                       any
-	spend                          float64
+	start                     int    // seconds after 10:00
+	ms                        int    // duration
+	cacheHit                  bool
+	tags                      []string
+	metadata                  pyDict
+	messages                  any
+	spend                     float64
 }
 
 func (s spend) dict() pyDict {
