@@ -19,6 +19,7 @@ import (
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/infile"
 	"github.com/crab-testbed/crab/internal/redact"
+	"github.com/crab-testbed/crab/taskimport"
 )
 
 // litellmNotes say what a LiteLLM spend log does not carry.
@@ -62,30 +63,25 @@ func (o ReadOptions) litellmMapping() (*litellmMapping, error) {
 			return nil, err
 		}
 	}
-	for _, item := range o.Map {
-		for _, part := range strings.Split(item, ",") {
-			part = strings.TrimSpace(part)
-			if part == "" {
-				continue
-			}
-			f, ref, ok := strings.Cut(part, "=")
-			f, ref = strings.TrimSpace(f), strings.TrimSpace(ref)
-			flag := "--map " + part
-			switch {
-			case !ok || ref == "":
-				return nil, &records.InputError{File: "--map", Field: part, Msg: "want FIELD=SOURCE, such as tenant=end_user or group=tag:route:"}
-			case f == "tenant":
-				m.tenant = ref
-			case f == "group":
-				m.group = ref
-			default:
-				return nil, &records.InputError{File: "--map", Field: f, Msg: fmt.Sprintf("%s: unknown record field %q (want tenant or group)", flag, f)}
-			}
-			if err := checkRef(ref, flag, false); err != nil {
-				return nil, err
-			}
-			m.flag[f] = flag
+	pairs, err := taskimport.MapPairs(o.Map)
+	if err != nil {
+		return nil, &records.InputError{File: "--map", Msg: err.Error() + ", such as tenant=end_user or group=tag:route:"}
+	}
+	for _, p := range pairs {
+		f, ref := p[0], p[1]
+		flag := "--map " + f + "=" + ref
+		switch f {
+		case "tenant":
+			m.tenant = ref
+		case "group":
+			m.group = ref
+		default:
+			return nil, &records.InputError{File: "--map", Field: f, Msg: fmt.Sprintf("%s: unknown record field %q (want tenant or group)", flag, f)}
 		}
+		if err := checkRef(ref, flag, false); err != nil {
+			return nil, err
+		}
+		m.flag[f] = flag
 	}
 	return m, nil
 }

@@ -97,21 +97,14 @@ func TestUnmeasuredFigures(t *testing.T) {
 	if a.CostPerPass != nil || a.Paired.CostDelta != nil || a.Uncertainty.CostPerPassCI.Lo != nil {
 		t.Errorf("got cost per pass %v, cost delta %v, interval %v; want none", a.CostPerPass, a.Paired.CostDelta, a.Uncertainty.CostPerPassCI)
 	}
-	b, err := json.Marshal(&a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := jsonFields(t, &a)
 	for _, k := range []string{"pass", "cost", "cost_per_pass", "tokens_out_mean"} {
 		if v, ok := m[k]; !ok || v != nil {
 			t.Errorf("JSON %s = %v (present %v); want null", k, v, ok)
 		}
 	}
 	if m["p95_ms"] == nil {
-		t.Errorf("JSON p95_ms missing: measured figures must stay: %s", b)
+		t.Errorf("JSON p95_ms missing: measured figures must stay: %v", m)
 	}
 	paired, _ := m["paired"].(map[string]any)
 	for _, k := range []string{"lost", "gained", "mcnemar_p"} {
@@ -203,14 +196,7 @@ func TestLatencyUnmeasured(t *testing.T) {
 	if a.Measured(records.FigureLatency) || a.OK != 0 || a.LatencyUnmeasured != 20 {
 		t.Fatalf("all failed: measured %v, ok %d, left out %d", a.Measured(records.FigureLatency), a.OK, a.LatencyUnmeasured)
 	}
-	b, err := json.Marshal(&a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := jsonFields(t, &a)
 	for _, k := range []string{"p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms", "min_ms"} {
 		if v, ok := m[k]; !ok || v != nil {
 			t.Errorf("JSON %s = %v (present %v); want null: no request measured a latency", k, v, ok)
@@ -248,4 +234,18 @@ func TestLeaksUnmeasuredJSON(t *testing.T) {
 			t.Errorf("arm %s: JSON lacks %s: %s", s.Arms[c.arm].Name, c.want, b)
 		}
 	}
+}
+
+// jsonFields is the JSON object v marshals to.
+func jsonFields(t *testing.T, v any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
