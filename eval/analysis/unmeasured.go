@@ -205,7 +205,50 @@ func unmeasuredNotes(s *Summary) []string {
 		}
 	}
 	if len(partly) > 0 {
-		notes = append(notes, "latency not measured for "+words.And(partly)+": failures whose source gives no duration; they count as failed, and every latency figure is over the requests that measured one (never a failure at 0 ms)")
+		notes = append(notes, "latency not measured for "+words.And(partly)+": failures whose source gives no duration; they count as failed, every latency figure is over the requests that measured one and the paired latency deltas over the pairs both of whose requests did (never a failure at 0 ms)")
 	}
 	return notes
+}
+
+// comparePaired compares candidate records with baseline records by
+// (task_id, repeat), as comparePairedAll does, except that the latency
+// figures — the latency delta, the groups' latency deltas and the
+// guardrail ratios — are over the pairs both of whose requests measured a
+// latency: a failure whose source gave no duration holds a placeholder 0,
+// which would read as the fastest answer of all. Quality, cost, goodput
+// (a failure is never good) and every count stay over every pair.
+func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt PairOptions) Paired {
+	p := comparePairedAll(t, baseline, candidate, opt)
+	b, c := timedOnly(t, baseline), timedOnly(t, candidate)
+	if len(b) == len(baseline) && len(c) == len(candidate) {
+		return p
+	}
+	l := comparePairedAll(t, b, c, opt)
+	p.LatencyDeltaMs, p.P95Ratio, p.TTFTP95Ratio = l.LatencyDeltaMs, l.P95Ratio, l.TTFTP95Ratio
+	for g, gd := range p.Groups {
+		gd.LatencyDeltaMs = l.Groups[g].LatencyDeltaMs
+		p.Groups[g] = gd
+	}
+	return p
+}
+
+// timedOnly is recs without those whose latency is unmeasured; recs
+// itself when every one measured it.
+func timedOnly(t *records.Symbols, recs []*records.Rec) []*records.Rec {
+	n := 0
+	for _, r := range recs {
+		if t.Attrs(r).Unmeasured&latencyBit != 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return recs
+	}
+	out := make([]*records.Rec, 0, len(recs)-n)
+	for _, r := range recs {
+		if t.Attrs(r).Unmeasured&latencyBit == 0 {
+			out = append(out, r)
+		}
+	}
+	return out
 }

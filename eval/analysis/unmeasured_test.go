@@ -207,6 +207,35 @@ func TestLatencyUnmeasured(t *testing.T) {
 	}
 }
 
+// A candidate failing half its requests without a duration, otherwise as
+// fast, is not faster: its paired latency delta is over the pairs that
+// measured a latency on both sides, never a failure's placeholder 0.
+func TestLatencyUnmeasuredPaired(t *testing.T) {
+	t.Parallel()
+	recs := latencyArms(100, 0)
+	for i := range recs {
+		if recs[i].Arm == "cand" && i%4 == 1 { // every other task of the candidate
+			recs[i].Outcome, recs[i].Error, recs[i].E2EMs = OutcomeError, "HTTP 500", 0
+			recs[i].MarkUnmeasured(records.FigureLatency)
+		}
+	}
+	g := GateConfig{Waive: []string{WaiveQuality, WaiveCost}}
+	s, err := summarizeRecs(recs, Options{Gate: &g, Seed: 1, Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.Arms[1]
+	if d := a.Paired.LatencyDeltaMs; d == nil || d.Mean != 0 || d.CILow != 0 {
+		t.Errorf("paired latency delta %+v; want 0 over the 10 pairs that measured latency", d)
+	}
+	if a.Paired.Pairs != 20 || a.Failed != 10 {
+		t.Errorf("pairs %d failed %d; want every pair counted (20) and 10 failed", a.Paired.Pairs, a.Failed)
+	}
+	if a.Verdict == VerdictAccept {
+		t.Errorf("a candidate that failed half its requests, otherwise as fast, was accepted: %q", a.Reasons)
+	}
+}
+
 // A cache hit whose leak could not be checked leaves the leaks unmeasured:
 // null in JSON, never {} (which reads as none).
 func TestLeaksUnmeasuredJSON(t *testing.T) {
