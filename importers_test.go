@@ -209,3 +209,16 @@ func TestImportOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestBrokenCrabRecordsNoFromHint: crab's own records that are bad get no
+// hint to read them with another --from.
+func TestBrokenCrabRecordsNoFromHint(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "records.jsonl")
+	if err := os.WriteFile(p, []byte(`{"run_id":"r","arm":"a","repeat":0,"seq":0,"task_id":"t1","group":"","tenant":"x","outcome":"fine","e2e_ms":5}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := crab(t, "", "report", p)
+	if code != exitBadInput || !strings.Contains(errs, `field "outcome"`) || strings.Contains(errs, "--from") {
+		t.Errorf("exit %d, stderr %q; want 2 naming outcome, no --from hint", code, errs)
+	}
+}

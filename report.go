@@ -153,7 +153,7 @@ func hintFrom(err error, paths []string) error {
 		return err
 	}
 	for _, p := range paths {
-		if from := recordimport.Sniff(p); from != "" {
+		if from := recordimport.Sniff(p); from != "" && from != recordimport.FromCrab {
 			return fmt.Errorf("%w (%s looks like a %s file: add --from %s)", err, p, from, from)
 		}
 	}

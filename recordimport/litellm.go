@@ -229,8 +229,10 @@ func isEmpty(v any) bool {
 // under data), JSON lines, or CSV with a header (a table export; columns
 // crab does not read are skipped).
 func readLiteLLM(data []byte, name, arm string, o ReadOptions) ([]armRecords, error) {
-	if from := sniffData(data); from == FromVLLM || from == FromCrab {
-		return nil, wrongFrom(name, FromLiteLLM, from)
+	if head := data[:min(len(data), sniffLen)]; !bytes.Contains(head, []byte("request_id")) {
+		if from := sniffData(head); from == FromVLLM || from == FromCrab {
+			return nil, wrongFrom(name, FromLiteLLM, from)
+		}
 	}
 	m, err := o.litellmMapping()
 	if err != nil {

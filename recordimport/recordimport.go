@@ -240,10 +240,13 @@ func Sniff(path string) string {
 		return ""
 	}
 	defer f.Close()
-	head := make([]byte, 64<<10)
+	head := make([]byte, sniffLen)
 	n, _ := io.ReadFull(f, head)
 	return sniffData(head[:n])
 }
+
+// sniffLen is how much of a file's start tells its source.
+const sniffLen = 64 << 10
 
 // sniffData names the source whose shape data (a file's start) has.
 func sniffData(data []byte) string {

@@ -86,8 +86,10 @@ type vllmResultRead struct {
 // the dataset, as they do when both runs drew the same prompts with the
 // same seed (checked against input_lens, see checkVLLMPairing).
 func readVLLM(data []byte, name, arm string, _ ReadOptions) ([]armRecords, error) {
-	if from := sniffData(data); from != "" && from != FromVLLM {
-		return nil, wrongFrom(name, FromVLLM, from)
+	if head := data[:min(len(data), sniffLen)]; !bytes.Contains(head, []byte(`"ttfts"`)) && !bytes.Contains(head, []byte(`"latencies"`)) {
+		if from := sniffData(head); from != "" && from != FromVLLM {
+			return nil, wrongFrom(name, FromVLLM, from)
+		}
 	}
 	results, err := decodeVLLM(data, name)
 	if err != nil {
