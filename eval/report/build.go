@@ -25,6 +25,9 @@ func Build(s *analysis.Summary) *Document {
 		Units: []Span{Text("latency in ms, nearest rank, over every request (failed ones at the time they ended); "),
 			Code("ok_p50"), Text(" over successful requests only")},
 	}
+	if latencyPartly(s) {
+		d.Units[0] = Text("latency in ms, nearest rank, over every request with a duration (failed ones at the time they ended; failures the source gives no duration for left out, see the notes); ")
+	}
 	add := func(title string, blocks ...Block) {
 		d.Sections = append(d.Sections, Section{Title: title, Blocks: blocks})
 	}

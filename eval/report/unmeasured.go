@@ -36,6 +36,17 @@ func latency(a *analysis.ArmSummary, v float64) Cell {
 	return ms(v)
 }
 
+// latencyPartly reports whether some arm left requests out of its latency
+// figures, having no duration for them.
+func latencyPartly(s *analysis.Summary) bool {
+	for i := range s.Arms {
+		if s.Arms[i].LatencyUnmeasured > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // armCost is the arm's cost, "-" when its records carry none.
 func armCost(a *analysis.ArmSummary) Cell {
 	if !a.Measured(records.FigureCost) {

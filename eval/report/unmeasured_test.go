@@ -71,3 +71,66 @@ func TestUnmeasuredFormats(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyUnmeasuredFormats: an arm whose every request failed without
+// a duration shows "-" for its latency in text and markdown, empty CSV
+// cells and null in JSON; an arm with some such failures says its latency
+// is over the requests with one.
+func TestLatencyUnmeasuredFormats(t *testing.T) {
+	t.Parallel()
+	var recs []Record
+	for _, arm := range []string{"baseline", "cand"} {
+		for i := range 6 {
+			r := mkRec(arm, fmt.Sprint("t", i), 100+float64(i), OutcomeOK, false, 0)
+			r.Group = "short"
+			if arm == "cand" || i == 0 {
+				r.Outcome, r.Error, r.E2EMs = OutcomeError, "HTTP 503", 0
+				r.Unmeasured = []string{records.FigureLatency}
+			}
+			r.MarkUnmeasured(records.FigureCost, records.FigureQuality)
+			recs = append(recs, r)
+		}
+	}
+	s, err := summarizeRecs(recs, analysis.Options{Seed: 1, Resamples: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := func(format string) string {
+		var b bytes.Buffer
+		if err := Write(&b, format, Input{Summary: s, Records: mustSet(t, recs)}); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		return b.String()
+	}
+	text := out("text")
+	var row []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "cand ") {
+			row = strings.Fields(l)
+			break
+		}
+	}
+	// arm n ok fail timeouts pass p50 p95 p99 max mean
+	if len(row) < 11 || row[3] != "6" || strings.Join(row[6:11], " ") != "- - - - -" {
+		t.Errorf("text row of the arm that measured no latency: %q", row)
+	}
+	if !strings.Contains(text, "over every request with a duration") || !strings.Contains(text, "latency not measured for 1 of 6 requests of baseline") {
+		t.Errorf("text does not say which latencies are left out:\n%s", text)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out("csv"))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	for _, h := range []string{"p50_ms", "max_ms", "mean_ms"} {
+		if i, ok := col[h]; !ok || rows[2][i] != "" || rows[1][i] == "" {
+			t.Errorf("CSV %s: baseline %q cand %q; want a figure and an empty cell", h, rows[1][col[h]], rows[2][col[h]])
+		}
+	}
+	if js := strings.ReplaceAll(out("json"), " ", ""); !strings.Contains(js, `"p50_ms":null`) || !strings.Contains(js, `"latency_unmeasured":6`) {
+		t.Errorf("JSON lacks null latency for the arm that measured none")
+	}
+}
