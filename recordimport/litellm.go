@@ -106,10 +106,16 @@ func checkRef(ref, flag string, pair bool) error {
 type litellmRow struct {
 	name string
 	line int
-	get  func(field string) (any, bool)
+	// at is the row's place in its array ("[3]", "data[3]") when rows share
+	// a line (an API answer saved as it came), so that a fault names it.
+	at  string
+	get func(field string) (any, bool)
 }
 
 func (r litellmRow) fail(field, msg string) error {
+	if r.at != "" {
+		field = r.at + "." + field
+	}
 	return &records.InputError{File: r.name, Line: r.line, Field: field, Msg: msg}
 }
 
@@ -356,6 +362,7 @@ func litellmArray(data []byte, name string, emit func(litellmRow) error, key ...
 		return &records.InputError{File: name, Field: strings.Join(key, ""), Msg: "want a JSON array of spend-log rows"}
 	}
 	prefix := strings.Join(key, "")
+	oneLine := bytes.Count(bytes.TrimSpace(data), []byte("\n")) == 0
 	for i := 0; dec.More(); i++ {
 		off := dec.InputOffset()
 		for off < int64(len(data)) && strings.IndexByte(" \t\r\n,", data[off]) >= 0 {
@@ -370,7 +377,11 @@ func litellmArray(data []byte, name string, emit func(litellmRow) error, key ...
 			return &records.InputError{File: name, Line: line, Field: fmt.Sprintf("%s[%d]", prefix, i),
 				Msg: "daily sums, not requests: /spend/logs summarizes by day when given start_date and end_date; fetch one row per request with " + summarizedQuery}
 		}
-		if err := emit(jsonRow(name, line, obj)); err != nil {
+		row := jsonRow(name, line, obj)
+		if oneLine {
+			row.at = fmt.Sprintf("%s[%d]", prefix, i)
+		}
+		if err := emit(row); err != nil {
 			return err
 		}
 	}

@@ -215,7 +215,7 @@ func TestLiteLLMPairing(t *testing.T) {
 	if _, err := (ReadOptions{From: FromLiteLLM, PairKey: "tag:task="}).Read([]string{base, other}, nil); err == nil || !strings.Contains(err.Error(), "share no value") {
 		t.Errorf("a key that pairs nothing: got %v", err)
 	}
-	if _, err := (ReadOptions{From: FromLiteLLM, PairKey: "tag:job="}).Read([]string{base}, nil); err == nil || !strings.Contains(err.Error(), base+`:1: field "tag:job="`) {
+	if _, err := (ReadOptions{From: FromLiteLLM, PairKey: "tag:job="}).Read([]string{base}, nil); err == nil || !strings.Contains(err.Error(), base+`:1: field "[0].tag:job="`) {
 		t.Errorf("a row without the key: got %v", err)
 	}
 	if _, err := (ReadOptions{From: FromLiteLLM, PairKey: "taskid"}).Read([]string{base}, nil); err == nil || !strings.Contains(err.Error(), `--pair-key: field "taskid": unknown field`) {
