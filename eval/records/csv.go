@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // readCSV reads interchange CSV.
@@ -33,6 +34,18 @@ func readCSV(r io.Reader, name string, opt ReadOptions, emit func(*Record, int) 
 			return csvError(name, err)
 		}
 		line, _ := cr.FieldPos(0)
+		for i, f := range fields {
+			if !utf8.ValidString(f) {
+				l, _ := cr.FieldPos(i)
+				field := fmt.Sprintf("column %d", i+1) // the header row is reused by now
+				for c, at := range col {
+					if at == i {
+						field = c
+					}
+				}
+				return &InputError{File: name, Line: l, Field: field, Msg: "not valid UTF-8: crab keeps text as it is and does not guess an encoding; save the file as UTF-8"}
+			}
+		}
 		p := csvRow{name: name, cr: cr, col: col, fields: fields}
 		rec, err := p.record(row)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"runtime"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/crab-testbed/crab/internal/jsonl"
@@ -126,6 +127,10 @@ func (j *jsonlReader) decode() {
 		text := unsafe.String(unsafe.SliceData(b.block), len(b.block))
 		start := 0
 		for i, end := range b.ends {
+			if !utf8.Valid(b.block[start:end]) {
+				b.bad, b.err = i, notUTF8(j.name, b.lines[i], b.block[start:end])
+				break
+			}
 			if err := decodeLine(text[start:end], b.block[start:end:end], &b.recs[i]); err != nil {
 				b.bad, b.err = i, JSONLineError(j.name, b.lines[i], err)
 				var se *json.SyntaxError
