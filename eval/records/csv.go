@@ -156,6 +156,8 @@ func (p *csvRow) check(rec *Record) error {
 	switch {
 	case rec.Arm == "":
 		return p.fail("arm", "required and empty")
+	case strings.IndexByte(rec.Arm, 0) >= 0:
+		return p.fail("arm", armNUL)
 	case rec.TaskID == "":
 		return p.fail("task_id", "required and empty")
 	case !validOutcomes[rec.Outcome]:

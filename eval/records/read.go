@@ -114,6 +114,9 @@ func streamRecords(r io.Reader, name string, opt ReadOptions, emit func(rec *Rec
 }
 
 // checkRecord validates the fields a JSONL record must get right.
+// armNUL is why an arm name may not hold a NUL byte.
+const armNUL = "holds a NUL byte: an arm name is text"
+
 // CheckRecord checks one record as crab's reader does, naming file and
 // line in the error: importers check what they build from another tool's
 // file before anything reads it back.
@@ -126,6 +129,10 @@ func checkRecord(rec *Record, name string, line int) error {
 	switch {
 	case strings.TrimSpace(rec.Arm) == "":
 		return bad("arm", "required and empty")
+	case strings.IndexByte(rec.Arm, 0) >= 0:
+		// Reports escape other control characters of a name; a NUL ends it
+		// early in every C string and file name it reaches.
+		return bad("arm", "%s", armNUL)
 	case strings.TrimSpace(rec.TaskID) == "":
 		return bad("task_id", "required and empty")
 	case !validOutcomes[rec.Outcome]:

@@ -61,6 +61,7 @@ func TestReadNotUTF8(t *testing.T) {
 	for _, c := range []struct{ name, in, want string }{
 		{"jsonl", `{"arm":"a","task_id":"t","outcome":"ok"}` + "\n" + `{"arm":"a","task_id":"u","outcome":"ok","output":"caf` + "\xe9" + `"}` + "\n", `<stdin>:2: field "output": not valid UTF-8`},
 		{"csv", "arm,task_id,latency_ms,outcome,pass,cost\na,t,5,ok,false,0\na,caf\xe9,5,ok,false,0\n", `<stdin>:3: field "task_id": not valid UTF-8`},
+		{"nul arm", "arm,task_id,latency_ms,outcome,pass,cost\na\x00b,t,5,ok,false,0\n", `<stdin>:2: field "arm": holds a NUL byte`},
 	} {
 		_, _, err := ReadAll([]string{"-"}, strings.NewReader(c.in))
 		if err == nil || !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), c.want) {
