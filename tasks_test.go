@@ -47,8 +47,8 @@ func TestTasksImport(t *testing.T) {
 		{"bad map", []string{"tasks", "import", "--map", "body", export}, `crab: --map "body": want FIELD=COLUMN`},
 		{"no file", []string{"tasks", "import", "--map", "text=body"}, `crab: tasks import takes one export file (or - for stdin), got 0 arguments`},
 		{"missing file", args(filepath.Join(dir, "nope.csv")), `crab: ` + filepath.Join(dir, "nope.csv") + `: cannot read: no such file or directory`},
-		{"a directory", args(dir), `crab: ` + dir + `: a directory: name a file`},
-		{"a device", args("/dev/zero"), `crab: /dev/zero: not a regular file (a device): crab imports regular files only, which cannot block or never end`},
+		{"a directory", args(dir), `crab: ` + dir + `: not a regular file: a folder: crab imports regular files only, which cannot block or never end`},
+		{"a device", args("/dev/zero"), `crab: /dev/zero: not a regular file (a device, a FIFO or a socket): crab imports regular files only, which cannot block or never end`},
 		{"a line crab's reader refuses", args(long, "-o", filepath.Join(dir, "never.jsonl")), `crab: ` + long + `:2: a line of 17825803 bytes: crab reads lines shorter than 16 MiB`},
 	} {
 		code, out, errs := crab(t, "", tc.args...)

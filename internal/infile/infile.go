@@ -70,17 +70,16 @@ func Read(path string, stdin io.Reader, o Options) (data []byte, name string, er
 		}
 		r = stdin
 	} else {
-		// Checked before opening too: opening a FIFO waits for a writer.
-		if err := regular(path, name, maxSize, os.Stat); err != nil {
-			return nil, name, err
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, name, &Error{File: name, Msg: "cannot read: " + pathErr(err)}
+		f, err := jsonl.OpenRegular(path)
+		switch {
+		case errors.Is(err, jsonl.ErrNotRegular):
+			return nil, name, &Error{File: name, Msg: err.Error() + ": crab imports regular files only, which cannot block or never end"}
+		case err != nil:
+			return nil, name, &Error{File: name, Msg: "cannot read: " + err.Error()}
 		}
 		defer f.Close()
-		if err := regular(path, name, maxSize, func(string) (os.FileInfo, error) { return f.Stat() }); err != nil {
-			return nil, name, err
+		if st, err := f.Stat(); err == nil && st.Size() > maxSize {
+			return nil, name, tooLarge(name, maxSize)
 		}
 		r = f
 	}
@@ -93,37 +92,6 @@ func Read(path string, stdin io.Reader, o Options) (data []byte, name string, er
 	}
 	data, err = Clean(data, name, o)
 	return data, name, err
-}
-
-// regular checks that the file stat describes is a regular file of at
-// most maxSize bytes.
-func regular(path, name string, maxSize int64, stat func(string) (os.FileInfo, error)) error {
-	st, err := stat(path)
-	if err != nil {
-		return &Error{File: name, Msg: "cannot read: " + pathErr(err)}
-	}
-	switch {
-	case st.IsDir():
-		return &Error{File: name, Msg: "a directory: name a file"}
-	case !st.Mode().IsRegular():
-		return &Error{File: name, Msg: fmt.Sprintf("not a regular file (%s): crab imports regular files only, which cannot block or never end", kind(st.Mode()))}
-	case st.Size() > maxSize:
-		return tooLarge(name, maxSize)
-	}
-	return nil
-}
-
-// kind names what a file that is not regular is.
-func kind(m os.FileMode) string {
-	switch {
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeCharDevice != 0, m&os.ModeDevice != 0:
-		return "a device"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	}
-	return "mode " + m.Type().String()
 }
 
 func tooLarge(name string, maxSize int64) error {

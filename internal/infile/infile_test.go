@@ -67,7 +67,7 @@ func TestReadRegularFilesOnly(t *testing.T) {
 		o          Options
 	}{
 		{fifo, "not a regular file", Options{}},
-		{dir, "a directory", Options{}},
+		{dir, "not a regular file: a folder", Options{}},
 		{"/dev/zero", "not a regular file", Options{}},
 		{big, "larger than", Options{MaxSize: 1024}},
 		{filepath.Join(dir, "none"), "cannot read", Options{}},
