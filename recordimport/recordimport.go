@@ -80,9 +80,10 @@ type armRecords struct {
 	// lines are the lines each record came from (nil: line, for all).
 	lines []int
 	line  int // where the arm's result starts (vLLM --append-result)
-	// inputLens and tokenizer (vLLM) check that position pairs the same
-	// prompts.
+	// inputLens, prompts and tokenizer (vLLM) check that position pairs
+	// the same prompts.
 	inputLens []int
+	prompts   []string
 	tokenizer string
 	// keys (LiteLLM) are the distinct pair keys of the arm.
 	keys map[string]bool

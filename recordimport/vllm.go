@@ -45,6 +45,7 @@ type vllmResult struct {
 	Latencies      []float64    `json:"latencies"`
 	E2ELs          []float64    `json:"e2els"`
 	GeneratedTexts []string     `json:"generated_texts"`
+	Prompts        []string     `json:"prompts"` // written by versions and forks that save the prompts
 	Errors         []string     `json:"errors"`
 	present        vllmPresence // which arrays the file holds
 }
@@ -108,7 +109,7 @@ func readVLLM(data []byte, name, arm string, _ ReadOptions) ([]armRecords, error
 		for i := range recs {
 			recs[i].Arm = a
 		}
-		out = append(out, armRecords{arm: a, recs: recs, line: r.line, inputLens: r.res.InputLens, tokenizer: r.res.TokenizerID,
+		out = append(out, armRecords{arm: a, recs: recs, line: r.line, inputLens: r.res.InputLens, prompts: r.res.Prompts, tokenizer: r.res.TokenizerID,
 			outputField: func(i int) string { return fmt.Sprintf("generated_texts[%d]", i) }})
 	}
 	return out, nil
@@ -378,8 +379,8 @@ func vllmRecord(res *vllmResult, latencies []float64, latField string, i int, na
 
 // checkVLLMPairing checks that the arms pair by position: vLLM keeps no
 // prompt identity, so request i of two runs is the same work only when
-// both drew the same prompts in the same order, which their input_lens
-// show. Where the lengths differ and both runs counted with the same
+// both drew the same prompts in the same order, which their prompts show
+// where the files saved them, else their input_lens. Where the lengths differ and both runs counted with the same
 // tokenizer, the prompts differ: refused. With different tokenizers (a
 // model swap) the same prompt can count differently: a warning.
 func checkVLLMPairing(arms []armRecords, names []string) ([]string, error) {
@@ -390,6 +391,16 @@ func checkVLLMPairing(arms []armRecords, names []string) ([]string, error) {
 	base := arms[0]
 	for k := 1; k < len(arms); k++ {
 		a := arms[k]
+		if len(base.prompts) > 0 && len(a.prompts) > 0 {
+			// The prompts themselves, where saved, decide.
+			for i := range min(len(base.prompts), len(a.prompts)) {
+				if base.prompts[i] != a.prompts[i] {
+					return nil, &records.InputError{File: names[k], Line: a.line, Field: fmt.Sprintf("prompts[%d]", i),
+						Msg: fmt.Sprintf("request %d has another prompt than in %s (%s): the runs drew different prompts, and vLLM results pair only by position; run both with the same dataset settings", i, names[0], base.arm)}
+				}
+			}
+			continue
+		}
 		if len(base.inputLens) == 0 || len(a.inputLens) == 0 {
 			notes = append(notes, fmt.Sprintf("%s and %s pair request by request by position, unchecked: a file without input_lens (saved without --save-detailed) cannot show the runs drew the same prompts", a.arm, base.arm))
 			continue

@@ -182,3 +182,23 @@ func TestVLLMHugeTextNamed(t *testing.T) {
 		t.Errorf("got %v; want the file and generated_texts[3] named", err)
 	}
 }
+
+// Where a result saved its prompts, they decide the pairing: another
+// prompt at a position is refused, whatever the lengths say.
+func TestVLLMPairingByPrompts(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	withPrompts := func(date string, prompts ...any) string {
+		d := append(run4(date).dict(), kv{"prompts", prompts})
+		return writeFile(t, dir, date+".json", pyJSON(d))
+	}
+	a := withPrompts("a", "capital of France?", "2+2?", "long one", "sky colour?")
+	b := withPrompts("b", "capital of France?", "3+3?", "long one", "sky colour?")
+	if _, err := Read([]string{a, b}, nil, FromVLLM); err == nil || !strings.Contains(err.Error(), `b.json: field "prompts[1]": request 1 has another prompt`) {
+		t.Errorf("other prompts: got %v", err)
+	}
+	c := withPrompts("c", "capital of France?", "2+2?", "long one", "sky colour?")
+	if _, err := Read([]string{a, c}, nil, FromVLLM); err != nil {
+		t.Errorf("the same prompts: %v", err)
+	}
+}
