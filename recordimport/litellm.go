@@ -152,6 +152,9 @@ func (r litellmRow) object(field string) (any, bool, error) {
 		dec.UseNumber()
 		var out any
 		if err := dec.Decode(&out); err != nil {
+			if tags, ok := pgArray(s); ok && field == "request_tags" {
+				return tags, len(tags) > 0, nil
+			}
 			return nil, false, r.fail(field, "want JSON text, as a table export writes a Json column: "+err.Error())
 		}
 		v = out
@@ -216,6 +219,29 @@ func (r litellmRow) ref(ref string) (string, bool, error) {
 		s = cacheHitSuffix.ReplaceAllString(s, "")
 	}
 	return s, ok, nil
+}
+
+// pgArray reads a PostgreSQL array literal ({a,"b c"}), as a database
+// export writes a text[] column such as older tables' request_tags.
+func pgArray(s string) ([]any, bool) {
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
+		return nil, false
+	}
+	cr := csv.NewReader(strings.NewReader(s[1 : len(s)-1]))
+	cr.LazyQuotes = true
+	fields, err := cr.Read()
+	if err == io.EOF {
+		return nil, true
+	}
+	if err != nil {
+		return nil, false
+	}
+	out := make([]any, len(fields))
+	for i, f := range fields {
+		out[i] = f
+	}
+	return out, true
 }
 
 func isEmpty(v any) bool {

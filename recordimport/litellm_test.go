@@ -236,4 +236,10 @@ func TestLiteLLMCSVExport(t *testing.T) {
 	if r := imp.Records[0]; r.TaskID != "1" || r.Tenant != "team-a" || r.Outcome != records.OutcomeError || r.Error != "boom" {
 		t.Errorf("%+v", r)
 	}
+	// A database export writes a text[] column as a PostgreSQL array.
+	body = "request_id,startTime,endTime,request_tags\nchatcmpl-1,2026-12-01 10:00:00,2026-12-01 10:00:01,\"{task=4,\"\"route:faq\"\"}\"\n"
+	imp, err = ReadOptions{From: FromLiteLLM, PairKey: "tag:task="}.Read([]string{writeFile(t, t.TempDir(), "pg.csv", body)}, nil)
+	if err != nil || imp.Records[0].TaskID != "4" || imp.Records[0].Group != "task=4,route:faq" {
+		t.Errorf("a PostgreSQL array of tags: %v %+v", err, imp)
+	}
 }
