@@ -93,3 +93,14 @@ func FuzzFieldAt(f *testing.F) {
 		_ = FieldAt(data, off) // must not panic
 	})
 }
+
+func FuzzClean(f *testing.F) {
+	f.Add([]byte(`{"a": ["\ud800", "\ud83d\ude00", "\\ud800"]}`), 8)
+	f.Add([]byte("a,b\n1,\xff\n"), 0)
+	f.Fuzz(func(t *testing.T, data []byte, maxLine int) {
+		out, err := Clean(data, "f", Options{MaxLine: maxLine % 64})
+		if err == nil && len(out) > len(data) {
+			t.Fatalf("Clean grew its input")
+		}
+	})
+}
