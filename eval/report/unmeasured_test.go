@@ -24,17 +24,7 @@ func TestUnmeasuredFormats(t *testing.T) {
 			recs = append(recs, r)
 		}
 	}
-	s, err := summarizeRecs(recs, analysis.Options{Seed: 1, Resamples: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := func(format string) string {
-		var b bytes.Buffer
-		if err := Write(&b, format, Input{Summary: s, Records: mustSet(t, recs)}); err != nil {
-			t.Fatalf("%s: %v", format, err)
-		}
-		return b.String()
-	}
+	out := renderer(t, recs)
 	for _, format := range []string{"text", "md"} {
 		o := out(format)
 		if strings.Contains(o, "0/6") {
@@ -91,17 +81,7 @@ func TestLatencyUnmeasuredFormats(t *testing.T) {
 			recs = append(recs, r)
 		}
 	}
-	s, err := summarizeRecs(recs, analysis.Options{Seed: 1, Resamples: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := func(format string) string {
-		var b bytes.Buffer
-		if err := Write(&b, format, Input{Summary: s, Records: mustSet(t, recs)}); err != nil {
-			t.Fatalf("%s: %v", format, err)
-		}
-		return b.String()
-	}
+	out := renderer(t, recs)
 	text := out("text")
 	var row []string
 	for _, l := range strings.Split(text, "\n") {
@@ -132,5 +112,22 @@ func TestLatencyUnmeasuredFormats(t *testing.T) {
 	}
 	if js := strings.ReplaceAll(out("json"), " ", ""); !strings.Contains(js, `"p50_ms":null`) || !strings.Contains(js, `"latency_unmeasured":6`) {
 		t.Errorf("JSON lacks null latency for the arm that measured none")
+	}
+}
+
+// renderer summarizes recs and returns a function writing the report in a
+// format.
+func renderer(t *testing.T, recs []Record) func(format string) string {
+	t.Helper()
+	s, err := summarizeRecs(recs, analysis.Options{Seed: 1, Resamples: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(format string) string {
+		var b bytes.Buffer
+		if err := Write(&b, format, Input{Summary: s, Records: mustSet(t, recs)}); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		return b.String()
 	}
 }
