@@ -45,14 +45,7 @@ func TestUnmeasuredFormats(t *testing.T) {
 			t.Errorf("json lacks %s", want)
 		}
 	}
-	rows, err := csv.NewReader(strings.NewReader(out("csv"))).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
+	rows, col := csvTable(t, out("csv"))
 	for _, row := range rows[1:] {
 		for _, h := range []string{"pass", "cost", "cost_per_pass", "lost", "gained", "mcnemar_p"} {
 			if row[col[h]] != "" {
@@ -97,14 +90,7 @@ func TestLatencyUnmeasuredFormats(t *testing.T) {
 	if !strings.Contains(text, "over every request with a duration") || !strings.Contains(text, "latency not measured for 1 of 6 requests of baseline") {
 		t.Errorf("text does not say which latencies are left out:\n%s", text)
 	}
-	rows, err := csv.NewReader(strings.NewReader(out("csv"))).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
+	rows, col := csvTable(t, out("csv"))
 	for _, h := range []string{"p50_ms", "max_ms", "mean_ms"} {
 		if i, ok := col[h]; !ok || rows[2][i] != "" || rows[1][i] == "" {
 			t.Errorf("CSV %s: baseline %q cand %q; want a figure and an empty cell", h, rows[1][col[h]], rows[2][col[h]])
@@ -130,4 +116,18 @@ func renderer(t *testing.T, recs []Record) func(format string) string {
 		}
 		return b.String()
 	}
+}
+
+// csvTable is the rows of a CSV report and the index of each column.
+func csvTable(t *testing.T, text string) ([][]string, map[string]int) {
+	t.Helper()
+	rows, err := csv.NewReader(strings.NewReader(text)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	return rows, col
 }
