@@ -21,9 +21,13 @@ type exportOptions struct {
 	Format string
 	Output string // file to write atomically; "" or "-" = Stdout
 	From   string // importer of Paths (recordimport.Sources); "" = crab's own records
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer // progress, on a terminal only
+	// PairKey and Map tell the LiteLLM importer what pairs two logs and
+	// where tenant and group come from (--pair-key, --map).
+	PairKey string
+	Map     []string
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer // progress, on a terminal only
 
 	Read records.ReadOptions // --ignore-unknown-columns
 }
@@ -38,7 +42,7 @@ func exportCmd() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "parquet", Usage: strings.Join(export.Formats(), ", ")},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` (atomically: a reader sees the old file or the whole new one) instead of stdout; - is stdout"},
-			fromFlag(),
+			fromFlag(), pairKeyFlag(), mapFlag(),
 			ignoreUnknownColumnsFlag(),
 		},
 		Action: func(c *cli.Context) error {
@@ -48,7 +52,7 @@ func exportCmd() *cli.Command {
 			return exportRecords(c.Context, exportOptions{
 				Paths: c.Args().Slice(), Format: c.String("format"), Output: c.String("output"),
 				Read: readOptions(c),
-				From: c.String("from"), Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
+				From: c.String("from"), PairKey: c.String("pair-key"), Map: c.StringSlice("map"), Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 			})
 		},
 	}
@@ -65,6 +69,9 @@ func exportRecords(_ context.Context, o exportOptions) error {
 	}
 	if !recordimport.Known(o.From) {
 		return badFrom(o.From)
+	}
+	if err := importOnly(o.From, o.PairKey, o.Map); err != nil {
+		return err
 	}
 	if o.Output != "" && o.Output != "-" {
 		return atomicfile.Write(o.Output, func(w io.Writer) error { return exportTo(w, o) })
@@ -95,7 +102,7 @@ func exportTo(w io.Writer, o exportOptions) error {
 		return err
 	}
 	if o.From != "" && o.From != recordimport.FromCrab {
-		imp, err := recordimport.Read(o.Paths, o.Stdin, o.From)
+		imp, err := (recordimport.ReadOptions{From: o.From, PairKey: o.PairKey, Map: o.Map}).Read(o.Paths, o.Stdin)
 		if err != nil {
 			return err
 		}

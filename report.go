@@ -40,6 +40,10 @@ type reportOptions struct {
 	// From names the importer of Paths (recordimport.Sources); "" or
 	// "crab" reads crab's own records.
 	From string
+	// PairKey and Map tell the LiteLLM importer what pairs two logs and
+	// where tenant and group come from (--pair-key, --map).
+	PairKey string
+	Map     []string
 	// Waive adds criteria to the gate's waive list (analysis.Waivable):
 	// figures the records did not measure that the gate may decide
 	// without, such as the cost and quality imported records lack.
@@ -61,7 +65,7 @@ func reportCmd() *cli.Command {
 			&cli.StringFlag{Name: "baseline", Usage: "`ARM` to compare against (default: the arm named baseline, else the first)"},
 			&cli.BoolFlag{Name: "fail-on-reject", Usage: "exit 1 if any candidate is rejected"},
 			&cli.BoolFlag{Name: "allow-mixed", Usage: "merge run directories of different experiments (another experiment file, task set, contract, models, or started more than a day apart); by default crab report refuses them"},
-			fromFlag(),
+			fromFlag(), pairKeyFlag(), mapFlag(),
 			&cli.BoolFlag{Name: "allow-contract-change", Usage: "compare a candidate validated against another contract than the baseline's (by default the gate rejects it as different work)"},
 			&cli.StringSliceFlag{Name: "waive", Usage: "let the gate decide without `CRITERION` where the records did not measure it: " + strings.Join(analysis.Waivable, ", ") + "; comma-separated or repeated (joins the run's gate: waive list)"},
 			&cli.StringFlag{Name: "rule", Usage: "judge quality by `RULE`: margin (pass rates paired by task against a margin, the default), or a sample rule for outcomes that are the same on every call: net (no net loss of passing tasks) or any (no passing task lost); replaces the run's gate: rule"},
@@ -87,7 +91,7 @@ func reportCmd() *cli.Command {
 				Paths: c.Args().Slice(), Format: c.String("format"), Baseline: c.String("baseline"),
 				FailOnReject: c.Bool("fail-on-reject"), AllowContractChange: c.Bool("allow-contract-change"), AllowMixed: c.Bool("allow-mixed"),
 				Read: readOptions(c),
-				From: c.String("from"), Waive: c.StringSlice("waive"), Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
+				From: c.String("from"), PairKey: c.String("pair-key"), Map: c.StringSlice("map"), Waive: c.StringSlice("waive"), Stdin: c.App.Reader, Stdout: c.App.Writer, Stderr: c.App.ErrWriter,
 			})
 		},
 	}
@@ -145,8 +149,11 @@ func reportInput(o reportOptions) (recs *records.RecordSet, opt analysis.Options
 	if !recordimport.Known(o.From) {
 		return nil, opt, "", badFrom(o.From)
 	}
+	if err := importOnly(o.From, o.PairKey, o.Map); err != nil {
+		return nil, opt, "", err
+	}
 	if o.From != "" && o.From != recordimport.FromCrab {
-		imp, err := recordimport.Read(o.Paths, o.Stdin, o.From)
+		imp, err := (recordimport.ReadOptions{From: o.From, PairKey: o.PairKey, Map: o.Map}).Read(o.Paths, o.Stdin)
 		if err != nil {
 			return nil, opt, "", err
 		}
@@ -172,7 +179,7 @@ func hintFrom(err error, paths []string) error {
 		return err
 	}
 	for _, p := range paths {
-		if from := recordimport.Sniff(p); from != "" {
+		if from := recordimport.Sniff(p); from != "" && from != recordimport.FromCrab {
 			return fmt.Errorf("%w (%s looks like a %s file: add --from %s)", err, p, from, from)
 		}
 	}
@@ -183,6 +190,25 @@ func hintFrom(err error, paths []string) error {
 func fromFlag() cli.Flag {
 	return &cli.StringFlag{Name: "from", Value: recordimport.FromCrab, Usage: "read PATHs as `SOURCE`: " + strings.Join(recordimport.Sources(), ", ") +
 		" (crab: run directories, records.jsonl, interchange CSV; vllm: vllm bench serve --save-result files; litellm: LiteLLM spend logs; one file per arm, see docs/formats.md)"}
+}
+
+// pairKeyFlag is --pair-key of the commands that import records.
+func pairKeyFlag() cli.Flag {
+	return &cli.StringFlag{Name: "pair-key", Usage: "with --from litellm: pair the requests of two logs by `KEY`: request_id (the default, LiteLLM's own id), a column such as session_id, metadata.PATH, tag:PREFIX (the request tag starting with PREFIX) or messages (a hash of the stored prompt); see docs/formats.md"}
+}
+
+// mapFlag is --map of the commands that import records.
+func mapFlag() cli.Flag {
+	return &cli.StringSliceFlag{Name: "map", Usage: "with --from litellm: take a record field from elsewhere, `FIELD=SOURCE`: tenant (default team_id) or group (default tags) from a column, metadata.PATH, tag:PREFIX, tags or none; comma-separated or repeated"}
+}
+
+// importOnly refuses the importer's options without an importer that
+// reads them.
+func importOnly(from, pairKey string, m []string) error {
+	if from == recordimport.FromLiteLLM || (pairKey == "" && len(m) == 0) {
+		return nil
+	}
+	return badUsage("--pair-key and --map read LiteLLM spend logs: add --from litellm")
 }
 
 func badFrom(from string) error {

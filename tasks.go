@@ -14,6 +14,7 @@ import (
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/atomicfile"
+	"github.com/crab-testbed/crab/internal/infile"
 	"github.com/crab-testbed/crab/taskimport"
 )
 
@@ -89,15 +90,11 @@ func tasksImport(_ context.Context, o tasksImportOptions) error {
 			return &exitError{code: exitBadInput, err: err}
 		}
 	}
-	var in io.Reader = o.Stdin
-	if o.Input != "-" {
-		raw, err := os.ReadFile(o.Input)
-		if err != nil {
-			return &records.InputError{File: o.Input, Msg: "cannot read: " + pathErr(err)}
-		}
-		in = bytes.NewReader(raw)
+	raw, name, err := infile.Read(o.Input, o.Stdin, infile.Options{MaxLine: infile.MaxLine})
+	if err != nil {
+		return records.FileError(err)
 	}
-	tasks, err := taskimport.Import(in, o.Input, opt)
+	tasks, err := taskimport.Import(bytes.NewReader(raw), name, opt)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,8 @@ func TestTasksImport(t *testing.T) {
 	contract := filepath.Join("eval", "testdata", "workload", "contract.json")
 	export := filepath.Join(dir, "export.csv")
 	os.WriteFile(export, []byte("\xef\xbb\xbfticket_id,body,prio,esc\nA1,Need a refund,3,false\n"), 0o644)
+	long := filepath.Join(dir, "long.csv")
+	os.WriteFile(long, []byte("ticket_id,body,prio,esc\nA1,"+strings.Repeat("x", 17<<20)+",3,false\n"), 0o644)
 	bad := filepath.Join(dir, "bad.csv")
 	os.WriteFile(bad, []byte("ticket_id,body,prio,esc\nA1,Need a refund,3,false\nA2,Hm,high,true\n"), 0o644)
 	args := func(in string, extra ...string) []string {
@@ -45,6 +47,9 @@ func TestTasksImport(t *testing.T) {
 		{"bad map", []string{"tasks", "import", "--map", "body", export}, `crab: --map "body": want FIELD=COLUMN`},
 		{"no file", []string{"tasks", "import", "--map", "text=body"}, `crab: tasks import takes one export file (or - for stdin), got 0 arguments`},
 		{"missing file", args(filepath.Join(dir, "nope.csv")), `crab: ` + filepath.Join(dir, "nope.csv") + `: cannot read: no such file or directory`},
+		{"a directory", args(dir), `crab: ` + dir + `: not a regular file: a folder: crab imports regular files only, which cannot block or never end`},
+		{"a device", args("/dev/zero"), `crab: /dev/zero: not a regular file (a device, a FIFO or a socket): crab imports regular files only, which cannot block or never end`},
+		{"a line crab's reader refuses", args(long, "-o", filepath.Join(dir, "never.jsonl")), `crab: ` + long + `:2: a line of 17825803 bytes: crab reads lines shorter than 16 MiB`},
 	} {
 		code, out, errs := crab(t, "", tc.args...)
 		if code != 2 || out != "" || strings.TrimSpace(errs) != tc.want {

@@ -28,6 +28,7 @@ import (
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/infile"
 	"github.com/crab-testbed/crab/model/replay"
 	"github.com/crab-testbed/crab/taskimport"
 )
@@ -85,6 +86,10 @@ type row struct {
 // *records.InputError naming the file, line and column; nothing is returned
 // then.
 func Import(raw []byte, name string, o Options) (*Result, error) {
+	raw, err := infile.Clean(raw, name, infile.Options{MaxLine: infile.MaxLine})
+	if err != nil {
+		return nil, records.FileError(err)
+	}
 	taskMap, outMap, err := splitMap(o.Map)
 	if err != nil {
 		return nil, &records.InputError{File: name, Msg: err.Error()}
@@ -241,6 +246,9 @@ func readRows(cr *csv.Reader, name string, col map[string]int, outMap map[string
 		r.model, _ = cellOf("model")
 		if r.model == "" {
 			return nil, &records.InputError{File: name, Line: line, Field: outMap["model"], Msg: "model: required and empty"}
+		}
+		if msg := records.ArmNameFault(r.model); msg != "" {
+			return nil, &records.InputError{File: name, Line: line, Field: outMap["model"], Msg: "model: " + msg}
 		}
 		f := "pass"
 		if hasCorrect {

@@ -105,3 +105,19 @@ func TestImportBadInput(t *testing.T) {
 		})
 	}
 }
+
+// A spreadsheet's byte order mark is dropped as every importer drops it
+// (the first column keeps its name); a model name with a control
+// character, which would become an arm's model, is refused naming line
+// and column.
+func TestImportBOMAndNames(t *testing.T) {
+	t.Parallel()
+	if _, err := Import([]byte("\xef\xbb\xbf"+table), "t.csv", options(t, "id=qid,text=prompt,model=llm,correct=ok")); err != nil {
+		t.Errorf("a table with a byte order mark: %v", err)
+	}
+	bad := strings.Replace(table, "q2,,large", "q2,,lar\x00ge", 1)
+	_, err := Import([]byte(bad), "t.csv", options(t, "id=qid,text=prompt,model=llm,correct=ok"))
+	if err == nil || !errors.Is(err, records.ErrBadInput) || !strings.Contains(err.Error(), `t.csv:5: field "llm": model: holds the control character U+0000`) {
+		t.Errorf("a model name with NUL: got %v", err)
+	}
+}

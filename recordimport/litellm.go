@@ -2,17 +2,24 @@ package recordimport
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/csv"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/infile"
+	"github.com/crab-testbed/crab/internal/redact"
+	"github.com/crab-testbed/crab/taskimport"
 )
 
 // litellmNotes say what a LiteLLM spend log does not carry.
@@ -20,69 +27,368 @@ var litellmNotes = []string{
 	"records imported from LiteLLM spend logs carry no grading and no cache scope: quality is unmeasured (\"-\") and a hit's leak unchecked, and the gate decides nothing on them",
 }
 
+// litellmColumns are the columns of LiteLLM's LiteLLM_SpendLogs table,
+// the names --pair-key and --map may give besides metadata.PATH, tag:PREFIX,
+// tags and messages.
+var litellmColumns = []string{"request_id", "call_type", "api_key", "spend", "total_tokens", "prompt_tokens", "completion_tokens",
+	"startTime", "endTime", "request_duration_ms", "completionStartTime", "model", "model_id", "model_group", "custom_llm_provider",
+	"api_base", "user", "metadata", "cache_hit", "cache_key", "request_tags", "team_id", "organization_id", "end_user",
+	"requester_ip_address", "messages", "response", "session_id", "status", "mcp_namespaced_tool_name", "agent_id", "proxy_server_request"}
+
+// litellmDefaultMap is where tenant and group come from unless --map
+// says otherwise: the team of the virtual key, and the request tags.
+var litellmDefaultMap = map[string]string{"tenant": "team_id", "group": "tags"}
+
+// cacheHitSuffix is what LiteLLM appends to the request_id of a cache hit
+// (a primary key may not repeat the id of the answer it served again).
+var cacheHitSuffix = regexp.MustCompile(`_cache_hit[0-9]+(\.[0-9]+)?$`)
+
+// errorTextMax bounds the error text kept per record: a stack trace says
+// nothing more about the outcome than its first lines.
+const errorTextMax = 2000
+
+// litellmMapping is what the options map: the record fields and the pair
+// key, each a field reference checked once.
+type litellmMapping struct {
+	tenant, group, pairKey string
+	flag                   map[string]string // the option that set each ("--map tenant=…")
+}
+
+// litellmMapping checks and resolves --map and --pair-key.
+func (o ReadOptions) litellmMapping() (*litellmMapping, error) {
+	m := &litellmMapping{tenant: litellmDefaultMap["tenant"], group: litellmDefaultMap["group"], pairKey: "request_id", flag: map[string]string{}}
+	if o.PairKey != "" {
+		m.pairKey, m.flag["pair"] = o.PairKey, "--pair-key "+o.PairKey
+		if err := checkRef(o.PairKey, "--pair-key", true); err != nil {
+			return nil, err
+		}
+	}
+	pairs, err := taskimport.MapPairs(o.Map)
+	if err != nil {
+		return nil, &records.InputError{File: "--map", Msg: err.Error() + ", such as tenant=end_user or group=tag:route:"}
+	}
+	for _, p := range pairs {
+		f, ref := p[0], p[1]
+		flag := "--map " + f + "=" + ref
+		switch f {
+		case "tenant":
+			m.tenant = ref
+		case "group":
+			m.group = ref
+		default:
+			return nil, &records.InputError{File: "--map", Field: f, Msg: fmt.Sprintf("%s: unknown record field %q (want tenant or group)", flag, f)}
+		}
+		if err := checkRef(ref, flag, false); err != nil {
+			return nil, err
+		}
+		m.flag[f] = flag
+	}
+	return m, nil
+}
+
+// checkRef checks a field reference of --map or --pair-key.
+func checkRef(ref, flag string, pair bool) error {
+	switch {
+	case strings.HasPrefix(ref, "metadata.") && len(ref) > len("metadata."),
+		strings.HasPrefix(ref, "tag:") && len(ref) > len("tag:"),
+		ref == "tags", ref == "none" && !pair, ref == "messages" && pair,
+		slices.Contains(litellmColumns, ref) && ref != "metadata" && ref != "request_tags" && ref != "messages":
+		return nil
+	}
+	return &records.InputError{File: flag, Field: ref, Msg: "unknown field: want a LiteLLM_SpendLogs column (team_id, end_user, user, session_id, …), metadata.PATH (a field of the row's metadata, such as metadata.spend_logs_metadata.task), tag:PREFIX (the request tag starting with PREFIX), tags (every request tag)" +
+		map[bool]string{true: " or messages (a hash of the stored prompt)", false: " or none"}[pair]}
+}
+
 // litellmRow reads the fields of one spend-log row, whatever the file's
-// shape: get returns a field's text and whether the row has it (a JSON
-// null or an empty CSV cell is absent).
+// shape: get returns a field's value (a string for CSV cells, which hold
+// JSON text for the JSON columns) and whether the row has it (a JSON null
+// or an empty CSV cell is absent).
 type litellmRow struct {
 	name string
 	line int
-	get  func(field string) (string, bool)
+	// at is the row's place in its array ("[3]", "data[3]") when rows share
+	// a line (an API answer saved as it came), so that a fault names it.
+	at  string
+	get func(field string) (any, bool)
 }
 
 func (r litellmRow) fail(field, msg string) error {
+	if r.at != "" {
+		field = r.at + "." + field
+	}
 	return &records.InputError{File: r.name, Line: r.line, Field: field, Msg: msg}
 }
 
+// str is a field as text: a string, a number or a boolean.
+func (r litellmRow) str(field string) (string, bool) {
+	v, ok := r.get(field)
+	if !ok {
+		return "", false
+	}
+	return scalarText(v)
+}
+
+func scalarText(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, v != ""
+	case json.Number:
+		return v.String(), true
+	case bool:
+		return strconv.FormatBool(v), true
+	}
+	return "", false
+}
+
+// object is a JSON column of the row (metadata, request_tags, messages):
+// decoded JSON, or JSON text in a CSV cell.
+func (r litellmRow) object(field string) (any, bool, error) {
+	v, ok := r.get(field)
+	if !ok {
+		return nil, false, nil
+	}
+	if s, isText := v.(string); isText {
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.UseNumber()
+		var out any
+		if err := dec.Decode(&out); err != nil {
+			if tags, ok := pgArray(s); ok && field == "request_tags" {
+				return tags, len(tags) > 0, nil
+			}
+			return nil, false, r.fail(field, "want JSON text, as a table export writes a Json column: "+err.Error())
+		}
+		v = out
+	}
+	return v, v != nil, nil
+}
+
+// ref reads a field reference (see ReadOptions.PairKey) of the row.
+func (r litellmRow) ref(ref string) (string, bool, error) {
+	switch {
+	case ref == "none":
+		return "", false, nil
+	case ref == "tags" || strings.HasPrefix(ref, "tag:"):
+		v, ok, err := r.object("request_tags")
+		if err != nil || !ok {
+			return "", false, err
+		}
+		list, _ := v.([]any)
+		var tags []string
+		for _, t := range list {
+			if s, ok := scalarText(t); ok {
+				tags = append(tags, s)
+			}
+		}
+		if ref == "tags" {
+			return strings.Join(tags, ","), len(tags) > 0, nil
+		}
+		prefix := strings.TrimPrefix(ref, "tag:")
+		for _, t := range tags {
+			if v, ok := strings.CutPrefix(t, prefix); ok {
+				return v, v != "", nil
+			}
+		}
+		return "", false, nil
+	case ref == "messages":
+		v, ok, err := r.object("messages")
+		if err != nil || !ok || isEmpty(v) {
+			return "", false, err
+		}
+		raw, _ := json.Marshal(v) // maps marshal with sorted keys: the same messages hash the same
+		sum := sha256.Sum256(raw)
+		return "msg-" + hex.EncodeToString(sum[:8]), true, nil
+	case strings.HasPrefix(ref, "metadata."):
+		v, ok, err := r.object("metadata")
+		if err != nil || !ok {
+			return "", false, err
+		}
+		for _, k := range strings.Split(strings.TrimPrefix(ref, "metadata."), ".") {
+			m, isMap := v.(map[string]any)
+			if !isMap {
+				return "", false, nil
+			}
+			if v, ok = m[k]; !ok {
+				return "", false, nil
+			}
+		}
+		s, ok := scalarText(v)
+		return s, ok, nil
+	}
+	s, ok := r.str(ref)
+	if ref == "request_id" {
+		s = cacheHitSuffix.ReplaceAllString(s, "")
+	}
+	return s, ok, nil
+}
+
+// pgArray reads a PostgreSQL array literal ({a,"b c"}), as a database
+// export writes a text[] column such as older tables' request_tags.
+func pgArray(s string) ([]any, bool) {
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
+		return nil, false
+	}
+	cr := csv.NewReader(strings.NewReader(s[1 : len(s)-1]))
+	cr.LazyQuotes = true
+	fields, err := cr.Read()
+	if err == io.EOF {
+		return nil, true
+	}
+	if err != nil {
+		return nil, false
+	}
+	out := make([]any, len(fields))
+	for i, f := range fields {
+		out[i] = f
+	}
+	return out, true
+}
+
+func isEmpty(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	case string:
+		return v == ""
+	}
+	return v == nil
+}
+
 // readLiteLLM reads a spend-log export: a JSON array of rows (what the
-// proxy's /spend/logs returns), JSON lines, or CSV with a header (a table
-// export; columns crab does not read are skipped).
-func readLiteLLM(data []byte, name, arm string) ([]records.Record, error) {
-	var recs []records.Record
+// proxy's /spend/logs returns), the object /spend/logs/v2 returns (its rows
+// under data), JSON lines, or CSV with a header (a table export; columns
+// crab does not read are skipped).
+func readLiteLLM(data []byte, name, arm string, o ReadOptions) ([]armRecords, error) {
+	if head := data[:min(len(data), sniffLen)]; !bytes.Contains(head, []byte("request_id")) {
+		if from := sniffData(head); from == FromVLLM || from == FromCrab {
+			return nil, wrongFrom(name, FromLiteLLM, from)
+		}
+	}
+	m, err := o.litellmMapping()
+	if err != nil {
+		return nil, err
+	}
+	a := armRecords{arm: arm, keys: map[string]bool{}}
+	seen := map[string]int{} // pair key → rows so far: the repeat of the next
+	found := map[string]bool{}
 	emit := func(r litellmRow) error {
-		rec, err := litellmRecord(r)
+		rec, key, err := litellmRecord(r, m, found)
 		if err != nil {
 			return err
 		}
-		rec.Arm, rec.Seq = arm, len(recs)
-		recs = append(recs, rec)
+		rec.Arm, rec.Seq, rec.TaskID, rec.Repeat = arm, len(a.recs), key, seen[key]
+		seen[key]++
+		a.keys[key] = true
+		a.recs = append(a.recs, rec)
+		a.lines = append(a.lines, r.line)
 		return nil
 	}
-	trimmed := bytes.TrimLeft(data, " \t\r\n\xef\xbb\xbf")
-	var err error
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	switch {
 	case len(trimmed) == 0:
 		return nil, &records.InputError{File: name, Msg: "no records"}
 	case trimmed[0] == '[':
 		err = litellmArray(data, name, emit)
 	case trimmed[0] == '{':
-		err = litellmLines(data, name, emit)
+		var env struct {
+			Data       json.RawMessage `json:"data"`
+			TotalPages *int            `json:"total_pages"`
+			Page       *int            `json:"page"`
+		}
+		if first, ok := firstValue(data); ok && json.Unmarshal(first, &env) == nil && len(env.Data) > 0 {
+			if env.TotalPages != nil && env.Page != nil && *env.Page < *env.TotalPages {
+				return nil, &records.InputError{File: name, Field: "page", Msg: fmt.Sprintf("page %d of %d of /spend/logs/v2: the other pages' requests are not in the file; fetch every page (page=1..%d) and pass them joined as one JSON array, or raise page_size", *env.Page, *env.TotalPages, *env.TotalPages)}
+			}
+			err = litellmArray(data, name, emit, "data")
+			break
+		}
+		if data, err = linesBounded(data, name); err == nil {
+			err = litellmLines(data, name, emit)
+		}
 	default:
-		err = litellmCSV(data, name, emit)
+		if data, err = linesBounded(data, name); err == nil {
+			err = litellmCSV(data, name, emit)
+		}
 	}
-	return recs, err
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range []string{"tenant", "group", "pair"} {
+		ref := map[string]string{"tenant": m.tenant, "group": m.group, "pair": m.pairKey}[f]
+		if flag := m.flag[f]; flag != "" && len(a.recs) > 0 && !found[ref] {
+			return nil, &records.InputError{File: name, Field: ref, Msg: fmt.Sprintf("%s: no row of this file has it%s", flag, messagesHint(ref))}
+		}
+	}
+	return []armRecords{a}, nil
+}
+
+func messagesHint(ref string) string {
+	if ref == "messages" {
+		return " (LiteLLM stores the messages only with store_prompts_in_spend_logs: true in general_settings)"
+	}
+	return ""
+}
+
+// linesBounded checks the lines of a line-oriented export against the
+// longest line crab reads.
+func linesBounded(data []byte, name string) ([]byte, error) {
+	out, err := infile.Clean(data, name, infile.Options{MaxLine: infile.MaxLine})
+	return out, records.FileError(err)
+}
+
+// firstValue is the first JSON value of data, when it is one whole.
+func firstValue(data []byte) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var raw json.RawMessage
+	if dec.Decode(&raw) != nil {
+		return nil, false
+	}
+	return raw, true
 }
 
 // jsonRow makes a litellmRow of a decoded JSON object.
 func jsonRow(name string, line int, obj map[string]any) litellmRow {
-	return litellmRow{name: name, line: line, get: func(field string) (string, bool) {
-		switch v := obj[field].(type) {
-		case string:
-			return v, v != ""
-		case json.Number:
-			return v.String(), true
-		case bool:
-			return strconv.FormatBool(v), true
-		}
-		return "", false
+	return litellmRow{name: name, line: line, get: func(field string) (any, bool) {
+		v, ok := obj[field]
+		return v, ok && v != nil
 	}}
 }
 
-func litellmArray(data []byte, name string, emit func(litellmRow) error) error {
+// summarizedQuery is the request that returns one row per request
+// instead of the daily sums /spend/logs returns by default.
+const summarizedQuery = "GET /spend/logs?start_date=YYYY-MM-DD&end_date=YYYY-MM-DD&summarize=false (or /spend/logs/v2?start_date=…&end_date=…, every page)"
+
+// litellmArray reads the rows of a JSON array, at the top of the file or
+// under key (the v2 envelope's data).
+func litellmArray(data []byte, name string, emit func(litellmRow) error, key ...string) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if _, err := dec.Token(); err != nil {
-		return &records.InputError{File: name, Msg: "invalid JSON: " + err.Error()}
+	if len(key) > 0 {
+		// Walk to the array under key.
+		if _, err := dec.Token(); err != nil {
+			return &records.InputError{File: name, Msg: "invalid JSON: " + err.Error()}
+		}
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				return &records.InputError{File: name, Msg: "invalid JSON: " + err.Error()}
+			}
+			if t == key[0] {
+				break
+			}
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return &records.InputError{File: name, Msg: "invalid JSON: " + err.Error()}
+			}
+		}
 	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return &records.InputError{File: name, Field: strings.Join(key, ""), Msg: "want a JSON array of spend-log rows"}
+	}
+	prefix := strings.Join(key, "")
+	oneLine := bytes.Count(bytes.TrimSpace(data), []byte("\n")) == 0
 	for i := 0; dec.More(); i++ {
 		off := dec.InputOffset()
 		for off < int64(len(data)) && strings.IndexByte(" \t\r\n,", data[off]) >= 0 {
@@ -91,13 +397,30 @@ func litellmArray(data []byte, name string, emit func(litellmRow) error) error {
 		line := lineAt(data, off)
 		var obj map[string]any
 		if err := dec.Decode(&obj); err != nil {
-			return &records.InputError{File: name, Line: line, Field: fmt.Sprintf("[%d]", i), Msg: "want a JSON object (a spend-log row): " + err.Error()}
+			return &records.InputError{File: name, Line: line, Field: fmt.Sprintf("%s[%d]", prefix, i), Msg: "want a JSON object (a spend-log row): " + err.Error()}
 		}
-		if err := emit(jsonRow(name, line, obj)); err != nil {
+		if summarizedRow(obj) {
+			return &records.InputError{File: name, Line: line, Field: fmt.Sprintf("%s[%d]", prefix, i),
+				Msg: "daily sums, not requests: /spend/logs summarizes by day when given start_date and end_date; fetch one row per request with " + summarizedQuery}
+		}
+		row := jsonRow(name, line, obj)
+		if oneLine {
+			row.at = fmt.Sprintf("%s[%d]", prefix, i)
+		}
+		if err := emit(row); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// summarizedRow reports whether obj is a day of /spend/logs' summarized
+// answer (startTime, spend, users and models; no request_id).
+func summarizedRow(obj map[string]any) bool {
+	_, id := obj["request_id"]
+	_, users := obj["users"]
+	_, models := obj["models"]
+	return !id && (users || models)
 }
 
 func litellmLines(data []byte, name string, emit func(litellmRow) error) error {
@@ -116,6 +439,9 @@ func litellmLines(data []byte, name string, emit func(litellmRow) error) error {
 			}
 			return &records.InputError{File: name, Line: i + 1, Msg: msg}
 		}
+		if summarizedRow(obj) {
+			return &records.InputError{File: name, Line: i + 1, Msg: "daily sums, not requests: fetch one row per request with " + summarizedQuery}
+		}
 		if err := emit(jsonRow(name, i+1, obj)); err != nil {
 			return err
 		}
@@ -124,7 +450,7 @@ func litellmLines(data []byte, name string, emit func(litellmRow) error) error {
 }
 
 func litellmCSV(data []byte, name string, emit func(litellmRow) error) error {
-	cr := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))))
+	cr := csv.NewReader(bytes.NewReader(data))
 	header, err := cr.Read()
 	if err != nil {
 		return csvFault(name, err)
@@ -132,6 +458,11 @@ func litellmCSV(data []byte, name string, emit func(litellmRow) error) error {
 	col := map[string]int{}
 	for i, h := range header {
 		col[strings.TrimSpace(h)] = i
+	}
+	if _, ok := col["request_id"]; !ok {
+		if _, users := col["users"]; users {
+			return &records.InputError{File: name, Line: 1, Msg: "daily sums, not requests: fetch one row per request with " + summarizedQuery}
+		}
 	}
 	for {
 		fields, err := cr.Read()
@@ -142,10 +473,10 @@ func litellmCSV(data []byte, name string, emit func(litellmRow) error) error {
 			return csvFault(name, err)
 		}
 		line, _ := cr.FieldPos(0)
-		row := litellmRow{name: name, line: line, get: func(field string) (string, bool) {
+		row := litellmRow{name: name, line: line, get: func(field string) (any, bool) {
 			i, ok := col[field]
 			if !ok {
-				return "", false
+				return nil, false
 			}
 			v := strings.TrimSpace(fields[i])
 			return v, v != ""
@@ -164,34 +495,52 @@ func csvFault(name string, err error) error {
 	return &records.InputError{File: name, Msg: "invalid CSV: " + err.Error()}
 }
 
-// litellmRecord maps one spend-log row to a record (see docs/formats.md).
-func litellmRecord(r litellmRow) (records.Record, error) {
+// litellmRecord maps one spend-log row to a record and its pair key (see
+// docs/formats.md); found collects the field references the row has.
+func litellmRecord(r litellmRow, m *litellmMapping, found map[string]bool) (records.Record, string, error) {
 	rec := records.Record{Outcome: records.OutcomeOK, ContractOK: true, Attempts: 1, RunID: "litellm", Unmeasured: []string{records.FigureQuality, records.FigureLoad}}
-	id, ok := r.get("request_id")
-	if !ok {
-		return rec, r.fail("request_id", "required and empty")
+	if _, ok := r.str("request_id"); !ok {
+		return rec, "", r.fail("request_id", "required and empty")
 	}
-	rec.TaskID = id
-	rec.Model, _ = r.get("model")
-	if g, ok := r.get("model_group"); ok && rec.Model == "" {
+	key, ok, err := r.ref(m.pairKey)
+	if err != nil {
+		return rec, "", err
+	}
+	if !ok {
+		return rec, "", r.fail(m.pairKey, fmt.Sprintf("%s: the row has no value for the pair key%s", m.flag["pair"], messagesHint(m.pairKey)))
+	}
+	found[m.pairKey] = true
+	for _, f := range []struct {
+		ref string
+		dst *string
+	}{{m.tenant, &rec.Tenant}, {m.group, &rec.Group}} {
+		v, ok, err := r.ref(f.ref)
+		if err != nil {
+			return rec, "", err
+		}
+		if ok {
+			*f.dst, found[f.ref] = v, true
+		}
+	}
+	rec.Model, _ = r.str("model")
+	if g, ok := r.str("model_group"); ok && rec.Model == "" {
 		rec.Model = g
 	}
-	var err error
 	if rec.SentAt, err = litellmTime(r, "startTime", true); err != nil {
-		return rec, err
+		return rec, "", err
 	}
 	if rec.DoneAt, err = litellmTime(r, "endTime", true); err != nil {
-		return rec, err
+		return rec, "", err
 	}
 	if rec.DoneAt.Before(rec.SentAt) {
-		return rec, r.fail("endTime", "before startTime")
+		return rec, "", r.fail("endTime", "before startTime")
 	}
 	rec.IntendedAt = rec.SentAt
 	rec.E2EMs = records.Ms(rec.DoneAt.Sub(rec.SentAt))
 	rec.ModelMs = rec.E2EMs
 	first, err := litellmTime(r, "completionStartTime", false)
 	if err != nil {
-		return rec, err
+		return rec, "", err
 	}
 	// LiteLLM sets completionStartTime to endTime when the response was
 	// not streamed: no first byte was seen apart from the whole answer.
@@ -200,9 +549,9 @@ func litellmRecord(r litellmRow) (records.Record, error) {
 		rec.TTFTMs = records.Ms(first.Sub(rec.SentAt))
 	}
 	if rec.Cost, err = litellmNumber(r, "spend"); err != nil {
-		return rec, err
+		return rec, "", err
 	}
-	if _, ok := r.get("spend"); !ok {
+	if _, ok := r.str("spend"); !ok {
 		rec.MarkUnmeasured(records.FigureCost) // no spend is not a spend of 0
 	}
 	for _, f := range []struct {
@@ -211,41 +560,107 @@ func litellmRecord(r litellmRow) (records.Record, error) {
 	}{{"prompt_tokens", &rec.TokensIn}, {"completion_tokens", &rec.TokensOut}} {
 		v, err := litellmNumber(r, f.field)
 		if err != nil {
-			return rec, err
+			return rec, "", err
 		}
 		if v != math.Trunc(v) {
-			return rec, r.fail(f.field, fmt.Sprintf("want a whole number, got %v", v))
+			return rec, "", r.fail(f.field, fmt.Sprintf("want a whole number, got %v", v))
 		}
 		*f.dst = int(v)
-		if _, ok := r.get(f.field); !ok {
+		if _, ok := r.str(f.field); !ok {
 			rec.MarkUnmeasured(records.FigureTokens)
 		}
 	}
-	if v, ok := r.get("cache_hit"); ok {
+	if v, ok := r.str("cache_hit"); ok {
 		switch strings.ToLower(v) {
 		case "true", "1":
 			rec.Cache, rec.Leak = "hit", records.LeakUnchecked
 		case "false", "0", "none":
 			rec.Cache = "miss"
 		default:
-			return rec, r.fail("cache_hit", fmt.Sprintf("want True or False, got %q", v))
+			return rec, "", r.fail("cache_hit", fmt.Sprintf("want True or False, got %q", v))
 		}
 	}
-	if v, ok := r.get("status"); ok {
-		switch strings.ToLower(v) {
-		case "success":
-		case "failure":
-			rec.Outcome, rec.Error = records.OutcomeError, "litellm: status failure"
-		default:
-			return rec, r.fail("status", fmt.Sprintf("want success or failure, got %q", v))
+	if err := litellmStatus(r, &rec); err != nil {
+		return rec, "", err
+	}
+	return rec, key, nil
+}
+
+// litellmStatus sets the outcome from the row's status, or from
+// metadata.status, where LiteLLM kept it before the status column, and
+// keeps the error text LiteLLM stores in metadata.error_information
+// (credentials masked).
+func litellmStatus(r litellmRow, rec *records.Record) error {
+	field := "status"
+	v, ok := r.str("status")
+	if !ok {
+		var err error
+		if v, ok, err = r.ref("metadata.status"); err != nil {
+			return err
+		}
+		field = "metadata.status"
+	}
+	if !ok {
+		return nil
+	}
+	switch strings.ToLower(v) {
+	case "success":
+		return nil
+	case "failure":
+	default:
+		return r.fail(field, fmt.Sprintf("want success or failure, got %q", v))
+	}
+	rec.Outcome, rec.Error = records.OutcomeError, "litellm: failure (the log keeps no error text)"
+	var parts []string
+	for _, k := range []string{"error_class", "error_code", "error_message"} {
+		if s, ok, _ := r.ref("metadata.error_information." + k); ok {
+			parts = append(parts, s)
 		}
 	}
-	return rec, nil
+	if len(parts) > 0 {
+		text := redact.String(strings.Join(parts, ": "))
+		if len(text) > errorTextMax {
+			text = strings.ToValidUTF8(text[:errorTextMax], "") + " …"
+		}
+		rec.Error = text
+	}
+	return nil
+}
+
+// checkLiteLLMPairing refuses logs that pair no request: each arm is
+// compared with the first one, by the pair key.
+func (o ReadOptions) checkLiteLLMPairing(arms []armRecords, names []string) error {
+	if len(arms) < 2 {
+		return nil
+	}
+	key := o.PairKey
+	if key == "" {
+		key = "request_id"
+	}
+	for k := 1; k < len(arms); k++ {
+		shared := 0
+		for id := range arms[k].keys {
+			if arms[0].keys[id] {
+				shared++
+			}
+		}
+		if shared > 0 {
+			continue
+		}
+		msg := fmt.Sprintf("no request pairs with one of %s by %s, so the two logs cannot be compared request by request", names[0], key)
+		if o.PairKey == "" {
+			msg += "; LiteLLM's request_id is the provider's answer id, new on every call: declare what identifies a task in both runs with --pair-key (a request tag such as --pair-key tag:task= when the callers send metadata.tags [\"task=ID\"], a metadata field such as --pair-key metadata.spend_logs_metadata.task, or --pair-key messages to pair the same stored prompts)"
+		} else {
+			msg += fmt.Sprintf(" (--pair-key %s): the runs share no value of it", o.PairKey)
+		}
+		return &records.InputError{File: names[k], Field: key, Msg: msg}
+	}
+	return nil
 }
 
 // litellmNumber reads a number of 0 or more; an absent field is 0.
 func litellmNumber(r litellmRow, field string) (float64, error) {
-	s, ok := r.get(field)
+	s, ok := r.str(field)
 	if !ok {
 		return 0, nil
 	}
@@ -262,7 +677,7 @@ func litellmNumber(r litellmRow, field string) (float64, error) {
 var litellmLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00", "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999"}
 
 func litellmTime(r litellmRow, field string, required bool) (time.Time, error) {
-	s, ok := r.get(field)
+	s, ok := r.str(field)
 	if !ok {
 		if required {
 			return time.Time{}, r.fail(field, "required and empty")

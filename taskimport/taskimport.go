@@ -22,6 +22,7 @@ import (
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/infile"
 	"github.com/crab-testbed/crab/internal/jsonl"
 )
 
@@ -147,12 +148,15 @@ func Import(r io.Reader, name string, o Options) ([]eval.Task, error) {
 			return nil, &records.InputError{File: name, Field: f, Msg: "required: map a column to it (--map " + f + "=COLUMN) or give it a value (--set " + f + "=VALUE)"}
 		}
 	}
-	br := bufio.NewReader(r)
-	if b, err := br.Peek(3); err == nil && len(jsonl.TrimBOM(b)) == 0 {
-		_, _ = br.Discard(3)
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return nil, &records.InputError{File: name, Msg: "read error: " + err.Error()}
 	}
+	if raw, err = infile.Clean(raw, name, infile.Options{MaxLine: infile.MaxLine}); err != nil {
+		return nil, records.FileError(err)
+	}
+	br := bufio.NewReader(bytes.NewReader(raw))
 	im := &importer{name: name, o: o, fields: fields, seen: map[string]int{}}
-	var err error
 	if first := firstByte(br); first == '{' {
 		err = im.jsonl(br)
 	} else {
@@ -341,9 +345,41 @@ func (im *importer) row(line, row int, get func(column string) cell) error {
 	if prev, dup := im.seen[t.ID]; dup {
 		return bad(im.columnOf("id"), "duplicate id %q (first on line %d)", t.ID, prev)
 	}
+	line2, err := encodeTask(&t)
+	if err != nil {
+		return bad(im.columnOf("text"), "%v", err)
+	}
+	if !jsonl.Fits(line2) {
+		return bad(im.columnOf(largestField(&t, str)), "the task would be a line of %d bytes in the tasks file, and crab reads lines shorter than %d MiB", len(line2), jsonl.MaxLine>>20)
+	}
 	im.seen[t.ID] = line
 	im.tasks = append(im.tasks, t)
 	return nil
+}
+
+// largestField names the task field that makes most of a task's size.
+func largestField(t *eval.Task, str map[string]*string) string {
+	best, n := "text", 0
+	for f, p := range str {
+		if len(*p) > n || (len(*p) == n && f < best) {
+			best, n = f, len(*p)
+		}
+	}
+	if raw, err := json.Marshal(t.Expected); err == nil && len(raw) > n {
+		return "expected"
+	}
+	return best
+}
+
+// encodeTask is one task's line of a tasks file, without the newline.
+func encodeTask(t *eval.Task) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(t); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // columnOf names the column a task field comes from, or the field itself
@@ -497,12 +533,18 @@ func setPointer(m *map[string]any, ptr string, v any) error {
 	return nil
 }
 
-// Write encodes tasks as a crab tasks JSONL file.
+// Write encodes tasks as a crab tasks JSONL file. A task whose line crab's
+// task reader would refuse is an error: Import refuses such rows first.
 func Write(w io.Writer, tasks []eval.Task) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
 	for i := range tasks {
-		if err := enc.Encode(&tasks[i]); err != nil {
+		line, err := encodeTask(&tasks[i])
+		if err != nil {
+			return err
+		}
+		if !jsonl.Fits(line) {
+			return fmt.Errorf("taskimport: task %q is a line of %d bytes, longer than crab reads", tasks[i].ID, len(line))
+		}
+		if _, err := w.Write(append(line, '\n')); err != nil {
 			return err
 		}
 	}

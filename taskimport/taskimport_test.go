@@ -187,3 +187,40 @@ func TestImportNestedJSONPath(t *testing.T) {
 		t.Errorf("a path the line does not hold: got %v", err)
 	}
 }
+
+// Text that is not UTF-8 is refused, naming the line and the column; an
+// export whose task would be a line crab's task reader refuses (a cell
+// over the line limit, or one that JSON escaping grows past it) is refused
+// before anything is written.
+func TestImportBounds(t *testing.T) {
+	t.Parallel()
+	set := map[string]string{"tenant": "acme", "permission": "agent", "doc_version": "v1", "lang": "en"}
+	m, err := ParseMap([]string{"id=ticket_id,text=body"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, input, want string }{
+		{"latin-1 in csv", "ticket_id,body\nA1,fine\nA2,caf\xe9\n", `x.csv:3: field "body": not valid UTF-8`},
+		{"latin-1 in jsonl", "{\"ticket_id\":\"J1\",\"body\":\"caf\xe9\"}\n", `x.csv:1: field "body": not valid UTF-8`},
+		{"a cell over the line limit", "ticket_id,body\nA1," + strings.Repeat("x", 17<<20) + "\n", `x.csv:2: a line of`},
+		{"escaping grows past it", "ticket_id,body\nA1,\"" + strings.Repeat("\x01", 3<<20) + "\"\n", `x.csv:2: field "body": the task would be a line of`},
+	} {
+		_, err := Import(strings.NewReader(tc.input), "x.csv", Options{Map: m, Set: set})
+		if err == nil || !errors.Is(err, records.ErrBadInput) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v; want %q", tc.name, err, tc.want)
+		}
+	}
+	// What Import accepts, Write writes and crab's task reader reads back.
+	big := strings.Repeat("y", 15<<20)
+	tasks, err := Import(strings.NewReader("ticket_id,body\nA1,"+big+"\n"), "x.csv", Options{Map: m, Set: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, tasks); err != nil {
+		t.Fatal(err)
+	}
+	if back, err := eval.ReadTasks(&buf, "tasks.jsonl"); err != nil || back[0].Text != big {
+		t.Errorf("a 15 MiB task did not read back: %v", err)
+	}
+}

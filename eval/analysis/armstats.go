@@ -18,6 +18,17 @@ type armTotals struct {
 	groupN                   map[records.Sym]int // requests of each non-empty group
 	groupPass                map[string]int
 	missing                  records.Missing // figures some record did not measure
+	timed                    int             // requests whose latency counts: not cancelled, latency measured
+}
+
+// latencyBit is records.FigureLatency in a records.Missing.
+var latencyBit, _ = records.MissingOf([]string{records.FigureLatency})
+
+// timed reports whether a record's latency is a measurement of the system:
+// not cancelled, and not a failure whose source gave no duration.
+func timed(t *records.Symbols, r *records.Rec) bool {
+	at := t.Attrs(r)
+	return at.Unmeasured&latencyBit == 0 && t.Str(at.Outcome) != records.OutcomeCancelled
 }
 
 // summarizeArm computes one arm's figures; recs holds no warm-up records.
@@ -34,6 +45,11 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 	a.TokensOutMean = tot.tokOut / float64(a.N)
 	a.Cost = roundSig(tot.cost, 12)
 	a.ShadowCost = roundSig(a.ShadowCost, 12)
+	if tot.timed > 0 {
+		// Latency is judged per record: the arm measured it when any
+		// request did, and its figures leave out the ones that did not.
+		tot.missing &^= latencyBit
+	}
 	a.Unmeasured = tot.missing.Names()
 	if !a.Measured(records.FigureCost) {
 		a.Cost = 0 // a placeholder: summing the costs some records carry is not the arm's cost
@@ -43,6 +59,9 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 	}
 	if !a.Measured(records.FigureTTFT) {
 		a.TTFTP50Ms, a.TTFTP95Ms = nil, nil
+	}
+	if !a.Measured(records.FigureLatency) {
+		a.OKP50Ms, a.OKP95Ms, a.OKMeanMs = nil, nil, nil
 	}
 	if a.Pass > 0 && a.Measured(records.FigureCost) {
 		a.CostPerPass = f64p(a.Cost / float64(a.Pass))
@@ -60,7 +79,11 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 	if a.Measured(records.FigureLoad) {
 		a.Load = loadStats(t, recs, b.buf)
 	}
-	a.TailNote = tailNote(a.N)
+	if a.LatencyUnmeasured == 0 {
+		a.TailNote = tailNote(a.N)
+	} else if tot.timed > 0 {
+		a.TailNote = tailNote(tot.timed) // the percentiles are over the requests that measured a latency
+	}
 	return a
 }
 
@@ -71,8 +94,11 @@ func countRecord(t *records.Symbols, a *ArmSummary, tot *armTotals, r *records.R
 		// Never sent or cut short by an interruption: counted, but no
 		// latency of the system under test.
 		a.Cancelled++
+	} else if at.Unmeasured&latencyBit != 0 {
+		a.LatencyUnmeasured++
 	} else {
 		tot.sum += r.E2EMs
+		tot.timed++
 	}
 	a.Outcomes[t.Str(at.Outcome)]++
 	tot.missing |= at.Unmeasured
@@ -169,17 +195,17 @@ func (b *sortBuf) sorted(keep func(r *records.Rec) (float64, bool)) []float64 {
 }
 
 // latencyFigures sets an arm's latency percentiles and means: over every
-// request that measured the system, over successful ones, and to first
-// content.
+// request that measured the system (failures whose duration the source
+// did not give are left out), over successful ones, and to first content.
 func latencyFigures(t *records.Symbols, a *ArmSummary, tot armTotals, b *sortBuf) {
 	outcome := func(r *records.Rec) string { return t.Str(t.Attrs(r).Outcome) }
-	all := b.sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, outcome(r) != records.OutcomeCancelled })
-	if len(all) > 0 { // else every request was cancelled: no latency to show (zeros)
+	all := b.sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, timed(t, r) })
+	if len(all) > 0 { // else no request measured a latency: none to show (zeros as placeholders, "-" when unmeasured)
 		a.P50Ms, a.P90Ms, a.P95Ms, a.P99Ms = quantile.NearestRank(all, 50), quantile.NearestRank(all, 90), quantile.NearestRank(all, 95), quantile.NearestRank(all, 99)
 		a.MinMs, a.MaxMs = all[0], all[len(all)-1]
 		a.MeanMs = meanWithin(tot.sum, len(all), a.MinMs, a.MaxMs)
 	}
-	if okLat := b.sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, outcome(r) == records.OutcomeOK }); len(okLat) > 0 {
+	if okLat := b.sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, outcome(r) == records.OutcomeOK && timed(t, r) }); len(okLat) > 0 {
 		a.OKP50Ms, a.OKP95Ms = f64p(quantile.NearestRank(okLat, 50)), f64p(quantile.NearestRank(okLat, 95))
 		a.OKMeanMs = f64p(meanWithin(tot.okSum, len(okLat), okLat[0], okLat[len(okLat)-1]))
 	}
@@ -190,24 +216,35 @@ func latencyFigures(t *records.Symbols, a *ArmSummary, tot armTotals, b *sortBuf
 
 // groupFigures sets each input group's figures, its latencies sorted in
 // its own stretch of the buffer.
+// A group's latencies leave out the requests that measured none.
 func groupFigures(t *records.Symbols, a *ArmSummary, tot armTotals, b *sortBuf) {
+	timedN := map[records.Sym]int{}
+	for _, r := range b.recs {
+		if g := t.Attrs(r).Group; tot.groupN[g] > 0 && timed(t, r) {
+			timedN[g]++
+		}
+	}
 	at := map[records.Sym]int{}
 	off := 0
-	for g, n := range tot.groupN {
+	for g, n := range timedN {
 		at[g] = off
 		off += n
 	}
 	b.buf = b.buf[:off]
 	for _, r := range b.recs {
-		if g := t.Attrs(r).Group; tot.groupN[g] > 0 {
+		if g := t.Attrs(r).Group; timedN[g] > 0 && timed(t, r) {
 			b.buf[at[g]] = r.E2EMs
 			at[g]++
 		}
 	}
 	for g, n := range tot.groupN {
-		lat := b.buf[at[g]-n : at[g]]
-		slices.Sort(lat)
-		a.Groups[t.Str(g)] = GroupSummary{N: n, Pass: tot.groupPass[t.Str(g)], P50Ms: quantile.NearestRank(lat, 50), P95Ms: quantile.NearestRank(lat, 95)}
+		gs := GroupSummary{N: n, Pass: tot.groupPass[t.Str(g)]}
+		if m := timedN[g]; m > 0 {
+			lat := b.buf[at[g]-m : at[g]]
+			slices.Sort(lat)
+			gs.P50Ms, gs.P95Ms = quantile.NearestRank(lat, 50), quantile.NearestRank(lat, 95)
+		}
+		a.Groups[t.Str(g)] = gs
 	}
 }
 
@@ -218,10 +255,10 @@ func cacheFigures(t *records.Symbols, c *CacheStats, b *sortBuf) {
 		c.HitRate = float64(c.Hits) / float64(c.CacheRequests)
 	}
 	cache := func(r *records.Rec) string { return t.Str(t.Attrs(r).Cache) }
-	if hit := b.sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, cache(r) == "hit" }); len(hit) > 0 {
+	if hit := b.sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, cache(r) == "hit" && timed(t, r) }); len(hit) > 0 {
 		c.HitP50Ms, c.HitP95Ms = f64p(quantile.NearestRank(hit, 50)), f64p(quantile.NearestRank(hit, 95))
 	}
-	if miss := b.sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, cache(r) == "miss" }); len(miss) > 0 {
+	if miss := b.sorted(func(r *records.Rec) (float64, bool) { return r.E2EMs, cache(r) == "miss" && timed(t, r) }); len(miss) > 0 {
 		c.MissP50Ms, c.MissP95Ms = f64p(quantile.NearestRank(miss, 50)), f64p(quantile.NearestRank(miss, 95))
 	}
 	if c.SemanticHits > 0 {

@@ -130,11 +130,11 @@ type PairOptions struct {
 	SLO *SLO
 }
 
-// comparePaired compares candidate records with baseline records by
-// (task_id, repeat). Warm-up records must already be left out. Lost, gained
+// comparePairedAll compares candidate records with baseline records by
+// (task_id, repeat), every pair in every figure (see comparePaired). Warm-up records must already be left out. Lost, gained
 // and unmatched ids are sorted; the result depends only on the records and
 // opt, never on their order.
-func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt PairOptions) Paired {
+func comparePairedAll(t *records.Symbols, baseline, candidate []*records.Rec, opt PairOptions) Paired {
 	if opt.Resamples <= 0 {
 		opt.Resamples = DefaultResamples
 	}

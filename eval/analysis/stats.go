@@ -116,6 +116,12 @@ type ArmSummary struct {
 	GradeErrors int     `json:"grade_errors,omitempty"`
 	GradeCost   float64 `json:"grade_cost,omitempty"`
 
+	// The latency figures are over the requests that measured a latency:
+	// LatencyUnmeasured counts those left out (failures whose source gave
+	// no duration). When no request measured one, the arm's latency is
+	// unmeasured (Measured(records.FigureLatency) is false): "-" and null.
+	LatencyUnmeasured int `json:"latency_unmeasured,omitempty"`
+
 	P50Ms  float64 `json:"p50_ms"`
 	P90Ms  float64 `json:"p90_ms"`
 	P95Ms  float64 `json:"p95_ms"`

@@ -60,8 +60,10 @@ const (
 // uncertainty computes an arm's intervals over its non-warm-up records.
 func uncertainty(t *records.Symbols, recs []*records.Rec, seed int64) *Uncertainty {
 	sorted := make([]float64, 0, len(recs))
+	// A failure whose source gave no duration has no latency to bound.
+	timedRec := func(r *records.Rec) bool { return !t.Attrs(r).Warmup && t.Attrs(r).Unmeasured&latencyBit == 0 }
 	for _, r := range recs {
-		if !t.Attrs(r).Warmup {
+		if timedRec(r) {
 			sorted = append(sorted, r.E2EMs)
 		}
 	}
@@ -74,7 +76,7 @@ func uncertainty(t *records.Symbols, recs []*records.Rec, seed int64) *Uncertain
 	// Each repeat's latencies in its own stretch of the same buffer.
 	repN := map[int]int{}
 	for _, r := range recs {
-		if !t.Attrs(r).Warmup {
+		if timedRec(r) {
 			repN[t.Attrs(r).Repeat]++
 		}
 	}
@@ -84,7 +86,7 @@ func uncertainty(t *records.Symbols, recs []*records.Rec, seed int64) *Uncertain
 		off += n
 	}
 	for _, r := range recs {
-		if a := t.Attrs(r); !a.Warmup {
+		if a := t.Attrs(r); timedRec(r) {
 			sorted[at[a.Repeat]] = r.E2EMs
 			at[a.Repeat]++
 		}

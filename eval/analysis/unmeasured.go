@@ -19,7 +19,7 @@ func (a *ArmSummary) Measured(figure string) bool { return !slices.Contains(a.Un
 // unmeasured cost, quality or token count are null, never 0.
 func (a ArmSummary) MarshalJSON() ([]byte, error) {
 	type plain ArmSummary // the same fields, without this method
-	if len(a.Unmeasured) == 0 {
+	if len(a.Unmeasured) == 0 && a.LeaksMeasured() {
 		return json.Marshal(plain(a))
 	}
 	// The outer fields hide plain's of the same names.
@@ -28,6 +28,18 @@ func (a ArmSummary) MarshalJSON() ([]byte, error) {
 		Pass          *int     `json:"pass"`
 		Cost          *float64 `json:"cost"`
 		TokensOutMean *float64 `json:"tokens_out_mean"`
+		P50Ms         *float64 `json:"p50_ms"`
+		P90Ms         *float64 `json:"p90_ms"`
+		P95Ms         *float64 `json:"p95_ms"`
+		P99Ms         *float64 `json:"p99_ms"`
+		MaxMs         *float64 `json:"max_ms"`
+		MeanMs        *float64 `json:"mean_ms"`
+		MinMs         *float64 `json:"min_ms"`
+		// Leaks is left out with the cache figures, null when some hit
+		// could not be checked (its records do not say which scope the
+		// answer was built for): unmeasured, which an empty map would
+		// read as none.
+		Leaks any `json:"leaks,omitempty"`
 	}{plain: plain(a)}
 	if a.Measured(records.FigureQuality) {
 		out.Pass = &a.Pass
@@ -37,6 +49,16 @@ func (a ArmSummary) MarshalJSON() ([]byte, error) {
 	}
 	if a.Measured(records.FigureTokens) {
 		out.TokensOutMean = &a.TokensOutMean
+	}
+	if a.Measured(records.FigureLatency) {
+		out.P50Ms, out.P90Ms, out.P95Ms, out.P99Ms = &a.P50Ms, &a.P90Ms, &a.P95Ms, &a.P99Ms
+		out.MaxMs, out.MeanMs, out.MinMs = &a.MaxMs, &a.MeanMs, &a.MinMs
+	}
+	if a.CacheStats != nil {
+		out.Leaks = a.CacheStats.Leaks
+		if !a.LeaksMeasured() {
+			out.Leaks = json.RawMessage("null")
+		}
 	}
 	return json.Marshal(out)
 }
@@ -144,6 +166,9 @@ func unmeasuredWhy(base, a *ArmSummary, g GateConfig) []string {
 				by, strings.Join(needs, " and ")))
 		}
 	}
+	if by := unmeasuredBy(base, a, records.FigureLatency); by != "" {
+		why = append(why, "inconclusive: latency is not measured in the records of "+by+" (every request failed, and the source gives no duration for a failure), so no latency can be compared")
+	}
 	if by := unmeasuredBy(base, a, records.FigureTTFT); by != "" && g.TTFTP95RegressPct != nil && !g.Waived(WaiveTTFT) {
 		why = append(why, "inconclusive: TTFT is not measured in the records of "+by+", so the TTFT p95 guardrail cannot be checked; waive ttft in the gate to decide without it")
 	}
@@ -159,6 +184,7 @@ func unmeasuredNotes(s *Summary) []string {
 		records.FigureTokens:  "token figures are \"-\" (null in JSON), not 0",
 		records.FigureTTFT:    "TTFT figures are \"-\" (left out of JSON), not 0",
 		records.FigureLoad:    "the load table (generator lag and slot queue) leaves the arm out (no load in JSON), not 0",
+		records.FigureLatency: "latency figures are \"-\" (null in JSON), not 0",
 	}
 	var notes []string
 	for _, f := range records.Figures {
@@ -172,5 +198,57 @@ func unmeasuredNotes(s *Summary) []string {
 			notes = append(notes, fmt.Sprintf("%s not measured: the records of %s do not carry it, so %s", f, words.And(arms), shown[f]))
 		}
 	}
+	var partly []string
+	for i := range s.Arms {
+		if a := &s.Arms[i]; a.LatencyUnmeasured > 0 && a.Measured(records.FigureLatency) {
+			partly = append(partly, fmt.Sprintf("%d of %d requests of %s", a.LatencyUnmeasured, a.N, a.Name))
+		}
+	}
+	if len(partly) > 0 {
+		notes = append(notes, "latency not measured for "+words.And(partly)+": failures whose source gives no duration; they count as failed, every latency figure is over the requests that measured one and the paired latency deltas over the pairs both of whose requests did (never a failure at 0 ms)")
+	}
 	return notes
+}
+
+// comparePaired compares candidate records with baseline records by
+// (task_id, repeat), as comparePairedAll does, except that the latency
+// figures — the latency delta, the groups' latency deltas and the
+// guardrail ratios — are over the pairs both of whose requests measured a
+// latency: a failure whose source gave no duration holds a placeholder 0,
+// which would read as the fastest answer of all. Quality, cost, goodput
+// (a failure is never good) and every count stay over every pair.
+func comparePaired(t *records.Symbols, baseline, candidate []*records.Rec, opt PairOptions) Paired {
+	p := comparePairedAll(t, baseline, candidate, opt)
+	b, c := timedOnly(t, baseline), timedOnly(t, candidate)
+	if len(b) == len(baseline) && len(c) == len(candidate) {
+		return p
+	}
+	l := comparePairedAll(t, b, c, opt)
+	p.LatencyDeltaMs, p.P95Ratio, p.TTFTP95Ratio = l.LatencyDeltaMs, l.P95Ratio, l.TTFTP95Ratio
+	for g, gd := range p.Groups {
+		gd.LatencyDeltaMs = l.Groups[g].LatencyDeltaMs
+		p.Groups[g] = gd
+	}
+	return p
+}
+
+// timedOnly is recs without those whose latency is unmeasured; recs
+// itself when every one measured it.
+func timedOnly(t *records.Symbols, recs []*records.Rec) []*records.Rec {
+	n := 0
+	for _, r := range recs {
+		if t.Attrs(r).Unmeasured&latencyBit != 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return recs
+	}
+	out := make([]*records.Rec, 0, len(recs)-n)
+	for _, r := range recs {
+		if t.Attrs(r).Unmeasured&latencyBit == 0 {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -98,21 +98,14 @@ func TestUnmeasuredFigures(t *testing.T) {
 	if a.CostPerPass != nil || a.Paired.CostDelta != nil || a.Uncertainty.CostPerPassCI.Lo != nil {
 		t.Errorf("got cost per pass %v, cost delta %v, interval %v; want none", a.CostPerPass, a.Paired.CostDelta, a.Uncertainty.CostPerPassCI)
 	}
-	b, err := json.Marshal(&a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := jsonFields(t, &a)
 	for _, k := range []string{"pass", "cost", "cost_per_pass", "tokens_out_mean"} {
 		if v, ok := m[k]; !ok || v != nil {
 			t.Errorf("JSON %s = %v (present %v); want null", k, v, ok)
 		}
 	}
 	if m["p95_ms"] == nil {
-		t.Errorf("JSON p95_ms missing: measured figures must stay: %s", b)
+		t.Errorf("JSON p95_ms missing: measured figures must stay: %v", m)
 	}
 	paired, _ := m["paired"].(map[string]any)
 	for _, k := range []string{"lost", "gained", "mcnemar_p"} {
@@ -155,4 +148,134 @@ func TestMeasuredJSONUnchanged(t *testing.T) {
 	if string(got) != string(want) || strings.Contains(string(got), "unmeasured") {
 		t.Errorf("got %s; want %s", got, want)
 	}
+}
+
+// latencyArms is a baseline of 20 answered tasks and a candidate whose
+// first failed tasks failed without a duration (latency unmeasured, 0 as a
+// placeholder), the others answered in candLat ms.
+func latencyArms(candLat float64, failed int) []Record {
+	var recs []Record
+	for i := range 20 {
+		recs = append(recs, mkRec("baseline", fmt.Sprint("t", i), 100+float64(i), OutcomeOK, false, 0))
+		r := mkRec("cand", fmt.Sprint("t", i), candLat+float64(i), OutcomeOK, false, 0)
+		if i < failed {
+			r.Outcome, r.Error, r.E2EMs = OutcomeError, "HTTP 503", 0
+			r.Unmeasured = []string{records.FigureLatency}
+		}
+		recs = append(recs, r)
+	}
+	for i := range recs {
+		recs[i].MarkUnmeasured(records.FigureCost, records.FigureQuality)
+	}
+	return recs
+}
+
+// A failure without a duration is a failure, never a 0 ms latency: the
+// latency figures are over the requests that measured one, a note says
+// how many were left out, and with none measured they are null.
+func TestLatencyUnmeasured(t *testing.T) {
+	t.Parallel()
+	s, err := summarizeRecs(latencyArms(100, 3), Options{Seed: 1, Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.Arms[1]
+	if a.Failed != 3 || a.LatencyUnmeasured != 3 || !a.Measured(records.FigureLatency) || a.MinMs != 103 || a.P50Ms < 103 {
+		t.Errorf("partly measured: failed %d, left out %d, measured %v, min %v, p50 %v; want 3, 3, true, min 103", a.Failed, a.LatencyUnmeasured, a.Measured(records.FigureLatency), a.MinMs, a.P50Ms)
+	}
+	if g := a.Uncertainty.P50CI.Lo; g == nil || *g < 103 {
+		t.Errorf("p50 interval low end %v: a failure's placeholder 0 entered it", g)
+	}
+	if !slices.ContainsFunc(s.Notes, func(n string) bool { return strings.Contains(n, "latency not measured for 3 of 20 requests of cand") }) {
+		t.Errorf("no note on the requests left out: %q", s.Notes)
+	}
+	s, err = summarizeRecs(latencyArms(100, 20), Options{Seed: 1, Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = s.Arms[1]
+	if a.Measured(records.FigureLatency) || a.OK != 0 || a.LatencyUnmeasured != 20 {
+		t.Fatalf("all failed: measured %v, ok %d, left out %d", a.Measured(records.FigureLatency), a.OK, a.LatencyUnmeasured)
+	}
+	m := jsonFields(t, &a)
+	for _, k := range []string{"p50_ms", "p90_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms", "min_ms"} {
+		if v, ok := m[k]; !ok || v != nil {
+			t.Errorf("JSON %s = %v (present %v); want null: no request measured a latency", k, v, ok)
+		}
+	}
+	if a.Verdict == VerdictAccept || a.Verdict == VerdictNoGain {
+		t.Errorf("a candidate whose every request failed got %s", a.Verdict)
+	}
+}
+
+// A candidate failing half its requests without a duration, otherwise as
+// fast, is not faster: its paired latency delta is over the pairs that
+// measured a latency on both sides, never a failure's placeholder 0.
+func TestLatencyUnmeasuredPaired(t *testing.T) {
+	t.Parallel()
+	recs := latencyArms(100, 0)
+	for i := range recs {
+		if recs[i].Arm == "cand" && i%4 == 1 { // every other task of the candidate
+			recs[i].Outcome, recs[i].Error, recs[i].E2EMs = OutcomeError, "HTTP 500", 0
+			recs[i].MarkUnmeasured(records.FigureLatency)
+		}
+	}
+	g := GateConfig{Waive: []string{WaiveQuality, WaiveCost}}
+	s, err := summarizeRecs(recs, Options{Gate: &g, Seed: 1, Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.Arms[1]
+	if d := a.Paired.LatencyDeltaMs; d == nil || d.Mean != 0 || d.CILow != 0 {
+		t.Errorf("paired latency delta %+v; want 0 over the 10 pairs that measured latency", d)
+	}
+	if a.Paired.Pairs != 20 || a.Failed != 10 {
+		t.Errorf("pairs %d failed %d; want every pair counted (20) and 10 failed", a.Paired.Pairs, a.Failed)
+	}
+	if a.Verdict == VerdictAccept {
+		t.Errorf("a candidate that failed half its requests, otherwise as fast, was accepted: %q", a.Reasons)
+	}
+}
+
+// A cache hit whose leak could not be checked leaves the leaks unmeasured:
+// null in JSON, never {} (which reads as none).
+func TestLeaksUnmeasuredJSON(t *testing.T) {
+	t.Parallel()
+	recs := unmeasuredArms(50, nil, nil)
+	for i := range recs {
+		recs[i].Cache = "miss"
+		if recs[i].Arm == "cand" && i%2 == 0 {
+			recs[i].Cache, recs[i].Leak = "hit", records.LeakUnchecked
+		}
+	}
+	s, err := summarizeRecs(recs, Options{Seed: 1, Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		arm  int
+		want string
+	}{{0, `"leaks":{}`}, {1, `"leaks":null`}} {
+		b, err := json.Marshal(&s.Arms[c.arm])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), c.want) {
+			t.Errorf("arm %s: JSON lacks %s: %s", s.Arms[c.arm].Name, c.want, b)
+		}
+	}
+}
+
+// jsonFields is the JSON object v marshals to.
+func jsonFields(t *testing.T, v any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

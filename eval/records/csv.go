@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // readCSV reads interchange CSV.
@@ -33,6 +34,18 @@ func readCSV(r io.Reader, name string, opt ReadOptions, emit func(*Record, int) 
 			return csvError(name, err)
 		}
 		line, _ := cr.FieldPos(0)
+		for i, f := range fields {
+			if !utf8.ValidString(f) {
+				l, _ := cr.FieldPos(i)
+				field := fmt.Sprintf("column %d", i+1) // the header row is reused by now
+				for c, at := range col {
+					if at == i {
+						field = c
+					}
+				}
+				return &InputError{File: name, Line: l, Field: field, Msg: "not valid UTF-8: crab keeps text as it is and does not guess an encoding; save the file as UTF-8"}
+			}
+		}
 		p := csvRow{name: name, cr: cr, col: col, fields: fields}
 		rec, err := p.record(row)
 		if err != nil {
@@ -143,6 +156,8 @@ func (p *csvRow) check(rec *Record) error {
 	switch {
 	case rec.Arm == "":
 		return p.fail("arm", "required and empty")
+	case strings.IndexByte(rec.Arm, 0) >= 0:
+		return p.fail("arm", armNUL)
 	case rec.TaskID == "":
 		return p.fail("task_id", "required and empty")
 	case !validOutcomes[rec.Outcome]:
@@ -161,6 +176,9 @@ func (p *csvRow) check(rec *Record) error {
 	}
 	if rec.Pass && !rec.Measured(FigureQuality) {
 		return p.fail("pass", "true on a request whose quality is unmeasured")
+	}
+	if msg := latencyUnmeasuredFault(rec); msg != "" {
+		return p.fail("unmeasured", msg)
 	}
 	return nil
 }

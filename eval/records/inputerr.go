@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 
+	"github.com/crab-testbed/crab/internal/infile"
 	"github.com/crab-testbed/crab/internal/inputerr"
 )
 
@@ -40,4 +41,27 @@ func errText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// FileError turns a file the import reader refused (an *infile.Error)
+// into an InputError; any other error is returned as it is.
+func FileError(err error) error {
+	var fe *infile.Error
+	if errors.As(err, &fe) {
+		return &InputError{File: fe.File, Line: fe.Line, Field: fe.Field, Msg: fe.Msg}
+	}
+	return err
+}
+
+// notUTF8 is the error for a line of name that is not valid UTF-8, naming
+// the field that holds the first bad byte: text is kept as it is, never
+// replaced, so a file that is not UTF-8 is refused as every importer
+// refuses it.
+func notUTF8(name string, line int, raw []byte) error {
+	_, err := infile.Clean(raw, name, infile.Options{})
+	var fe *infile.Error
+	if errors.As(err, &fe) {
+		return &InputError{File: name, Line: line, Field: fe.Field, Msg: fe.Msg}
+	}
+	return &InputError{File: name, Line: line, Msg: "not valid UTF-8"}
 }

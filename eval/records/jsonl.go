@@ -7,7 +7,10 @@ import (
 	"errors"
 	"io"
 	"runtime"
+	"unicode/utf8"
 	"unsafe"
+
+	"github.com/crab-testbed/crab/internal/jsonl"
 )
 
 // readJSONL reads records.jsonl, one strict JSON object per line.
@@ -76,7 +79,7 @@ func (j *jsonlReader) split(r io.Reader) {
 	defer close(j.ordered)
 	defer close(j.work)
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	sc.Buffer(make([]byte, 0, 64*1024), jsonl.MaxLine)
 	line := 0
 	b := j.newBatch()
 	send := func() bool {
@@ -124,6 +127,10 @@ func (j *jsonlReader) decode() {
 		text := unsafe.String(unsafe.SliceData(b.block), len(b.block))
 		start := 0
 		for i, end := range b.ends {
+			if !utf8.Valid(b.block[start:end]) {
+				b.bad, b.err = i, notUTF8(j.name, b.lines[i], b.block[start:end])
+				break
+			}
 			if err := decodeLine(text[start:end], b.block[start:end:end], &b.recs[i]); err != nil {
 				b.bad, b.err = i, JSONLineError(j.name, b.lines[i], err)
 				var se *json.SyntaxError

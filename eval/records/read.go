@@ -114,6 +114,14 @@ func streamRecords(r io.Reader, name string, opt ReadOptions, emit func(rec *Rec
 }
 
 // checkRecord validates the fields a JSONL record must get right.
+// armNUL is why an arm name may not hold a NUL byte.
+const armNUL = "holds a NUL byte: an arm name is text"
+
+// CheckRecord checks one record as crab's reader does, naming file and
+// line in the error: importers check what they build from another tool's
+// file before anything reads it back.
+func CheckRecord(rec *Record, name string, line int) error { return checkRecord(rec, name, line) }
+
 func checkRecord(rec *Record, name string, line int) error {
 	bad := func(field, format string, args ...any) error {
 		return &InputError{File: name, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -121,6 +129,10 @@ func checkRecord(rec *Record, name string, line int) error {
 	switch {
 	case strings.TrimSpace(rec.Arm) == "":
 		return bad("arm", "required and empty")
+	case strings.IndexByte(rec.Arm, 0) >= 0:
+		// Reports escape other control characters of a name; a NUL ends it
+		// early in every C string and file name it reaches.
+		return bad("arm", "%s", armNUL)
 	case strings.TrimSpace(rec.TaskID) == "":
 		return bad("task_id", "required and empty")
 	case !validOutcomes[rec.Outcome]:
@@ -149,6 +161,9 @@ func checkRecord(rec *Record, name string, line int) error {
 	}
 	if rec.Pass && !rec.Measured(FigureQuality) {
 		return bad("pass", "true on a request whose quality is unmeasured")
+	}
+	if msg := latencyUnmeasuredFault(rec); msg != "" {
+		return bad("unmeasured", "%s", msg)
 	}
 	return nil
 }

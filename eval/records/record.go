@@ -2,8 +2,11 @@ package records
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The lean codec of Record (its scanner, AppendJSON and Clone) is
@@ -160,4 +163,24 @@ func JSONLWriter(w io.Writer) func(Record) error {
 		_, err := w.Write(buf)
 		return err
 	}
+}
+
+// ArmNameFault says why an importer cannot name an arm name ("" when it
+// can): a control character (NUL, a newline, an escape sequence) or a
+// bidirectional override, which would corrupt or disguise every file and
+// log line that shows the arm. Reports escape such names in records crab
+// reads; an importer, which makes the name up from a file name or a cell,
+// refuses them instead.
+func ArmNameFault(name string) string {
+	for i, r := range name {
+		switch {
+		case r == utf8.RuneError:
+			return fmt.Sprintf("not valid UTF-8 at byte %d (or U+FFFD, which invalid bytes become)", i)
+		case unicode.IsControl(r):
+			return fmt.Sprintf("holds the control character %U at byte %d: an arm name is printable text", r, i)
+		case (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+			return fmt.Sprintf("holds the bidirectional control %U at byte %d: an arm name is printable text", r, i)
+		}
+	}
+	return ""
 }

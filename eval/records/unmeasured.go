@@ -23,11 +23,18 @@ const (
 	// schedule lag and no concurrency-slot queue time (LagMs and QueueMs
 	// are 0 only as placeholders).
 	FigureLoad = "load"
+	// FigureLatency: the record's source gave no duration for it (a
+	// failure a benchmark tool writes with a latency of 0): E2EMs and
+	// ModelMs are 0 only as placeholders. Unlike the other figures it is
+	// judged per record: latency statistics leave such records out and
+	// say how many, and are "-" only when no record of an arm measured
+	// latency. Only a failed request may leave it unmeasured.
+	FigureLatency = "latency"
 )
 
 // Figures lists the figures a record can leave unmeasured, in the order
 // reports name them.
-var Figures = []string{FigureCost, FigureQuality, FigureTokens, FigureTTFT, FigureLoad}
+var Figures = []string{FigureCost, FigureQuality, FigureTokens, FigureTTFT, FigureLoad, FigureLatency}
 
 // Missing is a set of unmeasured figures, one bit per entry of Figures.
 type Missing uint8
@@ -88,4 +95,20 @@ func (r *Record) MarkUnmeasured(figures ...string) {
 	m, _ := MissingOf(r.Unmeasured)
 	add, _ := MissingOf(figures)
 	r.Unmeasured = (m | add).Names()
+}
+
+// latencyUnmeasuredFault says why a record may not leave its latency
+// unmeasured ("" when it may): a request that succeeded was timed, and a
+// placeholder latency is 0.
+func latencyUnmeasuredFault(rec *Record) string {
+	if rec.Measured(FigureLatency) {
+		return ""
+	}
+	switch {
+	case rec.Outcome == OutcomeOK:
+		return "latency unmeasured on a request whose outcome is ok: only a failed request can lack a duration"
+	case rec.E2EMs != 0:
+		return fmt.Sprintf("latency unmeasured, but e2e_ms is %v: an unmeasured latency is written as 0", rec.E2EMs)
+	}
+	return ""
 }

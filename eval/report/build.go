@@ -25,6 +25,9 @@ func Build(s *analysis.Summary) *Document {
 		Units: []Span{Text("latency in ms, nearest rank, over every request (failed ones at the time they ended); "),
 			Code("ok_p50"), Text(" over successful requests only")},
 	}
+	if latencyPartly(s) {
+		d.Units[0] = Text("latency in ms, nearest rank, over every request with a duration (failed ones at the time they ended; failures the source gives no duration for left out, see the notes); ")
+	}
 	add := func(title string, blocks ...Block) {
 		d.Sections = append(d.Sections, Section{Title: title, Blocks: blocks})
 	}
@@ -170,7 +173,7 @@ func armsTable(s *analysis.Summary) *Table {
 	for i := range s.Arms {
 		a := &s.Arms[i]
 		row := []Cell{textCell(a.Name), count(a.N), count(a.OK), count(a.Failed), count(a.Timeouts), passes(a),
-			ms(a.P50Ms), ms(a.P95Ms), ms(a.P99Ms), ms(a.MaxMs), ms(a.MeanMs), msP(a.OKP50Ms),
+			latency(a, a.P50Ms), latency(a, a.P95Ms), latency(a, a.P99Ms), latency(a, a.MaxMs), latency(a, a.MeanMs), msP(a.OKP50Ms),
 			armCost(a), costPerPass(a.CostPerPass)}
 		if hasRework {
 			if w := a.Rework; w != nil {
@@ -337,8 +340,12 @@ func uncertaintyTable(s *analysis.Summary) *Table {
 			reps = count(u.Repeats.N)
 			rp95 = figureCell(figure.Ms(u.Repeats.P95.Min) + ".." + figure.Ms(u.Repeats.P95.Max))
 		}
-		p50, p50CI := pointInterval(&a.P50Ms, u.P50CI, figure.Ms)
-		p95, p95CI := pointInterval(&a.P95Ms, u.P95CI, figure.Ms)
+		p50p, p95p := &a.P50Ms, &a.P95Ms
+		if !a.Measured(records.FigureLatency) {
+			p50p, p95p = nil, nil
+		}
+		p50, p50CI := pointInterval(p50p, u.P50CI, figure.Ms)
+		p95, p95CI := pointInterval(p95p, u.P95CI, figure.Ms)
 		cpp, cppCI := pointInterval(a.CostPerPass, u.CostPerPassCI, func(v float64) string { return figure.CostPerPass(&v) })
 		if !costPerPassMeasured(a) {
 			cppCI = missing()
@@ -375,7 +382,7 @@ func groupTable(s *analysis.Summary) *Table {
 		a := &s.Arms[i]
 		for _, g := range slices.Sorted(maps.Keys(a.Groups)) {
 			gs := a.Groups[g]
-			t.add(textCell(a.Name), textCell(g), count(gs.N), groupPasses(a, gs), ms(gs.P50Ms), ms(gs.P95Ms))
+			t.add(textCell(a.Name), textCell(g), count(gs.N), groupPasses(a, gs), latency(a, gs.P50Ms), latency(a, gs.P95Ms))
 		}
 	}
 	if len(t.Rows) == 0 {

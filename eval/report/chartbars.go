@@ -113,7 +113,7 @@ func groupLatencyChart(s *analysis.Summary) (*htmlChart, error) {
 	l := chartLegend()
 	centres, err := groupedBars(p, &l, s, cats, func(a *analysis.ArmSummary, g string) (float64, bool) {
 		gs, ok := a.Groups[g]
-		return gs.P50Ms, ok && gs.N > 0
+		return gs.P50Ms, ok && gs.N > 0 && a.Measured(records.FigureLatency) // no bar for a latency nobody measured
 	}, figure.Ms)
 	if err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func groupLatencyChart(s *analysis.Summary) (*htmlChart, error) {
 	for i := range s.Arms {
 		for c, g := range cats {
 			gs, ok := s.Arms[i].Groups[g]
-			if !ok || gs.N == 0 || math.IsNaN(centres[i][c]) {
+			if !ok || gs.N == 0 || math.IsNaN(centres[i][c]) || !s.Arms[i].Measured(records.FigureLatency) {
 				continue
 			}
 			x, p95 := centres[i][c], gs.P95Ms

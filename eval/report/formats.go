@@ -117,9 +117,14 @@ func writeCSV(w io.Writer, in Input) error {
 		if !a.Measured(records.FigureCost) {
 			cost = ""
 		}
-		row := []string{a.Name, a.Verdict, itoa(a.N), itoa(a.Warmup), itoa(a.OK), itoa(a.Failed), itoa(a.Timeouts), pass,
-			num(a.P50Ms), num(a.P90Ms), num(a.P95Ms), num(a.P99Ms), num(a.MaxMs), num(a.MeanMs), num(a.MinMs),
-			opt(a.OKP50Ms), opt(a.OKP95Ms), opt(a.OKMeanMs), opt(a.TTFTP50Ms), opt(a.TTFTP95Ms), cost, opt(a.CostPerPass)}
+		lat := []string{num(a.P50Ms), num(a.P90Ms), num(a.P95Ms), num(a.P99Ms), num(a.MaxMs), num(a.MeanMs), num(a.MinMs)}
+		if !a.Measured(records.FigureLatency) {
+			lat = make([]string, len(lat)) // not measured: no figure
+		}
+		row := []string{a.Name, a.Verdict, itoa(a.N), itoa(a.Warmup), itoa(a.OK), itoa(a.Failed), itoa(a.Timeouts), pass}
+		row = append(row, lat...)
+		row = append(row,
+			opt(a.OKP50Ms), opt(a.OKP95Ms), opt(a.OKMeanMs), opt(a.TTFTP50Ms), opt(a.TTFTP95Ms), cost, opt(a.CostPerPass))
 		if c := a.CacheStats; c != nil {
 			row = append(row, num(c.HitRate), opt(c.HitP50Ms), opt(c.MissP50Ms), itoa(a.LeakCount()))
 		} else {

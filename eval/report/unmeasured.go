@@ -27,6 +27,26 @@ func groupPasses(a *analysis.ArmSummary, gs analysis.GroupSummary) Cell {
 	return ratio(gs.Pass, gs.N)
 }
 
+// latency is one of the arm's latency figures, "-" when none of its
+// requests measured a latency (every one failed without a duration).
+func latency(a *analysis.ArmSummary, v float64) Cell {
+	if !a.Measured(records.FigureLatency) {
+		return missing()
+	}
+	return ms(v)
+}
+
+// latencyPartly reports whether some arm left requests out of its latency
+// figures, having no duration for them.
+func latencyPartly(s *analysis.Summary) bool {
+	for i := range s.Arms {
+		if s.Arms[i].LatencyUnmeasured > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // armCost is the arm's cost, "-" when its records carry none.
 func armCost(a *analysis.ArmSummary) Cell {
 	if !a.Measured(records.FigureCost) {

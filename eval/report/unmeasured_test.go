@@ -24,17 +24,7 @@ func TestUnmeasuredFormats(t *testing.T) {
 			recs = append(recs, r)
 		}
 	}
-	s, err := summarizeRecs(recs, analysis.Options{Seed: 1, Resamples: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := func(format string) string {
-		var b bytes.Buffer
-		if err := Write(&b, format, Input{Summary: s, Records: mustSet(t, recs)}); err != nil {
-			t.Fatalf("%s: %v", format, err)
-		}
-		return b.String()
-	}
+	out := renderer(t, recs)
 	for _, format := range []string{"text", "md"} {
 		o := out(format)
 		if strings.Contains(o, "0/6") {
@@ -55,14 +45,7 @@ func TestUnmeasuredFormats(t *testing.T) {
 			t.Errorf("json lacks %s", want)
 		}
 	}
-	rows, err := csv.NewReader(strings.NewReader(out("csv"))).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
-	}
+	rows, col := csvTable(t, out("csv"))
 	for _, row := range rows[1:] {
 		for _, h := range []string{"pass", "cost", "cost_per_pass", "lost", "gained", "mcnemar_p"} {
 			if row[col[h]] != "" {
@@ -70,4 +53,81 @@ func TestUnmeasuredFormats(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLatencyUnmeasuredFormats: an arm whose every request failed without
+// a duration shows "-" for its latency in text and markdown, empty CSV
+// cells and null in JSON; an arm with some such failures says its latency
+// is over the requests with one.
+func TestLatencyUnmeasuredFormats(t *testing.T) {
+	t.Parallel()
+	var recs []Record
+	for _, arm := range []string{"baseline", "cand"} {
+		for i := range 6 {
+			r := mkRec(arm, fmt.Sprint("t", i), 100+float64(i), OutcomeOK, false, 0)
+			r.Group = "short"
+			if arm == "cand" || i == 0 {
+				r.Outcome, r.Error, r.E2EMs = OutcomeError, "HTTP 503", 0
+				r.Unmeasured = []string{records.FigureLatency}
+			}
+			r.MarkUnmeasured(records.FigureCost, records.FigureQuality)
+			recs = append(recs, r)
+		}
+	}
+	out := renderer(t, recs)
+	text := out("text")
+	var row []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "cand ") {
+			row = strings.Fields(l)
+			break
+		}
+	}
+	// arm n ok fail timeouts pass p50 p95 p99 max mean
+	if len(row) < 11 || row[3] != "6" || strings.Join(row[6:11], " ") != "- - - - -" {
+		t.Errorf("text row of the arm that measured no latency: %q", row)
+	}
+	if !strings.Contains(text, "over every request with a duration") || !strings.Contains(text, "latency not measured for 1 of 6 requests of baseline") {
+		t.Errorf("text does not say which latencies are left out:\n%s", text)
+	}
+	rows, col := csvTable(t, out("csv"))
+	for _, h := range []string{"p50_ms", "max_ms", "mean_ms"} {
+		if i, ok := col[h]; !ok || rows[2][i] != "" || rows[1][i] == "" {
+			t.Errorf("CSV %s: baseline %q cand %q; want a figure and an empty cell", h, rows[1][col[h]], rows[2][col[h]])
+		}
+	}
+	if js := strings.ReplaceAll(out("json"), " ", ""); !strings.Contains(js, `"p50_ms":null`) || !strings.Contains(js, `"latency_unmeasured":6`) {
+		t.Errorf("JSON lacks null latency for the arm that measured none")
+	}
+}
+
+// renderer summarizes recs and returns a function writing the report in a
+// format.
+func renderer(t *testing.T, recs []Record) func(format string) string {
+	t.Helper()
+	s, err := summarizeRecs(recs, analysis.Options{Seed: 1, Resamples: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(format string) string {
+		var b bytes.Buffer
+		if err := Write(&b, format, Input{Summary: s, Records: mustSet(t, recs)}); err != nil {
+			t.Fatalf("%s: %v", format, err)
+		}
+		return b.String()
+	}
+}
+
+// csvTable is the rows of a CSV report and the index of each column.
+func csvTable(t *testing.T, text string) ([][]string, map[string]int) {
+	t.Helper()
+	rows, err := csv.NewReader(strings.NewReader(text)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	return rows, col
 }

@@ -10,8 +10,14 @@ import (
 	"io"
 )
 
-// MaxLine is the longest line read (16 MiB); a longer one is an error.
+// MaxLine bounds the lines read (16 MiB): a line and its newline must fit
+// in it, or reading fails. Writers of files crab reads back check Fits.
 const MaxLine = 16 << 20
+
+// Fits reports whether line (without its newline) is one a Scanner reads:
+// every crab writer of a JSONL file another crab command reads checks it,
+// so crab never writes a line its own readers refuse.
+func Fits(line []byte) bool { return len(line) < MaxLine }
 
 var bom = []byte("\xef\xbb\xbf")
 

@@ -51,3 +51,20 @@ func TestScannerTooLong(t *testing.T) {
 		t.Errorf("got %d lines, err %v; want 1 line and bufio.ErrTooLong", n, s.Err())
 	}
 }
+
+// TestFits: a line Fits accepts is one the Scanner reads, the longest
+// included; one byte more is refused, so writers that check Fits never
+// write a line crab's readers refuse.
+func TestFits(t *testing.T) {
+	t.Parallel()
+	longest := strings.Repeat("x", MaxLine-1)
+	if !Fits([]byte(longest)) || Fits([]byte(longest+"x")) {
+		t.Fatalf("Fits: got %v for MaxLine-1 bytes and %v for MaxLine; want true, false", Fits([]byte(longest)), Fits([]byte(longest+"x")))
+	}
+	for _, in := range []string{longest + "\n{}\n", longest} {
+		s := NewScanner(strings.NewReader(in), false)
+		if !s.Scan() || len(s.Bytes()) != MaxLine-1 || s.Err() != nil {
+			t.Errorf("the longest line that Fits was not read whole: %d bytes, err %v", len(s.Bytes()), s.Err())
+		}
+	}
+}
