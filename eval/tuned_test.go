@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/crab-testbed/crab/eval/records"
@@ -40,17 +41,16 @@ func TestRouterSpecErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, arm, tune string
 		field           string
-		line            int
 	}{
-		{"unknown mode", `  - {name: x, router: {mode: magic, small: small, large: large}}`, "", "arms.router.mode", 17},
-		{"confidence without cascade", `  - {name: x, router: {confidence: 0.5, small: small, large: large}}`, "", "arms.router.confidence", 17},
-		{"confidence out of range", `  - {name: x, router: {mode: cascade, confidence: 1.5, small: small, large: large}}`, "", "arms.router.confidence", 17},
-		{"threshold in cascade", `  - {name: x, router: {mode: cascade, threshold: 0.5, small: small, large: large}}`, "", "arms.router.threshold", 17},
-		{"both given", `  - {name: x, router: {threshold: 0.3, threshold_from: tune.json, small: small, large: large}}`, "", "arms.router.threshold", 17},
-		{"missing tune.json", `  - {name: x, router: {threshold_from: nowhere.json, small: small, large: large}}`, "", "arms.router.threshold_from", 17},
-		{"not a tune.json", `  - {name: x, router: {threshold_from: tune.json, small: small, large: large}}`, "[1,2]", "arms.router.threshold_from", 17},
-		{"no cascade in tune.json", `  - {name: x, router: {mode: cascade, threshold_from: tune.json, small: small, large: large}}`, `{"policy":"threshold","threshold":0.4}`, "arms.router.threshold_from", 17},
-		{"threshold out of range", `  - {name: x, router: {threshold_from: tune.json, small: small, large: large}}`, `{"policy":"threshold","threshold":4}`, "arms.router.threshold_from", 17},
+		{"unknown mode", `  - {name: x, router: {mode: magic, small: small, large: large}}`, "", "arms.router.mode"},
+		{"confidence without cascade", `  - {name: x, router: {confidence: 0.5, small: small, large: large}}`, "", "arms.router.confidence"},
+		{"confidence out of range", `  - {name: x, router: {mode: cascade, confidence: 1.5, small: small, large: large}}`, "", "arms.router.confidence"},
+		{"threshold in cascade", `  - {name: x, router: {mode: cascade, threshold: 0.5, small: small, large: large}}`, "", "arms.router.threshold"},
+		{"both given", `  - {name: x, router: {threshold: 0.3, threshold_from: tune.json, small: small, large: large}}`, "", "arms.router.threshold"},
+		{"missing tune.json", `  - {name: x, router: {threshold_from: nowhere.json, small: small, large: large}}`, "", "arms.router.threshold_from"},
+		{"not a tune.json", `  - {name: x, router: {threshold_from: tune.json, small: small, large: large}}`, "[1,2]", "arms.router.threshold_from"},
+		{"no cascade in tune.json", `  - {name: x, router: {mode: cascade, threshold_from: tune.json, small: small, large: large}}`, `{"policy":"threshold","threshold":0.4}`, "arms.router.threshold_from"},
+		{"threshold out of range", `  - {name: x, router: {threshold_from: tune.json, small: small, large: large}}`, `{"policy":"threshold","threshold":4}`, "arms.router.threshold_from"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -58,10 +58,16 @@ func TestRouterSpecErrors(t *testing.T) {
 			if tc.tune != "" {
 				os.WriteFile(filepath.Join(filepath.Dir(exp), "tune.json"), []byte(tc.tune), 0o644)
 			}
-			_, err := LoadSetup(exp, fixtures.FS)
+			// The arm is the fixture's last line: the error names it.
+			text, err := os.ReadFile(exp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := strings.Count(strings.TrimRight(string(text), "\n"), "\n") + 1
+			_, err = LoadSetup(exp, fixtures.FS)
 			var ie *records.InputError
-			if !errors.As(err, &ie) || ie.Field != tc.field || ie.Line != tc.line {
-				t.Fatalf("got %v; want an InputError on line %d, field %s", err, tc.line, tc.field)
+			if !errors.As(err, &ie) || ie.Field != tc.field || ie.Line != line {
+				t.Fatalf("got %v; want an InputError on line %d, field %s", err, line, tc.field)
 			}
 		})
 	}
