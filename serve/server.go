@@ -164,7 +164,8 @@ func New(setup *Setup, o Options) (*Server, error) {
 		}
 	}
 	s.backends, err = stack.Backends(setup.Models, stack.BackendOptions{
-		Seed: setup.Seed, TimeScale: setup.TimeScale, MaxConns: cfg.Concurrency, HTTPClient: o.HTTPClient, Secrets: s.secrets,
+		Seed: setup.Seed, TimeScale: setup.TimeScale, MaxConns: cfg.Concurrency, MaxAnswerBytes: cfg.MaxAnswerBytes,
+		HTTPClient: o.HTTPClient, Secrets: s.secrets,
 		LookupEnv: func(env string) (string, bool) { v, ok := keys[env]; return v, ok },
 	})
 	if err != nil {
@@ -271,7 +272,11 @@ func (s *Server) acquire(h keyHash) (release func(), ok bool) {
 }
 
 // ServeHTTP routes a request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.routes.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	mw := &maskedResponse{ResponseWriter: w, secrets: s.secrets}
+	defer s.recoverPanic(mw, r)
+	s.routes.ServeHTTP(mw, r)
+}
 
 // Models lists the model names clients may ask for, "auto" last.
 func (s *Server) Models() []string { return append([]string(nil), s.names...) }
@@ -333,8 +338,8 @@ func (s *Server) observeUpstream(name string, next model.Model) model.Model {
 		resp, err := next.Complete(ctx, req)
 		if resp != nil {
 			tenant := s.m.tenantLabel(req.Scope.Tenant)
-			s.m.tokens.WithLabelValues("prompt", label, tenant).Add(float64(resp.Usage.TokensIn))
-			s.m.tokens.WithLabelValues("generation", label, tenant).Add(float64(resp.Usage.TokensOut))
+			add(s.m.tokens.WithLabelValues("prompt", label, tenant), float64(resp.Usage.TokensIn))
+			add(s.m.tokens.WithLabelValues("generation", label, tenant), float64(resp.Usage.TokensOut))
 			s.m.genaiTokens.WithLabelValues("input", label).Observe(float64(resp.Usage.TokensIn))
 			s.m.genaiTokens.WithLabelValues("output", label).Observe(float64(resp.Usage.TokensOut))
 		}
@@ -363,6 +368,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	defer s.m.inFlight.Dec()
 	w = x.w
 	defer s.finish(x)
+	// A panic is answered (500) before finish counts the request.
+	defer s.recoverPanic(w, r)
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		s.refuse(w, r, "", http.StatusMethodNotAllowed, openaiwire.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
@@ -419,7 +426,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	x.cacheLabel = s.observe(resp, info)
 	if resp != nil {
 		x.modelLabel = s.m.modelLabel(resp.Model)
-		s.m.cost.WithLabelValues(x.modelLabel, s.m.tenantLabel(id.Tenant)).Add(resp.Usage.Cost)
+		add(s.m.cost.WithLabelValues(x.modelLabel, s.m.tenantLabel(id.Tenant)), resp.Usage.Cost)
 	}
 	s.setHeaders(w.Header(), resp, x.err)
 	if x.err != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -20,8 +21,12 @@ import (
 // headerDoer, since go-openai has no per-call headers.
 type headersKey struct{}
 
-// headerDoer adds the headers found in the request's context.
-type headerDoer struct{ c *http.Client }
+// headerDoer adds the headers found in the request's context, and bounds
+// what a successful answer's body may hold to max bytes.
+type headerDoer struct {
+	c   *http.Client
+	max int64
+}
 
 func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
 	if h, ok := r.Context().Value(headersKey{}).(http.Header); ok {
@@ -33,14 +38,57 @@ func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	res, err := d.c.Do(r)
-	if err == nil && res.StatusCode >= http.StatusBadRequest {
+	if err != nil {
+		return res, err
+	}
+	if res.StatusCode >= http.StatusBadRequest {
 		boundErrorBody(res)
 		if w, ok := r.Context().Value(retryAfterKey{}).(*string); ok {
 			*w = res.Header.Get("Retry-After")
 		}
+		return res, nil
 	}
-	return res, err
+	st, _ := r.Context().Value(answerKey{}).(*answerBody)
+	if st == nil {
+		st = new(answerBody)
+	}
+	st.r, st.c, st.left = res.Body, res.Body, d.max
+	res.Body = st
+	return res, nil
 }
+
+// answerKey carries an *answerBody through the context: the call learns
+// from it that its answer was cut at the limit, whatever error go-openai
+// made of the cut.
+type answerKey struct{}
+
+// answerBody is a successful answer's body, which fails once it has
+// given more than its limit: a server that never stops answering (one
+// endless line, or endless events) costs a bounded amount of memory.
+type answerBody struct {
+	r        io.Reader
+	c        io.Closer
+	left     int64
+	tooLarge atomic.Bool
+}
+
+func (a *answerBody) Read(p []byte) (int, error) {
+	if a.left < 0 {
+		return 0, ErrAnswerTooLarge
+	}
+	if int64(len(p)) > a.left+1 {
+		p = p[:a.left+1] // one byte more than is left tells an answer over the limit
+	}
+	n, err := a.r.Read(p)
+	a.left -= int64(n)
+	if a.left < 0 {
+		a.tooLarge.Store(true)
+		return n + int(a.left), ErrAnswerTooLarge
+	}
+	return n, err
+}
+
+func (a *answerBody) Close() error { return a.c.Close() }
 
 // retryAfterKey carries a *string through the context, where headerDoer
 // leaves an error answer's Retry-After header (go-openai's errors do not
