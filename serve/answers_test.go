@@ -452,3 +452,34 @@ func TestShadowCostBudgetHolds(t *testing.T) {
 		t.Errorf("budget_paused metric %v; want %d", got, st.BudgetPaused)
 	}
 }
+
+// TestSlowAnswerEndsWithTheTimeout: a non-streamed answer that trickles
+// in and never ends is answered 504 timeout (the request's deadline), not
+// waited for until it is cut at max_answer_bytes.
+func TestSlowAnswerEndsWithTheTimeout(t *testing.T) {
+	t.Parallel()
+	_, url := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"`)
+		for {
+			if _, err := io.WriteString(w, "a"); err != nil {
+				return
+			}
+			http.NewResponseController(w).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	})
+	s, hs, _ := proxyOver(t, url, "timeout: 300ms\nretry: {max_attempts: 1}\n")
+	for _, stream := range []bool{false, true} {
+		if r := post(t, hs.URL, "sk-acme", chatBody("large", "q", stream, ""), nil); r.status != http.StatusGatewayTimeout || r.errCode != CodeTimeout {
+			t.Errorf("stream %v: HTTP %d %s; want 504 %s", stream, r.status, r.body, CodeTimeout)
+		}
+	}
+	if got := testutil.ToFloat64(s.m.errors.WithLabelValues(ErrKindTimeout)); got != 2 {
+		t.Errorf("timeouts counted %v; want 2", got)
+	}
+}

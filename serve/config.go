@@ -62,10 +62,11 @@ type Config struct {
 	Keys string `yaml:"keys"`
 	// MaxBodyBytes bounds a request body; larger bodies get 413. Default 1 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
-	// MaxAnswerBytes bounds one upstream answer as it arrives (its body,
-	// streamed or not); an answer that grows past it is the upstream's
-	// fault (502 upstream_error), so an upstream that never stops
-	// answering cannot exhaust serve's memory. Default 16 MiB.
+	// MaxAnswerBytes bounds one upstream answer as it arrives (a body,
+	// or what crab keeps of a stream: see openai.Config.MaxAnswerBytes)
+	// and one embeddings answer; an answer that grows past it is the
+	// upstream's fault (502 upstream_error), so an upstream that never
+	// stops answering cannot exhaust serve's memory. Default 4 MiB.
 	MaxAnswerBytes int64 `yaml:"max_answer_bytes"`
 	// Timeout is the deadline of one request through the whole stack,
 	// retries and re-asks included. Default 60s.

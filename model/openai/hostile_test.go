@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -183,5 +184,59 @@ func TestSlowBodyEndsWithTheDeadline(t *testing.T) {
 	_, err := b.Complete(ctx, &model.Request{TaskID: "t", Text: "q"})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v; want the deadline", err)
+	}
+}
+
+// TestStreamLimitCountsWhatIsKept: a stream's framing does not count
+// against MaxAnswerBytes, what crab keeps does — its content, a line not
+// yet ended, the lines that are neither events nor blank.
+func TestStreamLimitCountsWhatIsKept(t *testing.T) {
+	t.Parallel()
+	const limit = 4096
+	tests := []struct {
+		name   string
+		write  func(w http.ResponseWriter)
+		tooBig bool
+	}{
+		{"many small events", func(w http.ResponseWriter) {
+			for range 500 { // some 60 KB of events, 1,000 bytes of content
+				io.WriteString(w, "data: "+chunk("ab", "", "")+"\n\n")
+			}
+			io.WriteString(w, "data: "+chunk("", "stop", `{"prompt_tokens":1,"completion_tokens":500}`)+"\n\ndata: [DONE]\n\n")
+		}, false},
+		{"comment lines", nil, true},
+		{"content over", func(w http.ResponseWriter) {
+			for range 100 {
+				io.WriteString(w, "data: "+chunk(strings.Repeat("x", 50), "", "")+"\n\n")
+			}
+			io.WriteString(w, "data: "+chunk("", "stop", "")+"\n\ndata: [DONE]\n\n")
+		}, true},
+		{"one long line", func(w http.ResponseWriter) {
+			io.WriteString(w, "data: "+chunk(strings.Repeat("x", limit), "stop", "")+"\n\ndata: [DONE]\n\n")
+		}, true},
+	}
+	// go-openai keeps every line that is neither an event nor blank: 200
+	// of 33 bytes cross the limit.
+	tests[1].write = func(w http.ResponseWriter) {
+		for range 200 {
+			io.WriteString(w, ": keep-alive "+strings.Repeat("k", 20)+"\n\n   \n\n")
+			io.WriteString(w, "data: "+chunk("ab", "", "")+"\n\n")
+		}
+		io.WriteString(w, "data: "+chunk("", "stop", "")+"\n\ndata: [DONE]\n\n")
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				tc.write(w)
+			}))
+			defer srv.Close()
+			b := newBackend(t, srv.URL, func(c *Config) { c.MaxAnswerBytes = limit })
+			_, err := b.Complete(context.Background(), &model.Request{TaskID: "t", Text: "q"})
+			if tc.tooBig != errors.Is(err, ErrAnswerTooLarge) || (!tc.tooBig && err != nil) {
+				t.Errorf("err = %v; want too large: %v", err, tc.tooBig)
+			}
+		})
 	}
 }

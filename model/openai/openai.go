@@ -104,11 +104,14 @@ type Config struct {
 	// experiment's concurrency), or connections are re-opened under load.
 	// 0 means 64.
 	MaxConns int
-	// MaxAnswerBytes bounds one answer as it arrives: the bytes of its
-	// body, streamed or not. An answer that grows past it is the
-	// upstream's fault (ErrAnswerTooLarge), so a server that never stops
-	// answering costs at most this much memory per call. 0 means
-	// DefaultMaxAnswerBytes.
+	// MaxAnswerBytes bounds one answer as it arrives: a non-streamed
+	// answer's body; a streamed answer's content, each line of the stream,
+	// and the lines that are neither events nor blank (the events' framing,
+	// most of a stream's bytes and none of it kept, does not count). An
+	// answer over it is the upstream's fault (ErrAnswerTooLarge), so a
+	// server that never stops answering costs a few times this much memory
+	// per call at most; one that streams empty events for ever is ended by
+	// the call's deadline. 0 means DefaultMaxAnswerBytes.
 	MaxAnswerBytes int64
 	// HTTPClient replaces the tuned default client (tests). Its Timeout
 	// should be zero: the deadline comes from each call's context.
@@ -295,10 +298,11 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 	return resp, nil
 }
 
-// DefaultMaxAnswerBytes is the default of Config.MaxAnswerBytes: room for
-// an answer of about 80,000 streamed tokens (a chunk per token costs some
-// 200 bytes on the wire), far from what a deployment could hold in memory.
-const DefaultMaxAnswerBytes = 16 << 20
+// DefaultMaxAnswerBytes is the default of Config.MaxAnswerBytes: some
+// million tokens of content, far more than any model's output budget,
+// and little enough that a few dozen endless answers at once cost a few
+// hundred MB.
+const DefaultMaxAnswerBytes = 4 << 20
 
 // MaxUsageTokens bounds each token count a server reports for one call:
 // a larger one is no model's, and would make a cost no budget can hold.
@@ -456,6 +460,12 @@ func (b *Backend) stream(ctx context.Context, creq goopenai.ChatCompletionReques
 				}
 				content.WriteString(c.Delta.Content)
 				refusal.WriteString(c.Delta.Refusal)
+				if int64(content.Len()+refusal.Len()) > b.cfg.MaxAnswerBytes {
+					if a, ok := ctx.Value(answerKey{}).(*answerBody); ok {
+						a.tooLarge.Store(true)
+					}
+					return ErrAnswerTooLarge
+				}
 			}
 			if c.FinishReason != "" && c.FinishReason != goopenai.FinishReasonNull {
 				finish = c.FinishReason
