@@ -81,14 +81,14 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.embedClient.Do(req)
 	if err != nil {
-		s.logf("embeddings: %s", s.mask(err.Error()))
+		s.logf("embeddings: %v", err)
 		s.writeError(w, "", http.StatusBadGateway, openaiwire.ErrTypeServer, CodeUpstreamError, "", "the embeddings upstream failed")
 		return
 	}
 	defer res.Body.Close()
 	if res.StatusCode >= 400 {
 		msg, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-		s.logf("embeddings: upstream HTTP %d: %s", res.StatusCode, s.mask(string(msg)))
+		s.logf("embeddings: upstream HTTP %d: %s", res.StatusCode, msg)
 		status, typ, code, text := upstreamAnswer(&openai.StatusError{Status: res.StatusCode, Backend: "embeddings"})
 		s.writeError(w, "", status, typ, code, "", text)
 		return
@@ -99,7 +99,7 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	out, err := io.ReadAll(io.LimitReader(res.Body, s.cfg.MaxAnswerBytes+1))
 	switch {
 	case err != nil:
-		s.logf("embeddings: reading the answer: %s", s.mask(err.Error()))
+		s.logf("embeddings: reading the answer: %v", err)
 	case int64(len(out)) > s.cfg.MaxAnswerBytes:
 		err = fmt.Errorf("the answer is over max_answer_bytes (%d)", s.cfg.MaxAnswerBytes)
 		s.logf("embeddings: %v", err)

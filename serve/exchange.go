@@ -93,6 +93,10 @@ func (s *Server) liveRecord(arm string, seq int, taskID string, sc model.Scope, 
 		rec.Error = s.mask(err.Error())
 	}
 	records.Fill(&rec, resp)
+	// Every record serve writes is built here: its words from outside
+	// (the answer, the client's request id) are masked like the answers
+	// and the log, whatever file they go to.
+	rec.Output, rec.TaskID = s.secrets.Known(rec.Output), s.secrets.Known(rec.TaskID)
 	// Live traffic has no expected answer: an ok answer that meets the
 	// contract (when there is one) passes.
 	rec.Correct = rec.Outcome == records.OutcomeOK && (s.contract == nil || rec.ContractOK)

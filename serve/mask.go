@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"fmt"
 	"net/http"
 	"runtime/debug"
 
@@ -70,7 +69,7 @@ func (s *Server) recoverPanic(w http.ResponseWriter, r *http.Request) {
 		panic(v) // net/http's own way of cutting a connection
 	}
 	s.m.panics.WithLabelValues(panicRequest).Inc()
-	s.logf("%s", s.mask(fmt.Sprintf("panic answering %s %s (recovered; the request failed): %v\n%s", r.Method, r.URL.Path, v, debug.Stack())))
+	s.logf("panic answering %s %s (recovered; the request failed): %v\n%s", r.Method, r.URL.Path, v, debug.Stack())
 	if !sent(w) {
 		s.writeError(w, "", http.StatusInternalServerError, openaiwire.ErrTypeServer, CodeInternal, "", "crab failed answering this request")
 		return

@@ -225,7 +225,7 @@ func (s *Server) openRecords(setup *Setup, o Options) error {
 	if rc := cfg.Records; rc != nil {
 		dir := recordsDir(cfg)
 		var err error
-		s.recs, err = openRecordLog(*rc, dir, newServeManifest(s.runID, setup, s.now(), o.Build), o.Logf)
+		s.recs, err = openRecordLog(*rc, dir, newServeManifest(s.runID, setup, s.now(), o.Build), s.logf)
 		if err != nil {
 			return &ConfigError{File: cfg.File, Line: rc.line, Field: "records.dir", Msg: fmt.Sprintf("cannot write records to %s: %v", dir, err)}
 		}

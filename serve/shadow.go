@@ -285,7 +285,7 @@ func (s *Server) newShadow(setup *Setup, reg prometheus.Registerer) error {
 		rc = *cfg.Records
 	}
 	rc.Dir = dir
-	log, err := openRecordLog(rc, dir, m, s.log)
+	log, err := openRecordLog(rc, dir, m, s.logf)
 	if err != nil {
 		built.Close()
 		return &ConfigError{File: cfg.File, Line: sh.line, Field: "shadow.dir", Msg: fmt.Sprintf("cannot write shadow records to %s: %v", dir, err)}
@@ -464,7 +464,7 @@ func (x *shadow) run(j shadowJob) {
 		}
 		x.panics.Add(1)
 		s.m.panics.WithLabelValues(panicShadow).Inc()
-		s.logf("%s", s.mask(fmt.Sprintf("shadow %s: panic on request %s (recovered; not mirrored): %v\n%s", x.arm.Name, j.base.TaskID, v, debug.Stack())))
+		s.logf("shadow %s: panic on request %s (recovered; not mirrored): %v\n%s", x.arm.Name, j.base.TaskID, v, debug.Stack())
 	}()
 	ctx, info := stack.WithInfo(x.ctx)
 	start := s.now()
