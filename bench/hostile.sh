@@ -24,10 +24,7 @@ PIDS+=($!)
 wait_http "http://127.0.0.1:$UP_PORT/v1/models"
 
 SERVE_PORT=$(free_port)
-cat >"$d/keys.yaml" <<'YAML'
-keys:
-  - {key: sk-bench, tenant: acme, permission: agent, lang: en, doc_version: v1}
-YAML
+bench_keys "$d/keys.yaml"
 cat >"$d/serve.yaml" <<YAML
 keys: keys.yaml
 timeout: $TIMEOUT

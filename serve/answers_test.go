@@ -166,37 +166,62 @@ func hostileEmbeddings(secrets []string) func(w http.ResponseWriter, r *http.Req
 	}
 }
 
+// lockedLog is a server's log, written from many goroutines.
+type lockedLog struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedLog) logf(format string, args ...any) {
+	l.mu.Lock()
+	fmt.Fprintf(&l.b, format+"\n", args...)
+	l.mu.Unlock()
+}
+
+func (l *lockedLog) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.b.Bytes())
+}
+
+// loadServer writes the configuration cfg, the keys file (testKeys) and
+// files into a fresh directory, loads it, lets edit change the setup, and
+// builds the server logging to log; it is not served yet.
+func loadServer(t *testing.T, cfg string, files map[string]string, edit func(*Setup), log *lockedLog) (*Server, string) {
+	t.Helper()
+	dir := t.TempDir()
+	files["keys.yaml"], files["serve.yaml"] = testKeys, cfg
+	for name, body := range files {
+		os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644)
+	}
+	setup, err := Load(filepath.Join(dir, "serve.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(setup)
+	}
+	s, err := New(setup, Options{Registry: prometheus.NewRegistry(), Logf: log.logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, dir
+}
+
 // hostileProxy serves a configuration whose models (one streamed, one
 // not) and embeddings are the hostile upstream at url, with the 20
 // secrets configured, records, and a shadow arm on the streamed model.
-func hostileProxy(t *testing.T, url, embURL string, secrets []string, log io.Writer) (*Server, *httptest.Server, string) {
+func hostileProxy(t *testing.T, url, embURL string, secrets []string, log *lockedLog) (*Server, *httptest.Server, string) {
 	t.Helper()
 	t.Setenv("CRAB_TEST_HOSTILE_KEY", secrets[0])
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte(testKeys), 0o644)
 	cfg := fmt.Sprintf("keys: keys.yaml\ntimeout: 5s\nmax_answer_bytes: %d\nrecords: {dir: recs}\nretry: {max_attempts: 1}\n"+
 		"models:\n  - {name: large, base_url: %q, stream: false, api_key_env: CRAB_TEST_HOSTILE_KEY, price_in_per_mtok: 1, price_out_per_mtok: 1}\n"+
 		"  - {name: streamed, base_url: %q, api_key_env: CRAB_TEST_HOSTILE_KEY, price_in_per_mtok: 1, price_out_per_mtok: 1}\n"+
 		"default_model: large\narms:\n  - {name: cand, model: streamed}\n"+
 		"shadow: {arm: cand, queue: 4096, budget: {requests: 1000000}}\n"+
 		"embeddings: {base_url: %q, api_key_env: CRAB_TEST_HOSTILE_KEY}\n", hostileMaxAnswer, url, url, embURL)
-	path := filepath.Join(dir, "serve.yaml")
-	os.WriteFile(path, []byte(cfg), 0o644)
-	setup, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	setup.Secrets = setup.Secrets.With(secrets...)
-	var mu sync.Mutex
-	s, err := New(setup, Options{Registry: prometheus.NewRegistry(), Logf: func(format string, args ...any) {
-		mu.Lock()
-		fmt.Fprintf(log, format+"\n", args...)
-		mu.Unlock()
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, dir := loadServer(t, cfg, map[string]string{}, func(setup *Setup) { setup.Secrets = setup.Secrets.With(secrets...) }, log)
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
 	return s, hs, filepath.Join(dir, "recs")
@@ -216,7 +241,7 @@ func TestHostileAnswersNeverCrashOrLeak(t *testing.T) {
 	}
 	_, url := newFakeUpstream(t, hostileAnswer(secrets))
 	_, embURL := newFakeUpstream(t, hostileEmbeddings(secrets))
-	var log bytes.Buffer
+	var log lockedLog
 	s, hs, recs := hostileProxy(t, url, embURL, secrets, &log)
 
 	var answered bytes.Buffer
@@ -287,7 +312,8 @@ func TestHostileAnswersNeverCrashOrLeak(t *testing.T) {
 	if l := leakedPiece(answered.Bytes(), secrets); l != "" {
 		t.Errorf("answers hold %q of a secret", l)
 	}
-	if l := leakedPiece(log.Bytes(), secrets); l != "" {
+	logged := log.Bytes()
+	if l := leakedPiece(logged, secrets); l != "" {
 		t.Errorf("the log holds %q of a secret", l)
 	}
 	files := 0
@@ -305,7 +331,7 @@ func TestHostileAnswersNeverCrashOrLeak(t *testing.T) {
 	if files < 4 {
 		t.Errorf("%d files under the records directory; want records and manifests of both arms", files)
 	}
-	t.Logf("%d hostile answers, %d not answered with crab's 502; %d bytes answered, %d logged", total, bad.Load(), answered.Len(), log.Len())
+	t.Logf("%d hostile answers, %d not answered with crab's 502; %d bytes answered, %d logged", total, bad.Load(), answered.Len(), len(logged))
 }
 
 // TestMetricsRefuseBadFigures: a figure no counter can take (negative,
@@ -328,26 +354,9 @@ func TestMetricsRefuseBadFigures(t *testing.T) {
 func TestPanicsRecovered(t *testing.T) {
 	t.Parallel()
 	_, url := newFakeUpstream(t, nil)
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte(testKeys), 0o644)
-	cfg := fmt.Sprintf("keys: keys.yaml\ntimeout: 5s\nrecords: {dir: recs}\nmodels:\n  - {name: large, base_url: %q, stream: false}\n"+
-		"arms:\n  - {name: cand, model: large}\nshadow: {arm: cand}\n", url)
-	os.WriteFile(filepath.Join(dir, "serve.yaml"), []byte(cfg), 0o644)
-	setup, err := Load(filepath.Join(dir, "serve.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var log strings.Builder
-	s, err := New(setup, Options{Registry: prometheus.NewRegistry(), Logf: func(format string, args ...any) {
-		mu.Lock()
-		fmt.Fprintf(&log, format+"\n", args...)
-		mu.Unlock()
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	var log lockedLog
+	s, _ := loadServer(t, fmt.Sprintf("keys: keys.yaml\ntimeout: 5s\nrecords: {dir: recs}\nmodels:\n  - {name: large, base_url: %q, stream: false}\n"+
+		"arms:\n  - {name: cand, model: large}\nshadow: {arm: cand}\n", url), map[string]string{}, nil, &log)
 	var calls, shadowCalls atomic.Int64
 	next, shadowNext := s.stack, s.shadow.built.Model
 	s.stack = model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
@@ -383,9 +392,7 @@ func TestPanicsRecovered(t *testing.T) {
 	if got := testutil.ToFloat64(s.m.errors.WithLabelValues(ErrKindInternal)); got != 1 {
 		t.Errorf("internal errors %v; want 1", got)
 	}
-	mu.Lock()
-	logged := log.String()
-	mu.Unlock()
+	logged := string(log.Bytes())
 	if !strings.Contains(logged, "panic answering POST /v1/chat/completions") || !strings.Contains(logged, "a candidate's bug") {
 		t.Errorf("log lacks the panics:\n%s", logged)
 	}
