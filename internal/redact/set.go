@@ -29,7 +29,12 @@ type Set struct {
 	// (nearly all of it) costs a shift and a load per byte, not a map
 	// lookup.
 	filter *[filterWords]uint64
-	all    []string
+	// quads has the bit of every 4-byte window of a gram set: every
+	// Fragment-byte window of text holds a 4-byte block at an offset that
+	// is a multiple of 4, so a scan looks at one block in four and at the
+	// windows around a block only when its bit is set.
+	quads *[filterWords]uint64
+	all   []string
 }
 
 const filterWords = 1 << 10 // 65,536 bits: 8 KiB per set
@@ -56,7 +61,7 @@ func NewSet(secrets ...string) *Set { return (*Set)(nil).With(secrets...) }
 
 // With returns a new set holding s's secrets and more.
 func (s *Set) With(more ...string) *Set {
-	out := &Set{grams: map[uint64]struct{}{}, filter: new([filterWords]uint64)}
+	out := &Set{grams: map[uint64]struct{}{}, filter: new([filterWords]uint64), quads: new([filterWords]uint64)}
 	if s != nil {
 		out.whole = append(out.whole, s.whole...)
 		out.all = append(out.all, s.all...)
@@ -68,6 +73,10 @@ func (s *Set) With(more ...string) *Set {
 		for g := range out.grams {
 			w, b := filterBit(g)
 			out.filter[w] |= b
+			for q := range 5 {
+				w, b := filterBit(g >> (8 * q) & 0xFFFFFFFF)
+				out.quads[w] |= b
+			}
 		}
 	}()
 	for _, k := range more {
@@ -177,9 +186,16 @@ func found[T string | []byte](s *Set, text T) bool {
 	if len(s.grams) == 0 {
 		return false
 	}
-	for i := 0; i+Fragment <= len(text); i++ {
-		if s.isGram(gram(text, i)) {
-			return true
+	for i := 0; i+4 <= len(text); i += 4 {
+		q := uint64(text[i]) | uint64(text[i+1])<<8 | uint64(text[i+2])<<16 | uint64(text[i+3])<<24
+		if w, b := filterBit(q); s.quads[w]&b == 0 {
+			continue
+		}
+		// The windows that hold this block and no earlier aligned one.
+		for j := max(0, i-3); j <= i && j+Fragment <= len(text); j++ {
+			if s.isGram(gram(text, j)) {
+				return true
+			}
 		}
 	}
 	return false
