@@ -21,6 +21,12 @@
 // real model's latency a codec of crab's own would save about 0.1% of a
 // call (docs/performance.md, "The OpenAI client's codec").
 //
+// An answer is checked before any of it is used (Backend.Complete): token
+// counts in range, a finish reason the protocol knows, no configured
+// credential in the content, and no more than Config.MaxAnswerBytes; an
+// answer that fails is the server's fault, an error wrapping
+// model.ErrBackend, and none of its figures count.
+//
 // The backend makes exactly one attempt per call; retries and re-asks are the
 // stack's job (model.Retry, the contract layer), and every attempt is
 // recorded in the trace they accumulate.
@@ -224,7 +230,8 @@ func (b *Backend) Close() { b.http.CloseIdleConnections() }
 // time. Usage comes from the server's usage report (in a stream, the last
 // usage chunk, requested with stream_options.include_usage; a server that
 // repeats usage on every chunk is not summed) and is priced with the
-// configured prices; a server that reports no usage bills zero tokens.
+// configured prices; a server that reports no usage bills zero tokens, and
+// one whose report is out of range fails the call (ErrBadUsage).
 // Scope is req.Scope: the answer was built for the request's scope.
 //
 // A refusal (the message's refusal field, or finish reason
@@ -234,8 +241,10 @@ func (b *Backend) Close() { b.http.CloseIdleConnections() }
 // Errors: an HTTP error status returns a *StatusError (wrapping
 // model.ErrBackend) with the status, the server's message (credentials
 // masked, at most 512 bytes) and the Retry-After it asked for; a broken
-// connection or a stream that ends before its finish reason wraps
-// model.ErrBackend; when ctx ends first, ctx.Err() is returned. A failed
+// connection, a stream that ends before its finish reason, and an answer
+// that fails a check (ErrBadUsage, ErrBadFinish, ErrSecretInAnswer,
+// ErrAnswerTooLarge) wrap model.ErrBackend; when ctx ends first, ctx.Err()
+// is returned. A failed
 // call still returns a response carrying its trace.
 func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Response, error) {
 	if err := ctx.Err(); err != nil {
