@@ -82,6 +82,11 @@ type Summary struct {
 	Stalls []Stall `json:"stalls,omitempty"`
 	// Timed is set when every record carries its send time.
 	Timed bool `json:"timed"`
+	// Noise is the run's noise floor: how often identical calls of a task
+	// disagree on whether it passes (source none when not measured).
+	Noise *Noise `json:"noise"`
+
+	family family // the run's accept decisions, for the notes
 }
 
 // ArmSummary is the figures of one arm over its non-warm-up requests, under
@@ -164,6 +169,9 @@ type ArmSummary struct {
 	Load        *LoadStats   `json:"load,omitempty"`        // schedule lag and queue time
 	Uncertainty *Uncertainty `json:"uncertainty,omitempty"` // intervals of p50, p95 and cost per pass
 	Paired      *Paired      `json:"paired,omitempty"`      // candidates only
+	// Quality is the quality rule's figures (candidates whose quality
+	// was measured): the paired difference in pass rate and its interval.
+	Quality *QualityCheck `json:"quality,omitempty"`
 	// Rework is what the arm's failures cost to redo by hand, when the
 	// experiment declares it (its cost is already in Cost).
 	Rework *ReworkStats `json:"rework,omitempty"`

@@ -20,9 +20,21 @@ import (
 // whose neighbours move together. A mean's interval is SumCI divided by
 // len(x). It returns NaN, NaN for no values or resamples < 1.
 func SumCI(x []float64, resamples, block int, draw func(n uint64) uint64) (lo, hi float64) {
+	sums := Sums(x, resamples, block, draw)
+	if sums == nil {
+		return math.NaN(), math.NaN()
+	}
+	return quantile.NearestRank(sums, 2.5), quantile.NearestRank(sums, 97.5)
+}
+
+// Sums are the resampled sums SumCI's interval is read from, sorted: the
+// same draws give the same sums, so a test of the sum against a threshold
+// (the share of resampled sums on one side of it) agrees with the
+// interval. It returns nil for no values or resamples < 1.
+func Sums(x []float64, resamples, block int, draw func(n uint64) uint64) []float64 {
 	n := len(x)
 	if n == 0 || resamples < 1 {
-		return math.NaN(), math.NaN()
+		return nil
 	}
 	block = max(block, 1)
 	sums := make([]float64, resamples)
@@ -37,5 +49,5 @@ func SumCI(x []float64, resamples, block int, draw func(n uint64) uint64) (lo, h
 		sums[b] = s
 	}
 	slices.Sort(sums)
-	return quantile.NearestRank(sums, 2.5), quantile.NearestRank(sums, 97.5)
+	return sums
 }

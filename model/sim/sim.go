@@ -31,6 +31,14 @@
 // request's seed, attempt, text, scope and mode. Calls therefore give the
 // same result in any order and under any concurrency, and a retry (a higher
 // Attempt) draws anew.
+//
+// Two settings make a model behave like a deployed one: Vary makes a share
+// of tasks answer differently from call to call (drawn per call from the
+// call's identity, so still reproducible), and Capacity limits how many
+// calls run at once and slows them with load, shared by every caller of
+// the Model, so that latency depends on the load the callers offer (a
+// call's wait then depends on when it and the others arrive, the one
+// draw that is not the call's own). A CallLog records each call's arrival, caller, tokens and queue wait.
 package sim
 
 import (
@@ -56,6 +64,8 @@ type Model struct {
 	sized contractSizer
 	// contracts remembers the last contract compiled for answers.
 	contracts contractCache
+	// pool is the capacity every caller shares; nil without one.
+	pool *pool
 }
 
 var _ model.Model = (*Model)(nil)
@@ -67,7 +77,11 @@ func New(cfg Config) (*Model, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Model{cfg: cfg, sleep: sleepCtx, now: time.Now}, nil
+	m := &Model{cfg: cfg, sleep: sleepCtx, now: time.Now}
+	if cfg.Capacity.Enabled() {
+		m.pool = &pool{s: NewScheduler(cfg.Capacity)}
+	}
+	return m, nil
 }
 
 // Name is the backend name the model reports in Response.Model.
@@ -119,9 +133,12 @@ func (m *Model) Complete(ctx context.Context, req *model.Request) (*model.Respon
 	if err != nil {
 		return nil, err
 	}
+	m.Admit(req, &p, m.now())
 	resp := &model.Response{Model: p.Model, Scope: req.Scope}
 	resp.Trace.Attempts = 1
 	switch p.Fault {
+	case FaultOverload:
+		return resp, fmt.Errorf("%w: %s: simulated HTTP 503: queue full", model.ErrBackend, p.Model)
 	case FaultError:
 		start := m.now()
 		resp.Trace.ModelDur = p.Total
@@ -223,10 +240,7 @@ func (m *Model) rngFor(req *model.Request) splitmix.Rand {
 	// shows the effect of the mode, not a different draw of luck.
 	hashStr(&d, req.TaskID)
 	hashStr(&d, req.Text)
-	hashStr(&d, req.Scope.Tenant)
-	hashStr(&d, req.Scope.Permission)
-	hashStr(&d, req.Scope.Lang)
-	hashStr(&d, req.Scope.DocVersion)
+	hashScope(&d, &req.Scope)
 	return *splitmix.New(d.Sum64())
 }
 
