@@ -19,7 +19,6 @@ type exchange struct {
 	w                *statusRecorder
 	r                *http.Request
 	req              *model.Request // nil until decoded
-	auto             bool           // the client asked for model auto
 	resp             *model.Response
 	err              error
 	info             *stack.Info
@@ -62,7 +61,7 @@ func (s *Server) finish(x *exchange) {
 		// After the client's answer is sent and recorded: the candidate's
 		// call never competes with it, and the deployed arm's record comes
 		// first in the records.
-		s.shadow.offer(x.req, x.auto, rec)
+		s.shadow.offer(x.req, rec)
 	}
 }
 

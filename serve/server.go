@@ -358,7 +358,6 @@ type call struct {
 	stream       bool
 	includeUsage bool
 	dropped      []string // parameters drop_params dropped
-	auto         bool     // the client asked for model auto
 }
 
 // chat answers POST /v1/chat/completions.
@@ -420,7 +419,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		s.logf("request %s: dropped parameters (drop_params): %s", reqID, dropped)
 	}
 	ctx, info := stack.WithInfo(r.Context())
-	x.req, x.info, x.auto = c.req, info, c.auto
+	x.req, x.info = c.req, info
 	x.resp, x.err = s.stack.Complete(ctx, c.req)
 	resp := x.resp
 	x.cacheLabel = s.observe(resp, info)
@@ -531,8 +530,7 @@ func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, sta
 			req.Contract, req.ContractHash = schema, hex.EncodeToString(sum[:])
 		}
 	}
-	c = call{req: req, stream: creq.Stream, includeUsage: creq.StreamOptions != nil && creq.StreamOptions.IncludeUsage, dropped: dropped,
-		auto: creq.Model == AutoModel}
+	c = call{req: req, stream: creq.Stream, includeUsage: creq.StreamOptions != nil && creq.StreamOptions.IncludeUsage, dropped: dropped}
 	return c, 0, "", "", nil
 }
 

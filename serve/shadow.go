@@ -326,7 +326,7 @@ func (x *shadow) sampled(taskID string) bool {
 
 // offer mirrors a request if it is sampled, the budget allows and the
 // queue has room; it never waits.
-func (x *shadow) offer(req *model.Request, auto bool, base records.Record) {
+func (x *shadow) offer(req *model.Request, base records.Record) {
 	if !x.sampled(base.TaskID) {
 		return
 	}

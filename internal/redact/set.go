@@ -269,23 +269,10 @@ func (m maskWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// KnownWriter returns a writer that masks every write to w as Set.Known
-// does: the set's secrets and their pieces, not what merely looks like a
-// credential. A write that holds none goes to w as it is, without a copy.
-// It reports len(p) written when w took the masked bytes.
-func KnownWriter(w io.Writer, s *Set) io.Writer { return knownWriter{w: w, s: s} }
-
-type knownWriter struct {
-	w io.Writer
-	s *Set
-}
-
-func (m knownWriter) Write(p []byte) (int, error) { return WriteKnown(m.w, m.s, p) }
-
 // WriteKnown writes p to w masked as Set.Known masks it, and reports
 // len(p) written when w took the masked bytes; a p that holds no secret
-// is written as it is, without a copy. Writers that cannot be wrapped in
-// KnownWriter (an http.ResponseWriter) call it from their Write.
+// is written as it is, without a copy. A writer that masks answers (serve's
+// http.ResponseWriter) calls it from its Write.
 func WriteKnown(w io.Writer, s *Set, p []byte) (int, error) {
 	if !found(s, p) {
 		return w.Write(p)
