@@ -93,9 +93,15 @@ func (s *Server) liveRecord(arm string, seq int, taskID string, sc model.Scope, 
 	}
 	records.Fill(&rec, resp)
 	// Every record serve writes is built here: its words from outside
-	// (the answer, the client's request id) are masked like the answers
-	// and the log, whatever file they go to.
+	// (the answer, the violations that quote it, the client's request id)
+	// are masked like the answers and the log, whatever file they go to.
 	rec.Output, rec.TaskID = s.secrets.Known(rec.Output), s.secrets.Known(rec.TaskID)
+	for i, v := range rec.Violations {
+		if m := s.secrets.Known(v); m != v {
+			rec.Violations = append([]string(nil), rec.Violations...) // the trace's own stays as it was
+			rec.Violations[i] = m
+		}
+	}
 	// Live traffic has no expected answer: an ok answer that meets the
 	// contract (when there is one) passes.
 	rec.Correct = rec.Outcome == records.OutcomeOK && (s.contract == nil || rec.ContractOK)
