@@ -56,6 +56,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		tasksCmd(),
 		recordingCmd(),
 		exportCmd(),
+		planCmd(),
 		completionCmd(),
 	}
 	for _, c := range cmds {

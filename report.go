@@ -16,6 +16,7 @@ import (
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/eval/report"
 	"github.com/crab-testbed/crab/recordimport"
+	"github.com/crab-testbed/crab/serve"
 )
 
 // reportOptions are the inputs of `crab report`.
@@ -226,6 +227,12 @@ func fromManifests(paths []string) analysis.Options {
 		case opt.Incomplete != "":
 		case m.Status == "running":
 			opt.Incomplete = "the run in " + p + " did not finish: its manifest still says running (the process died)"
+		case m.Status == serve.StatusServing && serve.Live(p):
+			opt.Incomplete = "crab serve is still writing " + p + ": these are its records so far"
+		case m.Status == serve.StatusServing:
+			opt.Incomplete = "the crab serve that wrote " + p + " did not stop cleanly: its manifest still says serving (the process died), so its last answers may have no record"
+		case m.Status == serve.StatusIncomplete && strings.HasPrefix(m.RunID, "serve-"):
+			opt.Incomplete = "the records in " + p + " are incomplete: " + m.StatusReason
 		case m.Status == eval.StatusIncomplete:
 			opt.Incomplete = "the run in " + p + " ended early: " + m.StatusReason
 		}

@@ -85,6 +85,12 @@ type Config struct {
 	// MaxConns caps the connections open at once; more wait in the listen
 	// backlog. Default 1024.
 	MaxConns int `yaml:"max_conns"`
+	// MaxConnsPerKey caps the connections one API key may hold open; a
+	// request with a key at its cap gets 429 too_many_connections and its
+	// connection is closed, so one tenant cannot hold every slot with idle
+	// keep-alives. Default the larger of max_conns/16 and twice
+	// max_in_flight_per_key (64 with the defaults), at most max_conns.
+	MaxConnsPerKey int `yaml:"max_conns_per_key"`
 	// KeylessTimeout bounds, on a connection that has not yet presented
 	// a valid API key, the wait for a request's headers and the idle time
 	// between requests. Default 5s.
@@ -426,7 +432,7 @@ func (c *Config) validate(root *yaml.Node) error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"max_conns", c.MaxConns}, {"max_keyless_conns", c.MaxKeylessConns}, {"max_keyless_conns_per_source", c.MaxKeylessConnsPerSource}} {
+	}{{"max_conns", c.MaxConns}, {"max_conns_per_key", c.MaxConnsPerKey}, {"max_keyless_conns", c.MaxKeylessConns}, {"max_keyless_conns_per_source", c.MaxKeylessConnsPerSource}} {
 		if n.v < 0 {
 			return bad(n.name, []string{n.name}, "must be at least 1")
 		}
@@ -504,6 +510,9 @@ func (c *Config) fillLimits() {
 	if c.MaxConns == 0 {
 		c.MaxConns = d.MaxConns
 	}
+	if c.MaxConnsPerKey == 0 {
+		c.MaxConnsPerKey = min(max(c.MaxConns/16, 2*c.MaxInFlightPerKey), c.MaxConns)
+	}
 	if c.ReadHeaderTimeout == 0 {
 		c.ReadHeaderTimeout = stack.Duration(d.ReadHeaderTimeout)
 	}
@@ -522,7 +531,7 @@ func (c *Config) fillLimits() {
 func (c *Config) Limits() Limits {
 	return Limits{
 		ReadHeaderTimeout: c.ReadHeaderTimeout.Std(), BodyTimeout: c.BodyTimeout.Std(), IdleTimeout: c.IdleTimeout.Std(),
-		WriteTimeout: c.WriteTimeout.Std(), MaxConns: c.MaxConns, Keyed: true, KeylessTimeout: c.KeylessTimeout.Std(),
+		WriteTimeout: c.WriteTimeout.Std(), MaxConns: c.MaxConns, MaxConnsPerKey: c.MaxConnsPerKey, Keyed: true, KeylessTimeout: c.KeylessTimeout.Std(),
 		MaxKeylessConns: c.MaxKeylessConns, MaxKeylessConnsPerSource: c.MaxKeylessConnsPerSource,
 	}
 }

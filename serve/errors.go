@@ -20,6 +20,7 @@ import (
 const (
 	CodeInvalidAPIKey      = "invalid_api_key"       // 401: missing or unknown API key
 	CodeTooManyRequests    = "too_many_requests"     // 429: the key's requests in flight are at max_in_flight_per_key
+	CodeTooManyConnections = "too_many_connections"  // 429: the key's open connections are at max_conns_per_key; the connection is closed
 	CodeBodyTimeout        = "body_timeout"          // 408: the body did not arrive within body_timeout
 	CodeRequestTooLarge    = "request_too_large"     // 413: the body is over max_body_bytes
 	CodeInvalidRequest     = "invalid_request"       // 400: the body is not a chat completion request crab can answer
@@ -122,6 +123,14 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, reqID string, st
 		w.Header().Set("Connection", "close")
 	}
 	s.writeError(w, reqID, status, typ, code, param, msg)
+}
+
+// refuseConn refuses a request on a new connection of an API key that
+// already holds max_conns_per_key connections, and closes the connection.
+func (s *Server) refuseConn(w http.ResponseWriter, r *http.Request, reqID string) {
+	w.Header().Set("Connection", "close")
+	s.writeError(w, reqID, http.StatusTooManyRequests, openaiwire.ErrTypeRateLimit, CodeTooManyConnections, "",
+		fmt.Sprintf("this API key holds %d connections, the most allowed: send requests over those, or close some", s.cfg.MaxConnsPerKey))
 }
 
 // mask masks every credential in text going to a client or the log: the

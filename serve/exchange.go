@@ -102,9 +102,11 @@ func (s *Server) liveRecord(arm string, seq int, taskID string, sc model.Scope, 
 			rec.Violations[i] = m
 		}
 	}
-	// Live traffic has no expected answer: an ok answer that meets the
-	// contract (when there is one) passes.
-	rec.Correct = rec.Outcome == records.OutcomeOK && (s.contract == nil || rec.ContractOK)
-	rec.Pass = rec.Correct
+	// Live traffic has no expected answer and no grader: the record says
+	// its quality was not measured, so it never passes (a report shows
+	// "-", a gate decides nothing on it). A hit served from another scope
+	// keeps its leak label, which fails any gate on its own.
+	rec.Correct, rec.Pass = false, false
+	rec.MarkUnmeasured(records.FigureQuality)
 	return rec
 }

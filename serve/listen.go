@@ -39,6 +39,10 @@ type Limits struct {
 	// limits below. Without it every connection counts as keyed (crab
 	// sim-server has no keys).
 	Keyed bool
+	// MaxConnsPerKey caps the connections one API key may hold open
+	// (with Keyed); a request with a key at its cap gets 429 and its
+	// connection is closed. Default MaxConns/16.
+	MaxConnsPerKey int
 	// KeylessTimeout bounds, on a keyless connection, the wait for a
 	// request's headers and the idle time between requests. Default 5s.
 	KeylessTimeout time.Duration
@@ -57,7 +61,7 @@ func DefaultLimits() Limits {
 	return Limits{
 		ReadHeaderTimeout: 10 * time.Second, BodyTimeout: 15 * time.Second, IdleTimeout: 120 * time.Second,
 		WriteTimeout: 5 * time.Minute, MaxHeaderBytes: 64 << 10, MaxConns: 1024,
-		KeylessTimeout: 5 * time.Second, MaxKeylessConns: 128, MaxKeylessConnsPerSource: 32,
+		MaxConnsPerKey: 64, KeylessTimeout: 5 * time.Second, MaxKeylessConns: 128, MaxKeylessConnsPerSource: 32,
 	}
 }
 
@@ -84,6 +88,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.KeylessTimeout <= 0 {
 		l.KeylessTimeout = d.KeylessTimeout
+	}
+	if l.MaxConnsPerKey <= 0 {
+		l.MaxConnsPerKey = max(l.MaxConns/16, 1)
 	}
 	if l.MaxKeylessConns <= 0 {
 		l.MaxKeylessConns = max(l.MaxConns/8, 1)

@@ -114,7 +114,7 @@ func errorKind(code string) string {
 		return ErrKindTimeout
 	case CodeUpstreamAuth, CodeUpstreamRateLimit, CodeUpstreamBusy, CodeUpstreamRejected, CodeUpstreamError:
 		return ErrKindUpstream
-	case CodeTooManyRequests, CodeBodyTimeout, CodeRequestTooLarge:
+	case CodeTooManyRequests, CodeTooManyConnections, CodeBodyTimeout, CodeRequestTooLarge:
 		return ErrKindLimit
 	case CodeInvalidAPIKey:
 		return ErrKindAuth

@@ -1,7 +1,7 @@
 package serve
 
 import (
-	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,7 +26,10 @@ import (
 // went through the stack, in crab's own records.jsonl format, so that
 // crab report and crab export work on production traffic. The directory
 // holds records.jsonl (the current file), records-NNNNNN.jsonl (rotated
-// files, oldest first) and manifest.json.
+// files, oldest first, from 000001), manifest.json, the manifests of
+// earlier runs on the directory (manifest-NNNNNN.json, NNNNNN the number
+// of the run's last records file) and .serve.lock, locked while a server
+// writes there.
 type RecordsConfig struct {
 	// Dir is the records directory, created if missing; relative to the
 	// configuration file. It must be writable, or crab serve does not start.
@@ -72,8 +76,8 @@ func (c *RecordsConfig) fill() {
 const ServeGroup = "live"
 
 // PassRule is the pass rule of serve's records, in words: live traffic
-// has no expected answers to grade against.
-const PassRule = "outcome ok and the answer meets the contract (live traffic: no expected answer to grade)"
+// has no expected answers to grade against, so quality is unmeasured.
+const PassRule = "live traffic is not graded (no expected answers): quality is unmeasured"
 
 // serveManifest is the manifest.json of a records directory: the fields
 // of crab run's manifest that apply to a proxy, so crab report reads it
@@ -103,97 +107,199 @@ type serveManifest struct {
 	Arms         []stack.ArmSpec   `json:"arms"`
 	// Shadow, in a shadow records directory, is what the shadow did.
 	Shadow *ShadowStats `json:"shadow,omitempty"`
+	// RecordsFrom is the number of the first rotated file that holds this
+	// run's records (records-NNNNNN.jsonl): the files before it are an
+	// earlier run's.
+	RecordsFrom int `json:"records_from"`
+	// RecordsLost counts answered requests whose record was never
+	// written (a full or failing disk); kept current while serving.
+	RecordsLost int64 `json:"records_lost"`
+	// StatusReason says why the status is incomplete.
+	StatusReason string `json:"status_reason,omitempty"`
+}
+
+// Records are handed to the operating system as soon as the writer
+// goroutine is free (FlushBound at the latest while the disk accepts
+// them), so that a crab serve killed at any instant leaves in its files
+// every record but those of the answers sent within that last moment.
+// A request never waits for the disk: records wait in memory, up to
+// maxPendingBytes, while the disk refuses writes (a full disk), and are
+// written when it accepts them again; a record beyond that bound is lost,
+// counted in crab_serve_records_errors_total and in the manifest's
+// records_lost, and the manifest then never says finished.
+const (
+	// FlushBound is the longest a record waits in memory while the disk
+	// accepts writes, and how often writes are tried again after a
+	// failure.
+	FlushBound = 100 * time.Millisecond
+	// maxPendingBytes bounds the records waiting in memory for the disk.
+	maxPendingBytes = 8 << 20
+)
+
+// Manifest statuses of a records directory.
+const (
+	// StatusServing: crab serve is running, or was killed (Live tells).
+	StatusServing = "serving"
+	// StatusFinished: a clean stop with every record written.
+	StatusFinished = "finished"
+	// StatusIncomplete: a clean stop, but records were lost
+	// (status_reason says how many and why).
+	StatusIncomplete = "incomplete"
+)
+
+// recordFile is what records are written to: an *os.File, or in tests a
+// file that fails on command.
+type recordFile interface {
+	io.Writer
+	io.Closer
 }
 
 // recordLog writes records to a records directory, rotating its files.
-// Writes go to a buffer under a lock, flushed every second and on Close,
-// so a request never waits for the disk.
 type recordLog struct {
-	cfg      RecordsConfig
-	dir      string
-	manifest serveManifest
+	cfg  RecordsConfig
+	dir  string
+	logf func(string, ...any)
+	// openFile opens records.jsonl for appending; tests replace it.
+	openFile func(path string) (recordFile, error)
+	// maxPending bounds the bytes waiting for the disk (maxPendingBytes;
+	// tests lower it).
+	maxPending int64
+	lock       *os.File // held while the directory is served (Live)
 
-	mu      sync.Mutex
-	f       *os.File
-	bw      *bufio.Writer
-	emit    func(records.Record) error
-	size    int64
-	rotated []string // rotated files kept, oldest first
-	next    int      // number of the next rotated file
-	closed  bool
+	mu       sync.Mutex // guards pending, emit, closed, manifest
+	pending  bytes.Buffer
+	emit     func(records.Record) error // into pending
+	closed   bool
+	manifest serveManifest // the final manifest, written by Close
 
-	errors atomic.Int64 // records that could not be written
-	logf   func(string, ...any)
-	stop   chan struct{}
-	done   chan struct{}
+	// Owned by the writer goroutine.
+	f        recordFile
+	carry    []byte // taken from pending, not yet written (the disk refused it)
+	size     int64
+	rotated  []string // rotated files kept, oldest first
+	next     int      // number of the next rotated file
+	failing  error    // the last write's error, nil once writes succeed
+	live     serveManifest
+	liveLost int64 // records_lost of the last manifest written while serving
+
+	carried atomic.Int64 // len(carry), read by write for the memory bound
+	errors  atomic.Int64 // records lost: never written
+	kick    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
 }
 
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n *int64
-}
-
-func (c countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	*c.n += int64(n)
-	return n, err
-}
-
-// openRecordLog creates the directory, rotates a records.jsonl left by an
-// earlier run aside, writes the manifest and opens a fresh records.jsonl.
+// openRecordLog locks the directory (one crab serve per records
+// directory), moves an earlier run's records.jsonl and manifest.json
+// aside under the next number, writes the manifest and opens a fresh
+// records.jsonl.
 func openRecordLog(cfg RecordsConfig, dir string, m serveManifest, logf func(string, ...any)) (*recordLog, error) {
+	return openRecordLogWith(cfg, dir, m, logf, openAppend)
+}
+
+func openAppend(path string) (recordFile, error) {
+	return os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+}
+
+func openRecordLogWith(cfg RecordsConfig, dir string, m serveManifest, logf func(string, ...any), open func(string) (recordFile, error)) (*recordLog, error) {
 	cfg.fill()
-	l := &recordLog{cfg: cfg, dir: dir, manifest: m, logf: logf, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &recordLog{cfg: cfg, dir: dir, logf: logf, openFile: open, maxPending: maxPendingBytes, next: 1,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	l.emit = records.JSONLWriter(&l.pending)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	l.lock = lock
+	fail := func(err error) (*recordLog, error) {
+		unlockDir(l.lock)
 		return nil, err
 	}
 	old, _ := filepath.Glob(filepath.Join(dir, "records-[0-9][0-9][0-9][0-9][0-9][0-9].jsonl"))
 	slices.Sort(old)
 	l.rotated = old
-	for _, p := range old {
-		var n int
-		if _, err := fmt.Sscanf(filepath.Base(p), "records-%06d.jsonl", &n); err == nil && n >= l.next {
+	mans, _ := filepath.Glob(filepath.Join(dir, "manifest-[0-9][0-9][0-9][0-9][0-9][0-9].json"))
+	for _, p := range append(old, mans...) {
+		if n, ok := fileNumber(p); ok && n >= l.next {
 			l.next = n + 1
 		}
 	}
-	if st, err := os.Stat(filepath.Join(dir, records.RecordsFile)); err == nil && st.Size() > 0 {
+	recs, man := filepath.Join(dir, records.RecordsFile), filepath.Join(dir, ManifestFile)
+	_, merr := os.Stat(man)
+	if st, err := os.Stat(recs); (err == nil && st.Size() > 0) || merr == nil {
+		// An earlier run's files: its records.jsonl becomes records-N.jsonl
+		// and its manifest manifest-N.json, N the number of its last file.
+		if err != nil {
+			if err := os.WriteFile(recs, nil, 0o644); err != nil {
+				return fail(err)
+			}
+		}
+		n := l.next
 		if err := l.rotate(); err != nil {
-			return nil, err
+			return fail(err)
+		}
+		if merr == nil {
+			if err := os.Rename(man, filepath.Join(dir, fmt.Sprintf("manifest-%06d.json", n))); err != nil {
+				return fail(err)
+			}
 		}
 	}
-	if err := l.writeManifest(); err != nil {
-		return nil, err
+	m.RecordsFrom = l.next
+	l.manifest, l.live = m, m
+	if err := writeManifest(dir, m); err != nil {
+		return fail(err)
 	}
 	if err := l.open(); err != nil {
-		return nil, err
+		return fail(err)
 	}
-	go l.flusher()
+	go l.writer()
 	return l, nil
 }
 
+// ManifestFile is the manifest of a records directory; an earlier run's
+// is kept as manifest-NNNNNN.json, NNNNNN the number of its last
+// records file.
+const ManifestFile = "manifest.json"
+
+// fileNumber is the NNNNNN of records-NNNNNN.jsonl or manifest-NNNNNN.json.
+func fileNumber(path string) (int, bool) {
+	base := filepath.Base(path)
+	_, rest, ok := strings.Cut(base, "-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSuffix(rest, ".jsonl"), ".json"))
+	return n, err == nil
+}
+
 func (l *recordLog) open() error {
-	f, err := os.OpenFile(filepath.Join(l.dir, records.RecordsFile), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := l.openFile(filepath.Join(l.dir, records.RecordsFile))
 	if err != nil {
 		return err
 	}
 	l.f, l.size = f, 0
-	l.bw = bufio.NewWriterSize(countingWriter{f, &l.size}, 64<<10)
-	l.emit = records.JSONLWriter(l.bw)
+	if st, ok := f.(interface{ Stat() (os.FileInfo, error) }); ok {
+		if fi, err := st.Stat(); err == nil {
+			l.size = fi.Size()
+		}
+	}
 	return nil
 }
 
 // rotate moves records.jsonl aside as the next numbered file and deletes
-// the oldest beyond MaxFiles; l.mu is held (or l is not shared yet).
+// the oldest beyond MaxFiles, with the manifest of the run that ended
+// there; only the writer goroutine calls it (or openRecordLog, before
+// starting it).
 func (l *recordLog) rotate() error {
 	if l.f != nil {
-		if err := l.bw.Flush(); err != nil {
-			return err
-		}
-		if err := l.f.Close(); err != nil {
-			return err
-		}
+		err := l.f.Close()
 		l.f = nil
+		if err != nil {
+			return err
+		}
 	}
 	to := filepath.Join(l.dir, fmt.Sprintf("records-%06d.jsonl", l.next))
 	if err := os.Rename(filepath.Join(l.dir, records.RecordsFile), to); err != nil {
@@ -203,34 +309,39 @@ func (l *recordLog) rotate() error {
 	l.rotated = append(l.rotated, to)
 	for len(l.rotated) > l.cfg.MaxFiles {
 		os.Remove(l.rotated[0])
+		if n, ok := fileNumber(l.rotated[0]); ok {
+			os.Remove(filepath.Join(l.dir, fmt.Sprintf("manifest-%06d.json", n)))
+		}
 		l.rotated = l.rotated[1:]
 	}
 	return nil
 }
 
-// writeManifest writes manifest.json through a temporary file, so a
-// reader never sees half of it.
-func (l *recordLog) writeManifest() error {
-	b, err := json.MarshalIndent(l.manifest, "", "  ")
+// writeManifest writes dir's manifest.json through a temporary file, so
+// a reader never sees half of it.
+func writeManifest(dir string, m serveManifest) error {
+	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(l.dir, ".manifest.json.tmp")
+	tmp := filepath.Join(dir, ".manifest.json.tmp")
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(l.dir, "manifest.json"))
+	return os.Rename(tmp, filepath.Join(dir, ManifestFile))
 }
 
 // write appends records, one after the other with nothing between them
-// (a shadow's pair); a failure is counted and logged, never the
-// request's.
+// (a shadow's pair), for the writer goroutine; it never waits for the
+// disk. Records over the memory bound are lost and counted.
 func (l *recordLog) write(recs ...records.Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return
 	}
+	mark := l.pending.Len()
 	var err error
 	for _, rec := range recs {
 		if !l.cfg.Answers {
@@ -240,37 +351,123 @@ func (l *recordLog) write(recs ...records.Record) {
 			break
 		}
 	}
-	if err == nil && l.size+int64(l.bw.Buffered()) >= l.cfg.MaxFileBytes {
-		if err = l.rotate(); err == nil {
-			err = l.open()
-		}
+	if err == nil && int64(l.pending.Len())+l.carried.Load() > l.maxPending {
+		err = fmt.Errorf("%d bytes of records wait for the disk, the most kept in memory", l.maxPending)
 	}
 	if err != nil {
-		if l.errors.Add(1) == 1 && l.logf != nil {
-			l.logf("records: cannot write to %s: %v (counted in crab_serve_records_errors_total)", l.dir, err)
-		}
+		l.pending.Truncate(mark)
+		l.lost(int64(len(recs)), err)
+		return
+	}
+	select {
+	case l.kick <- struct{}{}:
+	default:
 	}
 }
 
-func (l *recordLog) flusher() {
+// lost counts n records that will never be written.
+func (l *recordLog) lost(n int64, err error) {
+	if l.errors.Add(n) == n && l.logf != nil {
+		l.logf("records: %d record(s) lost in %s: %v (counted in crab_serve_records_errors_total and the manifest's records_lost)", n, l.dir, err)
+	}
+}
+
+// writer hands the records to the file as they come, retries every
+// FlushBound while the disk refuses them, and keeps the manifest's count
+// of lost records current.
+func (l *recordLog) writer() {
 	defer close(l.done)
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(FlushBound)
 	defer t.Stop()
 	for {
 		select {
 		case <-l.stop:
+			l.flush()
 			return
+		case <-l.kick:
 		case <-t.C:
-			l.mu.Lock()
-			if l.f != nil {
-				l.bw.Flush()
+			if n := l.errors.Load(); n != l.liveLost {
+				m := l.live
+				m.RecordsLost = n
+				if writeManifest(l.dir, m) == nil {
+					l.liveLost = n
+				}
 			}
-			l.mu.Unlock()
 		}
+		l.flush()
 	}
 }
 
-// Close flushes the records and marks the manifest finished.
+// flush writes what waits: first what the disk refused before, then the
+// records added since. A failed write keeps the rest for the next try.
+func (l *recordLog) flush() {
+	l.mu.Lock()
+	if l.pending.Len() > 0 {
+		l.carry = append(l.carry, l.pending.Bytes()...)
+		l.pending.Reset()
+	}
+	l.mu.Unlock()
+	if len(l.carry) == 0 {
+		return
+	}
+	err := l.writeCarry()
+	switch {
+	case err != nil && l.failing == nil:
+		l.failing = err
+		if l.logf != nil {
+			l.logf("records: cannot write to %s: %v; records wait in memory (up to %d MiB) and are written when the disk accepts them", l.dir, err, maxPendingBytes>>20)
+		}
+	case err == nil && l.failing != nil:
+		l.failing = nil
+		if l.logf != nil {
+			l.logf("records: writing to %s again (%d record(s) lost meanwhile)", l.dir, l.errors.Load())
+		}
+	}
+	l.carried.Store(int64(len(l.carry)))
+}
+
+// writeCarry writes l.carry to records.jsonl, rotating it whenever it
+// reaches MaxFileBytes (between records, never inside one) and opening
+// it again after a failed rotation; what is written leaves l.carry.
+func (l *recordLog) writeCarry() error {
+	for len(l.carry) > 0 {
+		if l.f != nil && l.size >= l.cfg.MaxFileBytes {
+			// Rotated before a write, not after one: records.jsonl is
+			// never left empty by a rotation.
+			if err := l.rotate(); err != nil {
+				return err
+			}
+		}
+		if l.f == nil {
+			if err := l.open(); err != nil {
+				return err
+			}
+		}
+		chunk := l.carry
+		if room := l.cfg.MaxFileBytes - l.size; int64(len(chunk)) > room {
+			// Up to the last record that fits, or the first one when
+			// none does.
+			end := bytes.LastIndexByte(chunk[:max(room, 0)], '\n') + 1
+			if end == 0 {
+				end = bytes.IndexByte(chunk, '\n') + 1
+			}
+			if end > 0 {
+				chunk = chunk[:end]
+			}
+		}
+		n, err := l.f.Write(chunk)
+		l.size += int64(n)
+		l.carry = l.carry[:copy(l.carry, l.carry[n:])]
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close writes what waits and the final manifest: finished, or
+// incomplete when records were lost (a record the disk still refuses
+// now is lost too).
 func (l *recordLog) Close(now time.Time) error {
 	l.mu.Lock()
 	if l.closed {
@@ -278,20 +475,31 @@ func (l *recordLog) Close(now time.Time) error {
 		return nil
 	}
 	l.closed = true
+	l.mu.Unlock()
 	close(l.stop)
+	<-l.done
 	var err error
+	if len(l.carry) > 0 {
+		l.lost(int64(bytes.Count(l.carry, []byte{'\n'})), l.failing)
+		err = fmt.Errorf("records: %s: %w", l.dir, l.failing)
+	}
 	if l.f != nil {
-		err = l.bw.Flush()
-		if cerr := l.f.Close(); err == nil {
+		if cerr := l.f.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
 	}
+	l.mu.Lock()
+	m := l.manifest
 	l.mu.Unlock()
-	<-l.done
-	l.manifest.Status, l.manifest.EndedAt = "finished", now.UTC()
-	if merr := l.writeManifest(); err == nil {
+	m.Status, m.EndedAt = StatusFinished, now.UTC()
+	if n := l.errors.Load(); n > 0 {
+		m.Status, m.RecordsLost = StatusIncomplete, n
+		m.StatusReason = fmt.Sprintf("%d answered request(s) have no record: the disk refused the writes", n)
+	}
+	if merr := writeManifest(l.dir, m); err == nil {
 		err = merr
 	}
+	unlockDir(l.lock)
 	return err
 }
 
@@ -299,7 +507,7 @@ func (l *recordLog) Close(now time.Time) error {
 func newServeManifest(runID string, setup *Setup, started time.Time, build BuildInfo) serveManifest {
 	cfg := setup.Config
 	m := serveManifest{
-		RunID: runID, Status: "serving", StartedAt: started.UTC(),
+		RunID: runID, Status: StatusServing, StartedAt: started.UTC(),
 		CrabVersion: firstNonEmpty(build.Version, "dev"), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		CPUs: runtime.NumCPU(), Config: cfg.File, Concurrency: cfg.Concurrency, Timeout: cfg.Timeout, Retry: cfg.Retry,
 		PassRule: PassRule, Models: setup.Models, Arms: []stack.ArmSpec{setup.Arm},

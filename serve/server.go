@@ -230,7 +230,7 @@ func (s *Server) openRecords(setup *Setup, o Options) error {
 			return &ConfigError{File: cfg.File, Line: rc.line, Field: "records.dir", Msg: fmt.Sprintf("cannot write records to %s: %v", dir, err)}
 		}
 		o.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "crab_serve", Name: "records_errors_total",
-			Help: "Records that could not be written (a full or failing disk); the requests themselves were answered."},
+			Help: "Records lost: never written, because the disk refused them beyond what waits in memory (see the manifest's records_lost); the requests themselves were answered."},
 			func() float64 { return float64(s.recs.errors.Load()) }))
 	}
 	if setup.Candidate != nil && cfg.Shadow != nil {
@@ -308,7 +308,10 @@ func (s *Server) close() {
 func (s *Server) identify(w http.ResponseWriter, r *http.Request, reqID string) (Identity, keyHash, bool) {
 	if key, ok := bearer(r.Header.Get("Authorization")); ok {
 		if id, h, found := s.keys.Load().lookup(key); found {
-			MarkKeyed(r.Context())
+			if !MarkKeyed(r.Context(), h) {
+				s.refuseConn(w, r, reqID)
+				return Identity{}, keyHash{}, false
+			}
 			return id, h, true
 		}
 	}

@@ -3,6 +3,7 @@ package serve
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"net"
@@ -235,8 +236,8 @@ func TestNoClientStarves(t *testing.T) {
 func TestKeylessLimits(t *testing.T) {
 	t.Parallel()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("K") != "" {
-			MarkKeyed(r.Context())
+		if k := r.Header.Get("K"); k != "" {
+			MarkKeyed(r.Context(), sha256.Sum256([]byte(k)))
 		}
 		w.Write([]byte("ok"))
 	})

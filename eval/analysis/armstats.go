@@ -52,6 +52,11 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 		cacheFigures(t, a.CacheStats, b)
 	}
 	a.RouteStats = routeStats(t, recs, large)
+	if a.RouteStats != nil && !a.Measured(records.FigureQuality) {
+		// A misroute is judged by which model's answer passes: with no
+		// grading there is none to count (null, never 0/0/0).
+		a.RouteStats.Misroutes = nil
+	}
 	if a.Measured(records.FigureLoad) {
 		a.Load = loadStats(t, recs, b.buf)
 	}

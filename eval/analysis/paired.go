@@ -380,20 +380,12 @@ func guardrailRatios(_ *records.Symbols, p *Paired, walk func(pair func(b, c *re
 		}
 	}
 	n := len(bs.e2e)
-	p95 := func(x []float64, idx []int32, buf []float64) float64 {
-		buf = buf[:0]
-		for _, i := range idx {
-			buf = append(buf, x[i])
-		}
-		slices.Sort(buf)
-		return quantile.NearestRank(buf, 95)
-	}
-	buf := make([]float64, 0, n)
+	ce2e, be2e, cttft, bttft := newRankSelect(cs.e2e), newRankSelect(bs.e2e), newRankSelect(cs.ttft), newRankSelect(bs.ttft)
 	stat := []func(idx []int32) float64{
-		func(idx []int32) float64 { return p95(cs.e2e, idx, buf) / p95(bs.e2e, idx, buf) },
-		func(idx []int32) float64 { return p95(cs.ttft, idx, buf) / p95(bs.ttft, idx, buf) },
+		func(idx []int32) float64 { return ce2e.percentile(idx, 95) / be2e.percentile(idx, 95) },
+		func(idx []int32) float64 { return cttft.percentile(idx, 95) / bttft.percentile(idx, 95) },
 	}
-	measured := []bool{p95(bs.e2e, identity(n), buf) > 0, bs.ttftOK && cs.ttftOK}
+	measured := []bool{be2e.percentile(identity(n), 95) > 0, bs.ttftOK && cs.ttftOK}
 	out := []**Ratio{&p.P95Ratio, &p.TTFTP95Ratio}
 	for k := range stat {
 		if measured[k] {

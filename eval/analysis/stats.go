@@ -240,7 +240,7 @@ type RouteStats struct {
 	// RoutedLargeShare is the share of routed requests answered by the large
 	// model (see Options.LargeModels); left out when it cannot be told.
 	RoutedLargeShare *float64       `json:"routed_large_share,omitempty"`
-	Misroutes        map[string]int `json:"misroutes"` // under, over, hopeless → requests
+	Misroutes        map[string]int `json:"misroutes"` // under, over, hopeless → requests; nil (null) when quality is unmeasured
 	// ScorerFallbacks counts routed requests whose scorer failed, routed
 	// on the scorer's fallback score instead.
 	ScorerFallbacks int `json:"scorer_fallbacks,omitempty"`

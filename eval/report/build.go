@@ -190,7 +190,7 @@ func armsTable(s *analysis.Summary) *Table {
 			}
 		}
 		if hasRoute {
-			if r := a.RouteStats; r != nil {
+			if r := a.RouteStats; r != nil && r.Misroutes != nil {
 				row = append(row, figureCell(fmt.Sprintf("%d/%d/%d", r.Misroutes[records.MisrouteUnder], r.Misroutes[records.MisrouteOver], r.Misroutes[records.MisrouteHopeless])))
 			} else {
 				row = append(row, missing())
@@ -310,8 +310,12 @@ func routeTable(s *analysis.Summary) *Table {
 		if len(models) == 0 {
 			mc = missing()
 		}
-		t.add(textCell(a.Name), count(r.Routed), mc, pctP(r.RoutedLargeShare), count(r.Misroutes[records.MisrouteUnder]), count(r.Misroutes[records.MisrouteOver]),
-			count(r.Misroutes[records.MisrouteHopeless]), count(a.Escalated), cost(a.EscalationCost), count(a.Attempts), cost(a.ShadowCost))
+		under, over, hopeless := missing(), missing(), missing() // no grading, no misroutes
+		if r.Misroutes != nil {
+			under, over, hopeless = count(r.Misroutes[records.MisrouteUnder]), count(r.Misroutes[records.MisrouteOver]), count(r.Misroutes[records.MisrouteHopeless])
+		}
+		t.add(textCell(a.Name), count(r.Routed), mc, pctP(r.RoutedLargeShare), under, over, hopeless,
+			count(a.Escalated), cost(a.EscalationCost), count(a.Attempts), cost(a.ShadowCost))
 	}
 	if len(t.Rows) == 0 {
 		return nil

@@ -32,3 +32,22 @@ func Upper(x, n int, conf float64) float64 {
 
 // Upper95 is Upper(x, n, 0.95).
 func Upper95(x, n int) float64 { return Upper(x, n, 0.95) }
+
+// Interval returns the exact two-sided Clopper–Pearson interval, at level
+// conf, on the probability of an event seen x times in n trials: the ends
+// are the (1−conf)/2 and (1+conf)/2 quantiles of Beta(x, n−x+1) and
+// Beta(x+1, n−x), 0 and 1 where x is 0 or n. It returns NaN, NaN for
+// n <= 0, x outside [0, n] or a conf outside (0, 1).
+func Interval(x, n int, conf float64) (lo, hi float64) {
+	if !(conf > 0 && conf < 1) || n <= 0 || x < 0 || x > n {
+		return math.NaN(), math.NaN()
+	}
+	lo, hi = 0, 1
+	if x > 0 {
+		lo = mathext.InvRegIncBeta(float64(x), float64(n-x+1), (1-conf)/2)
+	}
+	if x < n {
+		hi = mathext.InvRegIncBeta(float64(x+1), float64(n-x), (1+conf)/2)
+	}
+	return lo, hi
+}

@@ -56,3 +56,32 @@ func cdf(x, n int, p float64) float64 {
 	}
 	return s
 }
+
+// Interval's ends are the Clopper–Pearson values (the p at which the
+// exact binomial tail is 2.5%), and the
+// upper end of x = 0 is the one-sided bound at half the error.
+func TestInterval(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		x, n   int
+		lo, hi float64
+	}{
+		{"five of 100", 5, 100, 0.016431, 0.112835},
+		{"zero of 1000", 0, 1000, 0, 0.0036821},
+		{"all of 10", 10, 10, 0.69150, 1},
+		{"50 of 1000", 50, 1000, 0.037335, 0.065390},
+	}
+	for _, tc := range tests {
+		lo, hi := Interval(tc.x, tc.n, 0.95)
+		if math.Abs(lo-tc.lo) > 1e-5 || math.Abs(hi-tc.hi) > 1e-5 {
+			t.Errorf("%s: Interval(%d, %d) = [%.6g, %.6g]; want [%.6g, %.6g]", tc.name, tc.x, tc.n, lo, hi, tc.lo, tc.hi)
+		}
+	}
+	if lo, hi := Interval(0, 0, 0.95); !math.IsNaN(lo) || !math.IsNaN(hi) {
+		t.Errorf("Interval(0, 0) = [%v, %v]; want NaN, NaN", lo, hi)
+	}
+	if got, want := func() float64 { _, hi := Interval(0, 87, 0.95); return hi }(), Upper(0, 87, 0.975); math.Abs(got-want) > 1e-12 {
+		t.Errorf("Interval(0, 87) upper %v; want Upper(0, 87, 0.975) = %v", got, want)
+	}
+}
