@@ -60,17 +60,21 @@ func TestSetMaskThenTruncate(t *testing.T) {
 	}
 }
 
-func TestSetRandom(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewSource(7))
-	const alpha = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_+/="
-	word := func(n int) string {
+// randomWords returns a maker of random words of n bytes of alpha.
+func randomWords(rng *rand.Rand, alpha string) func(n int) string {
+	return func(n int) string {
 		b := make([]byte, n)
 		for i := range b {
 			b[i] = alpha[rng.Intn(len(alpha))]
 		}
 		return string(b)
 	}
+}
+
+func TestSetRandom(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewSource(7))
+	word := randomWords(rng, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_+/=")
 	var secrets []string
 	for range 20 {
 		secrets = append(secrets, word(8+rng.Intn(40)))
@@ -151,14 +155,7 @@ func BenchmarkKnown(b *testing.B) {
 func TestFoundEveryOffset(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewSource(34))
-	const alpha = "abcdefghijklmnopqrstuvwxyz0123456789"
-	word := func(n int) string {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = alpha[rng.Intn(len(alpha))]
-		}
-		return string(b)
-	}
+	word := randomWords(rng, "abcdefghijklmnopqrstuvwxyz0123456789")
 	secrets := []string{word(40), word(9), word(8), "sk-" + word(30)}
 	s := redact.NewSet(secrets...)
 	for trial := range 2000 {
