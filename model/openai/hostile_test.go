@@ -240,3 +240,19 @@ func TestStreamLimitCountsWhatIsKept(t *testing.T) {
 		})
 	}
 }
+
+// TestCostMustBeFinite: tokens in range at prices near the largest float
+// make no infinite cost; the call fails instead.
+func TestCostMustBeFinite(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, completion("hi", `"stop"`, fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":1}`, MaxUsageTokens)))
+	}))
+	defer srv.Close()
+	b := newBackend(t, srv.URL, func(c *Config) { c.NoStream = true; c.PriceIn = 1e305 })
+	resp, err := b.Complete(context.Background(), &model.Request{TaskID: "t", Text: "q"})
+	if !errors.Is(err, ErrBadUsage) || resp.Usage.Cost != 0 {
+		t.Errorf("err %v, cost %v; want ErrBadUsage and no cost", err, resp.Usage.Cost)
+	}
+}

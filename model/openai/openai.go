@@ -304,6 +304,12 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 		return resp, fmt.Errorf("%w: %s: %w", model.ErrBackend, b.cfg.Name, err)
 	}
 	resp.Usage.Cost = float64(resp.Usage.TokensIn)*b.cfg.PriceIn + float64(resp.Usage.TokensOut)*b.cfg.PriceOut
+	if math.IsInf(resp.Usage.Cost, 0) {
+		// Prices near the largest float times tokens in range: no record
+		// or counter could hold the product.
+		resp.Content, resp.FinishReason, resp.Usage = "", "", model.Usage{}
+		return resp, fmt.Errorf("%w: %s: %w (its cost at the configured prices is not finite)", model.ErrBackend, b.cfg.Name, ErrBadUsage)
+	}
 	return resp, nil
 }
 
