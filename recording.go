@@ -14,6 +14,7 @@ import (
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/atomicfile"
+	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model/replay"
 	"github.com/crab-testbed/crab/outcomeimport"
 )
@@ -24,7 +25,9 @@ const recordingFile = "recording.jsonl"
 
 // startRecorder opens dir/recording.jsonl and makes every model call of
 // setup go into it, when the experiment asks to record; it returns nil
-// when recording is off.
+// when recording is off. Like every file of a run, the recording is
+// masked with every credential of the setup: an error text or an answer
+// that echoes one never reaches it.
 func startRecorder(dir string, setup *eval.Setup, runID string) (*replay.Recorder, error) {
 	if !setup.Exp.Record {
 		return nil, nil
@@ -33,7 +36,11 @@ func startRecorder(dir string, setup *eval.Setup, runID string) (*replay.Recorde
 	if err != nil {
 		return nil, err
 	}
-	rec, err := replay.NewRecorder(f, setup.RecordingHeader("crab run "+runID))
+	var w io.WriteCloser = f
+	if secrets := setup.Secrets(); secrets.Len() > 0 {
+		w = redact.WriteCloser(f, secrets)
+	}
+	rec, err := replay.NewRecorder(w, setup.RecordingHeader("crab run "+runID))
 	if err != nil {
 		f.Close()
 		return nil, err

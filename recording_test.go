@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -71,6 +72,16 @@ func TestRunRecordsAndReplays(t *testing.T) {
 		if a[i] != r[i] {
 			t.Errorf("arm %s: replay %+v; recorded run %+v", a[i].Name, r[i], a[i])
 		}
+	}
+	// A recording with a figure no call can have is refused before any
+	// request, naming the recording's line and field, not a records file.
+	rec, _ := os.ReadFile(filepath.Join(dir, "run1", "recording.jsonl"))
+	lines := strings.SplitAfter(string(rec), "\n")
+	lines[2] = regexp.MustCompile(`"cost":[0-9.e-]+`).ReplaceAllString(lines[2], `"cost":-0.5`)
+	os.WriteFile(filepath.Join(dir, "run1", "recording.jsonl"), []byte(strings.Join(lines, "")), 0o644)
+	code, _, errs := crab(t, "", "run", "-e", filepath.Join(dir, "rep.yaml"), "-o", filepath.Join(dir, "run3"), "-q")
+	if want := `recording.jsonl:3: field "cost": must not be negative, got -0.5`; code != 2 || !strings.Contains(errs, want) || strings.Contains(errs, "records.jsonl") {
+		t.Errorf("negative cost in the recording: exit %d, stderr %q; want 2 and %q", code, errs, want)
 	}
 }
 

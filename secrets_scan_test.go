@@ -93,14 +93,21 @@ func hostileUpstream(t *testing.T, s scanSecrets, failModels bool) *httptest.Ser
 			return
 		}
 		io.Copy(io.Discard, r.Body)
-		answer := func(content string) {
+		answerWith := func(content, finish string, in int) {
 			b, _ := json.Marshal(map[string]any{"id": "x", "object": "chat.completion", "model": "m",
-				"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": content}}},
-				"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5}})
+				"choices": []any{map[string]any{"index": 0, "finish_reason": finish, "message": map[string]any{"role": "assistant", "content": content}}},
+				"usage":   map[string]any{"prompt_tokens": in, "completion_tokens": 5}})
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(b)
 		}
-		switch n.Add(1) % 4 {
+		answer := func(content string) { answerWith(content, "stop", 10) }
+		switch i := n.Add(1); i % 6 {
+		case 4:
+			// The key, or another secret, as the finish reason.
+			answerWith(`{"answer":"fine"}`, []string{strings.TrimPrefix(auth, "Bearer "), s.all()[i%20]}[i%2], 10)
+		case 5:
+			// Usage out of range: negative, or larger than any model's.
+			answerWith(`{"answer":"fine"}`, "stop", []int{-int(i), 1 << 40}[i%2])
 		case 0:
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusUnauthorized)
@@ -162,7 +169,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 			fmt.Fprintf(&arms, "  - {name: a%d, model: m%d, cache: {key: full}}\n", i, i)
 		}
 		exp := filepath.Join(dir, "exp.yaml")
-		os.WriteFile(exp, []byte("name: scan\ntasks: tasks.jsonl\ncontract: c.json\narrival: {pattern: burst}\nshadow: false\nmodels:\n"+models+"arms:\n"+arms.String()), 0o644)
+		os.WriteFile(exp, []byte("name: scan\ntasks: tasks.jsonl\ncontract: c.json\narrival: {pattern: burst}\nshadow: false\nrecord: true\nmodels:\n"+models+"arms:\n"+arms.String()), 0o644)
 		out := filepath.Join(dir, "run")
 		code, stdout, stderr := crab(t, "", "run", "-e", exp, "-o", out)
 		if code != 0 {
@@ -179,8 +186,13 @@ func TestSecretsNeverLeave(t *testing.T) {
 			scan(f.Name(), b)
 		}
 		recs, _ := os.ReadFile(filepath.Join(out, "records.jsonl"))
-		if !bytes.Contains(recs, []byte("configured credential")) {
-			t.Error("records.jsonl: no request failed for an answer holding a credential; want some")
+		for _, want := range []string{"configured credential", "finish reason is not one", "usage report is out of range"} {
+			if !bytes.Contains(recs, []byte(want)) {
+				t.Errorf("records.jsonl: no request failed with %q; want some", want)
+			}
+		}
+		if rec, _ := os.ReadFile(filepath.Join(out, "recording.jsonl")); len(bytes.Split(rec, []byte("\n"))) < 12 {
+			t.Errorf("recording.jsonl holds %d bytes; want the calls recorded", len(rec))
 		}
 		// The preflight of an upstream that echoes the Authorization it got.
 		bad := hostileUpstream(t, s, true)

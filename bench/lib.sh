@@ -69,6 +69,15 @@ start_simserver() {
 	wait_http "$SIM_URL/models"
 }
 
+# bench_keys FILE writes a serve keys file with the one key the scripts
+# send, sk-bench.
+bench_keys() {
+	cat >"$1" <<'YAML'
+keys:
+  - {key: sk-bench, tenant: acme, permission: agent, lang: en, doc_version: v1}
+YAML
+}
+
 # cpu_ms PID prints the CPU time (user + system) PID has used so far, in ms.
 cpu_ms() {
 	awk -v hz="$(getconf CLK_TCK)" '{ printf "%d\n", ($14 + $15) * 1000 / hz }' "/proc/$1/stat"

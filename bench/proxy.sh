@@ -61,10 +61,7 @@ wait_http "http://127.0.0.1:$NGINX_PORT/v1/models"
 # crab serve: full scoped cache, contract checked (policy fail), upstream not streamed.
 SERVE_PORT=$(free_port)
 cp "$ROOT/fixtures/triage.schema.json" "$d/triage.schema.json"
-cat >"$d/keys.yaml" <<'YAML'
-keys:
-  - {key: sk-bench, tenant: acme, permission: agent, lang: en, doc_version: v1}
-YAML
+bench_keys "$d/keys.yaml"
 cat >"$d/serve.yaml" <<YAML
 keys: keys.yaml
 timeout: 10s

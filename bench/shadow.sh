@@ -20,10 +20,7 @@ need_vegeta
 start_simserver
 d=$WORK/shadow
 mkdir -p "$d"
-cat >"$d/keys.yaml" <<'YAML'
-keys:
-  - {key: sk-bench, tenant: acme, permission: agent, lang: en, doc_version: v1}
-YAML
+bench_keys "$d/keys.yaml"
 # serve_config NAME EXTRA writes $d/NAME.yaml: the same deployed arm, with
 # EXTRA appended.
 serve_config() {

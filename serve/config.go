@@ -21,6 +21,7 @@ import (
 	"github.com/crab-testbed/crab/internal/inputerr"
 	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/router"
 	"github.com/crab-testbed/crab/stack"
 )
@@ -61,6 +62,12 @@ type Config struct {
 	Keys string `yaml:"keys"`
 	// MaxBodyBytes bounds a request body; larger bodies get 413. Default 1 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxAnswerBytes bounds one upstream answer as it arrives (a body,
+	// or what crab keeps of a stream: see openai.Config.MaxAnswerBytes)
+	// and one embeddings answer; an answer that grows past it is the
+	// upstream's fault (502 upstream_error), so an upstream that never
+	// stops answering cannot exhaust serve's memory. Default 4 MiB.
+	MaxAnswerBytes int64 `yaml:"max_answer_bytes"`
 	// Timeout is the deadline of one request through the whole stack,
 	// retries and re-asks included. Default 60s.
 	Timeout stack.Duration `yaml:"timeout"`
@@ -400,6 +407,12 @@ func (c *Config) validate(root *yaml.Node) error {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = 1 << 20
+	}
+	if c.MaxAnswerBytes < 0 {
+		return bad("max_answer_bytes", []string{"max_answer_bytes"}, "must not be negative")
+	}
+	if c.MaxAnswerBytes == 0 {
+		c.MaxAnswerBytes = openai.DefaultMaxAnswerBytes
 	}
 	for _, d := range []struct {
 		name string

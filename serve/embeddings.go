@@ -2,6 +2,8 @@ package serve
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -66,7 +68,9 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("the request body is over the limit of %d bytes", s.cfg.MaxBodyBytes))
 		return
 	}
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, strings.TrimRight(e.BaseURL, "/")+"/embeddings", bytes.NewReader(body))
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout.Std())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(e.BaseURL, "/")+"/embeddings", bytes.NewReader(body))
 	if err != nil {
 		s.writeError(w, "", http.StatusBadGateway, openaiwire.ErrTypeServer, CodeUpstreamError, "", "the embeddings upstream failed")
 		return
@@ -77,19 +81,37 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.embedClient.Do(req)
 	if err != nil {
-		s.logf("embeddings: %s", s.mask(err.Error()))
+		s.logf("embeddings: %v", err)
 		s.writeError(w, "", http.StatusBadGateway, openaiwire.ErrTypeServer, CodeUpstreamError, "", "the embeddings upstream failed")
 		return
 	}
 	defer res.Body.Close()
 	if res.StatusCode >= 400 {
 		msg, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-		s.logf("embeddings: upstream HTTP %d: %s", res.StatusCode, s.mask(string(msg)))
+		s.logf("embeddings: upstream HTTP %d: %s", res.StatusCode, msg)
 		status, typ, code, text := upstreamAnswer(&openai.StatusError{Status: res.StatusCode, Backend: "embeddings"})
 		s.writeError(w, "", status, typ, code, "", text)
 		return
 	}
-	w.Header().Set("Content-Type", res.Header.Get("Content-Type"))
+	// The answer is read whole, within max_answer_bytes, and checked
+	// before any of it is sent: an upstream that never stops answering,
+	// or that echoes crab's credential, is the upstream's fault.
+	out, err := io.ReadAll(io.LimitReader(res.Body, s.cfg.MaxAnswerBytes+1))
+	switch {
+	case err != nil:
+		s.logf("embeddings: reading the answer: %v", err)
+	case int64(len(out)) > s.cfg.MaxAnswerBytes:
+		err = fmt.Errorf("the answer is over max_answer_bytes (%d)", s.cfg.MaxAnswerBytes)
+		s.logf("embeddings: %v", err)
+	case s.secrets.Found(string(out)):
+		err = errors.New("the answer holds a configured credential (withheld)")
+		s.logf("embeddings: %v", err)
+	}
+	if err != nil {
+		s.writeError(w, "", http.StatusBadGateway, openaiwire.ErrTypeServer, CodeUpstreamError, "", "the embeddings upstream failed")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(res.StatusCode)
-	io.Copy(w, res.Body)
+	w.Write(out)
 }

@@ -75,7 +75,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, reqID string, resp
 					rules = append(rules, r)
 				}
 			}
-			s.logf("request %s: contract violations: %s", reqID, s.mask(strings.Join(resp.Trace.Violations, "; ")))
+			s.logf("request %s: contract violations: %s", reqID, strings.Join(resp.Trace.Violations, "; "))
 		}
 		msg := "the answer does not meet the output contract"
 		if len(rules) > 0 {
@@ -83,7 +83,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, reqID string, resp
 		}
 		s.writeError(w, reqID, http.StatusBadGateway, openaiwire.ErrTypeServer, CodeContractViolation, "", msg)
 	case timedOut || errors.Is(err, context.DeadlineExceeded):
-		s.logf("request %s: %s", reqID, s.mask(err.Error()))
+		s.logf("request %s: %v", reqID, err)
 		s.writeError(w, reqID, http.StatusGatewayTimeout, openaiwire.ErrTypeServer, CodeTimeout, "",
 			fmt.Sprintf("no answer within %v", s.cfg.Timeout.Std()))
 	case r.Context().Err() != nil:
@@ -96,7 +96,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, reqID string, resp
 	case errors.Is(err, model.ErrUnknownModel):
 		s.writeError(w, reqID, http.StatusNotFound, openaiwire.ErrTypeNotFound, CodeModelNotFound, "model", "no such model")
 	default:
-		s.logf("request %s: %s", reqID, s.mask(err.Error()))
+		s.logf("request %s: %v", reqID, err)
 		s.writeError(w, reqID, http.StatusBadGateway, openaiwire.ErrTypeServer, CodeUpstreamError, "", "the upstream model failed")
 	}
 }
@@ -138,9 +138,11 @@ func (s *Server) refuseConn(w http.ResponseWriter, r *http.Request, reqID string
 // like a credential.
 func (s *Server) mask(text string) string { return s.secrets.String(text) }
 
-// logf writes a line to the server's log, if it has one.
+// logf writes a line to the server's log, if it has one: every line is
+// masked here, whatever its arguments hold, so no log line can carry a
+// configured credential.
 func (s *Server) logf(format string, args ...any) {
 	if s.log != nil {
-		s.log(format, args...)
+		s.log("%s", s.mask(fmt.Sprintf(format, args...)))
 	}
 }

@@ -19,7 +19,6 @@ type exchange struct {
 	w                *statusRecorder
 	r                *http.Request
 	req              *model.Request // nil until decoded
-	auto             bool           // the client asked for model auto
 	resp             *model.Response
 	err              error
 	info             *stack.Info
@@ -62,7 +61,7 @@ func (s *Server) finish(x *exchange) {
 		// After the client's answer is sent and recorded: the candidate's
 		// call never competes with it, and the deployed arm's record comes
 		// first in the records.
-		s.shadow.offer(x.req, x.auto, rec)
+		s.shadow.offer(x.req, rec)
 	}
 }
 
@@ -93,6 +92,16 @@ func (s *Server) liveRecord(arm string, seq int, taskID string, sc model.Scope, 
 		rec.Error = s.mask(err.Error())
 	}
 	records.Fill(&rec, resp)
+	// Every record serve writes is built here: its words from outside
+	// (the answer, the violations that quote it, the client's request id)
+	// are masked like the answers and the log, whatever file they go to.
+	rec.Output, rec.TaskID = s.secrets.Known(rec.Output), s.secrets.Known(rec.TaskID)
+	for i, v := range rec.Violations {
+		if m := s.secrets.Known(v); m != v {
+			rec.Violations = append([]string(nil), rec.Violations...) // the trace's own stays as it was
+			rec.Violations[i] = m
+		}
+	}
 	// Live traffic has no expected answer and no grader: the record says
 	// its quality was not measured, so it never passes (a report shows
 	// "-", a gate decides nothing on it). A hit served from another scope

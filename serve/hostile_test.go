@@ -486,28 +486,11 @@ func TestNoCredentialReachesClients(t *testing.T) {
 			conn.Close()
 		}
 	})
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte(testKeys), 0o644)
-	cfg := fmt.Sprintf("keys: keys.yaml\nmodels:\n  - {name: large, base_url: %q, api_key_env: CRAB_TEST_UPSTREAM_KEY, stream: false}\n"+
+	var log lockedLog
+	s, _ := loadServer(t, fmt.Sprintf("keys: keys.yaml\nmodels:\n  - {name: large, base_url: %q, api_key_env: CRAB_TEST_UPSTREAM_KEY, stream: false}\n"+
 		"  - {name: streamed, base_url: %q, api_key_env: CRAB_TEST_UPSTREAM_KEY}\n"+
-		"contract: {file: c.json}\n", url, url)
-	os.WriteFile(filepath.Join(dir, "c.json"), []byte(`{"type":"object","required":["ok"],"properties":{"ok":{"type":"boolean"}}}`), 0o644)
-	os.WriteFile(filepath.Join(dir, "serve.yaml"), []byte(cfg), 0o644)
-	setup, err := Load(filepath.Join(dir, "serve.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logMu sync.Mutex
-	var log strings.Builder
-	s, err := New(setup, Options{Registry: prometheus.NewRegistry(), Logf: func(format string, args ...any) {
-		logMu.Lock()
-		fmt.Fprintf(&log, format+"\n", args...)
-		logMu.Unlock()
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+		"contract: {file: c.json}\n", url, url),
+		map[string]string{"c.json": `{"type":"object","required":["ok"],"properties":{"ok":{"type":"boolean"}}}`}, nil, &log)
 	ps := httptest.NewServer(s)
 	t.Cleanup(ps.Close)
 
@@ -542,7 +525,7 @@ func TestNoCredentialReachesClients(t *testing.T) {
 		}
 	}
 	t.Logf("%d upstream faults, %d answers leaking a credential or upstream text; codes %v", 2*faults, leaks, codes)
-	logged := log.String()
+	logged := string(log.Bytes())
 	if strings.Contains(logged, key) || !strings.Contains(logged, "HTTP 401") || !strings.Contains(logged, "admin:***@") {
 		t.Errorf("log: want the upstream's status and masked words, never the key:\n%s", logged)
 	}

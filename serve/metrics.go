@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -61,6 +62,7 @@ type metrics struct {
 	upstreamErrors *prometheus.CounterVec // by status
 	tokens         *prometheus.CounterVec // by direction, model, tenant
 	cost           *prometheus.CounterVec // by model, tenant
+	panics         *prometheus.CounterVec // by where: request, shadow
 
 	// The same measurements under OpenTelemetry's GenAI semantic
 	// convention names (gen_ai.server.request.duration,
@@ -98,9 +100,10 @@ const (
 	ErrKindAuth      = "auth"      // a missing or unknown API key
 	ErrKindInvalid   = "invalid"   // a request crab cannot answer (400, 404, 405)
 	ErrKindCancelled = "cancelled" // the client left before the answer
+	ErrKindInternal  = "internal"  // crab failed (a recovered panic)
 )
 
-var errorKinds = []string{ErrKindContract, ErrKindUpstream, ErrKindTimeout, ErrKindLimit, ErrKindAuth, ErrKindInvalid, ErrKindCancelled}
+var errorKinds = []string{ErrKindContract, ErrKindUpstream, ErrKindTimeout, ErrKindLimit, ErrKindAuth, ErrKindInvalid, ErrKindCancelled, ErrKindInternal}
 
 // errorKind maps crab's error code to its kind.
 func errorKind(code string) string {
@@ -115,6 +118,8 @@ func errorKind(code string) string {
 		return ErrKindLimit
 	case CodeInvalidAPIKey:
 		return ErrKindAuth
+	case CodeInternal:
+		return ErrKindInternal
 	}
 	return ErrKindInvalid
 }
@@ -149,6 +154,24 @@ func (m *metrics) setTenants(tenants []string) {
 				m.e2e.WithLabelValues(c, mod, t)
 			}
 		}
+	}
+}
+
+// Where a recovered panic happened: the panics metric's label.
+const (
+	panicRequest = "request"
+	panicShadow  = "shadow"
+)
+
+var panicWheres = []string{panicRequest, panicShadow}
+
+// add adds v to c when it is a figure a counter can take: finite and not
+// negative. Figures reach the metrics from every backend, and a counter
+// panics on a negative one; the backends check what they report, and
+// this keeps a figure that slipped through from costing the process.
+func add(c prometheus.Counter, v float64) {
+	if v >= 0 && !math.IsInf(v, 1) {
+		c.Add(v)
 	}
 }
 
@@ -274,7 +297,7 @@ func newMetrics(reg prometheus.Registerer, models, tenants []string, build Build
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "requests_total",
 			Help: "Chat completion requests answered, by HTTP status code (499: the client left)."}, []string{"code"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "request_errors_total",
-			Help: "Chat completion requests not answered with 200, by kind: contract, upstream, timeout, limit, auth, invalid, cancelled."}, []string{"kind"}),
+			Help: "Chat completion requests not answered with 200, by kind: contract, upstream, timeout, limit, auth, invalid, cancelled, internal."}, []string{"kind"}),
 		e2e: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "e2e_request_latency_seconds",
 			Help: "Time from receiving a request to the end of its response, by cache status, answering model (none: no model answered) and tenant.", Buckets: LatencyBuckets}, []string{"cache", "model", "tenant"}),
 		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "time_to_first_token_seconds",
@@ -308,6 +331,12 @@ func newMetrics(reg prometheus.Registerer, models, tenants []string, build Build
 			Help: "Tokens billed by upstream models, every attempt, by direction (prompt, generation), model called and tenant."}, []string{"direction", "model", "tenant"}),
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cost_total",
 			Help: "Cost of the requests answered or failed, every attempt included (in the configured price units), by answering model and tenant: the sum of the records' cost."}, []string{"model", "tenant"}),
+	}
+	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "panics_total",
+		Help: "Panics recovered (and logged) without the process dying, by where: request (a request's handler; answered with 500) or shadow (a shadow worker; the mirrored request is dropped)."},
+		[]string{"where"})
+	for _, w := range panicWheres {
+		m.panics.WithLabelValues(w)
 	}
 	genai := prometheus.Labels{"gen_ai_operation_name": "chat"}
 	m.genaiDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "gen_ai_server_request_duration_seconds", ConstLabels: genai,
@@ -355,7 +384,7 @@ func newMetrics(reg prometheus.Registerer, models, tenants []string, build Build
 	m.setTenants(tenants)
 	for _, c := range []prometheus.Collector{m.inFlight, m.requests, m.errors, m.e2e, m.ttft, m.upstreamTTFT, m.queue, m.modelTime,
 		m.cacheHits, m.cacheMisses, m.cacheBypasses, m.scopeMismatch, m.leaks, m.routes, m.routeFallbacks, m.contractFails,
-		m.upstreamErrors, m.tokens, m.cost, m.genaiDuration, m.genaiTTFT, m.genaiTokens, buildInfo} {
+		m.upstreamErrors, m.tokens, m.cost, m.panics, m.genaiDuration, m.genaiTTFT, m.genaiTokens, buildInfo} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

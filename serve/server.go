@@ -164,7 +164,8 @@ func New(setup *Setup, o Options) (*Server, error) {
 		}
 	}
 	s.backends, err = stack.Backends(setup.Models, stack.BackendOptions{
-		Seed: setup.Seed, TimeScale: setup.TimeScale, MaxConns: cfg.Concurrency, HTTPClient: o.HTTPClient, Secrets: s.secrets,
+		Seed: setup.Seed, TimeScale: setup.TimeScale, MaxConns: cfg.Concurrency, MaxAnswerBytes: cfg.MaxAnswerBytes,
+		HTTPClient: o.HTTPClient, Secrets: s.secrets,
 		LookupEnv: func(env string) (string, bool) { v, ok := keys[env]; return v, ok },
 	})
 	if err != nil {
@@ -224,7 +225,7 @@ func (s *Server) openRecords(setup *Setup, o Options) error {
 	if rc := cfg.Records; rc != nil {
 		dir := recordsDir(cfg)
 		var err error
-		s.recs, err = openRecordLog(*rc, dir, newServeManifest(s.runID, setup, s.now(), o.Build), o.Logf)
+		s.recs, err = openRecordLog(*rc, dir, newServeManifest(s.runID, setup, s.now(), o.Build), s.logf)
 		if err != nil {
 			return &ConfigError{File: cfg.File, Line: rc.line, Field: "records.dir", Msg: fmt.Sprintf("cannot write records to %s: %v", dir, err)}
 		}
@@ -271,7 +272,11 @@ func (s *Server) acquire(h keyHash) (release func(), ok bool) {
 }
 
 // ServeHTTP routes a request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.routes.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	mw := &maskedResponse{ResponseWriter: w, secrets: s.secrets}
+	defer s.recoverPanic(mw, r)
+	s.routes.ServeHTTP(mw, r)
+}
 
 // Models lists the model names clients may ask for, "auto" last.
 func (s *Server) Models() []string { return append([]string(nil), s.names...) }
@@ -336,8 +341,8 @@ func (s *Server) observeUpstream(name string, next model.Model) model.Model {
 		resp, err := next.Complete(ctx, req)
 		if resp != nil {
 			tenant := s.m.tenantLabel(req.Scope.Tenant)
-			s.m.tokens.WithLabelValues("prompt", label, tenant).Add(float64(resp.Usage.TokensIn))
-			s.m.tokens.WithLabelValues("generation", label, tenant).Add(float64(resp.Usage.TokensOut))
+			add(s.m.tokens.WithLabelValues("prompt", label, tenant), float64(resp.Usage.TokensIn))
+			add(s.m.tokens.WithLabelValues("generation", label, tenant), float64(resp.Usage.TokensOut))
 			s.m.genaiTokens.WithLabelValues("input", label).Observe(float64(resp.Usage.TokensIn))
 			s.m.genaiTokens.WithLabelValues("output", label).Observe(float64(resp.Usage.TokensOut))
 		}
@@ -356,7 +361,6 @@ type call struct {
 	stream       bool
 	includeUsage bool
 	dropped      []string // parameters drop_params dropped
-	auto         bool     // the client asked for model auto
 }
 
 // chat answers POST /v1/chat/completions.
@@ -366,6 +370,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	defer s.m.inFlight.Dec()
 	w = x.w
 	defer s.finish(x)
+	// A panic is answered (500) before finish counts the request.
+	defer s.recoverPanic(w, r)
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		s.refuse(w, r, "", http.StatusMethodNotAllowed, openaiwire.ErrTypeInvalidRequest, "method_not_allowed", "", "use POST")
@@ -416,13 +422,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		s.logf("request %s: dropped parameters (drop_params): %s", reqID, dropped)
 	}
 	ctx, info := stack.WithInfo(r.Context())
-	x.req, x.info, x.auto = c.req, info, c.auto
+	x.req, x.info = c.req, info
 	x.resp, x.err = s.stack.Complete(ctx, c.req)
 	resp := x.resp
 	x.cacheLabel = s.observe(resp, info)
 	if resp != nil {
 		x.modelLabel = s.m.modelLabel(resp.Model)
-		s.m.cost.WithLabelValues(x.modelLabel, s.m.tenantLabel(id.Tenant)).Add(resp.Usage.Cost)
+		add(s.m.cost.WithLabelValues(x.modelLabel, s.m.tenantLabel(id.Tenant)), resp.Usage.Cost)
 	}
 	s.setHeaders(w.Header(), resp, x.err)
 	if x.err != nil {
@@ -527,8 +533,7 @@ func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, sta
 			req.Contract, req.ContractHash = schema, hex.EncodeToString(sum[:])
 		}
 	}
-	c = call{req: req, stream: creq.Stream, includeUsage: creq.StreamOptions != nil && creq.StreamOptions.IncludeUsage, dropped: dropped,
-		auto: creq.Model == AutoModel}
+	c = call{req: req, stream: creq.Stream, includeUsage: creq.StreamOptions != nil && creq.StreamOptions.IncludeUsage, dropped: dropped}
 	return c, 0, "", "", nil
 }
 

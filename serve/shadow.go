@@ -3,7 +3,9 @@ package serve
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -204,9 +206,12 @@ type ShadowStats struct {
 	DroppedQueueFull int64 `json:"dropped_queue_full"`
 	DroppedShutdown  int64 `json:"dropped_shutdown"`
 	// BudgetPaused were sampled while the budget of their window was
-	// spent, and not mirrored.
+	// spent, or held by the requests already mirrored and not yet
+	// answered, and not mirrored.
 	BudgetPaused int64        `json:"budget_paused"`
 	Budget       ShadowBudget `json:"budget"`
+	// Panics were mirrored requests dropped by a recovered panic.
+	Panics int64 `json:"panics,omitempty"`
 }
 
 // shadowJob is one mirrored request: the candidate's copy of the request
@@ -229,14 +234,22 @@ type shadow struct {
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
 
-	mu                  sync.Mutex
-	closed              bool
-	windowStart         time.Time
-	requests, tokens    int64
-	cost                float64
-	paused              bool
+	mu               sync.Mutex
+	closed           bool
+	windowStart      time.Time
+	requests, tokens int64
+	cost             float64
+	paused           bool
+	// pending are the mirrored requests admitted and not yet booked
+	// (queued or in flight); each holds a reservation of the most one
+	// mirrored request has cost so far (maxTokens, maxCost; 0 while no
+	// request has cost anything, and then only one may be pending).
+	pending             int64
+	maxTokens           int64
+	maxCost             float64
 	sent, full, closing atomic.Int64
 	budgetPaused        atomic.Int64
+	panics              atomic.Int64
 
 	mSent, mFull, mShutdown, mBudget, mCost prometheus.Counter
 	mPaused                                 prometheus.Gauge
@@ -272,7 +285,7 @@ func (s *Server) newShadow(setup *Setup, reg prometheus.Registerer) error {
 		rc = *cfg.Records
 	}
 	rc.Dir = dir
-	log, err := openRecordLog(rc, dir, m, s.log)
+	log, err := openRecordLog(rc, dir, m, s.logf)
 	if err != nil {
 		built.Close()
 		return &ConfigError{File: cfg.File, Line: sh.line, Field: "shadow.dir", Msg: fmt.Sprintf("cannot write shadow records to %s: %v", dir, err)}
@@ -299,7 +312,7 @@ func (x *shadow) metrics(reg prometheus.Registerer) {
 	x.mSent = c("sent_total", "Requests mirrored to the shadow arm and recorded with the deployed arm's record.")
 	x.mFull = c("dropped_queue_full_total", "Sampled requests dropped because the shadow queue was full (never waited for).")
 	x.mShutdown = c("dropped_shutdown_total", "Shadow requests queued or in flight when the server stopped; not recorded.")
-	x.mBudget = c("budget_paused_total", "Sampled requests not mirrored because the shadow budget of their window was spent.")
+	x.mBudget = c("budget_paused_total", "Sampled requests not mirrored because the shadow budget of their window was spent, or held by the mirrored requests not yet answered.")
 	x.mCost = c("cost_total", "Cost units the shadow arm spent, retries and re-asks included.")
 	x.mPaused = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "budget_paused",
 		Help: "1 while shadowing is paused because the budget of the current window is spent.", ConstLabels: prometheus.Labels{"arm": x.arm.Name}})
@@ -313,16 +326,17 @@ func (x *shadow) sampled(taskID string) bool {
 
 // offer mirrors a request if it is sampled, the budget allows and the
 // queue has room; it never waits.
-func (x *shadow) offer(req *model.Request, auto bool, base records.Record) {
+func (x *shadow) offer(req *model.Request, base records.Record) {
 	if !x.sampled(base.TaskID) {
 		return
 	}
 	r := *req // the client's request is the deployed arm's; the copy is the candidate's
-	if auto {
-		r.Model = ""
-		if x.arm.Router == nil {
-			r.Model = x.arm.Model
-		}
+	// The candidate calls the model it declares (its router's choice, or
+	// its model), whatever model the client named for the deployed arm:
+	// a model-swap candidate must be measured on its own model.
+	r.Model = ""
+	if x.arm.Router == nil {
+		r.Model = x.arm.Model
 	}
 	now := x.srv.now()
 	x.mu.Lock()
@@ -333,6 +347,7 @@ func (x *shadow) offer(req *model.Request, auto bool, base records.Record) {
 	select {
 	case x.jobs <- shadowJob{req: &r, base: base}:
 		x.requests++
+		x.pending++
 	default:
 		x.full.Add(1)
 		x.mFull.Inc()
@@ -353,7 +368,15 @@ func (x *shadow) admit(now time.Time) bool {
 	}
 	spent := (b.Requests > 0 && x.requests >= b.Requests) || (b.Tokens > 0 && x.tokens >= b.Tokens) || (b.Cost > 0 && x.cost >= b.Cost)
 	if !spent {
-		return true
+		if x.reserve() {
+			return true
+		}
+		// What is spent and what the pending requests may still spend
+		// leave no room for one more: not mirrored, and counted, but not
+		// a pause (the pending requests may cost less than reserved).
+		x.budgetPaused.Add(1)
+		x.mBudget.Inc()
+		return false
 	}
 	if !x.paused {
 		x.paused = true
@@ -366,13 +389,50 @@ func (x *shadow) admit(now time.Time) bool {
 	return false
 }
 
-// spend counts a candidate answer's tokens and cost against the budget.
+// reserve reports whether the tokens and cost budgets have room for one
+// more request beside what is spent and reserved by the pending ones;
+// x.mu is held. Each pending request reserves the most one request has
+// cost so far, so the budget is overrun by at most one request's cost
+// (unless a request costs more than every one before it); until a
+// request has cost anything, only one may be pending.
+func (x *shadow) reserve() bool {
+	b := x.cfg.Budget
+	if b.Tokens > 0 && (x.maxTokens == 0 && x.pending > 0 || x.tokens+x.pending*x.maxTokens >= b.Tokens) {
+		return false
+	}
+	if b.Cost > 0 && (x.maxCost == 0 && x.pending > 0 || x.cost+float64(x.pending)*x.maxCost >= b.Cost) {
+		return false
+	}
+	return true
+}
+
+// spend books a mirrored request's tokens and cost against the budget in
+// place of its reservation.
 func (x *shadow) spend(u model.Usage) {
+	tokens := int64(u.TokensIn) + int64(u.TokensOut)
+	cost := u.Cost
+	if tokens < 0 {
+		tokens = 0
+	}
+	if !(cost >= 0) || math.IsInf(cost, 1) {
+		cost = 0 // the backends check their figures; never book one no budget could hold
+	}
 	x.mu.Lock()
-	x.tokens += int64(u.TokensIn + u.TokensOut)
-	x.cost += u.Cost
+	x.pending--
+	x.tokens += tokens
+	x.cost += cost
+	x.maxTokens = max(x.maxTokens, tokens)
+	x.maxCost = max(x.maxCost, cost)
 	x.mu.Unlock()
-	x.mCost.Add(u.Cost)
+	add(x.mCost, cost)
+}
+
+// release gives back the reservation of a mirrored request that was
+// dropped before it spent anything.
+func (x *shadow) release() {
+	x.mu.Lock()
+	x.pending--
+	x.mu.Unlock()
 }
 
 func (x *shadow) work() {
@@ -389,8 +449,23 @@ func (x *shadow) work() {
 
 // run asks the candidate and writes the pair of records; a call cut by
 // the server stopping is dropped, not recorded as the candidate's failure.
+// A panic on the way drops the request, counted and logged: the worker
+// and the process go on.
 func (x *shadow) run(j shadowJob) {
 	s := x.srv
+	booked := false
+	defer func() {
+		v := recover()
+		if !booked {
+			x.release()
+		}
+		if v == nil {
+			return
+		}
+		x.panics.Add(1)
+		s.m.panics.WithLabelValues(panicShadow).Inc()
+		s.logf("shadow %s: panic on request %s (recovered; not mirrored): %v\n%s", x.arm.Name, j.base.TaskID, v, debug.Stack())
+	}()
 	ctx, info := stack.WithInfo(x.ctx)
 	start := s.now()
 	resp, err := x.built.Model.Complete(ctx, j.req)
@@ -400,9 +475,12 @@ func (x *shadow) run(j shadowJob) {
 		x.mShutdown.Inc()
 		return
 	}
+	var u model.Usage
 	if resp != nil {
-		x.spend(resp.Usage)
+		u = resp.Usage
 	}
+	booked = true
+	x.spend(u)
 	b := j.base
 	rec := s.liveRecord(x.arm.Name, b.Seq, b.TaskID, j.req.Scope, start, end, ctx, info, resp, err)
 	// serve sends an answer once it is complete and checked, so the first
@@ -425,6 +503,7 @@ func (x *shadow) Close(now time.Time) error {
 	for {
 		select {
 		case <-x.jobs:
+			x.release()
 			x.closing.Add(1)
 			x.mShutdown.Inc()
 			continue
@@ -441,6 +520,6 @@ func (x *shadow) Close(now time.Time) error {
 func (x *shadow) stats() ShadowStats {
 	return ShadowStats{
 		Arm: x.arm.Name, Share: x.cfg.Share, Sent: x.sent.Load(), DroppedQueueFull: x.full.Load(),
-		DroppedShutdown: x.closing.Load(), BudgetPaused: x.budgetPaused.Load(), Budget: x.cfg.Budget,
+		DroppedShutdown: x.closing.Load(), BudgetPaused: x.budgetPaused.Load(), Budget: x.cfg.Budget, Panics: x.panics.Load(),
 	}
 }

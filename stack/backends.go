@@ -25,6 +25,9 @@ type BackendOptions struct {
 	Nominal bool
 	// MaxConns sizes the keep-alive pool of every openai backend.
 	MaxConns int
+	// MaxAnswerBytes bounds one answer of every openai backend (see
+	// openai.Config.MaxAnswerBytes); 0 means the backend's default.
+	MaxAnswerBytes int64
 	// HTTPClient replaces the openai backends' client (tests); nil means
 	// a tuned transport per backend.
 	HTTPClient *http.Client
@@ -115,7 +118,7 @@ func backend(ms ModelSpec, i int, o BackendOptions, lookup func(string) (string,
 			Name: ms.Name, BaseURL: ms.BaseURL, Model: name, APIKey: key,
 			NoStream: ms.Stream != nil && !*ms.Stream, NoCrabHeaders: ms.CrabHeaders != nil && !*ms.CrabHeaders,
 			PriceIn: ms.PriceInPerMTok / 1e6, PriceOut: ms.PriceOutPerMTok / 1e6, MaxConns: o.MaxConns, HTTPClient: o.HTTPClient,
-			Secrets: o.Secrets,
+			Secrets: o.Secrets, MaxAnswerBytes: o.MaxAnswerBytes,
 		})
 		if err != nil {
 			return nil, bad(err)

@@ -2,6 +2,8 @@ package redact_test
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"math/rand"
 	"strings"
 	"testing"
@@ -58,17 +60,21 @@ func TestSetMaskThenTruncate(t *testing.T) {
 	}
 }
 
-func TestSetRandom(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewSource(7))
-	const alpha = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_+/="
-	word := func(n int) string {
+// randomWords returns a maker of random words of n bytes of alpha.
+func randomWords(rng *rand.Rand, alpha string) func(n int) string {
+	return func(n int) string {
 		b := make([]byte, n)
 		for i := range b {
 			b[i] = alpha[rng.Intn(len(alpha))]
 		}
 		return string(b)
 	}
+}
+
+func TestSetRandom(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewSource(7))
+	word := randomWords(rng, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_+/=")
 	var secrets []string
 	for range 20 {
 		secrets = append(secrets, word(8+rng.Intn(40)))
@@ -121,4 +127,47 @@ func FuzzSetString(f *testing.F) {
 			t.Errorf("String(%q) = %q keeps %q", text, got, l)
 		}
 	})
+}
+
+// BenchmarkKnown: scanning an answer that holds no secret, the common
+// case on serve's answer path, for a set of 1 and of 20 secrets.
+func BenchmarkKnown(b *testing.B) {
+	text := []byte(strings.Repeat(`{"choices":[{"index":0,"delta":{"content":"the answer is fine"}}]}`, 16))
+	for _, n := range []int{1, 20} {
+		var secrets []string
+		for i := range n {
+			secrets = append(secrets, fmt.Sprintf("sk-proj-%032d", i*7919))
+		}
+		s := redact.NewSet(secrets...)
+		b.Run(fmt.Sprintf("secrets=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(text)))
+			for range b.N {
+				redact.WriteKnown(io.Discard, s, text)
+			}
+		})
+	}
+}
+
+// TestFoundEveryOffset: a piece of Fragment bytes of a secret is found at
+// every offset of a text, whatever its alignment, and a text with no
+// piece is found clean (a naive scan agrees).
+func TestFoundEveryOffset(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewSource(34))
+	word := randomWords(rng, "abcdefghijklmnopqrstuvwxyz0123456789")
+	secrets := []string{word(40), word(9), word(8), "sk-" + word(30)}
+	s := redact.NewSet(secrets...)
+	for trial := range 2000 {
+		text := []byte(word(rng.Intn(64)))
+		k := secrets[rng.Intn(len(secrets))]
+		if trial%2 == 0 {
+			at, from := rng.Intn(len(text)+1), rng.Intn(len(k)-redact.Fragment+1)
+			n := redact.Fragment + rng.Intn(len(k)-from-redact.Fragment+1)
+			text = append(text[:at:at], append([]byte(k[from:from+n]), text[at:]...)...)
+		}
+		if got, want := s.Found(string(text)), leaked(string(text), secrets) != ""; got != want {
+			t.Fatalf("Found(%q) = %v; want %v", text, got, want)
+		}
+	}
 }

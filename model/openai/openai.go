@@ -21,6 +21,12 @@
 // real model's latency a codec of crab's own would save about 0.1% of a
 // call (docs/performance.md, "The OpenAI client's codec").
 //
+// An answer is checked before any of it is used (Backend.Complete): token
+// counts in range, a finish reason the protocol knows, no configured
+// credential in the content, and no more than Config.MaxAnswerBytes; an
+// answer that fails is the server's fault, an error wrapping
+// model.ErrBackend, and none of its figures count.
+//
 // The backend makes exactly one attempt per call; retries and re-asks are the
 // stack's job (model.Retry, the contract layer), and every attempt is
 // recorded in the trace they accumulate.
@@ -104,6 +110,15 @@ type Config struct {
 	// experiment's concurrency), or connections are re-opened under load.
 	// 0 means 64.
 	MaxConns int
+	// MaxAnswerBytes bounds one answer as it arrives: a non-streamed
+	// answer's body; a streamed answer's content, each line of the stream,
+	// and the lines that are neither events nor blank (the events' framing,
+	// most of a stream's bytes and none of it kept, does not count). An
+	// answer over it is the upstream's fault (ErrAnswerTooLarge), so a
+	// server that never stops answering costs a few times this much memory
+	// per call at most; one that streams empty events for ever is ended by
+	// the call's deadline. 0 means DefaultMaxAnswerBytes.
+	MaxAnswerBytes int64
 	// HTTPClient replaces the tuned default client (tests). Its Timeout
 	// should be zero: the deadline comes from each call's context.
 	HTTPClient *http.Client
@@ -147,7 +162,13 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = 64
 	}
-	if math.IsNaN(cfg.PriceIn) || math.IsNaN(cfg.PriceOut) || cfg.PriceIn < 0 || cfg.PriceOut < 0 {
+	if cfg.MaxAnswerBytes < 0 {
+		return nil, fmt.Errorf("%w: max_answer_bytes %d is negative", ErrConfig, cfg.MaxAnswerBytes)
+	}
+	if cfg.MaxAnswerBytes == 0 {
+		cfg.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
+	if math.IsNaN(cfg.PriceIn) || math.IsInf(cfg.PriceIn, 0) || math.IsInf(cfg.PriceOut, 0) || math.IsNaN(cfg.PriceOut) || cfg.PriceIn < 0 || cfg.PriceOut < 0 {
 		return nil, fmt.Errorf("%w: prices must not be negative", ErrConfig)
 	}
 	hc := cfg.HTTPClient
@@ -156,7 +177,7 @@ func New(cfg Config) (*Backend, error) {
 	}
 	oc := goopenai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	oc.HTTPClient = headerDoer{hc}
+	oc.HTTPClient = headerDoer{c: hc, max: cfg.MaxAnswerBytes}
 	b := &Backend{cfg: cfg, client: goopenai.NewClientWithConfig(oc), http: hc, now: cfg.Now,
 		secrets: cfg.Secrets.With(cfg.APIKey).WithURL(cfg.BaseURL)}
 	if b.now == nil {
@@ -209,7 +230,8 @@ func (b *Backend) Close() { b.http.CloseIdleConnections() }
 // time. Usage comes from the server's usage report (in a stream, the last
 // usage chunk, requested with stream_options.include_usage; a server that
 // repeats usage on every chunk is not summed) and is priced with the
-// configured prices; a server that reports no usage bills zero tokens.
+// configured prices; a server that reports no usage bills zero tokens, and
+// one whose report is out of range fails the call (ErrBadUsage).
 // Scope is req.Scope: the answer was built for the request's scope.
 //
 // A refusal (the message's refusal field, or finish reason
@@ -219,8 +241,10 @@ func (b *Backend) Close() { b.http.CloseIdleConnections() }
 // Errors: an HTTP error status returns a *StatusError (wrapping
 // model.ErrBackend) with the status, the server's message (credentials
 // masked, at most 512 bytes) and the Retry-After it asked for; a broken
-// connection or a stream that ends before its finish reason wraps
-// model.ErrBackend; when ctx ends first, ctx.Err() is returned. A failed
+// connection, a stream that ends before its finish reason, and an answer
+// that fails a check (ErrBadUsage, ErrBadFinish, ErrSecretInAnswer,
+// ErrAnswerTooLarge) wrap model.ErrBackend; when ctx ends first, ctx.Err()
+// is returned. A failed
 // call still returns a response carrying its trace.
 func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Response, error) {
 	if err := ctx.Err(); err != nil {
@@ -236,6 +260,8 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 		ctx = context.WithValue(ctx, headersKey{}, crabHeaders(req))
 	}
 	ctx = context.WithValue(ctx, retryAfterKey{}, &retryAfter)
+	var body answerBody
+	ctx = context.WithValue(ctx, answerKey{}, &body)
 	if len(extra) > 0 {
 		ctx = context.WithValue(ctx, extraKey{}, extra)
 	}
@@ -249,6 +275,10 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return resp, cerr
+		}
+		if body.tooLarge.Load() {
+			resp.Content = ""
+			return resp, fmt.Errorf("%w: %s: %w (%d bytes)", model.ErrBackend, b.cfg.Name, ErrAnswerTooLarge, b.cfg.MaxAnswerBytes)
 		}
 		var se *StatusError
 		if errors.As(err, &se) {
@@ -266,24 +296,76 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 		}
 		return resp, fmt.Errorf("%w: %s: %s", model.ErrBackend, b.cfg.Name, redact.Truncate(b.mask(err.Error()), maxErrorBody))
 	}
-	if b.secrets.Found(resp.Content) {
-		// An answer that holds a credential crab was given is the
-		// upstream's fault: it is neither served, stored nor recorded.
-		resp.Content = ""
-		return resp, fmt.Errorf("%w: %s: %w", model.ErrBackend, b.cfg.Name, ErrSecretInAnswer)
+	if err := b.check(resp); err != nil {
+		// An answer that breaks the protocol is the upstream's fault: it
+		// is neither served, stored nor recorded, and none of its figures
+		// are counted.
+		resp.Content, resp.FinishReason, resp.Usage = "", "", model.Usage{}
+		return resp, fmt.Errorf("%w: %s: %w", model.ErrBackend, b.cfg.Name, err)
 	}
 	resp.Usage.Cost = float64(resp.Usage.TokensIn)*b.cfg.PriceIn + float64(resp.Usage.TokensOut)*b.cfg.PriceOut
+	if math.IsInf(resp.Usage.Cost, 0) {
+		// Prices near the largest float times tokens in range: no record
+		// or counter could hold the product.
+		resp.Content, resp.FinishReason, resp.Usage = "", "", model.Usage{}
+		return resp, fmt.Errorf("%w: %s: %w (its cost at the configured prices is not finite)", model.ErrBackend, b.cfg.Name, ErrBadUsage)
+	}
 	return resp, nil
+}
+
+// DefaultMaxAnswerBytes is the default of Config.MaxAnswerBytes: some
+// million tokens of content, far more than any model's output budget,
+// and little enough that a few dozen endless answers at once cost a few
+// hundred MB.
+const DefaultMaxAnswerBytes = 4 << 20
+
+// MaxUsageTokens bounds each token count a server reports for one call:
+// a larger one is no model's, and would make a cost no budget can hold.
+const MaxUsageTokens = 1 << 27
+
+// Errors of answers that break the protocol; each is wrapped, with
+// model.ErrBackend, by the error of the call that got it.
+var (
+	// ErrSecretInAnswer: the answer holds a configured secret (or a piece
+	// of one of 8 bytes or more); the content is withheld.
+	ErrSecretInAnswer = errors.New("the answer holds a configured credential (content withheld)")
+	// ErrAnswerTooLarge: the answer grew past Config.MaxAnswerBytes.
+	ErrAnswerTooLarge = errors.New("the answer is over max_answer_bytes")
+	// ErrBadUsage: a token count of the usage report is negative or over
+	// MaxUsageTokens.
+	ErrBadUsage = errors.New("the usage report is out of range")
+	// ErrBadFinish: the finish reason is not one the protocol knows.
+	ErrBadFinish = errors.New("the finish reason is not one the protocol knows")
+)
+
+// check validates what a server said about a call before any of it is
+// used: token counts in [0, MaxUsageTokens], a known finish reason, and
+// no configured secret in the content.
+func (b *Backend) check(resp *model.Response) error {
+	u := resp.Usage
+	if u.TokensIn < 0 || u.TokensOut < 0 || u.TokensIn > MaxUsageTokens || u.TokensOut > MaxUsageTokens {
+		return fmt.Errorf("%w (prompt_tokens %d, completion_tokens %d)", ErrBadUsage, u.TokensIn, u.TokensOut)
+	}
+	if !knownFinish[resp.FinishReason] {
+		return fmt.Errorf("%w (%d bytes)", ErrBadFinish, len(resp.FinishReason))
+	}
+	if b.secrets.Found(resp.Content) {
+		return ErrSecretInAnswer
+	}
+	return nil
+}
+
+// knownFinish is every finish reason a call may end with, once
+// finishReason has mapped the wire's: "" for a non-streamed answer whose
+// finish_reason is null.
+var knownFinish = map[string]bool{
+	"": true, model.FinishStop: true, model.FinishLength: true, model.FinishRefusal: true,
+	string(goopenai.FinishReasonToolCalls): true, string(goopenai.FinishReasonFunctionCall): true,
 }
 
 // mask masks credentials in a server's text: every configured secret and
 // every credential pattern.
 func (b *Backend) mask(s string) string { return b.secrets.String(s) }
-
-// ErrSecretInAnswer is wrapped by the error of a call whose answer holds
-// a configured secret (or a piece of one of 8 bytes or more): the content
-// is withheld.
-var ErrSecretInAnswer = errors.New("the answer holds a configured credential (content withheld)")
 
 // request builds the chat completion request.
 func (b *Backend) request(req *model.Request) goopenai.ChatCompletionRequest {
@@ -393,6 +475,12 @@ func (b *Backend) stream(ctx context.Context, creq goopenai.ChatCompletionReques
 				}
 				content.WriteString(c.Delta.Content)
 				refusal.WriteString(c.Delta.Refusal)
+				if int64(content.Len()+refusal.Len()) > b.cfg.MaxAnswerBytes {
+					if a, ok := ctx.Value(answerKey{}).(*answerBody); ok {
+						a.tooLarge.Store(true)
+					}
+					return ErrAnswerTooLarge
+				}
 			}
 			if c.FinishReason != "" && c.FinishReason != goopenai.FinishReasonNull {
 				finish = c.FinishReason
@@ -416,13 +504,20 @@ func (b *Backend) stream(ctx context.Context, creq goopenai.ChatCompletionReques
 	return nil
 }
 
-// finishReason maps the wire's finish reason to crab's.
+// finishReason maps the wire's finish reason to crab's; the names some
+// servers use for the standard reasons (Hugging Face TGI's eos_token and
+// stop_sequence, Anthropic-style end_turn and max_tokens) are mapped to
+// them. What it returns is checked against knownFinish.
 func finishReason(f goopenai.FinishReason) string {
 	switch f {
 	case goopenai.FinishReasonContentFilter:
 		return model.FinishRefusal
 	case goopenai.FinishReasonNull:
 		return ""
+	case "eos", "eos_token", "stop_sequence", "end_turn":
+		return model.FinishStop
+	case "max_tokens":
+		return model.FinishLength
 	}
 	return string(f)
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -20,8 +21,12 @@ import (
 // headerDoer, since go-openai has no per-call headers.
 type headersKey struct{}
 
-// headerDoer adds the headers found in the request's context.
-type headerDoer struct{ c *http.Client }
+// headerDoer adds the headers found in the request's context, and bounds
+// what a successful answer's body may hold to max bytes.
+type headerDoer struct {
+	c   *http.Client
+	max int64
+}
 
 func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
 	if h, ok := r.Context().Value(headersKey{}).(http.Header); ok {
@@ -33,14 +38,109 @@ func (d headerDoer) Do(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	res, err := d.c.Do(r)
-	if err == nil && res.StatusCode >= http.StatusBadRequest {
+	if err != nil {
+		return res, err
+	}
+	if res.StatusCode >= http.StatusBadRequest {
 		boundErrorBody(res)
 		if w, ok := r.Context().Value(retryAfterKey{}).(*string); ok {
 			*w = res.Header.Get("Retry-After")
 		}
+		return res, nil
 	}
-	return res, err
+	st, _ := r.Context().Value(answerKey{}).(*answerBody)
+	if st == nil {
+		st = new(answerBody)
+	}
+	st.r, st.c, st.max = res.Body, res.Body, d.max
+	// go-openai parses what it asked for as an event stream, whatever
+	// the server says its answer is.
+	st.stream = r.Header.Get("Accept") == "text/event-stream"
+	res.Body = st
+	return res, nil
 }
+
+// answerKey carries an *answerBody through the context: the call learns
+// from it that its answer was cut at the limit, whatever error go-openai
+// made of the cut.
+type answerKey struct{}
+
+// answerBody is a successful answer's body, which fails once the answer
+// is over its limit, max bytes, so that a server that never stops
+// answering costs a bounded amount of memory. A non-streamed body is
+// held whole by the decoder: all of it counts. A stream is read line by
+// line and only its content is kept (the stream loop counts that): what
+// counts here is the length of each line (a line is held whole until it
+// ends) and the lines that are neither events nor blank (go-openai keeps
+// every one of them, for the error it may have to report). The events
+// themselves do not count: their framing is most of a stream's bytes and
+// none of it is kept.
+type answerBody struct {
+	r        io.Reader
+	c        io.Closer
+	max      int64
+	stream   bool
+	read     int64 // non-streamed: bytes so far
+	line     int64 // streamed: bytes of the line being read
+	lead     []byte
+	kept     int64 // streamed: bytes of lines that are neither events nor blank
+	tooLarge atomic.Bool
+}
+
+func (a *answerBody) Read(p []byte) (int, error) {
+	if a.tooLarge.Load() {
+		return 0, ErrAnswerTooLarge
+	}
+	if !a.stream && int64(len(p)) > a.max-a.read+1 {
+		p = p[:a.max-a.read+1] // one byte more than is left tells an answer over the limit
+	}
+	n, err := a.r.Read(p)
+	if a.stream {
+		a.scan(p[:n])
+	} else if a.read += int64(n); a.read > a.max {
+		a.tooLarge.Store(true)
+	}
+	if a.tooLarge.Load() {
+		return 0, ErrAnswerTooLarge
+	}
+	return n, err
+}
+
+// scan follows the lines of a stream through b.
+func (a *answerBody) scan(b []byte) {
+	const event = "data:"
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		part := b
+		if i >= 0 {
+			part = b[:i]
+		}
+		a.line += int64(len(part))
+		if len(a.lead) < len(event) {
+			if len(a.lead) == 0 {
+				part = bytes.TrimLeft(part, " \t\r")
+			}
+			a.lead = append(a.lead, part[:min(len(part), len(event)-len(a.lead))]...)
+		}
+		if a.line > a.max {
+			a.tooLarge.Store(true)
+			return
+		}
+		if i < 0 {
+			return
+		}
+		if len(a.lead) > 0 && string(a.lead) != event {
+			if a.kept += a.line; a.kept > a.max {
+				a.tooLarge.Store(true)
+				return
+			}
+		}
+		a.line, a.lead = 0, a.lead[:0]
+		b = b[i+1:]
+	}
+}
+
+func (a *answerBody) Close() error { return a.c.Close() }
 
 // retryAfterKey carries a *string through the context, where headerDoer
 // leaves an error answer's Retry-After header (go-openai's errors do not

@@ -90,6 +90,7 @@ type ids struct {
 	TaskID  string `json:"task_id"`
 	Seed    int64  `json:"seed"`
 	Attempt int    `json:"attempt"`
+	figures
 }
 
 func index(path string, f *os.File) (*Cassette, error) {
@@ -138,6 +139,9 @@ func index(path string, f *os.File) (*Cassette, error) {
 			}
 			if id.TaskID == "" {
 				return nil, &FileError{File: path, Line: line, Field: "task_id", Msg: "required"}
+			}
+			if field, msg := id.figures.check(); field != "" {
+				return nil, &FileError{File: path, Line: line, Field: field, Msg: msg}
 			}
 			th := hashOf(id.TaskID)
 			c.index = append(c.index, loc{call: hashOf(id.Model, id.Key), task: th, seed: id.Seed, off: off, n: uint32(n), attempt: int32(id.Attempt)})
