@@ -11,8 +11,8 @@
 //
 // Besides the standard body, every call carries crab's scope and call
 // identity in X-Crab-* headers (HeaderTenant, HeaderPermission, HeaderLang,
-// HeaderDocVersion, HeaderRequestID, HeaderAttempt, HeaderMode). Servers that
-// do not know them ignore them; crab's sim-server uses them to build an
+// HeaderDocVersion, HeaderRequestID, HeaderAttempt, HeaderMode,
+// HeaderCaller). Servers that do not know them ignore them; crab's sim-server uses them to build an
 // answer for the request's scope and to draw the same simulated luck as an
 // in-process simulated model would. Config.NoCrabHeaders turns them off,
 // e.g. for a hosted API that should not learn tenant names.
@@ -64,6 +64,7 @@ const (
 	HeaderRequestID  = "X-Crab-Request-Id"  // Request.TaskID: identifies the call
 	HeaderAttempt    = "X-Crab-Attempt"     // Request.Attempt: 0 first, counted up by retries and re-asks
 	HeaderMode       = "X-Crab-Mode"        // Request.Mode: full, short or over_short
+	HeaderCaller     = "X-Crab-Caller"      // Request.Caller: the arm that sends the call
 
 	// HeaderConfidence is a response header: the server's confidence in
 	// its answer, in (0,1] (model.Response.Confidence).

@@ -178,6 +178,7 @@ func setCrabHeaders(h http.Header, req *model.Request) {
 	set(HeaderDocVersion, req.Scope.DocVersion)
 	set(HeaderRequestID, req.TaskID)
 	set(HeaderMode, req.Mode)
+	set(HeaderCaller, req.Caller)
 	if req.Attempt != 0 {
 		set(HeaderAttempt, strconv.Itoa(req.Attempt))
 	}

@@ -109,8 +109,8 @@ type Server struct {
 
 // HeaderCaller names who sends a call (the arm of an experiment): calls of
 // two callers are two calls, each with its own draw of a varying answer,
-// and the call log keeps it.
-const HeaderCaller = "X-Crab-Caller"
+// and the call log keeps it. crab's OpenAI-compatible backend sends it.
+const HeaderCaller = openai.HeaderCaller
 
 // nonceCounter counts calls by identity. Only calls of varying tasks are
 // counted, so it holds one entry per distinct such call.
