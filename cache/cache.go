@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -195,6 +196,7 @@ type Cache struct {
 	getGen   GenerationGetter // the store's one-round-trip lookup, when it has one
 	bufs     sync.Pool        // *[]byte scratch buffers for key encodings
 	tags     *tagger
+	seen     [256]atomic.Pointer[seenEntry] // entries whose tag verified, by store key (see verified)
 	water    highWater
 	validate func(content, finishReason string) bool
 	// recheck is the check run again on a hit: validate when the tag does
@@ -310,7 +312,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 	if genErr == nil && found && e != nil && e.Response != nil {
 		now := c.now()
 		switch {
-		case !c.tags.verify(h, e):
+		case !c.verified(h, e):
 			c.st.untrusted.badTag.Add(1)
 		case c.ttl > 0 && now.Sub(e.Stored) >= c.ttl:
 			c.st.expired.Add(1)

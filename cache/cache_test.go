@@ -954,3 +954,49 @@ func TestContractBoundHits(t *testing.T) {
 		}
 	}
 }
+
+// TestSeenEntryBoundToItsKey: an in-process entry whose tag verified is
+// not verified again on its next hit, but only under the store key it was
+// tagged for: the same entry found under another key is a bad_tag miss
+// every time.
+func TestSeenEntryBoundToItsKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, err := NewRistretto(RistrettoConfig{NumCounters: 1 << 10, MaxCost: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c, err := New(Config{Fields: []string{PresetText}, TagKey: []byte("0123456789abcdef0123")}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack := model.Chain((&fakeNext{}).model(), c.Middleware())
+	own, other := scopeReq("own question", "acme", "agent", "en", "v1"), scopeReq("other question", "acme", "agent", "en", "v1")
+	for range 3 {
+		if _, err := stack.Complete(ctx, own); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, ok := store.Get(ctx, c.hash(c.Key().Encode(own)))
+	if !ok {
+		t.Fatal("the answer was not stored")
+	}
+	for i := range 3 {
+		if !store.Set(ctx, c.hash(c.Key().Encode(other)), e, 0) {
+			t.Fatal("Set = false; want true")
+		}
+		store.Wait()
+		before := c.Stats().Untrusted.BadTag
+		resp, err := stack.Complete(ctx, other)
+		if err != nil || resp.Trace.Cache != model.CacheMiss {
+			t.Fatalf("round %d: %v, %q; want a miss", i, err, resp.Trace.Cache)
+		}
+		if got := c.Stats().Untrusted.BadTag - before; got != 1 {
+			t.Errorf("round %d: %d bad tags; want 1", i, got)
+		}
+		if resp, err := stack.Complete(ctx, own); err != nil || resp.Trace.Cache != model.CacheHit {
+			t.Fatalf("round %d: own question %v, %q; want a hit", i, err, resp.Trace.Cache)
+		}
+	}
+}

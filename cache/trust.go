@@ -122,6 +122,30 @@ func (t *tagger) putBuf(bp *[]byte) {
 	}
 }
 
+// verified reports whether e's tag verifies. An in-process store hands
+// out the very entry it was given, again on every hit: the entry whose tag
+// verified last under a store key is remembered (held, so its address is
+// never another entry's), and that same object is not verified again. A
+// store that decodes a fresh entry on every lookup (Redis) gets the tag
+// checked every time.
+func (c *Cache) verified(h uint64, e *Entry) bool {
+	slot := &c.seen[h%uint64(len(c.seen))]
+	if s := slot.Load(); s != nil && s.e == e && s.h == h {
+		return true
+	}
+	if !c.tags.verify(h, e) {
+		return false
+	}
+	slot.Store(&seenEntry{h: h, e: e})
+	return true
+}
+
+// seenEntry is an entry whose tag verified under store key h.
+type seenEntry struct {
+	h uint64
+	e *Entry
+}
+
 // servable reports whether a stored answer is one the cache would store
 // now: finished and non-empty, and valid under the contract. An entry
 // whose tag verified was checked against the contract in force when it
