@@ -900,11 +900,7 @@ func TestCacheIgnoresOtherLayersTrace(t *testing.T) {
 func TestContractBoundHits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, err := NewRistretto(RistrettoConfig{NumCounters: 1 << 10, MaxCost: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := smallRistretto(t)
 	secret := []byte("0123456789abcdef0123")
 	var checks atomic.Int64
 	valid := func(content, _ string) bool { checks.Add(1); return content != "NOT JSON" }
@@ -962,11 +958,7 @@ func TestContractBoundHits(t *testing.T) {
 func TestSeenEntryBoundToItsKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, err := NewRistretto(RistrettoConfig{NumCounters: 1 << 10, MaxCost: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := smallRistretto(t)
 	c, err := New(Config{Fields: []string{PresetText}, TagKey: []byte("0123456789abcdef0123")}, store)
 	if err != nil {
 		t.Fatal(err)
@@ -999,4 +991,15 @@ func TestSeenEntryBoundToItsKey(t *testing.T) {
 			t.Fatalf("round %d: own question %v, %q; want a hit", i, err, resp.Trace.Cache)
 		}
 	}
+}
+
+// smallRistretto is a small in-process store, closed with the test.
+func smallRistretto(t *testing.T) *Ristretto {
+	t.Helper()
+	store, err := NewRistretto(RistrettoConfig{NumCounters: 1 << 10, MaxCost: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	return store
 }
