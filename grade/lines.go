@@ -161,12 +161,14 @@ func (c *Command) exchange(ctx context.Context, w *lineWorker, line []byte, id s
 	if werr == nil {
 		got, over, rerr = readLine(w.out, maxCommandOutput)
 	}
-	killed()
+	// Unless stopping the kill here prevented it, the process was killed
+	// (what it printed in the meantime is not trusted).
+	alive := killed()
 	switch {
-	case cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil:
-		return verdict{err: fmt.Sprintf("command: timed out after %s", c.timeout)}, false
-	case ctx.Err() != nil:
+	case !alive && ctx.Err() != nil:
 		return verdict{err: "command: cancelled: " + ctx.Err().Error()}, false
+	case !alive:
+		return verdict{err: fmt.Sprintf("command: timed out after %s", c.timeout)}, false
 	case over:
 		return verdict{err: fmt.Sprintf("command: printed more than %d bytes on one line", maxCommandOutput)}, false
 	case werr != nil || rerr != nil:

@@ -169,3 +169,24 @@ func TestProtocolConfig(t *testing.T) {
 		t.Error("the same identity for protocol once and lines")
 	}
 }
+
+// TestLineProtocolCancel: a grade cancelled while the process works on it
+// is a grading error, the process goes with everything it started, and
+// the next answer is graded by a fresh one.
+func TestLineProtocolCancel(t *testing.T) {
+	t.Parallel()
+	_, g, path := lineCommand(t, time.Minute, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	res := g.Grade(ctx, Input{Plan: &Plan{}, Task: map[string]any{"id": "t1"}, Content: `{"v":"hang"}`, External: true})
+	if res.Error != "command: cancelled: context canceled" || res.Correct {
+		t.Fatalf("correct %v, error %q; want a cancelled grading error", res.Correct, res.Error)
+	}
+	waitGone(t, path+".child")
+	if res := gradeV(g, "ok"); res.Error != "" || !res.Correct {
+		t.Errorf("after a cancelled grade: correct %v, error %q; want a pass", res.Correct, res.Error)
+	}
+	if n := starts(t, path); n != 2 {
+		t.Errorf("%d processes started; want 2", n)
+	}
+}
