@@ -91,20 +91,8 @@ done
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "run")
-	code, stdout, errs := crab(t, "", "run", "-e", exp, "-o", out, "-q")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	raw, err := os.ReadFile(filepath.Join(out, "records.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	passed := 0
-	for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
-		var r records.Record
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range runRecords(t, exp, out) {
 		if r.GradeError != "" {
 			t.Fatalf("record %s/%s: grade_error %q", r.Arm, r.TaskID, r.GradeError)
 		}
@@ -119,7 +107,11 @@ done
 	if n := strings.Count(string(starts), "start"); passed < 10 || n < 1 || n > 2 {
 		t.Errorf("%d passes from %d processes; want some from at most 2", passed, n)
 	}
-	if !strings.Contains(stdout, "(timeout 30s, one process per worker, one answer per line)") {
-		t.Errorf("the report does not state the protocol:\n%s", stdout)
+	manifest, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(manifest), "(timeout 30s, one process per worker, one answer per line)") {
+		t.Errorf("the manifest's pass rule does not state the protocol:\n%s", manifest)
 	}
 }
