@@ -19,21 +19,7 @@ func TestHasIDShortcuts(t *testing.T) {
 	}
 	fs := s.(*FeatureScorer)
 	windows := func(text string) bool { // hasID without its shortcuts
-		for i := 0; i < len(text); {
-			if text[i] < '0' || text[i] > '9' {
-				i++
-				continue
-			}
-			j := i
-			for j < len(text) && text[j] >= '0' && text[j] <= '9' {
-				j++
-			}
-			if fs.ids.MatchString(text[max(0, i-idWindow):j]) {
-				return true
-			}
-			i = j
-		}
-		return false
+		return anyDigitRun(text, func(i, j int) bool { return fs.ids.MatchString(text[max(0, i-idWindow):j]) })
 	}
 	pieces := []string{"#", "# ", "#\t", " ", "-", "INV", "ab", "order", "Nr.", "number ", ": ", "订单", "号", "x",
 		"1", "12", "123", "1234", "12345", "123456", "refund", "\n", "é"}
