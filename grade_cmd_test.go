@@ -70,3 +70,48 @@ func TestRunGradeCommandErrors(t *testing.T) {
 		t.Errorf("the report does not state the pass rule with the command:\n%s", stdout)
 	}
 }
+
+// A grading command with protocol lines grades every answer of a run from
+// a few kept processes: one verdict per line, matched by id.
+func TestRunGradeCommandLines(t *testing.T) {
+	t.Parallel()
+	dir, _ := quickDir(t)
+	exp := filepath.Join(dir, "graded.yaml")
+	script := `echo start >> "$0.starts"
+while IFS= read -r line; do
+  id=${line#'{"id":'}; id=${id%%,*}
+  echo "{\"id\": $id, \"pass\": true, \"reason\": \"kept\"}"
+done
+`
+	if err := os.WriteFile(filepath.Join(dir, "grade.sh"), []byte("#!/bin/sh\n"+script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := quickExperiment + "grade:\n  command: {run: [./grade.sh], protocol: lines, concurrency: 2, timeout: 30s}\n"
+	if err := os.WriteFile(exp, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	passed := 0
+	for _, r := range runRecords(t, exp, out) {
+		if r.GradeError != "" {
+			t.Fatalf("record %s/%s: grade_error %q", r.Arm, r.TaskID, r.GradeError)
+		}
+		if r.Pass {
+			passed++
+		}
+	}
+	starts, err := os.ReadFile(filepath.Join(dir, "grade.sh.starts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(starts), "start"); passed < 10 || n < 1 || n > 2 {
+		t.Errorf("%d passes from %d processes; want some from at most 2", passed, n)
+	}
+	manifest, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(manifest), "(timeout 30s, one process per worker, one answer per line)") {
+		t.Errorf("the manifest's pass rule does not state the protocol:\n%s", manifest)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -139,9 +140,17 @@ type Config struct {
 	Namespace string
 	// Validate, when set, is the contract's check (true when the content
 	// and finish reason meet it): a miss's answer that fails it is not
-	// stored, and a stored answer is checked again on every hit, one that
-	// fails being a miss (Stats.Untrusted.Contract).
+	// stored.
 	Validate func(content, finishReason string) bool
+	// Contract identifies the contract Validate checks (its hash). It is
+	// covered by the tag, so an entry verifies only under the contract it
+	// was checked against when stored: a hit whose tag verifies is known
+	// valid under the contract in force and is not validated again, and an
+	// entry stored under another contract (or none) is a bad_tag miss.
+	// Empty while Validate is set: the contract is not bound into the tag,
+	// so every hit is validated again instead, one that fails being a miss
+	// (Stats.Untrusted.Contract).
+	Contract string
 }
 
 // Cache is the cache layer of a stack. Build it with New, put
@@ -187,9 +196,13 @@ type Cache struct {
 	getGen   GenerationGetter // the store's one-round-trip lookup, when it has one
 	bufs     sync.Pool        // *[]byte scratch buffers for key encodings
 	tags     *tagger
+	seen     [256]atomic.Pointer[seenEntry] // entries whose tag verified, by store key (see verified)
 	water    highWater
 	validate func(content, finishReason string) bool
-	st       counters
+	// recheck is the check run again on a hit: validate when the tag does
+	// not bind the contract, else nil.
+	recheck func(content, finishReason string) bool
+	st      counters
 }
 
 // GenerationGetter is the fast path of a store that keeps Generations: it
@@ -219,12 +232,15 @@ func New(cfg Config, store Store) (*Cache, error) {
 	if n := len(cfg.TagKey); n > 0 && n < TagKeyBytes {
 		return nil, fmt.Errorf("%w: tag key of %d bytes, want at least %d", ErrBadConfig, n, TagKeyBytes)
 	}
-	tags, err := newTagger(cfg.TagKey, cfg.Namespace)
+	tags, err := newTagger(cfg.TagKey, cfg.Namespace, cfg.Contract)
 	if err != nil {
 		return nil, err
 	}
 	c := &Cache{spec: spec, ttl: cfg.TTL, check: cfg.CheckOnHit, noWait: cfg.NoWait, now: cfg.Now, hash: cfg.Hash, store: store,
 		tags: tags, validate: cfg.Validate}
+	if cfg.Contract == "" {
+		c.recheck = cfg.Validate
+	}
 	if g, ok := store.(Generations); ok {
 		c.gens = g
 		c.getGen, _ = store.(GenerationGetter)
@@ -296,7 +312,7 @@ func (c *Cache) complete(ctx context.Context, next model.Model, req *model.Reque
 	if genErr == nil && found && e != nil && e.Response != nil {
 		now := c.now()
 		switch {
-		case !c.tags.verify(h, e):
+		case !c.verified(h, e):
 			c.st.untrusted.badTag.Add(1)
 		case c.ttl > 0 && now.Sub(e.Stored) >= c.ttl:
 			c.st.expired.Add(1)

@@ -513,6 +513,10 @@ func TestUnvouchedEntriesMiss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bound, err := New(Config{Fields: []string{PresetText}, TagKey: secret, Validate: valid, Contract: "contract v1"}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name  string
 		edit  func(e *Entry)
@@ -525,6 +529,7 @@ func TestUnvouchedEntriesMiss(t *testing.T) {
 		{"flagged failing", func(e *Entry) { e.Response.Trace.Validated, e.Response.Trace.ContractOK = true, false }, c, UntrustedCounts{Contract: 1}},
 		{"truncated", func(e *Entry) { e.Response.FinishReason = "length" }, c, UntrustedCounts{Contract: 1}},
 		{"not valid", func(e *Entry) { e.Response.Content = "NOT JSON" }, c, UntrustedCounts{Contract: 1}},
+		{"under a contract", func(*Entry) {}, bound, UntrustedCounts{BadTag: 1}},
 	}
 	for i, tc := range tests {
 		req := scopeReq(fmt.Sprintf("q%d", i), "acme", "agent", "en", "v1")
@@ -886,4 +891,115 @@ func TestCacheIgnoresOtherLayersTrace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestContractBoundHits checks what binding the contract into the tag
+// buys and keeps: a hit whose tag verifies is served without running the
+// contract's check again, and an entry stored under another contract, or
+// under none, never verifies, whatever its content.
+func TestContractBoundHits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := smallRistretto(t)
+	secret := []byte("0123456789abcdef0123")
+	var checks atomic.Int64
+	valid := func(content, _ string) bool { checks.Add(1); return content != "NOT JSON" }
+	newCache := func(contract string) *Cache {
+		c, err := New(Config{Fields: []string{PresetText}, TagKey: secret, Validate: valid, Contract: contract}, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	v1, v2, unbound := newCache("contract v1"), newCache("contract v2"), newCache("")
+	stack := model.Chain((&fakeNext{}).model(), v2.Middleware())
+	req := scopeReq("a question", "acme", "agent", "en", "v1")
+	for i := range 4 {
+		resp, err := stack.Complete(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := model.CacheHit
+		if i == 0 {
+			want = model.CacheMiss
+		}
+		if resp.Trace.Cache != want {
+			t.Fatalf("call %d: cache %q; want %q", i, resp.Trace.Cache, want)
+		}
+	}
+	if n := checks.Load(); n != 1 {
+		t.Errorf("contract checked %d times over a miss and 3 hits; want once, when stored", n)
+	}
+	for _, tagBy := range []*Cache{v1, unbound} {
+		other := scopeReq("another question", "acme", "agent", "en", "v1")
+		key := v2.Key().Encode(other)
+		h := v2.hash(key)
+		e := &Entry{Key: key, Scope: other.Scope, Conversation: ConversationOf(other), Response: goodResponse(other), Stored: time.Now()}
+		e.Tag = tagBy.tags.tag(h, e)
+		if !store.Set(ctx, h, e, 0) {
+			t.Fatal("Set = false; want true")
+		}
+		store.Wait()
+		before := v2.Stats().Untrusted.BadTag
+		resp, err := model.Chain((&fakeNext{}).model(), v2.Middleware()).Complete(ctx, other)
+		if err != nil || resp.Trace.Cache != model.CacheMiss {
+			t.Errorf("entry tagged under contract %q: %v, %q; want a miss", tagBy.tags.ns, err, resp.Trace.Cache)
+		}
+		if got := v2.Stats().Untrusted.BadTag - before; got != 1 {
+			t.Errorf("entry tagged under contract %q: %d bad tags; want 1", tagBy.tags.ns, got)
+		}
+	}
+}
+
+// TestSeenEntryBoundToItsKey: an in-process entry whose tag verified is
+// not verified again on its next hit, but only under the store key it was
+// tagged for: the same entry found under another key is a bad_tag miss
+// every time.
+func TestSeenEntryBoundToItsKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := smallRistretto(t)
+	c, err := New(Config{Fields: []string{PresetText}, TagKey: []byte("0123456789abcdef0123")}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack := model.Chain((&fakeNext{}).model(), c.Middleware())
+	own, other := scopeReq("own question", "acme", "agent", "en", "v1"), scopeReq("other question", "acme", "agent", "en", "v1")
+	for range 3 {
+		if _, err := stack.Complete(ctx, own); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, ok := store.Get(ctx, c.hash(c.Key().Encode(own)))
+	if !ok {
+		t.Fatal("the answer was not stored")
+	}
+	for i := range 3 {
+		if !store.Set(ctx, c.hash(c.Key().Encode(other)), e, 0) {
+			t.Fatal("Set = false; want true")
+		}
+		store.Wait()
+		before := c.Stats().Untrusted.BadTag
+		resp, err := stack.Complete(ctx, other)
+		if err != nil || resp.Trace.Cache != model.CacheMiss {
+			t.Fatalf("round %d: %v, %q; want a miss", i, err, resp.Trace.Cache)
+		}
+		if got := c.Stats().Untrusted.BadTag - before; got != 1 {
+			t.Errorf("round %d: %d bad tags; want 1", i, got)
+		}
+		if resp, err := stack.Complete(ctx, own); err != nil || resp.Trace.Cache != model.CacheHit {
+			t.Fatalf("round %d: own question %v, %q; want a hit", i, err, resp.Trace.Cache)
+		}
+	}
+}
+
+// smallRistretto is a small in-process store, closed with the test.
+func smallRistretto(t *testing.T) *Ristretto {
+	t.Helper()
+	store, err := NewRistretto(RistrettoConfig{NumCounters: 1 << 10, MaxCost: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	return store
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -19,11 +20,13 @@ const TagKeyBytes = 16
 // A cache serves an entry only when it can vouch for it: the entry's
 // integrity tag verifies under the cache's secret (so nothing written
 // into a shared store by anyone else — by hand, by another deployment, by
-// a process with another secret — is served), the scope's invalidation
-// counter has not gone back (a store restored from an older snapshot),
-// and the stored answer is still one the cache would store (finished,
-// non-empty, passing the contract when one is given). Anything else is a
-// miss counted in Stats.Untrusted by reason.
+// a process with another secret — is served, and nothing stored under
+// another contract either: the tag binds Config.Contract), the scope's
+// invalidation counter has not gone back (a store restored from an older
+// snapshot), and the stored answer is still one the cache would store
+// (finished, non-empty, not recorded as failing; validated again only
+// when the tag binds no contract). Anything else is a miss counted in
+// Stats.Untrusted by reason.
 
 // UntrustedCounts counts entries found but not served because the cache
 // could not vouch for them, by reason.
@@ -37,7 +40,7 @@ type UntrustedCounts struct {
 	RolledBack uint64 `json:"rolled_back"`
 	// Contract: the stored answer would not be stored today: truncated,
 	// refused, empty, flagged as failing, or failing the contract when
-	// validated again.
+	// validated again (only when the tag binds no contract).
 	Contract uint64 `json:"contract"`
 }
 
@@ -51,7 +54,8 @@ func (u *untrustedCounters) load() UntrustedCounts {
 }
 
 // tagger computes entry tags: HMAC-SHA256 under the cache's secret over
-// the namespace, the store key and the entry's encoding (full key, scope,
+// the namespace, the contract's identity, the store key and the entry's
+// encoding (full key, scope,
 // conversation, generation, time stored, content, model, finish reason,
 // usage, provenance, contract flags and violations).
 type tagger struct {
@@ -60,7 +64,7 @@ type tagger struct {
 	bufs sync.Pool // *[]byte
 }
 
-func newTagger(key []byte, namespace string) (*tagger, error) {
+func newTagger(key []byte, namespace, contract string) (*tagger, error) {
 	if len(key) == 0 {
 		key = make([]byte, 32)
 		if _, err := rand.Read(key); err != nil {
@@ -68,46 +72,91 @@ func newTagger(key []byte, namespace string) (*tagger, error) {
 		}
 	}
 	key = append([]byte(nil), key...)
-	t := &tagger{ns: []byte(namespace)}
+	// The namespace and the contract are length-prefixed, so no pair of
+	// them encodes like another.
+	ns := binary.AppendUvarint(nil, uint64(len(namespace)))
+	ns = append(ns, namespace...)
+	ns = binary.AppendUvarint(ns, uint64(len(contract)))
+	ns = append(ns, contract...)
+	t := &tagger{ns: ns}
 	t.macs.New = func() any { return hmac.New(sha256.New, key) }
 	t.bufs.New = func() any { b := make([]byte, 0, 1024); return &b }
 	return t, nil
 }
 
-func (t *tagger) tag(h uint64, e *Entry) []byte { return t.appendTag(nil, h, e) }
-
-// appendTag appends e's tag to dst.
-func (t *tagger) appendTag(dst []byte, h uint64, e *Entry) []byte {
-	mac := t.macs.Get().(hash.Hash)
+func (t *tagger) tag(h uint64, e *Entry) []byte {
 	bp := t.bufs.Get().(*[]byte)
-	b := binary.AppendUvarint((*bp)[:0], uint64(len(t.ns)))
-	b = append(b, t.ns...)
-	b = binary.LittleEndian.AppendUint64(b, h)
-	b = appendEntryBody(b, e)
-	mac.Reset()
-	mac.Write(b)
-	sum := mac.Sum(dst)
-	*bp = b
-	if cap(b) <= 64<<10 {
-		t.bufs.Put(bp)
-	}
-	t.macs.Put(mac)
+	sum := bytes.Clone(t.sum(bp, h, e))
+	t.putBuf(bp)
 	return sum
 }
 
 func (t *tagger) verify(h uint64, e *Entry) bool {
-	var buf [sha256.Size]byte
-	return len(e.Tag) == sha256.Size && hmac.Equal(e.Tag, t.appendTag(buf[:0], h, e))
+	if len(e.Tag) != sha256.Size {
+		return false
+	}
+	bp := t.bufs.Get().(*[]byte)
+	ok := hmac.Equal(e.Tag, t.sum(bp, h, e))
+	t.putBuf(bp)
+	return ok
+}
+
+// sum computes e's tag in the scratch buffer *bp (the result is valid
+// until the buffer is reused), so that checking a tag allocates nothing.
+func (t *tagger) sum(bp *[]byte, h uint64, e *Entry) []byte {
+	mac := t.macs.Get().(hash.Hash)
+	b := append((*bp)[:0], t.ns...)
+	b = binary.LittleEndian.AppendUint64(b, h)
+	b = appendEntryBody(b, e)
+	mac.Reset()
+	mac.Write(b)
+	sum := mac.Sum(b[:0]) // the encoding is written: its room holds the sum
+	t.macs.Put(mac)
+	*bp = sum
+	return sum
+}
+
+func (t *tagger) putBuf(bp *[]byte) {
+	if cap(*bp) <= 64<<10 {
+		t.bufs.Put(bp)
+	}
+}
+
+// verified reports whether e's tag verifies. An in-process store hands
+// out the very entry it was given, again on every hit: the entry whose tag
+// verified last under a store key is remembered (held, so its address is
+// never another entry's), and that same object is not verified again. A
+// store that decodes a fresh entry on every lookup (Redis) gets the tag
+// checked every time.
+func (c *Cache) verified(h uint64, e *Entry) bool {
+	slot := &c.seen[h%uint64(len(c.seen))]
+	if s := slot.Load(); s != nil && s.e == e && s.h == h {
+		return true
+	}
+	if !c.tags.verify(h, e) {
+		return false
+	}
+	slot.Store(&seenEntry{h: h, e: e})
+	return true
+}
+
+// seenEntry is an entry whose tag verified under store key h.
+type seenEntry struct {
+	h uint64
+	e *Entry
 }
 
 // servable reports whether a stored answer is one the cache would store
-// now: cacheable, and valid under the contract when a validator is set.
-// The entry's own recorded contract result counts too: a hit serves it
-// with the answer, so an entry recorded as failing (one this cache would
-// never have written) is not served.
+// now: finished and non-empty, and valid under the contract. An entry
+// whose tag verified was checked against the contract in force when it
+// was stored (the tag binds Config.Contract), so it is validated again
+// only when the tag does not bind one. The entry's own recorded contract
+// result counts too: a hit serves it with the answer, so an entry
+// recorded as failing (one this cache would never have written) is not
+// served.
 func (c *Cache) servable(r *model.Response) bool {
 	recordedFailing := (r.Trace.Validated && !r.Trace.ContractOK) || len(r.Trace.Violations) > 0
-	return !recordedFailing && Cacheable(r, nil, c.validate)
+	return !recordedFailing && Cacheable(r, nil, c.recheck)
 }
 
 // highWater remembers the highest invalidation counters this process has

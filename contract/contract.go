@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"slices"
 	"strconv"
@@ -70,6 +71,7 @@ type Contract struct {
 	nullable map[string]bool // root properties whose value may be null
 	schema   *jsonschema.Schema
 	printer  *message.Printer // renders the library's error messages
+	valid    validMemo
 }
 
 // baseURL is the location the schema is compiled under when it has no $id.
@@ -103,6 +105,7 @@ func Load(name string, raw []byte) (*Contract, error) {
 
 	sum := sha256.Sum256(raw)
 	return &Contract{
+		valid:    validMemo{seed: maphash.MakeSeed()},
 		name:     name,
 		raw:      raw,
 		hash:     hex.EncodeToString(sum[:]),

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/crab-testbed/crab/model"
@@ -54,6 +56,43 @@ func (v Violation) String() string {
 // and rule so the same answer always gives the same list. Validate never
 // panics and is safe for concurrent use.
 func (c *Contract) Validate(content string, finishReason string) []Violation {
+	if c.valid.has(content, finishReason) {
+		return nil
+	}
+	vs := c.validate(content, finishReason)
+	if len(vs) == 0 {
+		c.valid.add(content, finishReason)
+	}
+	return vs
+}
+
+// validMemo remembers answers found valid lately, by their text, so that
+// the layers of one stack that each check an answer from the answer
+// itself (the contract layer, then the cache before it stores) run the
+// schema once between them. Validation is a pure function of the text and
+// the finish reason, and a remembered one is compared whole, so the memo
+// changes no result.
+type validMemo struct {
+	seed  maphash.Seed // drawn by Load
+	slots [64]atomic.Pointer[validText]
+}
+
+type validText struct{ content, finishReason string }
+
+func (m *validMemo) slot(content string) *atomic.Pointer[validText] {
+	return &m.slots[maphash.String(m.seed, content)%uint64(len(m.slots))]
+}
+
+func (m *validMemo) has(content, finishReason string) bool {
+	v := m.slot(content).Load()
+	return v != nil && v.content == content && v.finishReason == finishReason
+}
+
+func (m *validMemo) add(content, finishReason string) {
+	m.slot(content).Store(&validText{content, finishReason})
+}
+
+func (c *Contract) validate(content string, finishReason string) []Violation {
 	var vs []Violation
 	switch finishReason {
 	case model.FinishLength:

@@ -29,6 +29,7 @@ type Command struct {
 	envSpec []string // Env as the experiment wrote it, for Identity
 	timeout time.Duration
 	sem     chan struct{}
+	pool    *linePool // protocol lines: one process per concurrent call
 }
 
 // NewCommand returns the grader cfg describes; dir is the experiment's
@@ -72,6 +73,9 @@ func NewCommand(cfg CommandConfig, dir string) *Command {
 	}
 	c.argv, c.timeout, c.sem = argv, timeout, make(chan struct{}, n)
 	c.env, c.envSpec = graderEnv(cfg.Env), append([]string(nil), cfg.Env...)
+	if cfg.Protocol == ProtocolLines {
+		c.pool = newLinePool(n)
+	}
 	return c
 }
 
@@ -165,6 +169,9 @@ func (c *Command) Identity() string {
 	for _, e := range c.envSpec {
 		fmt.Fprintf(h, "env %q\n", e)
 	}
+	if c.pool != nil {
+		fmt.Fprintf(h, "protocol %s\n", ProtocolLines)
+	}
 	prog := c.argv[0]
 	if !strings.ContainsRune(c.written, '/') {
 		if p, err := exec.LookPath(prog); err == nil {
@@ -184,6 +191,9 @@ func (c *Command) Identity() string {
 }
 
 func (c *Command) grade(ctx context.Context, in Input, answer any) verdict {
+	if c.pool != nil {
+		return c.gradeLines(ctx, in, answer)
+	}
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -233,7 +243,7 @@ func (c *Command) grade(ctx context.Context, in Input, answer any) verdict {
 		}
 		return verdict{err: "command: " + msg}
 	}
-	pass, reason, err := decodeVerdict(stdout.buf)
+	pass, reason, err := decodeVerdict(stdout.buf, "")
 	if err != nil {
 		return verdict{err: fmt.Sprintf("command: printed %s, not {\"pass\": true|false, \"reason\": \"...\"}: %v", show(strings.TrimSpace(string(stdout.buf))), err)}
 	}
@@ -241,12 +251,15 @@ func (c *Command) grade(ctx context.Context, in Input, answer any) verdict {
 }
 
 // decodeVerdict reads what a grading command printed: one JSON object
-// with a boolean "pass" and, optionally, a string "reason", nothing else.
+// with a boolean "pass" and, optionally, a string "reason", nothing else;
+// with id set (protocol lines), also "id", equal to id, the request's:
+// a verdict printed out of turn answers another request and must not be
+// taken for this one's.
 // Keys match exactly and appear once: encoding/json would read "Pass" or
 // "PASS" as pass and keep the last of two pass keys, so a grader could
 // pass an answer by a spelling or a line it did not mean. Whatever is not
 // exactly a verdict is an error, never a pass.
-func decodeVerdict(out []byte) (pass bool, reason string, err error) {
+func decodeVerdict(out []byte, id string) (pass bool, reason string, err error) {
 	dec := json.NewDecoder(bytes.NewReader(out))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		if err == nil {
@@ -278,6 +291,13 @@ func decodeVerdict(out []byte) (pass bool, reason string, err error) {
 			default:
 				return false, "", fmt.Errorf("pass is %s, not true or false", show(string(raw)))
 			}
+		case "id":
+			if id == "" {
+				return false, "", fmt.Errorf("unknown key %q", key)
+			}
+			if string(raw) != id {
+				return false, "", fmt.Errorf("id is %s, not the request's %s", show(string(raw)), id)
+			}
 		case "reason":
 			if len(raw) == 0 || raw[0] != '"' {
 				return false, "", fmt.Errorf("reason is %s, not a string", show(string(raw)))
@@ -300,6 +320,9 @@ func decodeVerdict(out []byte) (pass bool, reason string, err error) {
 	}
 	if !seen["pass"] {
 		return false, "", errors.New("no pass key")
+	}
+	if id != "" && !seen["id"] {
+		return false, "", errors.New("no id key (protocol lines: a verdict carries its request's id)")
 	}
 	return pass, reason, nil
 }

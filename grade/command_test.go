@@ -12,7 +12,7 @@ import (
 )
 
 // script writes an executable shell script.
-func script(t *testing.T, path, body string, mode os.FileMode) {
+func script(t testing.TB, path, body string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

@@ -53,7 +53,10 @@ type Rule struct {
 
 // CommandConfig runs an external program as a grader. It gets one JSON
 // object on stdin, {"task": TASK, "answer": ANSWER}, and must print one,
-// {"pass": true|false, "reason": "..."}, and exit 0.
+// {"pass": true|false, "reason": "..."}, and exit 0. With protocol lines
+// the program instead runs for many answers: it reads one object per
+// line, {"id": N, "task": TASK, "answer": ANSWER}, and prints one verdict
+// per line, {"id": N, "pass": true|false, "reason": "..."}, flushing each.
 type CommandConfig struct {
 	// Run is the program and its arguments; a program path with a slash is
 	// relative to the experiment file.
@@ -67,6 +70,11 @@ type CommandConfig struct {
 	// NAME=value sets it. Nothing else of crab's environment reaches the
 	// grader, so model API keys stay with crab unless named here.
 	Env []string `yaml:"env" json:"env,omitempty"`
+	// Protocol is once (the default: a process per answer) or lines (a
+	// process per concurrent call, one request and one verdict per line;
+	// a process that crashes, times out, prints past the cap or out of
+	// turn is killed with its group and the next answer starts another).
+	Protocol string `yaml:"protocol" json:"protocol,omitempty"`
 
 	Line int `yaml:"-" json:"-"`
 }
@@ -166,6 +174,11 @@ func (c *Config) Check() *ConfigError {
 		}
 		if cm.Concurrency == 0 {
 			cm.Concurrency = DefaultConcurrency
+		}
+		switch cm.Protocol {
+		case "", ProtocolOnce, ProtocolLines:
+		default:
+			return bad("protocol", fmt.Sprintf("unknown protocol %q (want %s or %s)", cm.Protocol, ProtocolOnce, ProtocolLines))
 		}
 		names := map[string]bool{}
 		for _, e := range cm.Env {

@@ -332,7 +332,11 @@ func (g *Grader) Describe(withExpected, tasks int) string {
 			}
 		}
 		if g.cfg.Command != nil {
-			parts = append(parts, fmt.Sprintf("the command %s accepts it (timeout %s)", strings.Join(g.cfg.Command.Run, " "), g.cfg.Command.Timeout))
+			how := ""
+			if g.cfg.Command.Protocol == ProtocolLines {
+				how = ", one process per worker, one answer per line"
+			}
+			parts = append(parts, fmt.Sprintf("the command %s accepts it (timeout %s%s)", strings.Join(g.cfg.Command.Run, " "), g.cfg.Command.Timeout, how))
 		}
 		if g.cfg.Judge != nil {
 			parts = append(parts, fmt.Sprintf("the judge model %s accepts it (its cost and latency are not an arm's)", g.cfg.Judge.Model))

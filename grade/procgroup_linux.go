@@ -46,11 +46,20 @@ func Isolation() string { return isolations[firstIsolation.Load()].name }
 // start starts the command mk builds in the strongest isolation this host
 // allows, each in a process group of its own so that a timeout or a
 // cancellation kills the grader with its children.
-func start(mk func() *exec.Cmd) (*exec.Cmd, error) {
+func start(mk func() *exec.Cmd) (*exec.Cmd, error) { return startIn(mk, false) }
+
+// startKept is start for a grader that lives across answers (protocol
+// lines): it is also killed when crab exits, however crab exits.
+func startKept(mk func() *exec.Cmd) (*exec.Cmd, error) { return startIn(mk, true) }
+
+func startIn(mk func() *exec.Cmd, kept bool) (*exec.Cmd, error) {
 	for i := int(firstIsolation.Load()); ; i++ {
 		cmd := mk()
 		iso := isolations[i]
 		attr := &syscall.SysProcAttr{Setpgid: true, Cloneflags: iso.flags}
+		if kept {
+			attr.Pdeathsig = syscall.SIGKILL
+		}
 		if iso.user {
 			uid, gid := os.Getuid(), os.Getgid()
 			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}

@@ -16,6 +16,12 @@ func Isolation() string { return "process group" }
 // hangs with a child (a shell script's sleep, a test runner's workers)
 // leaves nothing behind.
 func start(mk func() *exec.Cmd) (*exec.Cmd, error) {
+	return startKept(mk)
+}
+
+// startKept is start for a grader that lives across answers (protocol
+// lines); it ends when idle, or with crab's Close.
+func startKept(mk func() *exec.Cmd) (*exec.Cmd, error) {
 	cmd := mk()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {

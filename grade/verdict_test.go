@@ -36,7 +36,7 @@ func TestDecodeVerdict(t *testing.T) {
 		{name: "cut short", out: `{"pass":true`, err: "EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pass, reason, err := decodeVerdict([]byte(tc.out))
+			pass, reason, err := decodeVerdict([]byte(tc.out), "")
 			got := ""
 			if err != nil {
 				got = err.Error()

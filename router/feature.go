@@ -412,11 +412,34 @@ func guessLang(han bool, hits [4]int) string {
 // start ("referencia número: 12345" and the like fit well inside it).
 const idWindow = 64
 
+// isRESpace is the pattern's \s: RE2's ASCII white space.
+func isRESpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
+}
+
 // hasID reports whether text holds an order, invoice or ticket number. Every
 // alternative of idPattern ends in digits, so the pattern is tried only on a
 // short window ending at each run of digits: on a long ticket that is a
 // fraction of matching the whole text, whose cost grows with its length.
 func (s *FeatureScorer) hasID(text string) bool {
+	return anyDigitRun(text, func(i, j int) bool {
+		// Every alternative ends in three digits or more, so a shorter run
+		// ends no match that an earlier run did not; a long run, or one
+		// right after '#', matches by itself, without the pattern's
+		// search over the window (most of the miss path's scoring time).
+		switch n := j - i; {
+		case n < 3:
+			return false
+		case n >= 6, i >= 1 && text[i-1] == '#', i >= 2 && text[i-2] == '#' && isRESpace(text[i-1]):
+			return true
+		}
+		return s.ids.MatchString(text[max(0, i-idWindow):j])
+	})
+}
+
+// anyDigitRun reports whether f holds for some run of ASCII digits
+// text[i:j], the runs tried in order.
+func anyDigitRun(text string, f func(i, j int) bool) bool {
 	for i := 0; i < len(text); {
 		if text[i] < '0' || text[i] > '9' {
 			i++
@@ -426,7 +449,7 @@ func (s *FeatureScorer) hasID(text string) bool {
 		for j < len(text) && text[j] >= '0' && text[j] <= '9' {
 			j++
 		}
-		if s.ids.MatchString(text[max(0, i-idWindow):j]) {
+		if f(i, j) {
 			return true
 		}
 		i = j

@@ -192,6 +192,7 @@ func (t *Table) cacheLayer(arm *Arm, cs *CacheSpec, o Options) error {
 	}
 	if k := o.Contract; k != nil {
 		cc.Validate = func(content, finish string) bool { return len(k.Validate(content, finish)) == 0 }
+		cc.Contract = k.Hash()
 	}
 	var store cache.Store
 	if kind.OwnIndex == "" {

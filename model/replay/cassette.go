@@ -9,9 +9,13 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/crab-testbed/crab/internal/jsonl"
+	"github.com/crab-testbed/crab/internal/jsonw"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -54,7 +58,8 @@ type loc struct {
 
 // Cassette is an open recording: its header and an index of its calls.
 // Entries stay in the file and are read on demand, so a recording of
-// millions of calls costs its index (40 bytes a call), not its answers.
+// millions of calls costs its index (40 bytes a call, 8 a task), not its
+// answers.
 // It is safe for concurrent use.
 type Cassette struct {
 	Path   string
@@ -62,7 +67,7 @@ type Cassette struct {
 	f      io.ReaderAt
 	closer io.Closer
 	index  []loc
-	tasks  map[uint64]struct{}
+	tasks  []uint64 // hashOf(task id) of every task with a call, sorted, each once
 	models map[string]int
 	bufs   sync.Pool
 }
@@ -94,7 +99,11 @@ type ids struct {
 }
 
 func index(path string, f *os.File) (*Cassette, error) {
-	c := &Cassette{Path: path, f: f, tasks: map[uint64]struct{}{}, models: map[string]int{}}
+	c := &Cassette{Path: path, f: f, models: map[string]int{}}
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
 	br := bufio.NewReaderSize(f, 1<<20)
 	var off int64
 	var long []byte // a line longer than br's buffer, gathered
@@ -130,9 +139,11 @@ func index(path string, f *os.File) (*Cassette, error) {
 				return nil, err
 			}
 		} else if len(body) > 0 {
-			var id ids
-			if err := json.Unmarshal(body, &id); err != nil {
-				return nil, &FileError{File: path, Line: line, Msg: "not a JSON object: " + err.Error()}
+			id, ok := leanIDs(body) // aliases body: hashed or cloned below, never kept
+			if !ok {
+				if err := json.Unmarshal(body, &id); err != nil {
+					return nil, &FileError{File: path, Line: line, Msg: "not a JSON object: " + err.Error()}
+				}
 			}
 			if id.Model == "" {
 				return nil, &FileError{File: path, Line: line, Field: "model", Msg: "required"}
@@ -143,9 +154,18 @@ func index(path string, f *os.File) (*Cassette, error) {
 			if field, msg := id.figures.check(); field != "" {
 				return nil, &FileError{File: path, Line: line, Field: field, Msg: msg}
 			}
-			th := hashOf(id.TaskID)
-			c.index = append(c.index, loc{call: hashOf(id.Model, id.Key), task: th, seed: id.Seed, off: off, n: uint32(n), attempt: int32(id.Attempt)})
-			c.tasks[th] = struct{}{}
+			if len(c.index) == 1024 && size > 0 {
+				// Room for the whole file at the lines' length so far, so
+				// that the index is not copied as it grows (each copy
+				// briefly holds the old and the new array).
+				if want := int(size/(off/int64(line)+1)) * 11 / 10; want > cap(c.index) {
+					c.index = slices.Grow(c.index, want-len(c.index))
+				}
+			}
+			c.index = append(c.index, loc{call: hashOf(id.Model, id.Key), task: hashOf(id.TaskID), seed: id.Seed, off: off, n: uint32(n), attempt: int32(id.Attempt)})
+			if _, seen := c.models[id.Model]; !seen {
+				id.Model = strings.Clone(id.Model)
+			}
 			c.models[id.Model]++
 		}
 		off += int64(n)
@@ -156,6 +176,13 @@ func index(path string, f *os.File) (*Cassette, error) {
 	if line == 0 {
 		return nil, &FileError{File: path, Line: 1, Msg: "empty recording (want a header line)"}
 	}
+	c.index = slices.Clip(c.index)
+	c.tasks = make([]uint64, len(c.index))
+	for i, l := range c.index {
+		c.tasks[i] = l.task
+	}
+	slices.Sort(c.tasks)
+	c.tasks = slices.Clip(slices.Compact(c.tasks))
 	slices.SortFunc(c.index, func(a, b loc) int {
 		switch {
 		case a.call != b.call:
@@ -167,6 +194,72 @@ func index(path string, f *os.File) (*Cassette, error) {
 	})
 	return c, nil
 }
+
+// leanFloat reads a JSON number into *v as encoding/json would.
+func leanFloat(l *jsonw.Lexer, v *float64) bool {
+	n, ok := l.Number()
+	if !ok {
+		return false
+	}
+	f, err := strconv.ParseFloat(n, 64)
+	*v = f
+	return err == nil
+}
+
+// leanIDs reads the fields of ids from one line without encoding/json's
+// allocations: the strings it returns alias line (valid while line is).
+// It reports false for whatever it does not read exactly as encoding/json
+// would — a key that needs case folding or unescaping, a repeated key, a
+// null, a value of another type, trailing text — and the caller then
+// decodes the line with encoding/json.
+func leanIDs(line []byte) (id ids, ok bool) {
+	l := jsonw.New(unsafe.String(unsafe.SliceData(line), len(line)), jsonw.PlainKeys)
+	var seen uint16
+	ok = l.Object(func(key string) bool {
+		var ok bool
+		switch key {
+		case "model":
+			id.Model, ok = l.String()
+			return ok && jsonw.Once(&seen, 1)
+		case "key":
+			id.Key, ok = l.String()
+			return ok && jsonw.Once(&seen, 2)
+		case "task_id":
+			id.TaskID, ok = l.String()
+			return ok && jsonw.Once(&seen, 4)
+		case "seed":
+			var v int
+			v, ok = l.Int()
+			id.Seed = int64(v)
+			return ok && jsonw.Once(&seen, 8)
+		case "attempt":
+			id.Attempt, ok = l.Int()
+			return ok && jsonw.Once(&seen, 16)
+		case "tokens_in":
+			id.TokensIn, ok = l.Int()
+			return ok && jsonw.Once(&seen, 32)
+		case "tokens_out":
+			id.TokensOut, ok = l.Int()
+			return ok && jsonw.Once(&seen, 64)
+		case "cost":
+			return leanFloat(&l, &id.Cost) && jsonw.Once(&seen, 128)
+		case "ttft_ms":
+			return leanFloat(&l, &id.TTFTMs) && jsonw.Once(&seen, 256)
+		case "model_ms":
+			return leanFloat(&l, &id.ModelMs) && jsonw.Once(&seen, 512)
+		}
+		for _, f := range [...]string{"model", "key", "task_id", "seed", "attempt", "tokens_in", "tokens_out", "cost", "ttft_ms", "model_ms"} {
+			if strings.EqualFold(key, f) {
+				return false // encoding/json would read it as f
+			}
+		}
+		return l.Skip(maxDepth)
+	})
+	return id, ok && l.End()
+}
+
+// maxDepth is encoding/json's limit on nesting.
+const maxDepth = 10000
 
 func cmp[T int64 | uint64](a, b T) int {
 	switch {
@@ -206,7 +299,7 @@ func (c *Cassette) Models() map[string]int { return c.models }
 
 // HasTask reports whether the recording holds a call of the task id.
 func (c *Cassette) HasTask(id string) bool {
-	_, ok := c.tasks[hashOf(id)]
+	_, ok := slices.BinarySearch(c.tasks, hashOf(id))
 	return ok
 }
 
