@@ -5,7 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/stack"
 
 	"go.yaml.in/yaml/v3"
@@ -266,3 +268,31 @@ func Blocks(offsets []time.Duration, span time.Duration) []Block {
 	}
 	return out
 }
+
+// Design is how a run of this order, arrival and models shares its
+// backends between arms, for the report's load figures: a model served
+// over HTTP is its base URL's (models behind one URL share that server),
+// any other model its own (arms calling one simulated model share its
+// capacity).
+func Design(order string, a Arrival, models []stack.ModelSpec) *analysis.Design {
+	if order == OrderInterleaved {
+		order = OrderSwitchback
+	}
+	d := &analysis.Design{Order: order, Backends: map[string]string{}, LoadDependent: map[string]bool{}}
+	switch a.Pattern {
+	case PatternConstant, PatternPoisson, PatternGamma:
+		d.Rate = a.Rate
+	}
+	for _, m := range models {
+		b := m.Name
+		if m.Backend == stack.BackendOpenAI && m.BaseURL != "" {
+			b = redact.URL(m.BaseURL)
+		}
+		d.Backends[m.Name] = b
+		d.LoadDependent[b] = d.LoadDependent[b] || m.LoadDependent()
+	}
+	return d
+}
+
+// Design is the design of the run the manifest describes.
+func (m *Manifest) Design() *analysis.Design { return Design(m.Order, m.Arrival, m.Models) }

@@ -64,6 +64,9 @@ type Options struct {
 	// Holdout, when set, says which tasks were left out of the run because
 	// tuned values were fitted on them, for the notes.
 	Holdout string
+	// Design is how the run shared its backends between arms (order,
+	// declared rate, which models share a backend); nil: unknown.
+	Design *Design
 }
 
 // Summary is everything `crab report` prints: per arm figures, the paired
@@ -82,6 +85,9 @@ type Summary struct {
 	Stalls []Stall `json:"stalls,omitempty"`
 	// Timed is set when every record carries its send time.
 	Timed bool `json:"timed"`
+	// Interference tests, for every arm at every backend another arm
+	// called too, whether its latency rose with the other arms' load.
+	Interference []Interference `json:"interference,omitempty"`
 }
 
 // ArmSummary is the figures of one arm over its non-warm-up requests, under
@@ -104,6 +110,11 @@ type ArmSummary struct {
 	// Cancelled counts requests an interruption cancelled: part of n and
 	// failed, but left out of every latency figure.
 	Cancelled int `json:"cancelled,omitempty"`
+	// BurnIn counts requests sent in the burn-in of their switchback
+	// block: part of n, quality, cost and failures, but left out of every
+	// latency figure (the previous block's requests may still have held
+	// the backend).
+	BurnIn int `json:"burn_in,omitempty"`
 	Pass      int `json:"pass"`
 	// GradeErrors counts answers a grader could not decide (counted as
 	// not passing); GradeCost is what the graders cost (a judge model),

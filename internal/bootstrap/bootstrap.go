@@ -20,18 +20,46 @@ import (
 // whose neighbours move together. A mean's interval is SumCI divided by
 // len(x). It returns NaN, NaN for no values or resamples < 1.
 func SumCI(x []float64, resamples, block int, draw func(n uint64) uint64) (lo, hi float64) {
+	block = max(block, 1)
+	return runsSumCI(x, resamples, draw, func(start int) (from, n int) { return start, block })
+}
+
+// ClusterSumCI is SumCI resampling whole clusters of consecutive values
+// instead of runs of a fixed length: starts are the first index of each
+// cluster, ascending from 0, and a resample is clusters drawn uniformly
+// with replacement, the last cut to make len(x). It is the bootstrap for
+// values that move together within a cluster (a block of time in which
+// one arm had the backend to itself) and independently across clusters.
+func ClusterSumCI(x []float64, starts []int32, resamples int, draw func(n uint64) uint64) (lo, hi float64) {
+	if len(starts) == 0 {
+		return SumCI(x, resamples, 1, draw)
+	}
+	n := len(x)
+	return runsSumCI(x, resamples, func(uint64) uint64 { return draw(uint64(len(starts))) }, func(k int) (from, size int) {
+		end := n
+		if k+1 < len(starts) {
+			end = int(starts[k+1])
+		}
+		return int(starts[k]), end - int(starts[k])
+	})
+}
+
+// runsSumCI is the percentile interval of the sum of x over resamples made
+// of runs: draw(len(x)) picks a run, run(k) says where it starts and how
+// long it is (wrapping at len(x)), and runs are added until len(x) values
+// are in, the last cut.
+func runsSumCI(x []float64, resamples int, draw func(n uint64) uint64, run func(k int) (from, size int)) (lo, hi float64) {
 	n := len(x)
 	if n == 0 || resamples < 1 {
 		return math.NaN(), math.NaN()
 	}
-	block = max(block, 1)
 	sums := make([]float64, resamples)
 	for b := range sums {
 		s := 0.0
 		for k := 0; k < n; {
-			start := int(draw(uint64(n)))
-			for j := 0; j < block && k < n; j, k = j+1, k+1 {
-				s += x[(start+j)%n]
+			from, size := run(int(draw(uint64(n))))
+			for j := 0; j < size && k < n; j, k = j+1, k+1 {
+				s += x[(from+j)%n]
 			}
 		}
 		sums[b] = s

@@ -1,0 +1,76 @@
+package analysis
+
+import (
+	"github.com/crab-testbed/crab/eval/records"
+)
+
+// In switchback order the first stretch of every block (its burn-in) may
+// still find the backend holding the previous block's requests, another
+// arm's: a carry-over of load that is not the arm's own. Burn-in requests
+// count wherever load cannot have moved the figure — quality, cost,
+// failures and every count — and are left out of the latency figures, the
+// arm's and the paired comparison's, which would otherwise charge one arm
+// part of the queue another left behind. Every arm's copy of a block has
+// the same offsets, so the same tasks are burn-in on every arm and the
+// pairs stay matched.
+
+// compared is recs without their burn-in requests; recs itself when none is.
+func compared(t *records.Symbols, recs []*records.Rec) []*records.Rec {
+	n := 0
+	for _, r := range recs {
+		if t.Attrs(r).BurnIn {
+			n++
+		}
+	}
+	if n == 0 {
+		return recs
+	}
+	out := make([]*records.Rec, 0, len(recs)-n)
+	for _, r := range recs {
+		if !t.Attrs(r).BurnIn {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// burnInLatency sets an arm's latency figures (percentiles, means, TTFT,
+// the groups' latency and the latency intervals) from its requests
+// outside burn-in, when some were in it, and counts those in a.BurnIn.
+func burnInLatency(t *records.Symbols, a *ArmSummary, recs []*records.Rec, seed int64, large map[string]bool) {
+	c := compared(t, recs)
+	if len(c) == len(recs) || len(c) == 0 {
+		return
+	}
+	a.BurnIn = len(recs) - len(c)
+	sub := summarizeArm(t, a.Name, c, 0, large)
+	a.P50Ms, a.P90Ms, a.P95Ms, a.P99Ms, a.MaxMs, a.MeanMs, a.MinMs = sub.P50Ms, sub.P90Ms, sub.P95Ms, sub.P99Ms, sub.MaxMs, sub.MeanMs, sub.MinMs
+	a.OKP50Ms, a.OKP95Ms, a.OKMeanMs = sub.OKP50Ms, sub.OKP95Ms, sub.OKMeanMs
+	a.TTFTP50Ms, a.TTFTP95Ms = sub.TTFTP50Ms, sub.TTFTP95Ms
+	for g, gs := range a.Groups {
+		if ss, ok := sub.Groups[g]; ok {
+			gs.P50Ms, gs.P95Ms = ss.P50Ms, ss.P95Ms
+			a.Groups[g] = gs
+		}
+	}
+	if a.Uncertainty != nil {
+		if u := uncertainty(t, c, seed); u != nil {
+			a.Uncertainty.P50CI, a.Uncertainty.P95CI, a.Uncertainty.Repeats = u.P50CI, u.P95CI, u.Repeats
+		}
+	}
+}
+
+// comparePairs is comparePaired with the latency figures (delta, guardrail
+// ratios, goodput, which rests on latency) taken over the pairs outside
+// burn-in; quality and cost stay over every pair.
+func comparePairs(t *records.Symbols, baseline, candidate []*records.Rec, opt PairOptions) Paired {
+	p := comparePaired(t, baseline, candidate, opt)
+	b, c := compared(t, baseline), compared(t, candidate)
+	if len(b) == len(baseline) && len(c) == len(candidate) {
+		return p
+	}
+	l := comparePaired(t, b, c, opt)
+	p.LatencyDeltaMs, p.P95Ratio, p.TTFTP95Ratio, p.GoodputDelta = l.LatencyDeltaMs, l.P95Ratio, l.TTFTP95Ratio, l.GoodputDelta
+	p.BurnInPairs = p.Pairs - l.Pairs
+	return p
+}
