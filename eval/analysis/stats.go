@@ -115,7 +115,7 @@ type ArmSummary struct {
 	// latency figure (the previous block's requests may still have held
 	// the backend).
 	BurnIn int `json:"burn_in,omitempty"`
-	Pass      int `json:"pass"`
+	Pass   int `json:"pass"`
 	// GradeErrors counts answers a grader could not decide (counted as
 	// not passing); GradeCost is what the graders cost (a judge model),
 	// never part of Cost.
