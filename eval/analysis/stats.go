@@ -110,12 +110,7 @@ type ArmSummary struct {
 	// Cancelled counts requests an interruption cancelled: part of n and
 	// failed, but left out of every latency figure.
 	Cancelled int `json:"cancelled,omitempty"`
-	// BurnIn counts requests sent in the burn-in of their switchback
-	// block: part of n, quality, cost and failures, but left out of every
-	// latency figure (the previous block's requests may still have held
-	// the backend).
-	BurnIn int `json:"burn_in,omitempty"`
-	Pass   int `json:"pass"`
+	Pass      int `json:"pass"`
 	// GradeErrors counts answers a grader could not decide (counted as
 	// not passing); GradeCost is what the graders cost (a judge model),
 	// never part of Cost.
@@ -183,6 +178,12 @@ type ArmSummary struct {
 	// verdict that does not hold there rests on those windows.
 	Outside  *Paired `json:"-"`
 	TailNote string  `json:"tail_note,omitempty"` // set when a tail percentile is the sample maximum
+
+	// BurnIn counts requests sent in the burn-in of their switchback
+	// block: part of n, quality, cost and failures, but left out of every
+	// latency figure (the previous block's requests may still have held
+	// the backend).
+	BurnIn int `json:"burn_in,omitempty"`
 }
 
 // GroupSummary is one input group (short, long, tool) of an arm.
