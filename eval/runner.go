@@ -203,15 +203,26 @@ func (r *Runner) together(ctx context.Context, res *Result, rep int, seed int64,
 			releases = append(releases, release)
 		}
 	}
-	seqs, offs := r.shardOffsets(offsets)
 	var plan []release
 	if r.Exp.Order == OrderSwitchback {
-		plan = SwitchbackPlan(offs, r.block(), r.Exp.BurnIn.Std(), len(arms), seed)
+		// The blocks are laid out on the whole schedule and a shard plays
+		// its slice of each, so that shards started together switch arms
+		// together and the backend still sees one arm at a time.
+		mine := map[int]bool{}
+		for _, seq := range r.Shard.Seqs(len(r.Tasks)) {
+			mine[seq] = true
+		}
+		for _, p := range SwitchbackPlan(offsets, r.block(), r.Exp.BurnIn.Std(), len(arms), seed) {
+			if mine[p.seq] {
+				plan = append(plan, p)
+			}
+		}
 	} else {
+		seqs, offs := r.shardOffsets(offsets)
 		plan = PairedPlan(offs, len(arms), seed)
-	}
-	for i := range plan {
-		plan[i].seq = seqs[plan[i].seq]
+		for i := range plan {
+			plan[i].seq = seqs[plan[i].seq]
+		}
 	}
 	names := make([]string, len(arms))
 	for i, arm := range arms {

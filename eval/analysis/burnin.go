@@ -14,11 +14,21 @@ import (
 // the same offsets, so the same tasks are burn-in on every arm and the
 // pairs stay matched.
 
-// compared is recs without their burn-in requests; recs itself when none is.
-func compared(t *records.Symbols, recs []*records.Rec) []*records.Rec {
+// leftOut is what the latency figures leave out beside burn-in requests:
+// the carry-over requests (see carryOver).
+type leftOut struct{ carry map[*records.Rec]bool }
+
+// out reports whether r is left out of the latency figures.
+func (l leftOut) out(t *records.Symbols, r *records.Rec) bool {
+	return t.Attrs(r).BurnIn || l.carry[r]
+}
+
+// compared is recs without those left out of the latency figures; recs
+// itself when none is.
+func (l leftOut) compared(t *records.Symbols, recs []*records.Rec) []*records.Rec {
 	n := 0
 	for _, r := range recs {
-		if t.Attrs(r).BurnIn {
+		if l.out(t, r) {
 			n++
 		}
 	}
@@ -27,7 +37,7 @@ func compared(t *records.Symbols, recs []*records.Rec) []*records.Rec {
 	}
 	out := make([]*records.Rec, 0, len(recs)-n)
 	for _, r := range recs {
-		if !t.Attrs(r).BurnIn {
+		if !l.out(t, r) {
 			out = append(out, r)
 		}
 	}
@@ -35,14 +45,21 @@ func compared(t *records.Symbols, recs []*records.Rec) []*records.Rec {
 }
 
 // burnInLatency sets an arm's latency figures (percentiles, means, TTFT,
-// the groups' latency and the latency intervals) from its requests
-// outside burn-in, when some were in it, and counts those in a.BurnIn.
-func burnInLatency(t *records.Symbols, a *ArmSummary, recs []*records.Rec, seed int64, large map[string]bool) {
-	c := compared(t, recs)
+// the groups' latency and the latency intervals) from its requests in the
+// latency comparison, when some were left out, and counts those in
+// a.BurnIn and a.CarryOver.
+func burnInLatency(t *records.Symbols, a *ArmSummary, recs []*records.Rec, seed int64, large map[string]bool, left leftOut) {
+	c := left.compared(t, recs)
 	if len(c) == len(recs) || len(c) == 0 {
 		return
 	}
-	a.BurnIn = len(recs) - len(c)
+	for _, r := range recs {
+		if t.Attrs(r).BurnIn {
+			a.BurnIn++
+		} else if left.carry[r] {
+			a.CarryOver++
+		}
+	}
 	sub := summarizeArm(t, a.Name, c, 0, large)
 	a.P50Ms, a.P90Ms, a.P95Ms, a.P99Ms, a.MaxMs, a.MeanMs, a.MinMs = sub.P50Ms, sub.P90Ms, sub.P95Ms, sub.P99Ms, sub.MaxMs, sub.MeanMs, sub.MinMs
 	a.OKP50Ms, a.OKP95Ms, a.OKMeanMs = sub.OKP50Ms, sub.OKP95Ms, sub.OKMeanMs
@@ -61,16 +78,17 @@ func burnInLatency(t *records.Symbols, a *ArmSummary, recs []*records.Rec, seed 
 }
 
 // comparePairs is comparePaired with the latency figures (delta, guardrail
-// ratios, goodput, which rests on latency) taken over the pairs outside
-// burn-in; quality and cost stay over every pair.
-func comparePairs(t *records.Symbols, baseline, candidate []*records.Rec, opt PairOptions) Paired {
+// ratios, goodput, which rests on latency) taken over the pairs neither of
+// whose requests is left out (burn-in, carry-over); quality and cost stay
+// over every pair.
+func comparePairs(t *records.Symbols, baseline, candidate []*records.Rec, opt PairOptions, left leftOut) Paired {
 	p := comparePaired(t, baseline, candidate, opt)
-	b, c := compared(t, baseline), compared(t, candidate)
+	b, c := left.compared(t, baseline), left.compared(t, candidate)
 	if len(b) == len(baseline) && len(c) == len(candidate) {
 		return p
 	}
 	l := comparePaired(t, b, c, opt)
 	p.LatencyDeltaMs, p.P95Ratio, p.TTFTP95Ratio, p.GoodputDelta = l.LatencyDeltaMs, l.P95Ratio, l.TTFTP95Ratio, l.GoodputDelta
-	p.BurnInPairs = p.Pairs - l.Pairs
+	p.LatencyLeftOut = p.Pairs - l.Pairs
 	return p
 }

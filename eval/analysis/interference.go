@@ -11,6 +11,7 @@ import (
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/words"
 )
 
 // Interference is whether one arm's latency at one backend moved with the
@@ -54,72 +55,124 @@ const (
 // nanoseconds from its intended send time to its end.
 type flight struct{ start, end int64 }
 
-// interference tests every arm at every backend that another arm also
-// called; nil when no backend is shared or no record is timed. ws are the
-// windows whose requests are left out.
-func interference(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, d *Design, ws []window) []Interference {
-	type armBackend struct{ arm, backend string }
-	flights := map[armBackend][]flight{}
-	users := map[string]int{}
+// sweep is the start and end times of a set of flights, each sorted: the
+// flights in progress at a moment are those started by then, less those
+// ended by then.
+type sweep struct{ starts, ends []int64 }
+
+func sweepOf(fs []flight) sweep {
+	var s sweep
+	for _, f := range fs {
+		s.starts, s.ends = append(s.starts, f.start), append(s.ends, f.end)
+	}
+	slices.Sort(s.starts)
+	slices.Sort(s.ends)
+	return s
+}
+
+// at is the number of flights in progress at a moment.
+func (s sweep) at(t int64) int {
+	started, _ := slices.BinarySearch(s.starts, t+1)
+	ended, _ := slices.BinarySearch(s.ends, t+1)
+	return started - ended
+}
+
+// crowd counts, for a request, the other arms' requests to its backend in
+// flight as it was sent.
+type crowd struct {
+	t     *records.Symbols
+	d     *Design
+	users map[string]int      // backend -> arms that called it
+	all   map[string]sweep    // backend -> every arm's flights there
+	own   map[[2]string]sweep // arm, backend -> the arm's flights there
+}
+
+// newCrowd gathers every arm's timed, sent requests by backend.
+func newCrowd(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, d *Design) *crowd {
+	c := &crowd{t: t, d: d, users: map[string]int{}, all: map[string]sweep{}, own: map[[2]string]sweep{}}
+	byBackend := map[string][]flight{}
 	for _, name := range arms {
+		mine := map[string][]flight{}
 		for _, r := range byArm[name] {
-			if !t.Attrs(r).Timed || r.At == 0 || t.Str(t.Attrs(r).Outcome) == records.OutcomeCancelled {
-				continue
-			}
-			k := armBackend{name, d.backend(t.Str(t.Attrs(r).Model))}
-			if flights[k] == nil {
-				users[k.backend]++
-			}
-			flights[k] = append(flights[k], flight{r.At, r.At + int64(r.E2EMs*1e6)})
-		}
-	}
-	// Start and end times of every arm's flights at each backend, sorted:
-	// the flights in progress at a moment are those started by then, less
-	// those ended by then.
-	type sweep struct{ starts, ends []int64 }
-	sweepOf := func(fs []flight) sweep {
-		var s sweep
-		for _, f := range fs {
-			s.starts, s.ends = append(s.starts, f.start), append(s.ends, f.end)
-		}
-		slices.Sort(s.starts)
-		slices.Sort(s.ends)
-		return s
-	}
-	inFlight := func(s sweep, at int64) int {
-		started, _ := slices.BinarySearch(s.starts, at+1)
-		ended, _ := slices.BinarySearch(s.ends, at+1)
-		return started - ended
-	}
-	all := map[string]sweep{}
-	for b := range users {
-		var fs []flight
-		for k, f := range flights {
-			if k.backend == b {
-				fs = append(fs, f...)
-			}
-		}
-		all[b] = sweepOf(fs)
-	}
-	var out []Interference
-	for _, name := range arms {
-		own := map[string]sweep{}
-		xs, ys := map[string][]float64{}, map[string][]float64{}
-		for _, r := range compared(t, byArm[name]) {
-			if !t.Attrs(r).Timed || r.At == 0 || t.Str(t.Attrs(r).Outcome) == records.OutcomeCancelled || inWindows(r.At, ws) {
+			if !sent(t, r) {
 				continue
 			}
 			b := d.backend(t.Str(t.Attrs(r).Model))
-			if users[b] < 2 {
+			mine[b] = append(mine[b], flight{r.At, r.At + int64(r.E2EMs*1e6)})
+		}
+		for b, fs := range mine {
+			c.users[b]++
+			c.own[[2]string{name, b}] = sweepOf(fs)
+			byBackend[b] = append(byBackend[b], fs...)
+		}
+	}
+	for b, fs := range byBackend {
+		if c.users[b] > 1 {
+			c.all[b] = sweepOf(fs)
+		}
+	}
+	return c
+}
+
+// sent reports whether a record carries a send time and reached its
+// backend (a cancelled request never did).
+func sent(t *records.Symbols, r *records.Rec) bool {
+	return t.Attrs(r).Timed && r.At != 0 && t.Str(t.Attrs(r).Outcome) != records.OutcomeCancelled
+}
+
+// others is the number of other arms' requests to r's backend in flight as
+// r was sent, and its backend; false when no other arm called it or r was
+// not sent.
+func (c *crowd) others(arm string, r *records.Rec) (int, string, bool) {
+	if !sent(c.t, r) {
+		return 0, "", false
+	}
+	b := c.d.backend(c.t.Str(c.t.Attrs(r).Model))
+	all, ok := c.all[b]
+	if !ok {
+		return 0, b, false
+	}
+	return all.at(r.At) - c.own[[2]string{arm, b}].at(r.At), b, true
+}
+
+// carryOver is, in switchback order (records that carry their block), the
+// requests sent while another arm's request to the same backend was still
+// in flight: the previous block's queue outlasted the burn-in, and their
+// latency holds part of another arm's load. They are left out of the
+// latency figures like burn-in. nil when there are none.
+func carryOver(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, c *crowd) map[*records.Rec]bool {
+	var out map[*records.Rec]bool
+	for _, name := range arms {
+		for _, r := range byArm[name] {
+			if r.Block == 0 || t.Attrs(r).BurnIn {
 				continue
 			}
-			s, ok := own[b]
-			if !ok {
-				s = sweepOf(flights[armBackend{name, b}])
-				own[b] = s
+			if n, _, ok := c.others(name, r); ok && n > 0 {
+				if out == nil {
+					out = map[*records.Rec]bool{}
+				}
+				out[r] = true
 			}
-			xs[b] = append(xs[b], float64(inFlight(all[b], r.At)-inFlight(s, r.At)))
-			ys[b] = append(ys[b], r.E2EMs)
+		}
+	}
+	return out
+}
+
+// interference tests every arm at every backend that another arm also
+// called, over its requests in the latency comparison outside the windows
+// ws; nil when no backend is shared.
+func interference(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, c *crowd, left leftOut, ws []window) []Interference {
+	var out []Interference
+	for _, name := range arms {
+		xs, ys := map[string][]float64{}, map[string][]float64{}
+		for _, r := range left.compared(t, byArm[name]) {
+			if inWindows(r.At, ws) {
+				continue
+			}
+			if n, b, ok := c.others(name, r); ok {
+				xs[b] = append(xs[b], float64(n))
+				ys[b] = append(ys[b], r.E2EMs)
+			}
 		}
 		for _, b := range sortedKeys(xs) {
 			in := Interference{Arm: name, Backend: b, Requests: len(xs[b])}
@@ -204,7 +257,7 @@ func (in Interference) String() string {
 // offered load per backend (beside its lag and queue), the interference
 // tests, and the notes that say under what load each arm was measured and
 // what the switchback left out.
-func orderFigures(t *records.Symbols, s *Summary, byArm map[string][]*records.Rec, arms []string, d *Design) {
+func orderFigures(t *records.Symbols, s *Summary, byArm map[string][]*records.Rec, arms []string, d *Design, c *crowd, left leftOut) {
 	loads := backendLoads(t, byArm, arms, d)
 	for i := range s.Arms {
 		if a := &s.Arms[i]; a.Load != nil {
@@ -212,7 +265,7 @@ func orderFigures(t *records.Symbols, s *Summary, byArm map[string][]*records.Re
 		}
 	}
 	if len(arms) > 1 {
-		s.Interference = interference(t, byArm, arms, d, excusedWindows(t, s, byArm[arms[0]]))
+		s.Interference = interference(t, byArm, arms, c, left, excusedWindows(t, s, byArm[arms[0]]))
 	}
 	s.Notes = append(s.Notes, loadNotes(s, d)...)
 }
@@ -225,16 +278,18 @@ func loadNotes(s *Summary, d *Design) []string {
 	if d != nil {
 		order = d.Order
 	}
-	burnIn, blocks := 0, 0
+	burnIn, carry, blocks := 0, 0, 0
 	for i := range s.Arms {
 		burnIn += s.Arms[i].BurnIn
+		carry += s.Arms[i].CarryOver
 		if p := s.Arms[i].Paired; p != nil {
 			blocks = max(blocks, p.Blocks)
 		}
 	}
 	switch {
 	case order == "switchback" || burnIn > 0:
-		n := fmt.Sprintf("order switchback: one arm at a time, in randomised blocks at the declared rate; %d requests sent in a block's burn-in count for quality, cost and failures but not in any latency figure", burnIn)
+		n := fmt.Sprintf("order switchback: one arm at a time, in randomised blocks at the declared rate, the backend's queue never drained between blocks; %s sent in a block's burn-in and %s sent later while another arm's request still held the backend (carry-over) count for quality, cost and failures but not in any latency figure",
+			words.Count(burnIn, "request"), words.Count(carry, "request"))
 		if blocks > 0 {
 			n += fmt.Sprintf("; the paired intervals resample whole switchback blocks (%d)", blocks)
 		}

@@ -117,35 +117,62 @@ type BackendLoad struct {
 	BackendCallsPerS float64 `json:"backend_calls_per_s"`
 }
 
-// span is a stretch of one arm's sending, [from, to] in Unix nanoseconds,
-// and the arm's requests sent in it.
+// span is a stretch of one arm's sending, (from, to] in Unix nanoseconds,
+// and the gaps between arrivals it holds.
 type span struct {
 	from, to int64
-	n        int
+	gaps     int
 }
 
 // sendingSpans cuts an arm's timed requests into its stretches of
-// sending: one per switchback block, else one per repeat.
-func sendingSpans(t *records.Symbols, recs []*records.Rec) []span {
-	type key struct {
-		repeat int
-		block  int32
-	}
-	at := map[key]int{}
+// sending. In switchback order a block's stretch runs from the previous
+// block's last send, where its first gap starts, to its own last send, and
+// holds one gap per request; the first block, and a whole pass in the
+// other orders, runs from its first send to its last.
+func sendingSpans(t *records.Symbols, recs []*records.Rec, blockEnds map[blockKey]int64) []span {
+	at := map[blockKey]int{}
 	var out []span
 	for _, r := range recs {
 		if !t.Attrs(r).Timed || r.At == 0 {
 			continue
 		}
-		k := key{t.Attrs(r).Repeat, r.Block}
+		k := blockKey{t.Attrs(r).Repeat, r.Block}
 		i, ok := at[k]
 		if !ok {
 			i = len(out)
 			at[k] = i
-			out = append(out, span{from: r.At, to: r.At})
+			out = append(out, span{from: r.At, to: r.At, gaps: -1})
 		}
 		s := &out[i]
-		s.from, s.to, s.n = min(s.from, r.At), max(s.to, r.At), s.n+1
+		s.from, s.to, s.gaps = min(s.from, r.At), max(s.to, r.At), s.gaps+1
+	}
+	for k, i := range at {
+		if prev, ok := blockEnds[blockKey{k.repeat, k.block - 1}]; ok && k.block > 1 && prev <= out[i].from {
+			out[i].from = prev
+			out[i].gaps++
+		}
+	}
+	return out
+}
+
+// blockKey names a switchback block of a pass (block 0: the whole pass in
+// another order).
+type blockKey struct {
+	repeat int
+	block  int32
+}
+
+// blockEnds is the last send time of every switchback block, whichever arm
+// played it.
+func blockEnds(t *records.Symbols, byArm map[string][]*records.Rec, arms []string) map[blockKey]int64 {
+	out := map[blockKey]int64{}
+	for _, name := range arms {
+		for _, r := range byArm[name] {
+			if r.Block > 0 && t.Attrs(r).Timed {
+				k := blockKey{t.Attrs(r).Repeat, r.Block}
+				out[k] = max(out[k], r.At)
+			}
+		}
 	}
 	return out
 }
@@ -169,14 +196,15 @@ func backendLoads(t *records.Symbols, byArm map[string][]*records.Rec, arms []st
 		slices.Sort(s)
 	}
 	out := map[string][]BackendLoad{}
+	ends := blockEnds(t, byArm, arms)
 	for _, name := range arms {
-		spans := sendingSpans(t, byArm[name])
+		spans := sendingSpans(t, byArm[name], ends)
 		var secs float64
 		gaps := 0
 		for _, s := range spans {
-			if s.n > 1 && s.to > s.from {
+			if s.gaps > 0 && s.to > s.from {
 				secs += float64(s.to-s.from) / 1e9
-				gaps += s.n - 1
+				gaps += s.gaps
 			}
 		}
 		if secs <= 0 {
@@ -195,7 +223,7 @@ func backendLoads(t *records.Symbols, byArm map[string][]*records.Rec, arms []st
 		for _, b := range slices.Sorted(maps.Keys(per)) {
 			all := 0 // every arm's requests to b inside this arm's stretches
 			for _, s := range spans {
-				lo, _ := slices.BinarySearch(sends[b], s.from)
+				lo, _ := slices.BinarySearch(sends[b], s.from+1)
 				hi, _ := slices.BinarySearch(sends[b], s.to+1)
 				all += hi - lo
 			}

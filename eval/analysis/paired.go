@@ -59,10 +59,11 @@ type Paired struct {
 	// itself for the block and its neighbouring requests shared one
 	// state of it. 0: the intervals resample runs of BlockPairs.
 	Blocks int `json:"blocks,omitempty"`
-	// BurnInPairs counts the pairs sent in the burn-in of their switchback
-	// block: counted for quality and cost, left out of the latency delta
-	// and ratios.
-	BurnInPairs int `json:"burn_in_pairs,omitempty"`
+	// LatencyLeftOut counts the pairs left out of the latency delta and
+	// ratios because a request of the pair was sent in its switchback
+	// block's burn-in or beside another arm's request still in flight
+	// (carry-over); they count for quality and cost.
+	LatencyLeftOut int `json:"latency_left_out,omitempty"`
 	// P95Ratio and TTFTP95Ratio are candidate/baseline of the latency
 	// guardrail figures over the matched pairs, with a 95% interval from
 	// the same resampling as the deltas: a latency guardrail is broken

@@ -184,6 +184,10 @@ type ArmSummary struct {
 	// latency figure (the previous block's requests may still have held
 	// the backend).
 	BurnIn int `json:"burn_in,omitempty"`
+	// CarryOver counts requests of a switchback block sent after its
+	// burn-in while another arm's request to the same backend was still
+	// in flight: left out of every latency figure like burn-in.
+	CarryOver int `json:"carry_over,omitempty"`
 }
 
 // GroupSummary is one input group (short, long, tool) of an arm.

@@ -95,6 +95,8 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		large[m] = true
 	}
 	g := opt.gate()
+	crowd := newCrowd(t, byArm, arms, opt.Design)
+	left := leftOut{carryOver(t, byArm, arms, crowd)}
 	rework := map[string]*ReworkStats{}
 	if g.Rework != nil {
 		for _, name := range arms {
@@ -106,7 +108,7 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		s.Arms[len(s.Arms)-1].Rework = rework[name]
 		coldCache(t, &s.Arms[len(s.Arms)-1], ar.warmRecs[name], large)
 		s.Arms[len(s.Arms)-1].Uncertainty = uncertainty(t, byArm[name], opt.Seed)
-		burnInLatency(t, &s.Arms[len(s.Arms)-1], byArm[name], opt.Seed, large)
+		burnInLatency(t, &s.Arms[len(s.Arms)-1], byArm[name], opt.Seed, large, left)
 	}
 	multiRepeat := len(ar.repeats) > 1
 	var slo *SLO
@@ -115,7 +117,7 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	}
 	po := PairOptions{Seed: opt.Seed, Resamples: opt.Resamples, ShowRepeat: multiRepeat, SLO: slo}
 	for i := 1; i < len(s.Arms); i++ {
-		p := comparePairs(t, byArm[base], byArm[s.Arms[i].Name], po)
+		p := comparePairs(t, byArm[base], byArm[s.Arms[i].Name], po, left)
 		s.Arms[i].Paired = &p
 	}
 	clearUnmeasured(&s.Arms[0], &s.Arms[0])
@@ -130,7 +132,7 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	if ws := excusedWindows(t, s, byArm[base]); len(ws) > 0 {
 		for i := 1; i < len(s.Arms); i++ {
 			b, c := outsideWindows(t, byArm[base], byArm[s.Arms[i].Name], ws)
-			o := comparePairs(t, b, c, po)
+			o := comparePairs(t, b, c, po, left)
 			s.Arms[i].Outside = &o
 		}
 	}
@@ -148,7 +150,7 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	answerWarnings(t, s, byArm)
 	storeWarnings(s, opt.StoreErrors)
 	s.Notes = append(s.Notes, summaryNotes(s, opt, g, ar.warm, multiRepeat)...)
-	orderFigures(t, s, byArm, arms, opt.Design)
+	orderFigures(t, s, byArm, arms, opt.Design, crowd, left)
 	interferenceWarnings(s, opt.Design)
 	return s, nil
 }
