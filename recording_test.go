@@ -21,7 +21,9 @@ func TestRunRecordsAndReplays(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "triage.schema.json"), c, 0o644)
 	head := "tasks: tasks.jsonl\ncontract: triage.schema.json\ntime_scale: 0\nmax_in_flight: 1\narrival: {pattern: constant, rate: 2000}\n"
 	arms := "arms:\n  - {name: baseline, model: large}\n  - {name: router, router: {threshold: 0.4, small: small, large: large}}\n"
-	sim := "record: true\nmodels:\n  - {name: small, kind: small, price_in_per_mtok: 0.15, price_out_per_mtok: 0.6}\n  - {name: large, kind: large, price_in_per_mtok: 2.5, price_out_per_mtok: 10}\n"
+	// Deterministic answers: a recording keeps one answer per request, and
+	// both arms ask the large model the same requests.
+	sim := "record: true\nmodels:\n  - {name: small, kind: small, price_in_per_mtok: 0.15, price_out_per_mtok: 0.6, vary: {share: 0}}\n  - {name: large, kind: large, price_in_per_mtok: 2.5, price_out_per_mtok: 10, vary: {share: 0}}\n"
 	rep := "models:\n  - {name: small, backend: replay, recording: run1/recording.jsonl, price_in_per_mtok: 0.15, price_out_per_mtok: 0.6}\n" +
 		"  - {name: large, backend: replay, recording: run1/recording.jsonl, price_in_per_mtok: 2.5, price_out_per_mtok: 10}\n"
 	os.WriteFile(filepath.Join(dir, "sim.yaml"), []byte(head+sim+arms), 0o644)

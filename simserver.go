@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -45,6 +46,9 @@ type simServerOptions struct {
 	Models          []string // NAME=KIND
 	Tasks           string   // task file whose expected values the models answer against; "" = none
 	Faults          sim.Config
+	Vary            sim.Vary     // every model's varying answers
+	Capacity        sim.Capacity // every model's capacity, one pool per model
+	CallLog         string       // file to write every call to as JSON lines; "" = none
 	Net             simserver.Faults
 	MaxBodyBytes    int64
 	Limits          serve.Limits // zero fields: serve.DefaultLimits
@@ -63,18 +67,28 @@ func simServerCmd() *cli.Command {
 	return &cli.Command{
 		Name:  "sim-server",
 		Usage: "serve the simulated models over the OpenAI chat completion API",
-		UsageText: "crab sim-server [--listen ADDR] [--time-scale F] [--seed N] [--model NAME=KIND ...] [--tasks FILE] [--pause AT+FOR[/EVERY]] [--outage AT+FOR] [fault flags]\n\n" +
+		UsageText: "crab sim-server [--listen ADDR] [--time-scale F] [--seed N] [--model NAME=KIND ...] [--tasks FILE] [--vary-share S] [--vary-flip P] [--slots N] [--slowdown F] [--max-queue N] [--call-log FILE] [--pause AT+FOR[/EVERY]] [--outage AT+FOR] [fault flags]\n\n" +
 			"Answers POST /v1/chat/completions (streaming and not) and GET /v1/models. Scope and call id come\n" +
 			"from the X-Crab-* headers crab's openai backend sends; with --seed equal to an experiment's seed and\n" +
 			"the same --time-scale, an experiment with backend openai pointed here meets the same answers,\n" +
 			"faults and pacing as the in-process simulated models. With --tasks, the models answer each call\n" +
-			"(identified by X-Crab-Request-Id, the task id) against that task's expected values, as they do in process.",
+			"(identified by X-Crab-Request-Id, the task id) against that task's expected values, as they do in process.\n" +
+			"A share of those tasks (--vary-share) answers wrong on each call with probability --vary-flip, as a real\n" +
+			"model's answers vary; --vary-share 0 makes every answer deterministic. With --slots, each model serves at\n" +
+			"most that many calls at once, the rest queue first come first served, and each further running call\n" +
+			"slows every new call's output tokens by --slowdown; --call-log writes every call as a line of JSON.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8081", Usage: "`ADDR` to listen on (port 0 picks a free port)"},
 			&cli.Float64Flag{Name: "time-scale", Value: 1, Usage: "pace answers at this fraction of the simulated latency (0: no waiting)"},
 			&cli.Int64Flag{Name: "seed", Usage: "seed of every random draw (use the experiment's seed to reproduce an in-process run)"},
 			&cli.StringSliceFlag{Name: "model", Usage: "serve a simulated model as `NAME=KIND` (small or large); repeatable (default small=small, large=large)"},
 			&cli.StringFlag{Name: "tasks", Usage: "task `FILE` (JSONL) whose expected values are the models' ground truth, by task id"},
+			&cli.Float64Flag{Name: "vary-share", Value: sim.DefaultShare, Category: "varying answers and capacity", Usage: "share of tasks whose answer varies from call to call (0: deterministic answers)"},
+			&cli.Float64Flag{Name: "vary-flip", Value: sim.DefaultFlip, Category: "varying answers and capacity", Usage: "probability that a call of a varying task is answered wrong"},
+			&cli.IntFlag{Name: "slots", Category: "varying answers and capacity", Usage: "calls each model runs at once, the rest queue (0: no capacity limit, latency independent of load)"},
+			&cli.Float64Flag{Name: "slowdown", Category: "varying answers and capacity", Usage: "share each further running call adds to the time per output token (with --slots)"},
+			&cli.IntFlag{Name: "max-queue", Category: "varying answers and capacity", Usage: "most calls queued per model; more are answered HTTP 503 at once (0: no limit; with --slots)"},
+			&cli.StringFlag{Name: "call-log", Category: "varying answers and capacity", Usage: "write every call (arrival, caller, tokens, queue wait) to `FILE` as JSON lines"},
 			&cli.Int64Flag{Name: "max-body-bytes", Value: 4 << 20, Usage: "largest request body accepted"},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "on SIGTERM, how long in-flight answers may take to finish"},
 			&cli.DurationFlag{Name: "body-timeout", Value: serve.DefaultLimits().BodyTimeout, Usage: "a request body not received within this after its headers gets 408 and its connection closed"},
@@ -103,7 +117,13 @@ func simServerCmd() *cli.Command {
 				Listen: c.String("listen"), TimeScale: c.Float64("time-scale"), Seed: c.Int64("seed"),
 				Models: c.StringSlice("model"), Tasks: c.String("tasks"), MaxBodyBytes: c.Int64("max-body-bytes"),
 				ShutdownTimeout: c.Duration("shutdown-timeout"), Quiet: c.Bool("quiet"), Stderr: c.App.ErrWriter,
-				Limits: serve.Limits{BodyTimeout: c.Duration("body-timeout"), WriteTimeout: c.Duration("write-timeout"), MaxConns: c.Int("max-conns")},
+				Limits:   serve.Limits{BodyTimeout: c.Duration("body-timeout"), WriteTimeout: c.Duration("write-timeout"), MaxConns: c.Int("max-conns")},
+				Vary:     sim.Vary{Share: c.Float64("vary-share"), Flip: c.Float64("vary-flip")},
+				Capacity: sim.Capacity{Slots: c.Int("slots"), Slowdown: c.Float64("slowdown"), MaxQueue: c.Int("max-queue")},
+				CallLog:  c.String("call-log"),
+			}
+			if err := checkSimLoad(o.Vary, o.Capacity); err != nil {
+				return err
 			}
 			if err := checkLimits(o.Limits); err != nil {
 				return err
@@ -133,8 +153,32 @@ func simServerCmd() *cli.Command {
 	}
 }
 
+// checkSimLoad refuses varying and capacity settings that mean nothing.
+func checkSimLoad(v sim.Vary, c sim.Capacity) error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"--vary-share", v.Share}, {"--vary-flip", v.Flip}} {
+		if math.IsNaN(f.v) || f.v < 0 || f.v > 1 {
+			return badUsage("%s %v: want a share in [0, 1]", f.name, f.v)
+		}
+	}
+	switch {
+	case c.Slots < 0:
+		return badUsage("--slots %d: must not be negative", c.Slots)
+	case c.MaxQueue < 0:
+		return badUsage("--max-queue %d: must not be negative", c.MaxQueue)
+	case math.IsNaN(c.Slowdown) || math.IsInf(c.Slowdown, 0) || c.Slowdown < 0:
+		return badUsage("--slowdown %v: want a finite number, 0 or more", c.Slowdown)
+	case c.Slots == 0 && (c.Slowdown != 0 || c.MaxQueue != 0):
+		return badUsage("--slowdown and --max-queue need --slots: how many calls a model runs at once")
+	}
+	return nil
+}
+
 // newSimServer builds the server from the options; errors are bad usage.
-func newSimServer(o simServerOptions) (*simserver.Server, error) {
+// With --call-log it opens the log too: close it after the server stops.
+func newSimServer(o simServerOptions) (*simserver.Server, *sim.CallLog, error) {
 	specs := o.Models
 	if len(specs) == 0 {
 		specs = []string{"small=small", "large=large"}
@@ -143,15 +187,15 @@ func newSimServer(o simServerOptions) (*simserver.Server, error) {
 	if o.Tasks != "" {
 		exp, err := readOracle(o.Tasks)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		oracle = func(id string) map[string]any { return exp[id] }
 	}
-	var models []*sim.Model
+	var cfgs []sim.Config
 	for _, spec := range specs {
 		name, kind, ok := strings.Cut(spec, "=")
 		if !ok || name == "" {
-			return nil, badUsage("--model %q: want NAME=KIND, e.g. large=large", spec)
+			return nil, nil, badUsage("--model %q: want NAME=KIND, e.g. large=large", spec)
 		}
 		var cfg sim.Config
 		switch kind {
@@ -160,23 +204,44 @@ func newSimServer(o simServerOptions) (*simserver.Server, error) {
 		case sim.KindLarge:
 			cfg = sim.Large()
 		default:
-			return nil, badUsage("--model %q: kind %q, want small or large", spec, kind)
+			return nil, nil, badUsage("--model %q: kind %q, want small or large", spec, kind)
 		}
 		f := o.Faults
 		cfg.Name, cfg.TimeScale, cfg.Seed, cfg.Oracle = name, o.TimeScale, o.Seed, oracle
 		cfg.ErrorRate, cfg.HangRate, cfg.RefusalRate, cfg.MalformedRate = f.ErrorRate, f.HangRate, f.RefusalRate, f.MalformedRate
 		cfg.MissingFieldRate, cfg.WrongEnumRate, cfg.EmptyEvidenceRate = f.MissingFieldRate, f.WrongEnumRate, f.EmptyEvidenceRate
+		cfg.Vary, cfg.Capacity = o.Vary, o.Capacity
+		cfgs = append(cfgs, cfg)
+	}
+	var log *sim.CallLog
+	if o.CallLog != "" {
+		f, err := os.Create(o.CallLog)
+		if err != nil {
+			return nil, nil, badUsage("--call-log: %v", err)
+		}
+		log = sim.NewCallLogWriter(f)
+		log.OnClose(f.Close)
+	}
+	fail := func(err error) (*simserver.Server, *sim.CallLog, error) {
+		if log != nil {
+			log.Close()
+		}
+		return nil, nil, err
+	}
+	models := make([]*sim.Model, 0, len(cfgs))
+	for _, cfg := range cfgs {
+		cfg.CallLog = log
 		m, err := sim.New(cfg)
 		if err != nil {
-			return nil, badUsage("--model %s: %v", name, err)
+			return fail(badUsage("--model %s: %v", cfg.Name, err))
 		}
 		models = append(models, m)
 	}
 	s, err := simserver.New(simserver.Config{Models: models, Faults: o.Net, Seed: o.Seed, MaxBodyBytes: o.MaxBodyBytes})
 	if err != nil {
-		return nil, badUsage("%v", err)
+		return fail(badUsage("%v", err))
 	}
-	return s, nil
+	return s, log, nil
 }
 
 // readOracle reads a task file's expected values by task id. A bad line
@@ -201,7 +266,7 @@ func readOracle(path string) (map[string]map[string]any, error) {
 // simServe runs the sim server until ctx ends (SIGTERM or Ctrl-C), then
 // stops accepting connections and lets in-flight answers finish.
 func simServe(ctx context.Context, o simServerOptions) error {
-	s, err := newSimServer(o)
+	s, log, err := newSimServer(o)
 	if err != nil {
 		return err
 	}
@@ -217,6 +282,11 @@ func simServe(ctx context.Context, o simServerOptions) error {
 		}
 	})
 	logf("stopped: %s", s.Stats())
+	if log != nil {
+		if cerr := log.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("--call-log %s: %w", o.CallLog, cerr)
+		}
+	}
 	return err
 }
 

@@ -75,7 +75,9 @@ func TestSimServerParity(t *testing.T) {
 
 	var inproc strings.Builder
 	for _, m := range []struct{ name, kind string }{{"small", "small"}, {"large", "large"}} {
-		fmt.Fprintf(&inproc, "  - {name: %s, kind: %s, price_in_per_mtok: 1, price_out_per_mtok: 4, faults: {%s}}\n", m.name, m.kind, parityFaults)
+		// Deterministic answers on both sides (the server's options leave
+		// varying off): calls are compared one by one.
+		fmt.Fprintf(&inproc, "  - {name: %s, kind: %s, price_in_per_mtok: 1, price_out_per_mtok: 4, vary: {share: 0}, faults: {%s}}\n", m.name, m.kind, parityFaults)
 	}
 	local := filepath.Join(dir, "local.yaml")
 	os.WriteFile(local, []byte(fmt.Sprintf(parityExperiment, inproc.String())), 0o644)

@@ -40,9 +40,11 @@ timeout: 300ms
 retry: {max_attempts: 2, backoff: 1ms}
 `
 
+// simModels answer deterministically: a recording keeps one answer per
+// request, which every arm asking it meets on replay.
 const simModels = `models:
-  - {name: small, kind: small, price_in_per_mtok: 0.15, price_out_per_mtok: 0.60, faults: {error: 0.03, malformed: 0.03, hang: 0.01}}
-  - {name: large, kind: large, price_in_per_mtok: 2.50, price_out_per_mtok: 10.00, faults: {error: 0.03, malformed: 0.01, hang: 0.01}}
+  - {name: small, kind: small, price_in_per_mtok: 0.15, price_out_per_mtok: 0.60, vary: {share: 0}, faults: {error: 0.03, malformed: 0.03, hang: 0.01}}
+  - {name: large, kind: large, price_in_per_mtok: 2.50, price_out_per_mtok: 10.00, vary: {share: 0}, faults: {error: 0.03, malformed: 0.01, hang: 0.01}}
 `
 
 const replayModels = `models:

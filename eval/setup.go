@@ -58,6 +58,7 @@ type Setup struct {
 	cassettes map[string]*replay.Cassette // open recordings of the replay models, by model name
 	replays   []ReplaySource
 	recorder  *replay.Recorder // records every backend call when set
+	callLog   *sim.CallLog     // logs every simulated model's calls when set
 	secrets   *redact.Set      // every credential the experiment names
 }
 
@@ -234,7 +235,7 @@ func (s *Setup) buildBackends() (map[string]model.Model, error) {
 	b, err := stack.Backends(s.Exp.Models, stack.BackendOptions{
 		Seed: s.Exp.Seed, TimeScale: *s.Exp.TimeScale, Nominal: s.nominal, MaxConns: s.Exp.Concurrency, Secrets: s.secrets,
 		Oracle:    func(id string) map[string]any { return s.expected[id] },
-		Cassettes: s.cassettes, Recorder: s.recorder,
+		Cassettes: s.cassettes, Recorder: s.recorder, CallLog: s.callLog,
 	})
 	if err != nil {
 		var fe *stack.FieldError

@@ -155,6 +155,11 @@ type Request struct {
 
 	Seed    int64 // per-repeat seed for simulated backends; real backends ignore it
 	Attempt int   // 0 for the first call, counted up by retries and re-asks
+	// Caller names who sends the call: the arm of an experiment or of
+	// crab serve. Two arms asking the same question are two calls to a
+	// backend, so a simulated model draws each its own varying answer and
+	// logs its load by caller. No cache key or answer depends on it.
+	Caller string
 
 	// Params are further chat completion parameters a client sent (stop,
 	// top_p, logit_bias, ...), sorted by name, each value the JSON it

@@ -42,6 +42,9 @@ type BackendOptions struct {
 	Cassettes map[string]*replay.Cassette
 	// Recorder, when set, records every call of every backend.
 	Recorder *replay.Recorder
+	// CallLog, when set, records every call of every simulated model:
+	// arrival, caller (the arm), tokens and queue wait (see sim.CallLog).
+	CallLog *sim.CallLog
 }
 
 // BackendSet is the models of a set of specs by name, the map a stack's
@@ -133,6 +136,16 @@ func backend(ms ModelSpec, i int, o BackendOptions, lookup func(string) (string,
 	if ms.Errors != nil {
 		cfg.Errors = *ms.Errors
 	}
+	// One sim.Model per spec, shared by every arm of the set: its
+	// capacity is one pool, as one deployment would be.
+	cfg.Vary = sim.DefaultVary()
+	if ms.Vary != nil {
+		cfg.Vary = *ms.Vary
+	}
+	if ms.Capacity != nil {
+		cfg.Capacity = *ms.Capacity
+	}
+	cfg.CallLog = o.CallLog
 	f := ms.Faults
 	cfg.ErrorRate, cfg.HangRate, cfg.MalformedRate, cfg.MissingFieldRate = f.Error, f.Hang, f.Malformed, f.MissingField
 	cfg.WrongEnumRate, cfg.EmptyEvidenceRate, cfg.RefusalRate = f.WrongEnum, f.EmptyEvidence, f.Refusal

@@ -122,7 +122,7 @@ func (t *Table) Build(spec ArmSpec, backends map[string]model.Model, o Options) 
 	if err != nil {
 		return nil, err
 	}
-	base := withInstructions(mux, spec.Instructions)
+	base := withCaller(withInstructions(mux, spec.Instructions), spec.Name)
 	var inner []model.Middleware // contract → retry → concurrency cap
 	if o.Contract != nil {
 		cpol := ContractSpec{Policy: string(contract.PolicyFail)}
@@ -241,6 +241,23 @@ func withInstructions(next model.Model, ins map[string]string) model.Model {
 		if v := ins[req.Mode]; v != "" && req.Instruction == "" {
 			req = req.Clone()
 			req.Instruction = v
+		}
+		return next.Complete(ctx, req)
+	})
+}
+
+// withCaller names the arm as the caller of every backend call that does
+// not name one already: two arms asking the same question are two calls,
+// each with its own draw of a varying answer and its own line in a
+// simulated model's call log.
+func withCaller(next model.Model, name string) model.Model {
+	if name == "" {
+		return next
+	}
+	return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		if req.Caller == "" {
+			req = req.Clone()
+			req.Caller = name
 		}
 		return next.Complete(ctx, req)
 	})

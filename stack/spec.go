@@ -50,6 +50,10 @@ type ModelSpec struct {
 	// that its latency depends on load like a real engine's (see
 	// sim.Capacity); unset, latency does not depend on load.
 	Capacity *sim.Capacity `yaml:"capacity" json:",omitempty"`
+	// Vary (backend sim) makes a share of tasks answer differently from
+	// call to call, like a real model (see sim.Vary); unset means
+	// sim.DefaultVary, `vary: {share: 0}` deterministic answers.
+	Vary *sim.Vary `yaml:"vary" json:",omitempty"`
 }
 
 // LoadDependent reports whether the model's latency can depend on the load

@@ -184,6 +184,16 @@ func validModel(l *errs, m *ModelSpec, i int, names map[string]bool) {
 	default:
 		l.add(p("backend"), "unknown backend %q (want sim, openai or replay)", m.Backend)
 	}
+	if m.Backend == BackendSim {
+		validSimLoad(l, m, p)
+	} else {
+		if m.Vary != nil {
+			l.add(p("vary"), "only for backend sim (crab sim-server takes --vary-share and --vary-flip)")
+		}
+		if m.Capacity != nil {
+			l.add(p("capacity"), "only for backend sim (crab sim-server takes --slots, --slowdown and --max-queue)")
+		}
+	}
 	if m.Backend != BackendReplay {
 		if m.Recording != "" {
 			l.add(p("recording"), "only for backend replay")
@@ -421,4 +431,38 @@ func ValidTimeout(d time.Duration) string {
 		return fmt.Sprintf("must be at least %v, got %v", MinTimeout, d)
 	}
 	return ""
+}
+
+// validSimLoad checks a simulated model's varying answers and capacity,
+// and fills the varying answers' default (sim.DefaultVary; flip
+// sim.DefaultFlip when only a share is given), so the manifest says how
+// the model varied.
+func validSimLoad(l *errs, m *ModelSpec, p func(...any) []any) {
+	v := sim.DefaultVary()
+	if m.Vary != nil {
+		v = m.Vary.Filled()
+	}
+	m.Vary = &v
+	for _, f := range []struct {
+		name, what string
+		v          float64
+	}{{"share", "a share of tasks", v.Share}, {"flip", "a probability", v.Flip}} {
+		if f.v < 0 || f.v > 1 || math.IsNaN(f.v) {
+			l.add(p("vary", f.name), "%s in [0,1], got %v", f.what, f.v)
+		}
+	}
+	if c := m.Capacity; c != nil {
+		if c.Slots < 0 {
+			l.add(p("capacity", "slots"), "must not be negative, got %d (0 turns the capacity model off)", c.Slots)
+		}
+		if c.MaxQueue < 0 {
+			l.add(p("capacity", "max_queue"), "must not be negative, got %d (0: no limit)", c.MaxQueue)
+		}
+		if c.Slowdown < 0 || math.IsNaN(c.Slowdown) || math.IsInf(c.Slowdown, 0) {
+			l.add(p("capacity", "slowdown"), "a finite share, 0 or more, got %v", c.Slowdown)
+		}
+		if c.Slots == 0 && (c.MaxQueue != 0 || c.Slowdown != 0) {
+			l.add(p("capacity", "slots"), "required with slowdown or max_queue: how many sequences run at once")
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/cache/semantic"
+	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/router"
 )
 
@@ -50,6 +51,18 @@ func TestValidate(t *testing.T) {
 			arms: arm(ArmSpec{Model: "large"}), want: []string{`models[0].kind: sim models are small or large`}},
 		{name: "sim base_url", models: func(m []ModelSpec) []ModelSpec { m[0].BaseURL = "http://x"; return m },
 			arms: arm(ArmSpec{Model: "large"}), want: []string{"models[0].base_url: only for backend openai"}},
+		{name: "sim vary and capacity", models: func(m []ModelSpec) []ModelSpec {
+			m[0].Vary = &sim.Vary{Share: 1.5, Flip: -1}
+			m[0].Capacity = &sim.Capacity{Slots: -1, MaxQueue: -2, Slowdown: math.Inf(1)}
+			m[1].Capacity = &sim.Capacity{Slowdown: 0.1}
+			return m
+		}, arms: arm(ArmSpec{Model: "large"}), want: []string{"models[0].vary.share: a share of tasks in [0,1]", "models[0].vary.flip: a probability in [0,1]",
+			"models[0].capacity.slots: must not be negative", "models[0].capacity.max_queue: must not be negative",
+			"models[0].capacity.slowdown: a finite share", "models[1].capacity.slots: required with slowdown"}},
+		{name: "vary and capacity only for sim", models: func(m []ModelSpec) []ModelSpec {
+			m[0] = ModelSpec{Name: "small", Backend: BackendOpenAI, BaseURL: "http://x/v1", Vary: &sim.Vary{}, Capacity: &sim.Capacity{Slots: 1}}
+			return m
+		}, arms: arm(ArmSpec{Model: "large"}), want: []string{"models[0].vary: only for backend sim", "models[0].capacity: only for backend sim"}},
 		{name: "unknown backend", models: func(m []ModelSpec) []ModelSpec { m[0].Backend = "grpc"; return m },
 			arms: arm(ArmSpec{Model: "large"}), want: []string{`models[0].backend: unknown backend "grpc"`}},
 		{name: "replay", models: func(m []ModelSpec) []ModelSpec {
@@ -163,6 +176,16 @@ func TestValidateDefaults(t *testing.T) {
 	}
 	if a.Cache.CheckOnHit == nil || !*a.Cache.CheckOnHit {
 		t.Error("cache.check_on_hit: got unset or false; want true")
+	}
+	if v := models[0].Vary; v == nil || *v != sim.DefaultVary() {
+		t.Errorf("vary: got %v; want sim.DefaultVary", v)
+	}
+	share := []ModelSpec{{Name: "small", Kind: "small", Vary: &sim.Vary{Share: 0.2}}, {Name: "large", Kind: "large", Vary: &sim.Vary{}}}
+	if errs := Validate(share, []ArmSpec{{Name: "a", Model: "large"}}); errs != nil {
+		t.Fatal(errs)
+	}
+	if *share[0].Vary != (sim.Vary{Share: 0.2, Flip: sim.DefaultFlip}) || *share[1].Vary != (sim.Vary{}) {
+		t.Errorf("vary: got %v and %v; want flip filled in beside a share, and share 0 kept", *share[0].Vary, *share[1].Vary)
 	}
 }
 

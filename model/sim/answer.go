@@ -13,7 +13,7 @@ const refusal = "I'm sorry, but I can't help with this request."
 // answer builds the content of a call and the model's confidence in it.
 // With no contract the answer is free text; a contract the models cannot
 // answer is an error wrapping ErrContract.
-func (m *Model) answer(req *model.Request, mode int, u *[numDraws]float64) (string, float64, error) {
+func (m *Model) answer(req *model.Request, mode int, u *[numDraws]float64, nonce uint64) (string, float64, error) {
 	f := textfeat.Measure(req.Text)
 	f.Negations = textfeat.Negations(req.Text)
 	p := m.cfg.Errors.Prob(f, req.Scope.Lang)
@@ -32,7 +32,13 @@ func (m *Model) answer(req *model.Request, mode int, u *[numDraws]float64) (stri
 	}
 	if len(w.exp) > 0 {
 		t := m.truthRNG(req)
-		if t.Float64() < p {
+		misread := t.Float64() < p
+		if m.varies(req) {
+			// This call's own draw decides, and picks the wrong fields.
+			t = m.callRNG(req, nonce)
+			misread = t.Float64() < m.cfg.Vary.Flip
+		}
+		if misread {
 			keys := sortedKeys(w.exp)
 			w.wrong = make(map[string]bool, len(keys))
 			for _, k := range keys {

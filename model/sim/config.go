@@ -82,6 +82,18 @@ type Config struct {
 	// answer is cut there and finishes with model.FinishLength.
 	MaxTokens int `yaml:"max_tokens" json:"max_tokens"`
 
+	// Vary makes a share of tasks answer differently from call to call
+	// (see Vary); its zero value keeps every answer deterministic. crab's
+	// experiments and crab sim-server use DefaultVary unless a model sets
+	// its own.
+	Vary Vary `yaml:"vary" json:"vary"`
+	// Capacity limits how many calls the model serves at once and slows
+	// them with load (see Capacity); its zero value means latency does not
+	// depend on load. Every caller of one Model shares it.
+	Capacity Capacity `yaml:"capacity" json:"capacity"`
+	// CallLog, when set, records every call the model receives.
+	CallLog *CallLog `yaml:"-" json:"-"`
+
 	// Fault injection: each is the probability, in [0,1], that a call
 	// shows the fault. Draws are independent; when several hit, the first
 	// in this list wins for Error, Hang and Refusal, and the content faults
@@ -199,6 +211,13 @@ func (cfg *Config) validate() error {
 	if cfg.TailFactor == 0 {
 		cfg.TailFactor = 1
 	}
+	cfg.Vary = cfg.Vary.Filled()
+	if c := cfg.Capacity; c.Slots < 0 || c.MaxQueue < 0 {
+		return bad("capacity", "slots %d and max_queue %d must not be negative", c.Slots, c.MaxQueue)
+	}
+	if c := cfg.Capacity; math.IsNaN(c.Slowdown) || math.IsInf(c.Slowdown, 0) || c.Slowdown < 0 {
+		return bad("capacity.slowdown", "%v: want a finite number, 0 or more", c.Slowdown)
+	}
 	if cfg.MaxTokens < 0 {
 		return bad("max_tokens", "%d is negative", cfg.MaxTokens)
 	}
@@ -217,6 +236,8 @@ func (cfg *Config) validate() error {
 		{"price_in", cfg.PriceIn, 0, math.MaxFloat64, false},
 		{"price_out", cfg.PriceOut, 0, math.MaxFloat64, false},
 		{"time_scale", cfg.TimeScale, 0, 1000, false},
+		{"vary.share", cfg.Vary.Share, 0, 1, false},
+		{"vary.flip", cfg.Vary.Flip, 0, 1, false},
 		{"error_rate", cfg.ErrorRate, 0, 1, false},
 		{"hang_rate", cfg.HangRate, 0, 1, false},
 		{"refusal_rate", cfg.RefusalRate, 0, 1, false},

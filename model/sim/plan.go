@@ -19,6 +19,10 @@ const (
 	// FaultHang: the call never answers; only the caller's deadline or
 	// cancellation ends it.
 	FaultHang = "hang"
+	// FaultOverload: the model's queue is full (Capacity.MaxQueue); the
+	// call fails at once with a server error (HTTP 503 from crab
+	// sim-server). Set by Admit, never by Plan.
+	FaultOverload = "overload"
 )
 
 // Plan is what one call of a simulated model does, decided before any
@@ -43,15 +47,55 @@ type Plan struct {
 	// Sleep says whether TTFT and Total are to be waited (false with
 	// Config.NoSleep, where they are only reported).
 	Sleep bool
-	// Fault is "", FaultError or FaultHang.
+	// Fault is "", FaultError, FaultHang or FaultOverload.
 	Fault string
+	// Wait is the time queued for a slot of the model's capacity, already
+	// in TTFT and Total (scaled like them); Running the sequences running
+	// when the call started, itself included (0 without capacity). Both
+	// are set by Admit.
+	Wait    time.Duration
+	Running int
+}
+
+// Admit puts the call planned as p, arriving at at, into the model's
+// capacity (see Capacity), shared by every caller of the model: the wait
+// for a slot is added to p's TTFT and Total, and its decode slowed by the
+// sequences running beside it; a call refused by a full queue becomes
+// FaultOverload. Server errors and hangs take no slot, and a plan that is
+// not waited (Plan.Sleep false, or time-scale 0) is left as it is. The
+// call goes to the model's call log, if it has one. Complete admits every
+// call itself; crab sim-server admits each call at its arrival.
+func (m *Model) Admit(req *model.Request, p *Plan, at time.Time) {
+	if m.pool != nil && p.Fault == "" && p.Sleep && p.Total > 0 {
+		decode := p.Total - p.TTFT
+		slot, ok := m.pool.admit(at, p.TTFT, decode)
+		if !ok {
+			*p = Plan{Model: p.Model, Sleep: p.Sleep, Fault: FaultOverload, InputUsage: p.InputUsage}
+		} else {
+			p.Wait, p.Running = slot.Wait, slot.Running
+			p.TTFT += slot.Wait
+			p.Total = p.TTFT + time.Duration(float64(decode)*slot.Factor)
+		}
+	}
+	if l := m.cfg.CallLog; l != nil {
+		l.Add(Call{At: at, Model: p.Model, Caller: req.Caller, TaskID: req.TaskID, Attempt: req.Attempt,
+			TokensIn: p.InputUsage.TokensIn, TokensOut: p.Usage.TokensOut, Wait: p.Wait, TTFT: p.TTFT, Total: p.Total,
+			Running: p.Running, Fault: p.Fault})
+	}
 }
 
 // Plan decides what a call with req does: its answer, finish reason,
 // usage, timing and faults, from the same seeded draws Complete uses, so
-// Complete(ctx, req) delivers exactly this plan. It does not wait. An
-// unknown output mode returns an error wrapping ErrMode.
-func (m *Model) Plan(req *model.Request) (Plan, error) {
+// Complete(ctx, req) delivers exactly this plan when the model has no
+// capacity limit (see Admit). It does not wait. An unknown output mode
+// returns an error wrapping ErrMode.
+func (m *Model) Plan(req *model.Request) (Plan, error) { return m.PlanCall(req, 0) }
+
+// PlanCall is Plan for the call numbered nonce among calls the model
+// cannot tell apart: a varying answer (see Vary) is drawn anew for each
+// nonce. crab sim-server numbers the calls that carry no caller and no
+// request id this way; in process every call has nonce 0.
+func (m *Model) PlanCall(req *model.Request, nonce uint64) (Plan, error) {
 	mode, ok := parseMode(req.Mode)
 	if !ok {
 		return Plan{}, fmt.Errorf("%w: %q", ErrMode, req.Mode)
@@ -90,7 +134,7 @@ func (m *Model) Plan(req *model.Request) (Plan, error) {
 		finish = model.FinishRefusal
 	} else {
 		var err error
-		content, p.Confidence, err = m.answer(req, mode, &u)
+		content, p.Confidence, err = m.answer(req, mode, &u, nonce)
 		if err != nil {
 			return Plan{}, err
 		}

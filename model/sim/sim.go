@@ -56,6 +56,8 @@ type Model struct {
 	sized contractSizer
 	// contracts remembers the last contract compiled for answers.
 	contracts contractCache
+	// pool is the capacity every caller shares; nil without one.
+	pool *pool
 }
 
 var _ model.Model = (*Model)(nil)
@@ -67,7 +69,11 @@ func New(cfg Config) (*Model, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Model{cfg: cfg, sleep: sleepCtx, now: time.Now}, nil
+	m := &Model{cfg: cfg, sleep: sleepCtx, now: time.Now}
+	if cfg.Capacity.Enabled() {
+		m.pool = &pool{s: NewScheduler(cfg.Capacity)}
+	}
+	return m, nil
 }
 
 // Name is the backend name the model reports in Response.Model.
@@ -119,9 +125,12 @@ func (m *Model) Complete(ctx context.Context, req *model.Request) (*model.Respon
 	if err != nil {
 		return nil, err
 	}
+	m.Admit(req, &p, m.now())
 	resp := &model.Response{Model: p.Model, Scope: req.Scope}
 	resp.Trace.Attempts = 1
 	switch p.Fault {
+	case FaultOverload:
+		return resp, fmt.Errorf("%w: %s: simulated HTTP 503: queue full", model.ErrBackend, p.Model)
 	case FaultError:
 		start := m.now()
 		resp.Trace.ModelDur = p.Total
@@ -223,10 +232,7 @@ func (m *Model) rngFor(req *model.Request) splitmix.Rand {
 	// shows the effect of the mode, not a different draw of luck.
 	hashStr(&d, req.TaskID)
 	hashStr(&d, req.Text)
-	hashStr(&d, req.Scope.Tenant)
-	hashStr(&d, req.Scope.Permission)
-	hashStr(&d, req.Scope.Lang)
-	hashStr(&d, req.Scope.DocVersion)
+	hashScope(&d, &req.Scope)
 	return *splitmix.New(d.Sum64())
 }
 

@@ -28,6 +28,20 @@
 // that a client's retry draws anew. The output mode comes from X-Crab-Mode
 // or from the mode instruction the openai backend appends to the system
 // prompt (removed before the prompt is billed).
+//
+// # Varying answers and capacity
+//
+// A model whose answers vary (sim.Vary) draws each call of a varying task
+// from the call's identity: the request id, the attempt, the body's seed,
+// the caller (X-Crab-Caller, the arm, when the client sends it), the text
+// and the scope, as in process. Calls the server cannot tell apart by
+// these (two arms that send no caller, a client that repeats itself) are
+// numbered in order of arrival, each number its own draw, so every call
+// still varies on its own. A model with capacity (sim.Capacity) admits
+// each call at its arrival into one pool per model for the whole process:
+// the queue wait delays its first content and its end, and a call refused
+// by a full queue is answered HTTP 503 at once. Each model's call log, if
+// it has one, gets every call that reaches it.
 package simserver
 
 import (
@@ -40,9 +54,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cespare/xxhash/v2"
 
 	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model"
@@ -86,6 +103,45 @@ type Server struct {
 	// first is the time of the first call (Unix ns, 0 before it): pauses
 	// and outages are timed from it.
 	first atomic.Int64
+	// nonces numbers the calls of varying tasks that share an identity.
+	nonces nonceCounter
+}
+
+// HeaderCaller names who sends a call (the arm of an experiment): calls of
+// two callers are two calls, each with its own draw of a varying answer,
+// and the call log keeps it.
+const HeaderCaller = "X-Crab-Caller"
+
+// nonceCounter counts calls by identity. Only calls of varying tasks are
+// counted, so it holds one entry per distinct such call.
+type nonceCounter struct {
+	mu sync.Mutex
+	n  map[uint64]uint64
+}
+
+// next is the number of earlier calls with identity key k.
+func (c *nonceCounter) next(k uint64) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[uint64]uint64{}
+	}
+	n := c.n[k]
+	c.n[k] = n + 1
+	return n
+}
+
+// identity hashes what tells one call from another for the varying draw.
+func identity(m string, r *model.Request) uint64 {
+	var d xxhash.Digest
+	d.Reset()
+	for _, s := range []string{m, r.TaskID, r.Caller, r.Text, r.Scope.Tenant, r.Scope.Permission, r.Scope.Lang, r.Scope.DocVersion,
+		strconv.FormatInt(r.Seed, 10), strconv.Itoa(r.Attempt)} {
+		d.WriteString(strconv.Itoa(len(s)))
+		d.WriteString(":")
+		d.WriteString(s)
+	}
+	return d.Sum64()
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -175,7 +231,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		openaiwire.WriteError(w, status, typ, code, param, err.Error())
 		return
 	}
-	p, err := c.m.Plan(c.req)
+	var nonce uint64
+	if c.m.Varies(c.req) {
+		nonce = s.nonces.next(identity(c.m.Name(), c.req))
+	}
+	p, err := c.m.PlanCall(c.req, nonce)
 	if err != nil {
 		s.st.rejected.Add(1)
 		code, param := "invalid_mode", ""
@@ -205,8 +265,13 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		openaiwire.WriteError(w, http.StatusServiceUnavailable, openaiwire.ErrTypeServer, "overloaded", "", "simulated overload: the server is busy")
 		return
 	}
+	c.m.Admit(c.req, &p, start)
 	ctx := r.Context()
 	switch p.Fault {
+	case sim.FaultOverload:
+		s.st.overloaded.Add(1)
+		openaiwire.WriteError(w, http.StatusServiceUnavailable, openaiwire.ErrTypeServer, "overloaded", "", "simulated overload: the queue of model "+p.Model+" is full")
+		return
 	case sim.FaultError:
 		s.st.modelErrors.Add(1)
 		if !s.sleepUntil(ctx, start.Add(p.Total), p.Sleep) {
@@ -282,7 +347,7 @@ func (s *Server) decode(r *http.Request) (c call, status int, code, param string
 		return creq.Metadata[key]
 	}
 	req := &model.Request{
-		TaskID: id, Text: text, System: system, History: history, User: creq.User,
+		TaskID: id, Text: text, System: system, History: history, User: creq.User, Caller: h.Get(HeaderCaller),
 		Scope: model.Scope{
 			Tenant: scope(openai.HeaderTenant, "tenant"), Permission: scope(openai.HeaderPermission, "permission"),
 			Lang: scope(openai.HeaderLang, "lang"), DocVersion: scope(openai.HeaderDocVersion, "doc_version"),
@@ -468,10 +533,11 @@ type Stats struct {
 	Hangs        uint64 `json:"hangs"`         // simulated model hangs
 	Disconnects  uint64 `json:"disconnects"`   // connections closed mid-answer
 	Stalls       uint64 `json:"stalls"`        // answers stalled mid-way
+	Overloaded   uint64 `json:"overloaded"`    // calls refused by a model's full queue (HTTP 503)
 }
 
 type stats struct {
-	requests, rejected, streams, rateLimited, serverErrors, modelErrors, hangs, disconnects, stalls atomic.Uint64
+	requests, rejected, streams, rateLimited, serverErrors, modelErrors, hangs, disconnects, stalls, overloaded atomic.Uint64
 }
 
 // Stats returns the counters so far.
@@ -479,7 +545,7 @@ func (s *Server) Stats() Stats {
 	return Stats{
 		Requests: s.st.requests.Load(), Rejected: s.st.rejected.Load(), Streams: s.st.streams.Load(),
 		RateLimited: s.st.rateLimited.Load(), ServerErrors: s.st.serverErrors.Load(), ModelErrors: s.st.modelErrors.Load(),
-		Hangs: s.st.hangs.Load(), Disconnects: s.st.disconnects.Load(), Stalls: s.st.stalls.Load(),
+		Hangs: s.st.hangs.Load(), Disconnects: s.st.disconnects.Load(), Stalls: s.st.stalls.Load(), Overloaded: s.st.overloaded.Load(),
 	}
 }
 
