@@ -16,6 +16,7 @@ import (
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/model/sim"
 )
 
 // sharedBackend is an OpenAI-compatible test double of one deployment the
@@ -180,5 +181,85 @@ func TestSharedBackendOrders(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The simulated model's own call log shows the load each order puts on a
+// model both arms share: paired order sends both arms' copies at once, so
+// over the run the model sees twice the declared rate; a switchback sends
+// one arm at a time, so it sees the declared rate, once. The run's own
+// summary says the same from the records.
+func TestCallLogSwitchbackLoad(t *testing.T) {
+	t.Parallel()
+	const tasks, rate = 60, 200.0
+	dir := t.TempDir()
+	tasksPath := filepath.Join(dir, "tasks.jsonl")
+	writeTaskSubset(t, tasksPath, tasks)
+	for _, tc := range []struct {
+		order string
+		times float64
+	}{{OrderPaired, 2}, {OrderSwitchback, 1}} {
+		exp := fmt.Sprintf(`name: load
+tasks: %s
+contract: embedded:triage.schema.json
+seed: 3
+time_scale: 0.001
+order: %s
+arrival: {pattern: constant, rate: %g}
+concurrency: 32
+timeout: 10s
+models:
+  - {name: large, kind: large, capacity: {slots: 4, slowdown: 0.05}}
+arms:
+  - {name: baseline, model: large}
+  - {name: short, model: large, mode: short, max_tokens: 160}
+`, tasksPath, tc.order, rate)
+		if tc.order == OrderSwitchback {
+			exp += "block: 50ms\nburn_in: 10ms\n"
+		}
+		path := filepath.Join(dir, tc.order+".yaml")
+		if err := os.WriteFile(path, []byte(exp), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := LoadSetup(path, fixtures.FS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := &sim.CallLog{}
+		if err := s.LogCalls(log); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var recs []records.Record
+		if _, err := s.Runner("load", func(r records.Record) error {
+			mu.Lock()
+			defer mu.Unlock()
+			recs = append(recs, r)
+			return nil
+		}).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		calls := log.Calls()
+		first, last := calls[0].At, calls[0].At
+		for _, c := range calls {
+			first, last = minTime(first, c.At), maxTime(last, c.At)
+		}
+		seen := float64(len(calls)-1) / last.Sub(first).Seconds() / rate
+		// A loaded machine sends late and catches up, so the check is
+		// whether the model saw one arm's rate or two.
+		if seen < tc.times-0.4 || seen > tc.times+0.4 {
+			t.Errorf("%s: the model saw %.2f times the declared rate over the run; want %g", tc.order, seen, tc.times)
+		}
+		sum, err := summarizeRecs(recs, s.SummaryOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range sum.Arms {
+			l := a.Load.Offered[0]
+			if got := l.BackendCallsPerS / l.CallsPerS; l.Backend != "large" || got < tc.times-0.2 || got > tc.times+0.2 {
+				t.Errorf("%s: %s's summary says %s carried %.1f/s while it sent %.1f/s; want %g times", tc.order, a.Name, l.Backend, l.BackendCallsPerS, l.CallsPerS, tc.times)
+			}
+		}
+		t.Logf("%s: the model saw %.2f times the declared rate; summary: %+v", tc.order, seen, sum.Arms[0].Load.Offered)
 	}
 }

@@ -267,7 +267,20 @@ func orderFigures(t *records.Symbols, s *Summary, byArm map[string][]*records.Re
 	if len(arms) > 1 {
 		s.Interference = interference(t, byArm, arms, c, left, excusedWindows(t, s, byArm[arms[0]]))
 	}
-	s.Notes = append(s.Notes, loadNotes(s, d)...)
+}
+
+// Interfered is the test that found an arm's latency, or the baseline's,
+// moving with the other arms' load beyond chance (nil when none did): the
+// latency comparison of that arm then holds part of another arm's load,
+// which the design cannot separate from its own. Summarize sets the tests
+// before the gate decides.
+func (s *Summary) Interfered(arm string) *Interference {
+	for i := range s.Interference {
+		if in := &s.Interference[i]; in.Beyond && (in.Arm == arm || in.Arm == s.Baseline) {
+			return in
+		}
+	}
+	return nil
 }
 
 // loadNotes say under what load each arm was measured: the order, and

@@ -146,11 +146,12 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		}
 		opt.Incomplete = why
 	}
+	orderFigures(t, s, byArm, arms, opt.Design, crowd, left)
 	decide(s, opt)
 	answerWarnings(t, s, byArm)
 	storeWarnings(s, opt.StoreErrors)
 	s.Notes = append(s.Notes, summaryNotes(s, opt, g, ar.warm, multiRepeat)...)
-	orderFigures(t, s, byArm, arms, opt.Design, crowd, left)
+	s.Notes = append(s.Notes, loadNotes(s, opt.Design)...)
 	interferenceWarnings(s, opt.Design)
 	return s, nil
 }
