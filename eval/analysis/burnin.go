@@ -1,7 +1,10 @@
 package analysis
 
 import (
+	"fmt"
+
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/words"
 )
 
 // In switchback order the first stretch of every block (its burn-in) may
@@ -83,6 +86,7 @@ func burnInLatency(t *records.Symbols, a *ArmSummary, recs []*records.Rec, seed 
 // over every pair.
 func comparePairs(t *records.Symbols, baseline, candidate []*records.Rec, opt PairOptions, left leftOut) Paired {
 	p := comparePaired(t, baseline, candidate, opt)
+	p.switchback = len(baseline) > 0 && len(candidate) > 0 && allBlocked(baseline) && allBlocked(candidate)
 	b, c := left.compared(t, baseline), left.compared(t, candidate)
 	if len(b) == len(baseline) && len(c) == len(candidate) {
 		return p
@@ -91,4 +95,47 @@ func comparePairs(t *records.Symbols, baseline, candidate []*records.Rec, opt Pa
 	p.LatencyDeltaMs, p.P95Ratio, p.TTFTP95Ratio, p.GoodputDelta = l.LatencyDeltaMs, l.P95Ratio, l.TTFTP95Ratio, l.GoodputDelta
 	p.LatencyLeftOut = p.Pairs - l.Pairs
 	return p
+}
+
+// allBlocked reports whether every request carries its switchback block.
+func allBlocked(recs []*records.Rec) bool {
+	for _, r := range recs {
+		if r.Block == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// switchbackOutside is the verdict of a switchback run on the pairs outside
+// the windows where the backend stalled or failed, where it differs from
+// the whole run's. A task's copies are sent in different blocks, so such a
+// window hits them unequally by design, not because one arm is worse:
+// the windows are left out (a window only counts where the baseline was
+// hit too or did not send, see excusedWindows) and the verdict is the one
+// outside them, said so.
+func switchbackOutside(o judgement, a *ArmSummary) judgement {
+	note := fmt.Sprintf("judged on the %s outside the windows where the backend stalled or failed (see the warnings): in switchback order a task's copies are sent in different blocks, so such a window hits the arms unequally",
+		words.Count(a.Outside.Pairs, "pair"))
+	switch o.verdict {
+	case VerdictReject:
+		o.fails = append(o.fails, note)
+	default:
+		o.why = append(o.why, note)
+	}
+	return o
+}
+
+// failingCore is where a failure cluster is judged for whether the
+// baseline was hit too: the whole window, or, in switchback order (the
+// baseline's requests carry their block), the stretch from its first
+// failed send to its last. One arm sends at a time there, so the window's
+// edges hold blocks sent before or after the backend failed, whichever
+// arm played them; inside the core, a baseline hit as the others were
+// was sent while the backend was failing.
+func failingCore(c Cluster, base []*records.Rec) window {
+	if len(base) == 0 || !allBlocked(base) || c.firstNs == 0 {
+		return window{c.startNs, c.endNs}
+	}
+	return window{c.firstNs, c.lastNs + 1}
 }

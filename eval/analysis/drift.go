@@ -26,6 +26,9 @@ type Cluster struct {
 	// startNs and endNs are the window in Unix nanoseconds, widened by a
 	// scan bin on either side: the pairs outside them are surely outside.
 	startNs, endNs int64
+	// firstNs and lastNs are the first and last failed send in the
+	// window: its core, where the backend was failing.
+	firstNs, lastNs int64
 }
 
 // Clustering thresholds: the run is cut into clusterBins windows; a window
@@ -54,9 +57,10 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 		repeat int
 	}
 	type bin struct {
-		n, f  int
-		tasks map[taskKey]bool // task sent in the window -> failed on some arm
-		arms  map[string]bool
+		n, f        int
+		tasks       map[taskKey]bool // task sent in the window -> failed on some arm
+		arms        map[string]bool
+		first, last int64 // first and last failed send
 	}
 	bins := make([]bin, clusterBins)
 	for _, name := range arms {
@@ -76,6 +80,10 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 					b.arms = map[string]bool{}
 				}
 				b.arms[name] = true
+				if b.first == 0 || r.At < b.first {
+					b.first = r.At
+				}
+				b.last = max(b.last, r.At)
 			}
 		}
 	}
@@ -104,10 +112,11 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 			continue
 		}
 		if !open {
-			out = append(out, Cluster{StartMs: float64(i) * width / 1e6, P: p, startNs: lo + int64(float64(i-1)*width)})
+			out = append(out, Cluster{StartMs: float64(i) * width / 1e6, P: p, startNs: lo + int64(float64(i-1)*width), firstNs: b.first})
 			open = true
 		}
 		c := &out[len(out)-1]
+		c.lastNs = b.last
 		c.EndMs = float64(i+1) * width / 1e6
 		c.endNs = lo + int64(float64(i+2)*width)
 		c.Failures += b.f

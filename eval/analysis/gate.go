@@ -361,6 +361,9 @@ func judgeInTime(base, a *ArmSummary, in gateInput) judgement {
 	if o.verdict == j.verdict {
 		return j
 	}
+	if a.Outside.switchback {
+		return switchbackOutside(o, a)
+	}
 	first := j.fails
 	if j.verdict == VerdictAccept {
 		first = []string{"improves " + j.what}

@@ -148,3 +148,55 @@ func TestInterferenceAndOfferedLoad(t *testing.T) {
 		}
 	}
 }
+
+// switchbackRun is a clockless switchback of arms over n Poisson arrivals
+// at rate, blocks of 10 arrivals, the first of each burn-in, on a backend
+// of slots calls at once.
+func switchbackRun(arms []string, n int, rate float64, slots int, service func(string) time.Duration, rng *rand.Rand) []Record {
+	offsets := poissonOffsets(n, rate, rng)
+	var reqs []queued
+	var cursor, base time.Duration
+	block := 0
+	for b := 0; b < n; b += 10 {
+		end := min(b+10, n)
+		for _, k := range rng.Perm(len(arms)) {
+			block++
+			for i := b; i < end; i++ {
+				reqs = append(reqs, queued{arm: arms[k], task: i, at: cursor + offsets[i] - base, block: block, burnIn: i == b})
+			}
+			cursor += offsets[end-1] - base
+		}
+		base = offsets[end-1]
+	}
+	return serveFCFS(reqs, slots, service, 0.5, rng)
+}
+
+// An outage in a switchback falls on whichever arm's blocks it covers, so
+// an identical twin loses tasks the baseline kept. The window is detected
+// and left out, and the twin is judged on the pairs outside it: no_gain,
+// not a verdict that rests on the window.
+func TestSwitchbackOutageLeftOut(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(11, 2))
+	arms := []string{"baseline", "twin"}
+	recs := switchbackRun(arms, 480, 20, 1000, func(string) time.Duration { return 80 * time.Millisecond }, rng)
+	t0 := recs[0].IntendedAt
+	for i := range recs {
+		recs[i].Model = "m"
+		if at := recs[i].IntendedAt.Sub(t0); at >= 20*time.Second && at < 23*time.Second {
+			recs[i].Outcome, recs[i].Pass, recs[i].Error = OutcomeError, false, "backend down"
+		}
+	}
+	g := GateConfig{Control: "twin"}
+	s, err := summarizeRecs(recs, Options{Gate: &g})
+	if err != nil {
+		t.Fatal(err)
+	}
+	twin := armByName(t, s, "twin")
+	if len(s.Clusters) == 0 || len(twin.Paired.Lost) == len(twin.Paired.Gained) {
+		t.Fatalf("clusters %+v, twin lost %d and gained %d; want the outage found and hitting the arms unequally", s.Clusters, len(twin.Paired.Lost), len(twin.Paired.Gained))
+	}
+	if twin.Verdict != VerdictNoGain {
+		t.Errorf("twin: %s %q; want no_gain, judged outside the outage", twin.Verdict, twin.Reasons)
+	}
+}

@@ -82,6 +82,9 @@ type Paired struct {
 	// ungraded: one side's records carry no grading, so the lost and
 	// gained tasks and their test are no figures (null in JSON).
 	ungraded bool
+	// switchback: every request of the pairs carries its switchback
+	// block, so a task's copies were sent at different moments.
+	switchback bool
 }
 
 // Ratio is a candidate/baseline ratio over matched pairs with its 95%

@@ -164,7 +164,7 @@ func excusedWindows(t *records.Symbols, s *Summary, base []*records.Rec) []windo
 	var ws []window
 	for _, c := range s.Clusters {
 		w := window{c.startNs, c.endNs}
-		sent, failed, _ := inWindow(t, base, w)
+		sent, failed, _ := inWindow(t, base, failingCore(c, base))
 		if sent == 0 || float64(failed)/float64(sent) >= 0.5*float64(c.Failures)/float64(max(c.Requests, 1)) {
 			ws = append(ws, w)
 		}
