@@ -92,13 +92,27 @@ arms:
 	if err := os.WriteFile(path, []byte(exp), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	sum, _ := runExperiment(t, path, nil)
+	return sum
+}
+
+// runExperiment runs the experiment file at path, its simulated models'
+// calls logged in log when it is set, and summarises the run as crab run
+// does.
+func runExperiment(t *testing.T, path string, log *sim.CallLog) (*analysis.Summary, []records.Record) {
+	t.Helper()
 	s, err := LoadSetup(path, fixtures.FS)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if log != nil {
+		if err := s.LogCalls(log); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var mu sync.Mutex
 	var recs []records.Record
-	if _, err := s.Runner("shared", func(r records.Record) error {
+	if _, err := s.Runner("run", func(r records.Record) error {
 		mu.Lock()
 		defer mu.Unlock()
 		recs = append(recs, r)
@@ -110,7 +124,7 @@ arms:
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sum
+	return sum, recs
 }
 
 // Against a deployment the arms share — 4 slots, first come first served,
@@ -221,24 +235,8 @@ arms:
 		if err := os.WriteFile(path, []byte(exp), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		s, err := LoadSetup(path, fixtures.FS)
-		if err != nil {
-			t.Fatal(err)
-		}
 		log := &sim.CallLog{}
-		if err := s.LogCalls(log); err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var recs []records.Record
-		if _, err := s.Runner("load", func(r records.Record) error {
-			mu.Lock()
-			defer mu.Unlock()
-			recs = append(recs, r)
-			return nil
-		}).Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		sum, _ := runExperiment(t, path, log)
 		calls := log.Calls()
 		first, last := calls[0].At, calls[0].At
 		for _, c := range calls {
@@ -249,10 +247,6 @@ arms:
 		// whether the model saw one arm's rate or two.
 		if seen < tc.times-0.4 || seen > tc.times+0.4 {
 			t.Errorf("%s: the model saw %.2f times the declared rate over the run; want %g", tc.order, seen, tc.times)
-		}
-		sum, err := summarizeRecs(recs, s.SummaryOptions())
-		if err != nil {
-			t.Fatal(err)
 		}
 		for _, a := range sum.Arms {
 			l := a.Load.Offered[0]

@@ -78,40 +78,26 @@ func TestInterferenceAndOfferedLoad(t *testing.T) {
 		{"paired", 0, 40, false},
 	} {
 		rng := rand.New(rand.NewPCG(7, 1))
-		offsets := poissonOffsets(n, rate, rng)
-		var reqs []queued
+		slots := tc.slots
+		if slots == 0 {
+			slots = 2 * n // as many as there are calls
+		}
+		var recs []Record
 		switch tc.order {
 		case "paired":
-			for i, at := range offsets {
+			var reqs []queued
+			for i, at := range poissonOffsets(n, rate, rng) {
 				for _, a := range arms {
 					reqs = append(reqs, queued{arm: a, task: i, at: at})
 				}
 			}
+			recs = serveFCFS(reqs, slots, service, 0.5, rng)
 		case "switchback":
-			// Blocks of 10 arrivals, every arm in turn in a random order,
-			// each copy starting where the previous one's last request
-			// was sent; the first request of each block is burn-in.
-			var cursor, base time.Duration
-			block := 0
-			for b := 0; b < n; b += 10 {
-				end := min(b+10, n)
-				for _, k := range rng.Perm(len(arms)) {
-					block++
-					for i := b; i < end; i++ {
-						reqs = append(reqs, queued{arm: arms[k], task: i, at: cursor + offsets[i] - base, block: block, burnIn: i == b})
-					}
-					cursor += offsets[end-1] - base
-				}
-				base = offsets[end-1]
-			}
+			recs = switchbackRun(arms, n, rate, slots, service, rng)
 		}
 		d := *design
 		d.Order = tc.order
-		slots := tc.slots
-		if slots == 0 {
-			slots = len(reqs)
-		}
-		s, err := summarizeRecs(serveFCFS(reqs, slots, service, 0.5, rng), Options{Design: &d})
+		s, err := summarizeRecs(recs, Options{Design: &d})
 		if err != nil {
 			t.Fatal(err)
 		}
