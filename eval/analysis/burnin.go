@@ -134,8 +134,18 @@ func switchbackOutside(o judgement, a *ArmSummary) judgement {
 // arm played them; inside the core, a baseline hit as the others were
 // was sent while the backend was failing.
 func failingCore(c Cluster, base []*records.Rec) window {
-	if len(base) == 0 || !allBlocked(base) || c.firstNs == 0 {
-		return window{c.startNs, c.endNs}
+	return core(window{c.startNs, c.endNs}, window{c.firstNs, c.lastNs + 1}, base)
+}
+
+// stalledCore is failingCore for a stall: in switchback order, the stretch
+// from the first send whose latency stalled to the last.
+func stalledCore(st Stall, base []*records.Rec) window {
+	return core(window{st.startNs, st.endNs}, window{st.firstNs, st.lastNs + 1}, base)
+}
+
+func core(whole, core window, base []*records.Rec) window {
+	if len(base) == 0 || !allBlocked(base) || core.start == 0 {
+		return whole
 	}
-	return window{c.firstNs, c.lastNs + 1}
+	return core
 }

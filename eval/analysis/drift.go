@@ -211,6 +211,9 @@ type Stall struct {
 	// startNs and endNs are the window in Unix nanoseconds, widened by a
 	// scan bin on either side: the pairs outside them are surely outside.
 	startNs, endNs int64
+	// firstNs and lastNs are the first and last send in the window whose
+	// latency was stalled (at least the flagged median): its core.
+	firstNs, lastNs int64
 }
 
 // String describes the window for a warning.
@@ -256,6 +259,21 @@ func latencyStalls(t *records.Symbols, byArm map[string][]*records.Rec, arms []s
 			}
 		}
 	}
+	// The core of a flagged window: its sends whose latency reached the
+	// stall's threshold.
+	core := func(w *Stall, i int, threshold float64) {
+		for _, name := range arms {
+			for _, r := range byArm[name] {
+				if !t.Attrs(r).Timed || min(int(float64(r.At-lo)/width), clusterBins-1) != i || r.E2EMs < threshold {
+					continue
+				}
+				if w.firstNs == 0 || r.At < w.firstNs {
+					w.firstNs = r.At
+				}
+				w.lastNs = max(w.lastNs, r.At)
+			}
+		}
+	}
 	var out []Stall
 	open := false
 	for i, b := range bins {
@@ -278,6 +296,7 @@ func latencyStalls(t *records.Symbols, byArm map[string][]*records.Rec, arms []s
 		w.endNs = lo + int64(float64(i+2)*width)
 		w.Requests += len(b)
 		w.P50Ms = max(w.P50Ms, p50)
+		core(w, i, max(stallFactor*runP50, runP50+stallMinMs))
 	}
 	return out
 }

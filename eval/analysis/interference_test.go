@@ -157,32 +157,45 @@ func switchbackRun(arms []string, n int, rate float64, slots int, service func(s
 	return serveFCFS(reqs, slots, service, 0.5, rng)
 }
 
-// An outage in a switchback falls on whichever arm's blocks it covers, so
-// an identical twin loses tasks the baseline kept. The window is detected
-// and left out, and the twin is judged on the pairs outside it: no_gain,
-// not a verdict that rests on the window.
-func TestSwitchbackOutageLeftOut(t *testing.T) {
+// An outage or a stall in a switchback falls on whichever arm's blocks it
+// covers, so an identical twin loses tasks or latency the baseline kept.
+// The window is detected and left out, and the twin is judged on the
+// pairs outside it: no_gain, not a verdict that rests on the window.
+func TestSwitchbackWindowsLeftOut(t *testing.T) {
 	t.Parallel()
-	rng := rand.New(rand.NewPCG(11, 2))
-	arms := []string{"baseline", "twin"}
-	recs := switchbackRun(arms, 480, 20, 1000, func(string) time.Duration { return 80 * time.Millisecond }, rng)
-	t0 := recs[0].IntendedAt
-	for i := range recs {
-		recs[i].Model = "m"
-		if at := recs[i].IntendedAt.Sub(t0); at >= 20*time.Second && at < 23*time.Second {
-			recs[i].Outcome, recs[i].Pass, recs[i].Error = OutcomeError, false, "backend down"
+	for _, fault := range []string{"outage", "stall"} {
+		rng := rand.New(rand.NewPCG(11, 2))
+		arms := []string{"baseline", "twin"}
+		recs := switchbackRun(arms, 480, 20, 1000, func(string) time.Duration { return 80 * time.Millisecond }, rng)
+		t0 := recs[0].IntendedAt
+		from, to := 20*time.Second, 23*time.Second
+		if fault == "stall" {
+			to = from + 3*time.Second
 		}
-	}
-	g := GateConfig{Control: "twin"}
-	s, err := summarizeRecs(recs, Options{Gate: &g})
-	if err != nil {
-		t.Fatal(err)
-	}
-	twin := armByName(t, s, "twin")
-	if len(s.Clusters) == 0 || len(twin.Paired.Lost) == len(twin.Paired.Gained) {
-		t.Fatalf("clusters %+v, twin lost %d and gained %d; want the outage found and hitting the arms unequally", s.Clusters, len(twin.Paired.Lost), len(twin.Paired.Gained))
-	}
-	if twin.Verdict != VerdictNoGain {
-		t.Errorf("twin: %s %q; want no_gain, judged outside the outage", twin.Verdict, twin.Reasons)
+		for i := range recs {
+			r := &recs[i]
+			r.Model = "m"
+			at := r.IntendedAt.Sub(t0)
+			if at < from || at >= to {
+				continue
+			}
+			if fault == "outage" {
+				r.Outcome, r.Pass, r.Error = OutcomeError, false, "backend down"
+			} else {
+				r.E2EMs += float64(to-at) / 1e6 // waits for the stall to end
+			}
+		}
+		g := GateConfig{Control: "twin"}
+		s, err := summarizeRecs(recs, Options{Gate: &g})
+		if err != nil {
+			t.Fatal(err)
+		}
+		twin := armByName(t, s, "twin")
+		if len(s.Clusters)+len(s.Stalls) == 0 {
+			t.Fatalf("%s: no window found; want the %s found", fault, fault)
+		}
+		if twin.Verdict != VerdictNoGain {
+			t.Errorf("%s: twin %s %q; want no_gain, judged outside the window", fault, twin.Verdict, twin.Reasons)
+		}
 	}
 }

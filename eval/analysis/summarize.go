@@ -171,7 +171,7 @@ func excusedWindows(t *records.Symbols, s *Summary, base []*records.Rec) []windo
 	}
 	for _, st := range s.Stalls {
 		w := window{st.startNs, st.endNs}
-		sent, _, p50 := inWindow(t, base, w)
+		sent, _, p50 := inWindow(t, base, stalledCore(st, base))
 		if sent == 0 || p50 >= (st.RunP50Ms+st.P50Ms)/2 {
 			ws = append(ws, w)
 		}
