@@ -2,8 +2,10 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/quantile"
 	"github.com/crab-testbed/crab/internal/words"
 )
 
@@ -18,12 +20,13 @@ import (
 // pairs stay matched.
 
 // leftOut is what the latency figures leave out beside burn-in requests:
-// the carry-over requests (see carryOver).
-type leftOut struct{ carry map[*records.Rec]bool }
+// the carry-over requests (see carryOver) and those that waited through a
+// stall of the backend (see stalledRequests).
+type leftOut struct{ carry, stalled map[*records.Rec]bool }
 
 // out reports whether r is left out of the latency figures.
 func (l leftOut) out(t *records.Symbols, r *records.Rec) bool {
-	return t.Attrs(r).BurnIn || l.carry[r]
+	return t.Attrs(r).BurnIn || l.carry[r] || l.stalled[r]
 }
 
 // compared is recs without those left out of the latency figures; recs
@@ -50,16 +53,19 @@ func (l leftOut) compared(t *records.Symbols, recs []*records.Rec) []*records.Re
 // burnInLatency sets an arm's latency figures (percentiles, means, TTFT,
 // the groups' latency and the latency intervals) from its requests in the
 // latency comparison, when some were left out, and counts those in
-// a.BurnIn and a.CarryOver.
+// a.BurnIn, a.Stalled and a.CarryOver.
 func burnInLatency(t *records.Symbols, a *ArmSummary, recs []*records.Rec, seed int64, large map[string]bool, left leftOut) {
 	c := left.compared(t, recs)
 	if len(c) == len(recs) || len(c) == 0 {
 		return
 	}
 	for _, r := range recs {
-		if t.Attrs(r).BurnIn {
+		switch {
+		case t.Attrs(r).BurnIn:
 			a.BurnIn++
-		} else if left.carry[r] {
+		case left.stalled[r]:
+			a.Stalled++
+		case left.carry[r]:
 			a.CarryOver++
 		}
 	}
@@ -148,4 +154,91 @@ func core(whole, core window, base []*records.Rec) window {
 		return whole
 	}
 	return core
+}
+
+// Backend stalls in switchback order. A stall of the backend holds every
+// request in flight until it ends, whichever arm sent it; in a switchback
+// it lands on the block (or two) that was playing, not on every arm's copy
+// of the same tasks, so left in it would move one arm's tail. The
+// signature of a stall is a stretch in which the backend answered nothing
+// while requests waited for it: a load the backend is merely slow to serve
+// keeps answering at its capacity, so a candidate that overloads it is
+// never taken for a stall. Every request that waited through such a
+// stretch, or was sent before the backlog it left had cleared, is left out
+// of the latency figures like burn-in.
+
+// Stall gap thresholds: the backend answered nothing for at least
+// stallGapFactor times the median latency and stallGapMinMs, while at
+// least stallGapWaiting requests were in flight.
+const (
+	stallGapFactor  = 3
+	stallGapMinMs   = 250
+	stallGapWaiting = 2
+)
+
+// stalledRequests is, in switchback order, the requests of every arm that
+// waited through a stall of their backend (see above); nil when none did.
+func stalledRequests(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, d *Design) map[*records.Rec]bool {
+	type fl struct {
+		r          *records.Rec
+		start, end int64
+	}
+	byBackend := map[string][]fl{}
+	var lat []float64
+	for _, name := range arms {
+		for _, r := range byArm[name] {
+			if r.Block == 0 || !sent(t, r) {
+				continue
+			}
+			b := d.backend(t.Str(t.Attrs(r).Model))
+			byBackend[b] = append(byBackend[b], fl{r, r.At, r.At + int64(r.E2EMs*1e6)})
+			lat = append(lat, r.E2EMs)
+		}
+	}
+	if len(lat) == 0 {
+		return nil
+	}
+	slices.Sort(lat)
+	minGap := int64(max(stallGapFactor*quantile.NearestRank(lat, 50), stallGapMinMs) * 1e6)
+	var out map[*records.Rec]bool
+	for _, fs := range byBackend {
+		ends := make([]int64, len(fs))
+		for i, f := range fs {
+			ends[i] = f.end
+		}
+		slices.Sort(ends)
+		starts := make([]int64, len(fs))
+		for i, f := range fs {
+			starts[i] = f.start
+		}
+		slices.Sort(starts)
+		waiting := func(at int64) int { // in flight at a moment
+			s, _ := slices.BinarySearch(starts, at+1)
+			e, _ := slices.BinarySearch(ends, at+1)
+			return s - e
+		}
+		for i := 0; i+1 < len(ends); i++ {
+			from, to := ends[i], ends[i+1]
+			if to-from < minGap || waiting(from) < stallGapWaiting {
+				continue
+			}
+			// The stall's backlog clears when the last request that
+			// waited through it is answered.
+			clear := to
+			for _, f := range fs {
+				if f.start < to && f.end > from {
+					clear = max(clear, f.end)
+				}
+			}
+			for _, f := range fs {
+				if f.start < clear && f.end > from {
+					if out == nil {
+						out = map[*records.Rec]bool{}
+					}
+					out[f.r] = true
+				}
+			}
+		}
+	}
+	return out
 }

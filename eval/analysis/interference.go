@@ -291,18 +291,19 @@ func loadNotes(s *Summary, d *Design) []string {
 	if d != nil {
 		order = d.Order
 	}
-	burnIn, carry, blocks := 0, 0, 0
+	burnIn, carry, stalled, blocks := 0, 0, 0, 0
 	for i := range s.Arms {
 		burnIn += s.Arms[i].BurnIn
 		carry += s.Arms[i].CarryOver
+		stalled += s.Arms[i].Stalled
 		if p := s.Arms[i].Paired; p != nil {
 			blocks = max(blocks, p.Blocks)
 		}
 	}
 	switch {
 	case order == "switchback" || burnIn > 0:
-		n := fmt.Sprintf("order switchback: one arm at a time, in randomised blocks at the declared rate, the backend's queue never drained between blocks; %s sent in a block's burn-in and %s sent later while another arm's request still held the backend (carry-over) count for quality, cost and failures but not in any latency figure",
-			words.Count(burnIn, "request"), words.Count(carry, "request"))
+		n := fmt.Sprintf("order switchback: one arm at a time, in randomised blocks at the declared rate, the backend's queue never drained between blocks; %s sent in a block's burn-in, %s sent later while another arm's request still held the backend (carry-over) and %s that waited through a stall of the backend count for quality, cost and failures but not in any latency figure",
+			words.Count(burnIn, "request"), words.Count(carry, "request"), words.Count(stalled, "request"))
 		if blocks > 0 {
 			n += fmt.Sprintf("; the paired intervals resample whole switchback blocks (%d)", blocks)
 		}

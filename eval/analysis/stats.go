@@ -188,6 +188,11 @@ type ArmSummary struct {
 	// burn-in while another arm's request to the same backend was still
 	// in flight: left out of every latency figure like burn-in.
 	CarryOver int `json:"carry_over,omitempty"`
+	// Stalled counts requests of a switchback that waited through a stall
+	// of their backend (a stretch in which it answered nothing while
+	// requests waited), or were sent before its backlog cleared: left out
+	// of every latency figure, on every arm alike.
+	Stalled int `json:"stalled,omitempty"`
 }
 
 // GroupSummary is one input group (short, long, tool) of an arm.
