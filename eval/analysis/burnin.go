@@ -169,7 +169,7 @@ func core(whole, core window, base []*records.Rec) window {
 
 // Stall gap thresholds: the backend answered nothing for at least
 // stallGapFactor times the median latency and stallGapMinMs, while at
-// least stallGapWaiting requests were in flight.
+// least stallGapWaiting requests waited through it.
 const (
 	stallGapFactor  = 3
 	stallGapMinMs   = 250
@@ -212,14 +212,17 @@ func stalledRequests(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 			starts[i] = f.start
 		}
 		slices.Sort(starts)
-		waiting := func(at int64) int { // in flight at a moment
-			s, _ := slices.BinarySearch(starts, at+1)
-			e, _ := slices.BinarySearch(ends, at+1)
-			return s - e
-		}
 		for i := 0; i+1 < len(ends); i++ {
 			from, to := ends[i], ends[i+1]
-			if to-from < minGap || waiting(from) < stallGapWaiting {
+			if to-from < minGap {
+				continue
+			}
+			// Nothing was answered between from and to: the requests sent
+			// at least minGap before to and not answered by from waited
+			// that long for the backend. An idle stretch, where the next
+			// requests came late, has none.
+			sentBy, _ := slices.BinarySearch(starts, to-minGap+1)
+			if sentBy-(i+1) < stallGapWaiting {
 				continue
 			}
 			// The stall's backlog clears when the last request that

@@ -176,13 +176,12 @@ func TestSwitchbackWindowsLeftOut(t *testing.T) {
 			r := &recs[i]
 			r.Model = "m"
 			at := r.IntendedAt.Sub(t0)
-			if at < from || at >= to {
-				continue
-			}
-			if fault == "outage" {
+			end := at + time.Duration(r.E2EMs*1e6)
+			switch {
+			case fault == "outage" && at >= from && at < to:
 				r.Outcome, r.Pass, r.Error = OutcomeError, false, "backend down"
-			} else {
-				r.E2EMs += float64(to-at) / 1e6 // waits for the stall to end
+			case fault == "stall" && at < to && end > from:
+				r.E2EMs += float64(to-max(at, from)) / 1e6 // holds until the stall ends
 			}
 		}
 		g := GateConfig{Control: "twin"}
@@ -196,6 +195,9 @@ func TestSwitchbackWindowsLeftOut(t *testing.T) {
 		}
 		if twin.Verdict != VerdictNoGain {
 			t.Errorf("%s: twin %s %q; want no_gain, judged outside the window", fault, twin.Verdict, twin.Reasons)
+		}
+		if stalled := s.Arms[0].Stalled + twin.Stalled; (fault == "stall") != (stalled > 0) {
+			t.Errorf("%s: %d requests left out as stalled; want some only for the stall", fault, stalled)
 		}
 	}
 }
