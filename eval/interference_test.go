@@ -133,11 +133,16 @@ func runExperiment(t *testing.T, path string, log *sim.CallLog) (*analysis.Summa
 // when each arm runs alone, past the 10% guardrail. The default order
 // (switchback, since a server's latency can depend on load) must reach
 // the verdict of each arm alone; paired order, which puts both arms' load
-// on the backend at once, must warn that the arms interfere. Times are
-// scaled down by a quarter (80 requests/s of 20 to 25 ms calls).
+// on the backend at once, must warn that the arms interfere.
+//
+// It runs on the wall clock (9 passes of 24 to 48 s, three at a time): on a
+// machine loaded enough to delay sends by a good part of a call, the truth
+// each arm alone gives moves too, so it runs only when asked,
+// CRAB_SHARED_BACKEND=1; the clockless TestInterferenceAndOfferedLoad in
+// eval/analysis holds the same properties in every run.
 func TestSharedBackendOrders(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs 9 passes of 6 to 12 s against a test double")
+	if os.Getenv("CRAB_SHARED_BACKEND") == "" {
+		t.Skip("set CRAB_SHARED_BACKEND=1 to run it (about a minute, on the wall clock)")
 	}
 	t.Parallel()
 	const tasks, scale = 480, 1.0
