@@ -42,7 +42,7 @@ type summaryJSON struct {
 // The six-request exercise, through the command line.
 func TestReportExercise(t *testing.T) {
 	t.Parallel()
-	code, out, errs := crab(t, "", "report", "--format", "json", "fixtures/exercise.csv")
+	code, out, errs := crab(t, "", "report", "--rule", "net", "--format", "json", "fixtures/exercise.csv")
 	if code != 0 {
 		t.Fatalf("exit %d; want 0 (stderr %s)", code, errs)
 	}
@@ -86,7 +86,7 @@ func TestReportExitCodes(t *testing.T) {
 		want    int
 		wantErr string
 	}{
-		{"reject fails the check", "", []string{"report", "--fail-on-reject", "fixtures/exercise.csv"}, 1, "candidate_a"},
+		{"reject fails the check", "", []string{"report", "--rule", "net", "--fail-on-reject", "fixtures/exercise.csv"}, 1, "candidate_a"},
 		{"unknown baseline", "", []string{"report", "--baseline", "nope", "fixtures/exercise.csv"}, 2, "nope"},
 		{"bad csv names file line field", "", []string{"report", bad}, 2, "bad.csv:2"},
 		{"missing file", "", []string{"report", filepath.Join(dir, "none.csv")}, 2, "none.csv"},

@@ -43,6 +43,11 @@ type reportOptions struct {
 	// figures the records did not measure that the gate may decide
 	// without, such as the cost and quality imported records lack.
 	Waive []string
+	// Rule, Margin and Alpha replace the gate's quality rule, its margin
+	// in points of pass rate and the run's error rate ("" and nil keep
+	// the run's, or the defaults).
+	Rule          string
+	Margin, Alpha *float64
 }
 
 func reportCmd() *cli.Command {
@@ -58,13 +63,26 @@ func reportCmd() *cli.Command {
 			fromFlag(),
 			&cli.BoolFlag{Name: "allow-contract-change", Usage: "compare a candidate validated against another contract than the baseline's (by default the gate rejects it as different work)"},
 			&cli.StringSliceFlag{Name: "waive", Usage: "let the gate decide without `CRITERION` where the records did not measure it: " + strings.Join(analysis.Waivable, ", ") + "; comma-separated or repeated (joins the run's gate: waive list)"},
+			&cli.StringFlag{Name: "rule", Usage: "judge quality by `RULE`: margin (pass rates paired by task against a margin, the default), or a sample rule for outcomes that are the same on every call: net (no net loss of passing tasks) or any (no passing task lost); replaces the run's gate: rule"},
+			&cli.Float64Flag{Name: "margin", Usage: "rule margin's non-inferiority margin in `POINTS` of pass rate (default " + fmt.Sprint(analysis.DefaultMarginPP) + "); replaces the run's gate: margin_pp"},
+			&cli.Float64Flag{Name: "alpha", Usage: "the run's error rate `ALPHA`, above 0 and below 0.5 (default " + fmt.Sprint(analysis.DefaultAlpha) + "); replaces the run's gate: alpha"},
 			ignoreUnknownColumnsFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
 				return badUsage("report needs at least one PATH (a run directory, records.jsonl, a CSV, or - for stdin)")
 			}
+			o := reportOptions{Rule: c.String("rule")}
+			if c.IsSet("margin") {
+				v := c.Float64("margin")
+				o.Margin = &v
+			}
+			if c.IsSet("alpha") {
+				v := c.Float64("alpha")
+				o.Alpha = &v
+			}
 			return runReport(c.Context, reportOptions{
+				Rule: o.Rule, Margin: o.Margin, Alpha: o.Alpha,
 				Paths: c.Args().Slice(), Format: c.String("format"), Baseline: c.String("baseline"),
 				FailOnReject: c.Bool("fail-on-reject"), AllowContractChange: c.Bool("allow-contract-change"), AllowMixed: c.Bool("allow-mixed"),
 				Read: readOptions(c),
@@ -78,6 +96,9 @@ func runReport(_ context.Context, o reportOptions) error {
 	if !report.Valid(o.Format) {
 		return badUsage("unknown --format %q (want %s)", o.Format, report.Help())
 	}
+	if _, err := gateFlags(nil, o); err != nil {
+		return err // before any record is read
+	}
 	defer debug.SetGCPercent(debug.SetGCPercent(records.SummarizeGCPercent))
 	stopProgress := progressSpinner(o.Stderr, "reading and summarising records")
 	recs, opt, mixed, err := reportInput(o)
@@ -87,6 +108,10 @@ func runReport(_ context.Context, o reportOptions) error {
 	}
 	opt.Baseline, opt.AllowContractChange = o.Baseline, o.AllowContractChange
 	if err := addWaivers(&opt, o.Waive); err != nil {
+		stopProgress()
+		return err
+	}
+	if opt.Gate, err = gateFlags(opt.Gate, o); err != nil {
 		stopProgress()
 		return err
 	}
@@ -296,6 +321,42 @@ func failOnReject(d analysis.Decision) error {
 		return checkFailed("miscalibrated: %s", d.Miscalibrated)
 	}
 	return nil
+}
+
+// gateFlags is the gate in force (the run's, or the defaults when g is
+// nil) with --rule, --margin and --alpha in place of its own: a sample
+// rule drops the run's margin, rule margin its max_lost. Bad values, or a
+// sample rule and a margin both given, are bad usage naming the flag.
+func gateFlags(g *analysis.GateConfig, o reportOptions) (*analysis.GateConfig, error) {
+	if o.Rule == "" && o.Margin == nil && o.Alpha == nil {
+		return g, nil
+	}
+	var out analysis.GateConfig
+	if g != nil {
+		out = *g
+	}
+	if o.Rule != "" {
+		out.Rule = o.Rule
+		if o.Rule == analysis.RuleMargin {
+			out.MaxLost = 0
+		} else {
+			out.MarginPP = nil
+		}
+	}
+	if o.Margin != nil {
+		out.MarginPP = o.Margin
+	}
+	if o.Alpha != nil {
+		out.Alpha = o.Alpha
+	}
+	flags := map[string]string{"rule": "--rule", "margin_pp": "--margin", "alpha": "--alpha"}
+	if field, msg := out.Check(); field != "" {
+		if f, ok := flags[field]; ok {
+			return nil, badUsage("%s: %s", f, msg)
+		}
+		return nil, badUsage("gate %s: %s", field, msg)
+	}
+	return &out, nil
 }
 
 // addWaivers adds --waive's criteria to the gate in force (the run's, or

@@ -14,7 +14,7 @@ import (
 // the same page the run wrote as report.html.
 func TestReportHTML(t *testing.T) {
 	t.Parallel()
-	code, out, errs := crab(t, "", "report", "--format", "html", "fixtures/exercise.csv")
+	code, out, errs := crab(t, "", "report", "--rule", "net", "--format", "html", "fixtures/exercise.csv")
 	if code != 0 {
 		t.Fatalf("report --format html: exit %d; stderr %s", code, errs)
 	}

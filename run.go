@@ -277,6 +277,9 @@ func (rs *runState) finish(res *eval.Result, runErr error, stderr io.Writer) err
 			fmt.Fprintf(stderr, "crab: note: model %s answers from %s, whose answers are synthesised from outcomes (the expected answer when right, a valid wrong one when not)\n", r.Model, r.Recording)
 		}
 	}
+	if w := rs.setup.GraderWarning(); w != "" {
+		fmt.Fprintf(stderr, "crab: warning: %s\n", w)
+	}
 	if rs.notRecorded > 0 {
 		fmt.Fprintf(stderr, "crab: warning: %d requests asked a recording for a call it does not hold (outcome error, \"replay: not recorded\")\n", rs.notRecorded)
 	}

@@ -131,6 +131,7 @@ func serveProxy(ctx context.Context, o serveOptions) (err error) {
 			fmt.Fprintf(o.Stderr, "crab: serve: "+format+"\n", args...)
 		}
 	}
+	setup.Store.Logf = logf // a shared store without a tag secret says so at start-up
 	srv, err := serve.New(setup, serve.Options{Registry: reg, Logf: logf, Build: serve.BuildInfo{Version: version()}})
 	if err != nil {
 		var ce *serve.ConfigError

@@ -38,6 +38,11 @@ type StoreConfig struct {
 	// client certificate).
 	Username, Password string
 	TLS                *tls.Config
+	// Tagged and Logf are RedisConfig's: the cache's entries carry a tag
+	// secret every replica shares, and where a shared store's start-up
+	// warnings go.
+	Tagged bool
+	Logf   func(format string, args ...any)
 }
 
 // OpenRistretto opens the in-process store with cfg's capacity.
@@ -52,7 +57,7 @@ func OpenRedis(cfg StoreConfig) (Store, error) {
 		ctx = context.Background()
 	}
 	return NewRedis(ctx, RedisConfig{Addr: cfg.Addr, Prefix: cfg.Prefix, DeleteOnClose: cfg.DeleteOnClose,
-		Username: cfg.Username, Password: cfg.Password, TLS: cfg.TLS})
+		Username: cfg.Username, Password: cfg.Password, TLS: cfg.TLS, Tagged: cfg.Tagged, Logf: cfg.Logf})
 }
 
 // Layer is a cache layer of a stack: the exact cache (Cache) or another

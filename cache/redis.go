@@ -53,6 +53,16 @@ type RedisConfig struct {
 	// with every entry stamped with them). Keys left behind by a process
 	// that was killed before Close expire on their own. Default 24h.
 	MaxTTL time.Duration
+	// Tagged says the entries this store holds are tagged with a secret
+	// every replica shares (the cache's TagKey). A store shared between
+	// processes without one is of no use to them: each process draws its
+	// own secret, so one never serves another's entries, and they
+	// overwrite each other's under the same keys.
+	Tagged bool
+	// Logf, when set, receives the store's start-up warnings: a store
+	// that outlives the process (DeleteOnClose false) with entries that
+	// are not Tagged.
+	Logf func(format string, args ...any)
 }
 
 // Defaults of RedisConfig.
@@ -160,7 +170,19 @@ func NewRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 		client.Close()
 		return nil, fmt.Errorf("%w: redis at %s: %w", ErrStoreUnavailable, cfg.Addr, err)
 	}
+	if !cfg.Tagged && !cfg.DeleteOnClose && cfg.Logf != nil {
+		cfg.Logf("%s", UntaggedWarning(cfg.Addr, cfg.Prefix))
+	}
 	return &Redis{client: client, cfg: cfg, entries: cfg.Prefix + "e:"}, nil
+}
+
+// UntaggedWarning is what a process says at start-up when it shares a
+// Redis store (at addr, under prefix) without a tag secret shared by its
+// replicas.
+func UntaggedWarning(addr, prefix string) string {
+	return fmt.Sprintf("warning: the cache store is redis at %s (prefix %q) and no tag_key_env is set: "+
+		"this process tags its entries with a secret of its own, so replicas sharing the store never serve each other's entries "+
+		"and overwrite them; set tag_key_env to the same secret (16 bytes or more) in every replica", addr, prefix)
 }
 
 // quietRedisLog switches go-redis's own logging off, once per process:

@@ -589,3 +589,38 @@ func TestRedisFailsClosedAcrossScopes(t *testing.T) {
 		t.Fatal("acme's invalidated entry was served after its counter was lost")
 	}
 }
+
+// TestRedisUntaggedWarning: a store that outlives the process, shared
+// without a tag secret, says at start-up that replicas will not share it;
+// a tagged store, or one private to a run, says nothing. Opening writes
+// no key, so the stores need no cleanup.
+func TestRedisUntaggedWarning(t *testing.T) {
+	addr := redistest.Shared(t)
+	for _, tc := range []struct {
+		name            string
+		tagged, private bool
+		warn            bool
+	}{
+		{name: "shared, untagged", warn: true},
+		{name: "shared, tagged", tagged: true},
+		{name: "private to a run", private: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			prefix := fmt.Sprintf("test%d:", prefixSeq.Add(1))
+			s, err := OpenRedis(StoreConfig{Addr: addr, Prefix: prefix, DeleteOnClose: tc.private, Tagged: tc.tagged,
+				Logf: func(format string, args ...any) { got = append(got, fmt.Sprintf(format, args...)) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var want []string
+			if tc.warn {
+				want = []string{UntaggedWarning(addr, prefix)}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("warnings %q; want %q", got, want)
+			}
+		})
+	}
+}

@@ -259,10 +259,10 @@ func (e *Experiment) validateSchedule(root *yaml.Node, bad badField) error {
 	if e.Contract == "" {
 		return bad("contract", nil, "required")
 	}
-	if e.Repeats == 0 {
+	if e.Repeats == 0 && node(root, "repeats") == root { // absent: one pass
 		e.Repeats = 1
 	}
-	if e.Repeats < 0 {
+	if e.Repeats < 1 {
 		return bad("repeats", []any{"repeats"}, "must be at least 1")
 	}
 	if e.Warmup < 0 {

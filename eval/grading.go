@@ -102,6 +102,17 @@ func (s *Setup) gradeErr(err error) error {
 	return &records.InputError{File: s.Exp.File, Field: "grade", Msg: err.Error()}
 }
 
+// GraderWarning is what a run must say about its command grader on this
+// host ("" when nothing): where crab could not give graders a PID
+// namespace, a process a grader starts in a session of its own (a daemon
+// calling setsid) can outlive its grade. It is known once a grader ran.
+func (s *Setup) GraderWarning() string {
+	if s.Exp.Grade.Command == nil || grade.Isolation() != "process group" {
+		return ""
+	}
+	return "graders ran in a process group only (this host allowed crab no PID namespace): a process a grader started in a session of its own (setsid) may still run"
+}
+
 // Grader is the experiment's grader.
 func (s *Setup) Grader() *grade.Grader { return s.grader }
 

@@ -25,6 +25,8 @@ type Command struct {
 	argv    []string // as resolved by NewCommand
 	written string   // the program as the experiment wrote it, for messages
 	files   []string // the resolved program and script arguments that name files, for Identity
+	env     []string // the grader's whole environment (see CommandConfig.Env)
+	envSpec []string // Env as the experiment wrote it, for Identity
 	timeout time.Duration
 	sem     chan struct{}
 }
@@ -69,7 +71,41 @@ func NewCommand(cfg CommandConfig, dir string) *Command {
 		n = DefaultConcurrency
 	}
 	c.argv, c.timeout, c.sem = argv, timeout, make(chan struct{}, n)
+	c.env, c.envSpec = graderEnv(cfg.Env), append([]string(nil), cfg.Env...)
 	return c
+}
+
+// graderEnv is the whole environment of a grader: PATH, then each entry
+// of spec, NAME=value as written or NAME with its value in crab's
+// environment (left out when crab has none). Nothing else of crab's
+// environment — model API keys, store passwords, tag secrets — reaches
+// a grader unless the experiment names it.
+func graderEnv(spec []string) []string {
+	env := map[string]string{}
+	order := []string{"PATH"}
+	if v, ok := os.LookupEnv("PATH"); ok {
+		env["PATH"] = v
+	}
+	for _, e := range spec {
+		name, val, literal := strings.Cut(e, "=")
+		if !literal {
+			var ok bool
+			if val, ok = os.LookupEnv(name); !ok {
+				continue
+			}
+		}
+		if _, seen := env[name]; !seen && name != "PATH" {
+			order = append(order, name)
+		}
+		env[name] = val
+	}
+	out := make([]string, 0, len(env))
+	for _, k := range order {
+		if v, ok := env[k]; ok {
+			out = append(out, k+"="+v)
+		}
+	}
+	return out
 }
 
 // absIn is p relative to dir, made absolute (p as given when that fails).
@@ -126,6 +162,9 @@ func (c *Command) Identity() string {
 	for _, a := range c.argv {
 		fmt.Fprintf(h, "arg %q\n", a)
 	}
+	for _, e := range c.envSpec {
+		fmt.Fprintf(h, "env %q\n", e)
+	}
 	prog := c.argv[0]
 	if !strings.ContainsRune(c.written, '/') {
 		if p, err := exec.LookPath(prog); err == nil {
@@ -144,12 +183,6 @@ func (c *Command) Identity() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// commandVerdict is what a grading command prints.
-type commandVerdict struct {
-	Pass   *bool  `json:"pass"`
-	Reason string `json:"reason"`
-}
-
 func (c *Command) grade(ctx context.Context, in Input, answer any) verdict {
 	select {
 	case c.sem <- struct{}{}:
@@ -166,16 +199,25 @@ func (c *Command) grade(ctx context.Context, in Input, answer any) verdict {
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, c.argv[0], c.argv[1:]...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	var stdout, stderr limitedBuffer
-	stdout.max, stderr.max = maxCommandOutput, 4096
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = time.Second // a child that keeps the pipes open cannot hold the grade
-	ownGroup(cmd)               // a timeout or cancellation kills the grader's children too
-	err = cmd.Run()
-	killGroup(cmd) // and nothing it started outlives it
+	// Past its cap, stdout ends the grade at once (the grader is killed);
+	// stderr, read for the first line of an error only, is drained.
+	stdout := &capWriter{max: maxCommandOutput, stop: cancel}
+	stderr := &capWriter{max: 4096}
+	cmd, err := start(func() *exec.Cmd {
+		cmd := exec.CommandContext(cctx, c.argv[0], c.argv[1:]...)
+		cmd.Env = c.env
+		cmd.Stdin = bytes.NewReader(stdin)
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		cmd.WaitDelay = time.Second // a child that keeps the pipes open cannot hold the grade
+		return cmd
+	})
+	if err == nil {
+		err = cmd.Wait()
+	}
+	killGroup(cmd) // nothing it started outlives it
 	switch {
+	case stdout.over:
+		return verdict{err: fmt.Sprintf("command: printed more than %d bytes", maxCommandOutput)}
 	case cctx.Err() == context.DeadlineExceeded:
 		return verdict{err: fmt.Sprintf("command: timed out after %s", c.timeout)}
 	case ctx.Err() != nil:
@@ -186,26 +228,80 @@ func (c *Command) grade(ctx context.Context, in Input, answer any) verdict {
 		if errors.As(err, &ee) {
 			msg = ee.ProcessState.String()
 		}
-		if s := firstLine(stderr.String()); s != "" {
+		if s := firstLine(string(stderr.buf)); s != "" {
 			msg += ": " + s
 		}
 		return verdict{err: "command: " + msg}
-	case stdout.over:
-		return verdict{err: fmt.Sprintf("command: printed more than %d bytes", maxCommandOutput)}
 	}
-	var v commandVerdict
-	dec := json.NewDecoder(strings.NewReader(stdout.String()))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
-		return verdict{err: fmt.Sprintf("command: printed %s, not {\"pass\": true|false, \"reason\": \"...\"}: %v", show(strings.TrimSpace(stdout.String())), err)}
+	pass, reason, err := decodeVerdict(stdout.buf)
+	if err != nil {
+		return verdict{err: fmt.Sprintf("command: printed %s, not {\"pass\": true|false, \"reason\": \"...\"}: %v", show(strings.TrimSpace(string(stdout.buf))), err)}
+	}
+	return verdict{pass: pass, reason: reason}
+}
+
+// decodeVerdict reads what a grading command printed: one JSON object
+// with a boolean "pass" and, optionally, a string "reason", nothing else.
+// Keys match exactly and appear once: encoding/json would read "Pass" or
+// "PASS" as pass and keep the last of two pass keys, so a grader could
+// pass an answer by a spelling or a line it did not mean. Whatever is not
+// exactly a verdict is an error, never a pass.
+func decodeVerdict(out []byte) (pass bool, reason string, err error) {
+	dec := json.NewDecoder(bytes.NewReader(out))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		if err == nil {
+			err = errors.New("not a JSON object")
+		}
+		return false, "", err
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return false, "", err
+		}
+		key := t.(string) // inside an object, the decoder yields only string keys here
+		if seen[key] {
+			return false, "", fmt.Errorf("key %q appears twice", key)
+		}
+		seen[key] = true
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return false, "", err
+		}
+		switch key {
+		case "pass":
+			switch string(raw) {
+			case "true":
+				pass = true
+			case "false":
+			default:
+				return false, "", fmt.Errorf("pass is %s, not true or false", show(string(raw)))
+			}
+		case "reason":
+			if len(raw) == 0 || raw[0] != '"' {
+				return false, "", fmt.Errorf("reason is %s, not a string", show(string(raw)))
+			}
+			if err := json.Unmarshal(raw, &reason); err != nil {
+				return false, "", err
+			}
+		default:
+			if strings.EqualFold(key, "pass") || strings.EqualFold(key, "reason") {
+				return false, "", fmt.Errorf("unknown key %q (keys are lowercase: pass, reason)", key)
+			}
+			return false, "", fmt.Errorf("unknown key %q", key)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return false, "", err
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return verdict{err: "command: printed more than one JSON object"}
+		return false, "", errors.New("more than one JSON value")
 	}
-	if v.Pass == nil {
-		return verdict{err: "command: printed no pass field"}
+	if !seen["pass"] {
+		return false, "", errors.New("no pass key")
 	}
-	return verdict{pass: *v.Pass, reason: v.Reason}
+	return pass, reason, nil
 }
 
 func firstLine(s string) string {
@@ -216,20 +312,32 @@ func firstLine(s string) string {
 	return clip(s)
 }
 
-// limitedBuffer keeps the first max bytes written and notes any more.
-type limitedBuffer struct {
-	bytes.Buffer
+// capWriter keeps the first max bytes written. It has a Write method
+// only: os/exec copies a grader's pipe with io.Copy, which would hand an
+// io.ReaderFrom (a bytes.Buffer, or a type embedding one) the whole pipe
+// and bypass any cap in Write. Past max, with stop set, a write fails —
+// the copy ends, the grader's next write gets EPIPE — and stop kills the
+// grader; without stop, the excess is read and dropped.
+type capWriter struct {
+	buf  []byte
 	max  int
 	over bool
+	stop func()
 }
 
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); len(p) > room {
-		b.over = true
-		if room > 0 {
-			b.Buffer.Write(p[:room])
-		}
+func (w *capWriter) Write(p []byte) (int, error) {
+	room := w.max - len(w.buf)
+	if len(p) <= room {
+		w.buf = append(w.buf, p...)
 		return len(p), nil
 	}
-	return b.Buffer.Write(p)
+	w.buf = append(w.buf, p[:max(room, 0)]...)
+	w.over = true
+	if w.stop != nil {
+		w.stop()
+		return 0, errOutputCap
+	}
+	return len(p), nil
 }
+
+var errOutputCap = errors.New("grade: command output over its cap")

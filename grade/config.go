@@ -8,6 +8,7 @@ package grade
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -61,6 +62,11 @@ type CommandConfig struct {
 	Timeout time.Duration `yaml:"timeout" json:"timeout"`
 	// Concurrency is how many calls run at once (default 4).
 	Concurrency int `yaml:"concurrency" json:"concurrency"`
+	// Env is the grader's environment besides PATH, which it always gets:
+	// NAME passes crab's value of NAME (nothing when crab has none),
+	// NAME=value sets it. Nothing else of crab's environment reaches the
+	// grader, so model API keys stay with crab unless named here.
+	Env []string `yaml:"env" json:"env,omitempty"`
 
 	Line int `yaml:"-" json:"-"`
 }
@@ -80,6 +86,9 @@ type JudgeConfig struct {
 
 	Line int `yaml:"-" json:"-"`
 }
+
+// envNameRE is an environment variable's name as a shell writes it.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Default timeouts and concurrency of the external graders.
 const (
@@ -157,6 +166,17 @@ func (c *Config) Check() *ConfigError {
 		}
 		if cm.Concurrency == 0 {
 			cm.Concurrency = DefaultConcurrency
+		}
+		names := map[string]bool{}
+		for _, e := range cm.Env {
+			name, _, _ := strings.Cut(e, "=")
+			if !envNameRE.MatchString(name) {
+				return bad("env", fmt.Sprintf("%q: want NAME (passed from crab's environment) or NAME=value", e))
+			}
+			if names[name] {
+				return bad("env", fmt.Sprintf("%s is set twice", name))
+			}
+			names[name] = true
 		}
 	}
 	if j := c.Judge; j != nil {

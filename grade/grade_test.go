@@ -151,6 +151,9 @@ func TestConfigErrors(t *testing.T) {
 		{"regex on a number", Config{Fields: []Rule{{Field: "/priority", Rule: RuleRegex, Value: "1"}}}, `grade.fields.value: regex on a field that is not a string (the contract says integer)`},
 		{"number on a string", Config{Fields: []Rule{{Field: "/summary", Rule: RuleNumber, Value: 1}}}, `grade.fields.value: number on a field that is not a number (the contract says string)`},
 		{"command without program", Config{Command: &CommandConfig{}}, `grade.command.run: required: the program and its arguments, e.g. [python3, grade.py]`},
+		{"env entry not a name", Config{Command: &CommandConfig{Run: []string{"g"}, Env: []string{"MY KEY=1"}}}, `grade.command.env: "MY KEY=1": want NAME (passed from crab's environment) or NAME=value`},
+		{"env entry empty", Config{Command: &CommandConfig{Run: []string{"g"}, Env: []string{"=x"}}}, `grade.command.env: "=x": want NAME (passed from crab's environment) or NAME=value`},
+		{"env twice", Config{Command: &CommandConfig{Run: []string{"g"}, Env: []string{"LANG", "LANG=C"}}}, `grade.command.env: LANG is set twice`},
 		{"judge without instructions", Config{Judge: &JudgeConfig{Model: "j"}}, `grade.judge.instructions: required: what the judge is to decide`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,7 +185,7 @@ func TestCommand(t *testing.T) {
 		{helper: "echo", answer: `{"intent":"question"}`, reason: "intent question"},
 		{helper: "crash", answer: `{"intent":"refund"}`, errText: "command: exit status 3: boom: cannot grade"},
 		{helper: "garbage", answer: `{"intent":"refund"}`, errText: `command: printed "PASS", not {"pass": true|false, "reason": "..."}: invalid character 'P' looking for beginning of value`},
-		{helper: "nopass", answer: `{"intent":"refund"}`, errText: "command: printed no pass field"},
+		{helper: "nopass", answer: `{"intent":"refund"}`, errText: `command: printed "{\"reason\":\"forgot\"}", not {"pass": true|false, "reason": "..."}: no pass key`},
 		{helper: "sleep", answer: `{"intent":"refund"}`, timeout: 200 * time.Millisecond, errText: "command: timed out after 200ms"},
 	} {
 		t.Run(tc.helper, func(t *testing.T) {
@@ -226,6 +229,7 @@ func TestJudge(t *testing.T) {
 	}{
 		{"accepts", `{"pass":true,"reason":"fine"}`, nil, true, "judge: fine", ""},
 		{"rejects", `{"pass":false,"reason":"wrong intent"}`, nil, false, "judge: wrong intent", ""},
+		{"pass twice", `{"pass":false,"reason":"wrong intent","pass":true}`, nil, false, "", `judge: answered with the key "pass" twice`},
 		{"breaks its contract", `{"verdict":"yes"}`, nil, false, "", `judge: contract: answer violates the contract: /pass: required: missing required property "pass" (and 2 more)`},
 		{"fails", ``, fmt.Errorf("%w: 503", model.ErrBackend), false, "", "judge: model: backend error: 503"},
 	} {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/crab-testbed/crab/contract"
@@ -100,8 +101,39 @@ func (j *Judge) grade(ctx context.Context, in Input, answer any) verdict {
 	if err != nil || !ok {
 		return verdict{err: "judge: answered without a boolean pass", cost: cost}
 	}
+	if k := repeatedKey(resp.Content); k != "" {
+		// Decoding kept the last of the two: which one the judge meant
+		// is unknown, so it did not decide.
+		return verdict{err: fmt.Sprintf("judge: answered with the key %q twice", k), cost: cost}
+	}
 	reason, _ := obj["reason"].(string)
 	return verdict{pass: pass, reason: "judge: " + reason, cost: cost}
+}
+
+// repeatedKey is the first key that appears twice in the top-level JSON
+// object content, or "".
+func repeatedKey(content string) string {
+	dec := json.NewDecoder(strings.NewReader(content))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		k, _ := t.(string)
+		if seen[k] {
+			return k
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 // Timeout is how long one judge call may take.

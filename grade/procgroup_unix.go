@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !linux
 
 package grade
 
@@ -7,10 +7,16 @@ import (
 	"syscall"
 )
 
-// ownGroup starts cmd in a process group of its own, and makes a timeout
-// or cancellation kill the whole group: a grader that hangs with a child
-// (a shell script's sleep, a test runner's workers) leaves nothing behind.
-func ownGroup(cmd *exec.Cmd) {
+// Isolation names how graders are isolated: a process group here (a
+// process that calls setsid can outlive its grade).
+func Isolation() string { return "process group" }
+
+// start starts the command mk builds in a process group of its own, and
+// makes a timeout or cancellation kill the whole group: a grader that
+// hangs with a child (a shell script's sleep, a test runner's workers)
+// leaves nothing behind.
+func start(mk func() *exec.Cmd) (*exec.Cmd, error) {
+	cmd := mk()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
@@ -18,6 +24,7 @@ func ownGroup(cmd *exec.Cmd) {
 		}
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
+	return cmd, cmd.Start()
 }
 
 // killGroup kills what is left of cmd's process group after it exited:

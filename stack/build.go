@@ -218,7 +218,7 @@ func storeConfig(cs *CacheSpec, o Options) cache.StoreConfig {
 	sc := o.Store
 	sc.Addr, sc.MaxCost, sc.Username = cs.RedisAddr, cs.MaxCost, cs.RedisUsername
 	if a := cs.Access; a != nil {
-		sc.Password, sc.TLS = a.RedisPassword, a.TLS
+		sc.Password, sc.TLS, sc.Tagged = a.RedisPassword, a.TLS, len(a.TagKey) > 0
 	}
 	if cs.RedisPrefix != "" {
 		sc.Prefix = cs.RedisPrefix

@@ -99,12 +99,12 @@ func (rs resampling) run(k, n int) (from, size int) {
 	return int(rs.starts[k]), end - int(rs.starts[k])
 }
 
-// sumCI is the bootstrap interval of the sum of x (in time order).
-func (rs resampling) sumCI(x []float64, resamples int, draw func(n uint64) uint64) (lo, hi float64) {
+// sums are the sorted bootstrap sums of x (in time order).
+func (rs resampling) sums(x []float64, resamples int, draw func(n uint64) uint64) []float64 {
 	if rs.starts != nil {
-		return bootstrap.ClusterSumCI(x, rs.starts, resamples, draw)
+		return bootstrap.ClusterSums(x, rs.starts, resamples, draw)
 	}
-	return bootstrap.SumCI(x, resamples, rs.block, draw)
+	return bootstrap.Sums(x, resamples, rs.block, draw)
 }
 
 // batches calls f with the bounds of each batch of x's batch-means

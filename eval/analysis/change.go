@@ -17,14 +17,15 @@ import (
 // (failMore) or k of its failing tasks into passes (passMore); its costs
 // and latencies stay as they are, so cost per pass follows the new count.
 
-// editedPass is a copy of a whose Paired counts are rewritten by edit;
-// the copy's slices are its own.
-func editedPass(a *ArmSummary, pass int, lost, gained int) *ArmSummary {
+// editedPass is a copy of a whose Paired counts are rewritten by edit,
+// with tasks as its per-task outcomes; the copy's slices are its own.
+func editedPass(a *ArmSummary, pass int, lost, gained int, tasks []TaskOutcomes) *ArmSummary {
 	c := *a
 	p := *a.Paired
 	p.Lost = resized(a.Paired.Lost, lost)
 	p.Gained = resized(a.Paired.Gained, gained)
 	p.candPass += pass - a.Pass
+	p.tasks = tasks
 	c.Paired = &p
 	c.Pass = pass
 	c.CostPerPass = nil
@@ -47,6 +48,25 @@ func resized(ids []string, n int) []string {
 	return out
 }
 
+// moved is a copy of tasks with k pairs moved from one cell to another
+// (from and to pick the cells of a task), taken in task order.
+func moved(tasks []TaskOutcomes, k int, from, to func(*TaskOutcomes) *int) []TaskOutcomes {
+	out := slices.Clone(tasks)
+	for i := range out {
+		n := min(k, *from(&out[i]))
+		*from(&out[i]) -= n
+		*to(&out[i]) += n
+		k -= n
+	}
+	return out
+}
+
+// The cells of a task's pairs, for moved.
+func cellBoth(o *TaskOutcomes) *int     { return &o.Both }
+func cellBaseOnly(o *TaskOutcomes) *int { return &o.BaseOnly }
+func cellCandOnly(o *TaskOutcomes) *int { return &o.CandOnly }
+func cellNeither(o *TaskOutcomes) *int  { return &o.Neither }
+
 // failMore is a with k more of its passing tasks failing: first tasks the
 // baseline passes too (a lost task more each), then tasks only it passes
 // (a gain fewer each). ok reports whether it has k passing tasks to fail.
@@ -58,7 +78,8 @@ func failMore(a *ArmSummary, k int) (*ArmSummary, bool) {
 	}
 	fromBoth := min(k, max(both, 0))
 	rest := k - fromBoth
-	return editedPass(a, a.Pass-k, len(p.Lost)+fromBoth, max(len(p.Gained)-rest, 0)), true
+	tasks := moved(moved(p.tasks, fromBoth, cellBoth, cellBaseOnly), rest, cellCandOnly, cellNeither)
+	return editedPass(a, a.Pass-k, len(p.Lost)+fromBoth, max(len(p.Gained)-rest, 0), tasks), true
 }
 
 // passMore is a with k more of its failing tasks passing: first tasks it
@@ -70,7 +91,8 @@ func passMore(a *ArmSummary, k int) (*ArmSummary, bool) {
 		return nil, false
 	}
 	fromLost := min(k, len(p.Lost))
-	return editedPass(a, a.Pass+k, len(p.Lost)-fromLost, len(p.Gained)+k-fromLost), true
+	tasks := moved(moved(p.tasks, fromLost, cellBaseOnly, cellBoth), k-fromLost, cellNeither, cellCandOnly)
+	return editedPass(a, a.Pass+k, len(p.Lost)-fromLost, len(p.Gained)+k-fromLost, tasks), true
 }
 
 // smallest is the least k in [1, n] for which flips(k) holds, assuming
@@ -96,6 +118,7 @@ func alsoRejects(a *ArmSummary, g GateConfig) string {
 // changeToReject says how many more failed tasks reject a candidate the
 // gate lets through (accepted or no gain), found by re-running the gate.
 func changeToReject(base, a *ArmSummary, in gateInput) string {
+	in.sizing = false
 	k := smallest(a.Pass, func(k int) bool {
 		e, ok := failMore(a, k)
 		return ok && judge(base, e, in).verdict == VerdictReject
@@ -114,6 +137,7 @@ func changeToReject(base, a *ArmSummary, in gateInput) string {
 // the failures no number of passing tasks mends, and the fewest more
 // passing tasks that, with those mended, the gate no longer rejects.
 func changeReject(base, a *ArmSummary, in gateInput) string {
+	in.sizing = false
 	g := in.g
 	var parts []string
 	mended := *a // the failures passes cannot mend, assumed mended
@@ -159,7 +183,13 @@ func changeReject(base, a *ArmSummary, in gateInput) string {
 			mended.Paired = &c
 		}
 	}
-	if qualityFail(base, &mended, g) != "" || rails(&mended) {
+	if failureFail(base, a, g) != "" {
+		parts = append(parts, "no more errors and timeouts than the baseline beyond chance")
+		p := *mended.Paired
+		p.failCandOnly = p.failBaseOnly
+		mended.Paired = &p
+	}
+	if f, _ := qualityFail(base, &mended, in); f != "" || rails(&mended) {
 		k := smallest(a.N-a.Pass, func(k int) bool {
 			e, ok := passMore(&mended, k)
 			return ok && judge(base, e, in).verdict != VerdictReject

@@ -16,15 +16,17 @@ func TestWhatWouldChangeIsExact(t *testing.T) {
 	failRe := regexp.MustCompile(`^(\d+) more failed tasks? rejects? (\S+); `)
 	passRe := regexp.MustCompile(`^(\S+) would pass the gate with (\d+) more passing tasks?$`)
 	gates := []GateConfig{
-		{},
+		{Rule: RuleNet},
 		{Rule: RuleAny},
 		{Rule: RuleAny, MaxLost: 2},
 		{Rule: RuleNet, MaxLost: 3},
-		{CostPerPassRegressPct: f64p(0)},
-		{Objective: ObjectiveCost},
+		{Rule: RuleNet, CostPerPassRegressPct: f64p(0)},
+		{Objective: ObjectiveCost, MarginPP: f64p(20)},
+		{MarginPP: f64p(10)},
+		{MarginPP: f64p(30), CostPerPassRegressPct: f64p(0)},
 	}
 	checked := map[string]int{}
-	for c := range 200 {
+	for c := range 240 {
 		rng := rand.New(rand.NewPCG(uint64(c), 7))
 		n := 10 + rng.IntN(40)
 		recs := changeCase(rng, n)

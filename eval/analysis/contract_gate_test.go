@@ -55,7 +55,7 @@ func TestContractChangeGate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := summarizeRecs(tt.recs, Options{AllowContractChange: tt.allow})
+			s, err := summarizeRecs(tt.recs, Options{Gate: netGate(), AllowContractChange: tt.allow})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -119,9 +119,11 @@ func TestBinomialUpperTail(t *testing.T) {
 	}
 }
 
-// A candidate whose errors and timeouts differ from the baseline's beyond
-// chance (here: a backend that failed during its pass only) is
-// inconclusive; a small difference is not.
+// A candidate whose errors and timeouts exceed the baseline's beyond
+// chance, paired by task, is rejected on every source of records, timed or
+// not, whether or not the failures cost it a pass; a small difference is
+// not evidence, and a candidate that fails less on timed records is
+// inconclusive (a backend that failed unevenly between arms).
 func TestErrorRateGap(t *testing.T) {
 	t.Parallel()
 	// The candidate times out on tasks 0..fails-1. lostToo: the baseline
@@ -156,11 +158,11 @@ func TestErrorRateGap(t *testing.T) {
 		{"2 lost", 2, true, true, VerdictReject},
 		{"11 lost", 11, true, true, VerdictReject},
 		{"40 lost", 40, true, false, VerdictReject},
-		// Timeouts on tasks nobody passes cost no pass: with send times
-		// an uneven error rate makes the verdict inconclusive; records
-		// without timing are never judged for it.
-		{"40 timeouts, timed", 40, false, true, VerdictInconclusive},
-		{"40 timeouts, untimed", 40, false, false, VerdictAccept},
+		// Timeouts on tasks nobody passes cost no pass, but the failure
+		// share is gated on every source.
+		{"40 timeouts, timed", 40, false, true, VerdictReject},
+		{"40 timeouts, untimed", 40, false, false, VerdictReject},
+		{"3 timeouts, untimed", 3, false, false, VerdictAccept},
 	} {
 		s, err := summarizeRecs(mk(tc.fails, tc.lostToo, tc.timed), Options{Gate: &GateConfig{Rule: RuleAny}})
 		if err != nil {

@@ -32,26 +32,36 @@ type Decision struct {
 	Miscalibrated string `json:"miscalibrated,omitempty"`
 }
 
-// qualityFail says how candidate breaks the gate's rule on passing tasks;
-// "" when it does not.
-func qualityFail(baseline, candidate *ArmSummary, g GateConfig) string {
-	p := candidate.Paired
-	counts := fmt.Sprintf("passes %d of %d vs %d of %d for %s", candidate.Pass, candidate.N, baseline.Pass, baseline.N, baseline.Name)
-	if p == nil {
-		if candidate.Pass < baseline.Pass {
-			return "passes fewer tasks than the baseline: " + counts
+// qualityFail says how candidate breaks the gate's quality rule; "" when
+// it does not. Under rule margin, unclear says why the rule cannot decide
+// (the interval reaches both sides of the margin), with the tasks that
+// would decide it.
+func qualityFail(base, candidate *ArmSummary, in gateInput) (fail, unclear string) {
+	g := in.g
+	if !sampleRule(g.Rule) {
+		q := qualityCheck(candidate.Paired, g, in.noise, in.sizing)
+		if q == nil {
+			return "", ""
 		}
-		return ""
+		return marginWords(base, candidate, q, in)
+	}
+	p := candidate.Paired
+	counts := fmt.Sprintf("passes %d of %d vs %d of %d for %s", candidate.Pass, candidate.N, base.Pass, base.N, base.Name)
+	if p == nil {
+		if candidate.Pass < base.Pass {
+			return "passes fewer tasks than the baseline: " + counts, ""
+		}
+		return "", ""
 	}
 	lost := len(p.Lost)
 	if g.Rule == RuleNet {
 		lost -= len(p.Gained)
 	}
 	if lost <= g.MaxLost {
-		if len(p.Lost) == 0 && candidate.Pass < baseline.Pass {
-			return "passes fewer tasks than the baseline: " + counts // on tasks the baseline did not run
+		if len(p.Lost) == 0 && candidate.Pass < base.Pass {
+			return "passes fewer tasks than the baseline: " + counts, "" // on tasks the baseline did not run
 		}
-		return ""
+		return "", ""
 	}
 	msg := fmt.Sprintf("loses %s: %s", words.Count(len(p.Lost), "passing task"), words.Shortlist(p.Lost))
 	if len(p.Gained) > 0 {
@@ -64,7 +74,56 @@ func qualityFail(baseline, candidate *ArmSummary, g GateConfig) string {
 		}
 		msg += "; lost to " + strings.Join(causes, ", ")
 	}
-	return msg + " (" + counts + ")"
+	msg += " (" + counts + ")"
+	if in.noise.varies() {
+		msg += fmt.Sprintf(" under sample rule %s, though outcomes vary between identical calls (noise floor: %s of %s, %s, differ): some of this loss may be noise; rule margin judges pass rates", g.Rule,
+			words.Count(*in.noise.VaryingTasks, "task"), words.Count(*in.noise.Tasks, "task"), figure.Pct(*in.noise.Share))
+	}
+	return msg, ""
+}
+
+// meanRepeats is the mean number of matched pairs per task.
+func meanRepeats(p *Paired) float64 {
+	if p == nil || len(p.tasks) == 0 {
+		return 0
+	}
+	return float64(p.Pairs) / float64(len(p.tasks))
+}
+
+// marginWords words rule margin's result: a fail when quality is broken,
+// an unclear reason when it is inconclusive.
+func marginWords(base, a *ArmSummary, q *QualityCheck, in gateInput) (fail, unclear string) {
+	alpha := in.g.ErrorRate()
+	margin := figure.Trim(fmt.Sprint(*q.Margin))
+	switch q.Result {
+	case QualityBroken:
+		moved := movedMost(a.Paired.tasks)
+		msg := fmt.Sprintf("loses pass rate: %s, wholly below the -%s-point margin", qualityWords(q, base.Name, alpha), margin)
+		if len(moved) > 0 {
+			msg += "; moved most: " + words.Shortlist(moved)
+		}
+		return msg, ""
+	case QualityInconclusive:
+		msg := fmt.Sprintf("quality: %s reaches below the -%s-point margin without lying wholly below it", qualityWords(q, base.Name, alpha), margin)
+		at := "at the spread measured here"
+		if in.noise.measured() {
+			at += fmt.Sprintf(" and the noise floor (%s of tasks vary)", figure.Pct(*in.noise.Share))
+		}
+		if r := meanRepeats(a.Paired); r > 1 {
+			at += fmt.Sprintf(", %s repeats per task", figure.Trim(fmt.Sprintf("%.1f", r)))
+		}
+		switch {
+		case q.TasksToDecide != nil:
+			msg += fmt.Sprintf("; would decide at about %s %s", words.Count(*q.TasksToDecide, "task"), at)
+			if r := q.RepeatsToDecide; r != nil {
+				msg += fmt.Sprintf(", or at about %d repeats of these %s", *r, words.Count(q.Tasks, "task"))
+			}
+		case in.sizing:
+			msg += "; the pass rate differs by about the margin itself, so no number of tasks decides it"
+		}
+		return "", msg
+	}
+	return "", ""
 }
 
 // hardFails are the failures no drift or interruption excuses: leaking
@@ -134,35 +193,35 @@ func guardrailFails(base, a *ArmSummary, g GateConfig) (fails, unclear []string)
 	}
 	check("p95", " ms", g.P95RegressPct, &a.P95Ms, &base.P95Ms, ratios.p95)
 	check("TTFT p95", " ms", g.TTFTP95RegressPct, a.TTFTP95Ms, base.TTFTP95Ms, ratios.ttft)
-	check("cost per pass", "", g.CostPerPassRegressPct, a.CostPerPass, base.CostPerPass, nil)
+	var cpp *Ratio
+	if a.Paired != nil {
+		cpp = costPerPassRatio(a.Paired.tasks, g.ErrorRate())
+	}
+	check("cost per pass", "", g.CostPerPassRegressPct, a.CostPerPass, base.CostPerPass, cpp)
 	return fails, unclear
 }
 
-// improves reports whether candidate improves the gate's objective: the
-// paired interval of its per-task delta excludes 0 on the better side, by
-// more than the gate's minimum effect (a share of the baseline's mean per
-// task, so that an identical twin's jitter is never an improvement).
-func improves(base, a *ArmSummary, g GateConfig) (bool, string) {
-	p := a.Paired
-	m := g.MinEffect() / 100
-	latScale, costScale := base.MeanMs, 0.0
-	if base.N > 0 {
-		costScale = base.Cost / float64(base.N)
+// improves reports whether candidate improves the gate's objective: on
+// one of the figures it may win on (claims), the paired delta is better
+// than the gate's minimum effect (a share of the baseline's mean per task,
+// so that an identical twin's jitter is never an improvement) at the level
+// the run's family gave that figure (holm).
+func improves(base, a *ArmSummary, in gateInput) (bool, string) {
+	what := map[string]string{figLatency: "per-task latency", figCost: "per-task cost", figGoodput: "goodput"}
+	cs := claims(base, a, in.g)
+	ok := false
+	for _, c := range cs {
+		if level, in := in.levels[c.figure]; in && level >= 0 && c.p <= level {
+			ok = true
+		}
 	}
-	below := func(d *Delta, scale float64) bool { return d != nil && d.CIHigh < -m*scale && d.CIHigh < 0 }
-	switch g.Objective {
-	case ObjectiveLatency:
-		return below(p.LatencyDeltaMs, latScale), "per-task latency"
-	case ObjectiveCost:
-		return below(p.CostDelta, costScale), "per-task cost"
-	case ObjectiveGoodput:
-		return p.GoodputDelta != nil && p.GoodputDelta.CILow > m, "goodput"
+	if len(cs) == 2 {
+		return ok, "per-task latency or cost"
 	}
-	if unmeasuredBy(base, a, records.FigureCost) != "" {
-		// Cost waived (judge stops before this otherwise): latency alone.
-		return below(p.LatencyDeltaMs, latScale), "per-task latency"
+	if len(cs) == 0 {
+		return false, "the objective"
 	}
-	return below(p.LatencyDeltaMs, latScale) || below(p.CostDelta, costScale), "per-task latency or cost"
+	return ok, what[cs[0].figure]
 }
 
 // gateInput is what the gate knows of one comparison beyond the two
@@ -178,6 +237,15 @@ type gateInput struct {
 	// the backend ("" when it does or there is none): no candidate is
 	// accepted then.
 	miscalibrated string
+	// levels are the levels the run's family (holm) gave this
+	// candidate's objective figures.
+	levels map[string]float64
+	// noise is the run's noise floor.
+	noise *Noise
+	// sizing finds how many tasks would decide an inconclusive quality
+	// rule (off for the re-runs of the gate on edited outcomes, which
+	// need only the verdict).
+	sizing bool
 }
 
 // judgement is the gate's verdict on one candidate.
@@ -223,9 +291,16 @@ func judge(base, a *ArmSummary, in gateInput) judgement {
 	case a.Paired.Pairs < g.MinPairs:
 		return judgement{verdict: VerdictInconclusive, why: []string{fmt.Sprintf("inconclusive: %s, fewer than the %d a verdict needs", words.Count(a.Paired.Pairs, "matched pair"), g.MinPairs)}}
 	}
-	quality := false
-	if f := qualityFail(base, a, g); f != "" && unmeasuredBy(base, a, records.FigureQuality) == "" {
-		fails, quality = append(fails, f), true
+	quality, qualityUnclear := false, ""
+	if unmeasuredBy(base, a, records.FigureQuality) == "" {
+		f, u := qualityFail(base, a, in)
+		if f != "" {
+			fails, quality = append(fails, f), true
+		}
+		qualityUnclear = u
+	}
+	if f := failureFail(base, a, g); f != "" {
+		fails = append(fails, f)
 	}
 	if a.OK == 0 {
 		fails = append(fails, "no request succeeded")
@@ -236,6 +311,9 @@ func judge(base, a *ArmSummary, in gateInput) judgement {
 		return judgement{verdict: VerdictReject, fails: fails, quality: quality}
 	}
 	var why []string
+	if qualityUnclear != "" {
+		why = append(why, "inconclusive: "+qualityUnclear)
+	}
 	if gap := errorRateGap(base, a); gap != "" && in.timed {
 		why = append(why, "inconclusive: "+gap+": a backend that failed unevenly between arms, not evidence about the stack; re-run when it is steady")
 	}
@@ -253,7 +331,7 @@ func judge(base, a *ArmSummary, in gateInput) judgement {
 	if len(why) > 0 {
 		return judgement{verdict: VerdictInconclusive, why: why}
 	}
-	ok, what := improves(base, a, g)
+	ok, what := improves(base, a, in)
 	switch {
 	case ok && in.miscalibrated != "":
 		return judgement{verdict: VerdictInconclusive, what: what, why: []string{"inconclusive: improves " + what + ", but " + in.miscalibrated + ", so no candidate is accepted"}}
@@ -283,11 +361,25 @@ func decide(s *Summary, opt Options) {
 		d.Warnings = append(d.Warnings, "latency stalled: "+w.String()+": verdicts that rest on that window are inconclusive")
 	}
 	timed := s.Timed
+	fam := holm(s, g)
 	in := func(a *ArmSummary) gateInput {
-		return gateInput{g: g, incomplete: opt.Incomplete, allowContractChange: opt.AllowContractChange, timed: timed}
+		return gateInput{g: g, incomplete: opt.Incomplete, allowContractChange: opt.AllowContractChange, timed: timed,
+			levels: fam.levels[a.Name], noise: s.Noise, sizing: true}
 	}
-	// The A/A control is judged first: a twin of the baseline that is not
-	// no_gain says the backend or the method cannot tell arms apart.
+	for i := 1; i < len(s.Arms); i++ {
+		if unmeasuredBy(base, &s.Arms[i], records.FigureQuality) == "" {
+			a := &s.Arms[i]
+			a.Quality = qualityCheck(a.Paired, g, s.Noise, true)
+			if a.Quality != nil && sampleRule(g.Rule) {
+				if f, _ := qualityFail(base, a, in(a)); f != "" {
+					a.Quality.Result = QualityBroken
+				}
+			}
+		}
+	}
+	// The A/A control is judged first: a twin of the baseline that differs
+	// from it beyond chance, or that the gate accepts or rejects, says the
+	// backend or the method cannot tell arms apart.
 	miscalibrated := ""
 	order := make([]int, 0, len(s.Arms))
 	for i := 1; i < len(s.Arms); i++ {
@@ -311,8 +403,16 @@ func decide(s *Summary, opt Options) {
 			d.Warnings = append(d.Warnings, a.Name+": "+msg)
 		}
 		sentences[i] = record(&d, base, a, j, gi)
-		if a.Name == g.Control && j.verdict != VerdictNoGain {
+		if a.Name != g.Control {
+			continue
+		}
+		switch differs := twinDiffers(base, a, g); {
+		case j.verdict == VerdictAccept || j.verdict == VerdictReject || j.verdict == VerdictIncomplete:
 			miscalibrated = fmt.Sprintf("the A/A control %s, an identical copy of %s, came out %s instead of no_gain", a.Name, base.Name, j.verdict)
+		case differs != "":
+			miscalibrated = fmt.Sprintf("the A/A control %s, an identical copy of %s: %s", a.Name, base.Name, differs)
+		}
+		if miscalibrated != "" {
 			d.Warnings = append(d.Warnings, "miscalibrated: "+miscalibrated+": the backend or the load moved enough to make identical arms differ, so no candidate is accepted; check the backend before believing any result")
 			d.Miscalibrated = miscalibrated
 		}
@@ -332,6 +432,7 @@ func decide(s *Summary, opt Options) {
 	d.Warnings = append(d.Warnings, fewPairsWarnings(s.Arms)...)
 	d.Warnings = append(d.Warnings, lagWarnings(s.Arms, g)...)
 	d.Warnings = append(d.Warnings, opt.Warnings...)
+	s.family = fam
 	if opt.Incomplete != "" {
 		d.Warnings = append(d.Warnings, "the run is incomplete: "+opt.Incomplete)
 	}
@@ -416,7 +517,7 @@ func record(d *Decision, base, a *ArmSummary, j judgement, in gateInput) string 
 		}
 		d.Rejected = append(d.Rejected, a.Name)
 		d.WhatWouldChange[a.Name] = changeReject(base, a, in)
-		if w := weakLoss(a); w != "" {
+		if w := weakLoss(a); w != "" && sampleRule(g.Rule) { // rule margin's interval already weighs the loss
 			d.Warnings = append(d.Warnings, w)
 		}
 		return a.Name + " rejected: " + j.fails[0] + "."
@@ -433,7 +534,11 @@ func record(d *Decision, base, a *ArmSummary, j judgement, in gateInput) string 
 		d.WhatWouldChange[a.Name] = a.Name + " would be decided by a comparison the data can carry: " + strings.TrimPrefix(j.why[0], "inconclusive: ")
 		return a.Name + " inconclusive: " + strings.TrimPrefix(j.why[0], "inconclusive: ") + "."
 	}
-	a.Reasons = append(a.Reasons, passReason(base, a), latencyReason(base, a), costReason(base, a))
+	pass := passReason(base, a)
+	if q := a.Quality; q != nil && q.Margin != nil && unmeasuredBy(base, a, records.FigureQuality) == "" {
+		pass += fmt.Sprintf("; quality holds: %s, above the -%s-point margin", qualityWords(q, base.Name, g.ErrorRate()), figure.Trim(fmt.Sprint(*q.Margin)))
+	}
+	a.Reasons = append(a.Reasons, pass, latencyReason(base, a), costReason(base, a))
 	if g.Objective == ObjectiveGoodput {
 		a.Reasons = append(a.Reasons, goodputReason(a, g))
 	}

@@ -97,7 +97,7 @@ func TestGate(t *testing.T) {
 				}
 				return r
 			}),
-			gate:        &GateConfig{MaxFalseHitRate: f64p(0.6)},
+			gate:        &GateConfig{Rule: RuleNet, MaxFalseHitRate: f64p(0.6)},
 			wantVerdict: VerdictAccept,
 			wantChange:  "so would any leaking cache hit, any invalid answer recorded ok, false hits above 60% of similarity hits, with a 95% upper bound above it too, or a run",
 		},
@@ -125,7 +125,7 @@ func TestGate(t *testing.T) {
 				}
 				return r
 			}),
-			gate:        &GateConfig{P95RegressPct: f64p(1000)},
+			gate:        &GateConfig{Rule: RuleNet, P95RegressPct: f64p(1000)},
 			wantVerdict: VerdictAccept,
 			wantReasons: []string{"no clear latency difference", "includes 0"},
 		},
@@ -164,7 +164,7 @@ func TestGate(t *testing.T) {
 				}
 				return r
 			}),
-			gate:        &GateConfig{Objective: ObjectiveLatency},
+			gate:        &GateConfig{Rule: RuleNet, Objective: ObjectiveLatency},
 			wantVerdict: VerdictNoGain,
 			wantReasons: []string{"no gain: passes the gate, but per-task latency does not improve", "no clear latency difference"},
 			wantChange:  "accepted with an improvement of per-task latency",
@@ -207,7 +207,11 @@ func TestGate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s, err := summarizeRecs(tt.recs, Options{Seed: 1, Resamples: 500, Gate: tt.gate})
+			g := tt.gate
+			if g == nil {
+				g = netGate() // four tasks whose outcomes are the same on every call
+			}
+			s, err := summarizeRecs(tt.recs, Options{Seed: 1, Resamples: 500, Gate: g})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -237,12 +241,12 @@ func TestGateDirect(t *testing.T) {
 	t.Parallel()
 	base := &ArmSummary{Name: "b", N: 2, Pass: 2}
 	cand := &ArmSummary{Name: "c", N: 2, Pass: 2, Paired: &Paired{}}
-	g := GateConfig{}.Defaults()
-	if got := qualityFail(base, cand, g); got != "" {
+	in := gateInput{g: GateConfig{Rule: RuleNet}.Defaults()}
+	if got, _ := qualityFail(base, cand, in); got != "" {
 		t.Errorf("an equal candidate fails the gate: %q; want no failure", got)
 	}
 	cand.Pass = 1
-	if got := qualityFail(base, cand, g); !strings.Contains(got, "passes fewer tasks than the baseline") {
+	if got, _ := qualityFail(base, cand, in); !strings.Contains(got, "passes fewer tasks than the baseline") {
 		t.Errorf("fewer passes and no lost ids: %q; want the fewer-passes failure", got)
 	}
 }
@@ -253,7 +257,7 @@ func TestDecisionWarnings(t *testing.T) {
 		r[3].Outcome, r[3].Pass = OutcomeError, false
 		return r
 	})
-	s, err := summarizeRecs(recs, Options{})
+	s, err := summarizeRecs(recs, Options{Gate: netGate()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +313,7 @@ func TestTwinControl(t *testing.T) {
 	t.Parallel()
 	mk := func(twinLat float64) []Record {
 		var recs []Record
-		for i := range 40 {
+		for i := range 240 { // enough for rule margin to bound a loss no task shows
 			id := fmt.Sprint("t", i)
 			recs = append(recs,
 				mkRec("baseline", id, 100+float64(i%5), OutcomeOK, true, 10),
@@ -354,14 +358,14 @@ func TestLimitsDecideAtExactValues(t *testing.T) {
 		}
 		return recs
 	}
-	s, err := summarizeRecs(mk(1.1), Options{})
+	s, err := summarizeRecs(mk(1.1), Options{Gate: netGate()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v := s.Arms[1].Verdict; v != VerdictAccept {
 		t.Errorf("cost per pass 1.1 vs 1.0 at +10%%: verdict %s (%q); want accept", v, s.Arms[1].Reasons)
 	}
-	s, err = summarizeRecs(mk(1.1004), Options{})
+	s, err = summarizeRecs(mk(1.1004), Options{Gate: netGate()})
 	if err != nil {
 		t.Fatal(err)
 	}

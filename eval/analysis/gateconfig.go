@@ -23,11 +23,27 @@ const (
 	VerdictIncomplete = "incomplete"
 )
 
-// Rules for counting lost passing tasks (GateConfig.Rule).
+// Quality rules (GateConfig.Rule).
 const (
-	RuleNet = "net" // lost minus gained
-	RuleAny = "any" // every lost task
+	// RuleMargin (the default) judges pass rates: per task the share of
+	// its repeats that pass, paired with the baseline's, and a 95%
+	// interval of the mean difference clustered by task, against a
+	// non-inferiority margin (MarginPP). It holds when outcomes vary from
+	// call to call, as real models' do.
+	RuleMargin = "margin"
+	// RuleNet and RuleAny are sample rules: they count the passing tasks
+	// lost in this sample (lost minus gained, or every lost task), which
+	// is a valid rule only for outcomes that are the same on every call.
+	RuleNet = "net"
+	RuleAny = "any"
 )
+
+// Rules lists the quality rules a gate may name.
+var Rules = []string{RuleMargin, RuleNet, RuleAny}
+
+// Sample reports whether rule counts lost tasks of one sample (net, any)
+// rather than judging pass rates against a margin.
+func sampleRule(rule string) bool { return rule == RuleNet || rule == RuleAny }
 
 // Objectives a candidate may claim to improve (GateConfig.Objective).
 const (
@@ -41,12 +57,25 @@ const (
 // crab report reads it from a run's manifest). Zero values take the
 // documented defaults (see Defaults).
 type GateConfig struct {
-	// Rule counts the passing tasks a candidate loses against the
-	// baseline: net (default: lost minus gained, i.e. fewer passes) or any
-	// (every lost task, whatever it gained). MaxLost is how many may be
-	// lost (default 0).
+	// Rule is the quality rule: margin (the default: pass rates paired
+	// by task, a 95% interval clustered by task, against MarginPP), or a
+	// sample rule for outcomes known to be the same on every call: net
+	// (lost minus gained passing tasks) or any (every lost task, whatever
+	// it gained), at most MaxLost of them (default 0).
 	Rule    string `yaml:"rule" json:"rule"`
 	MaxLost int    `yaml:"max_lost" json:"max_lost"`
+	// MarginPP is rule margin's non-inferiority margin in points of pass
+	// rate (nil: DefaultMarginPP): quality holds when the interval's lower
+	// end is above -MarginPP, and is broken when the whole interval lies
+	// below it. A sample rule takes no margin.
+	MarginPP *float64 `yaml:"margin_pp" json:"margin_pp,omitempty"`
+	// Alpha is the run's error rate (nil: DefaultAlpha): the accept
+	// decisions of every candidate on every objective figure it may win
+	// on are corrected together (Holm), so that the chance of accepting
+	// any candidate that is not better is at most Alpha over the whole
+	// run; the quality interval, the failure-share test, the guardrails
+	// and the A/A control's test are each taken at this rate.
+	Alpha *float64 `yaml:"alpha" json:"alpha,omitempty"`
 	// Guardrails are figures that may not regress beyond a limit, in
 	// percent of the baseline's; nil leaves one out (defaults: p95 10,
 	// cost per pass 10, TTFT p95 none). A negative limit is refused.
@@ -129,7 +158,30 @@ const (
 	DefaultMinPairs              = 2
 	DefaultMaxFalseHitRate       = 0.05
 	DefaultMinEffectPct          = 1
+	// DefaultMarginPP is rule margin's margin: a candidate may lose at
+	// most 2 points of pass rate, a loss small enough to trade for speed
+	// or cost and large enough for a few hundred tasks to bound.
+	DefaultMarginPP = 2
+	// DefaultAlpha is the run's error rate.
+	DefaultAlpha = 0.05
 )
+
+// Margin is rule margin's margin in force, as a share of pass rate (0.02
+// for 2 points).
+func (g GateConfig) Margin() float64 {
+	if g.MarginPP != nil {
+		return *g.MarginPP / 100
+	}
+	return DefaultMarginPP / 100.0
+}
+
+// ErrorRate is the run's error rate in force (Alpha or DefaultAlpha).
+func (g GateConfig) ErrorRate() float64 {
+	if g.Alpha != nil {
+		return *g.Alpha
+	}
+	return DefaultAlpha
+}
 
 // FalseHitLimit is the false-hit rate limit in force.
 func (g GateConfig) FalseHitLimit() float64 {
@@ -151,7 +203,7 @@ func (g GateConfig) Defaults() GateConfig {
 		g.Objective = ObjectiveEither
 	}
 	if g.Rule == "" {
-		g.Rule = RuleNet
+		g.Rule = RuleMargin
 	}
 	if g.MinPairs == 0 {
 		g.MinPairs = DefaultMinPairs
@@ -163,9 +215,21 @@ func (g GateConfig) Defaults() GateConfig {
 // message; an empty field means none.
 func (g GateConfig) Check() (field, msg string) {
 	switch g.Rule {
-	case "", RuleNet, RuleAny:
+	case "", RuleMargin, RuleNet, RuleAny:
 	default:
-		return "rule", fmt.Sprintf("unknown rule %q (want net or any)", g.Rule)
+		return "rule", fmt.Sprintf("unknown rule %q (want %s)", g.Rule, strings.Join(Rules, ", "))
+	}
+	if v := g.MarginPP; v != nil && !(*v >= 0 && *v < 100) {
+		return "margin_pp", fmt.Sprintf("points of pass rate, from 0 to below 100, got %v", *v)
+	}
+	if v := g.Alpha; v != nil && !(*v > 0 && *v < 0.5) {
+		return "alpha", fmt.Sprintf("an error rate above 0 and below 0.5, got %v", *v)
+	}
+	if sampleRule(g.Rule) && g.MarginPP != nil {
+		return "margin_pp", fmt.Sprintf("rule %s counts lost tasks of this sample and takes no margin: set rule: margin to judge pass rates against margin_pp, or drop margin_pp", g.Rule)
+	}
+	if !sampleRule(g.Rule) && g.MaxLost != 0 {
+		return "max_lost", "max_lost counts lost tasks of one sample, for rule net or any; rule margin (the default) judges pass rates against margin_pp: set rule: net or any, or drop max_lost"
 	}
 	switch g.Objective {
 	case "", ObjectiveEither, ObjectiveLatency, ObjectiveCost:
@@ -217,6 +281,9 @@ func (g GateConfig) String() string {
 	g = g.Defaults()
 	lost := "no passing task lost"
 	switch {
+	case g.Rule == RuleMargin:
+		lost = fmt.Sprintf("quality by rule margin: per task the share of its repeats that pass, paired with the baseline's; quality holds when the %s interval of the mean difference, clustered by task, lies above -%s points of pass rate (the margin), is broken when it lies wholly below, and is otherwise inconclusive",
+			figure.Pct(1-g.ErrorRate()), figure.Trim(fmt.Sprint(g.Margin()*100)))
 	case g.Rule == RuleNet && g.MaxLost == 0:
 		lost = "no net loss of passing tasks (lost minus gained)"
 	case g.Rule == RuleNet:

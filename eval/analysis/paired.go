@@ -71,8 +71,9 @@ type Paired struct {
 	// estimate beyond it with an interval that reaches inside makes the
 	// verdict inconclusive. Nil when not measured (no pairs, no TTFT, or
 	// above PairBootstrapMaxN pairs, where the point estimate is precise
-	// enough on its own). Cost per pass has no such interval: it follows
-	// from counts and costs, and is decided on its exact value.
+	// enough on its own). Cost per pass gets its interval from the
+	// per-task counts and costs (costPerPassRatio), so that it is
+	// recomputed exactly on edited outcomes.
 	P95Ratio     *Ratio `json:"p95_ratio,omitempty"`
 	TTFTP95Ratio *Ratio `json:"ttft_p95_ratio,omitempty"`
 
@@ -85,6 +86,14 @@ type Paired struct {
 	// switchback: every request of the pairs carries its switchback
 	// block, so a task's copies were sent at different moments.
 	switchback bool
+	// tasks are the matched pairs' outcomes counted per task, in key
+	// order: what rule margin's interval, clustered by task, is built
+	// from.
+	tasks []TaskOutcomes
+	// failBaseOnly and failCandOnly count the pairs where only the
+	// baseline, or only the candidate, ended in an error or a timeout:
+	// the failure share's paired test.
+	failBaseOnly, failCandOnly int
 }
 
 // Ratio is a candidate/baseline ratio over matched pairs with its 95%
@@ -108,6 +117,12 @@ type Delta struct {
 	Mean   float64 `json:"mean"`
 	CILow  float64 `json:"ci_low"`
 	CIHigh float64 `json:"ci_high"`
+
+	// means are the bootstrap's resampled means, sorted, that CILow and
+	// CIHigh are read from (nil for the normal interval): the tests of
+	// the gate's error rate read their p-values from the same draws, so a
+	// test and its interval never disagree (see Delta.pAtLeast).
+	means []float64
 }
 
 // GroupDelta is the paired comparison within one input group.
@@ -205,6 +220,12 @@ func (opt PairOptions) id(t *records.Symbols, r *records.Rec) string {
 	return t.Str(r.TaskID)
 }
 
+// failed reports whether a request ended in an error or a timeout.
+func failed(t *records.Symbols, r *records.Rec) bool {
+	o := t.Str(t.Attrs(r).Outcome)
+	return o == records.OutcomeError || o == records.OutcomeTimeout
+}
+
 // pairing is both sides sorted (as indices, 4 bytes a record) by (task id,
 // repeat), the last of equal keys kept, and merged by walk: pairs in key
 // order with no map per side, and on millions of records no copies.
@@ -292,8 +313,22 @@ func (q *pairing) timeOrder(pairs int) []int32 {
 // into p; it returns each group's pairs and whether every pair is timed.
 func countPairs(t *records.Symbols, p *Paired, q *pairing, opt PairOptions) (map[records.Sym]int, bool) {
 	groupN, timed := map[records.Sym]int{}, true
+	var last records.Sym
 	q.walk(func(b, c *records.Rec) {
 		p.Pairs++
+		if len(p.tasks) == 0 || b.TaskID != last {
+			p.tasks = append(p.tasks, TaskOutcomes{Task: t.Str(b.TaskID)})
+			last = b.TaskID
+		}
+		p.tasks[len(p.tasks)-1].add(t.Attrs(b).Pass, t.Attrs(c).Pass)
+		p.tasks[len(p.tasks)-1].BaseCost += b.Cost
+		p.tasks[len(p.tasks)-1].CandCost += c.Cost
+		switch bf, cf := failed(t, b), failed(t, c); {
+		case bf && !cf:
+			p.failBaseOnly++
+		case cf && !bf:
+			p.failCandOnly++
+		}
 		timed = timed && t.Attrs(b).Timed
 		p.baseCost, p.candCost = p.baseCost+b.Cost, p.candCost+c.Cost
 		p.basePass += int(b2f(t.Attrs(b).Pass))
@@ -447,16 +482,18 @@ func describeDelta(x []float64, seed int64, stream uint64, resamples int) *Delta
 // PairBootstrapMaxN: the normal interval of the means of those batches).
 func describeSorting(x []float64, seed int64, stream uint64, resamples int, block resampling) *Delta {
 	var lo, hi float64
+	var means []float64
 	switch {
 	case len(x) > PairBootstrapMaxN && !block.single():
 		lo, hi = batchMeansCI(x, block)
 	case len(x) > PairBootstrapMaxN:
 		lo, hi = normalMeanCI(x)
 	default:
-		lo, hi = resampledMeanCI(x, seed, stream, resamples, block)
+		means = resampledMeans(x, seed, stream, resamples, block)
+		lo, hi = meansCI(means)
 	}
 	mean := meanOf(x)
-	return &Delta{Median: medianSorting(x), Mean: mean, CILow: lo, CIHigh: hi}
+	return &Delta{Median: medianSorting(x), Mean: mean, CILow: lo, CIHigh: hi, means: means}
 }
 
 // PairBootstrapMaxN is the number of pairs above which a paired delta's
@@ -539,22 +576,40 @@ func meanOf(x []float64) float64 {
 // modulo bias); stream picks one of several independent streams of a
 // seed. It returns NaN, NaN for empty x.
 func bootstrapMeanCI(x []float64, seed int64, stream uint64, resamples, block int) (lo, hi float64) {
-	return resampledMeanCI(x, seed, stream, resamples, resampling{block: block})
+	return meansCI(bootstrapMeans(x, seed, stream, resamples, block))
 }
 
-// resampledMeanCI is bootstrapMeanCI resampling x's runs or switchback
+// bootstrapMeans are the sorted resampled means bootstrapMeanCI reads its
+// interval from (nil for empty x).
+func bootstrapMeans(x []float64, seed int64, stream uint64, resamples, block int) []float64 {
+	return resampledMeans(x, seed, stream, resamples, resampling{block: block})
+}
+
+// resampledMeans is bootstrapMeans resampling x's runs or switchback
 // blocks as block says.
-func resampledMeanCI(x []float64, seed int64, stream uint64, resamples int, block resampling) (lo, hi float64) {
+func resampledMeans(x []float64, seed int64, stream uint64, resamples int, block resampling) []float64 {
 	n := len(x)
 	if n == 0 {
-		return math.NaN(), math.NaN()
+		return nil
 	}
 	if resamples <= 0 {
 		resamples = DefaultResamples
 	}
 	src := rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15^stream)
-	lo, hi = block.sumCI(x, resamples, func(n uint64) uint64 { return boundedIndex(src, n) })
-	return lo / float64(n), hi / float64(n)
+	sums := block.sums(x, resamples, func(n uint64) uint64 { return boundedIndex(src, n) })
+	for i := range sums {
+		sums[i] /= float64(n)
+	}
+	return sums
+}
+
+// meansCI is the nearest-rank 2.5th and 97.5th percentiles of sorted
+// resampled means; NaN, NaN for none.
+func meansCI(means []float64) (lo, hi float64) {
+	if len(means) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	return quantile.NearestRank(means, 2.5), quantile.NearestRank(means, 97.5)
 }
 
 // boundedIndex draws uniformly from [0, n) (Lemire's multiply-and-reject),

@@ -47,7 +47,7 @@ var (
 
 // looseGate lets every comparison of equal passes through to the
 // objective: no guardrail, one pair enough.
-var looseGate = GateConfig{MinPairs: 1, P95RegressPct: f64p(1e300), CostPerPassRegressPct: f64p(1e300)}
+var looseGate = GateConfig{Rule: RuleNet, MinPairs: 1, P95RegressPct: f64p(1e300), CostPerPassRegressPct: f64p(1e300)}
 
 // reasonAbout returns a's reason on latency (naming p95) or cost (naming
 // cost per pass).

@@ -88,6 +88,11 @@ type Summary struct {
 	// Interference tests, for every arm at every backend another arm
 	// called too, whether its latency rose with the other arms' load.
 	Interference []Interference `json:"interference,omitempty"`
+	// Noise is the run's noise floor: how often identical calls of a task
+	// disagree on whether it passes (source none when not measured).
+	Noise *Noise `json:"noise"`
+
+	family family // the run's accept decisions, for the notes
 }
 
 // ArmSummary is the figures of one arm over its non-warm-up requests, under
@@ -170,6 +175,9 @@ type ArmSummary struct {
 	Load        *LoadStats   `json:"load,omitempty"`        // schedule lag and queue time
 	Uncertainty *Uncertainty `json:"uncertainty,omitempty"` // intervals of p50, p95 and cost per pass
 	Paired      *Paired      `json:"paired,omitempty"`      // candidates only
+	// Quality is the quality rule's figures (candidates whose quality
+	// was measured): the paired difference in pass rate and its interval.
+	Quality *QualityCheck `json:"quality,omitempty"`
 	// Rework is what the arm's failures cost to redo by hand, when the
 	// experiment declares it (its cost is already in Cost).
 	Rework *ReworkStats `json:"rework,omitempty"`

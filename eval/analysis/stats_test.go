@@ -89,7 +89,7 @@ func TestPercentileNRDegenerate(t *testing.T) {
 
 func TestSummarizeExercise(t *testing.T) {
 	t.Parallel()
-	s, err := Summarize(exerciseSet(t), Options{})
+	s, err := Summarize(exerciseSet(t), Options{Gate: netGate()})
 	if err != nil {
 		t.Fatal(err)
 	}

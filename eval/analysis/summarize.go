@@ -147,6 +147,7 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		opt.Incomplete = why
 	}
 	orderFigures(t, s, byArm, arms, opt.Design, crowd, left)
+	s.Noise = measureNoise(t, s, byArm, g.Control)
 	decide(s, opt)
 	answerWarnings(t, s, byArm)
 	storeWarnings(s, opt.StoreErrors)
@@ -187,6 +188,10 @@ func summaryNotes(s *Summary, opt Options, g GateConfig, warm map[string]int, mu
 		"cost per pass = cost of all requests, failed ones included, / passing requests",
 		g.String(),
 	}
+	if len(s.Arms) > 1 {
+		notes = append(notes, s.family.note(g.Defaults()))
+	}
+	notes = append(notes, s.Noise.String(g.Defaults().Rule, s.Baseline))
 	if g.Rework != nil {
 		notes = append(notes, reworkNote(g.Rework))
 	}

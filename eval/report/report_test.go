@@ -39,7 +39,7 @@ func golden(t *testing.T, got []byte) {
 
 // TestExerciseReport is the six-request exercise.
 func TestExerciseReport(t *testing.T) {
-	s, err := analysis.Summarize(exerciseSet(t), analysis.Options{})
+	s, err := analysis.Summarize(exerciseSet(t), exerciseOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestExerciseReport(t *testing.T) {
 
 func TestWriteReportFormats(t *testing.T) {
 	t.Parallel()
-	s, err := analysis.Summarize(exerciseSet(t), analysis.Options{})
+	s, err := analysis.Summarize(exerciseSet(t), exerciseOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestWriteReportOptionalColumns(t *testing.T) {
 	if err := WriteReport(&buf, s, "json"); err != nil {
 		t.Fatalf("json with a zero-pass arm: %v", err)
 	}
-	exercise, err := analysis.Summarize(exerciseSet(t), analysis.Options{})
+	exercise, err := analysis.Summarize(exerciseSet(t), exerciseOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"slices"
 	"sync"
 
+	"github.com/crab-testbed/crab/internal/jsonl"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -36,6 +36,10 @@ func (e *FileError) Error() string {
 }
 
 func (e *FileError) Unwrap() error { return ErrRecording }
+
+// MaxLine is the longest line of a recording (16 MiB): one call's answer
+// with its usage and timings. A longer line is an error naming it.
+const MaxLine = jsonl.MaxLine
 
 // loc is one call in the index: what identifies it, hashed, and where its
 // line lies in the file.
@@ -66,12 +70,8 @@ type Cassette struct {
 // Open reads the header of the recording at path and indexes its calls.
 // A fault of the file is a *FileError naming its line and field.
 func Open(path string) (*Cassette, error) {
-	f, err := os.Open(path)
+	f, err := jsonl.OpenRegular(path)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
 		return nil, &FileError{File: path, Msg: "cannot read: " + err.Error()}
 	}
 	c, err := index(path, f)
@@ -96,13 +96,24 @@ func index(path string, f *os.File) (*Cassette, error) {
 	c := &Cassette{Path: path, f: f, tasks: map[uint64]struct{}{}, models: map[string]int{}}
 	br := bufio.NewReaderSize(f, 1<<20)
 	var off int64
+	var long []byte // a line longer than br's buffer, gathered
 	line := 0
 	for {
 		b, err := br.ReadSlice('\n')
-		for errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: gather it whole.
-			rest, err2 := br.ReadBytes('\n')
-			b, err = append(slices.Clone(b), rest...), err2
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: gather it whole (ReadSlice's
+			// b is br's buffer, overwritten by the next read), up to
+			// MaxLine, so that a file of one endless line — a sparse
+			// gigabyte of zeros — costs MaxLine, not its size.
+			long = append(long[:0], b...)
+			for errors.Is(err, bufio.ErrBufferFull) && len(long) <= MaxLine {
+				b, err = br.ReadSlice('\n')
+				long = append(long, b...)
+			}
+			if len(long) > MaxLine {
+				return nil, &FileError{File: path, Line: line + 1, Msg: fmt.Sprintf("line longer than %d bytes", MaxLine)}
+			}
+			b = long
 		}
 		if len(b) == 0 && err != nil {
 			if errors.Is(err, io.EOF) {

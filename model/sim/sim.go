@@ -31,6 +31,14 @@
 // request's seed, attempt, text, scope and mode. Calls therefore give the
 // same result in any order and under any concurrency, and a retry (a higher
 // Attempt) draws anew.
+//
+// Two settings make a model behave like a deployed one: Vary makes a share
+// of tasks answer differently from call to call (drawn per call from the
+// call's identity, so still reproducible), and Capacity limits how many
+// calls run at once and slows them with load, shared by every caller of
+// the Model, so that latency depends on the load the callers offer (a
+// call's wait then depends on when it and the others arrive, the one
+// draw that is not the call's own). A CallLog records each call's arrival, caller, tokens and queue wait.
 package sim
 
 import (

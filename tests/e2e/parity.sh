@@ -17,7 +17,8 @@ go build -o "$work/crab" .
 head -n "$tasks" fixtures/tasks.jsonl >"$work/tasks.jsonl"
 cp fixtures/triage.schema.json "$work/"
 
-"$work/crab" sim-server --listen 127.0.0.1:0 --time-scale "$scale" --seed 42 2>"$work/sim.log" &
+# Deterministic answers on both sides: the runs are compared request by request.
+"$work/crab" sim-server --listen 127.0.0.1:0 --time-scale "$scale" --seed 42 --vary-share 0 2>"$work/sim.log" &
 sim=$!
 trap 'kill -TERM $sim 2>/dev/null || true; wait $sim 2>/dev/null || true' EXIT
 for _ in $(seq 100); do
@@ -51,8 +52,8 @@ arms:
     router: {threshold: 0.5, small: small, large: large}
 EOF
 }
-experiment "  - {name: small, kind: small, price_in_per_mtok: 0.15, price_out_per_mtok: 0.6}
-  - {name: large, kind: large, price_in_per_mtok: 2.5, price_out_per_mtok: 10}" >"$work/inproc.yaml"
+experiment "  - {name: small, kind: small, price_in_per_mtok: 0.15, price_out_per_mtok: 0.6, vary: {share: 0}}
+  - {name: large, kind: large, price_in_per_mtok: 2.5, price_out_per_mtok: 10, vary: {share: 0}}" >"$work/inproc.yaml"
 experiment "  - {name: small, backend: openai, base_url: '$addr/v1', price_in_per_mtok: 0.15, price_out_per_mtok: 0.6}
   - {name: large, backend: openai, base_url: '$addr/v1', price_in_per_mtok: 2.5, price_out_per_mtok: 10}" >"$work/http.yaml"
 
