@@ -21,12 +21,33 @@ import (
 
 // leftOut is what the latency figures leave out beside burn-in requests:
 // the carry-over requests (see carryOver) and those that waited through a
-// stall of the backend (see stalledRequests).
-type leftOut struct{ carry, stalled map[*records.Rec]bool }
+// stall of the backend (see stalledRequests), and with each of them every
+// arm's copy of its task, so that every arm's latency figures cover the
+// same tasks.
+type leftOut struct {
+	carry, stalled map[*records.Rec]bool
+	tasks          map[taskRepeat]bool
+}
+
+// taskRepeat is a task in one repeat: one copy per arm.
+type taskRepeat struct {
+	task   records.Sym
+	repeat int
+}
+
+func newLeftOut(t *records.Symbols, carry, stalled map[*records.Rec]bool) leftOut {
+	l := leftOut{carry: carry, stalled: stalled, tasks: map[taskRepeat]bool{}}
+	for _, m := range []map[*records.Rec]bool{carry, stalled} {
+		for r := range m {
+			l.tasks[taskRepeat{r.TaskID, t.Attrs(r).Repeat}] = true
+		}
+	}
+	return l
+}
 
 // out reports whether r is left out of the latency figures.
 func (l leftOut) out(t *records.Symbols, r *records.Rec) bool {
-	return t.Attrs(r).BurnIn || l.carry[r] || l.stalled[r]
+	return t.Attrs(r).BurnIn || l.tasks[taskRepeat{r.TaskID, t.Attrs(r).Repeat}]
 }
 
 // compared is recs without those left out of the latency figures; recs

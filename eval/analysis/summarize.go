@@ -96,7 +96,7 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	}
 	g := opt.gate()
 	crowd := newCrowd(t, byArm, arms, opt.Design)
-	left := leftOut{carryOver(t, byArm, arms, crowd), stalledRequests(t, byArm, arms, opt.Design)}
+	left := newLeftOut(t, carryOver(t, byArm, arms, crowd), stalledRequests(t, byArm, arms, opt.Design))
 	rework := map[string]*ReworkStats{}
 	if g.Rework != nil {
 		for _, name := range arms {
