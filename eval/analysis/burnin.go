@@ -266,3 +266,14 @@ func stalledRequests(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 	}
 	return out
 }
+
+// twinBasis is what the A/A control's tests read: in switchback order,
+// when the run had windows where the backend stalled or failed, the pairs
+// outside them (a window hits the twin's and the baseline's copies of a
+// task unequally by design); otherwise the whole run.
+func twinBasis(base, twin *ArmSummary) (*ArmSummary, *ArmSummary) {
+	if twin.Outside == nil || !twin.Outside.switchback {
+		return base, twin
+	}
+	return outsideArms(base, twin)
+}
