@@ -245,6 +245,9 @@ func fromManifests(paths []string) analysis.Options {
 		if opt.PassRule == "" {
 			opt.PassRule = m.PassRule
 		}
+		if opt.Design == nil {
+			opt.Design = m.Design()
+		}
 		if opt.Holdout == "" {
 			opt.Holdout = m.Holdout.Note()
 		}

@@ -5,21 +5,35 @@
 # moment in each placement, pauses for 400 ms every second, or is down for
 # 3 s. Prints each placement's verdicts and a tally: the twin must come out
 # no_gain or inconclusive every time (never accept or reject), and short
-# should still be accepted in most placements.
+# should still be accepted in most placements. The experiment names no
+# order, so it runs in crab's default for a server (switchback); ORDER sets
+# one (paired, sequential), BLOCK and BURN_IN the switchback's.
 #   bench/aa.sh                 (PLACEMENTS=20 single stalls, PAUSES=4 and
 #                                OUTAGES=4 placements; TASKS=480 at RATE=40;
-#                                ORDER=paired)
+#                                ORDER, BLOCK, BURN_IN: crab's defaults)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 PLACEMENTS=${PLACEMENTS:-20}
 PAUSES=${PAUSES:-4}
 OUTAGES=${OUTAGES:-4}
 TASKS=${TASKS:-480}
 RATE=${RATE:-40}
-ORDER=${ORDER:-paired}
+ORDER=${ORDER:-}
+BLOCK=${BLOCK:-}
+BURN_IN=${BURN_IN:-}
 build_tools
+design=""
+[ -z "$ORDER" ] || design+="order: $ORDER"$'\n'
+[ -z "$BLOCK" ] || design+="block: $BLOCK"$'\n'
+[ -z "$BURN_IN" ] || design+="burn_in: $BURN_IN"$'\n'
 span=$(python3 -c "print($TASKS / $RATE)")
+# The faults are placed over the whole run: one schedule in paired order,
+# one per arm (baseline, short, twin) in the others.
+case ${ORDER:-switchback} in
+paired) runspan=$span ;;
+*) runspan=$(python3 -c "print(3 * $span)") ;;
+esac
 head -n "$TASKS" "$ROOT/fixtures/tasks.jsonl" >"$WORK/tasks.jsonl"
-echo "== A/A twin and short vs baseline: crab sim-server --time-scale 0.1 over HTTP; $TASKS tasks at $RATE/s (${span} s), order $ORDER; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== A/A twin and short vs baseline: crab sim-server --time-scale 0.1 over HTTP; $TASKS tasks at $RATE/s (${span} s), order ${ORDER:-default}; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-10s %-24s %-14s %-14s %s\n' scenario fault twin short twin_p95_vs_baseline
 twin_bad=0 short_ok=0 runs=0
 
@@ -39,8 +53,7 @@ name: aa
 tasks: $WORK/tasks.jsonl
 contract: embedded:triage.schema.json
 seed: 7
-order: $ORDER
-control: twin
+${design}control: twin
 arrival: {pattern: constant, rate: $RATE}
 concurrency: 64
 timeout: 2s
@@ -68,7 +81,7 @@ YAML
 }
 
 for k in $(seq 0 $((PLACEMENTS - 1))); do
-	at=$(python3 -c "print(round($k * $span / $PLACEMENTS, 2))")
+	at=$(python3 -c "print(round($k * $runspan / $PLACEMENTS, 2))")
 	len=$(python3 -c "print(1 + ($k % 6) / 10)")
 	one stall --pause "${at}s+${len}s"
 done
@@ -76,6 +89,6 @@ for k in $(seq 0 $((PAUSES - 1))); do
 	one pause --pause "$(python3 -c "print($k * 0.25)")s+400ms/1s"
 done
 for k in $(seq 0 $((OUTAGES - 1))); do
-	one outage --outage "$(python3 -c "print(round(1 + $k * ($span - 4) / max($OUTAGES - 1, 1), 2))")s+3s"
+	one outage --outage "$(python3 -c "print(round(1 + $k * ($runspan - 4) / max($OUTAGES - 1, 1), 2))")s+3s"
 done
 echo "twin accepted or rejected in $twin_bad of $runs placements (want 0); short accepted in $short_ok of $runs"

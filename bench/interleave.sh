@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# What interleaving arms costs the load generator: the same three-arm
+# What switching arms costs the load generator: the same three-arm
 # experiment against the same crab sim-server (time-scale 0, loopback), once
-# with order: interleaved (blocks of 500 ms, every arm once per block in a
+# with order: switchback (blocks of 500 ms, every arm once per block in a
 # random order) and once with order: sequential, at each rate; per arm, the
 # achieved rate (measured inside each arm's stretches of its schedule) and
 # the generator's lag, side by side.
@@ -16,11 +16,11 @@ ROUNDS=${ROUNDS:-1}
 if [ -n "${NICE:-}" ]; then renice -n "$NICE" -p $$ >/dev/null; fi
 build_tools
 start_simserver
-echo "== interleaved vs sequential arms: crab sim-server --time-scale 0 at $SIM_URL; 3 arms; ${DURATION} s of schedule per arm; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== switchback vs sequential arms: crab sim-server --time-scale 0 at $SIM_URL; 3 arms; ${DURATION} s of schedule per arm; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for rate in "${RATES[@]}"; do
 	n=$((rate * DURATION))
 	for round in $(seq 1 "$ROUNDS"); do
-		for order in interleaved sequential; do
+		for order in switchback sequential; do
 			d=$WORK/interleave-$rate-$round-$order
 			mkdir -p "$d"
 			[ -f "$WORK/tasks-$n.jsonl" ] || "$BT" tasks -n "$n" >"$WORK/tasks-$n.jsonl"
@@ -45,7 +45,7 @@ arms:
 YAML
 			timeout $((3 * DURATION + 120)) "$CRAB" run -c "$d/exp.yaml" -o "$d/run" --quiet >"$d/crab-run.txt" 2>&1 || {
 				echo "crab run ($order, $rate/s) failed:"; tail -5 "$d/crab-run.txt"; exit 1; }
-			"$BT" arms -label "$order" -target "$rate" "$d/run/records.jsonl" | { [ "$rate$round$order" = "${RATES[0]}1interleaved" ] && cat || tail -n +2; }
+			"$BT" arms -label "$order" -target "$rate" "$d/run/records.jsonl" | { [ "$rate$round$order" = "${RATES[0]}1switchback" ] && cat || tail -n +2; }
 		done
 	done
 	echo "           load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -47,14 +47,20 @@ type Experiment struct {
 	// cache hits included, like a client pool of that size (0: no cap but
 	// the model calls' concurrency). 1 sends one request at a time.
 	MaxInFlight int `yaml:"max_in_flight"`
-	// Order is how arms share the schedule: paired (default: every
-	// scheduled arrival is sent to every arm at once, in a random order, so
-	// the backend's stalls and drift fall on each arm's copy of the same
-	// task), interleaved (blocks of the schedule laid end to end, each
-	// played by every arm in a random order) or sequential (each arm plays
-	// the whole schedule in turn).
-	Order   string          `yaml:"order"`
-	Block   stack.Duration  `yaml:"block"`   // interleaved: schedule time per block (default 500ms)
+	// Order is how arms share the schedule: switchback (short randomised
+	// blocks of the schedule, one arm at a time at the declared rate; the
+	// default when a model's latency can depend on load), paired (every
+	// scheduled arrival sent to every arm at once; the default when no
+	// model's latency can depend on load) or sequential (each arm plays
+	// the whole schedule in turn). interleaved is read as switchback.
+	Order string         `yaml:"order"`
+	Block stack.Duration `yaml:"block"` // switchback: schedule time per block (default 500ms)
+	// BurnIn is the first stretch of every switchback block: its requests
+	// run and are recorded (burn_in in the records), count for quality,
+	// cost and failures, but are left out of the latency comparison,
+	// since the previous block's requests may still hold the backend
+	// (default 100ms).
+	BurnIn  stack.Duration  `yaml:"burn_in"`
 	Timeout stack.Duration  `yaml:"timeout"` // per request, from its actual send time (default 30s)
 	Retry   stack.RetrySpec `yaml:"retry"`
 	Shadow  *bool           `yaml:"shadow"` // ask the other model on routed requests to judge misroutes (default true)
@@ -272,20 +278,7 @@ func (e *Experiment) validateSchedule(root *yaml.Node, bad badField) error {
 	if f, msg := e.Arrival.Check(); f != "" {
 		return bad("arrival."+f, []any{"arrival", f}, "%s", msg)
 	}
-	switch e.Order {
-	case "":
-		e.Order = OrderPaired
-	case OrderPaired, OrderInterleaved, OrderSequential:
-	default:
-		return bad("order", []any{"order"}, "unknown order %q (want paired, interleaved or sequential)", e.Order)
-	}
-	if e.Block != 0 && e.Order != OrderInterleaved {
-		return bad("block", []any{"block"}, "only for order interleaved")
-	}
-	if e.Block == 0 && e.Order == OrderInterleaved {
-		e.Block = stack.Duration(DefaultBlock)
-	}
-	return nil
+	return e.validateOrder(root, bad)
 }
 
 // validateGrading checks the gate, the graders and the leak proof, and

@@ -33,7 +33,7 @@ func TestParseExperimentDefaults(t *testing.T) {
 		t.Errorf("defaults: got repeats=%d conc=%d timeout=%v attempts=%d scale=%v shadow=%v",
 			e.Repeats, e.Concurrency, e.Timeout.Std(), e.Retry.MaxAttempts, *e.TimeScale, *e.Shadow)
 	}
-	if e.Order != OrderPaired || e.Block != 0 {
+	if e.Order != OrderPaired || e.Block != 0 || e.BurnIn != 0 {
 		t.Errorf("order: got %q block %v; want %q and no block", e.Order, e.Block.Std(), OrderPaired)
 	}
 	if e.Arms[0].Mode != "full" {
@@ -74,7 +74,13 @@ func TestParseExperimentErrors(t *testing.T) {
 		{"negative timeout", func(s string) string { return s + "timeout: -1s\n" }, 13, "timeout"},
 		{"zero grader timeout", func(s string) string { return s + "grade:\n  command: {run: [true], timeout: 0s}\n" }, 14, "grade.command.timeout"},
 		{"empty proof section", func(s string) string { return s + "proof: {min_overlap: 4}\n" }, 13, "proof"},
-		{"block without interleaving", func(s string) string { return s + "order: sequential\nblock: 1s\n" }, 14, "block"},
+		{"block without switchback", func(s string) string { return s + "order: sequential\nblock: 1s\n" }, 14, "block"},
+		{"burn-in without switchback", func(s string) string { return s + "order: paired\nburn_in: 50ms\n" }, 14, "burn_in"},
+		{"block shorter than the arrival gap", func(s string) string { return s + "order: switchback\nblock: 50ms\n" }, 14, "block"},
+		{"burn-in as long as the block", func(s string) string { return s + "order: switchback\nblock: 1s\nburn_in: 1s\n" }, 15, "burn_in"},
+		{"switchback with one arm", func(s string) string {
+			return strings.Replace(s, "  - name: router\n    router: {threshold: 0.5, small: small, large: large}\n", "", 1) + "order: switchback\n"
+		}, 11, "order"},
 		{"unknown control", func(s string) string { return s + "control: triplet\n" }, 13, "control"},
 		{"twin beside an arm named twin", func(s string) string {
 			return strings.Replace(s, "name: router", "name: twin", 1) + "control: twin\n"
@@ -153,5 +159,33 @@ func TestParseExperimentTwin(t *testing.T) {
 	last := e.Arms[len(e.Arms)-1]
 	if len(e.Arms) != 3 || last.Name != "twin" || last.Model != e.Arms[0].Model || e.Gate.Control != "twin" {
 		t.Errorf("arms %+v, gate control %q; want a third arm twin copying the baseline", e.Arms, e.Gate.Control)
+	}
+}
+
+// The default order follows the models: paired where no model's latency
+// can depend on load, switchback (with its block and burn-in) where one
+// can; interleaved is read as switchback.
+func TestParseExperimentOrder(t *testing.T) {
+	t.Parallel()
+	capacity := strings.Replace(minimalExperiment, "{name: large, kind: large}", "{name: large, kind: large, capacity: {slots: 4}}", 1)
+	for _, tc := range []struct {
+		name, file    string
+		order         string
+		block, burnIn time.Duration
+	}{
+		{"simulated models", minimalExperiment, OrderPaired, 0, 0},
+		{"a simulated model with a capacity", capacity, OrderSwitchback, DefaultBlock, DefaultBurnIn},
+		{"old name", minimalExperiment + "order: interleaved\nblock: 1s\n", OrderSwitchback, time.Second, DefaultBurnIn},
+		{"no burn-in", capacity + "burn_in: 0s\n", OrderSwitchback, DefaultBlock, 0},
+		{"paired chosen", capacity + "order: paired\n", OrderPaired, 0, 0},
+	} {
+		e, err := ParseExperiment([]byte(tc.file), "x.yaml")
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if e.Order != tc.order || e.Block.Std() != tc.block || e.BurnIn.Std() != tc.burnIn {
+			t.Errorf("%s: order %s, block %v, burn-in %v; want %s, %v, %v", tc.name, e.Order, e.Block.Std(), e.BurnIn.Std(), tc.order, tc.block, tc.burnIn)
+		}
 	}
 }

@@ -112,14 +112,14 @@ func TestInterleavedSpreadsOutage(t *testing.T) {
 	for _, tc := range []struct {
 		order  string
 		spread bool
-	}{{OrderPaired, true}, {OrderInterleaved, true}, {OrderSequential, false}} {
+	}{{OrderPaired, true}, {OrderSwitchback, true}, {OrderSequential, false}} {
 		t.Run(tc.order, func(t *testing.T) {
 			t.Parallel()
 			exp := testExperiment(arms...)
 			// 600/s leaves a loaded -race machine room to keep the arms'
 			// lanes abreast, which is what paired promises.
 			exp.Arrival = Arrival{Pattern: "constant", Rate: 600}
-			if tc.order == OrderInterleaved {
+			if tc.order == OrderSwitchback {
 				exp.Block = stack.Duration(50 * time.Millisecond) // 30 requests a block
 			}
 			exp.Timeout = stack.Duration(10 * time.Second)
@@ -159,11 +159,11 @@ func TestOutageHarness(t *testing.T) {
 		at = time.Duration(v * float64(time.Second))
 	}
 	arms := []stack.ArmSpec{{Name: "a", Model: "m", Mode: "full"}, {Name: "b", Model: "m", Mode: "full"}, {Name: "c", Model: "m", Mode: "full"}}
-	for _, order := range []string{OrderInterleaved, OrderSequential} {
+	for _, order := range []string{OrderSwitchback, OrderSequential} {
 		exp := testExperiment(arms...)
 		exp.Arrival = Arrival{Pattern: "constant", Rate: 60}
 		exp.Timeout = stack.Duration(time.Second)
-		if order == OrderInterleaved {
+		if order == OrderSwitchback {
 			exp.Block = stack.Duration(DefaultBlock)
 		}
 		failed := outageRun(t, order, exp, fakeTasks(n), func(_ int, since time.Duration) bool {
@@ -188,7 +188,7 @@ func TestPairedStallHitsEveryCopy(t *testing.T) {
 		order      string
 		lo, hi     int // bounds on the median distance in calls between a task's copies
 		blockTasks int
-	}{{OrderPaired, 0, 8, 0}, {OrderInterleaved, 30, 1000, 30}, {OrderSequential, 299, 1000, 0}} {
+	}{{OrderPaired, 0, 8, 0}, {OrderSwitchback, 30, 1000, 30}, {OrderSequential, 299, 1000, 0}} {
 		t.Run(tc.order, func(t *testing.T) {
 			t.Parallel()
 			exp := testExperiment(arms...)

@@ -61,8 +61,9 @@ type Manifest struct {
 	Arrival     Arrival             `json:"arrival"`
 	Concurrency int                 `json:"concurrency"`
 	MaxInFlight int                 `json:"max_in_flight,omitempty"`
-	Order       string              `json:"order"`           // how arms shared the schedule: interleaved or sequential
-	Block       stack.Duration      `json:"block,omitempty"` // interleaved: schedule time per block
+	Order       string              `json:"order"`             // how arms shared the schedule: switchback, paired or sequential
+	Block       stack.Duration      `json:"block,omitempty"`   // switchback: schedule time per block
+	BurnIn      stack.Duration      `json:"burn_in,omitempty"` // switchback: start of every block left out of the latency comparison
 	Timeout     stack.Duration      `json:"timeout"`
 	Retry       stack.RetrySpec     `json:"retry"`
 	Gate        analysis.GateConfig `json:"gate"`
@@ -103,7 +104,7 @@ func NewManifest(runID string, e *Experiment, tasksName string, tasksRaw []byte,
 		Tasks: tasksName, TasksHash: HashBytes(tasksRaw), TaskCount: nTasks,
 		Contract: contractName, ContractHash: contractHash,
 		Seed: e.Seed, Repeats: e.Repeats, Warmup: e.Warmup, TimeScale: *e.TimeScale,
-		Arrival: e.Arrival, Concurrency: e.Concurrency, MaxInFlight: e.MaxInFlight, Order: e.Order, Block: e.Block, Timeout: e.Timeout, Retry: e.Retry, Gate: e.Gate.Defaults(),
+		Arrival: e.Arrival, Concurrency: e.Concurrency, MaxInFlight: e.MaxInFlight, Order: e.Order, Block: e.Block, BurnIn: e.BurnIn, Timeout: e.Timeout, Retry: e.Retry, Gate: e.Gate.Defaults(),
 		Shadow: *e.Shadow, Models: e.Models, Arms: e.Arms,
 	}
 	m.Hostname, _ = os.Hostname()

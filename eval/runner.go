@@ -84,22 +84,24 @@ type Result struct {
 	Ended       time.Time
 }
 
-// Run executes every arm in every repeat and streams the records. In the
-// default paired order (Order) every arm plays the repeat's seeded schedule
-// at once: at each scheduled arrival the task's request is released to
-// every arm, in a fresh random order, so a stall, a pause or drift of a real
-// backend falls on every arm's copy of the same task and cancels in the
-// paired delta. The backend then sees the declared rate once per arm. In
-// interleaved order the schedule is cut into blocks of Block schedule time,
-// and the blocks are laid end to end on one timeline, each played by every
-// arm in a fresh random order (the first block in the experiment's order);
-// in sequential order each arm plays the whole schedule before the next
-// starts. In every order the loop stays open: a request is released at its
-// intended time whatever happened to earlier ones, and latency counts from
-// that time. When ctx is cancelled the runner stops sending, records the
-// requests it did not complete as cancelled, and returns with Interrupted
-// set: every scheduled request of a started pass appears exactly once in
-// the records.
+// Run executes every arm in every repeat and streams the records. In
+// switchback order (the default when a model's latency can depend on load)
+// the schedule is cut into blocks of Block schedule time, laid end to end on
+// one timeline, each played by every arm in turn in a fresh random order
+// (the first block in the experiment's order): one arm sends at a time, at
+// the declared rate, so each is measured under its own load, and a stall
+// or drift of a real backend falls on neighbouring blocks of every arm.
+// Records carry their block and whether they fell in its burn-in. In paired
+// order every arm plays the repeat's seeded schedule at once: at each
+// scheduled arrival the task's request is released to every arm, in a
+// fresh random order, so a stall falls on every arm's copy of the same task;
+// the backend then sees the declared rate once per arm. In sequential order
+// each arm plays the whole schedule before the next starts. In every order
+// the loop stays open: a request is released at its intended time whatever
+// happened to earlier ones, and latency counts from that time. When ctx is
+// cancelled the runner stops sending, records the requests it did not
+// complete as cancelled, and returns with Interrupted set: every scheduled
+// request of a started pass appears exactly once in the records.
 func (r *Runner) Run(ctx context.Context) (*Result, error) {
 	res := &Result{Started: time.Now()}
 	total := r.Exp.Repeats * len(r.Exp.Arms) * len(r.Shard.Seqs(len(r.Tasks)))
@@ -182,7 +184,7 @@ func (r *Runner) sequential(ctx context.Context, res *Result, rep int, seed int6
 
 // together builds every arm of the repeat and plays one open-loop pass in
 // which all of them send: in paired order at the same scheduled arrivals,
-// in interleaved order in blocks laid end to end.
+// in switchback order in blocks laid end to end.
 func (r *Runner) together(ctx context.Context, res *Result, rep int, seed int64, offsets []time.Duration, emit func(records.Record)) error {
 	arms := make([]*ArmStack, len(r.Exp.Arms))
 	releases := make([]func(), 0, len(arms))
@@ -201,15 +203,26 @@ func (r *Runner) together(ctx context.Context, res *Result, rep int, seed int64,
 			releases = append(releases, release)
 		}
 	}
-	seqs, offs := r.shardOffsets(offsets)
 	var plan []release
-	if r.Exp.Order == OrderInterleaved {
-		plan = InterleavedPlan(offs, r.block(), len(arms), seed)
+	if r.Exp.Order == OrderSwitchback {
+		// The blocks are laid out on the whole schedule and a shard plays
+		// its slice of each, so that shards started together switch arms
+		// together and the backend still sees one arm at a time.
+		mine := map[int]bool{}
+		for _, seq := range r.Shard.Seqs(len(r.Tasks)) {
+			mine[seq] = true
+		}
+		for _, p := range SwitchbackPlan(offsets, r.block(), r.Exp.BurnIn.Std(), len(arms), seed) {
+			if mine[p.seq] {
+				plan = append(plan, p)
+			}
+		}
 	} else {
+		seqs, offs := r.shardOffsets(offsets)
 		plan = PairedPlan(offs, len(arms), seed)
-	}
-	for i := range plan {
-		plan[i].seq = seqs[plan[i].seq]
+		for i := range plan {
+			plan[i].seq = seqs[plan[i].seq]
+		}
 	}
 	names := make([]string, len(arms))
 	for i, arm := range arms {
@@ -316,7 +329,7 @@ func (r *Runner) pass(ctx context.Context, arms []*ArmStack, rep int, seed int64
 			wg.Add(1)
 			go worker(l)
 		}
-		l.jobs <- job{seq: plan[i].seq, intended: intended, released: time.Now()}
+		l.jobs <- job{seq: plan[i].seq, block: plan[i].block, burnIn: plan[i].burnIn, intended: intended, released: time.Now()}
 	})
 	for _, l := range lanes {
 		close(l.jobs)
@@ -341,6 +354,8 @@ func (r *Runner) workerCap() int {
 // job is one released request waiting for a worker.
 type job struct {
 	seq      int
+	block    int
+	burnIn   bool
 	intended time.Time
 	released time.Time
 }
@@ -395,6 +410,7 @@ func (r *Runner) request(spec stack.ArmSpec, t *Task, seed int64) *model.Request
 func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j job) (records.Record, func(*records.Record)) {
 	t := &r.Tasks[j.seq]
 	rec := r.baseRecord(arm.Spec, t, rep, j.seq)
+	rec.Block, rec.BurnIn = j.block, j.burnIn
 	rec.IntendedAt = j.intended
 	if ctx.Err() != nil {
 		rec.Outcome, rec.Error = records.OutcomeCancelled, "run interrupted before this request was sent"

@@ -146,7 +146,7 @@ func TestRunnerInterrupt(t *testing.T) {
 	for _, tc := range []struct {
 		order string
 		want  int
-	}{{OrderSequential, 20}, {OrderInterleaved, 40}} {
+	}{{OrderSequential, 20}, {OrderSwitchback, 40}} {
 		t.Run(tc.order, func(t *testing.T) {
 			t.Parallel()
 			tasks := fakeTasks(20)

@@ -336,5 +336,6 @@ func (s *Setup) SummaryOptions() analysis.Options {
 		}
 	}
 	g := s.Exp.Gate
-	return analysis.Options{LargeModels: large, Gate: &g, PassRule: s.PassRule(), Holdout: s.Holdout.Note()}
+	return analysis.Options{LargeModels: large, Gate: &g, PassRule: s.PassRule(), Holdout: s.Holdout.Note(),
+		Design: Design(s.Exp.Order, s.Exp.Arrival, s.Exp.Models)}
 }

@@ -33,13 +33,13 @@ type armFidelity struct {
 }
 
 // arms summarises a multi-arm records.jsonl per arm: the achieved rate and
-// the generator's lag, as each arm saw them. In interleaved order an arm
+// the generator's lag, as each arm saw them. In switchback order an arm
 // plays its schedule in stretches (blocks) separated by the other arms'
 // turns, so its rate is measured inside the stretches: the gaps between
 // consecutive scheduled requests of one stretch over the stretches' send
 // spans. A stretch ends where the intended gap to the arm's next request is
 // more than 3 times the arm's median intended gap (another arm played in
-// between, or the arm waited for its block to drain). The rule suits the
+// between). The rule suits the
 // constant arrival pattern the bench script uses. In sequential order every
 // arm is one stretch.
 func arms(args []string) error {

@@ -26,6 +26,9 @@ type Cluster struct {
 	// startNs and endNs are the window in Unix nanoseconds, widened by a
 	// scan bin on either side: the pairs outside them are surely outside.
 	startNs, endNs int64
+	// firstNs and lastNs are the first and last failed send in the
+	// window: its core, where the backend was failing.
+	firstNs, lastNs int64
 }
 
 // Clustering thresholds: the run is cut into clusterBins windows; a window
@@ -54,9 +57,10 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 		repeat int
 	}
 	type bin struct {
-		n, f  int
-		tasks map[taskKey]bool // task sent in the window -> failed on some arm
-		arms  map[string]bool
+		n, f        int
+		tasks       map[taskKey]bool // task sent in the window -> failed on some arm
+		arms        map[string]bool
+		first, last int64 // first and last failed send
 	}
 	bins := make([]bin, clusterBins)
 	for _, name := range arms {
@@ -76,6 +80,10 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 					b.arms = map[string]bool{}
 				}
 				b.arms[name] = true
+				if b.first == 0 || r.At < b.first {
+					b.first = r.At
+				}
+				b.last = max(b.last, r.At)
 			}
 		}
 	}
@@ -104,10 +112,11 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 			continue
 		}
 		if !open {
-			out = append(out, Cluster{StartMs: float64(i) * width / 1e6, P: p, startNs: lo + int64(float64(i-1)*width)})
+			out = append(out, Cluster{StartMs: float64(i) * width / 1e6, P: p, startNs: lo + int64(float64(i-1)*width), firstNs: b.first})
 			open = true
 		}
 		c := &out[len(out)-1]
+		c.lastNs = b.last
 		c.EndMs = float64(i+1) * width / 1e6
 		c.endNs = lo + int64(float64(i+2)*width)
 		c.Failures += b.f
@@ -202,6 +211,9 @@ type Stall struct {
 	// startNs and endNs are the window in Unix nanoseconds, widened by a
 	// scan bin on either side: the pairs outside them are surely outside.
 	startNs, endNs int64
+	// firstNs and lastNs are the first and last send in the window whose
+	// latency was stalled (at least the flagged median): its core.
+	firstNs, lastNs int64
 }
 
 // String describes the window for a warning.
@@ -247,6 +259,21 @@ func latencyStalls(t *records.Symbols, byArm map[string][]*records.Rec, arms []s
 			}
 		}
 	}
+	// The core of a flagged window: its sends whose latency reached the
+	// stall's threshold.
+	core := func(w *Stall, i int, threshold float64) {
+		for _, name := range arms {
+			for _, r := range byArm[name] {
+				if !t.Attrs(r).Timed || min(int(float64(r.At-lo)/width), clusterBins-1) != i || r.E2EMs < threshold {
+					continue
+				}
+				if w.firstNs == 0 || r.At < w.firstNs {
+					w.firstNs = r.At
+				}
+				w.lastNs = max(w.lastNs, r.At)
+			}
+		}
+	}
 	var out []Stall
 	open := false
 	for i, b := range bins {
@@ -269,6 +296,7 @@ func latencyStalls(t *records.Symbols, byArm map[string][]*records.Rec, arms []s
 		w.endNs = lo + int64(float64(i+2)*width)
 		w.Requests += len(b)
 		w.P50Ms = max(w.P50Ms, p50)
+		core(w, i, max(stallFactor*runP50, runP50+stallMinMs))
 	}
 	return out
 }

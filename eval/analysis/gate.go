@@ -406,7 +406,8 @@ func decide(s *Summary, opt Options) {
 		if a.Name != g.Control {
 			continue
 		}
-		switch differs := twinDiffers(base, a, g); {
+		tb, ta := twinBasis(base, a)
+		switch differs := twinDiffers(tb, ta, g); {
 		case j.verdict == VerdictAccept || j.verdict == VerdictReject || j.verdict == VerdictIncomplete:
 			miscalibrated = fmt.Sprintf("the A/A control %s, an identical copy of %s, came out %s instead of no_gain", a.Name, base.Name, j.verdict)
 		case differs != "":
@@ -461,6 +462,9 @@ func judgeInTime(base, a *ArmSummary, in gateInput) judgement {
 	o := judge(ob, oa, in)
 	if o.verdict == j.verdict {
 		return j
+	}
+	if a.Outside.switchback {
+		return switchbackOutside(o, a)
 	}
 	first := j.fails
 	if j.verdict == VerdictAccept {

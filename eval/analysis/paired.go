@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/crab-testbed/crab/eval/records"
-	"github.com/crab-testbed/crab/internal/bootstrap"
 	"github.com/crab-testbed/crab/internal/quantile"
 )
 
@@ -53,6 +52,18 @@ type Paired struct {
 	// pieces of evidence. 0: the pairs carry no time and are resampled one
 	// by one.
 	BlockPairs int `json:"block_pairs,omitempty"`
+	// Blocks is the number of switchback blocks the intervals resample
+	// whole, when the records carry their block (order switchback): the
+	// pairs of one block of the baseline's (and so of the candidate's
+	// copy of it) are drawn together, since one arm had the backend to
+	// itself for the block and its neighbouring requests shared one
+	// state of it. 0: the intervals resample runs of BlockPairs.
+	Blocks int `json:"blocks,omitempty"`
+	// LatencyLeftOut counts the pairs left out of the latency delta and
+	// ratios because a request of the pair was sent in its switchback
+	// block's burn-in or beside another arm's request still in flight
+	// (carry-over); they count for quality and cost.
+	LatencyLeftOut int `json:"latency_left_out,omitempty"`
 	// P95Ratio and TTFTP95Ratio are candidate/baseline of the latency
 	// guardrail figures over the matched pairs, with a 95% interval from
 	// the same resampling as the deltas: a latency guardrail is broken
@@ -72,6 +83,9 @@ type Paired struct {
 	// ungraded: one side's records carry no grading, so the lost and
 	// gained tasks and their test are no figures (null in JSON).
 	ungraded bool
+	// switchback: every request of the pairs carries its switchback
+	// block, so a task's copies were sent at different moments.
+	switchback bool
 	// tasks are the matched pairs' outcomes counted per task, in key
 	// order: what rule margin's interval, clustered by task, is built
 	// from.
@@ -164,11 +178,12 @@ func comparePairedAll(t *records.Symbols, baseline, candidate []*records.Rec, op
 		p.Groups[t.Str(g)] = gd
 	}
 	var timeOrder []int32 // with send times, resampled in blocks of neighbours in time
+	block := resampling{block: 1}
 	if timed && p.Pairs > 1 {
 		timeOrder = q.timeOrder(p.Pairs)
-		p.BlockPairs = blockLen(p.Pairs)
+		block = pairResampling(q, timeOrder, p.Pairs)
+		p.BlockPairs, p.Blocks = block.runs(), block.blocks()
 	}
-	block := max(p.BlockPairs, 1)
 	inTime := make([]float64, 0, p.Pairs)
 	deltas := func(delta func(b, c *records.Rec) float64) []float64 {
 		d := scratch[:0]
@@ -361,7 +376,7 @@ type pairFigures struct {
 // guardrailRatios sets the candidate/baseline ratios of the guardrail
 // figures over the pairs, with intervals from the same block resampling
 // as the deltas.
-func guardrailRatios(_ *records.Symbols, p *Paired, walk func(pair func(b, c *records.Rec), unmatched func(*records.Rec)), timeOrder []int32, opt PairOptions, block int) {
+func guardrailRatios(_ *records.Symbols, p *Paired, walk func(pair func(b, c *records.Rec), unmatched func(*records.Rec)), timeOrder []int32, opt PairOptions, block resampling) {
 	var bs, cs pairFigures
 	bs.ttftOK, cs.ttftOK = true, true
 	add := func(f *pairFigures, r *records.Rec) {
@@ -402,11 +417,11 @@ func identity(n int) []int32 {
 	return idx
 }
 
-// ratioCI is the point value of stat over all n pairs and its circular
-// block bootstrap 95% interval (nearest-rank 2.5th and 97.5th percentiles
-// of stat over resamples). A resample whose stat is not finite (nothing
+// ratioCI is the point value of stat over all n pairs and its block
+// bootstrap 95% interval (nearest-rank 2.5th and 97.5th percentiles of
+// stat over resamples). A resample whose stat is not finite (nothing
 // passing in it) counts as +Inf, above every finite value.
-func ratioCI(n, block int, seed int64, stream uint64, resamples int, stat func(idx []int32) float64) *Ratio {
+func ratioCI(n int, block resampling, seed int64, stream uint64, resamples int, stat func(idx []int32) float64) *Ratio {
 	if resamples <= 0 {
 		resamples = DefaultResamples
 	}
@@ -415,7 +430,7 @@ func ratioCI(n, block int, seed int64, stream uint64, resamples int, stat func(i
 	vals := make([]float64, resamples)
 	idx := make([]int32, 0, n)
 	for b := range vals {
-		idx = blockSample(src, n, block, idx[:0])
+		idx = block.sample(src, n, idx[:0])
 		v := stat(idx)
 		if math.IsNaN(v) {
 			v = math.Inf(1)
@@ -425,19 +440,6 @@ func ratioCI(n, block int, seed int64, stream uint64, resamples int, stat func(i
 	slices.Sort(vals)
 	r.CILow, r.CIHigh = quantile.NearestRank(vals, 2.5), quantile.NearestRank(vals, 97.5)
 	return r
-}
-
-// blockSample appends n indices of a circular block bootstrap resample of
-// 0..n-1: runs of block consecutive indices (wrapping at n) from uniformly
-// drawn starts, the last run cut to make n.
-func blockSample(src *rand.PCG, n, block int, idx []int32) []int32 {
-	for len(idx) < n {
-		s := int(boundedIndex(src, uint64(n)))
-		for j := 0; j < block && len(idx) < n; j++ {
-			idx = append(idx, int32((s+j)%n))
-		}
-	}
-	return idx
 }
 
 // lostCause names why a request did not pass.
@@ -462,24 +464,24 @@ func b2f(b bool) float64 {
 // Each kind of delta uses its own random stream, so adding one does not
 // shift the others.
 func describeDelta(x []float64, seed int64, stream uint64, resamples int) *Delta {
-	return describeSorting(slices.Clone(x), seed, stream, resamples, 1)
+	return describeSorting(slices.Clone(x), seed, stream, resamples, resampling{block: 1})
 }
 
 // describeSorting is describeDelta that sorts x in place once it has
 // taken the mean and interval, which depend on x's order; the median does
-// not. With block > 1, x is in time order and the interval resamples runs
-// of block neighbours (above PairBootstrapMaxN: the normal interval of
-// the means of consecutive batches of block values).
-func describeSorting(x []float64, seed int64, stream uint64, resamples, block int) *Delta {
+// not. Unless block resamples value by value, x is in time order and the
+// interval resamples its runs or switchback blocks (above
+// PairBootstrapMaxN: the normal interval of the means of those batches).
+func describeSorting(x []float64, seed int64, stream uint64, resamples int, block resampling) *Delta {
 	var lo, hi float64
 	var means []float64
 	switch {
-	case len(x) > PairBootstrapMaxN && block > 1:
+	case len(x) > PairBootstrapMaxN && !block.single():
 		lo, hi = batchMeansCI(x, block)
 	case len(x) > PairBootstrapMaxN:
 		lo, hi = normalMeanCI(x)
 	default:
-		means = bootstrapMeans(x, seed, stream, resamples, block)
+		means = resampledMeans(x, seed, stream, resamples, block)
 		lo, hi = meansCI(means)
 	}
 	mean := meanOf(x)
@@ -510,16 +512,15 @@ func normalMeanCI(x []float64) (lo, hi float64) {
 }
 
 // batchMeansCI is the normal 95% interval of the mean of x from the means
-// of its consecutive batches of block values (the last batch may be
-// shorter and is weighted by its length): correlation within a batch
-// widens the interval as it should.
-func batchMeansCI(x []float64, block int) (lo, hi float64) {
+// of its batches (consecutive runs of block values, or switchback blocks;
+// each weighted by its length): correlation within a batch widens the
+// interval as it should.
+func batchMeansCI(x []float64, block resampling) (lo, hi float64) {
 	var means, weights []float64
-	for i := 0; i < len(x); i += block {
-		end := min(i+block, len(x))
-		means = append(means, meanOf(x[i:end]))
-		weights = append(weights, float64(end-i))
-	}
+	block.batches(len(x), func(from, to int) {
+		means = append(means, meanOf(x[from:to]))
+		weights = append(weights, float64(to-from))
+	})
 	m := meanOf(x)
 	if len(means) < 2 {
 		return m, m
@@ -573,6 +574,12 @@ func bootstrapMeanCI(x []float64, seed int64, stream uint64, resamples, block in
 // bootstrapMeans are the sorted resampled means bootstrapMeanCI reads its
 // interval from (nil for empty x).
 func bootstrapMeans(x []float64, seed int64, stream uint64, resamples, block int) []float64 {
+	return resampledMeans(x, seed, stream, resamples, resampling{block: block})
+}
+
+// resampledMeans is bootstrapMeans resampling x's runs or switchback
+// blocks as block says.
+func resampledMeans(x []float64, seed int64, stream uint64, resamples int, block resampling) []float64 {
 	n := len(x)
 	if n == 0 {
 		return nil
@@ -581,7 +588,7 @@ func bootstrapMeans(x []float64, seed int64, stream uint64, resamples, block int
 		resamples = DefaultResamples
 	}
 	src := rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15^stream)
-	sums := bootstrap.Sums(x, resamples, block, func(n uint64) uint64 { return boundedIndex(src, n) })
+	sums := block.sums(x, resamples, func(n uint64) uint64 { return boundedIndex(src, n) })
 	for i := range sums {
 		sums[i] /= float64(n)
 	}

@@ -64,6 +64,9 @@ type Options struct {
 	// Holdout, when set, says which tasks were left out of the run because
 	// tuned values were fitted on them, for the notes.
 	Holdout string
+	// Design is how the run shared its backends between arms (order,
+	// declared rate, which models share a backend); nil: unknown.
+	Design *Design
 }
 
 // Summary is everything `crab report` prints: per arm figures, the paired
@@ -82,6 +85,9 @@ type Summary struct {
 	Stalls []Stall `json:"stalls,omitempty"`
 	// Timed is set when every record carries its send time.
 	Timed bool `json:"timed"`
+	// Interference tests, for every arm at every backend another arm
+	// called too, whether its latency rose with the other arms' load.
+	Interference []Interference `json:"interference,omitempty"`
 	// Noise is the run's noise floor: how often identical calls of a task
 	// disagree on whether it passes (source none when not measured).
 	Noise *Noise `json:"noise"`
@@ -186,6 +192,21 @@ type ArmSummary struct {
 	// verdict that does not hold there rests on those windows.
 	Outside  *Paired `json:"-"`
 	TailNote string  `json:"tail_note,omitempty"` // set when a tail percentile is the sample maximum
+
+	// BurnIn counts requests sent in the burn-in of their switchback
+	// block: part of n, quality, cost and failures, but left out of every
+	// latency figure (the previous block's requests may still have held
+	// the backend).
+	BurnIn int `json:"burn_in,omitempty"`
+	// CarryOver counts requests of a switchback block sent after its
+	// burn-in while another arm's request to the same backend was still
+	// in flight: left out of every latency figure like burn-in.
+	CarryOver int `json:"carry_over,omitempty"`
+	// Stalled counts requests of a switchback that waited through a stall
+	// of their backend (a stretch in which it answered nothing while
+	// requests waited), or were sent before its backlog cleared: left out
+	// of every latency figure, on every arm alike.
+	Stalled int `json:"stalled,omitempty"`
 }
 
 // GroupSummary is one input group (short, long, tool) of an arm.

@@ -95,6 +95,8 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		large[m] = true
 	}
 	g := opt.gate()
+	crowd := newCrowd(t, byArm, arms, opt.Design)
+	left := newLeftOut(t, carryOver(t, byArm, arms, crowd), stalledRequests(t, byArm, arms, opt.Design))
 	rework := map[string]*ReworkStats{}
 	if g.Rework != nil {
 		for _, name := range arms {
@@ -106,6 +108,7 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		s.Arms[len(s.Arms)-1].Rework = rework[name]
 		coldCache(t, &s.Arms[len(s.Arms)-1], ar.warmRecs[name], large)
 		s.Arms[len(s.Arms)-1].Uncertainty = uncertainty(t, byArm[name], opt.Seed)
+		burnInLatency(t, &s.Arms[len(s.Arms)-1], byArm[name], opt.Seed, large, left)
 	}
 	multiRepeat := len(ar.repeats) > 1
 	var slo *SLO
@@ -114,7 +117,7 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	}
 	po := PairOptions{Seed: opt.Seed, Resamples: opt.Resamples, ShowRepeat: multiRepeat, SLO: slo}
 	for i := 1; i < len(s.Arms); i++ {
-		p := comparePaired(t, byArm[base], byArm[s.Arms[i].Name], po)
+		p := comparePairs(t, byArm[base], byArm[s.Arms[i].Name], po, left)
 		s.Arms[i].Paired = &p
 	}
 	clearUnmeasured(&s.Arms[0], &s.Arms[0])
@@ -129,7 +132,7 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	if ws := excusedWindows(t, s, byArm[base]); len(ws) > 0 {
 		for i := 1; i < len(s.Arms); i++ {
 			b, c := outsideWindows(t, byArm[base], byArm[s.Arms[i].Name], ws)
-			o := comparePaired(t, b, c, po)
+			o := comparePairs(t, b, c, po, left)
 			s.Arms[i].Outside = &o
 		}
 	}
@@ -143,11 +146,14 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		}
 		opt.Incomplete = why
 	}
+	orderFigures(t, s, byArm, arms, opt.Design, crowd, left)
 	s.Noise = measureNoise(t, s, byArm, g.Control)
 	decide(s, opt)
 	answerWarnings(t, s, byArm)
 	storeWarnings(s, opt.StoreErrors)
 	s.Notes = append(s.Notes, summaryNotes(s, opt, g, ar.warm, multiRepeat)...)
+	s.Notes = append(s.Notes, loadNotes(s, opt.Design)...)
+	interferenceWarnings(s, opt.Design)
 	return s, nil
 }
 
@@ -159,14 +165,14 @@ func excusedWindows(t *records.Symbols, s *Summary, base []*records.Rec) []windo
 	var ws []window
 	for _, c := range s.Clusters {
 		w := window{c.startNs, c.endNs}
-		sent, failed, _ := inWindow(t, base, w)
+		sent, failed, _ := inWindow(t, base, failingCore(c, base))
 		if sent == 0 || float64(failed)/float64(sent) >= 0.5*float64(c.Failures)/float64(max(c.Requests, 1)) {
 			ws = append(ws, w)
 		}
 	}
 	for _, st := range s.Stalls {
 		w := window{st.startNs, st.endNs}
-		sent, _, p50 := inWindow(t, base, w)
+		sent, _, p50 := inWindow(t, base, stalledCore(st, base))
 		if sent == 0 || p50 >= (st.RunP50Ms+st.P50Ms)/2 {
 			ws = append(ws, w)
 		}

@@ -64,13 +64,13 @@ func (rec *extraRecord) scanKeys3(l *recordLexer, key string, seen []uint64) boo
 func (rec *extraRecord) scanKeys4(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "lang":
-		return l.mark(seen, 12) && l.str(&rec.Lang)
+		return l.mark(seen, 14) && l.str(&rec.Lang)
 	case "leak":
-		return l.mark(seen, 30) && l.str(&rec.Leak)
+		return l.mark(seen, 32) && l.str(&rec.Leak)
 	case "cost":
-		return l.mark(seen, 44) && l.float(&rec.Cost)
+		return l.mark(seen, 46) && l.float(&rec.Cost)
 	case "pass":
-		return l.mark(seen, 53) && l.bool(&rec.Pass)
+		return l.mark(seen, 55) && l.bool(&rec.Pass)
 	}
 	return false
 }
@@ -80,14 +80,16 @@ func (rec *extraRecord) scanKeys5(l *recordLexer, key string, seen []uint64) boo
 	switch key {
 	case "shard":
 		return l.mark(seen, 5) && l.str(&rec.Shard)
+	case "block":
+		return l.mark(seen, 6) && l.int(&rec.Block)
 	case "group":
-		return l.mark(seen, 7) && l.str(&rec.Group)
+		return l.mark(seen, 9) && l.str(&rec.Group)
 	case "error":
-		return l.mark(seen, 28) && l.str(&rec.Error)
+		return l.mark(seen, 30) && l.str(&rec.Error)
 	case "cache":
-		return l.mark(seen, 29) && l.str(&rec.Cache)
+		return l.mark(seen, 31) && l.str(&rec.Cache)
 	case "model":
-		return l.mark(seen, 35) && l.str(&rec.Model)
+		return l.mark(seen, 37) && l.str(&rec.Model)
 	}
 	return false
 }
@@ -102,15 +104,15 @@ func (rec *extraRecord) scanKeys6(l *recordLexer, key string, seen []uint64) boo
 	case "warmup":
 		return l.mark(seen, 4) && l.bool(&rec.Warmup)
 	case "tenant":
-		return l.mark(seen, 9) && l.str(&rec.Tenant)
+		return l.mark(seen, 11) && l.str(&rec.Tenant)
 	case "lag_ms":
-		return l.mark(seen, 18) && l.float(&rec.LagMs)
+		return l.mark(seen, 20) && l.float(&rec.LagMs)
 	case "e2e_ms":
-		return l.mark(seen, 25) && l.float(&rec.E2EMs)
+		return l.mark(seen, 27) && l.float(&rec.E2EMs)
 	case "routed":
-		return l.mark(seen, 37) && l.bool(&rec.Routed)
+		return l.mark(seen, 39) && l.bool(&rec.Routed)
 	case "output":
-		return l.mark(seen, 59) && l.str(&rec.Output)
+		return l.mark(seen, 61) && l.str(&rec.Output)
 	}
 	return false
 }
@@ -118,18 +120,20 @@ func (rec *extraRecord) scanKeys6(l *recordLexer, key string, seen []uint64) boo
 // scanKeys7 is scanField for the keys of 7 bytes.
 func (rec *extraRecord) scanKeys7(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
+	case "burn_in":
+		return l.mark(seen, 7) && l.bool(&rec.BurnIn)
 	case "task_id":
-		return l.mark(seen, 6) && l.str(&rec.TaskID)
+		return l.mark(seen, 8) && l.str(&rec.TaskID)
 	case "sent_at":
-		return l.mark(seen, 15) && l.time(&rec.SentAt)
+		return l.mark(seen, 17) && l.time(&rec.SentAt)
 	case "done_at":
-		return l.mark(seen, 17) && l.time(&rec.DoneAt)
+		return l.mark(seen, 19) && l.time(&rec.DoneAt)
 	case "ttft_ms":
-		return l.mark(seen, 23) && l.float(&rec.TTFTMs)
+		return l.mark(seen, 25) && l.float(&rec.TTFTMs)
 	case "outcome":
-		return l.mark(seen, 27) && l.str(&rec.Outcome)
+		return l.mark(seen, 29) && l.str(&rec.Outcome)
 	case "correct":
-		return l.mark(seen, 52) && l.bool(&rec.Correct)
+		return l.mark(seen, 54) && l.bool(&rec.Correct)
 	}
 	return false
 }
@@ -138,27 +142,27 @@ func (rec *extraRecord) scanKeys7(l *recordLexer, key string, seen []uint64) boo
 func (rec *extraRecord) scanKeys8(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "priority":
-		return l.mark(seen, 10) && l.int(&rec.Priority)
+		return l.mark(seen, 12) && l.int(&rec.Priority)
 	case "queue_ms":
-		return l.mark(seen, 19) && l.float(&rec.QueueMs)
+		return l.mark(seen, 21) && l.float(&rec.QueueMs)
 	case "cache_ms":
-		return l.mark(seen, 20) && l.float(&rec.CacheMs)
+		return l.mark(seen, 22) && l.float(&rec.CacheMs)
 	case "route_ms":
-		return l.mark(seen, 21) && l.float(&rec.RouteMs)
+		return l.mark(seen, 23) && l.float(&rec.RouteMs)
 	case "model_ms":
-		return l.mark(seen, 22) && l.float(&rec.ModelMs)
+		return l.mark(seen, 24) && l.float(&rec.ModelMs)
 	case "misroute":
-		return l.mark(seen, 39) && l.str(&rec.Misroute)
+		return l.mark(seen, 41) && l.str(&rec.Misroute)
 	case "attempts":
-		return l.mark(seen, 41) && l.int(&rec.Attempts)
+		return l.mark(seen, 43) && l.int(&rec.Attempts)
 	case "contract":
-		return l.mark(seen, 47) && l.str(&rec.Contract)
+		return l.mark(seen, 49) && l.str(&rec.Contract)
 	case "category":
-		return l.mark(seen, 50) && l.str(&rec.Category)
+		return l.mark(seen, 52) && l.str(&rec.Category)
 	case "expected":
-		return l.mark(seen, 51) && l.str(&rec.Expected)
+		return l.mark(seen, 53) && l.str(&rec.Expected)
 	case "grade_ms":
-		return l.mark(seen, 57) && l.float(&rec.GradeMs)
+		return l.mark(seen, 59) && l.float(&rec.GradeMs)
 	}
 	return false
 }
@@ -167,13 +171,13 @@ func (rec *extraRecord) scanKeys8(l *recordLexer, key string, seen []uint64) boo
 func (rec *extraRecord) scanKeys9(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "slot_wait":
-		return l.mark(seen, 26) && l.bool(&rec.SlotWait)
+		return l.mark(seen, 28) && l.bool(&rec.SlotWait)
 	case "false_hit":
-		return l.mark(seen, 34) && l.bool(&rec.FalseHit)
+		return l.mark(seen, 36) && l.bool(&rec.FalseHit)
 	case "escalated":
-		return l.mark(seen, 40) && l.bool(&rec.Escalated)
+		return l.mark(seen, 42) && l.bool(&rec.Escalated)
 	case "tokens_in":
-		return l.mark(seen, 42) && l.int(&rec.TokensIn)
+		return l.mark(seen, 44) && l.int(&rec.TokensIn)
 	}
 	return false
 }
@@ -182,19 +186,19 @@ func (rec *extraRecord) scanKeys9(l *recordLexer, key string, seen []uint64) boo
 func (rec *extraRecord) scanKeys10(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "difficulty":
-		return l.mark(seen, 8) && l.str(&rec.Difficulty)
+		return l.mark(seen, 10) && l.str(&rec.Difficulty)
 	case "permission":
-		return l.mark(seen, 11) && l.str(&rec.Permission)
+		return l.mark(seen, 13) && l.str(&rec.Permission)
 	case "similarity":
-		return l.mark(seen, 32) && l.float(&rec.Similarity)
+		return l.mark(seen, 34) && l.float(&rec.Similarity)
 	case "tokens_out":
-		return l.mark(seen, 43) && l.int(&rec.TokensOut)
+		return l.mark(seen, 45) && l.int(&rec.TokensOut)
 	case "violations":
-		return l.mark(seen, 49) && l.strings(&rec.Violations)
+		return l.mark(seen, 51) && l.strings(&rec.Violations)
 	case "grade_cost":
-		return l.mark(seen, 56) && l.float(&rec.GradeCost)
+		return l.mark(seen, 58) && l.float(&rec.GradeCost)
 	case "unmeasured":
-		return l.mark(seen, 58) && l.strings(&rec.Unmeasured)
+		return l.mark(seen, 60) && l.strings(&rec.Unmeasured)
 	}
 	return false
 }
@@ -203,19 +207,19 @@ func (rec *extraRecord) scanKeys10(l *recordLexer, key string, seen []uint64) bo
 func (rec *extraRecord) scanKeys11(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "doc_version":
-		return l.mark(seen, 13) && l.str(&rec.DocVersion)
+		return l.mark(seen, 15) && l.str(&rec.DocVersion)
 	case "intended_at":
-		return l.mark(seen, 14) && l.time(&rec.IntendedAt)
+		return l.mark(seen, 16) && l.time(&rec.IntendedAt)
 	case "validate_ms":
-		return l.mark(seen, 24) && l.float(&rec.ValidateMs)
+		return l.mark(seen, 26) && l.float(&rec.ValidateMs)
 	case "route_score":
-		return l.mark(seen, 36) && l.float(&rec.RouteScore)
+		return l.mark(seen, 38) && l.float(&rec.RouteScore)
 	case "shadow_cost":
-		return l.mark(seen, 45) && l.float(&rec.ShadowCost)
+		return l.mark(seen, 47) && l.float(&rec.ShadowCost)
 	case "contract_ok":
-		return l.mark(seen, 48) && l.bool(&rec.ContractOK)
+		return l.mark(seen, 50) && l.bool(&rec.ContractOK)
 	case "grade_error":
-		return l.mark(seen, 55) && l.str(&rec.GradeError)
+		return l.mark(seen, 57) && l.str(&rec.GradeError)
 	}
 	return false
 }
@@ -224,9 +228,9 @@ func (rec *extraRecord) scanKeys11(l *recordLexer, key string, seen []uint64) bo
 func (rec *extraRecord) scanKeys12(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "cache_origin":
-		return l.mark(seen, 33) && l.str(&rec.CacheOrigin)
+		return l.mark(seen, 35) && l.str(&rec.CacheOrigin)
 	case "grade_reason":
-		return l.mark(seen, 54) && l.str(&rec.GradeReason)
+		return l.mark(seen, 56) && l.str(&rec.GradeReason)
 	}
 	return false
 }
@@ -235,7 +239,7 @@ func (rec *extraRecord) scanKeys12(l *recordLexer, key string, seen []uint64) bo
 func (rec *extraRecord) scanKeys13(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "first_byte_at":
-		return l.mark(seen, 16) && l.time(&rec.FirstByteAt)
+		return l.mark(seen, 18) && l.time(&rec.FirstByteAt)
 	}
 	return false
 }
@@ -244,9 +248,9 @@ func (rec *extraRecord) scanKeys13(l *recordLexer, key string, seen []uint64) bo
 func (rec *extraRecord) scanKeys14(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "scope_mismatch":
-		return l.mark(seen, 31) && l.bool(&rec.ScopeMismatch)
+		return l.mark(seen, 33) && l.bool(&rec.ScopeMismatch)
 	case "route_fallback":
-		return l.mark(seen, 38) && l.bool(&rec.RouteFallback)
+		return l.mark(seen, 40) && l.bool(&rec.RouteFallback)
 	}
 	return false
 }
@@ -255,7 +259,7 @@ func (rec *extraRecord) scanKeys14(l *recordLexer, key string, seen []uint64) bo
 func (rec *extraRecord) scanKeys15(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "escalation_cost":
-		return l.mark(seen, 46) && l.float(&rec.EscalationCost)
+		return l.mark(seen, 48) && l.float(&rec.EscalationCost)
 	}
 	return false
 }
@@ -277,7 +281,7 @@ func (rec *extraRecord) AppendJSON(dst []byte) ([]byte, bool) {
 	return b, true
 }
 
-// appendJSON0 appends fields 0 to 59, each after a comma but the first.
+// appendJSON0 appends fields 0 to 61, each after a comma but the first.
 func (rec *extraRecord) appendJSON0(b []byte, ok bool) ([]byte, bool) {
 	b = appendString(b, `"run_id":`, rec.RunID)
 	b = appendString(b, `,"arm":`, rec.Arm)
@@ -285,6 +289,8 @@ func (rec *extraRecord) appendJSON0(b []byte, ok bool) ([]byte, bool) {
 	b = appendInt(b, `,"seq":`, rec.Seq)
 	b = appendTrue(b, `,"warmup":`, rec.Warmup)
 	b = appendOmitString(b, `,"shard":`, rec.Shard)
+	b = appendOmitInt(b, `,"block":`, rec.Block)
+	b = appendTrue(b, `,"burn_in":`, rec.BurnIn)
 	b = appendString(b, `,"task_id":`, rec.TaskID)
 	b = appendString(b, `,"group":`, rec.Group)
 	b = appendOmitString(b, `,"difficulty":`, rec.Difficulty)

@@ -64,13 +64,13 @@ func (rec *Record) scanKeys3(l *recordLexer, key string, seen []uint64) bool {
 func (rec *Record) scanKeys4(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "lang":
-		return l.mark(seen, 11) && l.str(&rec.Lang)
+		return l.mark(seen, 13) && l.str(&rec.Lang)
 	case "leak":
-		return l.mark(seen, 29) && l.str(&rec.Leak)
+		return l.mark(seen, 31) && l.str(&rec.Leak)
 	case "cost":
-		return l.mark(seen, 43) && l.float(&rec.Cost)
+		return l.mark(seen, 45) && l.float(&rec.Cost)
 	case "pass":
-		return l.mark(seen, 52) && l.bool(&rec.Pass)
+		return l.mark(seen, 54) && l.bool(&rec.Pass)
 	}
 	return false
 }
@@ -80,14 +80,16 @@ func (rec *Record) scanKeys5(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "shard":
 		return l.mark(seen, 5) && l.str(&rec.Shard)
+	case "block":
+		return l.mark(seen, 6) && l.int(&rec.Block)
 	case "group":
-		return l.mark(seen, 7) && l.str(&rec.Group)
+		return l.mark(seen, 9) && l.str(&rec.Group)
 	case "error":
-		return l.mark(seen, 27) && l.str(&rec.Error)
+		return l.mark(seen, 29) && l.str(&rec.Error)
 	case "cache":
-		return l.mark(seen, 28) && l.str(&rec.Cache)
+		return l.mark(seen, 30) && l.str(&rec.Cache)
 	case "model":
-		return l.mark(seen, 34) && l.str(&rec.Model)
+		return l.mark(seen, 36) && l.str(&rec.Model)
 	}
 	return false
 }
@@ -102,15 +104,15 @@ func (rec *Record) scanKeys6(l *recordLexer, key string, seen []uint64) bool {
 	case "warmup":
 		return l.mark(seen, 4) && l.bool(&rec.Warmup)
 	case "tenant":
-		return l.mark(seen, 9) && l.str(&rec.Tenant)
+		return l.mark(seen, 11) && l.str(&rec.Tenant)
 	case "lag_ms":
-		return l.mark(seen, 17) && l.float(&rec.LagMs)
+		return l.mark(seen, 19) && l.float(&rec.LagMs)
 	case "e2e_ms":
-		return l.mark(seen, 24) && l.float(&rec.E2EMs)
+		return l.mark(seen, 26) && l.float(&rec.E2EMs)
 	case "routed":
-		return l.mark(seen, 36) && l.bool(&rec.Routed)
+		return l.mark(seen, 38) && l.bool(&rec.Routed)
 	case "output":
-		return l.mark(seen, 58) && l.str(&rec.Output)
+		return l.mark(seen, 60) && l.str(&rec.Output)
 	}
 	return false
 }
@@ -118,18 +120,20 @@ func (rec *Record) scanKeys6(l *recordLexer, key string, seen []uint64) bool {
 // scanKeys7 is scanField for the keys of 7 bytes.
 func (rec *Record) scanKeys7(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
+	case "burn_in":
+		return l.mark(seen, 7) && l.bool(&rec.BurnIn)
 	case "task_id":
-		return l.mark(seen, 6) && l.str(&rec.TaskID)
+		return l.mark(seen, 8) && l.str(&rec.TaskID)
 	case "sent_at":
-		return l.mark(seen, 14) && l.time(&rec.SentAt)
+		return l.mark(seen, 16) && l.time(&rec.SentAt)
 	case "done_at":
-		return l.mark(seen, 16) && l.time(&rec.DoneAt)
+		return l.mark(seen, 18) && l.time(&rec.DoneAt)
 	case "ttft_ms":
-		return l.mark(seen, 22) && l.float(&rec.TTFTMs)
+		return l.mark(seen, 24) && l.float(&rec.TTFTMs)
 	case "outcome":
-		return l.mark(seen, 26) && l.str(&rec.Outcome)
+		return l.mark(seen, 28) && l.str(&rec.Outcome)
 	case "correct":
-		return l.mark(seen, 51) && l.bool(&rec.Correct)
+		return l.mark(seen, 53) && l.bool(&rec.Correct)
 	}
 	return false
 }
@@ -138,25 +142,25 @@ func (rec *Record) scanKeys7(l *recordLexer, key string, seen []uint64) bool {
 func (rec *Record) scanKeys8(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "queue_ms":
-		return l.mark(seen, 18) && l.float(&rec.QueueMs)
+		return l.mark(seen, 20) && l.float(&rec.QueueMs)
 	case "cache_ms":
-		return l.mark(seen, 19) && l.float(&rec.CacheMs)
+		return l.mark(seen, 21) && l.float(&rec.CacheMs)
 	case "route_ms":
-		return l.mark(seen, 20) && l.float(&rec.RouteMs)
+		return l.mark(seen, 22) && l.float(&rec.RouteMs)
 	case "model_ms":
-		return l.mark(seen, 21) && l.float(&rec.ModelMs)
+		return l.mark(seen, 23) && l.float(&rec.ModelMs)
 	case "misroute":
-		return l.mark(seen, 38) && l.str(&rec.Misroute)
+		return l.mark(seen, 40) && l.str(&rec.Misroute)
 	case "attempts":
-		return l.mark(seen, 40) && l.int(&rec.Attempts)
+		return l.mark(seen, 42) && l.int(&rec.Attempts)
 	case "contract":
-		return l.mark(seen, 46) && l.str(&rec.Contract)
+		return l.mark(seen, 48) && l.str(&rec.Contract)
 	case "category":
-		return l.mark(seen, 49) && l.str(&rec.Category)
+		return l.mark(seen, 51) && l.str(&rec.Category)
 	case "expected":
-		return l.mark(seen, 50) && l.str(&rec.Expected)
+		return l.mark(seen, 52) && l.str(&rec.Expected)
 	case "grade_ms":
-		return l.mark(seen, 56) && l.float(&rec.GradeMs)
+		return l.mark(seen, 58) && l.float(&rec.GradeMs)
 	}
 	return false
 }
@@ -165,13 +169,13 @@ func (rec *Record) scanKeys8(l *recordLexer, key string, seen []uint64) bool {
 func (rec *Record) scanKeys9(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "slot_wait":
-		return l.mark(seen, 25) && l.bool(&rec.SlotWait)
+		return l.mark(seen, 27) && l.bool(&rec.SlotWait)
 	case "false_hit":
-		return l.mark(seen, 33) && l.bool(&rec.FalseHit)
+		return l.mark(seen, 35) && l.bool(&rec.FalseHit)
 	case "escalated":
-		return l.mark(seen, 39) && l.bool(&rec.Escalated)
+		return l.mark(seen, 41) && l.bool(&rec.Escalated)
 	case "tokens_in":
-		return l.mark(seen, 41) && l.int(&rec.TokensIn)
+		return l.mark(seen, 43) && l.int(&rec.TokensIn)
 	}
 	return false
 }
@@ -180,19 +184,19 @@ func (rec *Record) scanKeys9(l *recordLexer, key string, seen []uint64) bool {
 func (rec *Record) scanKeys10(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "difficulty":
-		return l.mark(seen, 8) && l.str(&rec.Difficulty)
+		return l.mark(seen, 10) && l.str(&rec.Difficulty)
 	case "permission":
-		return l.mark(seen, 10) && l.str(&rec.Permission)
+		return l.mark(seen, 12) && l.str(&rec.Permission)
 	case "similarity":
-		return l.mark(seen, 31) && l.float(&rec.Similarity)
+		return l.mark(seen, 33) && l.float(&rec.Similarity)
 	case "tokens_out":
-		return l.mark(seen, 42) && l.int(&rec.TokensOut)
+		return l.mark(seen, 44) && l.int(&rec.TokensOut)
 	case "violations":
-		return l.mark(seen, 48) && l.strings(&rec.Violations)
+		return l.mark(seen, 50) && l.strings(&rec.Violations)
 	case "grade_cost":
-		return l.mark(seen, 55) && l.float(&rec.GradeCost)
+		return l.mark(seen, 57) && l.float(&rec.GradeCost)
 	case "unmeasured":
-		return l.mark(seen, 57) && l.strings(&rec.Unmeasured)
+		return l.mark(seen, 59) && l.strings(&rec.Unmeasured)
 	}
 	return false
 }
@@ -201,19 +205,19 @@ func (rec *Record) scanKeys10(l *recordLexer, key string, seen []uint64) bool {
 func (rec *Record) scanKeys11(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "doc_version":
-		return l.mark(seen, 12) && l.str(&rec.DocVersion)
+		return l.mark(seen, 14) && l.str(&rec.DocVersion)
 	case "intended_at":
-		return l.mark(seen, 13) && l.time(&rec.IntendedAt)
+		return l.mark(seen, 15) && l.time(&rec.IntendedAt)
 	case "validate_ms":
-		return l.mark(seen, 23) && l.float(&rec.ValidateMs)
+		return l.mark(seen, 25) && l.float(&rec.ValidateMs)
 	case "route_score":
-		return l.mark(seen, 35) && l.float(&rec.RouteScore)
+		return l.mark(seen, 37) && l.float(&rec.RouteScore)
 	case "shadow_cost":
-		return l.mark(seen, 44) && l.float(&rec.ShadowCost)
+		return l.mark(seen, 46) && l.float(&rec.ShadowCost)
 	case "contract_ok":
-		return l.mark(seen, 47) && l.bool(&rec.ContractOK)
+		return l.mark(seen, 49) && l.bool(&rec.ContractOK)
 	case "grade_error":
-		return l.mark(seen, 54) && l.str(&rec.GradeError)
+		return l.mark(seen, 56) && l.str(&rec.GradeError)
 	}
 	return false
 }
@@ -222,9 +226,9 @@ func (rec *Record) scanKeys11(l *recordLexer, key string, seen []uint64) bool {
 func (rec *Record) scanKeys12(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "cache_origin":
-		return l.mark(seen, 32) && l.str(&rec.CacheOrigin)
+		return l.mark(seen, 34) && l.str(&rec.CacheOrigin)
 	case "grade_reason":
-		return l.mark(seen, 53) && l.str(&rec.GradeReason)
+		return l.mark(seen, 55) && l.str(&rec.GradeReason)
 	}
 	return false
 }
@@ -233,7 +237,7 @@ func (rec *Record) scanKeys12(l *recordLexer, key string, seen []uint64) bool {
 func (rec *Record) scanKeys13(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "first_byte_at":
-		return l.mark(seen, 15) && l.time(&rec.FirstByteAt)
+		return l.mark(seen, 17) && l.time(&rec.FirstByteAt)
 	}
 	return false
 }
@@ -242,9 +246,9 @@ func (rec *Record) scanKeys13(l *recordLexer, key string, seen []uint64) bool {
 func (rec *Record) scanKeys14(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "scope_mismatch":
-		return l.mark(seen, 30) && l.bool(&rec.ScopeMismatch)
+		return l.mark(seen, 32) && l.bool(&rec.ScopeMismatch)
 	case "route_fallback":
-		return l.mark(seen, 37) && l.bool(&rec.RouteFallback)
+		return l.mark(seen, 39) && l.bool(&rec.RouteFallback)
 	}
 	return false
 }
@@ -253,7 +257,7 @@ func (rec *Record) scanKeys14(l *recordLexer, key string, seen []uint64) bool {
 func (rec *Record) scanKeys15(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "escalation_cost":
-		return l.mark(seen, 45) && l.float(&rec.EscalationCost)
+		return l.mark(seen, 47) && l.float(&rec.EscalationCost)
 	}
 	return false
 }
@@ -275,7 +279,7 @@ func (rec *Record) AppendJSON(dst []byte) ([]byte, bool) {
 	return b, true
 }
 
-// appendJSON0 appends fields 0 to 58, each after a comma but the first.
+// appendJSON0 appends fields 0 to 60, each after a comma but the first.
 func (rec *Record) appendJSON0(b []byte, ok bool) ([]byte, bool) {
 	b = appendString(b, `"run_id":`, rec.RunID)
 	b = appendString(b, `,"arm":`, rec.Arm)
@@ -283,6 +287,8 @@ func (rec *Record) appendJSON0(b []byte, ok bool) ([]byte, bool) {
 	b = appendInt(b, `,"seq":`, rec.Seq)
 	b = appendTrue(b, `,"warmup":`, rec.Warmup)
 	b = appendOmitString(b, `,"shard":`, rec.Shard)
+	b = appendOmitInt(b, `,"block":`, rec.Block)
+	b = appendTrue(b, `,"burn_in":`, rec.BurnIn)
 	b = appendString(b, `,"task_id":`, rec.TaskID)
 	b = appendString(b, `,"group":`, rec.Group)
 	b = appendOmitString(b, `,"difficulty":`, rec.Difficulty)

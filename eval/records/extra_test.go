@@ -12,6 +12,8 @@ type extraRecord struct {
 	Seq            int       `json:"seq"`
 	Warmup         bool      `json:"warmup,omitempty"`
 	Shard          string    `json:"shard,omitempty"`
+	Block          int       `json:"block,omitempty"`
+	BurnIn         bool      `json:"burn_in,omitempty"`
 	TaskID         string    `json:"task_id"`
 	Group          string    `json:"group"`
 	Difficulty     string    `json:"difficulty,omitempty"`

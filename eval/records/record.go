@@ -48,6 +48,13 @@ type Record struct {
 	// Shard is "I/N" when the run played one slice of the schedule (crab
 	// run --shard); "" for a whole run.
 	Shard string `json:"shard,omitempty"`
+	// Block is the switchback block the request was sent in: 1, 2, ... in
+	// time order within a pass, each block one arm's; 0 in other orders.
+	// BurnIn marks a request sent in its block's first burn_in: it counts
+	// for quality, cost and failures, but not in the latency comparison,
+	// since the previous block's requests may still have held the backend.
+	Block  int  `json:"block,omitempty"`
+	BurnIn bool `json:"burn_in,omitempty"`
 
 	TaskID     string `json:"task_id"`
 	Group      string `json:"group"`

@@ -43,6 +43,9 @@ type Rec struct {
 	Kind        Kind // the request's Attrs in the set's table
 	TokensOut   int32
 	extra       uint32 // 1 + the index of the request's Extras, 0 when they are all zero
+	// Block is the switchback block the request was sent in (Record.Block;
+	// 0 in other orders).
+	Block int32
 
 	E2EMs, TTFTMs, LagMs, QueueMs, Cost float64
 	// At is the intended send time in Unix nanoseconds (0 when not Timed),
@@ -76,6 +79,9 @@ type Attrs struct {
 	// Timed is set when the record carries an intended send time (a run's
 	// records; interchange CSV has none).
 	Timed bool
+	// BurnIn marks a request in its switchback block's burn-in
+	// (Record.BurnIn).
+	BurnIn bool
 	// Unmeasured is the figures the record did not measure
 	// (Record.Unmeasured).
 	Unmeasured Missing
@@ -253,10 +259,11 @@ func (s *RecordSet) compact(r *Record) Rec {
 		Warmup: r.Warmup, ContractOK: r.ContractOK, Pass: r.Pass, Routed: r.Routed, RouteFallback: r.RouteFallback, Escalated: r.Escalated,
 		ScopeMismatch: r.ScopeMismatch, SlotWait: r.SlotWait, GradeError: r.GradeError != "",
 		Semantic: r.Similarity != 0, Similar: r.Similarity != 0 && r.Similarity < 1, FalseHit: r.FalseHit, Timed: !r.IntendedAt.IsZero(),
+		BurnIn: r.BurnIn,
 	}
 	a.Unmeasured, _ = MissingOf(r.Unmeasured) // checked as the record was read
 	return Rec{
-		Arm: t.of(r.Arm), TaskID: t.of(r.TaskID), Kind: t.kind(&a), TokensOut: int32(r.TokensOut),
+		Arm: t.of(r.Arm), TaskID: t.of(r.TaskID), Kind: t.kind(&a), TokensOut: int32(r.TokensOut), Block: int32(r.Block),
 		E2EMs: r.E2EMs, TTFTMs: r.TTFTMs, LagMs: r.LagMs, QueueMs: r.QueueMs, Cost: r.Cost, At: unixNano(r.IntendedAt),
 	}
 }

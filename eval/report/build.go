@@ -45,6 +45,12 @@ func Build(s *analysis.Summary) *Document {
 	if t := loadTable(s); t != nil {
 		add("Load: generator lag and concurrency-slot queue (ms)", t)
 	}
+	if t := offeredTable(s); t != nil {
+		add("Offered load: each arm's calls per second at each backend while it sent, and every arm's calls the backend carried meanwhile", t)
+	}
+	if t := interferenceTable(s); t != nil {
+		add("Interference: latency against the other arms' requests in flight at a shared backend", t)
+	}
 	if t := groupTable(s); t != nil {
 		add("Groups", t)
 	}

@@ -47,3 +47,36 @@ func TestSumCIEmpty(t *testing.T) {
 		}
 	}
 }
+
+// Clusters of one value each resample as SumCI does value by value; values
+// that move together in clusters get the wider interval their clusters'
+// spread makes, not the narrow one of as many independent values.
+func TestClusterSums(t *testing.T) {
+	t.Parallel()
+	x := make([]float64, 200)
+	for i := range x {
+		x[i] = float64(i % 2)
+	}
+	each := make([]int32, len(x))
+	for i := range each {
+		each[i] = int32(i)
+	}
+	lo1, hi1 := SumCI(x, 1000, 1, splitmix.New(3).Below)
+	lo2, hi2 := interval(ClusterSums(x, each, 1000, splitmix.New(3).Below))
+	if lo1 != lo2 || hi1 != hi2 {
+		t.Errorf("clusters of one: [%v, %v]; want SumCI's [%v, %v]", lo2, hi2, lo1, hi1)
+	}
+	// 20 clusters of 10 equal values, half 0 and half 1: sum 100 as
+	// before, but only 20 independent pieces of evidence.
+	var starts []int32
+	for i := range x {
+		x[i] = float64(i / 10 % 2)
+		if i%10 == 0 {
+			starts = append(starts, int32(i))
+		}
+	}
+	lo, hi := interval(ClusterSums(x, starts, 1000, splitmix.New(3).Below))
+	if !(lo < 100 && 100 < hi) || hi-lo < 2*(hi1-lo1) {
+		t.Errorf("20 clusters of 10: [%v, %v]; want an interval around 100 at least twice as wide as the independent one [%v, %v]", lo, hi, lo1, hi1)
+	}
+}

@@ -1,0 +1,347 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/words"
+)
+
+// Interference is whether one arm's latency at one backend moved with the
+// other arms' load on it. For each of the arm's requests in the latency
+// comparison (burn-in, cancelled requests and the run's stall and failure
+// windows left out), it counts the other arms' requests to the same
+// backend in flight as it was sent (sent before it, answered after), and
+// ranks latency against that count: Spearman's rank correlation, and the
+// one-sided p-value of a correlation that large among independent values
+// (normal approximation, ρ·√(n−1)). In switchback order with a long enough
+// burn-in no compared request meets another arm's, and there is nothing to
+// test; in paired order every request meets them, and against a backend
+// whose latency depends on load the correlation shows it.
+type Interference struct {
+	Arm     string `json:"arm"`
+	Backend string `json:"backend"`
+	// Requests is the arm's requests tested, Exposed those sent while
+	// another arm's request to the backend was in flight.
+	Requests int `json:"requests"`
+	Exposed  int `json:"exposed"`
+	// Rho and P are the rank correlation and its p-value; null when the
+	// count never varied (nothing to correlate).
+	Rho *float64 `json:"rho"`
+	P   *float64 `json:"p"`
+	// Beyond says the arm's latency rose with the others' load beyond
+	// chance: P below interferenceAlpha over the tests, and Rho at least
+	// interferenceMinRho.
+	Beyond bool `json:"beyond_chance"`
+}
+
+// Interference thresholds: the run-wide error rate of the warning (split
+// over the arm and backend pairs tested) and the least correlation worth
+// a warning at any sample size.
+const (
+	interferenceAlpha  = 1e-3
+	interferenceMinRho = 0.1
+	interferenceMinN   = 30
+)
+
+// flight is one request's time at a backend, [start, end) in Unix
+// nanoseconds from its intended send time to its end.
+type flight struct{ start, end int64 }
+
+// sweep is the start and end times of a set of flights, each sorted: the
+// flights in progress at a moment are those started by then, less those
+// ended by then.
+type sweep struct{ starts, ends []int64 }
+
+func sweepOf(fs []flight) sweep {
+	var s sweep
+	for _, f := range fs {
+		s.starts, s.ends = append(s.starts, f.start), append(s.ends, f.end)
+	}
+	slices.Sort(s.starts)
+	slices.Sort(s.ends)
+	return s
+}
+
+// at is the number of flights in progress at a moment.
+func (s sweep) at(t int64) int {
+	started, _ := slices.BinarySearch(s.starts, t+1)
+	ended, _ := slices.BinarySearch(s.ends, t+1)
+	return started - ended
+}
+
+// crowd counts, for a request, the other arms' requests to its backend in
+// flight as it was sent.
+type crowd struct {
+	t     *records.Symbols
+	d     *Design
+	users map[string]int      // backend -> arms that called it
+	all   map[string]sweep    // backend -> every arm's flights there
+	own   map[[2]string]sweep // arm, backend -> the arm's flights there
+}
+
+// newCrowd gathers every arm's timed, sent requests by backend.
+func newCrowd(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, d *Design) *crowd {
+	c := &crowd{t: t, d: d, users: map[string]int{}, all: map[string]sweep{}, own: map[[2]string]sweep{}}
+	byBackend := map[string][]flight{}
+	for _, name := range arms {
+		mine := map[string][]flight{}
+		for _, r := range byArm[name] {
+			if !sent(t, r) {
+				continue
+			}
+			b := d.backend(t.Str(t.Attrs(r).Model))
+			mine[b] = append(mine[b], flight{r.At, r.At + int64(r.E2EMs*1e6)})
+		}
+		for b, fs := range mine {
+			c.users[b]++
+			c.own[[2]string{name, b}] = sweepOf(fs)
+			byBackend[b] = append(byBackend[b], fs...)
+		}
+	}
+	for b, fs := range byBackend {
+		if c.users[b] > 1 {
+			c.all[b] = sweepOf(fs)
+		}
+	}
+	return c
+}
+
+// sent reports whether a record carries a send time and reached its
+// backend (a cancelled request never did).
+func sent(t *records.Symbols, r *records.Rec) bool {
+	return t.Attrs(r).Timed && r.At != 0 && t.Str(t.Attrs(r).Outcome) != records.OutcomeCancelled
+}
+
+// others is the number of other arms' requests to r's backend in flight as
+// r was sent, and its backend; false when no other arm called it or r was
+// not sent.
+func (c *crowd) others(arm string, r *records.Rec) (int, string, bool) {
+	if !sent(c.t, r) {
+		return 0, "", false
+	}
+	b := c.d.backend(c.t.Str(c.t.Attrs(r).Model))
+	all, ok := c.all[b]
+	if !ok {
+		return 0, b, false
+	}
+	return all.at(r.At) - c.own[[2]string{arm, b}].at(r.At), b, true
+}
+
+// carryOver is, in switchback order (records that carry their block), the
+// requests sent while another arm's request to the same backend was still
+// in flight: the previous block's queue outlasted the burn-in, and their
+// latency holds part of another arm's load. They are left out of the
+// latency figures like burn-in. nil when there are none.
+func carryOver(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, c *crowd) map[*records.Rec]bool {
+	var out map[*records.Rec]bool
+	for _, name := range arms {
+		for _, r := range byArm[name] {
+			if r.Block == 0 || t.Attrs(r).BurnIn {
+				continue
+			}
+			if n, _, ok := c.others(name, r); ok && n > 0 {
+				if out == nil {
+					out = map[*records.Rec]bool{}
+				}
+				out[r] = true
+			}
+		}
+	}
+	return out
+}
+
+// interference tests every arm at every backend that another arm also
+// called, over its requests in the latency comparison outside the windows
+// ws; nil when no backend is shared.
+func interference(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, c *crowd, left leftOut, ws []window) []Interference {
+	var out []Interference
+	for _, name := range arms {
+		xs, ys := map[string][]float64{}, map[string][]float64{}
+		for _, r := range left.compared(t, byArm[name]) {
+			if inWindows(r.At, ws) {
+				continue
+			}
+			if n, b, ok := c.others(name, r); ok {
+				xs[b] = append(xs[b], float64(n))
+				ys[b] = append(ys[b], r.E2EMs)
+			}
+		}
+		for _, b := range sortedKeys(xs) {
+			in := Interference{Arm: name, Backend: b, Requests: len(xs[b])}
+			for _, x := range xs[b] {
+				if x > 0 {
+					in.Exposed++
+				}
+			}
+			if rho, ok := spearman(xs[b], ys[b]); ok && len(xs[b]) >= interferenceMinN {
+				p := distuv.UnitNormal.Survival(rho * math.Sqrt(float64(len(xs[b])-1)))
+				in.Rho, in.P = &rho, &p
+			}
+			out = append(out, in)
+		}
+	}
+	for i := range out {
+		if p := out[i].P; p != nil {
+			out[i].Beyond = *p < interferenceAlpha/float64(len(out)) && *out[i].Rho >= interferenceMinRho
+		}
+	}
+	return out
+}
+
+// inWindows reports whether at falls in one of ws.
+func inWindows(at int64, ws []window) bool {
+	for _, w := range ws {
+		if at >= w.start && at < w.end {
+			return true
+		}
+	}
+	return false
+}
+
+// spearman is the rank correlation of x and y (ties get their mean rank);
+// false when either does not vary.
+func spearman(x, y []float64) (float64, bool) {
+	rx, ry := ranks(x), ranks(y)
+	rho := stat.Correlation(rx, ry, nil)
+	if math.IsNaN(rho) {
+		return 0, false
+	}
+	return rho, true
+}
+
+// ranks is the rank of each value of x, 1 for the smallest; equal values
+// share the mean of their ranks.
+func ranks(x []float64) []float64 {
+	idx := make([]int, len(x))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case x[a] < x[b]:
+			return -1
+		case x[a] > x[b]:
+			return 1
+		}
+		return 0
+	})
+	r := make([]float64, len(x))
+	for i := 0; i < len(idx); {
+		j := i
+		for j < len(idx) && x[idx[j]] == x[idx[i]] {
+			j++
+		}
+		for k := i; k < j; k++ {
+			r[idx[k]] = float64(i+j+1) / 2
+		}
+		i = j
+	}
+	return r
+}
+
+// String describes a test that found interference, for a warning.
+func (in Interference) String() string {
+	return fmt.Sprintf("%s's latency at %s rose with the other arms' requests in flight there (rank correlation %s over %d requests, %d of them sent beside another arm's; p = %s): part of its latency is the other arms' load",
+		in.Arm, in.Backend, figure.Sig(*in.Rho, 2), in.Requests, in.Exposed, figure.P(*in.P))
+}
+
+// orderFigures sets what the order of the run says about load: each arm's
+// offered load per backend (beside its lag and queue), the interference
+// tests, and the notes that say under what load each arm was measured and
+// what the switchback left out.
+func orderFigures(t *records.Symbols, s *Summary, byArm map[string][]*records.Rec, arms []string, d *Design, c *crowd, left leftOut) {
+	loads := backendLoads(t, byArm, arms, d)
+	for i := range s.Arms {
+		if a := &s.Arms[i]; a.Load != nil {
+			a.Load.Offered = loads[a.Name]
+		}
+	}
+	if len(arms) > 1 {
+		s.Interference = interference(t, byArm, arms, c, left, excusedWindows(t, s, byArm[arms[0]]))
+	}
+}
+
+// Interfered is the test that found an arm's latency, or the baseline's,
+// moving with the other arms' load beyond chance (nil when none did): the
+// latency comparison of that arm then holds part of another arm's load,
+// which the design cannot separate from its own. Summarize sets the tests
+// before the gate decides.
+func (s *Summary) Interfered(arm string) *Interference {
+	for i := range s.Interference {
+		if in := &s.Interference[i]; in.Beyond && (in.Arm == arm || in.Arm == s.Baseline) {
+			return in
+		}
+	}
+	return nil
+}
+
+// loadNotes say under what load each arm was measured: the order, and
+// per arm the calls per second its backends carried while it sent.
+func loadNotes(s *Summary, d *Design) []string {
+	var out []string
+	order := ""
+	if d != nil {
+		order = d.Order
+	}
+	burnIn, carry, stalled, blocks := 0, 0, 0, 0
+	for i := range s.Arms {
+		burnIn += s.Arms[i].BurnIn
+		carry += s.Arms[i].CarryOver
+		stalled += s.Arms[i].Stalled
+		if p := s.Arms[i].Paired; p != nil {
+			blocks = max(blocks, p.Blocks)
+		}
+	}
+	switch {
+	case order == "switchback" || burnIn > 0:
+		n := fmt.Sprintf("order switchback: one arm at a time, in randomised blocks at the declared rate, the backend's queue never drained between blocks; %s sent in a block's burn-in, %s sent later while another arm's request still held the backend (carry-over) and %s that waited through a stall of the backend count for quality, cost and failures but not in any latency figure",
+			words.Count(burnIn, "request"), words.Count(carry, "request"), words.Count(stalled, "request"))
+		if blocks > 0 {
+			n += fmt.Sprintf("; the paired intervals resample whole switchback blocks (%d)", blocks)
+		}
+		out = append(out, n)
+	case order == "paired" && len(s.Arms) > 1:
+		rate := ""
+		if d.Rate > 0 {
+			rate = fmt.Sprintf(" (%d arms × %s/s declared)", len(s.Arms), figure.Sig(d.Rate, 3))
+		}
+		out = append(out, fmt.Sprintf("order paired: every arm's copy of a task was sent at the same moment, so a backend the arms share carried every arm's load%s while each arm was measured; where its latency depends on load, each arm's latency includes the queue the others made", rate))
+	}
+	var per []string
+	for i := range s.Arms {
+		a := &s.Arms[i]
+		if a.Load == nil {
+			continue
+		}
+		for _, l := range a.Load.Offered {
+			per = append(per, fmt.Sprintf("%s %s/s of its own at %s, which carried %s/s", a.Name, figure.Sig(l.CallsPerS, 3), l.Backend, figure.Sig(l.BackendCallsPerS, 3)))
+		}
+	}
+	if len(per) > 0 {
+		out = append(out, "load each arm was measured under (calls per second while it sent): "+strings.Join(per, "; "))
+	}
+	return out
+}
+
+// interferenceWarnings warn of every arm whose latency moved with the other
+// arms' load beyond chance, with what would measure it alone.
+func interferenceWarnings(s *Summary, d *Design) {
+	for _, in := range s.Interference {
+		if !in.Beyond {
+			continue
+		}
+		fix := "run order: switchback, which measures each arm under its own load"
+		if d != nil && d.Order == "switchback" {
+			fix = "the previous block's requests still held the backend after the burn-in: a longer burn_in (or block) would leave that carry-over out"
+		}
+		s.Decision.Warnings = append(s.Decision.Warnings, "arms interfere: "+in.String()+"; "+fix)
+	}
+}
