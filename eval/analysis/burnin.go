@@ -20,10 +20,11 @@ import (
 // pairs stay matched.
 
 // leftOut is what the latency figures leave out beside burn-in requests:
-// the carry-over requests (see carryOver) and those that waited through a
-// stall of the backend (see stalledRequests), and with each of them every
-// arm's copy of its task, so that every arm's latency figures cover the
-// same tasks.
+// those that waited through a stall of the backend (see stalledRequests),
+// and with each of them every arm's copy of its task, so that every arm's
+// latency figures cover the same tasks. (carry is kept for callers that
+// leave carry-over out too; the summary counts carry-over and tests it for
+// interference instead.)
 type leftOut struct {
 	carry, stalled map[*records.Rec]bool
 	tasks          map[taskRepeat]bool
@@ -74,7 +75,7 @@ func (l leftOut) compared(t *records.Symbols, recs []*records.Rec) []*records.Re
 // burnInLatency sets an arm's latency figures (percentiles, means, TTFT,
 // the groups' latency and the latency intervals) from its requests in the
 // latency comparison, when some were left out, and counts those in
-// a.BurnIn, a.Stalled and a.CarryOver.
+// a.BurnIn and a.Stalled (and a.CarryOver where left carries it).
 func burnInLatency(t *records.Symbols, a *ArmSummary, recs []*records.Rec, seed int64, large map[string]bool, left leftOut) {
 	c := left.compared(t, recs)
 	if len(c) == len(recs) || len(c) == 0 {

@@ -302,8 +302,8 @@ func loadNotes(s *Summary, d *Design) []string {
 	}
 	switch {
 	case order == "switchback" || burnIn > 0:
-		n := fmt.Sprintf("order switchback: one arm at a time, in randomised blocks at the declared rate, the backend's queue never drained between blocks; %s sent in a block's burn-in, %s sent later while another arm's request still held the backend (carry-over) and %s that waited through a stall of the backend count for quality, cost and failures but not in any latency figure",
-			words.Count(burnIn, "request"), words.Count(carry, "request"), words.Count(stalled, "request"))
+		n := fmt.Sprintf("order switchback: one arm at a time, in randomised blocks at the declared rate, the backend's queue never drained between blocks; %s sent in a block's burn-in and %s that waited through a stall of the backend count for quality, cost and failures but not in any latency figure; %s sent after the burn-in while another arm's request still held the backend (carry-over, a long or hung request of the previous block) stay in latency, and the interference test says whether their latency moved with it",
+			words.Count(burnIn, "request"), words.Count(stalled, "request"), words.Count(carry, "request"))
 		if blocks > 0 {
 			n += fmt.Sprintf("; the paired intervals resample whole switchback blocks (%d)", blocks)
 		}

@@ -200,7 +200,8 @@ type ArmSummary struct {
 	BurnIn int `json:"burn_in,omitempty"`
 	// CarryOver counts requests of a switchback block sent after its
 	// burn-in while another arm's request to the same backend was still
-	// in flight: left out of every latency figure like burn-in.
+	// in flight. They stay in the latency figures; the interference test
+	// says whether their latency moved with the other arms' load.
 	CarryOver int `json:"carry_over,omitempty"`
 	// Stalled counts requests of a switchback that waited through a stall
 	// of their backend (a stretch in which it answered nothing while

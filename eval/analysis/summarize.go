@@ -96,7 +96,12 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	}
 	g := opt.gate()
 	crowd := newCrowd(t, byArm, arms, opt.Design)
-	left := newLeftOut(t, carryOver(t, byArm, arms, crowd), stalledRequests(t, byArm, arms, opt.Design))
+	// Carry-over past the burn-in is counted and tested for interference,
+	// not left out: one long request (a hang until its timeout) would
+	// otherwise mark every request sent while it was in flight, on every
+	// arm, and leave nothing to compare.
+	carry := carryOver(t, byArm, arms, crowd)
+	left := newLeftOut(t, nil, stalledRequests(t, byArm, arms, opt.Design))
 	rework := map[string]*ReworkStats{}
 	if g.Rework != nil {
 		for _, name := range arms {
@@ -109,6 +114,11 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		coldCache(t, &s.Arms[len(s.Arms)-1], ar.warmRecs[name], large)
 		s.Arms[len(s.Arms)-1].Uncertainty = uncertainty(t, byArm[name], opt.Seed)
 		burnInLatency(t, &s.Arms[len(s.Arms)-1], byArm[name], opt.Seed, large, left)
+		for _, r := range byArm[name] {
+			if carry[r] {
+				s.Arms[len(s.Arms)-1].CarryOver++
+			}
+		}
 	}
 	multiRepeat := len(ar.repeats) > 1
 	var slo *SLO
