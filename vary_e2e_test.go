@@ -57,8 +57,8 @@ func runVary(t *testing.T, seed int64, tasks, repeats int) varyDecision {
 // flip with probability 0.5 on each call): a pilot of 100 tasks × 2
 // repeats, crab plan on it, and a run of the size it gives at 3 repeats.
 // In that run the identical twin is neither accepted nor rejected, the
-// equal-quality faster candidate is accepted, and the one 6 points worse
-// is rejected. bench/vary.sh counts the rates over many seeds.
+// equal-quality faster candidate is never rejected, and the one 6 points
+// worse is never accepted. bench/vary.sh counts the rates over many seeds.
 func TestVaryingBackendEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a few thousand calls to a loopback double: go test -run TestVaryingBackendEndToEnd .")
@@ -94,10 +94,14 @@ func TestVaryingBackendEndToEnd(t *testing.T) {
 	if v := d.Verdicts["twin"]; v == "accept" || v == "reject" {
 		t.Errorf("twin: %s (%s); want neither accept nor reject", v, strings.Join(d.Reasons["twin"], "; "))
 	}
-	if v := d.Verdicts["faster"]; v != "accept" {
-		t.Errorf("faster: %s (%s); want accept", v, strings.Join(d.Reasons["faster"], "; "))
+	// At the planned size each is decided with about the planned power
+	// (80%), so one run may leave either inconclusive: what must hold in
+	// every run is that neither is decided the wrong way. bench/vary.sh
+	// counts how often each is decided over many seeds.
+	if v := d.Verdicts["faster"]; v != "accept" && v != "inconclusive" {
+		t.Errorf("faster: %s (%s); want accept, or inconclusive at the plan's power", v, strings.Join(d.Reasons["faster"], "; "))
 	}
-	if v := d.Verdicts["worse"]; v != "reject" {
-		t.Errorf("worse: %s (%s); want reject", v, strings.Join(d.Reasons["worse"], "; "))
+	if v := d.Verdicts["worse"]; v != "reject" && v != "inconclusive" {
+		t.Errorf("worse: %s (%s); want reject, or inconclusive at the plan's power", v, strings.Join(d.Reasons["worse"], "; "))
 	}
 }
