@@ -26,25 +26,7 @@ func TestCallLogOfferedLoadByOrder(t *testing.T) {
 	tasksPath := filepath.Join(dir, "tasks.jsonl")
 	writeTaskSubset(t, tasksPath, tasks)
 	for _, order := range []string{OrderPaired, OrderSequential} {
-		exp := fmt.Sprintf(`name: load
-tasks: %s
-contract: embedded:triage.schema.json
-seed: 3
-time_scale: 0.001
-order: %s
-arrival: {pattern: constant, rate: %g}
-concurrency: 32
-timeout: 10s
-models:
-  - {name: large, kind: large, capacity: {slots: 4, slowdown: 0.05}}
-arms:
-  - {name: baseline, model: large}
-  - {name: short, model: large, mode: short, max_tokens: 160}
-`, tasksPath, order, rate)
-		path := filepath.Join(dir, order+".yaml")
-		if err := os.WriteFile(path, []byte(exp), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := writeLoadExperiment(t, dir, tasksPath, order, rate, "")
 		s, err := LoadSetup(path, fixtures.FS)
 		if err != nil {
 			t.Fatal(err)
@@ -103,4 +85,31 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// writeLoadExperiment writes an experiment of two arms (baseline and
+// short) calling one simulated model of 4 slots at rate, in order (extra
+// is appended: block, burn_in), and returns its path.
+func writeLoadExperiment(t *testing.T, dir, tasksPath, order string, rate float64, extra string) string {
+	t.Helper()
+	exp := fmt.Sprintf(`name: load
+tasks: %s
+contract: embedded:triage.schema.json
+seed: 3
+time_scale: 0.001
+order: %s
+arrival: {pattern: constant, rate: %g}
+concurrency: 32
+timeout: 10s
+models:
+  - {name: large, kind: large, capacity: {slots: 4, slowdown: 0.05}}
+arms:
+  - {name: baseline, model: large}
+  - {name: short, model: large, mode: short, max_tokens: 160}
+`, tasksPath, order, rate) + extra
+	path := filepath.Join(dir, order+".yaml")
+	if err := os.WriteFile(path, []byte(exp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

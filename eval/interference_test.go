@@ -218,28 +218,11 @@ func TestCallLogSwitchbackLoad(t *testing.T) {
 		order string
 		times float64
 	}{{OrderPaired, 2}, {OrderSwitchback, 1}} {
-		exp := fmt.Sprintf(`name: load
-tasks: %s
-contract: embedded:triage.schema.json
-seed: 3
-time_scale: 0.001
-order: %s
-arrival: {pattern: constant, rate: %g}
-concurrency: 32
-timeout: 10s
-models:
-  - {name: large, kind: large, capacity: {slots: 4, slowdown: 0.05}}
-arms:
-  - {name: baseline, model: large}
-  - {name: short, model: large, mode: short, max_tokens: 160}
-`, tasksPath, tc.order, rate)
+		extra := ""
 		if tc.order == OrderSwitchback {
-			exp += "block: 50ms\nburn_in: 10ms\n"
+			extra = "block: 50ms\nburn_in: 10ms\n"
 		}
-		path := filepath.Join(dir, tc.order+".yaml")
-		if err := os.WriteFile(path, []byte(exp), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		path := writeLoadExperiment(t, dir, tasksPath, tc.order, rate, extra)
 		log := &sim.CallLog{}
 		sum, _ := runExperiment(t, path, log)
 		calls := log.Calls()
