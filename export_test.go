@@ -43,10 +43,12 @@ func parquetTotals(t *testing.T, data []byte) map[string]armTotals {
 		}
 		a := got[row.Arm]
 		a.n++
-		if row.Pass {
+		if row.Pass != nil && *row.Pass {
 			a.pass++
 		}
-		a.cost += row.Cost
+		if row.Cost != nil {
+			a.cost += *row.Cost
+		}
 		got[row.Arm] = a
 	}
 	return got

@@ -262,3 +262,24 @@ func readBack(r io.Reader) ([]records.Record, error) {
 	recs, _, err := records.ReadAll([]string{"-"}, r)
 	return recs, err
 }
+
+// A figure the record's source did not measure is NULL in the Parquet row,
+// never 0 or false, and the unmeasured column names it; measured figures of
+// the same record keep their values.
+func TestParquetUnmeasuredIsNull(t *testing.T) {
+	t.Parallel()
+	rec := records.Record{Arm: "a", TaskID: "t1", Outcome: "error", E2EMs: 0, Cost: 0, TTFTMs: 0}
+	rec.MarkUnmeasured(records.FigureLatency, records.FigureCost, records.FigureQuality)
+	r := RowOf(&rec)
+	if r.E2EMs != nil || r.Cost != nil || r.Pass != nil || r.Correct != nil {
+		t.Errorf("e2e_ms %v, cost %v, pass %v, correct %v; want all NULL", r.E2EMs, r.Cost, r.Pass, r.Correct)
+	}
+	if r.Unmeasured == nil || *r.Unmeasured != "cost quality latency" {
+		t.Errorf("unmeasured %v; want \"cost quality latency\" (records.Figures order)", r.Unmeasured)
+	}
+	measured := records.Record{Arm: "a", TaskID: "t2", Outcome: "ok", E2EMs: 12.5, Cost: 0.25, Pass: true, Correct: true}
+	m := RowOf(&measured)
+	if m.E2EMs == nil || *m.E2EMs != 12.5 || m.Cost == nil || *m.Cost != 0.25 || m.Pass == nil || !*m.Pass || m.Unmeasured != nil {
+		t.Errorf("measured row %+v; want e2e_ms 12.5, cost 0.25, pass true, no unmeasured", m)
+	}
+}

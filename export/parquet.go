@@ -1,6 +1,7 @@
 package export
 
 import (
+	"strings"
 	"time"
 
 	"github.com/crab-testbed/crab/eval/records"
@@ -60,7 +61,7 @@ type Row struct {
 	ModelMs    *float64 `parquet:"model_ms,split,optional"`
 	TTFTMs     *float64 `parquet:"ttft_ms,split,optional"`
 	ValidateMs *float64 `parquet:"validate_ms,split,optional"`
-	E2EMs      float64  `parquet:"e2e_ms,split"`
+	E2EMs      *float64 `parquet:"e2e_ms,split,optional"`
 	SlotWait   bool     `parquet:"slot_wait"`
 
 	Outcome string  `parquet:"outcome,dict"`
@@ -80,11 +81,11 @@ type Row struct {
 	Escalated     bool     `parquet:"escalated"`
 	Attempts      int32    `parquet:"attempts"`
 
-	TokensIn       *int64  `parquet:"tokens_in,optional"`
-	TokensOut      *int64  `parquet:"tokens_out,optional"`
-	Cost           float64 `parquet:"cost,split"`
-	ShadowCost     float64 `parquet:"shadow_cost,split"`
-	EscalationCost float64 `parquet:"escalation_cost,split"`
+	TokensIn       *int64   `parquet:"tokens_in,optional"`
+	TokensOut      *int64   `parquet:"tokens_out,optional"`
+	Cost           *float64 `parquet:"cost,split,optional"`
+	ShadowCost     float64  `parquet:"shadow_cost,split"`
+	EscalationCost float64  `parquet:"escalation_cost,split"`
 
 	Contract   *string  `parquet:"contract,dict,optional"`
 	ContractOK bool     `parquet:"contract_ok"`
@@ -95,12 +96,16 @@ type Row struct {
 	// graders check) from the run's task file; NULL without one (see
 	// Runs).
 	TaskExpected *string  `parquet:"task_expected,optional"`
-	Correct      bool     `parquet:"correct"`
-	Pass         bool     `parquet:"pass"`
+	Correct      *bool    `parquet:"correct,optional"`
+	Pass         *bool    `parquet:"pass,optional"`
 	GradeReason  *string  `parquet:"grade_reason,dict,optional"`
 	GradeError   *string  `parquet:"grade_error,dict,optional"`
 	GradeCost    *float64 `parquet:"grade_cost,split,optional"`
 	GradeMs      *float64 `parquet:"grade_ms,split,optional"`
+	// Unmeasured names the figures the record's source did not measure
+	// (records.Figures, space-separated); their columns are NULL, never 0
+	// or false, so a query cannot read a placeholder as a measurement.
+	Unmeasured *string `parquet:"unmeasured,dict,optional"`
 }
 
 // RowOf is rec as a Parquet row.
@@ -111,21 +116,28 @@ func RowOf(rec *records.Record) Row {
 		Permission: strOrNil(rec.Permission), Lang: strOrNil(rec.Lang), DocVersion: strOrNil(rec.DocVersion),
 		IntendedAt: timeOrNil(rec.IntendedAt), SentAt: timeOrNil(rec.SentAt),
 		FirstByteAt: timeOrNil(rec.FirstByteAt), DoneAt: timeOrNil(rec.DoneAt),
-		E2EMs: rec.E2EMs, SlotWait: rec.SlotWait,
-		Outcome: rec.Outcome, Error: strOrNil(rec.Error),
+		SlotWait: rec.SlotWait,
+		Outcome:  rec.Outcome, Error: strOrNil(rec.Error),
 		Cache: strOrNil(rec.Cache), Leak: strOrNil(rec.Leak), ScopeMismatch: rec.ScopeMismatch,
 		CacheOrigin: strOrNil(rec.CacheOrigin), FalseHit: rec.FalseHit, Model: strOrNil(rec.Model),
 		Routed: rec.Routed, RouteFallback: rec.RouteFallback, Misroute: strOrNil(rec.Misroute), Escalated: rec.Escalated,
-		Attempts: int32(rec.Attempts),
-		Cost:     rec.Cost, ShadowCost: rec.ShadowCost, EscalationCost: rec.EscalationCost,
+		Attempts:   int32(rec.Attempts),
+		ShadowCost: rec.ShadowCost, EscalationCost: rec.EscalationCost,
 		Contract: strOrNil(rec.Contract), ContractOK: rec.ContractOK, Violations: rec.Violations,
-		Category: strOrNil(rec.Category), Expected: strOrNil(rec.Expected), Correct: rec.Correct, Pass: rec.Pass,
+		Category: strOrNil(rec.Category), Expected: strOrNil(rec.Expected),
 		GradeReason: strOrNil(rec.GradeReason), GradeError: strOrNil(rec.GradeError),
 	}
 	timed := !rec.IntendedAt.IsZero()
+	r.E2EMs = numIf(rec.Measured(records.FigureLatency), rec.E2EMs)
+	r.Cost = numIf(rec.Measured(records.FigureCost), rec.Cost)
+	if rec.Measured(records.FigureQuality) {
+		r.Correct, r.Pass = &rec.Correct, &rec.Pass
+	}
+	r.Unmeasured = strOrNil(strings.Join(rec.Unmeasured, " "))
 	r.LagMs, r.QueueMs, r.ModelMs = numIf(timed, rec.LagMs), numIf(timed, rec.QueueMs), numIf(timed, rec.ModelMs)
-	r.TokensIn, r.TokensOut = intIf(timed, rec.TokensIn), intIf(timed, rec.TokensOut)
-	r.TTFTMs = numIf(timed || rec.TTFTMs != 0, rec.TTFTMs)
+	tokens := timed && rec.Measured(records.FigureTokens)
+	r.TokensIn, r.TokensOut = intIf(tokens, rec.TokensIn), intIf(tokens, rec.TokensOut)
+	r.TTFTMs = numIf((timed || rec.TTFTMs != 0) && rec.Measured(records.FigureTTFT), rec.TTFTMs)
 	r.CacheMs = numIf(timed && rec.Cache != "", rec.CacheMs)
 	r.RouteMs = numIf(timed && rec.Routed, rec.RouteMs)
 	r.RouteScore = numIf(rec.Routed, rec.RouteScore)
