@@ -909,3 +909,65 @@ func splitTop(s string, sep byte) []string {
 	}
 	return append(out, s[last:])
 }
+
+// Every value the parser accepts for a field of closed choice, as its
+// error for a value it does not know lists them, is named in that field's
+// item of the reference.
+func TestDocsExperimentChoices(t *testing.T) {
+	t.Parallel()
+	file, items := fieldList(t)
+	byPath := map[string]field{}
+	for _, it := range items {
+		for _, p := range it.paths {
+			byPath[p] = it
+		}
+	}
+	model := "{name: m, kind: large, capacity: {slots: 4}}"
+	arm := "- {name: b, model: m}"
+	for _, c := range []struct{ path, old, new string }{
+		{"order", "", "order: nosuch"},
+		{"arrival.pattern", "arrival: {rate: 40}", "arrival: {pattern: nosuch, rate: 40}"},
+		{"gate.rule", "", "gate: {rule: nosuch}"},
+		{"gate.objective", "", "gate: {objective: nosuch}"},
+		{"gate.waive", "", "gate: {waive: [nosuch]}"},
+		{"grade.fields.rule", "", "grade: {fields: [{field: /a, rule: nosuch}]}"},
+		{"grade.command.protocol", "", "grade: {command: {run: [x], protocol: nosuch}}"},
+		{"models.backend", model, "{name: m, backend: nosuch}"},
+		{"models.kind", model, "{name: m, kind: nosuch}"},
+		{"arms.mode", arm, "- {name: b, model: m, mode: nosuch}"},
+		{"arms.cache.store", arm, "- {name: b, model: m, cache: {store: nosuch}}"},
+		{"arms.cache.kind", arm, "- {name: b, model: m, cache: {kind: nosuch}}"},
+		{"arms.cache.embedder", arm, "- {name: b, model: m, cache: {kind: semantic, threshold: 0.9, embedder: nosuch}}"},
+		{"arms.router.mode", arm, "- {name: b, router: {mode: nosuch, small: m, large: m}}"},
+		{"arms.contract.policy", arm, "- {name: b, model: m, contract: {policy: nosuch}}"},
+	} {
+		y := c.new + "\n" + minimal
+		if c.old != "" {
+			y = strings.Replace(minimal, c.old, c.new, 1)
+		}
+		_, err := eval.ParseExperiment([]byte(y), "x.yaml")
+		if err == nil {
+			t.Errorf("%s: nosuch is accepted; the test's probe no longer reaches the field", c.path)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, `field "`+c.path+`"`) {
+			t.Errorf("%s: the error for nosuch names another field: %s", c.path, msg)
+			continue
+		}
+		m := regexp.MustCompile(`\((?:want|can waive:) ([^)]+)\)|are (.+), got`).FindStringSubmatch(msg)
+		if m == nil {
+			t.Errorf("%s: the error for nosuch lists no choices: %s", c.path, msg)
+			continue
+		}
+		it, ok := byPath[c.path]
+		if !ok {
+			continue // TestDocsExperimentFields reports it
+		}
+		for _, v := range regexp.MustCompile(`, | or | and `).Split(m[1]+m[2], -1) {
+			if !strings.Contains(it.text, "`"+v+"`") {
+				t.Errorf("%s:%d: %s: names no `%s`; the code accepts %s", file, it.line, c.path, v, m[1]+m[2])
+			}
+		}
+	}
+}
