@@ -149,7 +149,8 @@ func TestDocsDefaultOrder(t *testing.T) {
 	idle := order(stack.ModelSpec{Kind: "large"}, two)
 	// The rule the docs state: load when two or more arms call a model
 	// whose latency can depend on load — a server (backend openai) or a
-	// simulated model with a capacity, also when only a router calls it —
+	// simulated model with a capacity, also when only a router calls it or
+	// a contract escalates to it —
 	// and idle otherwise: one arm, a replay, a simulated model without
 	// capacity.
 	cases := []struct {
@@ -162,6 +163,9 @@ func TestDocsDefaultOrder(t *testing.T) {
 		{"two arms, a router's small model with a capacity", eval.DefaultOrder(
 			[]stack.ModelSpec{{Name: "s", Kind: "small", Capacity: &sim.Capacity{Slots: 4}}, {Name: "m", Kind: "large"}},
 			[]stack.ArmSpec{{Name: "a", Model: "m"}, {Name: "b", Router: &stack.RouterSpec{Small: "s", Large: "m"}}}), load},
+		{"two arms, a contract escalating to a model with a capacity", eval.DefaultOrder(
+			[]stack.ModelSpec{{Name: "s", Kind: "small"}, {Name: "m", Kind: "large", Capacity: &sim.Capacity{Slots: 4}}},
+			[]stack.ArmSpec{{Name: "a", Model: "s"}, {Name: "b", Model: "s", Contract: &stack.ContractSpec{Policy: "escalate", EscalateTo: "m"}}}), load},
 		{"two arms on a simulated model without capacity", idle, idle},
 		{"two arms on backend replay", order(stack.ModelSpec{Backend: stack.BackendReplay}, two), idle},
 		{"one arm on a simulated model with a capacity", order(capacity, two[:1]), idle},

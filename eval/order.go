@@ -45,13 +45,16 @@ func DefaultOrder(models []stack.ModelSpec, arms []stack.ArmSpec) string {
 }
 
 // loadDependent reports whether an arm calls a model whose latency can
-// depend on load.
+// depend on load: its own, its router's or the one its contract escalates to.
 func loadDependent(models []stack.ModelSpec, arms []stack.ArmSpec) bool {
 	used := map[string]bool{}
 	for _, a := range arms {
 		used[a.Model] = true
 		if r := a.Router; r != nil {
 			used[r.Small], used[r.Large] = true, true
+		}
+		if c := a.Contract; c != nil && c.EscalateTo != "" {
+			used[c.EscalateTo] = true
 		}
 	}
 	for _, m := range models {

@@ -1,9 +1,7 @@
 package eval
 
 import (
-	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -94,23 +92,5 @@ func TestSwitchbackPlan(t *testing.T) {
 	again := SwitchbackPlan(offsets, span, burnIn, arms, 42)
 	if !slices.Equal(plan, again) {
 		t.Error("the same seed gave another plan")
-	}
-}
-
-// The docs state the switchback's defaults; they are the code's.
-func TestOrderDefaultsDocumented(t *testing.T) {
-	t.Parallel()
-	raw, err := os.ReadFile("../docs/formats.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := strings.Join(strings.Fields(string(raw)), " ")
-	for _, want := range []string{
-		"schedule time per block, default " + DefaultBlock.String(),
-		"not for latency, default " + DefaultBurnIn.String() + " or a fifth of a shorter block",
-	} {
-		if !strings.Contains(doc, want) {
-			t.Errorf("docs/formats.md does not say %q", want)
-		}
 	}
 }
