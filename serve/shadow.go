@@ -254,7 +254,7 @@ func (s *Server) newShadow(setup *Setup, reg prometheus.Registerer) error {
 	built, err := stack.Build(*setup.Candidate, upstream, stack.Options{
 		Contract: setup.Contract, Retry: cfg.Retry, Timeout: cfg.Timeout.Std(), Concurrency: sh.Concurrency,
 		Store: setup.Store, PassPrefix: "shadow:" + setup.Candidate.Name + ":", Upstream: stack.UpstreamID(setup.Models),
-		AsyncStore: true, Now: s.now,
+		Now: s.now,
 	})
 	if err != nil {
 		return err
