@@ -125,7 +125,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	for _, st := range benchStores() {
 		for _, preset := range []string{PresetText, PresetFull} {
 			b.Run(st.name+"/"+preset+"/hit", func(b *testing.B) {
-				c, err := New(Config{Fields: []string{preset}, CheckOnHit: true}, st.make(b))
+				c, err := New(Config{Fields: []string{preset}, CheckOnHit: true, WaitForStore: true}, st.make(b))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -147,7 +147,7 @@ func BenchmarkMiddleware(b *testing.B) {
 				})
 			})
 			b.Run(st.name+"/"+preset+"/miss", func(b *testing.B) {
-				c, err := New(Config{Fields: []string{preset}, CheckOnHit: true}, st.make(b))
+				c, err := New(Config{Fields: []string{preset}, CheckOnHit: true, WaitForStore: true}, st.make(b))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -118,16 +118,17 @@ type Config struct {
 	// Hash maps a key encoding to the store key. Default xxhash64; tests
 	// inject a colliding one to prove CheckOnHit catches collisions.
 	Hash func([]byte) uint64
-	// NoWait, when true, answers a miss as soon as its entry is handed to
-	// the store, without waiting for the store to make it visible
-	// (Store.Wait): the wait leaves the response path, and an identical
-	// request arriving within microseconds of the first answer may miss
-	// once more (and be stored again). Scope checks and invalidation are
-	// unaffected: an entry is stamped before it is handed over and checked
-	// when served. A proxy wants it; a run that must be deterministic (the
-	// evaluator, the audit) keeps the default, so an entry is visible to
-	// the very next request.
-	NoWait bool
+	// WaitForStore, when true, answers a miss only once the store has
+	// made its entry visible (Store.Wait), so the very next identical
+	// request hits: a run that must be deterministic (the evaluator, the
+	// audit) sets it. When false, a miss answers as soon as its entry is
+	// handed to the store: the wait leaves the response path, as a proxy
+	// wants, and an identical request arriving within microseconds of the
+	// first answer may miss once more (and be stored again). Scope checks
+	// and invalidation are unaffected either way: an entry is stamped
+	// before it is handed over and checked when served. The same setting
+	// is wait_for_store in an arm's cache spec.
+	WaitForStore bool
 	// TagKey is the secret the integrity tag of every entry is keyed by
 	// (at least TagKeyBytes bytes): one per deployment, shared by its
 	// replicas, so that a replica serves what another stored and nothing
@@ -188,7 +189,7 @@ type Cache struct {
 	spec     KeySpec
 	ttl      time.Duration
 	check    bool
-	noWait   bool
+	wait     bool
 	now      func() time.Time
 	hash     func([]byte) uint64
 	store    Store
@@ -236,7 +237,7 @@ func New(cfg Config, store Store) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{spec: spec, ttl: cfg.TTL, check: cfg.CheckOnHit, noWait: cfg.NoWait, now: cfg.Now, hash: cfg.Hash, store: store,
+	c := &Cache{spec: spec, ttl: cfg.TTL, check: cfg.CheckOnHit, wait: cfg.WaitForStore, now: cfg.Now, hash: cfg.Hash, store: store,
 		tags: tags, validate: cfg.Validate}
 	if cfg.Contract == "" {
 		c.recheck = cfg.Validate
@@ -371,7 +372,7 @@ func (c *Cache) keep(ctx context.Context, req *model.Request, key []byte, h uint
 		c.st.dropped.Add(1)
 		return
 	}
-	if !c.noWait {
+	if c.wait {
 		c.store.Wait()
 	}
 	c.st.stored.Add(1)

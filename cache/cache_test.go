@@ -95,6 +95,7 @@ func newHarness(t testing.TB, cfg Config) *harness {
 	if cfg.Now == nil {
 		cfg.Now = clock.Now
 	}
+	cfg.WaitForStore = true // each request sees what the one before it stored
 	c, err := New(cfg, store)
 	if err != nil {
 		t.Fatal(err)
@@ -505,15 +506,15 @@ func TestUnvouchedEntriesMiss(t *testing.T) {
 	defer store.Close()
 	secret := []byte("0123456789abcdef0123")
 	valid := func(content, _ string) bool { return content != "NOT JSON" }
-	c, err := New(Config{Fields: []string{PresetText}, TagKey: secret, Validate: valid}, store)
+	c, err := New(Config{Fields: []string{PresetText}, TagKey: secret, Validate: valid, WaitForStore: true}, store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := New(Config{Fields: []string{PresetText}, TagKey: []byte("another-deployment-secret")}, store)
+	other, err := New(Config{Fields: []string{PresetText}, TagKey: []byte("another-deployment-secret"), WaitForStore: true}, store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bound, err := New(Config{Fields: []string{PresetText}, TagKey: secret, Validate: valid, Contract: "contract v1"}, store)
+	bound, err := New(Config{Fields: []string{PresetText}, TagKey: secret, Validate: valid, Contract: "contract v1", WaitForStore: true}, store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -666,7 +667,7 @@ func (*dropStore) Close()                                                  {}
 func TestDroppedSetIsCounted(t *testing.T) {
 	t.Parallel()
 	store := &dropStore{}
-	c, err := New(Config{}, store)
+	c, err := New(Config{WaitForStore: true}, store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -799,18 +800,18 @@ func (w *waitCounter) Wait() {
 	w.Ristretto.Wait()
 }
 
-// TestNoWait: by default a stored miss waits for the store, so the very
-// next identical request hits; with NoWait the miss does not wait, and the
-// entry is served once the store has applied it.
-func TestNoWait(t *testing.T) {
+// TestWaitForStore: with WaitForStore a stored miss waits for the store,
+// so the very next identical request hits; by default the miss does not
+// wait, and the entry is served once the store has applied it.
+func TestWaitForStore(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
-		noWait    bool
+		wait      bool
 		wantWaits int64
 	}{
-		{"default waits", false, 1},
-		{"no wait", true, 0},
+		{"wait for store", true, 1},
+		{"default does not wait", false, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -821,7 +822,7 @@ func TestNoWait(t *testing.T) {
 			}
 			t.Cleanup(r.Close)
 			store := &waitCounter{Ristretto: r}
-			c, err := New(Config{CheckOnHit: true, NoWait: tc.noWait, Now: newClock().Now}, store)
+			c, err := New(Config{CheckOnHit: true, WaitForStore: tc.wait, Now: newClock().Now}, store)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -838,7 +839,7 @@ func TestNoWait(t *testing.T) {
 			if st := c.Stats(); st.Stored != 1 {
 				t.Fatalf("Stored = %d; want 1", st.Stored)
 			}
-			r.Wait() // what the middleware skipped with NoWait
+			r.Wait() // what the middleware skipped without WaitForStore
 			resp, err = stack.Complete(context.Background(), req)
 			if err != nil || resp.Trace.Cache != model.CacheHit || resp.Content != answer(req) {
 				t.Fatalf("second Complete = %+v, %v; want a hit with %q", resp, err, answer(req))
@@ -905,7 +906,7 @@ func TestContractBoundHits(t *testing.T) {
 	var checks atomic.Int64
 	valid := func(content, _ string) bool { checks.Add(1); return content != "NOT JSON" }
 	newCache := func(contract string) *Cache {
-		c, err := New(Config{Fields: []string{PresetText}, TagKey: secret, Validate: valid, Contract: contract}, store)
+		c, err := New(Config{Fields: []string{PresetText}, TagKey: secret, Validate: valid, Contract: contract, WaitForStore: true}, store)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -959,7 +960,7 @@ func TestSeenEntryBoundToItsKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := smallRistretto(t)
-	c, err := New(Config{Fields: []string{PresetText}, TagKey: []byte("0123456789abcdef0123")}, store)
+	c, err := New(Config{Fields: []string{PresetText}, TagKey: []byte("0123456789abcdef0123"), WaitForStore: true}, store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	c, err := cache.New(cache.Config{Fields: fields, CheckOnHit: true}, store)
+	c, err := cache.New(cache.Config{Fields: fields, CheckOnHit: true, WaitForStore: true}, store)
 	if err != nil {
 		panic(err)
 	}
@@ -64,7 +64,7 @@ func ExampleCache_InvalidateTenant() {
 		panic(err)
 	}
 	defer store.Close()
-	c, err := cache.New(cache.Config{CheckOnHit: true}, store)
+	c, err := cache.New(cache.Config{CheckOnHit: true, WaitForStore: true}, store)
 	if err != nil {
 		panic(err)
 	}

@@ -58,7 +58,7 @@ func TestInvalidationDuringInFlightWrite(t *testing.T) {
 			t.Run(inv.name+"/"+st.name, func(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
-				c, err := New(Config{Fields: []string{PresetFull}, CheckOnHit: true, Now: newClock().Now}, st.make(t))
+				c, err := New(Config{Fields: []string{PresetFull}, CheckOnHit: true, Now: newClock().Now, WaitForStore: true}, st.make(t))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -137,7 +137,7 @@ func TestInvalidationRacingTheWrite(t *testing.T) {
 				t.Parallel()
 				ctx := context.Background()
 				rs := &raceStore{Store: st.make(t)}
-				c, err := New(Config{Fields: []string{PresetFull}, CheckOnHit: true, Now: newClock().Now}, rs)
+				c, err := New(Config{Fields: []string{PresetFull}, CheckOnHit: true, Now: newClock().Now, WaitForStore: true}, rs)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -240,7 +240,7 @@ func TestGenerationsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
-	c, err := New(Config{CheckOnHit: true}, failingGens{r})
+	c, err := New(Config{CheckOnHit: true, WaitForStore: true}, failingGens{r})
 	if err != nil {
 		t.Fatal(err)
 	}

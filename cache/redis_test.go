@@ -261,7 +261,7 @@ func TestRedisFailsClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	r := newTestRedis(t)
-	c, err := New(Config{CheckOnHit: true}, r)
+	c, err := New(Config{CheckOnHit: true, WaitForStore: true}, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestRedisKeysExpire(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	r := newTestRedis(t)
-	c, err := New(Config{CheckOnHit: true}, r) // no TTL asked for
+	c, err := New(Config{CheckOnHit: true, WaitForStore: true}, r) // no TTL asked for
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +363,7 @@ func TestRedisReplicasShare(t *testing.T) {
 	ctx := context.Background()
 	prefix := fmt.Sprintf("replicas%d:", prefixSeq.Add(1))
 	newReplica := func(p string) (*Cache, *fakeNext, model.Model) {
-		c, err := New(Config{CheckOnHit: true, TagKey: []byte("one deployment's secret")}, newTestRedisPrefix(t, p))
+		c, err := New(Config{CheckOnHit: true, TagKey: []byte("one deployment's secret"), WaitForStore: true}, newTestRedisPrefix(t, p))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -414,7 +414,7 @@ func TestRedisReplicasShare(t *testing.T) {
 // tells the requests apart.
 func TestRedisCollisionCheckedOnHit(t *testing.T) {
 	t.Parallel()
-	c, err := New(Config{CheckOnHit: true, Hash: func([]byte) uint64 { return 7 }}, newTestRedis(t))
+	c, err := New(Config{CheckOnHit: true, Hash: func([]byte) uint64 { return 7 }, WaitForStore: true}, newTestRedis(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +454,7 @@ func TestRedisDownIsAMiss(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
-	c, err := New(Config{CheckOnHit: true}, r)
+	c, err := New(Config{CheckOnHit: true, WaitForStore: true}, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,7 +562,7 @@ func TestRedisFailsClosedAcrossScopes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	r := newTestRedis(t)
-	c, err := New(Config{Fields: []string{PresetText}}, r) // weak key, no check on hit: leaks are served
+	c, err := New(Config{Fields: []string{PresetText}, WaitForStore: true}, r) // weak key, no check on hit: leaks are served
 	if err != nil {
 		t.Fatal(err)
 	}

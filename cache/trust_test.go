@@ -21,7 +21,7 @@ func TestRedisServesNothingItCannotVouchFor(t *testing.T) {
 	secret := []byte("deployment A's tag secret")
 	valid := func(content, _ string) bool { return len(content) > 0 && content[0] != 'N' } // "NOT JSON" fails
 	newCache := func(key []byte, ns, contract string) *Cache {
-		c, err := New(Config{CheckOnHit: true, TagKey: key, Namespace: ns, Validate: valid, Contract: contract}, r)
+		c, err := New(Config{CheckOnHit: true, TagKey: key, Namespace: ns, Validate: valid, Contract: contract, WaitForStore: true}, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +205,7 @@ func TestRedisPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
-	c, err := New(Config{CheckOnHit: true}, r)
+	c, err := New(Config{CheckOnHit: true, WaitForStore: true}, r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -222,7 +222,7 @@ func TestOutcomeOf(t *testing.T) {
 // experiment's concurrency cap on model calls, as crab run does.
 func capped(exp *Experiment, backend model.Model) func(stack.ArmSpec, int) (*ArmStack, func(), error) {
 	return func(spec stack.ArmSpec, _ int) (*ArmStack, func(), error) {
-		a, err := stack.Build(spec, map[string]model.Model{"m": backend}, stack.Options{Concurrency: exp.Concurrency})
+		a, err := stack.Build(spec, map[string]model.Model{"m": backend}, stack.Options{Concurrency: exp.Concurrency, WaitForStore: true})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -275,7 +275,7 @@ type BuiltArm struct {
 func (s *Setup) BuildArm(spec stack.ArmSpec, repeat int) (*BuiltArm, error) {
 	// The concurrency cap holds model calls, as in a deployed service: a
 	// cache hit never waits for a slot that a model call holds.
-	o := stack.Options{Contract: s.contract, Retry: s.Exp.Retry, Concurrency: s.Exp.Concurrency, Upstream: stack.UpstreamID(s.Exp.Models)}
+	o := stack.Options{Contract: s.contract, Retry: s.Exp.Retry, Concurrency: s.Exp.Concurrency, Upstream: stack.UpstreamID(s.Exp.Models), WaitForStore: true}
 	if spec.Cache != nil && spec.Cache.Store == cache.StoreRedis {
 		// A key prefix of its own (arm, repeat and a random nonce), deleted
 		// when the pass ends, so arms, repeats and runs never share entries

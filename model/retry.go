@@ -102,7 +102,7 @@ func retryAfter(err error) time.Duration {
 func Retry(p RetryPolicy) Middleware {
 	wait := p.Wait
 	if wait == nil {
-		wait = timerWait
+		wait = Sleep
 	}
 	maxAfter := p.MaxRetryAfter
 	if maxAfter <= 0 {
@@ -171,7 +171,10 @@ func (e attemptTimeout) Unwrap() []error {
 	return []error{errAttemptTimeout, context.DeadlineExceeded, e.err}
 }
 
-func timerWait(ctx context.Context, d time.Duration) error {
+// Sleep waits d or until ctx ends, whichever comes first, and returns
+// ctx's error when it ended first: the wait of a retry's backoff, of a
+// simulated model's latency and of a replayed call's recorded time.
+func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

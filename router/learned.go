@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/crab-testbed/crab/internal/fitted"
+	"github.com/crab-testbed/crab/internal/splitmix"
 	"github.com/crab-testbed/crab/internal/textfeat"
 	"github.com/crab-testbed/crab/model"
 )
@@ -200,10 +201,10 @@ func hashedSpans(req *model.Request, visit func(h uint64, fam, start, end int)) 
 			return
 		}
 		words++
-		w := mix(h ^ famWord)
+		w := splitmix.Mix(h ^ famWord)
 		visit(w, FamWord, start, end)
 		if hasPrev {
-			visit(mix(prev*0x9e3779b97f4a7c15^w^famBigram), FamBigram, prevStart, end)
+			visit(splitmix.Mix(prev*0x9e3779b97f4a7c15^w^famBigram), FamBigram, prevStart, end)
 		}
 		prev, prevStart, hasPrev = w, start, true
 		h, in = fnvOffset, false
@@ -252,7 +253,7 @@ func hashedSpans(req *model.Request, visit func(h uint64, fam, start, end int)) 
 		if nr >= 3 {
 			trigrams++
 			a, b, c := r3[(nr-3)%3], r3[(nr-2)%3], r3[(nr-1)%3]
-			visit(mix(uint64(a)*0xff51afd7ed558ccd^uint64(b)*0xc4ceb9fe1a85ec53^uint64(c)^famTrigram<<56), FamTrigram, at3[(nr-3)%3], off+size)
+			visit(splitmix.Mix(uint64(a)*0xff51afd7ed558ccd^uint64(b)*0xc4ceb9fe1a85ec53^uint64(c)^famTrigram<<56), FamTrigram, at3[(nr-3)%3], off+size)
 		}
 	}
 	flush(len(text))
@@ -261,7 +262,7 @@ func hashedSpans(req *model.Request, visit func(h uint64, fam, start, end int)) 
 	for i := 0; i < len(lang); i++ {
 		lh = (lh ^ uint64(lang[i])) * fnvPrime
 	}
-	visit(mix(lh^famLang), FamLang, -1, -1)
+	visit(splitmix.Mix(lh^famLang), FamLang, -1, -1)
 	return words, trigrams
 }
 
@@ -301,13 +302,6 @@ func fnvRune(h uint64, r rune) uint64 {
 		h = (h ^ uint64(b[i])) * fnvPrime
 	}
 	return h
-}
-
-// mix is the splitmix64 finaliser: spreads a hash over all bits.
-func mix(z uint64) uint64 {
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
 }
 
 // ScorerFileError is a scorer file that cannot be used: its file, line

@@ -114,8 +114,13 @@ type Config struct {
 	// Default: timeout + 30s, so an answer the stack produced in time is
 	// never cut while being sent.
 	WriteTimeout stack.Duration `yaml:"write_timeout"`
-	// Models are the upstream OpenAI-compatible backends.
-	Models []ModelConfig `yaml:"models"`
+	// Models are the upstream OpenAI-compatible backends: the stack's
+	// model spec, so every field a model of crab run may set (name,
+	// base_url, model, api_key_env, stream, crab_headers, the prices)
+	// means the same here. The backend is openai (the default here);
+	// an experiment's simulated or replayed models are served by deploying
+	// its arm instead.
+	Models []stack.ModelSpec `yaml:"models"`
 	// DefaultModel answers requests for model "auto" when there is no
 	// router. Default: the first model.
 	DefaultModel string `yaml:"default_model"`
@@ -140,8 +145,11 @@ type Config struct {
 	// applies an entry off the response path, so an identical request
 	// arriving within microseconds of the first answer may miss once more.
 	Cache *stack.CacheSpec `yaml:"cache"`
-	// Router, when set, routes requests for model "auto" by difficulty.
-	Router *RouterConfig `yaml:"router"`
+	// Router, when set, routes requests for model "auto" by difficulty:
+	// the stack's router spec (mode threshold or cascade, threshold,
+	// small, large, confidence, scorer). A scorer .json file is named
+	// relative to this file.
+	Router *stack.RouterSpec `yaml:"router"`
 	// Embeddings, when set, passes POST /v1/embeddings through to an
 	// upstream (see EmbeddingsConfig).
 	Embeddings *EmbeddingsConfig `yaml:"embeddings"`
@@ -165,36 +173,12 @@ type Config struct {
 	File string `yaml:"-"` // path the configuration was read from
 }
 
-// ModelConfig is one upstream backend.
-type ModelConfig struct {
-	Name            string  `yaml:"name"`               // name clients use in "model" and crab reports
-	BaseURL         string  `yaml:"base_url"`           // API root, e.g. http://127.0.0.1:8000/v1
-	Model           string  `yaml:"model"`              // model name sent upstream (default: name)
-	APIKeyEnv       string  `yaml:"api_key_env"`        // environment variable holding the upstream API key
-	Stream          *bool   `yaml:"stream"`             // stream from the upstream (default true)
-	CrabHeaders     *bool   `yaml:"crab_headers"`       // send the scope in X-Crab-* headers upstream (default true)
-	PriceInPerMTok  float64 `yaml:"price_in_per_mtok"`  // cost units per million input tokens
-	PriceOutPerMTok float64 `yaml:"price_out_per_mtok"` // cost units per million output tokens
-}
-
 // ContractConfig is the output contract and what happens to an answer
-// that breaks it.
+// that breaks it: the contract file, and the stack's contract policy
+// (policy, escalate_to) as an arm of crab run sets it.
 type ContractConfig struct {
-	File       string `yaml:"file"`        // JSON Schema, sent upstream as response_format and checked locally
-	Policy     string `yaml:"policy"`      // fail (default), reask or escalate
-	EscalateTo string `yaml:"escalate_to"` // model for policy escalate
-}
-
-// RouterConfig is the difficulty router.
-type RouterConfig struct {
-	Mode      string  `yaml:"mode"`      // threshold (default) or cascade
-	Threshold float64 `yaml:"threshold"` // mode threshold: score >= threshold goes to large
-	Small     string  `yaml:"small"`
-	Large     string  `yaml:"large"`
-	// Confidence (mode cascade): a small answer less confident than this,
-	// or one that fails, is asked of large.
-	Confidence float64 `yaml:"confidence"`
-	Scorer     string  `yaml:"scorer"` // mode threshold: a registered scorer (default feature), an http(s):// scorer URL or a scorer .json file written by crab tune (relative to this file)
+	File               string `yaml:"file"` // JSON Schema, sent upstream as response_format and checked locally
+	stack.ContractSpec `yaml:",inline"`
 }
 
 // ConfigError is a problem in a configuration or keys file, naming the
@@ -295,7 +279,7 @@ func Load(path string) (*Setup, error) {
 		return nil, err
 	}
 	s := &Setup{Config: cfg, APIKeys: map[string]string{}, TimeScale: 1, Store: cache.StoreConfig{Prefix: DeploymentPrefix(string(raw))}}
-	s.Models, s.Arm = cfg.specs()
+	s.Models, s.Arm = cfg.Models, cfg.arm()
 	base := filepath.Dir(path)
 	if sh := cfg.Shadow; sh != nil {
 		cand, _ := cfg.candidate(sh.Arm)
@@ -451,9 +435,18 @@ func (c *Config) validate(root *yaml.Node) error {
 		return bad("models", nil, "at least one upstream model is required")
 	}
 	names := map[string]bool{}
-	for i, m := range c.Models {
+	for i := range c.Models {
+		m := &c.Models[i]
 		if m.Name == AutoModel {
 			return bad("models.name", []string{"models", strconv.Itoa(i), "name"}, "%q is reserved for routed requests", AutoModel)
+		}
+		switch m.Backend {
+		case "":
+			m.Backend = stack.BackendOpenAI
+		case stack.BackendOpenAI:
+		default:
+			return bad("models.backend", []string{"models", strconv.Itoa(i), "backend"},
+				"serve's models are OpenAI-compatible upstreams (backend openai); to serve a %s model, deploy an experiment's arm (crab serve --experiment FILE --arm NAME)", m.Backend)
 		}
 		names[m.Name] = true
 	}
@@ -483,13 +476,16 @@ func (c *Config) validate(root *yaml.Node) error {
 	if k := c.Contract; k != nil && k.File == "" {
 		return bad("contract.file", []string{"contract"}, "required")
 	}
-	models, arm := c.specs()
-	if errs := stack.Validate(models, []stack.ArmSpec{arm}); len(errs) > 0 {
+	if at, ok := c.thresholdFrom(); ok {
+		return bad(strings.Join(dropIndexes(at), "."), at, "read by crab run and crab tune only; give the tune.json's threshold (mode cascade: confidence) here")
+	}
+	c.resolveRouters()
+	arm := c.arm()
+	if errs := stack.Validate(c.Models, []stack.ArmSpec{arm}); len(errs) > 0 {
 		path := configPath(errs[0].Path)
 		return bad(strings.Join(dropIndexes(path), "."), path, "%s", errs[0].Msg)
 	}
-	c.fill(arm)
-	if err := c.validateArms(root, models, arm); err != nil {
+	if err := c.validateArms(root, c.Models, arm); err != nil {
 		return err
 	}
 	if c.DefaultLang != "" && !validLang(c.DefaultLang) {
@@ -536,44 +532,45 @@ func (c *Config) Limits() Limits {
 	}
 }
 
-// specs maps the configuration onto the stack's specs: every upstream is
-// an openai model, and the configuration's cache, router, contract policy,
-// default model and mode are one arm named "serve".
-func (c *Config) specs() ([]stack.ModelSpec, stack.ArmSpec) {
-	models := make([]stack.ModelSpec, len(c.Models))
-	for i, m := range c.Models {
-		models[i] = stack.ModelSpec{
-			Name: m.Name, Backend: stack.BackendOpenAI, BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv,
-			Stream: m.Stream, CrabHeaders: m.CrabHeaders, PriceInPerMTok: m.PriceInPerMTok, PriceOutPerMTok: m.PriceOutPerMTok,
-		}
-	}
-	arm := stack.ArmSpec{Name: "serve", Model: c.DefaultModel, Mode: c.Mode, Instructions: c.Instructions}
+// arm is the one arm the configuration deploys, named "serve": its
+// default model and mode, and its cache, router and contract policy, the
+// very specs the configuration holds (the validator fills their defaults
+// in place).
+func (c *Config) arm() stack.ArmSpec {
+	arm := stack.ArmSpec{Name: "serve", Model: c.DefaultModel, Mode: c.Mode, Instructions: c.Instructions, Cache: c.Cache, Router: c.Router}
 	if k := c.Contract; k != nil {
-		arm.Contract = &stack.ContractSpec{Policy: k.Policy, EscalateTo: k.EscalateTo}
+		arm.Contract = &k.ContractSpec
 	}
-	if k := c.Cache; k != nil {
-		cache := *k
-		arm.Cache = &cache
-	}
-	if r := c.Router; r != nil {
-		arm.Router = &stack.RouterSpec{Mode: r.Mode, Threshold: r.Threshold, Small: r.Small, Large: r.Large, Confidence: r.Confidence, Scorer: r.Scorer}
-		if router.IsScorerFile(r.Scorer) && !filepath.IsAbs(r.Scorer) && c.File != "" {
-			// a scorer file is named relative to the configuration file
-			arm.Router.Scorer = filepath.Join(filepath.Dir(c.File), r.Scorer)
-		}
-	}
-	return models, arm
+	return arm
 }
 
-// fill copies the defaults Validate chose back into the configuration.
-func (c *Config) fill(arm stack.ArmSpec) {
-	if k, a := c.Contract, arm.Contract; k != nil && a != nil {
-		k.Policy = a.Policy
+// resolveRouters names every scorer .json file of the configuration's
+// routers (the deployed arm's and the candidates') relative to the
+// configuration file, as the stack builds them, once.
+func (c *Config) resolveRouters() {
+	routers := []*stack.RouterSpec{c.Router}
+	for _, a := range c.Arms {
+		routers = append(routers, a.Router)
 	}
-	if k, a := c.Cache, arm.Cache; k != nil && a != nil {
-		*k = *a
+	for _, r := range routers {
+		if r != nil && router.IsScorerFile(r.Scorer) && !filepath.IsAbs(r.Scorer) && c.File != "" {
+			r.Scorer = filepath.Join(filepath.Dir(c.File), r.Scorer)
+		}
 	}
-	if r, a := c.Router, arm.Router; r != nil && a != nil {
-		r.Mode = a.Mode
+}
+
+// thresholdFrom is the path of the first router that names a tune.json
+// in threshold_from: crab run and crab tune read it, serve does not, and
+// a setting silently ignored would route by another threshold than the
+// one the file says.
+func (c *Config) thresholdFrom() ([]string, bool) {
+	if r := c.Router; r != nil && r.ThresholdFrom != "" {
+		return []string{"router", "threshold_from"}, true
 	}
+	for i, a := range c.Arms {
+		if r := a.Router; r != nil && r.ThresholdFrom != "" {
+			return []string{"arms", strconv.Itoa(i), "router", "threshold_from"}, true
+		}
+	}
+	return nil, false
 }

@@ -86,9 +86,7 @@ func Deploy(d Deployment) (*Setup, error) {
 		DefaultModel: d.Arm.Model, Mode: d.Arm.Mode, File: d.File,
 	}
 	cfg.fillLimits()
-	for _, m := range d.Models {
-		cfg.Models = append(cfg.Models, ModelConfig{Name: m.Name, BaseURL: m.BaseURL, Model: m.Model, APIKeyEnv: m.APIKeyEnv})
-	}
+	cfg.Models = d.Models
 	arm := asMeasured(d.Arm)
 	var cand *stack.ArmSpec
 	if d.Candidate != nil {

@@ -184,7 +184,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 	s.names = append(s.names, AutoModel)
 	s.built, err = stack.Build(setup.Arm, upstream, stack.Options{
 		Contract: setup.Contract, Retry: cfg.Retry, Timeout: cfg.Timeout.Std(), Concurrency: cfg.Concurrency,
-		Store: setup.Store, Upstream: stack.UpstreamID(setup.Models), AsyncStore: true, Now: s.now,
+		Store: setup.Store, Upstream: stack.UpstreamID(setup.Models), Now: s.now,
 	})
 	if err != nil {
 		s.Close()

@@ -552,6 +552,10 @@ func TestConfigErrors(t *testing.T) {
 		{"blank permission", good, "keys:\n  - {key: a, tenant: t, permission: ' '}\n", `keys.yaml:2: field "keys.permission": required (not blank)`},
 		{"blank key", good, "keys:\n  - {key: '  ', tenant: t, permission: p}\n", `keys.yaml:2: field "keys.key": must not hold white space`},
 		{"padded tenant", good, "keys:\n  - {key: a, tenant: ' acme', permission: p}\n", `keys.yaml:2: field "keys.tenant": must not start or end with white space`},
+		{"sim backend", "keys: keys.yaml\nmodels:\n  - {name: large, backend: sim, kind: large}\n", testKeys, `serve.yaml:3: field "models.backend": serve's models are OpenAI-compatible upstreams`},
+		{"sim kind on openai", "keys: keys.yaml\nmodels:\n  - {name: large, base_url: http://x/v1, kind: small}\n", testKeys, `serve.yaml:3: field "models.kind": only for backend sim`},
+		{"threshold_from", good + "router:\n  small: large\n  large: large\n  threshold_from: tune.json\n", testKeys, `serve.yaml:7: field "router.threshold_from": read by crab run and crab tune only`},
+		{"arm threshold_from", good + "arms:\n  - name: c\n    model: large\n    router: {small: large, large: large, threshold_from: t.json}\n", testKeys, `serve.yaml:7: field "arms.router.threshold_from"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,7 +18,6 @@ import (
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/splitmix"
 	"github.com/crab-testbed/crab/model"
-	"github.com/crab-testbed/crab/router"
 	"github.com/crab-testbed/crab/stack"
 )
 
@@ -117,7 +116,7 @@ func (c *Config) validateArms(root *yaml.Node, models []stack.ModelSpec, deploye
 		return &ConfigError{File: c.File, Line: lineOf(root, path...), Field: strings.Join(dropIndexes(path), "."), Msg: fmt.Sprintf(format, args...)}
 	}
 	if len(c.Arms) > 0 {
-		all := append([]stack.ArmSpec{deployed}, c.candidates()...)
+		all := append([]stack.ArmSpec{deployed}, c.Arms...)
 		if errs := stack.Validate(models, all); len(errs) > 0 {
 			p := errs[0].Path
 			if len(p) >= 2 && p[0] == "arms" && p[1] != 0 {
@@ -131,10 +130,7 @@ func (c *Config) validateArms(root *yaml.Node, models []stack.ModelSpec, deploye
 			path := configPath(p)
 			return bad(path, "%s", errs[0].Msg)
 		}
-		for i := range c.Arms {
-			c.Arms[i].Cache, c.Arms[i].Router, c.Arms[i].Contract = all[i+1].Cache, all[i+1].Router, all[i+1].Contract
-			c.Arms[i].Mode = all[i+1].Mode
-		}
+		copy(c.Arms, all[1:])
 	}
 	sh := c.Shadow
 	if sh == nil {
@@ -154,24 +150,9 @@ func (c *Config) validateArms(root *yaml.Node, models []stack.ModelSpec, deploye
 	return nil
 }
 
-// candidates are the configuration's arms as the stack builds them: a
-// scorer file is named relative to the configuration file.
-func (c *Config) candidates() []stack.ArmSpec {
-	out := make([]stack.ArmSpec, len(c.Arms))
-	for i, a := range c.Arms {
-		if r := a.Router; r != nil && router.IsScorerFile(r.Scorer) && !filepath.IsAbs(r.Scorer) && c.File != "" {
-			rr := *r
-			rr.Scorer = filepath.Join(filepath.Dir(c.File), r.Scorer)
-			a.Router = &rr
-		}
-		out[i] = a
-	}
-	return out
-}
-
 // candidate is the arm named name among the configuration's arms.
 func (c *Config) candidate(name string) (stack.ArmSpec, bool) {
-	for _, a := range c.candidates() {
+	for _, a := range c.Arms {
 		if a.Name == name {
 			return a, true
 		}
@@ -273,7 +254,7 @@ func (s *Server) newShadow(setup *Setup, reg prometheus.Registerer) error {
 	built, err := stack.Build(*setup.Candidate, upstream, stack.Options{
 		Contract: setup.Contract, Retry: cfg.Retry, Timeout: cfg.Timeout.Std(), Concurrency: sh.Concurrency,
 		Store: setup.Store, PassPrefix: "shadow:" + setup.Candidate.Name + ":", Upstream: stack.UpstreamID(setup.Models),
-		AsyncStore: true, Now: s.now,
+		Now: s.now,
 	})
 	if err != nil {
 		return err

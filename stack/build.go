@@ -40,10 +40,13 @@ type Options struct {
 	// (UpstreamID): a shared store's keys and every entry's tag carry it,
 	// so a changed upstream never serves the old one's answers.
 	Upstream string
-	// AsyncStore lets a miss answer before its entry is visible (unless
-	// the spec asks to wait_for_store), taking the store's apply time off
-	// the response path. crab run leaves it false.
-	AsyncStore bool
+	// WaitForStore makes every cache miss answer only once its entry is
+	// visible, whatever the spec's wait_for_store says: crab run sets it,
+	// so a measured pass never misses an entry that is merely still in
+	// flight. Unset, the spec decides, and by default a miss answers
+	// before its entry is visible, taking the store's apply time off the
+	// response path (crab serve).
+	WaitForStore bool
 	// Now is the clock of the concurrency cap; nil means time.Now.
 	Now func() time.Time
 }
@@ -184,7 +187,7 @@ func (t *Table) cacheLayer(arm *Arm, cs *CacheSpec, o Options) error {
 		return err
 	}
 	check := cs.CheckOnHit == nil || *cs.CheckOnHit
-	cc := cache.Config{Fields: fields, TTL: cs.TTL.Std(), CheckOnHit: check, NoWait: o.AsyncStore && !cs.WaitForStore}
+	cc := cache.Config{Fields: fields, TTL: cs.TTL.Std(), CheckOnHit: check, WaitForStore: o.WaitForStore || cs.WaitForStore}
 	sc := storeConfig(cs, o)
 	cc.Namespace = sc.Prefix
 	if a := cs.Access; a != nil {

@@ -107,7 +107,7 @@ func TestBuildCacheHitSkipsLayers(t *testing.T) {
 	rec := &recorder{}
 	backends := map[string]model.Model{"small": rec.model("small", ok(1)), "large": rec.model("large", ok(1))}
 	spec := validated(t, simModels, ArmSpec{Name: "a", Cache: &CacheSpec{}, Router: &RouterSpec{Small: "small", Large: "large", Threshold: 0.5, Scorer: "stack-test-counting"}})
-	arm, err := testTable().Build(spec, backends, Options{Contract: loadContract(t)})
+	arm, err := testTable().Build(spec, backends, Options{Contract: loadContract(t), WaitForStore: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func BenchmarkBuild(b *testing.B) {
 			if errs := Validate(simModels, arms); errs != nil {
 				b.Fatal(errs)
 			}
-			arm, err := Build(arms[0], backends, Options{Contract: c, Retry: RetrySpec{MaxAttempts: 2}})
+			arm, err := Build(arms[0], backends, Options{Contract: c, Retry: RetrySpec{MaxAttempts: 2}, WaitForStore: true})
 			if err != nil {
 				b.Fatal(err)
 			}

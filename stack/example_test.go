@@ -24,7 +24,7 @@ func Example() {
 		return
 	}
 	defer backends.Close()
-	arm, err := stack.Build(arms[0], backends, stack.Options{})
+	arm, err := stack.Build(arms[0], backends, stack.Options{WaitForStore: true})
 	if err != nil {
 		fmt.Println(err)
 		return

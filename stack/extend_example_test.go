@@ -87,7 +87,7 @@ func ExampleTable() {
 		return
 	}
 	defer backends.Close()
-	arm, err := tbl.Build(arms[0], backends, stack.Options{})
+	arm, err := tbl.Build(arms[0], backends, stack.Options{WaitForStore: true})
 	if err != nil {
 		fmt.Println(err)
 		return

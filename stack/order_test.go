@@ -32,7 +32,7 @@ func TestLayerOrderIsNoHiddenRule(t *testing.T) {
 				models := append([]ModelSpec(nil), simModels...) // Validate fills defaults in place
 				spec := validated(t, models, ArmSpec{Name: "a", Model: "large", Cache: cs})
 				arm := &Arm{}
-				if err := Builtin().cacheLayer(arm, spec.Cache, Options{Contract: k}); err != nil {
+				if err := Builtin().cacheLayer(arm, spec.Cache, Options{Contract: k, WaitForStore: true}); err != nil {
 					t.Fatal(err)
 				}
 				defer arm.Close()

@@ -27,7 +27,7 @@ func TestSimCapacitySharedByArms(t *testing.T) {
 	}
 	var arms []*Arm
 	for _, spec := range []ArmSpec{a, b} {
-		arm, err := Build(spec, backends, Options{Contract: loadContract(t)})
+		arm, err := Build(spec, backends, Options{Contract: loadContract(t), WaitForStore: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestSimVaryingAnswerCached(t *testing.T) {
 	}
 	answers := func(spec ArmSpec) map[string]int {
 		spec = validated(t, models, spec)
-		arm, err := Build(spec, backends, Options{Contract: c})
+		arm, err := Build(spec, backends, Options{Contract: c, WaitForStore: true})
 		if err != nil {
 			t.Fatal(err)
 		}

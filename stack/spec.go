@@ -176,9 +176,10 @@ type CacheSpec struct {
 	Access *CacheAccess `yaml:"-" json:"-"`
 
 	// WaitForStore makes a miss answer only once its entry is visible to
-	// the next request. Default false in serve: the store applies the
-	// entry off the response path. crab run always waits, so a measured
-	// pass never misses an entry that is merely still in flight.
+	// the next request (cache.Config.WaitForStore). Default false in
+	// serve: the store applies the entry off the response path. crab run
+	// always waits (Options.WaitForStore), so a measured pass never misses
+	// an entry that is merely still in flight.
 	WaitForStore bool `yaml:"wait_for_store" json:",omitempty"`
 
 	// Kind is the cache layer: exact (default) serves an answer to the

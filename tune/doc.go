@@ -15,7 +15,7 @@
 //     features, paired bootstrap intervals and the cost–pass Pareto
 //     frontier; Fit and Learner fit the learned scorer it routes by;
 //   - every semantic-cache arm's similarity threshold (Tuner.Semantic), on
-//     the task set's own labelled pairs, with Similarity;
+//     the task set's own labelled pairs, with semantic.ChooseThreshold;
 //   - the experiment rewritten to use them (Tuner.TunedExperiment) and the
 //     files of crab tune -o (Tuner.WriteDir), every one carrying the
 //     identity of the calibration tasks (FittedFor).

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/model"
-	"github.com/crab-testbed/crab/model/embed"
 	"github.com/crab-testbed/crab/router"
 	"github.com/crab-testbed/crab/tune"
 )
@@ -61,25 +59,4 @@ func ExampleRouter() {
 		rep.Threshold, h.Pass, h.N, h.PassAllLarge, h.Cost, h.CostAllLarge, h.StrongShare)
 	// Output:
 	// threshold 0.8: holdout pass 12 of 12 (all-large 12), cost 30 (all-large 120), strong share 0.17
-}
-
-// Choosing the threshold: on calibration pairs, the lowest threshold
-// that serves no hard negative; its hit and false-hit rates measured once
-// on holdout pairs.
-func ExampleSimilarity() {
-	texts := []string{
-		"How do I export all invoices of 2024 as one CSV file?",
-		"Why was my card charged 49 EUR twice for the Pro plan?",
-		"Can you reset the password of user 1042?",
-	}
-	emb, _ := embed.NewHashed(embed.HashedConfig{Guards: true})
-	calibPairs, _ := semantic.GeneratePairs(texts, 400, 1, "cal")
-	holdPairs, _ := semantic.GeneratePairs(texts, 400, 2, "hold")
-	calib, _ := semantic.Score(context.Background(), emb, calibPairs)
-	hold, _ := semantic.Score(context.Background(), emb, holdPairs)
-	res, _ := tune.Similarity(calib, hold, tune.SimilarityOptions{})
-	fmt.Printf("threshold %.4f: holdout hit rate %.2f, false hits %d/%d\n",
-		res.Threshold, res.Holdout.HitRate, res.Holdout.FalseHits, res.Holdout.HardNegatives)
-	// Output:
-	// threshold 0.9495: holdout hit rate 0.87, false hits 0/203
 }

@@ -44,7 +44,7 @@ func (s *Tuner) FittedFor(out *Output, learned *router.LearnedScorer, holdout fl
 	}
 	for _, st := range out.Semantic {
 		switch {
-		case st.SimilarityResult != nil:
+		case st.ThresholdChoice != nil:
 			ids = append(ids, st.CalibrationTasks()...)
 		case log != nil:
 			fmt.Fprintf(log, "crab: warning: semantic-cache arm %s: no similarity threshold meets the limit; no semantic arm recommended\n", st.Arm)
@@ -70,7 +70,7 @@ func fittedWhat(out *Output, learned *router.LearnedScorer) []string {
 		what = append(what, "learned scorer")
 	}
 	for _, st := range out.Semantic {
-		if st.SimilarityResult != nil {
+		if st.ThresholdChoice != nil {
 			what = append(what, "similarity threshold of arm "+st.Arm)
 		}
 	}

@@ -40,7 +40,7 @@ type SemanticConfig struct {
 
 // SemanticResult is the threshold chosen for one semantic-cache arm: chosen
 // on the calibration side's own labelled pairs only, measured once on the
-// holdout's. Its headline (SimilarityResult's calibration and holdout figures)
+// holdout's. Its headline (ThresholdChoice's calibration and holdout figures)
 // is the task set's own pairs; generated pairs are reported apart, by
 // kind, in Generated.
 type SemanticResult struct {
@@ -50,10 +50,10 @@ type SemanticResult struct {
 	Held            int     `json:"holdout_tasks"`
 	MaxFalseHitRate float64 `json:"max_false_hit_rate"`
 	// NoThreshold, when set, says why no threshold meets the limit on the
-	// calibration pairs: crab recommends no semantic arm (SimilarityResult is
+	// calibration pairs: crab recommends no semantic arm (ThresholdChoice is
 	// then nil and tuned.yaml leaves the arm out).
 	NoThreshold string `json:"no_threshold,omitempty"`
-	*SimilarityResult
+	*semantic.ThresholdChoice
 	// CalibrationPairs and HoldoutPairs count each side's pairs by source
 	// (task_set, generated).
 	CalibrationPairs map[string]int `json:"calibration_pairs"`
@@ -108,7 +108,7 @@ func (s *Tuner) SemanticArms() []stack.ArmSpec {
 // cluster (under the built-in guarded embedder; an arm with another
 // embedder may find some partners elsewhere), so a side's negatives are
 // the ones its questions would meet in traffic, not easier ones left when
-// a partner went to the other side. Similarity chooses the threshold on the calibration
+// a partner went to the other side. semantic.ChooseThreshold chooses the threshold on the calibration
 // side's pairs and measures it once on the holdout's; when no threshold
 // meets the limit, NoThreshold says so. Generated pairs of each side's
 // texts (semantic.GeneratePairs and word swaps, semantic.Vary) are
@@ -155,8 +155,8 @@ func (s *Tuner) Semantic(ctx context.Context, arm stack.ArmSpec, cfg SemanticCon
 	for _, i := range calibIdx {
 		out.calibTasks = append(out.calibTasks, s.Tasks[i].ID)
 	}
-	res, err := Similarity(calibOwn, holdOwn, SimilarityOptions{MaxFalseHitRate: cfg.MaxFalseHitRate})
-	var none *NoThresholdError
+	res, err := semantic.ChooseThreshold(calibOwn, holdOwn, semantic.ThresholdOptions{MaxFalseHitRate: cfg.MaxFalseHitRate})
+	var none *semantic.NoThresholdError
 	switch {
 	case errors.As(err, &none):
 		out.NoThreshold = none.Error()
@@ -168,7 +168,7 @@ func (s *Tuner) Semantic(ctx context.Context, arm stack.ArmSpec, cfg SemanticCon
 	case err != nil:
 		return nil, err
 	}
-	out.SimilarityResult = res
+	out.ThresholdChoice = res
 	gen, n, err := s.generatedPairs(ctx, emb, holdIdx, cfg)
 	if err != nil {
 		return nil, err
@@ -332,7 +332,7 @@ func ownPairUnits(ctx context.Context, emb semantic.Embedder, tasks []eval.Task)
 	}
 	byText := map[string]int{}
 	for i := range o.units {
-		// A negative below the lowest threshold Similarity considers is
+		// A negative below the lowest threshold semantic.ChooseThreshold considers is
 		// never served: it need not hold its partner to its side.
 		if j := o.nearestIn(i, nil, false); j >= 0 && dot32(o.vecs[i], o.vecs[j]) >= linkFloor {
 			o.union(i, j)
@@ -347,7 +347,7 @@ func ownPairUnits(ctx context.Context, emb semantic.Embedder, tasks []eval.Task)
 
 // linkFloor is the least similarity at which a question and its nearest
 // question of another answer are kept on one side of the split: the lowest
-// threshold Similarity considers.
+// threshold semantic.ChooseThreshold considers.
 const linkFloor = 0.5
 
 // nearestIn is the unit most similar to unit i among those in (nil: all)
@@ -436,7 +436,7 @@ func (r *SemanticResult) WriteText(w io.Writer) error {
 	if r.MaxFalseHitRate > 0 {
 		allowed = fmt.Sprintf("false-hit rate at most %s", pct1(r.MaxFalseHitRate))
 	}
-	if r.SimilarityResult == nil {
+	if r.ThresholdChoice == nil {
 		_, err := fmt.Fprintf(w, "semantic cache arm %s (embedder %s): no threshold (%s; %d calibration tasks, %d pairs of their own): %s\n"+
 			"recommendation: no semantic arm for these texts and this embedder (an exact cache serves only repeats, and serves them right); tuned.yaml leaves arm %s out\n",
 			r.Arm, r.Embedder, allowed, r.Calibrated, r.CalibrationPairs[SourceTaskSet], r.NoThreshold, r.Arm)

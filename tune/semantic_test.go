@@ -80,7 +80,7 @@ func tuneSemanticArm(t *testing.T, exp string) (*Tuner, *SemanticResult) {
 func TestSemanticCalibrationOnly(t *testing.T) {
 	t.Parallel()
 	_, first := tuneSemanticArm(t, semanticTuneDir(t, 20, nil, nil))
-	if first.SimilarityResult == nil || first.Threshold <= 0.5 || first.Threshold > 1 || first.Held == 0 || first.Calibrated+first.Held != 60 {
+	if first.ThresholdChoice == nil || first.Threshold <= 0.5 || first.Threshold > 1 || first.Held == 0 || first.Calibrated+first.Held != 60 {
 		t.Fatalf("%+v; want a threshold in (0.5, 1] and 60 tasks split", first)
 	}
 	if first.CalibrationPairs[SourceTaskSet] == 0 || first.Calibration.HardNegatives == 0 || first.HoldoutPairs[SourceGenerated] == 0 {
@@ -102,8 +102,8 @@ func TestSemanticCalibrationOnly(t *testing.T) {
 		}
 		return ""
 	}))
-	if second.SimilarityResult == nil || second.Threshold != first.Threshold || second.Calibration.Hits != first.Calibration.Hits || second.Calibration.FalseHits != first.Calibration.FalseHits {
-		t.Fatalf("after relabelling the holdout: %+v; want threshold %v and calibration %+v", second.SimilarityResult, first.Threshold, first.Calibration)
+	if second.ThresholdChoice == nil || second.Threshold != first.Threshold || second.Calibration.Hits != first.Calibration.Hits || second.Calibration.FalseHits != first.Calibration.FalseHits {
+		t.Fatalf("after relabelling the holdout: %+v; want threshold %v and calibration %+v", second.ThresholdChoice, first.Threshold, first.Calibration)
 	}
 	if second.Holdout.FalseHits == first.Holdout.FalseHits {
 		t.Errorf("holdout %+v unchanged by relabelling every holdout paraphrase; want false hits", second.Holdout)
@@ -122,7 +122,7 @@ func TestSemanticNoThreshold(t *testing.T) {
 		return text
 	}
 	s, res := tuneSemanticArm(t, semanticTuneDir(t, 10, swap, nil))
-	if res.SimilarityResult != nil || res.NoThreshold == "" {
+	if res.ThresholdChoice != nil || res.NoThreshold == "" {
 		t.Fatalf("%+v; want no threshold", res)
 	}
 	var b strings.Builder
@@ -148,7 +148,7 @@ func TestSemanticNoThreshold(t *testing.T) {
 func TestTunedExperimentSemantic(t *testing.T) {
 	t.Parallel()
 	s, res := tuneSemanticArm(t, semanticTuneDir(t, 10, nil, nil))
-	if res.SimilarityResult == nil {
+	if res.ThresholdChoice == nil {
 		t.Fatalf("%+v; want a threshold", res)
 	}
 	out, err := s.TunedExperiment(Target{}, nil, 7, "", []*SemanticResult{res}, "")

@@ -82,7 +82,7 @@ func setSemanticThresholds(arms *yaml.Node, specs []stack.ArmSpec, sem []*Semant
 	}
 	for _, st := range sem {
 		for i, a := range specs {
-			if a.Name != st.Arm || a.Cache == nil || i >= len(arms.Content) || st.SimilarityResult == nil {
+			if a.Name != st.Arm || a.Cache == nil || i >= len(arms.Content) || st.ThresholdChoice == nil {
 				continue
 			}
 			ck, cn := mapKey(arms.Content[i], "cache")
@@ -124,7 +124,7 @@ func dropUntuned(arms *yaml.Node, specs []stack.ArmSpec, sem []*SemanticResult) 
 	}
 	drop := map[string]bool{}
 	for _, st := range sem {
-		if st.SimilarityResult == nil {
+		if st.ThresholdChoice == nil {
 			drop[st.Arm] = true
 		}
 	}

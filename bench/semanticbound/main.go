@@ -99,7 +99,7 @@ func run(seeds int, embedder string, rate, holdout float64, swapEvery int, work 
 		if err != nil {
 			return err
 		}
-		if st.SimilarityResult == nil {
+		if st.ThresholdChoice == nil {
 			abstained++
 			fmt.Fprintf(tw, "%d\tnone\t-\t-\t-\t-\tno arm\t-\t-\t-\n", seed)
 			continue

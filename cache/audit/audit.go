@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/cache"
+	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/internal/quantile"
 	"github.com/crab-testbed/crab/model"
-	"github.com/crab-testbed/crab/tune"
 )
 
 // Config is one cache configuration an audit plays the scenarios
@@ -221,10 +221,10 @@ type ConfigResult struct {
 	Probe       *ProbeResult `json:"probe,omitempty"`
 	// Kind is "semantic" for a semantic configuration (else empty), with
 	// its Threshold, Embedder and, when tuned, the tuning result.
-	Kind      string                 `json:"kind,omitempty"`
-	Threshold float64                `json:"threshold,omitempty"`
-	Embedder  string                 `json:"embedder,omitempty"`
-	Tune      *tune.SimilarityResult `json:"tune,omitempty"`
+	Kind      string                    `json:"kind,omitempty"`
+	Threshold float64                   `json:"threshold,omitempty"`
+	Embedder  string                    `json:"embedder,omitempty"`
+	Tune      *semantic.ThresholdChoice `json:"tune,omitempty"`
 	// NoThreshold says why no tuned threshold exists (none keeps the
 	// calibration false hits within the limit); the probes ran at 1.
 	NoThreshold string             `json:"no_threshold,omitempty"`

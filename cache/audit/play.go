@@ -34,7 +34,7 @@ func auditConfig(ctx context.Context, lines []ScenarioLine, cfg Config, opts *Op
 	}
 	defer store.Close()
 	clock := &offsetClock{}
-	c, err := cache.New(cache.Config{Fields: cfg.Fields, TTL: opts.TTL, CheckOnHit: cfg.CheckOnHit, Now: clock.Now}, store)
+	c, err := cache.New(cache.Config{Fields: cfg.Fields, TTL: opts.TTL, CheckOnHit: cfg.CheckOnHit, WaitForStore: true, Now: clock.Now}, store)
 	if err != nil {
 		return ConfigResult{}, err
 	}

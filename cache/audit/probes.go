@@ -418,7 +418,7 @@ func probeLayer(cfg Config, embs *embedders, opts *Options) (model.Middleware, f
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := cache.New(cache.Config{Fields: cfg.Fields, CheckOnHit: cfg.CheckOnHit}, store)
+	c, err := cache.New(cache.Config{Fields: cfg.Fields, CheckOnHit: cfg.CheckOnHit, WaitForStore: true}, store)
 	if err != nil {
 		store.Close()
 		return nil, nil, err

@@ -8,13 +8,12 @@ import (
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/cache/semantic"
-	"github.com/crab-testbed/crab/tune"
 )
 
 // SemanticKey is a semantic cache configuration of an audit.
 type SemanticKey struct {
 	// Threshold is the least cosine similarity for a hit; with Tuned it
-	// is chosen by tune.Similarity on calibration pairs before the probes.
+	// is chosen by semantic.ChooseThreshold on calibration pairs before the probes.
 	Threshold float64
 	Tuned     bool
 	// Embedder is a semantic embedder kind (semantic.EmbedBuiltin …).
@@ -131,8 +130,8 @@ func auditSemantic(ctx context.Context, cfg Config, texts []string, embs *embedd
 		if err != nil {
 			return nil, err
 		}
-		res.Tune, err = tune.Similarity(calib, hold, tune.SimilarityOptions{MaxFalseHitRate: k.MaxFalseHitRate})
-		var none *tune.NoThresholdError
+		res.Tune, err = semantic.ChooseThreshold(calib, hold, semantic.ThresholdOptions{MaxFalseHitRate: k.MaxFalseHitRate})
+		var none *semantic.NoThresholdError
 		switch {
 		case errors.As(err, &none):
 			// No threshold keeps the generated hard negatives out: probe at

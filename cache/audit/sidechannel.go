@@ -126,7 +126,7 @@ func sideChannelConfig(ctx context.Context, cfg Config, opts *SideChannelOptions
 		return SideChannelResult{}, err
 	}
 	defer store.Close()
-	c, err := cache.New(cache.Config{Fields: cfg.Fields, CheckOnHit: cfg.CheckOnHit}, store)
+	c, err := cache.New(cache.Config{Fields: cfg.Fields, CheckOnHit: cfg.CheckOnHit, WaitForStore: true}, store)
 	if err != nil {
 		return SideChannelResult{}, err
 	}

@@ -3,29 +3,21 @@ package analysis
 import (
 	"testing"
 
+	"github.com/crab-testbed/crab/eval/internal/rectest"
 	"github.com/crab-testbed/crab/eval/records"
 )
 
-// readSet builds the set of recs the way every command reads records.
-func readSet(recs []Record) (*records.RecordSet, error) { return records.SetOf(recs) }
-
-// mustSet is readSet for records a test knows to be valid.
-func mustSet(t testing.TB, recs []Record) *records.RecordSet {
-	t.Helper()
-	set, err := readSet(recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set
-}
+// The record helpers shared with the report package's tests.
+var (
+	readSet     = records.SetOf
+	mustSet     = rectest.Set
+	mkRec       = rectest.Rec
+	exerciseSet = rectest.Exercise
+)
 
 // summarizeRecs summarizes recs as crab report does after reading them.
 func summarizeRecs(recs []Record, opt Options) (*Summary, error) {
-	set, err := readSet(recs)
-	if err != nil {
-		return nil, err
-	}
-	return Summarize(set, opt)
+	return rectest.Summarize(recs, opt, Summarize)
 }
 
 // comparePairedRecs compares candidate with baseline records as Summarize

@@ -13,21 +13,6 @@ import (
 	"github.com/crab-testbed/crab/internal/quantile"
 )
 
-// mkRec builds a record the way the interchange CSV reader would.
-func mkRec(arm, task string, latMs float64, outcome string, pass bool, cost float64) Record {
-	return Record{Arm: arm, TaskID: task, E2EMs: latMs, Outcome: outcome, Pass: pass, Cost: cost, ContractOK: outcome != OutcomeContractFail}
-}
-
-// exerciseSet reads the six-request exercise fixture.
-func exerciseSet(t testing.TB) *records.RecordSet {
-	t.Helper()
-	set, err := records.ReadSet([]string{"../../fixtures/exercise.csv"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return set
-}
-
 func armByName(t *testing.T, s *Summary, name string) *ArmSummary {
 	t.Helper()
 	for i := range s.Arms {

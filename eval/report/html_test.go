@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/eval/internal/rectest"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/chromium"
 )
@@ -23,15 +24,15 @@ import (
 // htmlRecords is a seeded run of three arms over 120 tasks in three groups:
 // a baseline, an arm with a cache (hits fast, misses slow) and an arm with a
 // router (small or large model, some misroutes).
-func htmlRecords(arms ...string) []Record {
+func htmlRecords(arms ...string) []records.Record {
 	rng := rand.New(rand.NewPCG(7, 11))
 	groups := []string{"short", "long", "tool"}
-	var recs []Record
+	var recs []records.Record
 	for _, arm := range arms {
 		for t := range 120 {
 			lat := 180 + rng.ExpFloat64()*60
-			r := Record{RunID: "run-html", Arm: arm, TaskID: fmt.Sprintf("t%03d", t), Group: groups[t%3],
-				Outcome: OutcomeOK, ContractOK: true, Pass: rng.Float64() > 0.05, Cost: 0.004, Attempts: 1, Model: "large"}
+			r := records.Record{RunID: "run-html", Arm: arm, TaskID: fmt.Sprintf("t%03d", t), Group: groups[t%3],
+				Outcome: records.OutcomeOK, ContractOK: true, Pass: rng.Float64() > 0.05, Cost: 0.004, Attempts: 1, Model: "large"}
 			switch arm {
 			case "cached":
 				if t%3 != 0 {
@@ -51,7 +52,7 @@ func htmlRecords(arms ...string) []Record {
 				}
 			}
 			if t == 5 {
-				r.Outcome, r.Pass, lat = OutcomeTimeout, false, 2000
+				r.Outcome, r.Pass, lat = records.OutcomeTimeout, false, 2000
 			}
 			r.E2EMs = lat
 			recs = append(recs, r)
@@ -60,7 +61,7 @@ func htmlRecords(arms ...string) []Record {
 	return recs
 }
 
-func htmlSummary(t testing.TB, recs []Record) *analysis.Summary {
+func htmlSummary(t testing.TB, recs []records.Record) *analysis.Summary {
 	t.Helper()
 	s, err := summarizeRecs(recs, analysis.Options{Seed: 1, Resamples: 200})
 	if err != nil {
@@ -78,11 +79,11 @@ func htmlSummarySet(t testing.TB, set *records.RecordSet) *analysis.Summary {
 	return s
 }
 
-func renderHTML(t testing.TB, s *analysis.Summary, recs []Record) string {
+func renderHTML(t testing.TB, s *analysis.Summary, recs []records.Record) string {
 	t.Helper()
 	var set *records.RecordSet
 	if recs != nil {
-		set = mustSet(t, recs)
+		set = rectest.Set(t, recs)
 	}
 	var b bytes.Buffer
 	if err := WriteHTMLSet(&b, s, set); err != nil {
@@ -290,7 +291,7 @@ func TestWriteHTMLDeterministic(t *testing.T) {
 // WriteReport's html format is the page without records.
 func TestWriteReportHTML(t *testing.T) {
 	t.Parallel()
-	s := htmlSummarySet(t, exerciseSet(t))
+	s := htmlSummarySet(t, rectest.Exercise(t))
 	var b bytes.Buffer
 	if err := WriteReport(&b, s, "html"); err != nil {
 		t.Fatal(err)
@@ -493,7 +494,7 @@ func colours(img image.Image) int {
 
 // BenchmarkWriteHTML renders three arms of 10,000 requests each.
 func BenchmarkWriteHTML(b *testing.B) {
-	var recs []Record
+	var recs []records.Record
 	for k := range 84 {
 		for _, r := range htmlRecords("baseline", "cached", "routed") {
 			r.TaskID = fmt.Sprintf("%s-%d", r.TaskID, k)
@@ -501,7 +502,7 @@ func BenchmarkWriteHTML(b *testing.B) {
 		}
 	}
 	s := htmlSummary(b, recs)
-	set := mustSet(b, recs)
+	set := rectest.Set(b, recs)
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := WriteHTMLSet(io.Discard, s, set); err != nil {
@@ -539,7 +540,7 @@ var hostileArms = []string{`<b>bold</b> "quoted" 'single' & more`, "tab\there\x0
 
 // hostileRecords are htmlRecords with the cache, router and plain arms
 // renamed to hostileArms.
-func hostileRecords() []Record {
+func hostileRecords() []records.Record {
 	recs := htmlRecords("baseline", "cached", "routed", "plain")
 	rename := map[string]string{"cached": hostileArms[0], "routed": hostileArms[1], "plain": hostileArms[2]}
 	for i := range recs {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/eval/internal/rectest"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 )
@@ -235,7 +236,7 @@ func TestGroupLatencyOutlierWhisker(t *testing.T) {
 func TestVerdictRowsGoodput(t *testing.T) {
 	t.Parallel()
 	recs := htmlRecords("baseline", "routed")
-	set := mustSet(t, recs)
+	set := rectest.Set(t, recs)
 	s, err := analysis.Summarize(set, analysis.Options{Seed: 1, Resamples: 200,
 		Gate: &analysis.GateConfig{Objective: analysis.ObjectiveGoodput, SLO: analysis.SLO{E2EMs: 200}}})
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/eval/internal/rectest"
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -39,7 +41,7 @@ func golden(t *testing.T, got []byte) {
 
 // TestExerciseReport is the six-request exercise.
 func TestExerciseReport(t *testing.T) {
-	s, err := analysis.Summarize(exerciseSet(t), exerciseOptions())
+	s, err := analysis.Summarize(rectest.Exercise(t), exerciseOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +143,7 @@ func TestExerciseReport(t *testing.T) {
 
 func TestWriteReportFormats(t *testing.T) {
 	t.Parallel()
-	s, err := analysis.Summarize(exerciseSet(t), exerciseOptions())
+	s, err := analysis.Summarize(rectest.Exercise(t), exerciseOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,10 +185,10 @@ func TestWriteReportFormats(t *testing.T) {
 
 func TestWriteReportOptionalColumns(t *testing.T) {
 	t.Parallel()
-	recs := []Record{
-		mkRec("baseline", "t1", 100, OutcomeOK, true, 1),
-		mkRec("cache", "t1", 5, OutcomeOK, true, 0),
-		mkRec("none", "t1", 0, OutcomeOK, false, 0),
+	recs := []records.Record{
+		rectest.Rec("baseline", "t1", 100, records.OutcomeOK, true, 1),
+		rectest.Rec("cache", "t1", 5, records.OutcomeOK, true, 0),
+		rectest.Rec("none", "t1", 0, records.OutcomeOK, false, 0),
 	}
 	recs[1].Cache, recs[1].Leak = "hit", "permission"
 	s, err := summarizeRecs(recs, analysis.Options{})
@@ -213,7 +215,7 @@ func TestWriteReportOptionalColumns(t *testing.T) {
 	if err := WriteReport(&buf, s, "json"); err != nil {
 		t.Fatalf("json with a zero-pass arm: %v", err)
 	}
-	exercise, err := analysis.Summarize(exerciseSet(t), exerciseOptions())
+	exercise, err := analysis.Summarize(rectest.Exercise(t), exerciseOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

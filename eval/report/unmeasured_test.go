@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/eval/internal/rectest"
 	"github.com/crab-testbed/crab/eval/records"
 )
 
@@ -16,10 +17,10 @@ import (
 // pass and cost, never 0.
 func TestUnmeasuredFormats(t *testing.T) {
 	t.Parallel()
-	var recs []Record
+	var recs []records.Record
 	for _, arm := range []string{"baseline", "cand"} {
 		for i := range 6 {
-			r := mkRec(arm, fmt.Sprint("t", i), 100+float64(i), OutcomeOK, false, 0)
+			r := rectest.Rec(arm, fmt.Sprint("t", i), 100+float64(i), records.OutcomeOK, false, 0)
 			r.Unmeasured = []string{records.FigureCost, records.FigureQuality}
 			recs = append(recs, r)
 		}
@@ -61,13 +62,13 @@ func TestUnmeasuredFormats(t *testing.T) {
 // is over the requests with one.
 func TestLatencyUnmeasuredFormats(t *testing.T) {
 	t.Parallel()
-	var recs []Record
+	var recs []records.Record
 	for _, arm := range []string{"baseline", "cand"} {
 		for i := range 6 {
-			r := mkRec(arm, fmt.Sprint("t", i), 100+float64(i), OutcomeOK, false, 0)
+			r := rectest.Rec(arm, fmt.Sprint("t", i), 100+float64(i), records.OutcomeOK, false, 0)
 			r.Group = "short"
 			if arm == "cand" || i == 0 {
-				r.Outcome, r.Error, r.E2EMs = OutcomeError, "HTTP 503", 0
+				r.Outcome, r.Error, r.E2EMs = records.OutcomeError, "HTTP 503", 0
 				r.Unmeasured = []string{records.FigureLatency}
 			}
 			r.MarkUnmeasured(records.FigureCost, records.FigureQuality)
@@ -103,7 +104,7 @@ func TestLatencyUnmeasuredFormats(t *testing.T) {
 
 // renderer summarizes recs and returns a function writing the report in a
 // format.
-func renderer(t *testing.T, recs []Record) func(format string) string {
+func renderer(t *testing.T, recs []records.Record) func(format string) string {
 	t.Helper()
 	s, err := summarizeRecs(recs, analysis.Options{Seed: 1, Resamples: 100})
 	if err != nil {
@@ -111,7 +112,7 @@ func renderer(t *testing.T, recs []Record) func(format string) string {
 	}
 	return func(format string) string {
 		var b bytes.Buffer
-		if err := Write(&b, format, Input{Summary: s, Records: mustSet(t, recs)}); err != nil {
+		if err := Write(&b, format, Input{Summary: s, Records: rectest.Set(t, recs)}); err != nil {
 			t.Fatalf("%s: %v", format, err)
 		}
 		return b.String()

@@ -27,7 +27,14 @@ const gamma = 0x9e3779b97f4a7c15
 // Uint64 returns the next 64 random bits.
 func (g *Rand) Uint64() uint64 {
 	g.s += gamma
-	z := g.s
+	return Mix(g.s)
+}
+
+// Mix is the splitmix64 finaliser: it spreads the bits of z over the
+// whole word, so close inputs (a hash of one word and of the next) give
+// unrelated outputs. A stream is Mix of successive multiples of the
+// golden gamma; hashed feature indexes use it on their own.
+func Mix(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)

@@ -33,3 +33,14 @@ func TestLabelsSeparateStreams(t *testing.T) {
 		t.Fatal("two labels of one seed drew the same first number")
 	}
 }
+
+// Mix is the stream's finaliser: the stream seeded with 0 draws Mix of
+// successive multiples of gamma (whose values TestReferenceStream pins).
+func TestMix(t *testing.T) {
+	g := New(0)
+	for i := uint64(1); i <= 3; i++ {
+		if got, want := g.Uint64(), Mix(i*gamma); got != want {
+			t.Fatalf("draw %d: %#x; want Mix(%d*gamma) = %#x", i, got, i, want)
+		}
+	}
+}

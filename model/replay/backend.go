@@ -69,7 +69,7 @@ func New(cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("replay: %s holds no call of model %q (it has %s)", cfg.Cassette.Path, cfg.Recorded, modelList(cfg.Cassette.models))
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleepCtx
+		cfg.Sleep = model.Sleep
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -127,17 +127,6 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 	resp.Trace.FirstByteAt = start.Add(ttft)
 	resp.Content, resp.FinishReason, resp.Confidence = e.Content, e.Finish, e.Confidence
 	return resp, nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 func modelList(m map[string]int) string {

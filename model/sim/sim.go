@@ -77,7 +77,7 @@ func New(cfg Config) (*Model, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: cfg, sleep: sleepCtx, now: time.Now}
+	m := &Model{cfg: cfg, sleep: model.Sleep, now: time.Now}
 	if cfg.Capacity.Enabled() {
 		m.pool = &pool{s: NewScheduler(cfg.Capacity)}
 	}
@@ -209,18 +209,6 @@ func (m *Model) scale() float64 {
 
 func scaleDur(d time.Duration, f float64) time.Duration {
 	return time.Duration(float64(d) * f)
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // rngFor seeds the call's generator from everything that identifies the

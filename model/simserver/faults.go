@@ -10,6 +10,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/crab-testbed/crab/internal/splitmix"
+	"github.com/crab-testbed/crab/model"
 )
 
 // This file holds the faults a server injects: the network faults drawn
@@ -127,14 +128,7 @@ func (s *Server) timerWait(ctx context.Context, t time.Time) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-tm.C:
-		return true
-	}
+	return model.Sleep(ctx, d) == nil
 }
 
 // Network faults.

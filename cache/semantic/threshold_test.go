@@ -1,37 +1,34 @@
-package tune
+package semantic
 
 import (
 	"context"
 	"errors"
 	"testing"
 
-	"github.com/crab-testbed/crab/cache/semantic"
 	"github.com/crab-testbed/crab/internal/tunefixture"
 	"github.com/crab-testbed/crab/model/embed"
 )
 
-func scenarioTexts(t testing.TB) []string { return tunefixture.ScenarioTexts(t) }
-
-// Similarity on one split, report on another: with the guard features the
+// ChooseThreshold on one split, report on another: with the guard features the
 // chosen threshold serves most paraphrases and no hard negative of the
 // calibration split; the plain embedder cannot separate negations and
 // numbers, so the same rule leaves it few hits.
-func TestSimilarity(t *testing.T) {
+func TestChooseThreshold(t *testing.T) {
 	t.Parallel()
-	texts := scenarioTexts(t)
-	calibPairs, _ := semantic.GeneratePairs(texts, 600, 1, "cal")
-	holdPairs, _ := semantic.GeneratePairs(texts, 600, 2, "hold")
+	texts := tunefixture.ScenarioTexts(t)
+	calibPairs, _ := GeneratePairs(texts, 600, 1, "cal")
+	holdPairs, _ := GeneratePairs(texts, 600, 2, "hold")
 	for _, tc := range []struct {
 		guards  bool
 		minHits float64
 	}{{true, 0.7}, {false, 0}} {
 		h, _ := embed.NewHashed(embed.HashedConfig{Guards: tc.guards})
-		calib, err := semantic.Score(context.Background(), h, calibPairs)
+		calib, err := Score(context.Background(), h, calibPairs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		hold, _ := semantic.Score(context.Background(), h, holdPairs)
-		res, err := Similarity(calib, hold, SimilarityOptions{})
+		hold, _ := Score(context.Background(), h, holdPairs)
+		res, err := ChooseThreshold(calib, hold, ThresholdOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,33 +40,33 @@ func TestSimilarity(t *testing.T) {
 		}
 		t.Logf("guards %v: threshold %.4f, holdout %+v", tc.guards, res.Threshold, res.Holdout)
 	}
-	if _, err := Similarity(nil, nil, SimilarityOptions{}); err == nil {
+	if _, err := ChooseThreshold(nil, nil, ThresholdOptions{}); err == nil {
 		t.Error("empty calibration accepted")
 	}
-	if o := semantic.Evaluate([]semantic.Scored{{Same: true, Similarity: 0.95}, {Similarity: 0.97}, {Similarity: 0.5}}, 0.9); o.Hits != 1 || o.FalseHits != 1 || o.HardNegatives != 2 {
-		t.Errorf("semantic.Evaluate = %+v", o)
+	if o := Evaluate([]Scored{{Same: true, Similarity: 0.95}, {Similarity: 0.97}, {Similarity: 0.5}}, 0.9); o.Hits != 1 || o.FalseHits != 1 || o.HardNegatives != 2 {
+		t.Errorf("Evaluate = %+v", o)
 	}
 }
 
 // When no threshold keeps the calibration false hits within the limit,
-// Similarity says so and returns no threshold.
-func TestSimilarityNoThreshold(t *testing.T) {
+// ChooseThreshold says so and returns no threshold.
+func TestChooseThresholdNone(t *testing.T) {
 	t.Parallel()
-	calib := []semantic.Scored{{Same: true, Similarity: 0.9}, {Same: false, Similarity: 1}, {Same: false, Similarity: 0.7}}
-	_, err := Similarity(calib, calib, SimilarityOptions{})
+	calib := []Scored{{Same: true, Similarity: 0.9}, {Same: false, Similarity: 1}, {Same: false, Similarity: 0.7}}
+	_, err := ChooseThreshold(calib, calib, ThresholdOptions{})
 	var none *NoThresholdError
 	if !errors.As(err, &none) || !errors.Is(err, ErrNoThreshold) || none.AtMax.FalseHits != 1 || none.Allowed != 0 {
 		t.Fatalf("err %v; want a NoThresholdError with 1 false hit at 1 of 0 allowed", err)
 	}
-	ok := []semantic.Scored{{Same: true, Similarity: 0.9}, {Same: false, Similarity: 0.7}}
-	res, err := Similarity(ok, ok, SimilarityOptions{})
+	ok := []Scored{{Same: true, Similarity: 0.9}, {Same: false, Similarity: 0.7}}
+	res, err := ChooseThreshold(ok, ok, ThresholdOptions{})
 	if err != nil || res.Calibration.FalseHits != 0 || res.Threshold > 0.9 {
 		t.Fatalf("res %+v, err %v; want a threshold serving the paraphrase", res, err)
 	}
-	if none := semantic.Evaluate(ok, 0.95); none.Served != 0 || none.FalseHitPerHitUpper95 != nil {
+	if none := Evaluate(ok, 0.95); none.Served != 0 || none.FalseHitPerHitUpper95 != nil {
 		t.Errorf("outcome %+v; want nothing served and no per-hit bound", none)
 	}
-	o := semantic.Evaluate([]semantic.Scored{{Same: true, Similarity: 1}, {Same: false, Similarity: 1}, {Same: false, Similarity: 0.1}}, 0.9)
+	o := Evaluate([]Scored{{Same: true, Similarity: 1}, {Same: false, Similarity: 1}, {Same: false, Similarity: 0.1}}, 0.9)
 	if o.Served != 2 || o.FalseHitPerHit == nil || *o.FalseHitPerHit != 0.5 || *o.FalseHitPerHitUpper95 <= 0.5 {
 		t.Errorf("outcome %+v; want 2 served, half false, a bound above a half", o)
 	}
