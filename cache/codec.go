@@ -78,15 +78,21 @@ func appendEntryBody(b []byte, e *Entry) []byte {
 	return b
 }
 
+// scopeLen is the length of s's fields.
 func scopeLen(s model.Scope) int {
-	return len(s.Tenant) + len(s.Permission) + len(s.Lang) + len(s.DocVersion)
+	n := 0
+	for _, f := range model.ScopeColumns() {
+		n += len(f.Get(&s))
+	}
+	return n
 }
 
+// appendScope writes s's fields in column order (see model.ScopeColumns).
 func appendScope(b []byte, s model.Scope) []byte {
-	b = appendBytes(b, s.Tenant)
-	b = appendBytes(b, s.Permission)
-	b = appendBytes(b, s.Lang)
-	return appendBytes(b, s.DocVersion)
+	for _, f := range model.ScopeColumns() {
+		b = appendBytes(b, f.Get(&s))
+	}
+	return b
 }
 
 // decodeEntry reads what encodeEntry wrote. Any truncation, excess or
@@ -215,5 +221,9 @@ func (d *decoder) str() string {
 }
 
 func (d *decoder) scope() model.Scope {
-	return model.Scope{Tenant: d.str(), Permission: d.str(), Lang: d.str(), DocVersion: d.str()}
+	var s model.Scope
+	for _, f := range model.ScopeColumns() {
+		f.Set(&s, d.str())
+	}
+	return s
 }
