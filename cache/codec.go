@@ -82,7 +82,7 @@ func appendEntryBody(b []byte, e *Entry) []byte {
 func scopeLen(s model.Scope) int {
 	n := 0
 	for _, f := range model.ScopeColumns() {
-		n += len(f.Get(&s))
+		n += len(f.Get(s))
 	}
 	return n
 }
@@ -90,7 +90,7 @@ func scopeLen(s model.Scope) int {
 // appendScope writes s's fields in column order (see model.ScopeColumns).
 func appendScope(b []byte, s model.Scope) []byte {
 	for _, f := range model.ScopeColumns() {
-		b = appendBytes(b, f.Get(&s))
+		b = appendBytes(b, f.Get(s))
 	}
 	return b
 }
@@ -107,7 +107,7 @@ func decodeEntry(b []byte) (*Entry, error) {
 	}
 	e := &Entry{}
 	e.Key = []byte(d.str())
-	e.Scope = d.scope()
+	d.scope(&e.Scope)
 	e.Stored = time.Unix(0, d.varint())
 	e.Gen.Tenant = d.uvarint()
 	e.Gen.Permission = d.uvarint()
@@ -122,7 +122,7 @@ func decodeEntry(b []byte) (*Entry, error) {
 		r.Usage.TokensIn = int(d.varint())
 		r.Usage.TokensOut = int(d.varint())
 		r.Usage.Cost = math.Float64frombits(d.u64())
-		r.Scope = d.scope()
+		d.scope(&r.Scope)
 		r.Trace.Validated = flags&flagValidated != 0
 		r.Trace.ContractOK = flags&flagContractOK != 0
 		nv := d.uvarint()
@@ -220,10 +220,9 @@ func (d *decoder) str() string {
 	return s
 }
 
-func (d *decoder) scope() model.Scope {
-	var s model.Scope
+// scope reads into s what appendScope wrote.
+func (d *decoder) scope(s *model.Scope) {
 	for _, f := range model.ScopeColumns() {
-		f.Set(&s, d.str())
+		f.Set(s, d.str())
 	}
-	return s
 }

@@ -231,7 +231,7 @@ func (k KeySpec) AppendEncode(dst []byte, req *model.Request) []byte {
 		}
 		f := &scope[i]
 		dst = appendBytes(dst, f.Name)
-		v := f.Get(&req.Scope)
+		v := f.Get(req.Scope)
 		if f.Fold == nil {
 			dst = appendBytes(dst, v)
 			continue

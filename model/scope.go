@@ -34,8 +34,9 @@ type ScopeField struct {
 	// Leak is the leak kind of a cache hit whose answer was built for
 	// another value of the field.
 	Leak string
-	// Get reads the field of a scope; Set writes it.
-	Get func(*Scope) string
+	// Get reads the field of a scope (a copy: reading never makes a scope
+	// escape to the heap); Set writes it.
+	Get func(Scope) string
 	Set func(*Scope, string)
 	// Fold, when not nil, appends the normalised value to dst: values that
 	// fold alike are one value (the cache key holds the folded value).
@@ -60,13 +61,13 @@ func (f *ScopeField) Same(a, b string) bool {
 // scope field is a field of Scope and a row here.
 var scopeFields = []ScopeField{
 	{Name: "tenant", Leak: "cross_tenant", // built for another tenant
-		Get: func(s *Scope) string { return s.Tenant }, Set: func(s *Scope, v string) { s.Tenant = v }},
+		Get: func(s Scope) string { return s.Tenant }, Set: func(s *Scope, v string) { s.Tenant = v }},
 	{Name: "permission", Leak: "permission", // built for another permission (role)
-		Get: func(s *Scope) string { return s.Permission }, Set: func(s *Scope, v string) { s.Permission = v }},
+		Get: func(s Scope) string { return s.Permission }, Set: func(s *Scope, v string) { s.Permission = v }},
 	{Name: "doc_version", Leak: "stale", // built from another (usually older) document version
-		Get: func(s *Scope) string { return s.DocVersion }, Set: func(s *Scope, v string) { s.DocVersion = v }},
+		Get: func(s Scope) string { return s.DocVersion }, Set: func(s *Scope, v string) { s.DocVersion = v }},
 	{Name: "lang", Leak: "language", // built for another language, compared after NormalizeLang
-		Get: func(s *Scope) string { return s.Lang }, Set: func(s *Scope, v string) { s.Lang = v },
+		Get: func(s Scope) string { return s.Lang }, Set: func(s *Scope, v string) { s.Lang = v },
 		Fold: AppendLang, Equal: LangEqual},
 }
 
@@ -116,7 +117,7 @@ func LookupScopeField(name string) (*ScopeField, bool) {
 func (s Scope) Diff(o Scope) *ScopeField {
 	for i := range scopeFields {
 		f := &scopeFields[i]
-		if !f.Same(f.Get(&s), f.Get(&o)) {
+		if !f.Same(f.Get(s), f.Get(o)) {
 			return f
 		}
 	}
@@ -134,7 +135,7 @@ func (s Scope) Equal(o Scope) bool { return s.Diff(o) == nil }
 func (s Scope) Normalized() Scope {
 	for _, f := range scopeFields {
 		if f.Fold != nil {
-			v := f.Get(&s)
+			v := f.Get(s)
 			f.Set(&s, string(f.Fold(make([]byte, 0, len(v)), v)))
 		}
 	}
@@ -146,7 +147,7 @@ func (s Scope) Normalized() Scope {
 // carry a whole scope.
 func (s Scope) Missing() string {
 	for _, f := range ScopeColumns() {
-		if strings.TrimSpace(f.Get(&s)) == "" {
+		if strings.TrimSpace(f.Get(s)) == "" {
 			return f.Name
 		}
 	}

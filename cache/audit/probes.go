@@ -193,7 +193,7 @@ func probeRequest(rng *rand.Rand, id string, texts []string) *model.Request {
 		Mode:  model.ModeShort,
 	}
 	for _, f := range model.ScopeColumns() {
-		if f.Get(&r.Scope) == "" { // a field with no draw above
+		if f.Get(r.Scope) == "" { // a field with no draw above
 			f.Set(&r.Scope, probeDraw(rng, &f))
 		}
 	}
@@ -218,7 +218,7 @@ func changeDim(rng *rand.Rand, r *model.Request, kind string) {
 		if f.Leak != kind {
 			continue
 		}
-		cur := f.Get(&r.Scope)
+		cur := f.Get(r.Scope)
 		for {
 			if v := probeDraw(rng, &f); !f.Same(v, cur) {
 				f.Set(&r.Scope, v)

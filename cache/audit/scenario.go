@@ -238,7 +238,7 @@ func (l *ScenarioLine) checkAction(bad func(field, format string, args ...any) e
 		return bad("user", "not allowed on an invalidate or release line")
 	}
 	for _, f := range model.ScopeColumns() {
-		if f.Name != cache.FieldTenant && f.Name != cache.FieldPermission && f.Get(&l.Scope) != "" {
+		if f.Name != cache.FieldTenant && f.Name != cache.FieldPermission && f.Get(l.Scope) != "" {
 			return bad(f.Name, "not allowed on an invalidate or release line")
 		}
 	}
