@@ -153,3 +153,13 @@ func (s Scope) Missing() string {
 	}
 	return ""
 }
+
+// Values is every field of s by name, empty ones included: the scope as an
+// outside service reads it, each field always present.
+func (s Scope) Values() map[string]string {
+	out := make(map[string]string, len(scopeFields))
+	for _, f := range scopeFields {
+		out[f.Name] = f.Get(s)
+	}
+	return out
+}

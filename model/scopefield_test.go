@@ -235,3 +235,14 @@ func TestScopeDiffDoesNotAllocate(t *testing.T) {
 		t.Errorf("Equal and LeakKind: %v allocations; want 0", n)
 	}
 }
+
+// Values names every field, an empty one too: an outside service reads
+// the scope without guessing which fields were left out.
+func TestScopeValues(t *testing.T) {
+	t.Parallel()
+	got := model.Scope{Tenant: "acme"}.Values()
+	want := map[string]string{"tenant": "acme", "permission": "", "lang": "", "doc_version": ""}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Values() = %v; want %v", got, want)
+	}
+}
