@@ -57,9 +57,11 @@ const (
 	PresetFull = "full" // every field: the scoped key crab recommends
 )
 
-// KeyVersion is the first byte of every key encoding. Changing the encoding
-// (a field added, a normalisation changed) bumps it, so entries written under
-// the old format can never be served under the new one.
+// KeyVersion is the first byte of every key encoding. Changing how a field's
+// value is encoded (a normalisation changed) bumps it, so entries written
+// under the old format can never be served under the new one. A field added
+// needs no bump: every field is named in the encoding, so a key that holds
+// the new field never equals one written without it.
 const KeyVersion = 2
 
 // Errors returned when key fields are configured wrongly.
