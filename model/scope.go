@@ -11,11 +11,12 @@ import (
 //
 // Scope is embedded wherever a scope travels (a request, a record, an audit
 // scenario line, an API key's identity, a Parquet row), so its tags name
-// the field in every format crab writes: records.jsonl (the language and
-// document version left out when empty), keys files, Parquet columns. Each
-// field has one row in the table of scope fields (ScopeFields), from which
-// the cache key, the leak kinds and the checks that require a scope are
-// derived; a test holds the two in step.
+// the field in every format crab writes: records.jsonl (every field but
+// the tenant left out when empty), keys files, Parquet columns. Each field
+// has one row in the table of scope fields (ScopeFields), from which the
+// cache key, the leak kinds and counts, the audit's keys and probes and the
+// checks that require a whole scope are derived; a test holds the struct
+// and the table in step.
 type Scope struct {
 	Tenant     string `json:"tenant" yaml:"tenant" parquet:"tenant,dict,optional"`
 	Permission string `json:"permission,omitempty" yaml:"permission" parquet:"permission,dict,optional"`

@@ -184,8 +184,15 @@ func TestAddingAScopeField(t *testing.T) {
 		t.Errorf("Stats().Leaks = %s; want one cross_region, in its place", raw)
 	}
 
-	// The audit's probes differ in the new dimension too, and its tables
-	// have a column for it.
+	// The audit's ladder of keys has a rung for the field, its probes
+	// differ in it too, and its tables have a column for it.
+	var rungs []string
+	for _, c := range audit.StandardConfigs() {
+		rungs = append(rungs, c.Name)
+	}
+	if want := []string{"text", "+tenant", "+permission", "+doc_version", "+region", "+lang", "+conversation"}; !slices.Equal(rungs[:len(want)], want) {
+		t.Errorf("audit configurations %v; want them to start %v", rungs, want)
+	}
 	probes, err := audit.GenerateProbes(audit.ProbeOptions{N: 256, Seed: 7, Pairs: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -211,8 +218,8 @@ func TestAddingAScopeField(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text.String(), "cross_region") {
-		t.Errorf("audit table has no cross_region column:\n%s", text.String())
+	if !strings.Contains(text.String(), "  cross_region  ") || !strings.Contains(text.String(), "+doc_version → +region → +lang") {
+		t.Errorf("audit table has no cross_region column or +region rung:\n%s", text.String())
 	}
 
 	// A row without a field of Scope is caught, naming the edit left.

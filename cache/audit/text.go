@@ -11,6 +11,20 @@ import (
 	"github.com/crab-testbed/crab/cache"
 )
 
+// ladder is the chain of standard configurations, each adding to the one
+// before, as StandardConfigs lists them: "text → +tenant → … →
+// +conversation → full".
+func ladder() string {
+	var names []string
+	for _, c := range StandardConfigs() {
+		names = append(names, c.Name)
+		if c.Name == AuditFull {
+			break
+		}
+	}
+	return strings.Join(names, " → ")
+}
+
 // leakCells are l's counts, one cell per leak kind in the order of
 // cache.LeakKinds.
 func leakCells(l cache.LeakCounts) []string {
@@ -42,7 +56,7 @@ func (r *Report) WriteText(w io.Writer) error {
 				msp(c.HitP50Ms), msp(c.HitP95Ms), msp(c.MissP50Ms), msp(c.MissP95Ms), c.Verdict})...)
 	}
 	t.write(&b)
-	b.WriteString("hit_cost: hit rate lost against the row it adds to (text → +tenant → +permission → +doc_version → +lang → +conversation → full; full-nocheck and text-checked against full and text; audited against text)\n")
+	fmt.Fprintf(&b, "hit_cost: hit rate lost against the row it adds to (%s; full-nocheck and text-checked against full and text; audited against text)\n", ladder())
 	b.WriteString("cross_tenant … history: hits served an answer built for another scope, system prompt or conversation history; other_req: hits built for another model, mode, max tokens, sampling or contract; refused: hits check-on-hit turned into misses\n")
 
 	if r.Probes > 0 {
