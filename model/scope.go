@@ -58,8 +58,13 @@ func (f *ScopeField) Same(a, b string) bool {
 
 // scopeFields is the table of scope fields, in precedence order: the
 // order of the fields in the cache key encoding, and the order a hit
-// across several of them is labelled in (the first that differs). A new
-// scope field is a field of Scope and a row here.
+// across several of them is labelled in (the first that differs).
+//
+// A new scope field is a field of Scope (its name in the json, yaml and
+// parquet tags) and a row here; `go generate ./eval/records` then rewrites
+// the records codec (a test fails until it has), and eval.Task, which keeps
+// its scope's fields as its own for the order of a tasks file's keys, gets
+// the field and a line in Task.Scope.
 var scopeFields = []ScopeField{
 	{Name: "tenant", Leak: "cross_tenant", // built for another tenant
 		Get: func(s Scope) string { return s.Tenant }, Set: func(s *Scope, v string) { s.Tenant = v }},
