@@ -247,10 +247,11 @@ func New(cfg Config, store Store) (*Cache, error) {
 		return nil, err
 	}
 	c := &Cache{spec: spec, ttl: cfg.TTL, check: cfg.CheckOnHit, noWait: cfg.NoWait, now: cfg.Now, hash: cfg.Hash, store: store,
-		tags: tags, validate: cfg.Validate, keyTenant: spec.Has(FieldTenant), keyPermission: spec.Has(FieldPermission)}
+		tags: tags, validate: cfg.Validate}
 	if cfg.Contract == "" {
 		c.recheck = cfg.Validate
 	}
+	c.keyTenant, c.keyPermission = spec.Has(FieldTenant), spec.Has(FieldPermission)
 	if g, ok := store.(Generations); ok {
 		c.gens = g
 		c.getGen, _ = store.(GenerationGetter)
