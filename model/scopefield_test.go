@@ -177,6 +177,7 @@ func TestAddingAScopeField(t *testing.T) {
 		if req == gb && (resp.Trace.Cache != model.CacheHit || resp.Trace.Leak != "cross_region") {
 			t.Errorf("en-GB after en-US: cache %q, leak %q; want a hit labelled cross_region", resp.Trace.Cache, resp.Trace.Leak)
 		}
+		store.Wait() // the entry visible to the next request
 	}
 	leaks := c.Stats().Leaks
 	raw, _ := json.Marshal(leaks)
