@@ -15,8 +15,11 @@ import (
 	"github.com/crab-testbed/crab/model"
 )
 
-// Leak kinds, written into Trace.Leak on a hit served for
-// another scope. One label per hit, the first that applies in this order.
+// Leak kinds, written into Trace.Leak on a hit served for another scope
+// or conversation. One label per hit, the first that applies in the order
+// of LeakKinds. The kinds of the scope are those of the table of scope
+// fields (model.ScopeFields); the constants name them for code that means
+// one of them.
 const (
 	LeakCrossTenant  = "cross_tenant"  // built for another tenant
 	LeakPermission   = "permission"    // built for another permission (role)
@@ -26,9 +29,20 @@ const (
 	LeakHistory      = "history"       // built after another conversation history (the same last message)
 )
 
-// LeakKinds lists every leak kind in the order a hit is labelled.
+// LeakKinds lists every leak kind in the order a hit is labelled: the
+// scope's, from the table of scope fields, then the conversation's.
 func LeakKinds() []string {
-	return []string{LeakCrossTenant, LeakPermission, LeakStale, LeakLanguage, LeakSystemPrompt, LeakHistory}
+	return append(ScopeLeakKinds(), LeakSystemPrompt, LeakHistory)
+}
+
+// ScopeLeakKinds lists the leak kinds of the scope, one per row of the
+// table of scope fields, in the order a hit is labelled.
+func ScopeLeakKinds() []string {
+	var out []string
+	for _, f := range model.ScopeFields() {
+		out = append(out, f.Leak)
+	}
+	return out
 }
 
 // Conversation is the provenance of an answer beyond its scope: digests
@@ -81,19 +95,12 @@ func RequestLeakKind(scope model.Scope, conv Conversation, req *model.Request) s
 }
 
 // LeakKind says how an answer built for stored differs from what a request
-// with scope req may receive: "" when the scopes are the same (languages
-// compared after NormalizeLang), otherwise the first of cross_tenant,
-// permission, stale, language that applies.
+// with scope req may receive: "" when the scopes are the same (see
+// model.Scope.Equal), otherwise the leak kind of the first field of the
+// table of scope fields that differs.
 func LeakKind(stored, req model.Scope) string {
-	switch {
-	case stored.Tenant != req.Tenant:
-		return LeakCrossTenant
-	case stored.Permission != req.Permission:
-		return LeakPermission
-	case stored.DocVersion != req.DocVersion:
-		return LeakStale
-	case !langEqual(stored.Lang, req.Lang):
-		return LeakLanguage
+	if f := stored.Diff(req); f != nil {
+		return f.Leak
 	}
 	return ""
 }
@@ -204,6 +211,9 @@ type Cache struct {
 	// not bind the contract, else nil.
 	recheck func(content, finishReason string) bool
 	st      counters
+	// keyTenant and keyPermission say whether spec holds the tenant and
+	// the permission (see bypass).
+	keyTenant, keyPermission bool
 }
 
 // GenerationGetter is the fast path of a store that keeps Generations: it
@@ -242,6 +252,7 @@ func New(cfg Config, store Store) (*Cache, error) {
 	if cfg.Contract == "" {
 		c.recheck = cfg.Validate
 	}
+	c.keyTenant, c.keyPermission = spec.Has(FieldTenant), spec.Has(FieldPermission)
 	if g, ok := store.(Generations); ok {
 		c.gens = g
 		c.getGen, _ = store.(GenerationGetter)
@@ -444,13 +455,9 @@ func (c *Cache) bypass(req *model.Request) bool {
 	if strings.TrimSpace(req.Text) == "" {
 		return true
 	}
-	if c.spec.has(fTenant) && req.Scope.Tenant == "" {
-		return true
-	}
-	if c.spec.has(fPermission) && req.Scope.Permission == "" {
-		return true
-	}
-	return false
+	// Invalidation counts answers by tenant and permission: a key that
+	// holds them cannot vouch for an answer to a request without them.
+	return (c.keyTenant && req.Scope.Tenant == "") || (c.keyPermission && req.Scope.Permission == "")
 }
 
 // Served builds the response of a hit from a stored one, as every cache

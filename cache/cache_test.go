@@ -737,7 +737,7 @@ func TestParallel(t *testing.T) {
 			if tc.check && (wrong.Load() != 0 || st.Leaks.Total() != 0) {
 				t.Fatalf("checked key served %d wrong answers, leaks %+v; want none", wrong.Load(), st.Leaks)
 			}
-			if !tc.check && st.Leaks.CrossTenant == 0 {
+			if !tc.check && st.Leaks.Get(LeakCrossTenant) == 0 {
 				t.Fatalf("naive key leaks = %+v; want cross-tenant leaks", st.Leaks)
 			}
 			if !tc.check && uint64(wrong.Load()) != st.Leaks.Total() {

@@ -78,15 +78,21 @@ func appendEntryBody(b []byte, e *Entry) []byte {
 	return b
 }
 
+// scopeLen is the length of s's fields.
 func scopeLen(s model.Scope) int {
-	return len(s.Tenant) + len(s.Permission) + len(s.Lang) + len(s.DocVersion)
+	n := 0
+	for _, f := range model.ScopeColumns() {
+		n += len(f.Get(s))
+	}
+	return n
 }
 
+// appendScope writes s's fields in column order (see model.ScopeColumns).
 func appendScope(b []byte, s model.Scope) []byte {
-	b = appendBytes(b, s.Tenant)
-	b = appendBytes(b, s.Permission)
-	b = appendBytes(b, s.Lang)
-	return appendBytes(b, s.DocVersion)
+	for _, f := range model.ScopeColumns() {
+		b = appendBytes(b, f.Get(s))
+	}
+	return b
 }
 
 // decodeEntry reads what encodeEntry wrote. Any truncation, excess or
@@ -101,7 +107,7 @@ func decodeEntry(b []byte) (*Entry, error) {
 	}
 	e := &Entry{}
 	e.Key = []byte(d.str())
-	e.Scope = d.scope()
+	d.scope(&e.Scope)
 	e.Stored = time.Unix(0, d.varint())
 	e.Gen.Tenant = d.uvarint()
 	e.Gen.Permission = d.uvarint()
@@ -116,7 +122,7 @@ func decodeEntry(b []byte) (*Entry, error) {
 		r.Usage.TokensIn = int(d.varint())
 		r.Usage.TokensOut = int(d.varint())
 		r.Usage.Cost = math.Float64frombits(d.u64())
-		r.Scope = d.scope()
+		d.scope(&r.Scope)
 		r.Trace.Validated = flags&flagValidated != 0
 		r.Trace.ContractOK = flags&flagContractOK != 0
 		nv := d.uvarint()
@@ -214,6 +220,9 @@ func (d *decoder) str() string {
 	return s
 }
 
-func (d *decoder) scope() model.Scope {
-	return model.Scope{Tenant: d.str(), Permission: d.str(), Lang: d.str(), DocVersion: d.str()}
+// scope reads into s what appendScope wrote.
+func (d *decoder) scope(s *model.Scope) {
+	for _, f := range model.ScopeColumns() {
+		f.Set(s, d.str())
+	}
 }

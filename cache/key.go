@@ -33,7 +33,9 @@ import (
 )
 
 // Key field names, as written in experiment files and in `crab audit --key`.
-// They appear in the key encoding in this (canonical) order.
+// They appear in the key encoding in this (canonical) order: first the
+// fields of the request's scope, as the table of scope fields
+// (model.ScopeFields) lists them, then the fields of the request itself.
 const (
 	FieldTenant     = "tenant"      // Scope.Tenant: the caller's tenant, from its identity
 	FieldPermission = "permission"  // Scope.Permission: the caller's role (viewer, agent, admin)
@@ -55,9 +57,11 @@ const (
 	PresetFull = "full" // every field: the scoped key crab recommends
 )
 
-// KeyVersion is the first byte of every key encoding. Changing the encoding
-// (a field added, a normalisation changed) bumps it, so entries written under
-// the old format can never be served under the new one.
+// KeyVersion is the first byte of every key encoding. Changing how a field's
+// value is encoded (a normalisation changed) bumps it, so entries written
+// under the old format can never be served under the new one. A field added
+// needs no bump: every field is named in the encoding, so a key that holds
+// the new field never equals one written without it.
 const KeyVersion = 2
 
 // Errors returned when key fields are configured wrongly.
@@ -67,14 +71,14 @@ var (
 	ErrNoFields     = errors.New("cache: no key fields")
 )
 
-type fieldID uint8
+// reqField is a key field of the request beyond its scope. A key field's
+// bit in a KeySpec is its position in the canonical order: the scope
+// fields' positions in model.ScopeFields, then len(model.ScopeFields()) +
+// its reqField.
+type reqField uint8
 
 const (
-	fTenant fieldID = iota
-	fPermission
-	fDocVersion
-	fLang
-	fModel
+	fModel reqField = iota
 	fMode
 	fMaxTokens
 	fSampling
@@ -82,45 +86,35 @@ const (
 	fSystem
 	fHistory
 	fText
-	numFields
+	numReqFields
 )
 
-const allFieldsMask = uint16(1)<<numFields - 1
-
-func (f fieldID) name() string {
-	switch f {
-	case fTenant:
-		return FieldTenant
-	case fPermission:
-		return FieldPermission
-	case fDocVersion:
-		return FieldDocVersion
-	case fLang:
-		return FieldLang
-	case fModel:
-		return FieldModel
-	case fMode:
-		return FieldMode
-	case fMaxTokens:
-		return FieldMaxTokens
-	case fSampling:
-		return FieldSampling
-	case fContract:
-		return FieldContract
-	case fSystem:
-		return FieldSystem
-	case fHistory:
-		return FieldHistory
-	case fText:
-		return FieldText
-	}
-	return ""
+var reqFieldNames = [numReqFields]string{
+	FieldModel, FieldMode, FieldMaxTokens, FieldSampling, FieldContract, FieldSystem, FieldHistory, FieldText,
 }
 
-func lookupField(name string) (fieldID, bool) {
-	for f := fieldID(0); f < numFields; f++ {
-		if f.name() == name {
-			return f, true
+// numFields is the number of key fields.
+func numFields() int { return len(model.ScopeFields()) + int(numReqFields) }
+
+// allFieldsMask has the bit of every key field set.
+func allFieldsMask() uint32 { return 1<<numFields() - 1 }
+
+// reqBit is the bit of a request field.
+func reqBit(f reqField) uint32 { return 1 << (len(model.ScopeFields()) + int(f)) }
+
+// fieldName is the name of the key field at position i.
+func fieldName(i int) string {
+	if sc := model.ScopeFields(); i < len(sc) {
+		return sc[i].Name
+	}
+	return reqFieldNames[i-len(model.ScopeFields())]
+}
+
+// fieldBit is the bit of the named key field; false for an unknown name.
+func fieldBit(name string) (uint32, bool) {
+	for i := range numFields() {
+		if fieldName(i) == name {
+			return 1 << i, true
 		}
 	}
 	return 0, false
@@ -128,7 +122,7 @@ func lookupField(name string) (fieldID, bool) {
 
 // AllFields lists every key field in canonical order (the full preset).
 func AllFields() []string {
-	return KeySpec{mask: allFieldsMask}.Fields()
+	return KeySpec{mask: allFieldsMask()}.Fields()
 }
 
 // ParseFields turns a comma list of field names and presets (e.g. "text",
@@ -152,7 +146,7 @@ func ParseFields(s string) ([]string, error) {
 // and to use from many goroutines. The zero KeySpec has no fields and encodes
 // only the version byte; build one with NewKeySpec.
 type KeySpec struct {
-	mask uint16
+	mask uint32
 }
 
 // NewKeySpec validates field names (presets allowed, duplicates ignored,
@@ -161,47 +155,45 @@ func NewKeySpec(fields []string) (KeySpec, error) {
 	if len(fields) == 0 {
 		return KeySpec{}, ErrNoFields
 	}
-	var mask uint16
+	var mask uint32
 	for _, item := range fields {
 		name := strings.ToLower(strings.TrimSpace(item))
 		if name == PresetFull {
-			mask |= allFieldsMask
+			mask |= allFieldsMask()
 			continue
 		}
-		f, ok := lookupField(name)
+		bit, ok := fieldBit(name)
 		if !ok {
 			return KeySpec{}, fmt.Errorf("%w %q (known: %s; presets: %s, %s)",
 				ErrUnknownField, item, strings.Join(AllFields(), ", "), PresetText, PresetFull)
 		}
-		mask |= 1 << f
+		mask |= bit
 	}
-	if mask&(1<<fText) == 0 {
+	if mask&reqBit(fText) == 0 {
 		return KeySpec{}, fmt.Errorf("%w: got %s", ErrNoText, KeySpec{mask: mask})
 	}
 	return KeySpec{mask: mask}, nil
 }
 
-func (k KeySpec) has(f fieldID) bool { return k.mask&(1<<f) != 0 }
-
 // Has reports whether the key includes the named field.
 func (k KeySpec) Has(field string) bool {
-	f, ok := lookupField(field)
-	return ok && k.has(f)
+	bit, ok := fieldBit(field)
+	return ok && k.mask&bit != 0
 }
 
 // Fields lists the spec's fields in canonical order.
 func (k KeySpec) Fields() []string {
 	var out []string
-	for f := fieldID(0); f < numFields; f++ {
-		if k.has(f) {
-			out = append(out, f.name())
+	for i := range numFields() {
+		if k.mask&(1<<i) != 0 {
+			out = append(out, fieldName(i))
 		}
 	}
 	return out
 }
 
 // Full reports whether the key holds every field (the full preset).
-func (k KeySpec) Full() bool { return k.mask == allFieldsMask }
+func (k KeySpec) Full() bool { return k.mask == allFieldsMask() }
 
 // String is the canonical comma list, e.g. "tenant,permission,text"; it is
 // what a manifest or an audit table should print as the key.
@@ -220,33 +212,41 @@ func (k KeySpec) Encode(req *model.Request) []byte {
 // ("a","bc") never meet, and naming each field makes two different field
 // sets never meet either.
 //
-// Values: tenant, permission, doc_version, model, mode and contract exactly as
-// given; lang per NormalizeLang; text and system per NormalizeText;
-// history as its number of turns, then each turn's role and normalised
-// text; max_tokens in decimal; sampling as the shortest decimal that round-trips
-// the temperature (-0 written as 0). Tenant and permission are read from
-// req.Scope, which the caller's identity sets, never from the text.
+// Values: the scope's fields as the table of scope fields says (folded
+// when the row has a Fold: the language per NormalizeLang; otherwise
+// exactly as given); model, mode and contract exactly as given; text and
+// system per NormalizeText; history as its number of turns, then each
+// turn's role and normalised text; max_tokens in decimal; sampling as the
+// shortest decimal that round-trips the temperature (-0 written as 0).
+// Tenant and permission are read from req.Scope, which the caller's
+// identity sets, never from the text.
 //
 // Not in any key: Request.User (answers are shared inside a tenant and
 // permission), TaskID, Seed and Attempt (they label a run, not a question).
 func (k KeySpec) AppendEncode(dst []byte, req *model.Request) []byte {
 	dst = append(dst, KeyVersion)
-	for f := fieldID(0); f < numFields; f++ {
-		if !k.has(f) {
+	scope := model.ScopeFields()
+	mask := k.mask
+	for i := range scope {
+		if mask&(1<<i) == 0 {
 			continue
 		}
-		dst = appendBytes(dst, f.name())
+		f := &scope[i]
+		dst = appendBytes(dst, f.Name)
+		v := f.Get(req.Scope)
+		if f.Fold == nil {
+			dst = appendBytes(dst, v)
+			continue
+		}
+		dst = appendFolded(dst, f.Fold, v)
+	}
+	mask >>= len(scope)
+	for f := reqField(0); f < numReqFields; f++ {
+		if mask&(1<<f) == 0 {
+			continue
+		}
+		dst = appendBytes(dst, reqFieldNames[f])
 		switch f {
-		case fTenant:
-			dst = appendBytes(dst, req.Scope.Tenant)
-		case fPermission:
-			dst = appendBytes(dst, req.Scope.Permission)
-		case fDocVersion:
-			dst = appendBytes(dst, req.Scope.DocVersion)
-		case fLang:
-			l := strings.TrimSpace(req.Scope.Lang)
-			dst = binary.AppendUvarint(dst, uint64(len(l)))
-			dst = model.AppendLang(dst, l)
 		case fModel:
 			dst = appendBytes(dst, req.Model)
 		case fMode:
@@ -289,12 +289,15 @@ func appendBytes[T string | []byte](dst []byte, s T) []byte {
 	return append(dst, s...)
 }
 
-// appendNormalized appends the normalised text with its length prefix. The
-// normalised length is only known afterwards, so the text is appended first
-// and moved right by the size of its prefix.
-func appendNormalized(dst []byte, s string) []byte {
+// appendNormalized appends the normalised text with its length prefix.
+func appendNormalized(dst []byte, s string) []byte { return appendFolded(dst, appendText, s) }
+
+// appendFolded appends fold(s) with its length prefix. The folded length is
+// only known afterwards, so the value is appended first and moved right by
+// the size of its prefix.
+func appendFolded(dst []byte, fold func([]byte, string) []byte, s string) []byte {
 	mark := len(dst)
-	dst = appendText(dst, s)
+	dst = fold(dst, s)
 	n := len(dst) - mark
 	var tmp [binary.MaxVarintLen64]byte
 	w := binary.PutUvarint(tmp[:], uint64(n))
@@ -381,6 +384,3 @@ func asciiSpace(c byte) bool { return c == ' ' || ('\t' <= c && c <= '\r') }
 // detection: model.NormalizeLang, the one rule of scopes ("en-US", "en_us"
 // and " EN-us " are one language; "en" and "en-US" are two).
 func NormalizeLang(s string) string { return model.NormalizeLang(s) }
-
-// langEqual compares two languages after NormalizeLang without allocating.
-func langEqual(a, b string) bool { return model.LangEqual(a, b) }

@@ -1,6 +1,13 @@
 package cache
 
-import "sync/atomic"
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/crab-testbed/crab/model"
+)
 
 // Stats are the cache layer's counters, a plain struct for the run manifest
 // and the audit. Hits+Misses+Bypasses is the number of requests seen.
@@ -44,50 +51,91 @@ type Stats struct {
 	Untrusted UntrustedCounts `json:"untrusted"`
 }
 
-// LeakCounts counts hits by leak kind.
+// maxLeakKinds bounds the number of leak kinds LeakCounts can count: the
+// table of scope fields and the two of the conversation.
+const maxLeakKinds = 16
+
+// LeakCounts counts hits by leak kind (LeakKinds). Its JSON form is an
+// object with one member per kind, in the order of LeakKinds, zeros
+// included.
 type LeakCounts struct {
-	CrossTenant  uint64 `json:"cross_tenant"`
-	Permission   uint64 `json:"permission"`
-	Stale        uint64 `json:"stale"`
-	Language     uint64 `json:"language"`
-	SystemPrompt uint64 `json:"system_prompt"`
-	History      uint64 `json:"history"`
+	n [maxLeakKinds]uint64 // by position in LeakKinds
+}
+
+// leakIndex is kind's position in LeakKinds, or -1 for "" or an unknown
+// kind. It does not allocate.
+func leakIndex(kind string) int {
+	if kind == "" {
+		return -1
+	}
+	scope := model.ScopeFields()
+	for i := range scope {
+		if scope[i].Leak == kind {
+			return i
+		}
+	}
+	switch kind {
+	case LeakSystemPrompt:
+		return len(scope)
+	case LeakHistory:
+		return len(scope) + 1
+	}
+	return -1
 }
 
 // Total is the sum over all kinds.
 func (l LeakCounts) Total() uint64 {
-	return l.CrossTenant + l.Permission + l.Stale + l.Language + l.SystemPrompt + l.History
+	var n uint64
+	for _, v := range l.n {
+		n += v
+	}
+	return n
 }
 
 // Get returns the count of one kind (0 for an unknown one).
 func (l LeakCounts) Get(kind string) uint64 {
-	if p := l.field(kind); p != nil {
-		return *p
+	if i := leakIndex(kind); i >= 0 {
+		return l.n[i]
 	}
 	return 0
 }
 
 // Add counts one hit of kind; "" or an unknown kind counts nothing.
-func (l *LeakCounts) Add(kind string) {
-	if p := l.field(kind); p != nil {
-		*p++
+func (l *LeakCounts) Add(kind string) { l.AddN(kind, 1) }
+
+// AddN counts n hits of kind; "" or an unknown kind counts nothing.
+func (l *LeakCounts) AddN(kind string, n uint64) {
+	if i := leakIndex(kind); i >= 0 {
+		l.n[i] += n
 	}
 }
 
-func (l *LeakCounts) field(kind string) *uint64 {
-	switch kind {
-	case LeakCrossTenant:
-		return &l.CrossTenant
-	case LeakPermission:
-		return &l.Permission
-	case LeakStale:
-		return &l.Stale
-	case LeakLanguage:
-		return &l.Language
-	case LeakSystemPrompt:
-		return &l.SystemPrompt
-	case LeakHistory:
-		return &l.History
+// MarshalJSON writes every kind's count, in the order of LeakKinds.
+func (l LeakCounts) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, kind := range LeakKinds() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, kind)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, l.n[i], 10)
+	}
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; an unknown kind is an error.
+func (l *LeakCounts) UnmarshalJSON(data []byte) error {
+	var m map[string]uint64
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	*l = LeakCounts{}
+	for kind, n := range m {
+		if leakIndex(kind) < 0 {
+			return fmt.Errorf("cache: unknown leak kind %q", kind)
+		}
+		l.AddN(kind, n)
 	}
 	return nil
 }
@@ -125,34 +173,21 @@ type counters struct {
 	untrusted                       untrustedCounters
 }
 
+// leakCounters counts hits by leak kind, by position in LeakKinds.
 type leakCounters struct {
-	crossTenant, permission, stale, language, system, history atomic.Uint64
+	n [maxLeakKinds]atomic.Uint64
 }
 
 func (l *leakCounters) add(kind string) {
-	switch kind {
-	case LeakCrossTenant:
-		l.crossTenant.Add(1)
-	case LeakPermission:
-		l.permission.Add(1)
-	case LeakStale:
-		l.stale.Add(1)
-	case LeakLanguage:
-		l.language.Add(1)
-	case LeakSystemPrompt:
-		l.system.Add(1)
-	case LeakHistory:
-		l.history.Add(1)
+	if i := leakIndex(kind); i >= 0 {
+		l.n[i].Add(1)
 	}
 }
 
 func (l *leakCounters) load() LeakCounts {
-	return LeakCounts{
-		CrossTenant:  l.crossTenant.Load(),
-		Permission:   l.permission.Load(),
-		Stale:        l.stale.Load(),
-		Language:     l.language.Load(),
-		SystemPrompt: l.system.Load(),
-		History:      l.history.Load(),
+	var out LeakCounts
+	for i := range l.n {
+		out.n[i] = l.n[i].Load()
 	}
+	return out
 }

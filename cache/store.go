@@ -51,7 +51,7 @@ type Entry struct {
 
 // cost is the entry's approximate size in bytes, the unit of MaxCost.
 func (e *Entry) cost() int64 {
-	n := 256 + len(e.Key) + len(e.Scope.Tenant) + len(e.Scope.Permission) + len(e.Scope.Lang) + len(e.Scope.DocVersion)
+	n := 256 + len(e.Key) + scopeLen(e.Scope)
 	if r := e.Response; r != nil {
 		n += len(r.Content) + len(r.Model) + len(r.FinishReason)
 		for _, v := range r.Trace.Violations {

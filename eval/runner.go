@@ -386,8 +386,7 @@ func (r *Runner) baseRecord(spec stack.ArmSpec, t *Task, rep, seq int) records.R
 	rec := records.Record{
 		RunID: r.RunID, Arm: spec.Name, Repeat: rep, Seq: seq, Warmup: seq < r.Exp.Warmup,
 		Shard:  r.Shard.String(),
-		TaskID: t.ID, Group: t.Group, Difficulty: t.Difficulty, Tenant: t.Tenant,
-		Permission: t.Permission, Lang: t.Lang, DocVersion: t.DocVersion, Contract: r.ContractHash,
+		TaskID: t.ID, Group: t.Group, Difficulty: t.Difficulty, Scope: t.Scope(), Contract: r.ContractHash,
 	}
 	return rec
 }

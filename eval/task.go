@@ -50,7 +50,10 @@ type Task struct {
 	plan *grade.Plan // what answers are graded against; nil: the default rule, unchecked
 }
 
-// Scope is the scope a request for this task runs under.
+// Scope is the scope a request for this task runs under. A task keeps its
+// scope's fields as fields of its own (not model.Scope embedded) so that a
+// tasks file keeps its order of keys: tenant, user, permission, lang,
+// doc_version.
 func (t *Task) Scope() model.Scope {
 	return model.Scope{Tenant: t.Tenant, Permission: t.Permission, Lang: t.Lang, DocVersion: t.DocVersion}
 }
@@ -72,12 +75,13 @@ func ReadTasks(r io.Reader, name string) ([]Task, error) {
 		if field, msg := t.conversation(); field != "" {
 			return nil, &records.InputError{File: name, Line: line, Field: field, Msg: msg}
 		}
-		for _, f := range []struct{ name, v string }{
-			{"id", t.ID}, {"text", t.Text}, {"tenant", t.Tenant}, {"permission", t.Permission}, {"lang", t.Lang}, {"doc_version", t.DocVersion},
-		} {
+		for _, f := range []struct{ name, v string }{{"id", t.ID}, {"text", t.Text}} {
 			if strings.TrimSpace(f.v) == "" {
 				return nil, &records.InputError{File: name, Line: line, Field: f.name, Msg: "required and empty"}
 			}
+		}
+		if field := t.Scope().Missing(); field != "" {
+			return nil, &records.InputError{File: name, Line: line, Field: field, Msg: "required and empty"}
 		}
 		if prev, dup := seen[t.ID]; dup {
 			return nil, &records.InputError{File: name, Line: line, Field: "id", Msg: fmt.Sprintf("duplicate id %q (first on line %d)", t.ID, prev)}

@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/model"
 )
 
 // sample is a few requests covering every kind of field: a hit that leaked,
@@ -23,25 +24,25 @@ func sample() []records.Record {
 	at := func(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Millisecond))) }
 	return []records.Record{
 		{RunID: "r1", Arm: "baseline", Repeat: 0, Seq: 1, TaskID: "t1", Group: "short", Difficulty: "easy",
-			Tenant: "acme", Permission: "agent", Lang: "en", DocVersion: "v2",
+			Scope:      model.Scope{Tenant: "acme", Permission: "agent", Lang: "en", DocVersion: "v2"},
 			IntendedAt: t0, SentAt: at(0.5), FirstByteAt: at(20.25), DoneAt: at(235.5),
 			LagMs: 0.05, QueueMs: 0.45, ModelMs: 234.9, TTFTMs: 20.25, ValidateMs: 0.04, E2EMs: 235.5,
 			Outcome: records.OutcomeOK, Model: "large", Attempts: 1, TokensIn: 277, TokensOut: 284, Cost: 0.0035325,
 			Contract: "933e", ContractOK: true, Category: "billing", Expected: "billing", Correct: true, Pass: true,
 			GradeCost: 0.0001, GradeMs: 812.5, Output: `{"category":"billing"}`},
-		{RunID: "r1", Arm: "cache_naive", Repeat: 0, Seq: 2, TaskID: "t2", Group: "long", Tenant: "globex",
-			Permission: "viewer", Lang: "es", DocVersion: "v1", IntendedAt: at(1), SentAt: at(1.2), DoneAt: at(2.5),
+		{RunID: "r1", Arm: "cache_naive", Repeat: 0, Seq: 2, TaskID: "t2", Group: "long",
+			Scope: model.Scope{Tenant: "globex", Permission: "viewer", Lang: "es", DocVersion: "v1"}, IntendedAt: at(1), SentAt: at(1.2), DoneAt: at(2.5),
 			CacheMs: 0.3, E2EMs: 1.5, Outcome: records.OutcomeOK, Cache: "hit", Leak: "cross_tenant", ScopeMismatch: true,
 			Model: "large", Attempts: 0, ContractOK: true, Category: "bug", Expected: "billing", SlotWait: true,
 			Similarity: 0.93, CacheOrigin: "t7", FalseHit: true},
-		{RunID: "r1", Arm: "router", Repeat: 1, Seq: 3, TaskID: "t3", Group: "tool", Tenant: "acme",
+		{RunID: "r1", Arm: "router", Repeat: 1, Seq: 3, TaskID: "t3", Group: "tool", Scope: model.Scope{Tenant: "acme"},
 			IntendedAt: at(2), SentAt: at(2.1), DoneAt: at(400), RouteMs: 0.2, ModelMs: 390, E2EMs: 398,
 			Outcome: records.OutcomeContractFail, Error: "contract: required field missing", Model: "small",
 			RouteScore: 0.31, Routed: true, Misroute: records.MisrouteUnder, Escalated: true, Attempts: 2,
 			TokensIn: 500, TokensOut: 90, Cost: 0.0009, ShadowCost: 0.002, EscalationCost: 0.0004,
 			Contract: "933e", Violations: []string{"/evidence: missing", "/risk_flags: missing"},
 			GradeReason: "/category: want billing, got bug", Shard: "1/2"},
-		{RunID: "r1", Arm: "baseline", Repeat: 0, Seq: 0, Warmup: true, TaskID: "t9", Group: "short", Tenant: "acme",
+		{RunID: "r1", Arm: "baseline", Repeat: 0, Seq: 0, Warmup: true, TaskID: "t9", Group: "short", Scope: model.Scope{Tenant: "acme"},
 			IntendedAt: at(-5), SentAt: at(-5), DoneAt: at(-1), E2EMs: 4, Outcome: records.OutcomeTimeout,
 			Error: "timeout", Model: "large", Attempts: 1, Cost: 0.001},
 		{Arm: "candidate", TaskID: "t1", Repeat: 2, E2EMs: 100, TTFTMs: 10, Outcome: records.OutcomeOK,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/model"
 )
 
 // Row is one request as a Parquet row: the interchange CSV's fields
@@ -44,10 +45,9 @@ type Row struct {
 	TaskID     string  `parquet:"task_id,dict"`
 	Group      *string `parquet:"group,dict,optional"`
 	Difficulty *string `parquet:"difficulty,dict,optional"`
-	Tenant     *string `parquet:"tenant,dict,optional"`
-	Permission *string `parquet:"permission,dict,optional"`
-	Lang       *string `parquet:"lang,dict,optional"`
-	DocVersion *string `parquet:"doc_version,dict,optional"`
+	// Scope's fields are columns of their own, NULL when empty (see
+	// model.Scope's tags).
+	model.Scope
 
 	IntendedAt  *time.Time `parquet:"intended_at,timestamp(nanosecond),optional"`
 	SentAt      *time.Time `parquet:"sent_at,timestamp(nanosecond),optional"`
@@ -112,8 +112,7 @@ type Row struct {
 func RowOf(rec *records.Record) Row {
 	r := Row{
 		RunID: rec.RunID, Arm: rec.Arm, Repeat: int32(rec.Repeat), Seq: int64(rec.Seq), Warmup: rec.Warmup, Shard: strOrNil(rec.Shard),
-		TaskID: rec.TaskID, Group: strOrNil(rec.Group), Difficulty: strOrNil(rec.Difficulty), Tenant: strOrNil(rec.Tenant),
-		Permission: strOrNil(rec.Permission), Lang: strOrNil(rec.Lang), DocVersion: strOrNil(rec.DocVersion),
+		TaskID: rec.TaskID, Group: strOrNil(rec.Group), Difficulty: strOrNil(rec.Difficulty), Scope: rec.Scope,
 		IntendedAt: timeOrNil(rec.IntendedAt), SentAt: timeOrNil(rec.SentAt),
 		FirstByteAt: timeOrNil(rec.FirstByteAt), DoneAt: timeOrNil(rec.DoneAt),
 		SlotWait: rec.SlotWait,

@@ -32,30 +32,6 @@ const (
 	CacheBypass = "bypass"
 )
 
-// Scope is the identity an answer is built for. Two requests with different
-// scopes must never share an answer, whatever their text.
-type Scope struct {
-	Tenant     string `json:"tenant"`
-	Permission string `json:"permission"`
-	Lang       string `json:"lang"`
-	DocVersion string `json:"doc_version"`
-}
-
-// Equal reports whether s and o are the same scope: tenant, permission and
-// document version byte for byte, languages after NormalizeLang. It is the
-// one scope equality of crab: the cache's leak check, the runner's pass
-// rule and the audit all use it. It does not allocate.
-func (s Scope) Equal(o Scope) bool {
-	return s.Tenant == o.Tenant && s.Permission == o.Permission &&
-		s.DocVersion == o.DocVersion && LangEqual(s.Lang, o.Lang)
-}
-
-// Normalized returns s with its language normalised (NormalizeLang).
-func (s Scope) Normalized() Scope {
-	s.Lang = NormalizeLang(s.Lang)
-	return s
-}
-
 // PrimaryLang is the lower-case primary subtag of the scope's language:
 // "en-US", "en_us" and " EN " are all "en"; "zh-Hans-CN" is "zh". Scopes
 // with different regions share it, so it suits features (which language a

@@ -87,11 +87,12 @@ func (s *HTTPScorer) Stats() HTTPScorerStats {
 }
 
 type httpScoreRequest struct {
-	ID     string      `json:"id"`
-	Text   string      `json:"text"`
-	System string      `json:"system,omitempty"`
-	User   string      `json:"user,omitempty"`
-	Scope  model.Scope `json:"scope"`
+	ID     string `json:"id"`
+	Text   string `json:"text"`
+	System string `json:"system,omitempty"`
+	User   string `json:"user,omitempty"`
+	// Scope holds every field of the request's scope, empty ones too.
+	Scope map[string]string `json:"scope"`
 }
 
 // Score calls the service; see HTTPScorer.
@@ -106,7 +107,7 @@ func (s *HTTPScorer) Score(req *model.Request) Score {
 }
 
 func (s *HTTPScorer) call(req *model.Request) (float64, error) {
-	body, err := json.Marshal(httpScoreRequest{ID: req.TaskID, Text: req.Text, System: req.System, User: req.User, Scope: req.Scope})
+	body, err := json.Marshal(httpScoreRequest{ID: req.TaskID, Text: req.Text, System: req.System, User: req.User, Scope: req.Scope.Values()})
 	if err != nil {
 		return 0, err
 	}

@@ -83,7 +83,7 @@ func (s *Server) liveRecord(arm string, seq int, taskID string, sc model.Scope, 
 	info *stack.Info, resp *model.Response, err error) records.Record {
 	rec := records.Record{
 		RunID: s.runID, Arm: arm, Seq: seq, TaskID: taskID, Group: ServeGroup,
-		Tenant: sc.Tenant, Permission: sc.Permission, Lang: sc.Lang, DocVersion: sc.DocVersion,
+		Scope:      sc,
 		IntendedAt: start, SentAt: start, DoneAt: end, QueueMs: records.Ms(info.Queue), SlotWait: info.SlotWaits > 0,
 		Contract: s.contractHash,
 	}

@@ -13,17 +13,14 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/crab-testbed/crab/model"
 )
 
-// Identity is who an API key belongs to: the tenant and permission every
-// request made with it is scoped to, and optional defaults for the
-// language and document version.
-type Identity struct {
-	Tenant     string `yaml:"tenant"`
-	Permission string `yaml:"permission"`
-	Lang       string `yaml:"lang"`
-	DocVersion string `yaml:"doc_version"`
-}
+// Identity is who an API key belongs to: the scope every request made
+// with it runs under — its tenant and permission, and optional defaults
+// for the language and document version (a request may name others).
+type Identity = model.Scope
 
 // Keys maps API keys to identities. Keys are held only as SHA-256 hashes.
 //

@@ -195,8 +195,8 @@ var (
 	// upstreamStatusLabels are the upstream statuses counted by value.
 	upstreamStatusLabels = setOf("400", "401", "403", "404", "408", "409", "413", "422", "429",
 		"500", "502", "503", "504", "timeout", "network")
-	// leakKinds are the cache's leak kinds.
-	leakKinds = setOf(cache.LeakCrossTenant, cache.LeakPermission, cache.LeakLanguage, cache.LeakStale)
+	// leakKinds are the cache's leak kinds of a scope.
+	leakKinds = setOf(cache.ScopeLeakKinds()...)
 	// contractRules are the rules an answer can break: crab's own (the
 	// answer is not JSON, was cut, was refused) and the JSON Schema
 	// 2020-12 keywords a contract can use.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/model"
 )
 
 // fullDisk is a records file that refuses every write with ENOSPC while
@@ -67,7 +68,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // liveRec is a record as crab serve writes one.
 func liveRec(i int) records.Record {
 	return records.Record{RunID: "serve-test", Arm: "serve", Seq: i, TaskID: fmt.Sprint("t", i), Group: ServeGroup,
-		Tenant: "acme", Outcome: records.OutcomeOK, Unmeasured: []string{records.FigureQuality}}
+		Scope: model.Scope{Tenant: "acme"}, Outcome: records.OutcomeOK, Unmeasured: []string{records.FigureQuality}}
 }
 
 // TestRecordsDiskFull: while the disk refuses writes (ENOSPC), records

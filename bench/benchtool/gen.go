@@ -16,6 +16,7 @@ import (
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/eval/analysis"
 	recs "github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/model"
 )
 
 // gen writes synthetic records of one two-arm experiment split into shard
@@ -138,7 +139,7 @@ func (g *genRun) record(rep, seq, ai int) recs.Record {
 	lat := math.Exp(rng.NormFloat64()*0.6+5.5) * (1 - 0.3*float64(ai)) // ms, log-normal
 	r := recs.Record{RunID: "gen-" + strconv.Itoa(seq%g.shards), Arm: genArms[ai], Repeat: rep, Seq: seq,
 		Shard:  eval.Shard{Index: seq % g.shards, Count: g.shards}.String(),
-		TaskID: "t" + strconv.Itoa(seq), Group: genGroups[seq%3], Tenant: genTenants[seq%4], Permission: "agent", Lang: "en", DocVersion: "v1",
+		TaskID: "t" + strconv.Itoa(seq), Group: genGroups[seq%3], Scope: model.Scope{Tenant: genTenants[seq%4], Permission: "agent", Lang: "en", DocVersion: "v1"},
 		IntendedAt: at, SentAt: at.Add(50 * time.Microsecond), LagMs: 0.05, QueueMs: 0.01,
 		ModelMs: lat * 0.95, TTFTMs: lat * 0.4, ValidateMs: 0.1, E2EMs: lat,
 		Outcome: recs.OutcomeOK, Model: "large", Attempts: 1, TokensIn: 300 + seq%200, TokensOut: 150 + seq%100,

@@ -45,7 +45,8 @@ type Config struct {
 	Semantic *SemanticKey `json:"-"`
 }
 
-// Names of the standard audit configurations.
+// Names of the standard audit configurations. Each scope field has a rung
+// "+" + its name; the constants name those of today's fields.
 const (
 	AuditText       = "text"
 	AuditTenant     = "+tenant"
@@ -61,25 +62,29 @@ const (
 )
 
 // StandardConfigs are the configurations every audit shows side by side:
-// a ladder from the naive text key adding one scope field at a time
-// (tenant, permission, doc_version, lang, then system prompt and history
-// together) to the full key, each without
-// check on hit so that what the key alone would serve is counted; the full
-// key with and without the check; and the text key with the check, which
-// turns its leaks into refused hits. The hit_cost of each step is the hit
-// rate the added fields cost.
+// a ladder from the naive text key adding one scope field at a time, in
+// the order of the table of scope fields (+tenant, +permission,
+// +doc_version, +lang), then system prompt and history together, to the
+// full key, each without check on hit so that what the key alone would
+// serve is counted; the full key with and without the check; and the text
+// key with the check, which turns its leaks into refused hits. The
+// hit_cost of each step is the hit rate the added fields cost.
 func StandardConfigs() []Config {
-	return []Config{
-		{Name: AuditText, Fields: []string{cache.FieldText}},
-		{Name: AuditTenant, Fields: []string{cache.FieldTenant, cache.FieldText}, Base: AuditText},
-		{Name: AuditPermission, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldText}, Base: AuditTenant},
-		{Name: AuditDocVersion, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldDocVersion, cache.FieldText}, Base: AuditPermission},
-		{Name: AuditLang, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldDocVersion, cache.FieldLang, cache.FieldText}, Base: AuditDocVersion},
-		{Name: AuditConversation, Fields: []string{cache.FieldTenant, cache.FieldPermission, cache.FieldDocVersion, cache.FieldLang, cache.FieldSystem, cache.FieldHistory, cache.FieldText}, Base: AuditLang},
-		{Name: AuditFull, Fields: []string{cache.PresetFull}, CheckOnHit: true, Base: AuditConversation},
-		{Name: AuditFullNoCheck, Fields: []string{cache.PresetFull}, Base: AuditFull},
-		{Name: AuditTextChecked, Fields: []string{cache.FieldText}, CheckOnHit: true, Base: AuditText},
+	out := []Config{{Name: AuditText, Fields: []string{cache.FieldText}}}
+	var fields []string
+	base := AuditText
+	for _, f := range model.ScopeFields() {
+		fields = append(fields, f.Name)
+		name := "+" + f.Name
+		out = append(out, Config{Name: name, Fields: append(slices.Clone(fields), cache.FieldText), Base: base})
+		base = name
 	}
+	return append(out,
+		Config{Name: AuditConversation, Fields: append(fields, cache.FieldSystem, cache.FieldHistory, cache.FieldText), Base: base},
+		Config{Name: AuditFull, Fields: []string{cache.PresetFull}, CheckOnHit: true, Base: AuditConversation},
+		Config{Name: AuditFullNoCheck, Fields: []string{cache.PresetFull}, Base: AuditFull},
+		Config{Name: AuditTextChecked, Fields: []string{cache.FieldText}, CheckOnHit: true, Base: AuditText},
+	)
 }
 
 // Options configure Audit.

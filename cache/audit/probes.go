@@ -58,9 +58,25 @@ type ProbeOptions struct {
 	Pairs int
 }
 
-// probeDims are the dimensions a cross-scope probe may differ in, in the
-// order of the leak kinds.
-var probeDims = []string{cache.LeakCrossTenant, cache.LeakPermission, cache.LeakStale, cache.LeakLanguage, cache.LeakSystemPrompt, cache.LeakHistory}
+// probeDraws draw a value of a scope field for a probe, by field name; a
+// field with none here draws "<name>-<n>".
+var probeDraws = map[string]func(*rand.Rand) string{
+	cache.FieldTenant:     func(rng *rand.Rand) string { return fmt.Sprintf("tenant-%03d", rng.IntN(400)) },
+	cache.FieldPermission: func(rng *rand.Rand) string { return probePermissions[rng.IntN(len(probePermissions))] },
+	cache.FieldDocVersion: func(rng *rand.Rand) string { return fmt.Sprintf("v%d", 1+rng.IntN(9)) },
+	cache.FieldLang: func(rng *rand.Rand) string {
+		g := probeLangs[rng.IntN(len(probeLangs))]
+		return g[rng.IntN(len(g))]
+	},
+}
+
+// probeDraw draws a value of field f for a probe.
+func probeDraw(rng *rand.Rand, f *model.ScopeField) string {
+	if draw, ok := probeDraws[f.Name]; ok {
+		return draw(rng)
+	}
+	return fmt.Sprintf("%s-%d", f.Name, rng.IntN(50))
+}
 
 var (
 	probePermissions = []string{"viewer", "agent", "admin", "billing", "owner"}
@@ -110,6 +126,8 @@ func GenerateProbes(opts ProbeOptions) ([]Probe, error) {
 		texts = defaultProbeTexts
 	}
 	rng := rand.New(rand.NewPCG(uint64(opts.Seed), 0x9e0be5))
+	// The dimensions a cross-scope probe may differ in: the leak kinds.
+	probeDims := cache.LeakKinds()
 	total := opts.N + opts.Repeats
 	kinds := make([]bool, total) // true: a repeat
 	for i := opts.N; i < total; i++ {
@@ -174,6 +192,11 @@ func probeRequest(rng *rand.Rand, id string, texts []string) *model.Request {
 		Model: "large",
 		Mode:  model.ModeShort,
 	}
+	for _, f := range model.ScopeColumns() {
+		if f.Get(r.Scope) == "" { // a field with no draw above
+			f.Set(&r.Scope, probeDraw(rng, &f))
+		}
+	}
 	if rng.IntN(3) > 0 {
 		r.System = probeSystems[rng.IntN(len(probeSystems))]
 	}
@@ -191,22 +214,19 @@ func drawHistory(rng *rand.Rand) []model.Message {
 // changeDim makes r differ in one dimension, so that the leak kind of
 // serving the first request's answer to r would be kind.
 func changeDim(rng *rand.Rand, r *model.Request, kind string) {
-	switch kind {
-	case cache.LeakCrossTenant:
-		r.Scope.Tenant = otherOf(rng, r.Scope.Tenant, func() string { return fmt.Sprintf("tenant-%03d", rng.IntN(400)) })
-	case cache.LeakPermission:
-		r.Scope.Permission = otherOf(rng, r.Scope.Permission, func() string { return probePermissions[rng.IntN(len(probePermissions))] })
-	case cache.LeakStale:
-		r.Scope.DocVersion = otherOf(rng, r.Scope.DocVersion, func() string { return fmt.Sprintf("v%d", 1+rng.IntN(9)) })
-	case cache.LeakLanguage:
-		cur := model.NormalizeLang(r.Scope.Lang)
+	for _, f := range model.ScopeFields() {
+		if f.Leak != kind {
+			continue
+		}
+		cur := f.Get(r.Scope)
 		for {
-			g := probeLangs[rng.IntN(len(probeLangs))]
-			if l := g[rng.IntN(len(g))]; model.NormalizeLang(l) != cur {
-				r.Scope.Lang = l
+			if v := probeDraw(rng, &f); !f.Same(v, cur) {
+				f.Set(&r.Scope, v)
 				return
 			}
 		}
+	}
+	switch kind {
 	case cache.LeakSystemPrompt:
 		cur := cache.NormalizeText(r.System)
 		r.System = otherOf(rng, cur, func() string {

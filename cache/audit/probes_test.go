@@ -69,7 +69,7 @@ func TestGenerateProbes(t *testing.T) {
 	}
 	// Each dimension is changed in about half the probes (a uniform
 	// non-empty subset of six: 32/63).
-	for _, d := range probeDims {
+	for _, d := range cache.LeakKinds() {
 		if n := dims[d]; n < 900 || n > 1150 {
 			t.Errorf("dimension %s changed in %d of 2000 probes; want about 1016", d, n)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/internal/inputerr"
 	"github.com/crab-testbed/crab/internal/jsonl"
 	"github.com/crab-testbed/crab/model"
@@ -78,11 +79,8 @@ type ScenarioLine struct {
 	Scenario    string  `json:"scenario"`
 	ID          string  `json:"id"`
 	Text        string  `json:"text,omitempty"`
-	Tenant      string  `json:"tenant,omitempty"`
+	model.Scope         // tenant, permission, lang, doc_version
 	User        string  `json:"user,omitempty"`
-	Permission  string  `json:"permission,omitempty"`
-	Lang        string  `json:"lang,omitempty"`
-	DocVersion  string  `json:"doc_version,omitempty"`
 	Model       string  `json:"model,omitempty"`
 	Mode        string  `json:"mode,omitempty"`
 	MaxTokens   int     `json:"max_tokens,omitempty"`
@@ -113,7 +111,7 @@ func (l *ScenarioLine) IsRequest() bool { return l.Text != "" }
 func (l *ScenarioLine) Request(defModel string) *model.Request {
 	r := &model.Request{
 		TaskID: l.ID, Text: l.Text, System: l.System, History: l.History, User: l.User,
-		Scope:       model.Scope{Tenant: l.Tenant, Permission: l.Permission, Lang: l.Lang, DocVersion: l.DocVersion},
+		Scope:       l.Scope,
 		Model:       l.Model,
 		Mode:        l.Mode,
 		MaxTokens:   l.MaxTokens,
@@ -234,12 +232,21 @@ func (l *ScenarioLine) check(bad func(field, format string, args ...any) error, 
 
 // checkAction validates an invalidate or release line.
 func (l *ScenarioLine) checkAction(bad func(field, format string, args ...any) error) error {
-	// An action carries only what it needs.
+	// An action carries only what it needs: of the scope, the tenant and
+	// permission it invalidates.
+	if l.User != "" {
+		return bad("user", "not allowed on an invalidate or release line")
+	}
+	for _, f := range model.ScopeColumns() {
+		if f.Name != cache.FieldTenant && f.Name != cache.FieldPermission && f.Get(l.Scope) != "" {
+			return bad(f.Name, "not allowed on an invalidate or release line")
+		}
+	}
 	for _, f := range []struct {
 		name string
 		set  bool
 	}{
-		{"user", l.User != ""}, {"lang", l.Lang != ""}, {"doc_version", l.DocVersion != ""}, {"model", l.Model != ""},
+		{"model", l.Model != ""},
 		{"mode", l.Mode != ""}, {"max_tokens", l.MaxTokens != 0}, {"temperature", l.Temperature != 0}, {"system", l.System != ""},
 		{"contract", l.Contract != ""}, {"history", len(l.History) > 0}, {"fault", l.Fault != ""}, {"hold", l.Hold != ""}, {"parallel", l.Parallel != ""}, {"expect", l.Expect != ""},
 	} {
@@ -274,12 +281,8 @@ func (l *ScenarioLine) checkAction(bad func(field, format string, args ...any) e
 
 // checkRequest validates a request line.
 func (l *ScenarioLine) checkRequest(bad func(field, format string, args ...any) error, rules ScenarioRules) error {
-	for _, f := range []struct{ name, v string }{
-		{"tenant", l.Tenant}, {"permission", l.Permission}, {"lang", l.Lang}, {"doc_version", l.DocVersion},
-	} {
-		if strings.TrimSpace(f.v) == "" {
-			return bad(f.name, "required and empty")
-		}
+	if name := l.Scope.Missing(); name != "" {
+		return bad(name, "required and empty")
 	}
 	switch l.Mode {
 	case "", model.ModeFull, model.ModeShort, model.ModeOverShort:

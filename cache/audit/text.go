@@ -3,12 +3,37 @@ package audit
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/crab-testbed/crab/cache"
 )
+
+// ladder is the chain of standard configurations, each adding to the one
+// before, as StandardConfigs lists them: "text → +tenant → … →
+// +conversation → full".
+func ladder() string {
+	var names []string
+	for _, c := range StandardConfigs() {
+		names = append(names, c.Name)
+		if c.Name == AuditFull {
+			break
+		}
+	}
+	return strings.Join(names, " → ")
+}
+
+// leakCells are l's counts, one cell per leak kind in the order of
+// cache.LeakKinds.
+func leakCells(l cache.LeakCounts) []string {
+	var out []string
+	for _, k := range cache.LeakKinds() {
+		out = append(out, u(l.Get(k)))
+	}
+	return out
+}
 
 // WriteText prints the report as aligned tables: the configurations side
 // by side, hits and leaks per scenario, the timing side channel, and the
@@ -18,36 +43,34 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "crab audit: %d scenarios, %d lines (%d requests) from %s\n", len(r.Scenarios), r.Lines, r.Requests, r.Source)
 	fmt.Fprintf(&b, "store %s, ttl %s, simulated models at time-scale %g; latency is wall-clock ms per request, nearest rank\n\n", r.Store, r.TTL, r.TimeScale)
 
-	t := textTable{header: []string{"config", "key", "check", "requests", "hits", "hit_rate", "hit_cost",
-		"cross_tenant", "permission", "stale", "language", "system_prompt", "history", "other_req", "refused", "invalidated",
-		"hit_p50", "hit_p95", "miss_p50", "miss_p95", "verdict"}}
+	t := textTable{header: slices.Concat([]string{"config", "key", "check", "requests", "hits", "hit_rate", "hit_cost"},
+		cache.LeakKinds(), []string{"other_req", "refused", "invalidated", "hit_p50", "hit_p95", "miss_p50", "miss_p95", "verdict"})}
 	for i := range r.Configs {
 		c := &r.Configs[i]
 		cost := "-"
 		if c.HitCost != nil {
 			cost = strings.Replace(fmt.Sprintf("%.1fpp", 100**c.HitCost), "-0.0pp", "0.0pp", 1)
 		}
-		t.add(c.Name, c.Key, yesNo(c.CheckOnHit), strconv.Itoa(c.Requests), strconv.Itoa(c.Hits), pct(c.HitRate), cost,
-			u(c.Leaks.CrossTenant), u(c.Leaks.Permission), u(c.Leaks.Stale), u(c.Leaks.Language), u(c.Leaks.SystemPrompt), u(c.Leaks.History), strconv.Itoa(c.OtherRequest),
-			u(c.ScopeMismatches), u(c.Invalidated),
-			msp(c.HitP50Ms), msp(c.HitP95Ms), msp(c.MissP50Ms), msp(c.MissP95Ms), c.Verdict)
+		t.add(slices.Concat([]string{c.Name, c.Key, yesNo(c.CheckOnHit), strconv.Itoa(c.Requests), strconv.Itoa(c.Hits), pct(c.HitRate), cost},
+			leakCells(c.Leaks), []string{strconv.Itoa(c.OtherRequest), u(c.ScopeMismatches), u(c.Invalidated),
+				msp(c.HitP50Ms), msp(c.HitP95Ms), msp(c.MissP50Ms), msp(c.MissP95Ms), c.Verdict})...)
 	}
 	t.write(&b)
-	b.WriteString("hit_cost: hit rate lost against the row it adds to (text → +tenant → +permission → +doc_version → +lang → +conversation → full; full-nocheck and text-checked against full and text; audited against text)\n")
+	fmt.Fprintf(&b, "hit_cost: hit rate lost against the row it adds to (%s; full-nocheck and text-checked against full and text; audited against text)\n", ladder())
 	b.WriteString("cross_tenant … history: hits served an answer built for another scope, system prompt or conversation history; other_req: hits built for another model, mode, max tokens, sampling or contract; refused: hits check-on-hit turned into misses\n")
 
 	if r.Probes > 0 {
 		fmt.Fprintf(&b, "\nleak proof: %d cross-scope probes (each a request, then the same question from another tenant, permission, document version, language, system prompt or history, drawn with seed %d) and %d same-scope repeats\n", r.Probes, r.ProbeSeed, r.Repeats)
-		pt := textTable{header: []string{"config", "key", "check", "probes", "leaks", "leak_upper_95", "cross_tenant", "permission", "stale", "language", "system_prompt", "history", "other_req", "refused", "repeat_hits", "verdict"}}
+		pt := textTable{header: slices.Concat([]string{"config", "key", "check", "probes", "leaks", "leak_upper_95"},
+			cache.LeakKinds(), []string{"other_req", "refused", "repeat_hits", "verdict"})}
 		for i := range r.Configs {
 			c := &r.Configs[i]
 			p := c.Probe
 			if p == nil {
 				continue
 			}
-			pt.add(c.Name, c.Key, yesNo(c.CheckOnHit), strconv.Itoa(p.Probes), u(p.Leaks.Total()), bound(p.LeakUpper95),
-				u(p.Leaks.CrossTenant), u(p.Leaks.Permission), u(p.Leaks.Stale), u(p.Leaks.Language), u(p.Leaks.SystemPrompt), u(p.Leaks.History),
-				strconv.Itoa(p.OtherRequest), strconv.Itoa(p.Refused), fmt.Sprintf("%d/%d", p.RepeatHits, p.Repeats), c.Verdict)
+			pt.add(slices.Concat([]string{c.Name, c.Key, yesNo(c.CheckOnHit), strconv.Itoa(p.Probes), u(p.Leaks.Total()), bound(p.LeakUpper95)},
+				leakCells(p.Leaks), []string{strconv.Itoa(p.OtherRequest), strconv.Itoa(p.Refused), fmt.Sprintf("%d/%d", p.RepeatHits, p.Repeats), c.Verdict})...)
 		}
 		pt.write(&b)
 		b.WriteString("leak_upper_95: one-sided 95% upper bound on the leak rate per cross-scope probe (exact binomial, Clopper–Pearson; zero leaks in N bound it by 1−0.05^(1/N) ≈ 3/N)\n")

@@ -130,7 +130,7 @@ func TestWeakKeyCheckedOnHit(t *testing.T) {
 	if r, _ := m.Complete(ctx, req(q, "globex")); r.Trace.Cache != model.CacheHit || r.Trace.Leak != cache.LeakCrossTenant {
 		t.Fatalf("unchecked: %s, leak %q; want a cross-tenant hit", r.Trace.Cache, r.Trace.Leak)
 	}
-	if st := c.Stats(); st.Leaks.CrossTenant != 1 {
+	if st := c.Stats(); st.Leaks.Get(cache.LeakCrossTenant) != 1 {
 		t.Fatalf("leaks %+v; want 1 cross-tenant", st.Leaks)
 	}
 }

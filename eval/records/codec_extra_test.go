@@ -64,7 +64,7 @@ func (rec *extraRecord) scanKeys3(l *recordLexer, key string, seen []uint64) boo
 func (rec *extraRecord) scanKeys4(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "lang":
-		return l.mark(seen, 14) && l.str(&rec.Lang)
+		return l.mark(seen, 13) && l.str(&rec.Lang)
 	case "leak":
 		return l.mark(seen, 32) && l.str(&rec.Leak)
 	case "cost":
@@ -142,7 +142,7 @@ func (rec *extraRecord) scanKeys7(l *recordLexer, key string, seen []uint64) boo
 func (rec *extraRecord) scanKeys8(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "priority":
-		return l.mark(seen, 12) && l.int(&rec.Priority)
+		return l.mark(seen, 15) && l.int(&rec.Priority)
 	case "queue_ms":
 		return l.mark(seen, 21) && l.float(&rec.QueueMs)
 	case "cache_ms":
@@ -188,7 +188,7 @@ func (rec *extraRecord) scanKeys10(l *recordLexer, key string, seen []uint64) bo
 	case "difficulty":
 		return l.mark(seen, 10) && l.str(&rec.Difficulty)
 	case "permission":
-		return l.mark(seen, 13) && l.str(&rec.Permission)
+		return l.mark(seen, 12) && l.str(&rec.Permission)
 	case "similarity":
 		return l.mark(seen, 34) && l.float(&rec.Similarity)
 	case "tokens_out":
@@ -207,7 +207,7 @@ func (rec *extraRecord) scanKeys10(l *recordLexer, key string, seen []uint64) bo
 func (rec *extraRecord) scanKeys11(l *recordLexer, key string, seen []uint64) bool {
 	switch key {
 	case "doc_version":
-		return l.mark(seen, 15) && l.str(&rec.DocVersion)
+		return l.mark(seen, 14) && l.str(&rec.DocVersion)
 	case "intended_at":
 		return l.mark(seen, 16) && l.time(&rec.IntendedAt)
 	case "validate_ms":
@@ -295,10 +295,10 @@ func (rec *extraRecord) appendJSON0(b []byte, ok bool) ([]byte, bool) {
 	b = appendString(b, `,"group":`, rec.Group)
 	b = appendOmitString(b, `,"difficulty":`, rec.Difficulty)
 	b = appendString(b, `,"tenant":`, rec.Tenant)
-	b = appendOmitInt(b, `,"priority":`, rec.Priority)
 	b = appendOmitString(b, `,"permission":`, rec.Permission)
 	b = appendOmitString(b, `,"lang":`, rec.Lang)
 	b = appendOmitString(b, `,"doc_version":`, rec.DocVersion)
+	b = appendOmitInt(b, `,"priority":`, rec.Priority)
 	b, ok = appendOmitTime(b, `,"intended_at":`, rec.IntendedAt, ok)
 	b, ok = appendOmitTime(b, `,"sent_at":`, rec.SentAt, ok)
 	b, ok = appendOmitTime(b, `,"first_byte_at":`, rec.FirstByteAt, ok)

@@ -38,7 +38,7 @@ func TestCodecGenFresh(t *testing.T) {
 }
 
 // extraField is the field TestAddingAField adds to a copy of Record,
-// after its Tenant field, as docs/formats.md says a field is added.
+// after its scope, as docs/formats.md says a field is added.
 const extraField = "\tPriority int `json:\"priority,omitempty\"`\n"
 
 // extraSource is record.go with Record renamed extraRecord and one more
@@ -50,11 +50,11 @@ func extraSource(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	s := strings.Replace(string(src), "type Record struct {", "type extraRecord struct {", 1)
-	tenant := "\tTenant     string `json:\"tenant\"`\n"
-	if !strings.Contains(s, tenant) {
-		t.Fatalf("record.go has no line %q to add the field after", tenant)
+	scope := "\tmodel.Scope\n"
+	if !strings.Contains(s, scope) {
+		t.Fatalf("record.go has no line %q to add the field after", scope)
 	}
-	return []byte(strings.Replace(s, tenant, tenant+extraField, 1))
+	return []byte(strings.Replace(s, scope, scope+extraField, 1))
 }
 
 // TestAddingAField follows docs/formats.md's steps for a new record field
@@ -90,7 +90,7 @@ func TestAddingAField(t *testing.T) {
 	var wantNames []string
 	for i := range rt.NumField() {
 		wantNames = append(wantNames, rt.Field(i).Name+" "+string(rt.Field(i).Tag))
-		if rt.Field(i).Name == "Tenant" {
+		if rt.Field(i).Name == "Scope" {
 			wantNames = append(wantNames, `Priority json:"priority,omitempty"`)
 		}
 	}

@@ -47,18 +47,17 @@ func sameAsStrict(t *testing.T, line []byte) (lean bool) {
 // own field, once; a key of no field, however close, is not.
 func TestScanKnowsEveryTag(t *testing.T) {
 	t.Parallel()
-	typ := reflect.TypeFor[Record]()
-	for i := range typ.NumField() {
-		key, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+	for _, sf := range leafFields[Record]() {
+		key, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
 		var rec Record
-		line := fmt.Sprintf(`{%q:%s}`, key, sampleValue(typ.Field(i).Type.String()))
+		line := fmt.Sprintf(`{%q:%s}`, key, sampleValue(sf.Type.String()))
 		if !rec.scan(line, []byte(line)) {
 			t.Errorf("key %q: the lean scanner refused %s", key, line)
 		}
-		if reflect.ValueOf(rec).Field(i).IsZero() {
-			t.Errorf("key %q: %s left Record.%s zero: the scanner writes another field", key, line, typ.Field(i).Name)
+		if reflect.ValueOf(rec).FieldByIndex(sf.Index).IsZero() {
+			t.Errorf("key %q: %s left Record.%s zero: the scanner writes another field", key, line, sf.Name)
 		}
-		twice := fmt.Sprintf(`{%q:%s,%q:%s}`, key, sampleValue(typ.Field(i).Type.String()), key, sampleValue(typ.Field(i).Type.String()))
+		twice := fmt.Sprintf(`{%q:%s,%q:%s}`, key, sampleValue(sf.Type.String()), key, sampleValue(sf.Type.String()))
 		if rec.scan(twice, []byte(twice)) {
 			t.Errorf("key %q: the lean scanner took a repeated key (encoding/json's to merge)", key)
 		}
@@ -219,8 +218,9 @@ func TestCloneSharesNoString(t *testing.T) {
 	t.Parallel()
 	var rec Record
 	v := reflect.ValueOf(&rec).Elem()
-	for i := range v.NumField() {
-		switch f := v.Field(i); f.Kind() {
+	fields := leafFields[Record]()
+	for i, sf := range fields {
+		switch f := v.FieldByIndex(sf.Index); f.Kind() {
 		case reflect.String:
 			f.SetString(strings.Repeat("x", i+1))
 		case reflect.Slice:
@@ -232,16 +232,16 @@ func TestCloneSharesNoString(t *testing.T) {
 		t.Fatalf("cloned copy differs: %+v", c)
 	}
 	cv := reflect.ValueOf(c)
-	for i := range v.NumField() {
-		switch f := v.Field(i); f.Kind() {
+	for _, sf := range fields {
+		switch f := v.FieldByIndex(sf.Index); f.Kind() {
 		case reflect.String:
-			if unsafe.StringData(f.String()) == unsafe.StringData(cv.Field(i).String()) {
-				t.Errorf("Record.%s: the copy shares the original's bytes", v.Type().Field(i).Name)
+			if unsafe.StringData(f.String()) == unsafe.StringData(cv.FieldByIndex(sf.Index).String()) {
+				t.Errorf("Record.%s: the copy shares the original's bytes", sf.Name)
 			}
 		case reflect.Slice:
-			a, b := f.Interface().([]string), cv.Field(i).Interface().([]string)
+			a, b := f.Interface().([]string), cv.FieldByIndex(sf.Index).Interface().([]string)
 			if &a[0] == &b[0] || unsafe.StringData(a[0]) == unsafe.StringData(b[0]) {
-				t.Errorf("Record.%s: the copy shares the original's slice", v.Type().Field(i).Name)
+				t.Errorf("Record.%s: the copy shares the original's slice", sf.Name)
 			}
 		}
 	}
@@ -282,4 +282,16 @@ func BenchmarkDecodeLine(b *testing.B) {
 			}
 		}
 	})
+}
+
+// leafFields are the exported fields of T as JSON sees them: an embedded
+// struct's fields in its place, not the struct itself.
+func leafFields[T any]() []reflect.StructField {
+	var out []reflect.StructField
+	for _, sf := range reflect.VisibleFields(reflect.TypeFor[T]()) {
+		if sf.IsExported() && !sf.Anonymous {
+			out = append(out, sf)
+		}
+	}
+	return out
 }

@@ -1,27 +1,28 @@
 package records
 
-import "time"
+import (
+	"time"
 
-// extraRecord is Record with one field more (Priority, after Tenant): the
+	"github.com/crab-testbed/crab/model"
+)
+
+// extraRecord is Record with one field more (Priority, after the scope): the
 // struct of TestAddingAField, whose codec codec_extra_test.go is the
 // generator's output for it.
 type extraRecord struct {
-	RunID          string    `json:"run_id"`
-	Arm            string    `json:"arm"`
-	Repeat         int       `json:"repeat"`
-	Seq            int       `json:"seq"`
-	Warmup         bool      `json:"warmup,omitempty"`
-	Shard          string    `json:"shard,omitempty"`
-	Block          int       `json:"block,omitempty"`
-	BurnIn         bool      `json:"burn_in,omitempty"`
-	TaskID         string    `json:"task_id"`
-	Group          string    `json:"group"`
-	Difficulty     string    `json:"difficulty,omitempty"`
-	Tenant         string    `json:"tenant"`
+	RunID      string `json:"run_id"`
+	Arm        string `json:"arm"`
+	Repeat     int    `json:"repeat"`
+	Seq        int    `json:"seq"`
+	Warmup     bool   `json:"warmup,omitempty"`
+	Shard      string `json:"shard,omitempty"`
+	Block      int    `json:"block,omitempty"`
+	BurnIn     bool   `json:"burn_in,omitempty"`
+	TaskID     string `json:"task_id"`
+	Group      string `json:"group"`
+	Difficulty string `json:"difficulty,omitempty"`
+	model.Scope
 	Priority       int       `json:"priority,omitempty"`
-	Permission     string    `json:"permission,omitempty"`
-	Lang           string    `json:"lang,omitempty"`
-	DocVersion     string    `json:"doc_version,omitempty"`
 	IntendedAt     time.Time `json:"intended_at,omitzero"`
 	SentAt         time.Time `json:"sent_at,omitzero"`
 	FirstByteAt    time.Time `json:"first_byte_at,omitzero"`

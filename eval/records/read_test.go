@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crab-testbed/crab/model"
 )
 
 // readAll reads one input through the reader ReadSet uses, keeping every
@@ -204,7 +206,7 @@ func TestReadRecordsJSONLRoundTrip(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
 	in := []Record{
-		{RunID: "r1", Arm: "baseline", TaskID: "t1", Group: "short", Tenant: "acme", IntendedAt: at, SentAt: at, FirstByteAt: at, DoneAt: at,
+		{RunID: "r1", Arm: "baseline", TaskID: "t1", Group: "short", Scope: model.Scope{Tenant: "acme"}, IntendedAt: at, SentAt: at, FirstByteAt: at, DoneAt: at,
 			E2EMs: 12.5, TTFTMs: 3, Outcome: OutcomeOK, Cache: "hit", Leak: "stale", Model: "large", Attempts: 1, TokensIn: 10, TokensOut: 20,
 			Cost: 0.5, ContractOK: true, Correct: true, Pass: true},
 		{RunID: "r1", Arm: "baseline", TaskID: "t2", Repeat: 1, Warmup: true, Outcome: OutcomeContractFail, Violations: []string{"/evidence: minItems"}},

@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/crab-testbed/crab/model"
 )
 
 // The lean codec of Record (its scanner, AppendJSON and Clone) is
@@ -59,10 +61,9 @@ type Record struct {
 	TaskID     string `json:"task_id"`
 	Group      string `json:"group"`
 	Difficulty string `json:"difficulty,omitempty"`
-	Tenant     string `json:"tenant"`
-	Permission string `json:"permission,omitempty"`
-	Lang       string `json:"lang,omitempty"`
-	DocVersion string `json:"doc_version,omitempty"`
+	// Scope is the request's: tenant always written, its other fields
+	// when set.
+	model.Scope
 
 	IntendedAt  time.Time `json:"intended_at,omitzero"`
 	SentAt      time.Time `json:"sent_at,omitzero"`

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/crab-testbed/crab/model"
 )
 
 // edgeStrings need every kind of escaping encoding/json does with HTML
@@ -67,6 +69,8 @@ func fillRandom(t *testing.T, r *rand.Rand, v reflect.Value) {
 			if !zero {
 				f.Set(reflect.ValueOf(edgeTimes[r.IntN(len(edgeTimes))]))
 			}
+		case model.Scope:
+			fillRandom(t, r, f)
 		case []string:
 			switch r.IntN(3) {
 			case 0:
@@ -177,7 +181,7 @@ func benchRecord() Record {
 	at := time.Date(2026, 12, 2, 11, 58, 17, 123456789, time.Local)
 	return Record{
 		RunID: "20261202T115817Z-1a2b", Arm: "baseline", Seq: 1234, TaskID: "t0001-0", Group: "long", Difficulty: "hard",
-		Tenant: "acme", Permission: "agent", Lang: "en", DocVersion: "v1",
+		Scope:      model.Scope{Tenant: "acme", Permission: "agent", Lang: "en", DocVersion: "v1"},
 		IntendedAt: at, SentAt: at.Add(70 * time.Microsecond), FirstByteAt: at.Add(620 * time.Microsecond), DoneAt: at.Add(633 * time.Microsecond),
 		LagMs: 0.069, QueueMs: 0.0012, ModelMs: 0.55, TTFTMs: 0.62, ValidateMs: 0.011, E2EMs: 0.633,
 		Outcome: OutcomeOK, Model: "large", Attempts: 1, TokensIn: 9, TokensOut: 255, Cost: 0.002049,

@@ -10,7 +10,9 @@
 // appendInt, appendOmitInt, appendBool, appendTrue, appendFloat,
 // appendOmitFloat, appendTime, appendOmitTime, appendStrings,
 // appendOmitStrings). Types it knows: string, int, bool, float64,
-// time.Time and []string.
+// time.Time and []string. A struct may embed the types listed in
+// Embedded; their fields are written as the struct's own, where the
+// embedding stands.
 package gencodec
 
 import (
@@ -24,7 +26,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/crab-testbed/crab/model"
 )
+
+// Embedded are the types a struct may embed, by the expression that names
+// them in its source: a record carries the request's scope whole.
+var Embedded = map[string]reflect.Type{
+	"model.Scope": reflect.TypeFor[model.Scope](),
+}
 
 // Field is one field of the struct as the codec sees it.
 type Field struct {
@@ -52,10 +62,25 @@ func Fields(file string, src []byte, typeName string) ([]Field, error) {
 	var out []Field
 	for _, fl := range st.Fields.List {
 		pos := fset.Position(fl.Pos())
-		if len(fl.Names) == 0 {
-			return nil, fmt.Errorf("%s: embedded field in %s: not supported", pos, typeName)
-		}
 		typ := types.ExprString(fl.Type)
+		if len(fl.Names) == 0 {
+			emb, ok := Embedded[typ]
+			if !ok {
+				return nil, fmt.Errorf("%s: embedded field %s in %s: not supported", pos, typ, typeName)
+			}
+			for i := range emb.NumField() {
+				sf := emb.Field(i)
+				if !sf.IsExported() || sf.Tag.Get("json") == "-" {
+					continue
+				}
+				fd, err := field(sf.Name, sf.Type.String(), sf.Tag.Get("json"))
+				if err != nil {
+					return nil, fmt.Errorf("%s: %s.%s (from %s): %v", pos, typeName, sf.Name, typ, err)
+				}
+				out = append(out, fd)
+			}
+			continue
+		}
 		tag := ""
 		if fl.Tag != nil {
 			t, err := strconv.Unquote(fl.Tag.Value)

@@ -18,7 +18,7 @@ func TestGenerateRefuses(t *testing.T) {
 		{"omitted first field", "A string `json:\"a,omitempty\"`", `R.A: the first field must always be written`},
 		{"keys differing in case", "A string `json:\"a\"`\nB string `json:\"A\"`", `R.B: key "A" also names A`},
 		{"escaped key", "A string `json:\"a\\\"b\"`", `R.A: JSON key "a\"b": want letters, digits and _ only`},
-		{"embedded", "A string `json:\"a\"`\ntime.Time", `embedded field in R`},
+		{"embedded", "A string `json:\"a\"`\ntime.Time", `embedded field time.Time in R`},
 		{"no struct", "", `no struct type R`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
