@@ -58,6 +58,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	for _, c := range cmds {
 		c.OnUsageError = usageError
 		checkRequiredFlags(c)
+		announceActions(c)
 	}
 	refuseStdoutFolder(cmds, "run", "records, manifest, reports")
 	refuseStdoutFolder(cmds, "tune", "sweep, tuned experiment, charts")
@@ -116,6 +117,28 @@ func checkRequiredFlags(c *cli.Command) {
 			return before(ctx)
 		}
 		return nil
+	}
+}
+
+// parsed, when set, is called as a command's action starts, once
+// urfave/cli has parsed the command line. Parsing writes the library's
+// help flag, a package variable, so in-process runs (the tests) parse one
+// at a time, and parsed lets the next one parse while this one works.
+var parsed func()
+
+// announceActions makes c's action, and its subcommands', call parsed
+// first.
+func announceActions(c *cli.Command) {
+	for _, sub := range c.Subcommands {
+		announceActions(sub)
+	}
+	action, announce := c.Action, parsed
+	if action == nil || announce == nil {
+		return
+	}
+	c.Action = func(ctx *cli.Context) error {
+		announce()
+		return action(ctx)
 	}
 }
 

@@ -56,15 +56,19 @@ func skipShort(t *testing.T) {
 	}
 }
 
-// cliMu serialises in-process runs: urfave/cli's help flag is a package
-// variable that every App writes while parsing.
+// cliMu serialises the parsing of in-process runs: urfave/cli's help
+// flag is a package variable that every App writes while parsing. The
+// lock is let go as the command's action starts, so that whole runs,
+// tuning sweeps and servers of parallel tests work at once.
 var cliMu sync.Mutex
 
 // crab runs the command line in-process and returns its exit code and output.
 func crab(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	cliMu.Lock()
-	defer cliMu.Unlock()
+	release := sync.OnceFunc(cliMu.Unlock)
+	parsed = release
+	defer release()
 	var out, errb bytes.Buffer
 	code := Main(context.Background(), append([]string{"crab"}, args...), strings.NewReader(stdin), &out, &errb)
 	return code, out.String(), errb.String()
@@ -83,4 +87,16 @@ type armJSON struct {
 
 type summaryJSON struct {
 	Arms []armJSON `json:"arms"`
+}
+
+// syncBuffer is a bytes.Buffer that goroutines may write at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
 }

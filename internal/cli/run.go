@@ -159,7 +159,7 @@ type runState struct {
 	manifest    *eval.Manifest
 	rec         *replay.Recorder
 	f           *os.File
-	sink        *recordSink
+	w           *records.Writer
 	writeErr    error
 	notRecorded int
 }
@@ -197,24 +197,39 @@ func openRun(setup *eval.Setup, o runOptions, shard eval.Shard, startAt time.Tim
 	return rs, nil
 }
 
+// Records reach the file every runBatch records and every
+// records.FlushBound, so a killed run loses at most the requests finished
+// in its last moment, and a busy one writes in batches.
+const runBatch = 64
+
 // play sends the schedule, streaming every record to the records file; a
 // record that cannot be written (a full disk) ends the run at once, since
 // the rest of the schedule would be sent and never recorded.
 func (rs *runState) play(ctx context.Context, o runOptions, bar io.Writer) (*eval.Result, error) {
-	ticker := time.NewTicker(flushInterval)
-	defer ticker.Stop()
 	var w io.Writer = maskWriter(rs.f, rs.secrets)
 	if o.recordsWriter != nil {
 		w = o.recordsWriter(rs.f)
 	}
-	rs.sink = newRecordSink(w, ticker.C)
+	var err error
+	// The run directory's files are closed by finish; the writer only
+	// writes to this one.
+	rs.w, err = records.NewWriter(records.WriterConfig{
+		Open:  func() (io.WriteCloser, error) { return nopCloser{w}, nil },
+		Batch: runBatch, Where: filepath.Join(rs.dir, "records.jsonl"),
+	})
+	if err != nil {
+		return nil, err
+	}
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	runner := rs.setup.Runner(rs.runID, func(rec records.Record) error {
 		if eval.NotRecorded([]records.Record{rec}) > 0 {
 			rs.notRecorded++ // Emit is called from one goroutine at a time
 		}
-		err := rs.sink.Emit(rec)
+		err := rs.w.Write(rec)
+		if err == nil {
+			err = rs.w.Failing()
+		}
 		if err != nil && rs.writeErr == nil {
 			rs.writeErr = err
 			stopRun(err)
@@ -258,8 +273,10 @@ func (rs *runState) play(ctx context.Context, o runOptions, bar io.Writer) (*eva
 // be written (named as it is: not a run that died, nor one interrupted by
 // hand). It returns the error the run ends with before its reports.
 func (rs *runState) finish(res *eval.Result, runErr error, stderr io.Writer) error {
-	if err := rs.sink.Close(); err != nil && rs.writeErr == nil {
-		rs.writeErr = err
+	if rs.w != nil {
+		if err := rs.w.Close(); err != nil && rs.writeErr == nil {
+			rs.writeErr = err
+		}
 	}
 	if err := rs.f.Close(); err != nil && rs.writeErr == nil {
 		rs.writeErr = err
@@ -410,6 +427,11 @@ func writeReports(dir string, sum *analysis.Summary, recs *records.RecordSet, se
 	}
 	return nil
 }
+
+// nopCloser is a writer whose Close leaves it open.
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 // maskWriter masks what goes to w with secrets; w itself when there is
 // no secret to mask.

@@ -1,21 +1,15 @@
 package cli
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/crab-testbed/crab/internal/redact"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
-	"time"
-
-	"github.com/crab-testbed/crab/eval/records"
 )
 
 // runFiles are the files crab run writes into a run directory.
@@ -101,79 +95,4 @@ func writeManifestFinal(path string, m any, secrets *redact.Set) error {
 		werr = cerr
 	}
 	return werr
-}
-
-// Records reach the file at least this often, so a run killed at any moment
-// loses at most the requests finished in the last flushInterval.
-const (
-	flushInterval = 100 * time.Millisecond
-	flushRecords  = 64
-)
-
-// recordSink writes records through a buffer that is flushed every
-// flushRecords records and on every tick, whichever comes first.
-type recordSink struct {
-	mu      sync.Mutex
-	bw      *bufio.Writer
-	write   func(records.Record) error
-	pending int
-	err     error // first flush error from a tick, reported by the next Emit or Close
-	stop    chan struct{}
-	done    chan struct{}
-}
-
-// newRecordSink writes JSONL records to w; each value received from tick
-// flushes what is buffered (nil: no timed flush).
-func newRecordSink(w io.Writer, tick <-chan time.Time) *recordSink {
-	bw := bufio.NewWriterSize(w, 256<<10)
-	s := &recordSink{bw: bw, write: records.JSONLWriter(bw), stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-tick:
-				s.mu.Lock()
-				if s.pending > 0 {
-					s.flushLocked()
-				}
-				s.mu.Unlock()
-			}
-		}
-	}()
-	return s
-}
-
-func (s *recordSink) flushLocked() {
-	if err := s.bw.Flush(); err != nil && s.err == nil {
-		s.err = err
-	}
-	s.pending = 0
-}
-
-// Emit writes one record.
-func (s *recordSink) Emit(rec records.Record) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	if err := s.write(rec); err != nil {
-		return err
-	}
-	if s.pending++; s.pending >= flushRecords {
-		s.flushLocked()
-	}
-	return s.err
-}
-
-// Close stops the timed flushes and flushes what is left.
-func (s *recordSink) Close() error {
-	close(s.stop)
-	<-s.done
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.flushLocked()
-	return s.err
 }

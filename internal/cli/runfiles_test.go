@@ -6,11 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"github.com/crab-testbed/crab/eval/records"
 )
 
 // Usage faults are bad input: exit 2, one line on stderr naming the fault,
@@ -86,65 +82,6 @@ func TestRunRefusesRunDirectory(t *testing.T) {
 		if fi.Mode().Perm() != 0o644 {
 			t.Errorf("%s mode %v; want 0644", f, fi.Mode().Perm())
 		}
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the sink's flushing goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) lines() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Count(s.b.Bytes(), []byte("\n"))
-}
-
-// Records reach the file every flushRecords records and on every tick, so a
-// killed run loses at most the last tick's worth.
-func TestRecordSinkFlushes(t *testing.T) {
-	t.Parallel()
-	var out syncBuffer
-	tick := make(chan time.Time)
-	s := newRecordSink(&out, tick)
-	rec := records.Record{RunID: "r", Arm: "a", TaskID: "t", Outcome: "ok"}
-	for range flushRecords - 1 {
-		if err := s.Emit(rec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := out.lines(); n != 0 {
-		t.Fatalf("%d lines written before the %dth record; want 0 (buffered)", n, flushRecords)
-	}
-	if err := s.Emit(rec); err != nil {
-		t.Fatal(err)
-	}
-	if n := out.lines(); n != flushRecords {
-		t.Fatalf("after %d records: %d lines; want %d", flushRecords, n, flushRecords)
-	}
-	if err := s.Emit(rec); err != nil {
-		t.Fatal(err)
-	}
-	tick <- time.Time{} // handed over: the flush runs before the next receive
-	tick <- time.Time{}
-	if n := out.lines(); n != flushRecords+1 {
-		t.Fatalf("after a tick: %d lines; want %d", n, flushRecords+1)
-	}
-	if err := s.Emit(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if n := out.lines(); n != flushRecords+2 {
-		t.Fatalf("after Close: %d lines; want %d", n, flushRecords+2)
 	}
 }
 
