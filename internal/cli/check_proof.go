@@ -9,7 +9,6 @@ import (
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/eval/records"
-	"github.com/crab-testbed/crab/stack"
 )
 
 // proofDeclared reports whether the command line names any proof field.
@@ -85,36 +84,16 @@ func fieldMsg(fe *contract.ProofFieldError) string {
 	return strings.TrimPrefix(fe.Err.Error(), contract.ErrProofField.Error()+": ") + fmt.Sprintf(" (given %q)", fe.Path)
 }
 
-// proofVariation says whether a run's answers may vary from call to call —
-// some model of its manifest is a simulated one with varying answers, or a
-// server, whose answers can vary — and, when they may, finds the run's
-// A/A twin of the full arm, the identical calls that measure how much
-// (without one the full arm's repeats do, see contract.ProveVarying). A
-// run without a manifest, or whose models all answer deterministically
-// (simulated ones without varying answers, recordings), gets the exact
-// proof.
+// proofVariation is how the run's answers may vary from call to call
+// (see eval.Manifest.ProofVariation), with its A/A twin's answers when it
+// has one; a run without a manifest gets the exact proof.
 func proofVariation(run, fullArm, source string, byArm map[string][]*records.Answer) (contract.Variation, error) {
 	m, err := eval.ReadManifest(run)
 	if err != nil {
 		return contract.Variation{}, nil
 	}
-	var why []string
-	for _, ms := range m.Models {
-		switch {
-		case ms.Backend == stack.BackendOpenAI:
-			why = append(why, fmt.Sprintf("model %s is a server, whose answers can vary", ms.Name))
-		case ms.Backend == stack.BackendReplay:
-		case ms.Vary != nil && ms.Vary.Enabled():
-			why = append(why, fmt.Sprintf("model %s varies (share %g, flip %g)", ms.Name, ms.Vary.Share, ms.Vary.Flip))
-		}
-	}
-	if len(why) == 0 {
-		return contract.Variation{}, nil
-	}
-	// The proof's test is one more decision of the run, at its error rate.
-	v := contract.Variation{Varies: true, Why: strings.Join(why, "; "), Alpha: m.Gate.ErrorRate()}
-	twin := m.Gate.Control
-	if twin != "" && twin != fullArm && len(m.Arms) > 0 && m.Arms[0].Name == fullArm && len(byArm[twin]) > 0 {
+	v, twin := m.ProofVariation(fullArm)
+	if twin != "" && len(byArm[twin]) > 0 {
 		if v.Twin, err = newSide(twin, source, byArm[twin]); err != nil {
 			return v, err
 		}
