@@ -92,11 +92,8 @@ func compareTotals(t *testing.T, got, want map[string]armTotals) {
 func TestExportRun(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
-	dir, exp := quickDir(t)
-	run := filepath.Join(dir, "run")
-	if code, _, errs := crab(t, "", "run", "-e", exp, "-o", run, "--quiet"); code != 0 {
-		t.Fatalf("run: exit %d; stderr %s", code, errs)
-	}
+	run, _ := quickRun(t)
+	dir := filepath.Dir(run)
 	want := reportTotals(t, run)
 
 	code, out, errs := crab(t, "", "export", run)

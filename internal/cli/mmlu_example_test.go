@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"github.com/crab-testbed/crab/internal/fitted"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"testing"
+
+	"github.com/crab-testbed/crab/internal/fitted"
 
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/sim"

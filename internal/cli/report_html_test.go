@@ -24,11 +24,7 @@ func TestReportHTML(t *testing.T) {
 		}
 	}
 
-	dir, exp := quickDir(t)
-	run := filepath.Join(dir, "run")
-	if code, _, errs := crab(t, "", "run", "-e", exp, "-o", run, "--quiet"); code != 0 {
-		t.Fatalf("run: exit %d; stderr %s", code, errs)
-	}
+	run, _ := quickRun(t)
 	written, err := os.ReadFile(filepath.Join(run, "report.html"))
 	if err != nil {
 		t.Fatalf("run directory lacks report.html: %v", err)

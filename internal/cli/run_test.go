@@ -1,116 +1,95 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 )
 
-// The six-request exercise, through the command line.
-func TestReportExercise(t *testing.T) {
+// A directory that holds a run is refused before anything is written, and
+// replaced whole with --overwrite.
+func TestRunRefusesRunDirectory(t *testing.T) {
 	t.Parallel()
-	code, out, errs := crab(t, "", "report", "--rule", "net", "--format", "json", "fixtures/exercise.csv")
-	if code != 0 {
-		t.Fatalf("exit %d; want 0 (stderr %s)", code, errs)
-	}
-	var s summaryJSON
-	if err := json.Unmarshal([]byte(out), &s); err != nil {
+	dir, exp := quickDir(t)
+	out := filepath.Join(dir, "run")
+	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	want := []struct {
-		name              string
-		pass              int
-		p95, cost, perPas float64
-		verdict           string
-	}{
-		{"baseline", 6, 900, 120, 20.00, "baseline"},
-		{"candidate_a", 5, 300, 80, 16.00, "reject"},
-		{"candidate_b", 6, 500, 100, 100.0 / 6, "accept"},
+	old := []byte("{\"old\":true}\n")
+	if err := os.WriteFile(filepath.Join(out, "records.jsonl"), old, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if len(s.Arms) != len(want) {
-		t.Fatalf("got %d arms; want %d", len(s.Arms), len(want))
+	code, _, stderr := crab(t, "", "run", "-q", "-e", exp, "-o", out)
+	if code != exitBadInput || !strings.Contains(stderr, "holds a run (records.jsonl)") {
+		t.Fatalf("exit %d, stderr %q; want %d and the held file named", code, stderr, exitBadInput)
 	}
-	for i, w := range want {
-		a := s.Arms[i]
-		if a.Name != w.name || a.Pass != w.pass || a.P95 != w.p95 || a.Cost != w.cost || a.CostPerPass == nil || *a.CostPerPass != w.perPas || a.Verdict != w.verdict {
-			t.Errorf("arm %d: got %+v; want %+v", i, a, w)
+	if b, _ := os.ReadFile(filepath.Join(out, "records.jsonl")); !bytes.Equal(b, old) {
+		t.Errorf("refused run changed records.jsonl")
+	}
+	if _, err := os.Stat(filepath.Join(out, "manifest.json")); err == nil {
+		t.Errorf("refused run wrote manifest.json")
+	}
+	if code, _, stderr := crab(t, "", "run", "-q", "--overwrite", "-e", exp, "-o", out); code != 0 && code != exitCheck {
+		t.Fatalf("--overwrite: exit %d, stderr %q", code, stderr)
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "records.jsonl"))
+	if bytes.Contains(b, []byte(`"old"`)) {
+		t.Errorf("--overwrite kept the old records")
+	}
+	for _, f := range []string{"manifest.json", "summary.json", "report.md"} {
+		fi, err := os.Stat(filepath.Join(out, f))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !strings.Contains(strings.Join(s.Arms[1].Reasons, " "), "t6") {
-		t.Errorf("candidate_a reasons %q; want the lost task t6 named", s.Arms[1].Reasons)
+		if fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s mode %v; want 0644", f, fi.Mode().Perm())
+		}
 	}
 }
 
-func TestReportExitCodes(t *testing.T) {
+// Values that used to surface only after the run are bad input before
+// anything is written.
+func TestRunRejectsBeforeWriting(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	bad := filepath.Join(dir, "bad.csv")
-	os.WriteFile(bad, []byte("arm,task_id,latency_ms,outcome,pass,cost\nb,t1,fast,ok,true,1\n"), 0o644)
-	cases := []struct {
-		name    string
-		stdin   string
-		args    []string
-		want    int
-		wantErr string
+	for _, tc := range []struct {
+		name, edit, want string
 	}{
-		{"reject fails the check", "", []string{"report", "--rule", "net", "--fail-on-reject", "fixtures/exercise.csv"}, 1, "candidate_a"},
-		{"unknown baseline", "", []string{"report", "--baseline", "nope", "fixtures/exercise.csv"}, 2, "nope"},
-		{"bad csv names file line field", "", []string{"report", bad}, 2, "bad.csv:2"},
-		{"missing file", "", []string{"report", filepath.Join(dir, "none.csv")}, 2, "none.csv"},
-		{"no paths", "", []string{"report"}, 2, "PATH"},
-		{"unknown format", "", []string{"report", "--format", "xml", "fixtures/exercise.csv"}, 2, "xml"},
-		{"unknown flag", "", []string{"report", "--bogus", "fixtures/exercise.csv"}, 2, "bogus"},
-		{"stdin", "arm,task_id,latency_ms,outcome,pass,cost\nbaseline,t1,5,ok,true,1\n", []string{"report", "-"}, 0, ""},
-	}
-	for _, tc := range cases {
+		{"warm-up covers every task", "seed: 7\nwarmup: 100000\n", `quick.yaml:5: field "warmup": 100000 warm-up requests leave none of the`},
+		{"NaN temperature", "seed: 7\n", "temperature"},
+		{"timeout under a millisecond", "seed: 7\n", `field "timeout": must be at least 1ms, got 1ns`},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			code, _, errs := crab(t, tc.stdin, tc.args...)
-			if code != tc.want || !strings.Contains(errs, tc.wantErr) {
-				t.Errorf("exit %d, stderr %q; want exit %d and a message naming %q", code, errs, tc.want, tc.wantErr)
+			dir := t.TempDir()
+			exp := filepath.Join(dir, "quick.yaml")
+			body := strings.Replace(quickExperiment, "seed: 7\n", tc.edit, 1)
+			if tc.name == "timeout under a millisecond" {
+				body = strings.Replace(body, "timeout: 2s\n", "timeout: 1ns\n", 1)
 			}
-			if strings.Contains(errs, "goroutine ") {
-				t.Errorf("stack trace on stderr: %s", errs)
+			if tc.name == "NaN temperature" {
+				body = strings.Replace(body, "mode: short, max_tokens: 160}", "mode: short, max_tokens: 160, temperature: .nan}", 1)
+			}
+			if err := os.WriteFile(exp, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "run")
+			code, _, stderr := crab(t, "", "run", "-q", "-e", exp, "-o", out)
+			if code != exitBadInput || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, exitBadInput, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("run directory created for bad input")
 			}
 		})
 	}
-}
-
-const quickExperiment = `name: quick
-tasks: embedded:tasks.jsonl
-contract: embedded:triage.schema.json
-seed: 7
-time_scale: 0
-arrival: {pattern: burst}
-concurrency: 16
-max_in_flight: 16  # a client pool of 16: repeats in the burst find earlier answers cached
-timeout: 2s
-retry: {max_attempts: 2}
-# At time_scale 0 latency is scheduler noise: judge on cost, no p95 guardrail.
-gate: {objective: cost, p95_regress_pct: 1000000}
-models:
-  - {name: small, kind: small, price_in_per_mtok: 0.15, price_out_per_mtok: 0.6, faults: {error: 0.02, malformed: 0.02}}
-  - {name: large, kind: large, price_in_per_mtok: 2.5, price_out_per_mtok: 10, faults: {error: 0.02, malformed: 0.01}}
-arms:
-  - {name: baseline, model: large}
-  - {name: cache_scoped, model: large, cache: {key: full}}
-  - {name: cache_naive, model: large, cache: {key: text, check_on_hit: false}}
-  - {name: router, router: {threshold: 0.5, small: small, large: large}}
-  - {name: short, model: large, mode: short, max_tokens: 160}
-  - {name: cascade, router: {mode: cascade, small: small, large: large, confidence: 0.88}}
-`
-
-// quickDir writes quickExperiment into a fresh directory and returns both.
-func quickDir(t *testing.T) (dir, exp string) {
-	t.Helper()
-	dir = t.TempDir()
-	exp = filepath.Join(dir, "quick.yaml")
-	if err := os.WriteFile(exp, []byte(quickExperiment), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir, exp
 }
 
 // A run writes its directory, and `crab report` on that directory rebuilds
@@ -118,12 +97,7 @@ func quickDir(t *testing.T) (dir, exp string) {
 func TestRunThenReportReproduces(t *testing.T) {
 	skipShort(t)
 	t.Parallel()
-	dir, exp := quickDir(t)
-	out := filepath.Join(dir, "run")
-	code, stdout, errs := crab(t, "", "run", "-e", exp, "-o", out, "--quiet", "--format", "json")
-	if code != 0 {
-		t.Fatalf("run: exit %d; stderr %s", code, errs)
-	}
+	out, stdout := quickRun(t)
 	for _, f := range []string{"records.jsonl", "manifest.json", "summary.json", "report.md", "report.txt"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Errorf("run directory lacks %s: %v", f, err)
@@ -213,5 +187,69 @@ func TestRunBadInput(t *testing.T) {
 				t.Errorf("run directory created on bad input")
 			}
 		})
+	}
+}
+
+// fullDisk passes the first room bytes on and then fails every write
+// with ENOSPC, as a file on a full disk does.
+type fullDisk struct {
+	mu   sync.Mutex
+	w    io.Writer
+	room int
+}
+
+func (d *fullDisk) Write(p []byte) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(p) <= d.room {
+		d.room -= len(p)
+		return d.w.Write(p)
+	}
+	n, _ := d.w.Write(p[:d.room])
+	d.room = 0
+	return n, &os.PathError{Op: "write", Path: "records.jsonl", Err: syscall.ENOSPC}
+}
+
+// TestRunDiskFull: a disk that fills up during a run ends it incomplete,
+// with the reason in the manifest, the run's report and crab report's.
+func TestRunDiskFull(t *testing.T) {
+	t.Parallel()
+	dir, exp := quickDir(t)
+	out := filepath.Join(dir, "run")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), runOptions{
+		Experiment: exp, OutDir: out, Quiet: true, Format: "text", Stdout: &stdout, Stderr: &stderr,
+		recordsWriter: func(w io.Writer) io.Writer { return &fullDisk{w: w, room: 200 << 10} },
+	})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitCheck || !strings.Contains(err.Error(), "run incomplete: disk full while writing records.jsonl (no space left on device)") {
+		t.Fatalf("run: %v; want exit %d naming the full disk", err, exitCheck)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Status       string `json:"status"`
+		StatusReason string `json:"status_reason"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != "incomplete" || !strings.Contains(m.StatusReason, "disk full") {
+		t.Errorf("manifest status %q, reason %q; want incomplete, disk full", m.Status, m.StatusReason)
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, rebuilt, errs := crab(t, "", "report", out)
+	if code != 0 {
+		t.Fatalf("crab report: exit %d (stderr %s)", code, errs)
+	}
+	for name, text := range map[string]string{"report.txt": string(report), "crab report": rebuilt, "printed summary": stdout.String()} {
+		if !strings.Contains(text, "ended early: disk full while writing records.jsonl") || strings.Contains(text, "the process died") || !strings.Contains(text, "incomplete") {
+			t.Errorf("%s does not name the full disk:\n%s", name, text)
+		}
 	}
 }
