@@ -61,7 +61,7 @@ func runVary(t *testing.T, seed int64, tasks, repeats int) varyDecision {
 // worse is never accepted. bench/vary.sh counts the rates over many seeds.
 func TestVaryingBackendEndToEnd(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a few thousand calls to a loopback double: go test -run TestVaryingBackendEndToEnd .")
+		t.Skip("a few thousand calls to a loopback double: go test -run TestVaryingBackendEndToEnd ./internal/cli/")
 	}
 	t.Parallel()
 	pilot := runVary(t, 1, 100, 2)
