@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/crab-testbed/crab/fixtures"
 )
 
 // TestMain runs the tests from the module root, where a user types crab's
@@ -134,6 +137,19 @@ arms:
   - {name: cascade, router: {mode: cascade, small: small, large: large, confidence: 0.88}}
 `
 
+// smallDir is quickDir with the first 24 tasks only: enough for a test of
+// what crab run writes, not of what it measures.
+func smallDir(t *testing.T) (dir, exp string) {
+	t.Helper()
+	dir, exp = quickDir(t)
+	writeTaskSubset(t, filepath.Join(dir, "tasks.jsonl"), 24)
+	small := strings.Replace(quickExperiment, "embedded:tasks.jsonl", "tasks.jsonl", 1)
+	if err := os.WriteFile(exp, []byte(small), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, exp
+}
+
 // quickDir writes quickExperiment into a fresh directory and returns both.
 func quickDir(t *testing.T) (dir, exp string) {
 	t.Helper()
@@ -175,4 +191,22 @@ func quickRun(t *testing.T) (dir, stdout string) {
 		t.Fatal(err)
 	}
 	return dir, quick.stdout
+}
+
+func writeTaskSubset(t *testing.T, path string, n int) {
+	t.Helper()
+	raw, err := fixtures.FS.ReadFile("tasks.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(nil, 1<<20)
+	for i := 0; i < n && sc.Scan(); i++ {
+		b.Write(sc.Bytes())
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

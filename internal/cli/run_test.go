@@ -18,7 +18,7 @@ import (
 // replaced whole with --overwrite.
 func TestRunRefusesRunDirectory(t *testing.T) {
 	t.Parallel()
-	dir, exp := quickDir(t)
+	dir, exp := smallDir(t)
 	out := filepath.Join(dir, "run")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -170,24 +169,6 @@ func startSimServer(t *testing.T, ctx context.Context, o simServerOptions) strin
 		t.Fatalf("sim-server: %v", err)
 	}
 	return ""
-}
-
-func writeTaskSubset(t *testing.T, path string, n int) {
-	t.Helper()
-	raw, err := fixtures.FS.ReadFile("tasks.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(nil, 1<<20)
-	for i := 0; i < n && sc.Scan(); i++ {
-		b.Write(sc.Bytes())
-		b.WriteByte('\n')
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // runRecords runs an experiment through `crab run` and reads its records.
