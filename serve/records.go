@@ -44,8 +44,8 @@ type RecordsConfig struct {
 	Answers bool `yaml:"answers"`
 
 	line int // of dir in the configuration file, for errors
-	// maxPending bounds the bytes waiting for the disk (maxPendingBytes
-	// when zero; tests lower it).
+	// maxPending bounds the bytes waiting for the disk
+	// (records.MaxPendingBytes when zero; tests lower it).
 	maxPending int64
 }
 
@@ -119,19 +119,13 @@ type serveManifest struct {
 	StatusReason string `json:"status_reason,omitempty"`
 }
 
-// Records are written by a records.Writer: handed to the operating
-// system within records.FlushBound while the disk accepts them, never
-// waited for by a request; while the disk refuses writes (a full disk)
-// they wait in memory, up to maxPendingBytes, and a record beyond that
+// FlushBound is the longest a record waits in memory while the disk
+// accepts writes. Records are written by a records.Writer, never waited
+// for by a request; while the disk refuses writes (a full disk) they wait
+// in memory, up to records.MaxPendingBytes, and a record beyond that
 // bound is lost, counted in crab_serve_records_errors_total and in the
 // manifest's records_lost, and the manifest then never says finished.
-const (
-	// FlushBound is the longest a record waits in memory while the disk
-	// accepts writes.
-	FlushBound = records.FlushBound
-	// maxPendingBytes bounds the records waiting in memory for the disk.
-	maxPendingBytes = records.MaxPendingBytes
-)
+const FlushBound = records.FlushBound
 
 // Manifest statuses of a records directory.
 const (
@@ -231,7 +225,6 @@ func openRecordLogWith(cfg RecordsConfig, dir string, m serveManifest, logf func
 	if err := writeManifest(dir, m); err != nil {
 		return fail(err)
 	}
-	recs = filepath.Join(dir, records.RecordsFile)
 	l.w, err = records.NewWriter(records.WriterConfig{
 		Open:         func() (io.WriteCloser, error) { return open(recs) },
 		MaxFileBytes: cfg.MaxFileBytes, Rotate: l.rotate, MaxPending: cfg.maxPending, OnTick: l.countLive,
