@@ -1,6 +1,16 @@
-// Package cli is crab's command line: one file per command, each holding
-// its flags and the plain function they call, and Main, which runs them
-// and maps their errors to the exit codes the README documents.
+// Package cli is crab's command line. Main runs it and maps its errors to
+// the exit codes the README documents; newApp lists the commands. Each
+// command has a file of its own (run.go, report.go, check.go, serve.go,
+// simserver.go, tune.go, audit.go, tasks.go, recording.go, export.go,
+// plan.go, completion.go) holding its flags (xxxCmd) and the plain
+// function they call with an options struct, which tests call directly;
+// files named after a command (run_files.go, check_proof.go) hold more
+// of that command's wiring. What is not wiring lives in the package that
+// owns it (eval, eval/records, serve, contract, tune, ...).
+//
+// The tests run from the module root (see TestMain), drive the command
+// line in-process through crab() and share one helper set
+// (helpers_test.go); their files are named after the command they test.
 package cli
 
 import (
