@@ -277,21 +277,21 @@ func (o planOptions) declared(p *plan.Pilot) (q plan.Quality, lat, cost *plan.Ef
 
 // planResult is what crab plan prints (--format json writes it as is).
 type planResult struct {
-	Pilot        *pilotSummary     `json:"pilot"` // null for declared figures
-	Alpha        float64           `json:"alpha"`
-	Family       int               `json:"family"` // accept decisions: candidates × objectives
-	Candidates   int               `json:"candidates"`
-	Objectives   int               `json:"objectives"`
-	Power        float64           `json:"power"`
-	MarginPP     float64           `json:"margin_pp"`
-	MinEffectPct float64           `json:"min_effect_pct"`
-	DifferencePP float64           `json:"difference_pp"`
-	Noise        float64           `json:"noise"` // discordance of identical calls, as a share
-	NoiseFrom    string            `json:"noise_from"`
-	Latency      *plan.Effect      `json:"latency"` // null: not sized
-	Cost         *plan.Effect      `json:"cost"`
-	PerCandidate []candidateResult `json:"per_candidate,omitempty"`
-	Rows         []rowResult       `json:"rows"`
+	Pilot        *pilotSummary          `json:"pilot"` // null for declared figures
+	Alpha        float64                `json:"alpha"`
+	Family       int                    `json:"family"` // accept decisions: candidates × objectives
+	Candidates   int                    `json:"candidates"`
+	Objectives   int                    `json:"objectives"`
+	Power        float64                `json:"power"`
+	MarginPP     float64                `json:"margin_pp"`
+	MinEffectPct float64                `json:"min_effect_pct"`
+	DifferencePP float64                `json:"difference_pp"`
+	Noise        float64                `json:"noise"` // discordance of identical calls, as a share
+	NoiseFrom    string                 `json:"noise_from"`
+	Latency      *plan.Effect           `json:"latency"` // null: not sized
+	Cost         *plan.Effect           `json:"cost"`
+	PerCandidate []plan.CandidateResult `json:"per_candidate,omitempty"`
+	Rows         []rowResult            `json:"rows"`
 	arms         int
 }
 
@@ -305,24 +305,6 @@ type pilotSummary struct {
 	SpreadFrom string  `json:"spread_from"`
 }
 
-// candidateResult is a pilot candidate's figures and what they point to.
-type candidateResult struct {
-	Name       string   `json:"name"`
-	Pairs      int      `json:"pairs"`
-	PassDiffPP float64  `json:"pass_diff_pp"`
-	SDBetween  float64  `json:"sd_between"`
-	SDWithin   *float64 `json:"sd_within"` // null: not measured
-	LatencyPct float64  `json:"latency_pct"`
-	CostPct    float64  `json:"cost_pct"`
-	// PilotVerdict is the gate's verdict on the pilot itself; PointsTo
-	// the verdict its figures point to at the size Tasks.
-	PilotVerdict string `json:"pilot_verdict"`
-	PointsTo     string `json:"points_to"`
-	Quality      *int   `json:"quality_tasks"` // null: no size decides
-	Objective    *int   `json:"objective_tasks"`
-	Tasks        *int   `json:"tasks"`
-}
-
 // rowResult is the size for one number of repeats.
 type rowResult struct {
 	Repeats   int      `json:"repeats"`
@@ -332,20 +314,6 @@ type rowResult struct {
 	Tasks     *int     `json:"tasks"`
 	Calls     *int     `json:"calls"`
 	CostTotal *float64 `json:"cost_total"` // null: no cost per call known
-}
-
-// tasksOf is a need in tasks for JSON: nil when no size decides; any
-// size at all is the gate's fewest pairs.
-func tasksOf(n plan.Need) *int {
-	switch {
-	case n.Never:
-		return nil
-	case n.Trivial:
-		v := analysis.DefaultMinPairs
-		return &v
-	}
-	v := max(n.Tasks, analysis.DefaultMinPairs)
-	return &v
 }
 
 func buildPlan(o planOptions, p *plan.Pilot) planResult {
@@ -364,18 +332,18 @@ func buildPlan(o planOptions, p *plan.Pilot) planResult {
 			costPerCall /= float64(len(p.Arms))
 		}
 		for _, c := range p.Candidates {
-			res.PerCandidate = append(res.PerCandidate, pointsTo(s, p, c, o.verdicts[c.Name]))
+			res.PerCandidate = append(res.PerCandidate, s.PointsTo(p, c, o.verdicts[c.Name]))
 		}
 	}
 	q, lat, cost, noiseFrom := o.declared(p)
 	res.Noise, res.NoiseFrom, res.Latency, res.Cost = q.Within, noiseFrom, lat, cost
 	for _, r := range s.Rows(q, lat, cost, o.Repeats) {
-		row := rowResult{Repeats: r.Repeats, Quality: tasksOf(r.Quality), Tasks: tasksOf(r.Tasks)}
+		row := rowResult{Repeats: r.Repeats, Quality: plan.TasksOf(r.Quality), Tasks: plan.TasksOf(r.Tasks)}
 		if lat != nil {
-			row.Latency = tasksOf(r.Latency)
+			row.Latency = plan.TasksOf(r.Latency)
 		}
 		if cost != nil {
-			row.Cost = tasksOf(r.Cost)
+			row.Cost = plan.TasksOf(r.Cost)
 		}
 		if row.Tasks != nil {
 			calls := *row.Tasks * r.Repeats * res.arms
@@ -386,51 +354,6 @@ func buildPlan(o planOptions, p *plan.Pilot) planResult {
 			}
 		}
 		res.Rows = append(res.Rows, row)
-	}
-	return res
-}
-
-// pointsTo is a pilot candidate's figures and the verdict they point to,
-// with the tasks (at the pilot's repeats) that would confirm it: quality
-// at its measured difference, and its better objective. A candidate the
-// gate rejected on the pilot for anything but quality (a guardrail, a
-// leak, an invalid answer) points to reject whatever its size.
-func pointsTo(s plan.Settings, p *plan.Pilot, c plan.Candidate, judged *analysis.ArmSummary) candidateResult {
-	q := s.QualityTasks(c.Quality, p.Repeats)
-	res := candidateResult{Name: c.Name, Pairs: c.Pairs, PassDiffPP: 100 * c.Quality.Diff, SDBetween: math.Sqrt(c.Quality.Between),
-		LatencyPct: -c.Latency.Pct, CostPct: -c.Cost.Pct, PointsTo: analysis.VerdictNoGain, Quality: tasksOf(q)}
-	otherReject := false
-	if judged != nil {
-		res.PilotVerdict = judged.Verdict
-		otherReject = judged.Verdict == "reject" && (judged.Quality == nil || judged.Quality.Result != analysis.QualityBroken)
-	}
-	if c.WithinMeasured {
-		v := math.Sqrt(c.Quality.Within)
-		res.SDWithin = &v
-	}
-	obj := plan.Need{Never: true}
-	for _, e := range []plan.Effect{c.Latency, c.Cost} {
-		if !(e.Pct > s.MinEffectPct && e.Mean > 0) {
-			continue
-		}
-		n := s.EffectPairs(e)
-		if !n.Never && !n.Trivial {
-			n.Tasks = max((n.Tasks+p.Repeats-1)/p.Repeats, 2)
-		}
-		if obj.Never || n.Trivial || (!n.Never && n.Tasks < obj.Tasks) {
-			obj = n
-		}
-	}
-	res.Objective, res.Tasks = tasksOf(obj), res.Quality
-	switch {
-	case c.Name == p.Control:
-		res.PointsTo = "control" // the A/A twin is judged by its tests, not as a candidate
-	case otherReject:
-		res.PointsTo = "reject"
-	case 100*c.Quality.Diff < -s.MarginPP:
-		res.PointsTo = "reject"
-	case !obj.Never:
-		res.PointsTo, res.Tasks = "accept", tasksOf(q.Max(obj))
 	}
 	return res
 }
