@@ -97,7 +97,7 @@ func TestMMLUExampleDerivation(t *testing.T) {
 		}
 		want, _ := os.ReadFile(table)
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s is not what %s derives to (go test -run TestMMLUExampleDerivation -update)", table, shared)
+			t.Errorf("%s is not what %s derives to (go test ./internal/cli/ -run TestMMLUExampleDerivation -update)", table, shared)
 		}
 	}
 	args := importLine(t, filepath.Join(mmluDir, "experiment.yaml"))
