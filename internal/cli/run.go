@@ -211,8 +211,8 @@ func (rs *runState) play(ctx context.Context, o runOptions, bar io.Writer) (*eva
 		w = o.recordsWriter(rs.f)
 	}
 	var err error
-	// The run directory's files are closed by finish; the writer only
-	// writes to this one.
+	// finish closes the records file after the writer: the writer only
+	// writes to it.
 	rs.w, err = records.NewWriter(records.WriterConfig{
 		Open:  func() (io.WriteCloser, error) { return nopCloser{w}, nil },
 		Batch: runBatch, Where: filepath.Join(rs.dir, "records.jsonl"),
