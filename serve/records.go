@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/crab-testbed/crab/eval/records"
@@ -46,6 +44,9 @@ type RecordsConfig struct {
 	Answers bool `yaml:"answers"`
 
 	line int // of dir in the configuration file, for errors
+	// maxPending bounds the bytes waiting for the disk
+	// (records.MaxPendingBytes when zero; tests lower it).
+	maxPending int64
 }
 
 // check returns the field that is wrong, its path under records (empty
@@ -118,23 +119,13 @@ type serveManifest struct {
 	StatusReason string `json:"status_reason,omitempty"`
 }
 
-// Records are handed to the operating system as soon as the writer
-// goroutine is free (FlushBound at the latest while the disk accepts
-// them), so that a crab serve killed at any instant leaves in its files
-// every record but those of the answers sent within that last moment.
-// A request never waits for the disk: records wait in memory, up to
-// maxPendingBytes, while the disk refuses writes (a full disk), and are
-// written when it accepts them again; a record beyond that bound is lost,
-// counted in crab_serve_records_errors_total and in the manifest's
-// records_lost, and the manifest then never says finished.
-const (
-	// FlushBound is the longest a record waits in memory while the disk
-	// accepts writes, and how often writes are tried again after a
-	// failure.
-	FlushBound = 100 * time.Millisecond
-	// maxPendingBytes bounds the records waiting in memory for the disk.
-	maxPendingBytes = 8 << 20
-)
+// FlushBound is the longest a record waits in memory while the disk
+// accepts writes. Records are written by a records.Writer, never waited
+// for by a request; while the disk refuses writes (a full disk) they wait
+// in memory, up to records.MaxPendingBytes, and a record beyond that
+// bound is lost, counted in crab_serve_records_errors_total and in the
+// manifest's records_lost, and the manifest then never says finished.
+const FlushBound = records.FlushBound
 
 // Manifest statuses of a records directory.
 const (
@@ -154,39 +145,23 @@ type recordFile interface {
 	io.Closer
 }
 
-// recordLog writes records to a records directory, rotating its files.
+// recordLog writes records to a records directory, rotating its files,
+// and keeps the directory's manifest.
 type recordLog struct {
 	cfg  RecordsConfig
 	dir  string
-	logf func(string, ...any)
-	// openFile opens records.jsonl for appending; tests replace it.
-	openFile func(path string) (recordFile, error)
-	// maxPending bounds the bytes waiting for the disk (maxPendingBytes;
-	// tests lower it).
-	maxPending int64
-	lock       *os.File // held while the directory is served (Live)
+	w    *records.Writer
+	lock *os.File // held while the directory is served (Live)
 
-	mu       sync.Mutex // guards pending, emit, closed, manifest
-	pending  bytes.Buffer
-	emit     func(records.Record) error // into pending
-	closed   bool
+	mu       sync.Mutex    // guards manifest, closed
 	manifest serveManifest // the final manifest, written by Close
+	closed   bool
 
-	// Owned by the writer goroutine.
-	f        recordFile
-	carry    []byte // taken from pending, not yet written (the disk refused it)
-	size     int64
+	// Owned by the writer's goroutine (or openRecordLog, before it starts).
 	rotated  []string // rotated files kept, oldest first
 	next     int      // number of the next rotated file
-	failing  error    // the last write's error, nil once writes succeed
 	live     serveManifest
 	liveLost int64 // records_lost of the last manifest written while serving
-
-	carried atomic.Int64 // len(carry), read by write for the memory bound
-	errors  atomic.Int64 // records lost: never written
-	kick    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
 }
 
 // openRecordLog locks the directory (one crab serve per records
@@ -203,9 +178,7 @@ func openAppend(path string) (recordFile, error) {
 
 func openRecordLogWith(cfg RecordsConfig, dir string, m serveManifest, logf func(string, ...any), open func(string) (recordFile, error)) (*recordLog, error) {
 	cfg.fill()
-	l := &recordLog{cfg: cfg, dir: dir, logf: logf, openFile: open, maxPending: maxPendingBytes, next: 1,
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	l.emit = records.JSONLWriter(&l.pending)
+	l := &recordLog{cfg: cfg, dir: dir, next: 1}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -252,10 +225,14 @@ func openRecordLogWith(cfg RecordsConfig, dir string, m serveManifest, logf func
 	if err := writeManifest(dir, m); err != nil {
 		return fail(err)
 	}
-	if err := l.open(); err != nil {
+	l.w, err = records.NewWriter(records.WriterConfig{
+		Open:         func() (io.WriteCloser, error) { return open(recs) },
+		MaxFileBytes: cfg.MaxFileBytes, Rotate: l.rotate, MaxPending: cfg.maxPending, OnTick: l.countLive,
+		Logf: logf, Where: dir, LostNote: " (counted in crab_serve_records_errors_total and the manifest's records_lost)",
+	})
+	if err != nil {
 		return fail(err)
 	}
-	go l.writer()
 	return l, nil
 }
 
@@ -275,32 +252,11 @@ func fileNumber(path string) (int, bool) {
 	return n, err == nil
 }
 
-func (l *recordLog) open() error {
-	f, err := l.openFile(filepath.Join(l.dir, records.RecordsFile))
-	if err != nil {
-		return err
-	}
-	l.f, l.size = f, 0
-	if st, ok := f.(interface{ Stat() (os.FileInfo, error) }); ok {
-		if fi, err := st.Stat(); err == nil {
-			l.size = fi.Size()
-		}
-	}
-	return nil
-}
-
-// rotate moves records.jsonl aside as the next numbered file and deletes
-// the oldest beyond MaxFiles, with the manifest of the run that ended
-// there; only the writer goroutine calls it (or openRecordLog, before
-// starting it).
+// rotate moves records.jsonl, closed, aside as the next numbered file and
+// deletes the oldest beyond MaxFiles, with the manifest of the run that
+// ended there; only the writer's goroutine calls it (or openRecordLog,
+// before starting it).
 func (l *recordLog) rotate() error {
-	if l.f != nil {
-		err := l.f.Close()
-		l.f = nil
-		if err != nil {
-			return err
-		}
-	}
 	to := filepath.Join(l.dir, fmt.Sprintf("records-%06d.jsonl", l.next))
 	if err := os.Rename(filepath.Join(l.dir, records.RecordsFile), to); err != nil {
 		return err
@@ -333,136 +289,31 @@ func writeManifest(dir string, m serveManifest) error {
 }
 
 // write appends records, one after the other with nothing between them
-// (a shadow's pair), for the writer goroutine; it never waits for the
-// disk. Records over the memory bound are lost and counted.
+// (a shadow's pair), without waiting for the disk; without answers in the
+// configuration their output is left out. Records over the memory bound
+// are lost and counted.
 func (l *recordLog) write(recs ...records.Record) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return
-	}
-	mark := l.pending.Len()
-	var err error
-	for _, rec := range recs {
-		if !l.cfg.Answers {
-			rec.Output = ""
-		}
-		if err = l.emit(rec); err != nil {
-			break
+	if !l.cfg.Answers {
+		for i := range recs {
+			recs[i].Output = ""
 		}
 	}
-	if err == nil && int64(l.pending.Len())+l.carried.Load() > l.maxPending {
-		err = fmt.Errorf("%d bytes of records wait for the disk, the most kept in memory", l.maxPending)
-	}
-	if err != nil {
-		l.pending.Truncate(mark)
-		l.lost(int64(len(recs)), err)
-		return
-	}
-	select {
-	case l.kick <- struct{}{}:
-	default:
-	}
+	_ = l.w.Write(recs...) // a loss is counted and logged by the writer
 }
 
-// lost counts n records that will never be written.
-func (l *recordLog) lost(n int64, err error) {
-	if l.errors.Add(n) == n && l.logf != nil {
-		l.logf("records: %d record(s) lost in %s: %v (counted in crab_serve_records_errors_total and the manifest's records_lost)", n, l.dir, err)
-	}
-}
+// Lost is how many records were never written.
+func (l *recordLog) Lost() int64 { return l.w.Lost() }
 
-// writer hands the records to the file as they come, retries every
-// FlushBound while the disk refuses them, and keeps the manifest's count
-// of lost records current.
-func (l *recordLog) writer() {
-	defer close(l.done)
-	t := time.NewTicker(FlushBound)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			l.flush()
-			return
-		case <-l.kick:
-		case <-t.C:
-			if n := l.errors.Load(); n != l.liveLost {
-				m := l.live
-				m.RecordsLost = n
-				if writeManifest(l.dir, m) == nil {
-					l.liveLost = n
-				}
-			}
-		}
-		l.flush()
-	}
-}
-
-// flush writes what waits: first what the disk refused before, then the
-// records added since. A failed write keeps the rest for the next try.
-func (l *recordLog) flush() {
-	l.mu.Lock()
-	if l.pending.Len() > 0 {
-		l.carry = append(l.carry, l.pending.Bytes()...)
-		l.pending.Reset()
-	}
-	l.mu.Unlock()
-	if len(l.carry) == 0 {
-		return
-	}
-	err := l.writeCarry()
-	switch {
-	case err != nil && l.failing == nil:
-		l.failing = err
-		if l.logf != nil {
-			l.logf("records: cannot write to %s: %v; records wait in memory (up to %d MiB) and are written when the disk accepts them", l.dir, err, maxPendingBytes>>20)
-		}
-	case err == nil && l.failing != nil:
-		l.failing = nil
-		if l.logf != nil {
-			l.logf("records: writing to %s again (%d record(s) lost meanwhile)", l.dir, l.errors.Load())
+// countLive keeps the manifest's count of lost records current while
+// serving; the writer's goroutine calls it on every tick.
+func (l *recordLog) countLive(n int64) {
+	if n != l.liveLost {
+		m := l.live
+		m.RecordsLost = n
+		if writeManifest(l.dir, m) == nil {
+			l.liveLost = n
 		}
 	}
-	l.carried.Store(int64(len(l.carry)))
-}
-
-// writeCarry writes l.carry to records.jsonl, rotating it whenever it
-// reaches MaxFileBytes (between records, never inside one) and opening
-// it again after a failed rotation; what is written leaves l.carry.
-func (l *recordLog) writeCarry() error {
-	for len(l.carry) > 0 {
-		if l.f != nil && l.size >= l.cfg.MaxFileBytes {
-			// Rotated before a write, not after one: records.jsonl is
-			// never left empty by a rotation.
-			if err := l.rotate(); err != nil {
-				return err
-			}
-		}
-		if l.f == nil {
-			if err := l.open(); err != nil {
-				return err
-			}
-		}
-		chunk := l.carry
-		if room := l.cfg.MaxFileBytes - l.size; int64(len(chunk)) > room {
-			// Up to the last record that fits, or the first one when
-			// none does.
-			end := bytes.LastIndexByte(chunk[:max(room, 0)], '\n') + 1
-			if end == 0 {
-				end = bytes.IndexByte(chunk, '\n') + 1
-			}
-			if end > 0 {
-				chunk = chunk[:end]
-			}
-		}
-		n, err := l.f.Write(chunk)
-		l.size += int64(n)
-		l.carry = l.carry[:copy(l.carry, l.carry[n:])]
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Close writes what waits and the final manifest: finished, or
@@ -475,24 +326,11 @@ func (l *recordLog) Close(now time.Time) error {
 		return nil
 	}
 	l.closed = true
-	l.mu.Unlock()
-	close(l.stop)
-	<-l.done
-	var err error
-	if len(l.carry) > 0 {
-		l.lost(int64(bytes.Count(l.carry, []byte{'\n'})), l.failing)
-		err = fmt.Errorf("records: %s: %w", l.dir, l.failing)
-	}
-	if l.f != nil {
-		if cerr := l.f.Close(); err == nil && cerr != nil {
-			err = cerr
-		}
-	}
-	l.mu.Lock()
 	m := l.manifest
 	l.mu.Unlock()
+	err := l.w.Close()
 	m.Status, m.EndedAt = StatusFinished, now.UTC()
-	if n := l.errors.Load(); n > 0 {
+	if n := l.w.Lost(); n > 0 {
 		m.Status, m.RecordsLost = StatusIncomplete, n
 		m.StatusReason = fmt.Sprintf("%d answered request(s) have no record: the disk refused the writes", n)
 	}

@@ -82,7 +82,9 @@ func TestRecordsDiskFull(t *testing.T) {
 	var disk *fullDisk
 	var logs []string
 	var logMu sync.Mutex
-	l, err := openRecordLogWith(RecordsConfig{Dir: dir}, dir, serveManifest{RunID: "serve-test", Status: StatusServing},
+	one := len(mustJSON(t, liveRec(0)))
+	// About 40 records wait for the disk.
+	l, err := openRecordLogWith(RecordsConfig{Dir: dir, maxPending: int64(40 * one)}, dir, serveManifest{RunID: "serve-test", Status: StatusServing},
 		func(f string, a ...any) { logMu.Lock(); logs = append(logs, fmt.Sprintf(f, a...)); logMu.Unlock() },
 		func(path string) (recordFile, error) {
 			f, err := openAppend(path)
@@ -95,8 +97,6 @@ func TestRecordsDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one := len(mustJSON(t, liveRec(0)))
-	l.maxPending = int64(40 * one) // about 40 records wait for the disk
 
 	for i := range 20 {
 		l.write(liveRec(i))
@@ -106,10 +106,10 @@ func TestRecordsDiskFull(t *testing.T) {
 	for i := 20; i < 120; i++ { // 100 records while the disk is full
 		l.write(liveRec(i))
 		if i == 20 {
-			waitFor(t, "the writer to meet the full disk", func() bool { return l.carried.Load() > 0 })
+			waitFor(t, "the writer to meet the full disk", func() bool { return l.w.Waiting() > 0 })
 		}
 	}
-	lost := l.errors.Load()
+	lost := l.Lost()
 	if lost < 50 || lost > 70 {
 		t.Fatalf("%d records lost of 100 written to a full disk with room for about 40 in memory; want about 60", lost)
 	}
@@ -120,7 +120,7 @@ func TestRecordsDiskFull(t *testing.T) {
 		t.Errorf("manifest while serving: status %q; want serving", m.Status)
 	}
 	disk.set(false) // space returns
-	waitFor(t, "the waiting records to be written", func() bool { return l.carried.Load() == 0 })
+	waitFor(t, "the waiting records to be written", func() bool { return l.w.Waiting() == 0 })
 	want := 120 - int(lost)
 	for i := 120; i < 420; i += 20 { // in batches the small memory bound holds
 		for j := range 20 {
@@ -136,8 +136,8 @@ func TestRecordsDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if set.Len() != want || l.errors.Load() != lost {
-		t.Errorf("%d records read, %d counted lost; want %d and %d: every record either written or counted", set.Len(), l.errors.Load(), want, lost)
+	if set.Len() != want || l.Lost() != lost {
+		t.Errorf("%d records read, %d counted lost; want %d and %d: every record either written or counted", set.Len(), l.Lost(), want, lost)
 	}
 	m := readManifest(t, filepath.Join(dir, ManifestFile))
 	if m.Status != StatusIncomplete || m.RecordsLost != lost || !strings.Contains(m.StatusReason, fmt.Sprint(lost)) {
@@ -197,9 +197,8 @@ func TestRecordsRestart(t *testing.T) {
 		a.write(liveRec(i))
 	}
 	waitFor(t, "3 records written", func() bool { return len(readLines(t, dir)) == 3 })
-	// kill -9: nothing is closed but the lock, which the kernel drops.
-	close(a.stop)
-	<-a.done
+	// kill -9: no manifest is written, and the kernel drops the lock.
+	a.w.Close()
 	unlockDir(a.lock)
 	if Live(dir) {
 		t.Errorf("Live after the server died = true; want false")

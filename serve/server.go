@@ -231,7 +231,7 @@ func (s *Server) openRecords(setup *Setup, o Options) error {
 		}
 		o.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: "crab_serve", Name: "records_errors_total",
 			Help: "Records lost: never written, because the disk refused them beyond what waits in memory (see the manifest's records_lost); the requests themselves were answered."},
-			func() float64 { return float64(s.recs.errors.Load()) }))
+			func() float64 { return float64(s.recs.Lost()) }))
 	}
 	if setup.Candidate != nil && cfg.Shadow != nil {
 		return s.newShadow(setup, o.Registry)

@@ -1,0 +1,6 @@
+//go:build race
+
+package cli
+
+// raceEnabled is true in a test binary built with -race.
+const raceEnabled = true
