@@ -36,7 +36,7 @@ func TestReorderArgs(t *testing.T) {
 // TestFlagsAfterArguments: flags after a PATH work end to end.
 func TestFlagsAfterArguments(t *testing.T) {
 	dst := filepath.Join(t.TempDir(), "r.csv")
-	code, _, errs := crab(t, "", "export", "recordimport/testdata/litellm-spend.json", "--format", "csv", "--from", "litellm", "-o", dst)
+	code, _, errs := crab(t, "", "export", "importer/recordimport/testdata/litellm-spend.json", "--format", "csv", "--from", "litellm", "-o", dst)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -44,7 +44,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(data), "arm,task_id") {
 		t.Errorf("export: %v %q", err, data)
 	}
-	code, out, errs := crab(t, "", "report", "recordimport/testdata/vllm-baseline.json", "--format", "json", "--from", "vllm")
+	code, out, errs := crab(t, "", "report", "importer/recordimport/testdata/vllm-baseline.json", "--format", "json", "--from", "vllm")
 	if code != exitOK || !strings.HasPrefix(out, "{") {
 		t.Errorf("report: exit %d, %s %.40q", code, errs, out)
 	}
@@ -96,7 +96,7 @@ func TestRenamedFlags(t *testing.T) {
 // TestOutputDash: -o - is stdout where the output is one stream, and
 // refused where it is a folder.
 func TestOutputDash(t *testing.T) {
-	code, out, errs := crab(t, "", "export", "--from", "litellm", "--format", "jsonl", "-o", "-", "recordimport/testdata/litellm-spend.json")
+	code, out, errs := crab(t, "", "export", "--from", "litellm", "--format", "jsonl", "-o", "-", "importer/recordimport/testdata/litellm-spend.json")
 	if code != exitOK || !strings.Contains(out, `"task_id":"chatcmpl-1"`) {
 		t.Errorf("export -o -: exit %d, %s, %.60q", code, errs, out)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/export"
+	"github.com/crab-testbed/crab/importer/recordimport"
 	"github.com/crab-testbed/crab/internal/atomicfile"
-	"github.com/crab-testbed/crab/recordimport"
 )
 
 // exportOptions are the inputs of `crab export`.

@@ -12,7 +12,7 @@ import (
 // are "-" (never 0), one note per figure says why, and the verdict is
 // inconclusive until quality and cost are waived.
 func TestReportFromVLLM(t *testing.T) {
-	files := []string{"recordimport/testdata/vllm-baseline.json", "recordimport/testdata/vllm-candidate.json"}
+	files := []string{"importer/recordimport/testdata/vllm-baseline.json", "importer/recordimport/testdata/vllm-candidate.json"}
 	args := append([]string{"report", "--from", "vllm", "--baseline", "vllm-baseline"}, files...)
 	code, out, errs := crab(t, "", args...)
 	if code != exitOK {
@@ -58,7 +58,7 @@ func TestReportFromVLLM(t *testing.T) {
 // cost is shown, pass is "-", and the verdict says the records need
 // grading.
 func TestReportFromLiteLLMUnmeasured(t *testing.T) {
-	src, err := os.ReadFile("recordimport/testdata/litellm-spend.json")
+	src, err := os.ReadFile("importer/recordimport/testdata/litellm-spend.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func armRow(t *testing.T, out, prefix string) []string {
 func TestExportFromLiteLLM(t *testing.T) {
 	dir := t.TempDir()
 	dst := filepath.Join(dir, "r.csv")
-	code, _, errs := crab(t, "", "export", "--from", "litellm", "--format", "csv", "-o", dst, "recordimport/testdata/litellm-spend.json")
+	code, _, errs := crab(t, "", "export", "--from", "litellm", "--format", "csv", "-o", dst, "importer/recordimport/testdata/litellm-spend.json")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -133,7 +133,7 @@ func TestImportBadInput(t *testing.T) {
 	if _, err := os.Stat(dst); err == nil || out != "" {
 		t.Errorf("bad input wrote output (%q)", out)
 	}
-	code, _, errs = crab(t, "", "report", "recordimport/testdata/vllm-baseline.json")
+	code, _, errs = crab(t, "", "report", "importer/recordimport/testdata/vllm-baseline.json")
 	if code != exitBadInput || !strings.Contains(errs, "looks like a vllm file: add --from vllm") {
 		t.Errorf("a vLLM file read as crab records: exit %d, %q; want the --from hint", code, errs)
 	}
@@ -149,7 +149,7 @@ func TestImportBadInput(t *testing.T) {
 func TestExportUnmeasuredRoundTrip(t *testing.T) {
 	dst := filepath.Join(t.TempDir(), "v.csv")
 	code, _, errs := crab(t, "", "export", "--from", "vllm", "--format", "csv", "-o", dst,
-		"recordimport/testdata/vllm-baseline.json", "recordimport/testdata/vllm-candidate.json")
+		"importer/recordimport/testdata/vllm-baseline.json", "importer/recordimport/testdata/vllm-candidate.json")
 	if code != exitOK {
 		t.Fatalf("export: exit %d: %s", code, errs)
 	}
@@ -166,7 +166,7 @@ func TestExportUnmeasuredRoundTrip(t *testing.T) {
 // (vLLM writes latency 0.0 for each) has no latency: p50, max and mean are
 // "-" in text and null in JSON, never 0, and a note says why.
 func TestReportFromVLLMAllFailed(t *testing.T) {
-	file := "recordimport/testdata/vllm-all-failed.json"
+	file := "importer/recordimport/testdata/vllm-all-failed.json"
 	code, out, errs := crab(t, "", "report", "--from", "vllm", file)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
@@ -192,16 +192,16 @@ func TestReportFromVLLMAllFailed(t *testing.T) {
 // TestImportOptions: --pair-key and --map are LiteLLM's; an unknown field
 // in them is exit 2 naming the option and the field.
 func TestImportOptions(t *testing.T) {
-	log := "recordimport/testdata/litellm-spend.json"
+	log := "importer/recordimport/testdata/litellm-spend.json"
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"report", "--from", "vllm", "--pair-key", "tag:task=", "recordimport/testdata/vllm-baseline.json"}, "--pair-key and --map read LiteLLM spend logs"},
+		{[]string{"report", "--from", "vllm", "--pair-key", "tag:task=", "importer/recordimport/testdata/vllm-baseline.json"}, "--pair-key and --map read LiteLLM spend logs"},
 		{[]string{"report", "--pair-key", "tag:task=", log}, "add --from litellm"},
 		{[]string{"report", "--from", "litellm", "--map", "tenant=teamid", log}, `--map tenant=teamid: field "teamid": unknown field`},
 		{[]string{"export", "--from", "litellm", "--pair-key", "taskid", "-o", "-", log}, `--pair-key: field "taskid": unknown field`},
-		{[]string{"report", "--from", "litellm", "recordimport/testdata/vllm-baseline.json"}, `vllm-baseline.json: field "--from": --from litellm reads a LiteLLM spend log, and this file is a vllm bench serve result: read it with --from vllm`},
+		{[]string{"report", "--from", "litellm", "importer/recordimport/testdata/vllm-baseline.json"}, `vllm-baseline.json: field "--from": --from litellm reads a LiteLLM spend log, and this file is a vllm bench serve result: read it with --from vllm`},
 	} {
 		code, _, errs := crab(t, "", c.args...)
 		if code != exitBadInput || !strings.Contains(errs, c.want) {

@@ -13,10 +13,10 @@ import (
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/importer/outcomeimport"
 	"github.com/crab-testbed/crab/internal/atomicfile"
 	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/model/replay"
-	"github.com/crab-testbed/crab/outcomeimport"
 )
 
 // recordingFile is the recording crab run writes into a run directory

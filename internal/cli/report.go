@@ -15,7 +15,7 @@ import (
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/eval/report"
-	"github.com/crab-testbed/crab/recordimport"
+	"github.com/crab-testbed/crab/importer/recordimport"
 	"github.com/crab-testbed/crab/serve"
 )
 

@@ -13,9 +13,9 @@ import (
 
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/importer/taskimport"
 	"github.com/crab-testbed/crab/internal/atomicfile"
 	"github.com/crab-testbed/crab/internal/infile"
-	"github.com/crab-testbed/crab/taskimport"
 )
 
 // tasksImportOptions are the inputs of `crab tasks import`.

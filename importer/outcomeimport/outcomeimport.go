@@ -28,9 +28,9 @@ import (
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/importer/taskimport"
 	"github.com/crab-testbed/crab/internal/infile"
 	"github.com/crab-testbed/crab/model/replay"
-	"github.com/crab-testbed/crab/taskimport"
 )
 
 // Outcome fields a mapping may name besides the task fields of crab tasks

@@ -14,7 +14,7 @@ import (
 
 func loadContract(t *testing.T) *contract.Contract {
 	t.Helper()
-	raw, err := os.ReadFile("../eval/testdata/workload/contract.json")
+	raw, err := os.ReadFile("../../eval/testdata/workload/contract.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func FuzzImport(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	raw, err := os.ReadFile("../eval/testdata/workload/contract.json")
+	raw, err := os.ReadFile("../../eval/testdata/workload/contract.json")
 	if err != nil {
 		f.Fatal(err)
 	}

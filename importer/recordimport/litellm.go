@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/importer/taskimport"
 	"github.com/crab-testbed/crab/internal/infile"
 	"github.com/crab-testbed/crab/internal/redact"
-	"github.com/crab-testbed/crab/taskimport"
 )
 
 // litellmNotes say what a LiteLLM spend log does not carry.
