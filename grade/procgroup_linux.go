@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 )
@@ -50,7 +52,47 @@ func start(mk func() *exec.Cmd) (*exec.Cmd, error) { return startIn(mk, false) }
 
 // startKept is start for a grader that lives across answers (protocol
 // lines): it is also killed when crab exits, however crab exits.
-func startKept(mk func() *exec.Cmd) (*exec.Cmd, error) { return startIn(mk, true) }
+//
+// The kernel sends the parent-death signal when the thread that forked
+// the child exits, not the process, and Go ends a thread whose goroutine
+// exits while locked to it (crab's generator locks its thread). So a kept
+// grader is forked by one thread that stays locked, idle, for as long as
+// crab runs: the signal then comes only with crab's own end.
+func startKept(mk func() *exec.Cmd) (*exec.Cmd, error) {
+	keptOnce.Do(func() {
+		keptStarts = make(chan keptStart)
+		go keptSpawner(keptStarts)
+	})
+	reply := make(chan keptResult, 1)
+	keptStarts <- keptStart{mk: mk, reply: reply}
+	r := <-reply
+	return r.cmd, r.err
+}
+
+type keptStart struct {
+	mk    func() *exec.Cmd
+	reply chan<- keptResult
+}
+
+type keptResult struct {
+	cmd *exec.Cmd
+	err error
+}
+
+var (
+	keptOnce   sync.Once
+	keptStarts chan keptStart
+)
+
+// keptSpawner forks every kept grader from its own thread, which it never
+// unlocks and never leaves.
+func keptSpawner(starts <-chan keptStart) {
+	runtime.LockOSThread()
+	for s := range starts {
+		cmd, err := startIn(s.mk, true)
+		s.reply <- keptResult{cmd, err}
+	}
+}
 
 func startIn(mk func() *exec.Cmd, kept bool) (*exec.Cmd, error) {
 	for i := int(firstIsolation.Load()); ; i++ {
