@@ -44,6 +44,7 @@ YAML
 	# crab_run BIN LABEL runs one crab binary at this rate into $d/LABEL.
 	crab_run() {
 		local s0
+		rm -rf "${d:?}/$2" # a kept WORK holds an earlier run here
 		s0=$(cpu_ms "$SIM_PID")
 		{ time timeout $((DURATION + 60)) "$1" run -c "$d/exp.yaml" -o "$d/$2" --quiet ${CRAB_FLAGS:-} >"$d/$2.txt" 2>&1 || {
 			echo "$2 run at $rate/s failed:"; tail -5 "$d/$2.txt"; exit 1; }; } 2>"$d/$2.time"
