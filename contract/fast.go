@@ -16,9 +16,10 @@ import (
 // of any answer (and whether there are any) are the library's, as before.
 // It covers the keywords strict structured-output contracts use (type,
 // enum, const, properties, required, additionalProperties, items,
-// min/maxItems, min/maxLength, pattern, format, $ref, anyOf) and reads the
-// text with the lexer parseLean uses, so it accepts no text parseLean
-// would not parse; a schema using any other keyword gets no fast checker.
+// min/maxItems, min/maxLength, pattern, format, $ref, anyOf) and reads
+// every value a keyword constrains with the lexer parseLean uses, so it
+// reads such a value as parseLean does; a schema using any other keyword
+// gets no fast checker.
 // Validating an answer is on every request's path, and the library's walk
 // over a decoded tree costs tens of allocations an answer.
 
@@ -59,6 +60,11 @@ const (
 	ftArray
 	ftObject
 )
+
+var fastTypeNames = map[string]fastType{
+	"null": ftNull, "boolean": ftBool, "number": ftNumber, "integer": ftInteger,
+	"string": ftString, "array": ftArray, "object": ftObject,
+}
 
 const (
 	addlAny = iota
@@ -125,24 +131,11 @@ func fastCompile(s *jsonschema.Schema, seen map[*jsonschema.Schema]*fastNode) (*
 	n.format, n.pattern = s.Format, s.Pattern
 	if s.Types != nil {
 		for _, t := range s.Types.ToStrings() {
-			switch t {
-			case "null":
-				n.types |= ftNull
-			case "boolean":
-				n.types |= ftBool
-			case "number":
-				n.types |= ftNumber
-			case "integer":
-				n.types |= ftInteger
-			case "string":
-				n.types |= ftString
-			case "array":
-				n.types |= ftArray
-			case "object":
-				n.types |= ftObject
-			default:
+			ft, ok := fastTypeNames[t]
+			if !ok {
 				return nil, false
 			}
+			n.types |= ft
 		}
 		if n.types == 0 {
 			return nil, false
@@ -257,7 +250,7 @@ func (n *fastNode) prop(name string) int {
 }
 
 // accepts reports whether content is certainly valid under n: exactly one
-// JSON value that parseLean parses and that meets every keyword. False
+// JSON value that encoding/json parses and that meets every keyword. False
 // means nothing: the library decides.
 func (n *fastNode) accepts(content string) bool {
 	l := jsonw.New(content, 0)
@@ -300,7 +293,7 @@ func (n *fastNode) value(l *jsonw.Lexer, depth int) bool {
 // own checks the value at l against n's own keywords (not $ref, not anyOf).
 func (n *fastNode) own(l *jsonw.Lexer, depth int) bool {
 	if n.anything {
-		return skipLean(l, depth)
+		return skip(l, depth)
 	}
 	switch l.Peek() {
 	case '{':
@@ -382,7 +375,7 @@ func (n *fastNode) object(l *jsonw.Lexer, depth int) bool {
 		case n.addl == addlSchema:
 			return n.addlNode.value(l, depth)
 		}
-		return skipLean(l, depth)
+		return skip(l, depth)
 	})
 	return ok && seen&n.required == n.required
 }
@@ -392,31 +385,16 @@ func (n *fastNode) array(l *jsonw.Lexer, depth int) bool {
 	ok := l.Array(func() bool {
 		count++
 		if n.items == nil {
-			return skipLean(l, depth)
+			return skip(l, depth)
 		}
 		return n.items.value(l, depth)
 	})
 	return ok && (n.minItems < 0 || count >= n.minItems) && (n.maxItems < 0 || count <= n.maxItems)
 }
 
-// skipLean passes over any value exactly as leanValue reads it, without
-// building it.
-func skipLean(l *jsonw.Lexer, depth int) bool {
-	switch l.Peek() {
-	case '{':
-		return depth < maxLeanDepth && l.Object(func(string) bool { return skipLean(l, depth+1) })
-	case '[':
-		return depth < maxLeanDepth && l.Array(func() bool { return skipLean(l, depth+1) })
-	case '"':
-		_, ok := l.String()
-		return ok
-	case 't':
-		return l.Literal("true")
-	case 'f':
-		return l.Literal("false")
-	case 'n':
-		return l.Literal("null")
-	}
-	_, ok := l.Number()
-	return ok
-}
+// skip passes over a value no keyword constrains. It checks the JSON
+// grammar only, as encoding/json does (a string is not decoded): such a
+// value, whatever its strings hold, is valid, and an answer that parseLean
+// refuses for it is decoded by encoding/json and validated the same.
+// Nesting is bounded as parseLean bounds it.
+func skip(l *jsonw.Lexer, depth int) bool { return l.Skip(maxLeanDepth - depth) }
