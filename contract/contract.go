@@ -70,6 +70,7 @@ type Contract struct {
 	required []string
 	nullable map[string]bool // root properties whose value may be null
 	schema   *jsonschema.Schema
+	fast     *fastNode        // accepts the answers it can prove valid; nil when the schema is beyond it
 	printer  *message.Printer // renders the library's error messages
 	valid    validMemo
 }
@@ -112,6 +113,7 @@ func Load(name string, raw []byte) (*Contract, error) {
 		required: slices.Clone(sch.Required),
 		nullable: nullableProps(sch),
 		schema:   sch,
+		fast:     compileFast(sch),
 		printer:  message.NewPrinter(language.English),
 	}, nil
 }

@@ -13,8 +13,24 @@ import (
 	"github.com/crab-testbed/crab/model/openai"
 )
 
-// setHeaders writes the X-Crab-* response headers.
+// replyHeaders are the names setHeaders writes, in the canonical form
+// Header.Set would give them, so it can store them directly.
+var replyHeaders = []string{headerLeak, openai.HeaderCache, openai.HeaderModel, openai.HeaderRouteScore, openai.HeaderContract, headerAttempts}
+
+const (
+	headerLeak     = "X-Crab-Leak"
+	headerAttempts = "X-Crab-Attempts"
+)
+
+// setHeaders writes the X-Crab-* response headers. It runs on every
+// answer: their values share one allocation, and the names (replyHeaders)
+// are stored as they are, without Header.Set's canonicalisation.
 func (s *Server) setHeaders(h http.Header, resp *model.Response, err error) {
+	vals := make([]string, 0, len(replyHeaders))
+	set := func(name, v string) {
+		vals = append(vals, v)
+		h[name] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
 	cacheStatus, modelName, score, contractResult, attempts := "BYPASS", "", "none", "none", 0
 	if resp != nil {
 		switch resp.Trace.Cache {
@@ -38,19 +54,19 @@ func (s *Server) setHeaders(h http.Header, resp *model.Response, err error) {
 			}
 		}
 		if resp.Trace.Leak != "" {
-			h.Set("X-Crab-Leak", resp.Trace.Leak)
+			set(headerLeak, resp.Trace.Leak)
 		}
 	}
 	if s.contract != nil && errors.Is(err, contract.ErrViolation) {
 		contractResult = "fail"
 	}
-	h.Set(openai.HeaderCache, cacheStatus)
+	set(openai.HeaderCache, cacheStatus)
 	if modelName != "" {
-		h.Set(openai.HeaderModel, modelName)
+		set(openai.HeaderModel, modelName)
 	}
-	h.Set(openai.HeaderRouteScore, score)
-	h.Set(openai.HeaderContract, contractResult)
-	h.Set("X-Crab-Attempts", strconv.Itoa(attempts))
+	set(openai.HeaderRouteScore, score)
+	set(openai.HeaderContract, contractResult)
+	set(headerAttempts, strconv.Itoa(attempts))
 }
 
 // reply writes a successful answer, streamed in chunks when asked, and

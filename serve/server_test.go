@@ -646,3 +646,15 @@ func TestCascade(t *testing.T) {
 		t.Errorf("upstream calls small %d, large %d; want 1 and 1", s, l)
 	}
 }
+
+// TestReplyHeadersCanonical: setHeaders stores its header names as they
+// are, so each must already be in the canonical form a client's lookup
+// (and Header.Set) uses.
+func TestReplyHeadersCanonical(t *testing.T) {
+	t.Parallel()
+	for _, name := range replyHeaders {
+		if c := http.CanonicalHeaderKey(name); c != name {
+			t.Errorf("reply header %q is not canonical (%q)", name, c)
+		}
+	}
+}

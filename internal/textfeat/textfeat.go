@@ -218,11 +218,14 @@ var negationParticles = []string{"不", "没", "沒", "无", "無", "非", "别"
 // Negations counts the negation particles of text.
 func Negations(text string) int {
 	n := 0
-	for _, p := range negationParticles {
-		if strings.Contains(text, p) {
-			n += strings.Count(text, p)
+	if !isASCII(text) { // every particle is written outside ASCII
+		for _, p := range negationParticles {
+			if strings.Contains(text, p) {
+				n += strings.Count(text, p)
+			}
 		}
 	}
+	var lower [maxNegationWord]byte
 	start := -1
 	flush := func(end int) {
 		if start < 0 {
@@ -230,7 +233,21 @@ func Negations(text string) int {
 		}
 		w := text[start:end]
 		start = -1
-		if len(w) > 24 {
+		if len(w) > maxNegationWord {
+			return
+		}
+		if isASCII(w) {
+			// The lower case of an ASCII word, without allocating.
+			for i := range len(w) {
+				c := w[i]
+				if 'A' <= c && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				lower[i] = c
+			}
+			if negationWords[string(lower[:len(w)])] {
+				n++
+			}
 			return
 		}
 		if negationWords[strings.ToLower(strings.ReplaceAll(w, "’", "'"))] {
@@ -252,4 +269,16 @@ func Negations(text string) int {
 	}
 	flush(len(text))
 	return n
+}
+
+// maxNegationWord is the longest word, in bytes, looked up in negationWords.
+const maxNegationWord = 24
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

@@ -69,16 +69,9 @@ func (m *Model) answer(req *model.Request, mode int, u *[numDraws]float64, nonce
 	return w.root(root), conf, nil
 }
 
-// requiredKeys are the root's required properties, in contract order.
-func (s *schema) requiredKeys() []string {
-	var out []string
-	for _, p := range s.resolve().props {
-		if p.required {
-			out = append(out, p.name)
-		}
-	}
-	return out
-}
+// requiredKeys are the root's required properties, in contract order
+// (shared: callers must not modify the slice).
+func (s *schema) requiredKeys() []string { return s.resolve().required }
 
 // overShortKey is the required field the over_short mode leaves out: the
 // first required list, else the first required free-text field, else the
@@ -94,7 +87,7 @@ func (s *schema) overShortKey(exp map[string]any) string {
 		if first == "" {
 			first = p.name
 		}
-		if _, graded := exp["/"+escapePointer(p.name)]; graded {
+		if _, graded := exp[p.token]; graded {
 			continue
 		}
 		ps := p.s.resolve()

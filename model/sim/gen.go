@@ -162,7 +162,7 @@ func (w *gen) object(s *schema, ptr string, depth int) {
 		first = false
 		writeQuoted(&w.b, p.name)
 		w.b.WriteByte(':')
-		w.value(p.s, ptr+"/"+escapePointer(p.name), depth+1)
+		w.value(p.s, ptr+p.token, depth+1)
 	}
 	w.b.WriteByte('}')
 }

@@ -49,7 +49,10 @@ func expectations(exp map[string]any, root *schema) map[string]any {
 // items; nil when the contract has no such field.
 func (s *schema) at(ptr string) *schema {
 	cur := s.resolve()
-	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+	rest := strings.TrimPrefix(ptr, "/")
+	for rest != "" {
+		var tok string
+		tok, rest, _ = strings.Cut(rest, "/")
 		if tok == "" {
 			continue
 		}

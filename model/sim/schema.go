@@ -37,6 +37,7 @@ type schema struct {
 	enumVals []any             // the same values decoded (json.Number for numbers)
 	hasConst bool
 	props    []prop
+	required []string // the required props' names, in document order
 	items    *schema
 	anyOf    []*schema
 	ref      string  // unresolved $ref while compiling
@@ -54,6 +55,7 @@ type schema struct {
 
 type prop struct {
 	name     string
+	token    string // "/" and the escaped name: the prop's step in a JSON pointer
 	s        *schema
 	required bool
 }
@@ -266,7 +268,10 @@ func (c *compiler) compileChildren(s *schema, o *object, at string, typed bool) 
 			if err != nil {
 				return err
 			}
-			s.props = append(s.props, prop{name: kv.k, s: ps, required: req[kv.k]})
+			s.props = append(s.props, prop{name: kv.k, token: "/" + escapePointer(kv.k), s: ps, required: req[kv.k]})
+			if req[kv.k] {
+				s.required = append(s.required, kv.k)
+			}
 		}
 	}
 	if it, ok := o.getOK("items"); ok {

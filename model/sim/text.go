@@ -16,6 +16,9 @@ func jsonEqual(a, b []byte) bool {
 	if string(a) == string(b) {
 		return true
 	}
+	if plainJSONString(a) && plainJSONString(b) {
+		return false // both decode to their own bytes, which differ
+	}
 	var x, y any
 	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
 		return false
@@ -23,6 +26,20 @@ func jsonEqual(a, b []byte) bool {
 	ja, _ := json.Marshal(x)
 	jb, _ := json.Marshal(y)
 	return string(ja) == string(jb)
+}
+
+// plainJSONString reports whether b is a JSON string without escapes, in
+// valid UTF-8: one that decodes to the bytes between its quotes.
+func plainJSONString(b []byte) bool {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return false
+	}
+	for _, c := range b[1 : len(b)-1] {
+		if c == '"' || c == '\\' || c < 0x20 {
+			return false
+		}
+	}
+	return utf8.Valid(b)
 }
 
 // writeJSONValue writes a decoded JSON value (what encoding/json or the
@@ -163,7 +180,7 @@ func genRegexp(b *strings.Builder, re *syntax.Regexp) {
 // sentences splits text at sentence terminators of any script and at line
 // breaks, trimmed; empty pieces are dropped.
 func sentences(text string) []span {
-	var out []span
+	out := make([]span, 0, 8)
 	start := 0
 	add := func(end int) {
 		s := trimSpan(text, span{start, end})
