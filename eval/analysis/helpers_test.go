@@ -9,7 +9,6 @@ import (
 
 // The record helpers shared with the report package's tests.
 var (
-	readSet     = records.SetOf
 	mustSet     = rectest.Set
 	mkRec       = rectest.Rec
 	exerciseSet = rectest.Exercise
