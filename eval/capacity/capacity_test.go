@@ -149,27 +149,38 @@ func TestKneeOf(t *testing.T) {
 	t.Parallel()
 	share := func(r []Rung) func(int) float64 { return func(i int) float64 { return r[i].Share } }
 	r := rungsOf([]float64{10, 20, 30}, [][]float64{{1, 1}, {1, 1}, {0.5, 0.5}})
-	k, where := kneeOf(r, 0.99, share(r))
+	k, where := kneeOf(r, 0.99, 100, share(r))
 	// From 100% at 20/s to 50% at 30/s, 99% is crossed a fiftieth of the way.
 	if where != kneeInside || math.Abs(k-20.2) > 1e-9 {
 		t.Errorf("got %v (%d); want 20.2 inside the ladder", k, where)
 	}
-	if lo, hi, ok := bracket(r, 0.99); !ok || lo != 20 || hi != 30 {
+	for i := range r {
+		r[i].Held = r[i].Share >= 0.99
+	}
+	if lo, hi, ok := bracket(r); !ok || lo != 20 || hi != 30 {
 		t.Errorf("bracket: got %v, %v, %v; want 20, 30", lo, hi, ok)
 	}
 	r = rungsOf([]float64{10, 20}, [][]float64{{0.5, 0.5}, {0.4, 0.4}})
-	if _, where := kneeOf(r, 0.99, share(r)); where != kneeBelow {
+	if _, where := kneeOf(r, 0.99, 100, share(r)); where != kneeBelow {
 		t.Errorf("got %d; want below the ladder", where)
 	}
 	r = rungsOf([]float64{10, 20}, [][]float64{{1, 1}, {1, 1}})
-	if k, where := kneeOf(r, 0.99, share(r)); where != kneeAbove || !math.IsInf(k, 1) {
+	if k, where := kneeOf(r, 0.99, 100, share(r)); where != kneeAbove || !math.IsInf(k, 1) {
 		t.Errorf("got %v (%d); want above the ladder", k, where)
 	}
 	// The first rung that does not hold decides, as the knee is where the
 	// share stays at or above the declared one.
 	r = rungsOf([]float64{10, 20, 30}, [][]float64{{1, 1}, {0.9, 0.9}, {1, 1}})
-	if k, _ := kneeOf(r, 0.99, share(r)); k >= 20 {
+	if k, _ := kneeOf(r, 0.99, 100, share(r)); k >= 20 {
 		t.Errorf("got %v; want a knee below 20, where the share first fell", k)
+	}
+	// A queue that grows through the rung fails it whatever its share:
+	// from 20 ms of growth at 10/s to 120 ms at 20/s, the limit of 100 ms
+	// is crossed at 18/s.
+	r = rungsOf([]float64{10, 20}, [][]float64{{1, 1}, {1, 1}})
+	r[0].GrowthMs, r[1].GrowthMs, r[1].Growing = 20, 120, true
+	if k, where := kneeOf(r, 0.99, 100, share(r)); where != kneeInside || math.Abs(k-18) > 1e-9 {
+		t.Errorf("growing queue: got %v (%d); want 18 inside the ladder", k, where)
 	}
 }
 
@@ -181,7 +192,7 @@ func TestKneeInterval(t *testing.T) {
 	steady := rungsOf([]float64{10, 20, 30}, [][]float64{{1, 1, 1, 1}, {0.99, 0.99, 0.99, 0.99}, {0.6, 0.6, 0.6, 0.6}})
 	noisy := rungsOf([]float64{10, 20, 30}, [][]float64{{1, 1, 1, 1}, {1, 0.96, 1, 1}, {0.9, 0.3, 0.9, 0.3}})
 	width := func(r []Rung) (float64, float64, float64) {
-		lo, hi := interval(kneeSamples(r, 0.95, 1000, splitmix.New(3)))
+		lo, hi := interval(kneeSamples(r, 0.95, 100, 1000, splitmix.New(3)))
 		if lo == nil || hi == nil {
 			t.Fatalf("got an open interval for %v", r)
 		}
@@ -195,7 +206,7 @@ func TestKneeInterval(t *testing.T) {
 	if l, h, _ := width(noisy); l != lo2 || h != hi2 {
 		t.Errorf("same seed: got [%v, %v] then [%v, %v]; want the same", lo2, hi2, l, h)
 	}
-	k, _ := kneeOf(noisy, 0.95, func(i int) float64 { return noisy[i].Share })
+	k, _ := kneeOf(noisy, 0.95, 100, func(i int) float64 { return noisy[i].Share })
 	if !(lo2 <= k && k <= hi2) {
 		t.Errorf("knee %v outside its interval [%v, %v]", k, lo2, hi2)
 	}

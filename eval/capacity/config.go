@@ -89,6 +89,16 @@ func (c *Config) share() float64 {
 	return *c.Share
 }
 
+// growthLimit is how much the median latency the SLO limits may rise
+// through a rung, in milliseconds, before its queue counts as growing: a
+// tenth of the limit (TTFT's when set, else end to end's).
+func (c *Config) growthLimit() float64 {
+	if c.SLO.TTFTMs > 0 {
+		return c.SLO.TTFTMs / 10
+	}
+	return c.SLO.E2EMs / 10
+}
+
 func (c *Config) refine() int {
 	if c.Refine == nil {
 		return DefaultRefine

@@ -79,19 +79,28 @@ const (
 )
 
 // kneeOf reads the knee off rungs sorted by rate, share(i) being rung i's
-// share: the straight line between the last rung that held before the
-// first that did not, at the declared share.
-func kneeOf(rungs []Rung, target float64, share func(i int) float64) (float64, int) {
+// share: between the last rung that held and the first that did not, on
+// the straight line through the two of the criterion that failed (the
+// share falling to the declared one, the queue's growth rising to its
+// limit; the lower crossing when both failed).
+func kneeOf(rungs []Rung, target, growthLimit float64, share func(i int) float64) (float64, int) {
 	for i := range rungs {
 		s := share(i)
-		if s >= target {
+		if s >= target && !rungs[i].Growing {
 			continue
 		}
 		if i == 0 {
 			return 0, kneeBelow
 		}
-		r0, r1, s0 := rungs[i-1].Rate, rungs[i].Rate, share(i-1)
-		return r0 + (r1-r0)*(s0-target)/(s0-s), kneeInside
+		r0, r1 := rungs[i-1].Rate, rungs[i].Rate
+		knee := r1
+		if s0 := share(i - 1); s < target && s0 > s {
+			knee = min(knee, r0+(r1-r0)*(s0-target)/(s0-s))
+		}
+		if g0, g1 := rungs[i-1].GrowthMs, rungs[i].GrowthMs; rungs[i].Growing && g1 > g0 {
+			knee = min(knee, r0+(r1-r0)*(growthLimit-g0)/(g1-g0))
+		}
+		return max(knee, r0), kneeInside
 	}
 	return math.Inf(1), kneeAbove
 }
@@ -99,7 +108,9 @@ func kneeOf(rungs []Rung, target float64, share func(i int) float64) (float64, i
 // kneeSamples are the knees of resamples of every rung's measured blocks,
 // drawn with replacement: 0 where a resample's lowest rung did not hold,
 // +Inf where every rung held.
-func kneeSamples(rungs []Rung, target float64, resamples int, g *splitmix.Rand) []float64 {
+// A rung's growth is its own in every resample: it needs the blocks in
+// their order.
+func kneeSamples(rungs []Rung, target, growthLimit float64, resamples int, g *splitmix.Rand) []float64 {
 	out := make([]float64, resamples)
 	shares := make([]float64, len(rungs))
 	for b := range out {
@@ -115,7 +126,7 @@ func kneeSamples(rungs []Rung, target float64, resamples int, g *splitmix.Rand) 
 				shares[i] = float64(c) / float64(n)
 			}
 		}
-		out[b], _ = kneeOf(rungs, target, func(i int) float64 { return shares[i] })
+		out[b], _ = kneeOf(rungs, target, growthLimit, func(i int) float64 { return shares[i] })
 	}
 	return out
 }

@@ -119,13 +119,15 @@ func (res *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "sweep %s: %d arms, %s/s to %s/s, %s, share %s %s\n\n", res.Experiment, len(res.Arms),
 		trimRate(cfg.Rates[0]), trimRate(cfg.Rates[len(cfg.Rates)-1]), cfg.SLO.String(), pct(cfg.share()), countWords(cfg.Count))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "arm\trate/s\twithin SLO\tgoodput/s\tp95 ms\tTTFT p95 ms\theld")
+	fmt.Fprintln(tw, "arm\trate/s\twithin SLO\tgoodput/s\tp95 ms\tTTFT p95 ms\tgrowth ms\theld")
 	for _, a := range res.Arms {
 		for _, r := range a.Rungs {
 			held := "yes"
 			switch {
 			case r.Stopped:
 				held = "no (stopped)"
+			case r.Growing:
+				held = "no (queue growing)"
 			case !r.Held:
 				held = "no"
 			}
@@ -133,7 +135,7 @@ func (res *Result) WriteText(w io.Writer) error {
 			if r.Refined {
 				rate += "*"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, rate, pct(r.Share), trimRate(r.GoodputRPS), figure.MsP(r.P95Ms), figure.MsP(r.TTFTP95Ms), held)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, rate, pct(r.Share), trimRate(r.GoodputRPS), figure.MsP(r.P95Ms), figure.MsP(r.TTFTP95Ms), figure.Ms(r.GrowthMs), held)
 		}
 	}
 	tw.Flush()

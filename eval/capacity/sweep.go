@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/quantile"
 	"github.com/crab-testbed/crab/model/sim"
@@ -75,9 +76,18 @@ type Rung struct {
 	Measured int `json:"measured"`
 	Counted  int `json:"counted"`
 	// Share is Counted / Measured; Held whether it reached the declared
-	// share.
+	// share with a queue that did not grow (Growing).
 	Share float64 `json:"share"`
 	Held  bool    `json:"held"`
+	// GrowthMs is how much the median latency the SLO limits (TTFT when
+	// it limits TTFT, else end to end) rose through the rung, in the
+	// models' milliseconds: the median of the last half of the measured
+	// blocks' medians less that of the first half; Growing is set when it
+	// rose by more than a tenth of that limit: a queue that grows through
+	// the rung is over saturation even while the rung is too short for it
+	// to break the SLO.
+	GrowthMs float64 `json:"growth_ms"`
+	Growing  bool    `json:"growing,omitempty"`
 	// Stopped marks a rung cut short once it could no longer hold: the
 	// requests not yet sent are recorded as cancelled and count as missed.
 	Stopped bool `json:"stopped,omitempty"`
@@ -115,6 +125,9 @@ type sweeper struct {
 	runID string
 	recs  []records.Record
 	prog  io.Writer
+	// ref is each arm's latency the SLO limits, by request, at its lowest
+	// rung: the reference a rung's queue growth is read against.
+	ref map[string]map[int]float64
 }
 
 // Sweep plays the sweep cfg on the setup s (loaded by eval.LoadSetup,
@@ -125,7 +138,7 @@ type sweeper struct {
 func Sweep(ctx context.Context, s *eval.Setup, cfg *Config, progress io.Writer) (*Result, error) {
 	start := time.Now()
 	w := &sweeper{s: s, cfg: cfg, log: &sim.CallLog{}, scale: *s.Exp.TimeScale, prog: progress,
-		runID: fmt.Sprintf("sweep-%s-%d", time.Now().UTC().Format("20060102T150405"), s.Exp.Seed)}
+		runID: fmt.Sprintf("sweep-%s-%d", time.Now().UTC().Format("20060102T150405"), s.Exp.Seed), ref: map[string]map[int]float64{}}
 	if err := s.LogCalls(w.log); err != nil {
 		return nil, err
 	}
@@ -163,7 +176,7 @@ func Sweep(ctx context.Context, s *eval.Setup, cfg *Config, progress io.Writer) 
 	}
 	for step := range cfg.refine() {
 		for _, k := range rng.Perm(len(specs)) {
-			lo, hi, ok := bracket(rungs[k], cfg.share())
+			lo, hi, ok := bracket(rungs[k])
 			if !ok {
 				continue
 			}
@@ -212,9 +225,9 @@ func cmpFloat(a, b float64) int {
 
 // bracket is the rates between which the arm's share crosses the
 // declared share: the last rung that held before the first that did not.
-func bracket(rungs []Rung, share float64) (lo, hi float64, ok bool) {
+func bracket(rungs []Rung) (lo, hi float64, ok bool) {
 	for i, r := range rungs {
-		if r.Share < share {
+		if !r.Held {
 			if i == 0 {
 				return 0, 0, false
 			}
@@ -286,7 +299,15 @@ func (w *sweeper) cell(ctx context.Context, spec stack.ArmSpec, rate float64, re
 	made := w.drain(calls)
 	slices.SortFunc(recs, func(a, b records.Record) int { return a.Seq - b.Seq })
 	w.recs = append(w.recs, recs...)
-	r := w.rung(recs, rate, repeat)
+	ref := w.ref[spec.Name]
+	if ref == nil {
+		ref = map[int]float64{}
+		for i := range recs {
+			ref[recs[i].Seq] = w.limited(&recs[i])
+		}
+		w.ref[spec.Name] = ref
+	}
+	r := w.rung(recs, rate, repeat, ref)
 	r.calls = made
 	r.Stopped = stopped
 	r.WallS = time.Since(began).Seconds()
@@ -294,6 +315,9 @@ func (w *sweeper) cell(ctx context.Context, spec stack.ArmSpec, rate float64, re
 		state := "held"
 		if !r.Held {
 			state = "did not hold"
+		}
+		if r.Growing {
+			state += fmt.Sprintf(", queue growing (+%s ms)", figure.Ms(r.GrowthMs))
 		}
 		if r.Stopped {
 			state = "stopped: over saturation"
@@ -335,6 +359,20 @@ func (w *sweeper) within(rec *records.Record) bool {
 	return w.cfg.SLO.Within(w.nominal(rec.TTFTMs), w.nominal(rec.E2EMs))
 }
 
+// limited is the latency the SLO limits, in the models' milliseconds:
+// TTFT when it limits TTFT (a request without one at its end), else end
+// to end.
+func (w *sweeper) limited(rec *records.Record) float64 {
+	if w.cfg.SLO.TTFTMs > 0 {
+		t := rec.TTFTMs
+		if t == 0 {
+			t = rec.E2EMs
+		}
+		return w.nominal(t)
+	}
+	return w.nominal(rec.E2EMs)
+}
+
 // counts reports whether rec counts toward the rung's share.
 func (w *sweeper) counts(rec *records.Record) bool {
 	if w.cfg.Count == CountPassing {
@@ -345,10 +383,11 @@ func (w *sweeper) counts(rec *records.Record) bool {
 }
 
 // rung sums a rung's records.
-func (w *sweeper) rung(recs []records.Record, rate float64, repeat int) Rung {
+func (w *sweeper) rung(recs []records.Record, rate float64, repeat int, ref map[int]float64) Rung {
 	n := w.cfg.Requests
 	r := Rung{Rate: rate, Repeat: repeat, Sent: n, Blocks: make([]BlockCount, w.cfg.Blocks-1)}
 	var e2e, ttft []float64
+	lim := make([][]float64, w.cfg.Blocks)
 	for i := range recs {
 		rec := &recs[i]
 		r.Cost += rec.Cost
@@ -374,14 +413,39 @@ func (w *sweeper) rung(recs []records.Record, rate float64, repeat int) Rung {
 			t = rec.E2EMs
 		}
 		ttft = append(ttft, w.nominal(t))
+		if v, ok := ref[rec.Seq]; ok && rec.Outcome != records.OutcomeCancelled {
+			lim[b] = append(lim[b], w.limited(rec)-v)
+		}
 	}
+	// Each request's latency less the same request's at the arm's lowest
+	// rung (same task, same place in the schedule, same draws of the
+	// simulated models), so that what the blocks hold does not read as
+	// growth; then the median of the last half of the blocks' medians
+	// against that of the first half: a growing queue raises every later
+	// block, a stall of the host one.
+	var meds []float64
+	for _, l := range lim[1:] {
+		if m := median(l); !math.IsNaN(m) {
+			meds = append(meds, m)
+		}
+	}
+	if h := len(meds) / 2; h > 0 {
+		r.GrowthMs = median(slices.Clone(meds[len(meds)-h:])) - median(slices.Clone(meds[:h]))
+	}
+	r.Growing = r.GrowthMs > w.cfg.growthLimit()
 	if r.Measured > 0 {
 		r.Share = float64(r.Counted) / float64(r.Measured)
 		r.GoodputRPS = rate * float64(r.Goodput) / float64(r.Measured)
 	}
-	r.Held = r.Measured > 0 && r.Share >= w.cfg.share()
+	r.Held = r.Measured > 0 && r.Share >= w.cfg.share() && !r.Growing
 	r.P95Ms, r.TTFTP95Ms = p95(e2e), p95(ttft)
 	return r
+}
+
+// median is the nearest-rank median; NaN for no values.
+func median(x []float64) float64 {
+	slices.Sort(x)
+	return quantile.NearestRank(x, 50)
 }
 
 // p95 is the nearest-rank 95th percentile; nil for no values.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/eval/analysis"
+	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/splitmix"
 )
@@ -37,19 +38,19 @@ func (res *Result) analyse(s *eval.Setup) error {
 	res.samples = make([][]float64, len(res.Arms))
 	for k := range res.Arms {
 		a := &res.Arms[k]
-		knee, where := kneeOf(a.Rungs, cfg.share(), func(i int) float64 { return a.Rungs[i].Share })
+		knee, where := kneeOf(a.Rungs, cfg.share(), cfg.growthLimit(), func(i int) float64 { return a.Rungs[i].Share })
 		a.where = where
 		switch where {
 		case kneeInside:
 			a.Knee = &knee
-			lo, hi, _ := bracket(a.Rungs, cfg.share())
+			lo, hi, _ := bracket(a.Rungs)
 			a.Bracket = []float64{lo, hi}
 		case kneeBelow:
 			a.KneeNote = fmt.Sprintf("below the ladder: the lowest rate, %s/s, did not hold; start the ladder lower", trimRate(a.Rungs[0].Rate))
 		case kneeAbove:
 			a.KneeNote = fmt.Sprintf("above the ladder: every rate up to %s/s held; raise the ladder", trimRate(a.Rungs[len(a.Rungs)-1].Rate))
 		}
-		res.samples[k] = kneeSamples(a.Rungs, cfg.share(), cfg.Resamples, g)
+		res.samples[k] = kneeSamples(a.Rungs, cfg.share(), cfg.growthLimit(), cfg.Resamples, g)
 		a.KneeLo, a.KneeHi = interval(res.samples[k])
 		if a.Knee != nil && (a.KneeLo == nil || a.KneeHi == nil) && a.KneeNote == "" {
 			a.KneeNote = "the interval reaches beyond the ladder"
@@ -105,7 +106,7 @@ func (res *Result) analyse(s *eval.Setup) error {
 	}
 	res.Notes = append(res.Notes,
 		fmt.Sprintf("rates and latencies are in the models' time: at time_scale %g crab sent at rate/%g and read latencies times %g", res.TimeScale, res.TimeScale, 1/res.TimeScale),
-		fmt.Sprintf("a rung holds when at least %s of its requests past the burn-in block are %s within %s; the knee is read off the straight line between the last rung that held and the first that did not", pct(cfg.share()), countWords(cfg.Count), cfg.SLO.String()),
+		fmt.Sprintf("a rung holds when at least %s of its requests past the burn-in block are %s within %s and its queue does not grow (the median %s of its last measured blocks at most %s ms above that of its first ones, block medians' medians over each half); the knee is read off the straight line between the last rung that held and the first that did not", pct(cfg.share()), countWords(cfg.Count), cfg.SLO.String(), limitWords(cfg), figure.Ms(cfg.growthLimit())),
 		fmt.Sprintf("95%% intervals: percentile bootstrap, %d resamples of each rung's %d measured blocks (the ratio resamples both arms); not corrected for several candidates", cfg.Resamples, cfg.Blocks-1),
 		"each rung is played by one arm alone, on idle backends, in a seeded random order of the arms; misroute judging (a shadow call) is off, as it would load the deployment",
 	)
@@ -113,6 +114,14 @@ func (res *Result) analyse(s *eval.Setup) error {
 		res.Notes = append(res.Notes, fmt.Sprintf("replicas = ceil(peak %s/s / knee), one replica being the deployment the sweep measured; the interval comes from the knee's", trimRate(cfg.PeakRPS)))
 	}
 	return nil
+}
+
+// limitWords names the latency the growth of a queue is read on.
+func limitWords(c *Config) string {
+	if c.SLO.TTFTMs > 0 {
+		return "TTFT"
+	}
+	return "end-to-end latency"
 }
 
 // countWords says what counts, for the notes.
