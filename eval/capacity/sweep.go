@@ -102,6 +102,11 @@ type Rung struct {
 	// Pass and Cost are every request's of the rung, burn-in included.
 	Pass int     `json:"pass"`
 	Cost float64 `json:"cost"`
+	// Replays counts the times the rung was played again because the load
+	// generator fell behind (LagP99Ms, the 99th percentile of its lag in
+	// the models' milliseconds, of the play kept).
+	Replays  int     `json:"replays,omitempty"`
+	LagP99Ms float64 `json:"lag_p99_ms"`
 	// WallS is the wall time the rung took, its drain included.
 	WallS float64 `json:"wall_s"`
 	// Blocks are the measured blocks' counts, for the bootstrap.
@@ -247,11 +252,82 @@ func arrival(a eval.Arrival, rate float64) eval.Arrival {
 	return eval.Arrival{Pattern: eval.PatternPoisson, Rate: rate}
 }
 
+// maxPlays is how many times a rung is played while the load generator
+// falls behind its schedule.
+const maxPlays = 3
+
 // cell plays one rung of one arm: the first Requests tasks at rate (the
 // models' time), alone on the backends, and waits for the backends to be
-// idle again.
+// idle again. A rung during which the load generator fell behind its own
+// schedule (the 99th percentile of its lag above the growth limit: the
+// host, not the deployment, was slow) is played again, up to maxPlays
+// times; the replays are counted in the rung and their records dropped.
 func (w *sweeper) cell(ctx context.Context, spec stack.ArmSpec, rate float64, repeat int) (Rung, error) {
 	began := time.Now()
+	var recs []records.Record
+	var made []sim.Call
+	var stopped bool
+	var lag float64
+	plays := 0
+	for plays < maxPlays {
+		var err error
+		recs, made, stopped, err = w.play(ctx, spec, rate, repeat)
+		if err != nil {
+			return Rung{}, err
+		}
+		plays++
+		var lags []float64
+		for i := range recs {
+			if recs[i].Outcome != records.OutcomeCancelled {
+				lags = append(lags, w.nominal(recs[i].LagMs))
+			}
+		}
+		slices.Sort(lags)
+		lag = quantile.NearestRank(lags, 99)
+		if !(lag > w.cfg.growthLimit()) {
+			break
+		}
+	}
+	w.recs = append(w.recs, recs...)
+	ref := w.ref[spec.Name]
+	if ref == nil {
+		ref = map[int]float64{}
+		for i := range recs {
+			ref[recs[i].Seq] = w.limited(&recs[i])
+		}
+		w.ref[spec.Name] = ref
+	}
+	r := w.rung(recs, rate, repeat, ref)
+	r.calls = made
+	r.Stopped = stopped
+	r.Replays = plays - 1
+	if !math.IsNaN(lag) {
+		r.LagP99Ms = lag
+	}
+	r.WallS = time.Since(began).Seconds()
+	if w.prog != nil {
+		state := "held"
+		if !r.Held {
+			state = "did not hold"
+		}
+		if r.Growing {
+			state += fmt.Sprintf(", queue growing (+%s ms)", figure.Ms(r.GrowthMs))
+		}
+		if r.Stopped {
+			state = "stopped: over saturation"
+		}
+		if r.Replays > 0 {
+			state += fmt.Sprintf(", played %d times (generator lag p99 %s ms)", plays, figure.Ms(r.LagP99Ms))
+		}
+		fmt.Fprintf(w.prog, "sweep: %s at %s/s: %d of %d within the SLO (%s), %s, %.1fs\n",
+			spec.Name, trimRate(rate), r.Counted, r.Measured, pct(r.Share), state, r.WallS)
+	}
+	return r, nil
+}
+
+// play plays a rung once and returns its records in schedule order, the
+// simulated models' calls it made, and whether it was stopped.
+func (w *sweeper) play(ctx context.Context, spec stack.ArmSpec, rate float64, repeat int) ([]records.Record, []sim.Call, bool, error) {
 	cfg := w.cfg
 	n := cfg.Requests
 	e := *w.s.Exp
@@ -264,7 +340,7 @@ func (w *sweeper) cell(ctx context.Context, spec stack.ArmSpec, rate float64, re
 	e.Shadow = &off
 	e.Arrival = arrival(w.s.Exp.Arrival, rate/w.scale)
 	if f, msg := e.Arrival.Check(); f != "" {
-		return Rung{}, fmt.Errorf("capacity: arrival at %g/s: %s: %s", rate, f, msg)
+		return nil, nil, false, fmt.Errorf("capacity: arrival at %g/s: %s: %s", rate, f, msg)
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -291,45 +367,18 @@ func (w *sweeper) cell(ctx context.Context, spec stack.ArmSpec, rate float64, re
 	run.Exp = &e
 	run.Tasks = w.s.Tasks[:n]
 	if _, err := run.Run(rctx); err != nil {
-		return Rung{}, err
+		return nil, nil, false, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Rung{}, err
+		return nil, nil, false, err
 	}
 	made := w.drain(calls)
 	slices.SortFunc(recs, func(a, b records.Record) int { return a.Seq - b.Seq })
-	w.recs = append(w.recs, recs...)
-	ref := w.ref[spec.Name]
-	if ref == nil {
-		ref = map[int]float64{}
-		for i := range recs {
-			ref[recs[i].Seq] = w.limited(&recs[i])
-		}
-		w.ref[spec.Name] = ref
-	}
-	r := w.rung(recs, rate, repeat, ref)
-	r.calls = made
-	r.Stopped = stopped
-	r.WallS = time.Since(began).Seconds()
-	if w.prog != nil {
-		state := "held"
-		if !r.Held {
-			state = "did not hold"
-		}
-		if r.Growing {
-			state += fmt.Sprintf(", queue growing (+%s ms)", figure.Ms(r.GrowthMs))
-		}
-		if r.Stopped {
-			state = "stopped: over saturation"
-		}
-		fmt.Fprintf(w.prog, "sweep: %s at %s/s: %d of %d within the SLO (%s), %s, %.1fs\n",
-			spec.Name, trimRate(rate), r.Counted, r.Measured, pct(r.Share), state, r.WallS)
-	}
-	return r, nil
+	return recs, made, stopped, nil
 }
 
-// drain returns the calls made since the log held from calls and waits until every simulated call made since the log held from
-// calls has ended, abandoned ones included (an abandoned call keeps its
+// drain returns the calls made since the log held from calls and waits
+// until every one of them has ended, abandoned ones included (an abandoned call keeps its
 // slot until its planned end), so that the next rung starts on idle
 // backends.
 func (w *sweeper) drain(from int) []sim.Call {

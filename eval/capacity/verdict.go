@@ -110,6 +110,16 @@ func (res *Result) analyse(s *eval.Setup) error {
 		fmt.Sprintf("95%% intervals: percentile bootstrap, %d resamples of each rung's %d measured blocks (the ratio resamples both arms); not corrected for several candidates", cfg.Resamples, cfg.Blocks-1),
 		"each rung is played by one arm alone, on idle backends, in a seeded random order of the arms; misroute judging (a shadow call) is off, as it would load the deployment",
 	)
+	replays, rungs := 0, 0
+	for _, a := range res.Arms {
+		for _, r := range a.Rungs {
+			rungs++
+			if r.Replays > 0 {
+				replays += r.Replays
+			}
+		}
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("a rung during which the load generator fell behind its schedule (lag p99 above %s ms: the host was slow, not the deployment) is played again, up to %d times: %d replays over %d rungs", figure.Ms(cfg.growthLimit()), maxPlays, replays, rungs))
 	if cfg.PeakRPS > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("replicas = ceil(peak %s/s / knee), one replica being the deployment the sweep measured; the interval comes from the knee's", trimRate(cfg.PeakRPS)))
 	}
