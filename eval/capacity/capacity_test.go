@@ -377,3 +377,22 @@ func TestSweepSim(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A candidate whose knee lies above its ladder in some resamples still
+// bounds the ratio from below, by its highest rung; the upper end is then
+// unbounded, and nothing is infinite in the figures.
+func TestRatioIntervalBeyondLadder(t *testing.T) {
+	t.Parallel()
+	base := []Rung{{Rate: 10}, {Rate: 20}}
+	cand := []Rung{{Rate: 10}, {Rate: 40}}
+	b := []float64{15, 15, 16, 16}
+	c := []float64{math.Inf(1), 30, math.Inf(1), 32}
+	lo, hi := ratioInterval(c, b, cand, base)
+	if lo == nil || *lo != 2 || hi != nil {
+		t.Errorf("got [%v, %v]; want [2 (30/s over 15/s), unbounded]", rateP(lo), rateP(hi))
+	}
+	lo, hi = ratioInterval([]float64{0, 0}, []float64{0, 0}, cand, base)
+	if lo != nil || hi != nil {
+		t.Errorf("both below the ladder: got [%v, %v]; want nothing known", rateP(lo), rateP(hi))
+	}
+}

@@ -159,14 +159,51 @@ func finite(v float64) *float64 {
 	return &v
 }
 
-// ratios are the resampled knee ratios candidate / baseline, resample by
-// resample (NaN where both knees lie outside the ladder on the same side).
-func ratios(cand, base []float64) []float64 {
-	out := make([]float64, len(cand))
-	for i := range out {
-		out[i] = cand[i] / base[i]
+// ratioInterval is the 95% interval of the candidate's knee over the
+// baseline's, resample by resample. A knee beyond an end of the ladder in
+// a resample is known only to lie beyond that end, so the lower end of
+// the interval is read off the least ratio each resample allows (the
+// candidate's knee at its least, the baseline's at its most) and the
+// upper end off the greatest; an end the ladder cannot bound is nil.
+func ratioInterval(cand, base []float64, candRungs, baseRungs []Rung) (lo, hi *float64) {
+	if len(cand) == 0 || len(cand) != len(base) || len(candRungs) == 0 || len(baseRungs) == 0 {
+		return nil, nil
 	}
-	return out
+	least := make([]float64, len(cand))
+	most := make([]float64, len(cand))
+	for i := range cand {
+		cMin, cMax := kneeRange(cand[i], candRungs)
+		bMin, bMax := kneeRange(base[i], baseRungs)
+		least[i] = divide(cMin, bMax, 0)
+		most[i] = divide(cMax, bMin, math.Inf(1))
+	}
+	slices.Sort(least)
+	slices.Sort(most)
+	l, _ := bootstrap.Interval(least)
+	_, h := bootstrap.Interval(most)
+	return finite(l), finite(h)
+}
+
+// kneeRange is the least and the most a resampled knee can be: itself
+// inside the ladder, 0 to the lowest rung's rate below it, the highest
+// rung's rate to +Inf above it.
+func kneeRange(k float64, rungs []Rung) (lo, hi float64) {
+	switch {
+	case k == 0:
+		return 0, rungs[0].Rate
+	case math.IsInf(k, 1):
+		return rungs[len(rungs)-1].Rate, math.Inf(1)
+	}
+	return k, k
+}
+
+// divide is a / b, or unknown (0/0, Inf/Inf) where nothing is known.
+func divide(a, b, unknown float64) float64 {
+	q := a / b
+	if math.IsNaN(q) {
+		return unknown
+	}
+	return q
 }
 
 // replicas is ceil(peak / knee); nil without a knee or a peak.

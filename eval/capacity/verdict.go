@@ -89,16 +89,7 @@ func (res *Result) analyse(s *eval.Setup) error {
 			r := *a.Knee / *base.Knee
 			v.Ratio = &r
 		}
-		v.RatioLo, v.RatioHi = interval(ratios(res.samples[k], res.samples[0]))
-		if lo, hi := rawInterval(ratios(res.samples[k], res.samples[0])); v.Ratio == nil {
-			// A knee outside the ladder still bounds the ratio on one side.
-			if lo > 1 {
-				v.RatioLo = &lo
-			}
-			if hi < 1 {
-				v.RatioHi = &hi
-			}
-		}
+		v.RatioLo, v.RatioHi = ratioInterval(res.samples[k], res.samples[0], a.Rungs, base.Rungs)
 		qa := q.arm(a.Name)
 		v.Quality = qa.Verdict
 		decideCapacity(&v, qa, a, base)
