@@ -396,3 +396,26 @@ func TestRatioIntervalBeyondLadder(t *testing.T) {
 		t.Errorf("both below the ladder: got [%v, %v]; want nothing known", rateP(lo), rateP(hi))
 	}
 }
+
+// Run refuses an experiment without a sweep section as bad input, before
+// anything is sent or written.
+func TestRunBadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "exp.yaml")
+	if err := os.WriteFile(p, []byte(base), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var stdout, stderr strings.Builder
+	err := Run(context.Background(), Options{ExperimentPath: p, Embedded: fixtures.FS, OutDir: out}, &stdout, &stderr)
+	if !errors.Is(err, records.ErrBadInput) || !strings.Contains(err.Error(), "sweep") {
+		t.Errorf("got %v; want a bad-input error naming the sweep section", err)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) || stdout.Len() > 0 {
+		t.Errorf("wrote %q and %v; want nothing", stdout.String(), err)
+	}
+	if err := Run(context.Background(), Options{}, &stdout, &stderr); !errors.Is(err, records.ErrBadInput) {
+		t.Errorf("no experiment: got %v; want a bad-input error", err)
+	}
+}

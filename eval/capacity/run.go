@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/eval/report"
@@ -47,11 +49,25 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	if err := res.WriteText(stdout); err != nil {
 		return err
 	}
-	if o.OutDir == "" {
-		return nil
+	if o.OutDir != "" {
+		if err := res.WriteDir(o.OutDir); err != nil {
+			return err
+		}
 	}
-	return res.WriteDir(o.OutDir)
+	if o.FailOnReject {
+		for _, v := range res.Candidates {
+			if v.Verdict == analysis.VerdictReject {
+				return fmt.Errorf("%w: %s", ErrRejected, v.Arm)
+			}
+		}
+	}
+	return nil
 }
+
+// ErrRejected is returned by Run with FailOnReject when a candidate's
+// capacity verdict is reject (exit code 1), after every figure is
+// printed and written.
+var ErrRejected = errors.New("capacity: candidate rejected")
 
 // WriteDir writes records.jsonl, sweep.json and sweep.html into dir.
 func (res *Result) WriteDir(dir string) error {

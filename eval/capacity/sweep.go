@@ -58,8 +58,12 @@ type Options struct {
 	Embedded fs.FS
 	// OutDir, when set, receives records.jsonl, sweep.json and sweep.html.
 	OutDir string
-	// Progress, when set, is told of every rung as it ends.
+	// Progress, when set, is told of every rung as it ends (default:
+	// Run's stderr).
 	Progress io.Writer
+	// FailOnReject makes Run return ErrRejected when a candidate's
+	// capacity verdict is reject.
+	FailOnReject bool
 }
 
 // Rung is one arm at one offered rate.
