@@ -32,6 +32,7 @@
 package capacity
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -195,7 +196,7 @@ func Sweep(ctx context.Context, s *eval.Setup, cfg *Config, progress io.Writer) 
 			}
 			r.Refined = true
 			rungs[k] = append(rungs[k], r)
-			slices.SortStableFunc(rungs[k], func(a, b Rung) int { return cmpFloat(a.Rate, b.Rate) })
+			slices.SortStableFunc(rungs[k], func(a, b Rung) int { return cmp.Compare(a.Rate, b.Rate) })
 		}
 	}
 	res := &Result{Experiment: s.Exp.File, Config: cfg, TimeScale: w.scale, RunID: w.runID}
@@ -220,16 +221,6 @@ func Sweep(ctx context.Context, s *eval.Setup, cfg *Config, progress io.Writer) 
 	}
 	res.WallS = time.Since(start).Seconds()
 	return res, nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // bracket is the rates between which the arm's share crosses the
