@@ -12,6 +12,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,6 +24,9 @@ import (
 	"github.com/crab-testbed/crab/eval"
 	"github.com/crab-testbed/crab/eval/capacity"
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/model/sim"
+	"github.com/crab-testbed/crab/model/simserver"
+	"github.com/crab-testbed/crab/stack"
 )
 
 func main() {
@@ -29,16 +34,17 @@ func main() {
 	seeds := flag.String("seeds", "1", "comma-separated seeds, one sweep each")
 	out := flag.String("o", "", "write each seed's sweep into DIR/seed-N")
 	full := flag.Bool("v", false, "print each sweep's whole text and progress")
+	overHTTP := flag.Bool("http", false, "serve the experiment's simulated models over HTTP, as crab sim-server does, and sweep them there")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *exp, *seeds, *out, *full); err != nil {
+	if err := run(ctx, *exp, *seeds, *out, *full, *overHTTP); err != nil {
 		fmt.Fprintln(os.Stderr, "capacity:", err)
 		os.Exit(2)
 	}
 }
 
-func run(ctx context.Context, exp, seeds, out string, full bool) error {
+func run(ctx context.Context, exp, seeds, out string, full, overHTTP bool) error {
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "seed\tarm\tknee/s\t95% interval\timplied/s\tknee/implied\tratio [95%]\tverdict\twall s")
 	for _, f := range strings.Split(seeds, ",") {
@@ -54,6 +60,13 @@ func run(ctx context.Context, exp, seeds, out string, full bool) error {
 		cfg, err := capacity.LoadConfig(s)
 		if err != nil {
 			return err
+		}
+		if overHTTP {
+			stop, err := serveOverHTTP(s)
+			if err != nil {
+				return err
+			}
+			defer stop()
 		}
 		var prog io.Writer
 		if full {
@@ -88,6 +101,46 @@ func run(ctx context.Context, exp, seeds, out string, full bool) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// serveOverHTTP serves the experiment's simulated models from an
+// OpenAI-compatible server on loopback (crab sim-server's handler, the
+// models built as the experiment builds them) and points the experiment's
+// models at it.
+func serveOverHTTP(s *eval.Setup) (func(), error) {
+	var sims []stack.ModelSpec
+	for _, m := range s.Exp.Models {
+		if m.Backend == "" || m.Backend == stack.BackendSim {
+			sims = append(sims, m)
+		}
+	}
+	expected := eval.ExpectedByID(s.Tasks)
+	b, err := stack.Backends(sims, stack.BackendOptions{Seed: s.Exp.Seed, TimeScale: *s.Exp.TimeScale,
+		Oracle: func(id string) map[string]any { return expected[id] }})
+	if err != nil {
+		return nil, err
+	}
+	var models []*sim.Model
+	for _, m := range sims {
+		models = append(models, b[m.Name].(*sim.Model))
+	}
+	h, err := simserver.New(simserver.Config{Models: models, Seed: s.Exp.Seed})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(ln)
+	for i, m := range s.Exp.Models {
+		if m.Backend == "" || m.Backend == stack.BackendSim {
+			s.Exp.Models[i] = stack.ModelSpec{Name: m.Name, Backend: stack.BackendOpenAI, BaseURL: "http://" + ln.Addr().String() + "/v1",
+				PriceInPerMTok: m.PriceInPerMTok, PriceOutPerMTok: m.PriceOutPerMTok}
+		}
+	}
+	return func() { srv.Close() }, nil
 }
 
 func num(v *float64) string {

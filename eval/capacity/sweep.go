@@ -368,6 +368,16 @@ func (w *sweeper) play(ctx context.Context, spec stack.ArmSpec, rate float64, re
 		return nil, nil, false, err
 	}
 	made := w.drain(calls)
+	if len(made) == 0 && abandoned(recs) {
+		// A backend over HTTP: its queue cannot be seen, and calls the
+		// sweep abandoned may still hold it. A request is abandoned at its
+		// timeout at the latest, so waiting one timeout lets most servers
+		// settle before the next rung.
+		select {
+		case <-ctx.Done():
+		case <-time.After(e.Timeout.Std()):
+		}
+	}
 	slices.SortFunc(recs, func(a, b records.Record) int { return a.Seq - b.Seq })
 	return recs, made, stopped, nil
 }
@@ -388,6 +398,17 @@ func (w *sweeper) drain(from int) []sim.Call {
 		time.Sleep(d)
 	}
 	return made
+}
+
+// abandoned reports whether a rung left requests unanswered (cancelled or
+// timed out), whose calls a backend may still be serving.
+func abandoned(recs []records.Record) bool {
+	for i := range recs {
+		if o := recs[i].Outcome; o == records.OutcomeCancelled || o == records.OutcomeTimeout {
+			return true
+		}
+	}
+	return false
 }
 
 // blockOf is the block (0 the burn-in) of the request at seq in a rung of
