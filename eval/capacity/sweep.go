@@ -107,9 +107,10 @@ type Rung struct {
 	// Pass and Cost are every request's of the rung, burn-in included.
 	Pass int     `json:"pass"`
 	Cost float64 `json:"cost"`
-	// Replays counts the times the rung was played again because the load
-	// generator fell behind (LagP99Ms, the 99th percentile of its lag in
-	// the models' milliseconds, of the play kept).
+	// Replays counts the times the rung was played again: because the
+	// load generator fell behind (LagP99Ms, the 99th percentile of its lag
+	// in the models' milliseconds, of the play kept), or once to confirm
+	// a rung that did not hold.
 	Replays  int     `json:"replays,omitempty"`
 	LagP99Ms float64 `json:"lag_p99_ms"`
 	// WallS is the wall time the rung took, its drain included.
@@ -255,18 +256,17 @@ const maxPlays = 3
 // models' time), alone on the backends, and waits for the backends to be
 // idle again. A rung during which the load generator fell behind its own
 // schedule (the 99th percentile of its lag above the growth limit: the
-// host, not the deployment, was slow) is played again, up to maxPlays
-// times; the replays are counted in the rung and their records dropped.
+// host, not the deployment, was slow) is played again, and so is a rung
+// that did not hold, once, keeping the better play; at most maxPlays
+// plays, the replays counted in the rung and their records dropped.
 func (w *sweeper) cell(ctx context.Context, spec stack.ArmSpec, rate float64, repeat int) (Rung, error) {
 	began := time.Now()
-	var recs []records.Record
-	var made []sim.Call
-	var stopped bool
-	var lag float64
-	plays := 0
+	var best *Rung
+	var bestRecs []records.Record
+	var bestRef map[int]float64
+	plays, confirmed := 0, false
 	for plays < maxPlays {
-		var err error
-		recs, made, stopped, err = w.play(ctx, spec, rate, repeat)
+		recs, made, stopped, err := w.play(ctx, spec, rate, repeat)
 		if err != nil {
 			return Rung{}, err
 		}
@@ -278,27 +278,39 @@ func (w *sweeper) cell(ctx context.Context, spec stack.ArmSpec, rate float64, re
 			}
 		}
 		slices.Sort(lags)
-		lag = quantile.NearestRank(lags, 99)
-		if !(lag > w.cfg.growthLimit()) {
+		lag := quantile.NearestRank(lags, 99)
+		if lag > w.cfg.growthLimit() && plays < maxPlays {
+			continue
+		}
+		ref := w.ref[spec.Name]
+		if ref == nil {
+			ref = map[int]float64{}
+			for i := range recs {
+				ref[recs[i].Seq] = w.limited(&recs[i])
+			}
+		}
+		r := w.rung(recs, rate, repeat, ref)
+		r.calls, r.Stopped = made, stopped
+		if !math.IsNaN(lag) {
+			r.LagP99Ms = lag
+		}
+		if best == nil || r.Held && !best.Held || r.Held == best.Held && r.Share > best.Share {
+			best, bestRecs, bestRef = &r, recs, ref
+		}
+		if best.Held || confirmed {
 			break
 		}
+		// A rung that did not hold is played once more before it decides:
+		// a stall of the host only ever slows a rung, so the better play
+		// is the deployment's.
+		confirmed = true
 	}
-	w.recs = append(w.recs, recs...)
-	ref := w.ref[spec.Name]
-	if ref == nil {
-		ref = map[int]float64{}
-		for i := range recs {
-			ref[recs[i].Seq] = w.limited(&recs[i])
-		}
-		w.ref[spec.Name] = ref
+	r := *best
+	w.recs = append(w.recs, bestRecs...)
+	if w.ref[spec.Name] == nil {
+		w.ref[spec.Name] = bestRef
 	}
-	r := w.rung(recs, rate, repeat, ref)
-	r.calls = made
-	r.Stopped = stopped
 	r.Replays = plays - 1
-	if !math.IsNaN(lag) {
-		r.LagP99Ms = lag
-	}
 	r.WallS = time.Since(began).Seconds()
 	if w.prog != nil {
 		state := "held"
@@ -312,7 +324,7 @@ func (w *sweeper) cell(ctx context.Context, spec stack.ArmSpec, rate float64, re
 			state = "stopped: over saturation"
 		}
 		if r.Replays > 0 {
-			state += fmt.Sprintf(", played %d times (generator lag p99 %s ms)", plays, figure.Ms(r.LagP99Ms))
+			state += fmt.Sprintf(", played %d times (kept: generator lag p99 %s ms)", plays, figure.Ms(r.LagP99Ms))
 		}
 		fmt.Fprintf(w.prog, "sweep: %s at %s/s: %d of %d within the SLO (%s), %s, %.1fs\n",
 			spec.Name, trimRate(rate), r.Counted, r.Measured, pct(r.Share), state, r.WallS)

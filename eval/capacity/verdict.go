@@ -110,7 +110,7 @@ func (res *Result) analyse(s *eval.Setup) error {
 			}
 		}
 	}
-	res.Notes = append(res.Notes, fmt.Sprintf("a rung during which the load generator fell behind its schedule (lag p99 above %s ms: the host was slow, not the deployment) is played again, up to %d times: %d replays over %d rungs", figure.Ms(cfg.growthLimit()), maxPlays, replays, rungs))
+	res.Notes = append(res.Notes, fmt.Sprintf("a rung during which the load generator fell behind its schedule (lag p99 above %s ms: the host was slow, not the deployment) is played again, and a rung that did not hold is played once more, the better play kept (a stall of the host only slows a rung); at most %d plays a rung: %d replays over %d rungs", figure.Ms(cfg.growthLimit()), maxPlays, replays, rungs))
 	if cfg.PeakRPS > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("replicas = ceil(peak %s/s / knee), one replica being the deployment the sweep measured; the interval comes from the knee's", trimRate(cfg.PeakRPS)))
 	}
