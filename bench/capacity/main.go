@@ -34,17 +34,18 @@ func main() {
 	seeds := flag.String("seeds", "1", "comma-separated seeds, one sweep each")
 	out := flag.String("o", "", "write each seed's sweep into DIR/seed-N")
 	full := flag.Bool("v", false, "print each sweep's whole text and progress")
+	scale := flag.Float64("time-scale", 0, "replace the experiment's time_scale (and scale its timeout alike); 0 keeps it")
 	overHTTP := flag.Bool("http", false, "serve the experiment's simulated models over HTTP, as crab sim-server does, and sweep them there")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *exp, *seeds, *out, *full, *overHTTP); err != nil {
+	if err := run(ctx, *exp, *seeds, *out, *full, *overHTTP, *scale); err != nil {
 		fmt.Fprintln(os.Stderr, "capacity:", err)
 		os.Exit(2)
 	}
 }
 
-func run(ctx context.Context, exp, seeds, out string, full, overHTTP bool) error {
+func run(ctx context.Context, exp, seeds, out string, full, overHTTP bool, scale float64) error {
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "seed\tarm\tknee/s\t95% interval\timplied/s\tknee/implied\tratio [95%]\tverdict\twall s")
 	for _, f := range strings.Split(seeds, ",") {
@@ -57,6 +58,11 @@ func run(ctx context.Context, exp, seeds, out string, full, overHTTP bool) error
 			return err
 		}
 		s.Exp.Seed = seed
+		if scale > 0 {
+			// The timeout is wall time: it keeps its length in the models' time.
+			s.Exp.Timeout = stack.Duration(float64(s.Exp.Timeout) * scale / *s.Exp.TimeScale)
+			s.Exp.TimeScale = &scale
+		}
 		cfg, err := capacity.LoadConfig(s)
 		if err != nil {
 			return err

@@ -206,11 +206,13 @@ func Sweep(ctx context.Context, s *eval.Setup, cfg *Config, progress io.Writer) 
 		// The calls per request of the last rung that held before the
 		// first that did not: the load nearest the knee (a cache's hits
 		// fall as more requests are in flight at once).
-		for i, r := range a.Rungs {
-			if !r.Held {
-				break
-			}
-			if v := SimKnee(r.calls, r.Sent, s.Exp.Models, s.Exp.Concurrency); !math.IsNaN(v) && (i+1 == len(a.Rungs) || !a.Rungs[i+1].Held) {
+		last := -1
+		for i := 0; i < len(a.Rungs) && a.Rungs[i].Held; i++ {
+			last = i
+		}
+		if last >= 0 {
+			r := a.Rungs[last]
+			if v := SimKnee(r.calls, r.Sent, s.Exp.Models, s.Exp.Concurrency); !math.IsNaN(v) {
 				a.ImpliedKnee = &v
 			}
 		}
