@@ -35,17 +35,19 @@ func main() {
 	out := flag.String("o", "", "write each seed's sweep into DIR/seed-N")
 	full := flag.Bool("v", false, "print each sweep's whole text and progress")
 	scale := flag.Float64("time-scale", 0, "replace the experiment's time_scale (and scale its timeout alike); 0 keeps it")
+	requests := flag.Int("requests", 0, "replace the sweep's requests per rung; 0 keeps it")
+	refine := flag.Int("refine", -1, "replace the sweep's refine; -1 keeps it")
 	overHTTP := flag.Bool("http", false, "serve the experiment's simulated models over HTTP, as crab sim-server does, and sweep them there")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *exp, *seeds, *out, *full, *overHTTP, *scale); err != nil {
+	if err := run(ctx, *exp, *seeds, *out, *full, *overHTTP, *scale, *requests, *refine); err != nil {
 		fmt.Fprintln(os.Stderr, "capacity:", err)
 		os.Exit(2)
 	}
 }
 
-func run(ctx context.Context, exp, seeds, out string, full, overHTTP bool, scale float64) error {
+func run(ctx context.Context, exp, seeds, out string, full, overHTTP bool, scale float64, requests, refine int) error {
 	tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "seed\tarm\tknee/s\t95% interval\timplied/s\tknee/implied\tratio [95%]\tverdict\twall s")
 	for _, f := range strings.Split(seeds, ",") {
@@ -66,6 +68,12 @@ func run(ctx context.Context, exp, seeds, out string, full, overHTTP bool, scale
 		cfg, err := capacity.LoadConfig(s)
 		if err != nil {
 			return err
+		}
+		if requests > 0 {
+			cfg.Requests = min(requests, len(s.Tasks))
+		}
+		if refine >= 0 {
+			cfg.Refine = &refine
 		}
 		if overHTTP {
 			stop, err := serveOverHTTP(s)
