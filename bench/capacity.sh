@@ -6,7 +6,7 @@
 #      baseline, with its interval;
 #   3. a router to a small model with few slots: cheaper per passing task,
 #      and it sustains less.
-# About three minutes on 2 CPUs; each sweep's wall time is printed. Not run
+# About five minutes on 2 CPUs; each sweep's wall time is printed. Not run
 # by CI: the figures depend on the machine (a loaded one delays the load
 # generator, which reads as queueing).
 #   bench/capacity.sh                 (env: SEEDS=1,2,3; WORK=DIR keeps each
@@ -23,5 +23,5 @@ echo "-- 1. simulated capacity model (bench/capacity/sim.yaml), seeds ${SEEDS:-1
 "$bin/capacity" -c bench/capacity/sim.yaml -seeds "${SEEDS:-1,2,3}" -o "$WORK/sim"
 echo "-- 2. embedded workload, baseline and scoped cache (bench/capacity/default.yaml)"
 "$bin/capacity" -c bench/capacity/default.yaml -seeds 42 -o "$WORK/default"
-echo "-- 3. router to a small model with 8 slots (bench/capacity/router.yaml)"
+echo "-- 3. router to a small model with 2 slots (bench/capacity/router.yaml)"
 "$bin/capacity" -c bench/capacity/router.yaml -seeds 42 -o "$WORK/router"
