@@ -419,3 +419,29 @@ func TestRunBadInput(t *testing.T) {
 		t.Errorf("no experiment: got %v; want a bad-input error", err)
 	}
 }
+
+// A request counts when answered within the SLO in the models' time (at
+// time scale 0.1 a recorded 150 ms is 1500 ms); with count passing it must
+// pass too. A failed or cancelled request never counts.
+func TestCounts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, count string
+		rec         records.Record
+		want        bool
+	}{
+		{"answered in time", CountAnswered, records.Record{Outcome: records.OutcomeOK, TTFTMs: 50, E2EMs: 150}, true},
+		{"answered late", CountAnswered, records.Record{Outcome: records.OutcomeOK, TTFTMs: 50, E2EMs: 250}, false},
+		{"first byte late", CountAnswered, records.Record{Outcome: records.OutcomeOK, TTFTMs: 120, E2EMs: 150}, false},
+		{"refused answer in time", CountAnswered, records.Record{Outcome: records.OutcomeContractFail, TTFTMs: 50, E2EMs: 150}, true},
+		{"timeout", CountAnswered, records.Record{Outcome: records.OutcomeTimeout, E2EMs: 150}, false},
+		{"cancelled", CountAnswered, records.Record{Outcome: records.OutcomeCancelled}, false},
+		{"passing in time", CountPassing, records.Record{Outcome: records.OutcomeOK, Pass: true, TTFTMs: 50, E2EMs: 150}, true},
+		{"not passing", CountPassing, records.Record{Outcome: records.OutcomeOK, TTFTMs: 50, E2EMs: 150}, false},
+	} {
+		w := &sweeper{cfg: &Config{Count: tc.count, SLO: analysis.SLO{TTFTMs: 1000, E2EMs: 2000}}, scale: 0.1}
+		if got := w.counts(&tc.rec); got != tc.want {
+			t.Errorf("%s: got %v; want %v", tc.name, got, tc.want)
+		}
+	}
+}
