@@ -94,6 +94,10 @@ type Experiment struct {
 	// does not pass to that arm's cost and cost per pass (see
 	// analysis.Rework); the report shows the tasks that need a person.
 	Rework *analysis.Rework `yaml:"rework"`
+	// Sweep is the rate sweep's section, kept as read: crab run leaves it
+	// alone, and the capacity sweep (package eval/capacity) reads and
+	// checks it against the lines of the file.
+	Sweep yaml.Node `yaml:"sweep" json:"-"`
 
 	// Set by LoadExperiment, not read from the file.
 	File string `yaml:"-"` // path the experiment was read from

@@ -331,17 +331,20 @@ func (s SLO) String() string {
 
 // met reports whether a record counts toward goodput.
 func (s SLO) met(t *records.Symbols, r *records.Rec) bool {
-	if !t.Attrs(r).Pass {
+	return t.Attrs(r).Pass && s.Within(r.TTFTMs, r.E2EMs)
+}
+
+// Within reports whether a request's latency meets the SLO: end to end
+// within E2EMs and first byte within TTFTMs (0: no limit). A request that
+// took no time to first byte (ttftMs 0) is held to TTFTMs by its end.
+func (s SLO) Within(ttftMs, e2eMs float64) bool {
+	if s.E2EMs > 0 && e2eMs > s.E2EMs {
 		return false
 	}
-	if s.E2EMs > 0 && r.E2EMs > s.E2EMs {
-		return false
+	if ttftMs == 0 {
+		ttftMs = e2eMs
 	}
-	ttft := r.TTFTMs
-	if ttft == 0 {
-		ttft = r.E2EMs
-	}
-	return s.TTFTMs == 0 || ttft <= s.TTFTMs
+	return s.TTFTMs == 0 || ttftMs <= s.TTFTMs
 }
 
 // waivedFigures says which unmeasured figures the gate decides without,

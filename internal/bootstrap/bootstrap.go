@@ -52,6 +52,16 @@ func ClusterSums(x []float64, starts []int32, resamples int, draw func(n uint64)
 	})
 }
 
+// Interval is the percentile 95% interval of resampled statistics that
+// are not sums (a knee read off a curve, a ratio of two): the nearest-rank
+// 2.5th and 97.5th percentiles of stats, sorted; NaN, NaN for none.
+func Interval(sorted []float64) (lo, hi float64) {
+	if len(sorted) == 0 {
+		return interval(nil)
+	}
+	return interval(sorted)
+}
+
 // interval is the nearest-rank 2.5th and 97.5th percentiles of sorted
 // sums; NaN, NaN for none.
 func interval(sums []float64) (lo, hi float64) {
