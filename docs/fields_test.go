@@ -9,9 +9,21 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/crab-testbed/crab/eval"
+	"github.com/crab-testbed/crab/eval/capacity"
 	"github.com/crab-testbed/crab/stack"
 )
+
+// rawSections are the experiment's sections kept as read (a yaml.Node)
+// and decoded by the command that uses them: their fields are the fields
+// of the type that command decodes them into.
+var rawSections = map[string]reflect.Type{
+	"sweep": reflect.TypeOf(capacity.Config{}),
+}
+
+var yamlNode = reflect.TypeOf(yaml.Node{})
 
 // field is one item of the experiment-field reference: the dotted paths
 // it names (a parent naming two fields gives its children both) and its
@@ -100,7 +112,7 @@ func yamlFields(t reflect.Type, prefix string, visit func(path string, f reflect
 	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
 		t = t.Elem()
 	}
-	if t.Kind() != reflect.Struct || t.PkgPath() == "time" {
+	if t.Kind() != reflect.Struct || t.PkgPath() == "time" || t == yamlNode {
 		return
 	}
 	for i := range t.NumField() {
@@ -120,6 +132,14 @@ func yamlFields(t reflect.Type, prefix string, visit func(path string, f reflect
 			name = strings.ToLower(f.Name) // yaml.v3's own rule
 		}
 		visit(prefix+name, f)
+		if f.Type == yamlNode {
+			rt, ok := rawSections[prefix+name]
+			if !ok {
+				panic(prefix + name + " is kept as raw YAML: name the type that decodes it in rawSections")
+			}
+			yamlFields(rt, prefix+name+".", visit)
+			continue
+		}
 		yamlFields(f.Type, prefix+name+".", visit)
 	}
 }

@@ -161,7 +161,7 @@ func (res *Result) WriteText(w io.Writer) error {
 	fmt.Fprintln(tw, "arm\tknee/s\t95% interval\treplicas\tcost/hour\tcost/pass\tpass share")
 	for _, a := range res.Arms {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, rateP(a.Knee), bounds(a.KneeLo, a.KneeHi, rateP),
-			intP(a.Replicas)+" "+bounds(intToF(a.ReplicasLo), intToF(a.ReplicasHi), rateP), costP(a.CostPerHour)+" "+bounds(a.CostPerHourLo, a.CostPerHourHi, costP),
+			withBounds(intP(a.Replicas), intToF(a.ReplicasLo), intToF(a.ReplicasHi), rateP), withBounds(costP(a.CostPerHour), a.CostPerHourLo, a.CostPerHourHi, costP),
 			figure.CostPerPass(a.CostPerPass), pctP(a.PassShare))
 	}
 	tw.Flush()
@@ -235,9 +235,18 @@ func intToF(v *int) *float64 {
 }
 
 // bounds writes "[lo, hi]", "-" for an unmeasured end; "" when both are.
+// withBounds writes a figure with its interval, or "-" alone when neither
+// was measured.
+func withBounds(point string, lo, hi *float64, f func(*float64) string) string {
+	if lo == nil && hi == nil {
+		return point
+	}
+	return point + " " + bounds(lo, hi, f)
+}
+
 func bounds(lo, hi *float64, f func(*float64) string) string {
 	if lo == nil && hi == nil {
-		return "[-, -]"
+		return "-"
 	}
 	return "[" + f(lo) + ", " + f(hi) + "]"
 }

@@ -111,8 +111,14 @@ func (res *Result) analyse(s *eval.Setup) error {
 		}
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("a rung during which the load generator fell behind its schedule (lag p99 above %s ms: the host was slow, not the deployment) is played again, and a rung that did not hold is played once more, the better play kept (a stall of the host only slows a rung); at most %d plays a rung: %d replays over %d rungs", figure.Ms(cfg.growthLimit()), maxPlays, replays, rungs))
-	if cfg.PeakRPS > 0 {
+	switch {
+	case cfg.PeakRPS > 0:
 		res.Notes = append(res.Notes, fmt.Sprintf("replicas = ceil(peak %s/s / knee), one replica being the deployment the sweep measured; the interval comes from the knee's", trimRate(cfg.PeakRPS)))
+		if cfg.ReplicaCostPerHour == 0 {
+			res.Notes = append(res.Notes, "cost/hour is - : the sweep section declares no replica_cost_per_hour")
+		}
+	default:
+		res.Notes = append(res.Notes, "replicas and cost/hour are - : the sweep section declares no peak_rps to size for")
 	}
 	return nil
 }

@@ -63,6 +63,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		recordingCmd(),
 		exportCmd(),
 		planCmd(),
+		sweepCmd(),
 		completionCmd(),
 	}
 	for _, c := range cmds {
@@ -72,6 +73,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	}
 	refuseStdoutFolder(cmds, "run", "records, manifest, reports")
 	refuseStdoutFolder(cmds, "tune", "sweep, tuned experiment, charts")
+	refuseStdoutFolder(cmds, "sweep", "records, sweep.json, sweep.html")
 	return &cli.App{
 		Name:         "crab",
 		Usage:        "cache and router A/B testbed for LLM applications",
