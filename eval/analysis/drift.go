@@ -237,7 +237,24 @@ func latencyStalls(t *records.Symbols, byArm map[string][]*records.Rec, arms []s
 	if !ok {
 		return nil
 	}
-	var all []float64
+	// One buffer, of the exact size: every latency sorted for the run's
+	// median, then each window's latencies in a stretch of it.
+	var perBin [clusterBins]int
+	for _, name := range arms {
+		for _, r := range byArm[name] {
+			if t.Attrs(r).Timed {
+				perBin[min(int(float64(r.At-lo)/width), clusterBins-1)]++
+			}
+		}
+	}
+	total := 0
+	for _, n := range perBin {
+		total += n
+	}
+	if total < clusterBins*clusterMinFailures {
+		return nil
+	}
+	all := make([]float64, 0, total)
 	for _, name := range arms {
 		for _, r := range byArm[name] {
 			if t.Attrs(r).Timed {
@@ -245,12 +262,13 @@ func latencyStalls(t *records.Symbols, byArm map[string][]*records.Rec, arms []s
 			}
 		}
 	}
-	if len(all) < clusterBins*clusterMinFailures {
-		return nil
-	}
 	slices.Sort(all)
 	runP50 := quantile.NearestRank(all, 50)
 	bins := make([][]float64, clusterBins)
+	for i, off := 0, 0; i < clusterBins; i++ {
+		bins[i] = all[off : off : off+perBin[i]]
+		off += perBin[i]
+	}
 	for _, name := range arms {
 		for _, r := range byArm[name] {
 			if t.Attrs(r).Timed {

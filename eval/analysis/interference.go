@@ -11,6 +11,7 @@ import (
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/par"
 	"github.com/crab-testbed/crab/internal/words"
 )
 
@@ -60,16 +61,6 @@ type flight struct{ start, end int64 }
 // ended by then.
 type sweep struct{ starts, ends []int64 }
 
-func sweepOf(fs []flight) sweep {
-	var s sweep
-	for _, f := range fs {
-		s.starts, s.ends = append(s.starts, f.start), append(s.ends, f.end)
-	}
-	slices.Sort(s.starts)
-	slices.Sort(s.ends)
-	return s
-}
-
 // at is the number of flights in progress at a moment.
 func (s sweep) at(t int64) int {
 	started, _ := slices.BinarySearch(s.starts, t+1)
@@ -80,35 +71,69 @@ func (s sweep) at(t int64) int {
 // crowd counts, for a request, the other arms' requests to its backend in
 // flight as it was sent.
 type crowd struct {
-	t     *records.Symbols
-	d     *Design
-	users map[string]int      // backend -> arms that called it
-	all   map[string]sweep    // backend -> every arm's flights there
-	own   map[[2]string]sweep // arm, backend -> the arm's flights there
+	t *records.Symbols
+	d *Design
+	// shared holds, for each backend more than one arm called, every such
+	// arm's flights there, in arms' order: the count of flights in
+	// progress adds up over the arms, so the others' count is the sum of
+	// theirs, with no sweep of every arm's flights together.
+	shared map[string][]armSweep
+	// sent counts each arm's sent requests at each backend.
+	sent map[armBackend]int
 }
 
-// newCrowd gathers every arm's timed, sent requests by backend.
+type armBackend struct{ arm, backend string }
+
+// armSweep is one arm's flights at one backend.
+type armSweep struct {
+	arm string
+	sweep
+}
+
+// newCrowd gathers every arm's timed, sent requests by backend. Each
+// arm's flights at a shared backend are counted first and gathered into
+// slices of their exact size: on millions of requests the sweeps are the
+// largest thing the summary holds.
 func newCrowd(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, d *Design) *crowd {
-	c := &crowd{t: t, d: d, users: map[string]int{}, all: map[string]sweep{}, own: map[[2]string]sweep{}}
-	byBackend := map[string][]flight{}
+	counts := map[armBackend]int{}
+	c := &crowd{t: t, d: d, shared: map[string][]armSweep{}, sent: counts}
+	users := map[string]int{}
 	for _, name := range arms {
-		mine := map[string][]flight{}
+		for _, r := range byArm[name] {
+			if !sent(t, r) {
+				continue
+			}
+			k := armBackend{name, d.backend(t.Str(t.Attrs(r).Model))}
+			if counts[k] == 0 {
+				users[k.backend]++
+			}
+			counts[k]++
+		}
+	}
+	for _, name := range arms {
+		var mine []string // the shared backends the arm called, in order of first call
 		for _, r := range byArm[name] {
 			if !sent(t, r) {
 				continue
 			}
 			b := d.backend(t.Str(t.Attrs(r).Model))
-			mine[b] = append(mine[b], flight{r.At, r.At + int64(r.E2EMs*1e6)})
+			if users[b] < 2 {
+				continue
+			}
+			ss := c.shared[b]
+			if len(ss) == 0 || ss[len(ss)-1].arm != name {
+				n := counts[armBackend{name, b}]
+				ss = append(ss, armSweep{name, sweep{make([]int64, 0, n), make([]int64, 0, n)}})
+				mine = append(mine, b)
+			}
+			s := &ss[len(ss)-1]
+			s.starts, s.ends = append(s.starts, r.At), append(s.ends, r.At+int64(r.E2EMs*1e6))
+			c.shared[b] = ss
 		}
-		for b, fs := range mine {
-			c.users[b]++
-			c.own[[2]string{name, b}] = sweepOf(fs)
-			byBackend[b] = append(byBackend[b], fs...)
-		}
-	}
-	for b, fs := range byBackend {
-		if c.users[b] > 1 {
-			c.all[b] = sweepOf(fs)
+		for _, b := range mine {
+			s := &c.shared[b][len(c.shared[b])-1]
+			slices.Sort(s.starts)
+			slices.Sort(s.ends)
 		}
 	}
 	return c
@@ -128,11 +153,17 @@ func (c *crowd) others(arm string, r *records.Rec) (int, string, bool) {
 		return 0, "", false
 	}
 	b := c.d.backend(c.t.Str(c.t.Attrs(r).Model))
-	all, ok := c.all[b]
+	ss, ok := c.shared[b]
 	if !ok {
 		return 0, b, false
 	}
-	return all.at(r.At) - c.own[[2]string{arm, b}].at(r.At), b, true
+	n := 0
+	for i := range ss {
+		if ss[i].arm != arm {
+			n += ss[i].at(r.At)
+		}
+	}
+	return n, b, true
 }
 
 // carryOver is, in switchback order (records that carry their block), the
@@ -160,38 +191,76 @@ func carryOver(t *records.Symbols, byArm map[string][]*records.Rec, arms []strin
 
 // interference tests every arm at every backend that another arm also
 // called, over its requests in the latency comparison outside the windows
-// ws; nil when no backend is shared.
-func interference(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, c *crowd, left leftOut, ws []window) []Interference {
+// ws; nil when no backend is shared. The arms are tested at once, within
+// budget bytes (see interferenceBytes).
+func interference(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, c *crowd, left leftOut, ws []window, budget int64) []Interference {
+	per := make([][]Interference, len(arms))
+	tasks := make([]par.Task, len(arms))
+	for i, name := range arms {
+		tasks[i] = par.Task{Mem: interferenceBytes * int64(len(byArm[name])), Run: func() {
+			per[i] = armInterference(t, name, byArm[name], c, left, ws)
+		}}
+	}
+	par.Run(budget, tasks...)
 	var out []Interference
-	for _, name := range arms {
-		xs, ys := map[string][]float64{}, map[string][]float64{}
-		for _, r := range left.compared(t, byArm[name]) {
-			if inWindows(r.At, ws) {
-				continue
-			}
-			if n, b, ok := c.others(name, r); ok {
-				xs[b] = append(xs[b], float64(n))
-				ys[b] = append(ys[b], r.E2EMs)
-			}
-		}
-		for _, b := range sortedKeys(xs) {
-			in := Interference{Arm: name, Backend: b, Requests: len(xs[b])}
-			for _, x := range xs[b] {
-				if x > 0 {
-					in.Exposed++
-				}
-			}
-			if rho, ok := spearman(xs[b], ys[b]); ok && len(xs[b]) >= interferenceMinN {
-				p := distuv.UnitNormal.Survival(rho * math.Sqrt(float64(len(xs[b])-1)))
-				in.Rho, in.P = &rho, &p
-			}
-			out = append(out, in)
-		}
+	for _, in := range per {
+		out = append(out, in...)
 	}
 	for i := range out {
 		if p := out[i].P; p != nil {
 			out[i].Beyond = *p < interferenceAlpha/float64(len(out)) && *out[i].Rho >= interferenceMinRho
 		}
+	}
+	return out
+}
+
+// interferenceBytes is about what testing one arm holds per request: its
+// count (4 bytes), its latency and their ranks (8 each), the order that
+// ranks them (4).
+const interferenceBytes = 24
+
+// armInterference is interference's tests of one arm.
+func armInterference(t *records.Symbols, name string, recs []*records.Rec, c *crowd, left leftOut, ws []window) []Interference {
+	type tested struct {
+		xs []int32 // the other arms' requests in flight
+		ys []float64
+	}
+	at := map[string]*tested{}
+	for _, r := range recs {
+		if left.out(t, r) || inWindows(r.At, ws) {
+			continue
+		}
+		n, b, ok := c.others(name, r)
+		if !ok {
+			continue
+		}
+		ts := at[b]
+		if ts == nil {
+			k := c.sent[armBackend{name, b}] // at most that many
+			ts = &tested{make([]int32, 0, k), make([]float64, 0, k)}
+			at[b] = ts
+		}
+		ts.xs, ts.ys = append(ts.xs, int32(n)), append(ts.ys, r.E2EMs)
+	}
+	var out []Interference
+	for _, b := range sortedKeys(at) {
+		ts := at[b]
+		in := Interference{Arm: name, Backend: b, Requests: len(ts.xs)}
+		for _, x := range ts.xs {
+			if x > 0 {
+				in.Exposed++
+			}
+		}
+		if len(ts.xs) >= interferenceMinN {
+			ry := ranks(ts.ys)
+			ts.ys = nil
+			if rho, ok := spearman(countRanks(ts.xs), ry); ok {
+				p := distuv.UnitNormal.Survival(rho * math.Sqrt(float64(len(ts.xs)-1)))
+				in.Rho, in.P = &rho, &p
+			}
+		}
+		delete(at, b)
+		out = append(out, in)
 	}
 	return out
 }
@@ -206,10 +275,9 @@ func inWindows(at int64, ws []window) bool {
 	return false
 }
 
-// spearman is the rank correlation of x and y (ties get their mean rank);
-// false when either does not vary.
-func spearman(x, y []float64) (float64, bool) {
-	rx, ry := ranks(x), ranks(y)
+// spearman is the rank correlation of the values ranked rx and ry (see
+// ranks); false when either does not vary.
+func spearman(rx, ry []float64) (float64, bool) {
 	rho := stat.Correlation(rx, ry, nil)
 	if math.IsNaN(rho) {
 		return 0, false
@@ -218,13 +286,11 @@ func spearman(x, y []float64) (float64, bool) {
 }
 
 // ranks is the rank of each value of x, 1 for the smallest; equal values
-// share the mean of their ranks.
+// share the mean of their ranks (so the order among them in the sort does
+// not matter).
 func ranks(x []float64) []float64 {
-	idx := make([]int, len(x))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
+	idx := identity(len(x))
+	slices.SortFunc(idx, func(a, b int32) int {
 		switch {
 		case x[a] < x[b]:
 			return -1
@@ -247,26 +313,32 @@ func ranks(x []float64) []float64 {
 	return r
 }
 
+// countRanks is ranks of counts (0 or more), by counting each value
+// instead of sorting: the same ranks in linear time.
+func countRanks(x []int32) []float64 {
+	top := int32(0)
+	for _, v := range x {
+		top = max(top, v)
+	}
+	below := make([]int, top+2) // below[v+1] counts v, then the values under v+1
+	for _, v := range x {
+		below[v+1]++
+	}
+	for v := 1; v < len(below); v++ {
+		below[v] += below[v-1]
+	}
+	r := make([]float64, len(x))
+	for k, v := range x {
+		i, j := below[v], below[v+1] // the sorted positions of the values equal to v
+		r[k] = float64(i+j+1) / 2
+	}
+	return r
+}
+
 // String describes a test that found interference, for a warning.
 func (in Interference) String() string {
 	return fmt.Sprintf("%s's latency at %s rose with the other arms' requests in flight there (rank correlation %s over %d requests, %d of them sent beside another arm's; p = %s): part of its latency is the other arms' load",
 		in.Arm, in.Backend, figure.Sig(*in.Rho, 2), in.Requests, in.Exposed, figure.P(*in.P))
-}
-
-// orderFigures sets what the order of the run says about load: each arm's
-// offered load per backend (beside its lag and queue), the interference
-// tests, and the notes that say under what load each arm was measured and
-// what the switchback left out.
-func orderFigures(t *records.Symbols, s *Summary, byArm map[string][]*records.Rec, arms []string, d *Design, c *crowd, left leftOut) {
-	loads := backendLoads(t, byArm, arms, d)
-	for i := range s.Arms {
-		if a := &s.Arms[i]; a.Load != nil {
-			a.Load.Offered = loads[a.Name]
-		}
-	}
-	if len(arms) > 1 {
-		s.Interference = interference(t, byArm, arms, c, left, excusedWindows(t, s, byArm[arms[0]]))
-	}
 }
 
 // Interfered is the test that found an arm's latency, or the baseline's,
