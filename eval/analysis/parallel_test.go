@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/crab-testbed/crab/eval/records"
 )
 
 // The summary's pieces run at once on several CPUs, each drawing from its
@@ -61,5 +63,40 @@ func TestSummarizeSameOnAnyCPUCount(t *testing.T) {
 		if many := summary(8); !bytes.Equal(one, many) {
 			t.Fatalf("summary on 8 CPUs differs from the one on 1:\n%s\n%s", one, many)
 		}
+	}
+}
+
+// The windows each task was sent and failed in count the same whether
+// kept in the table by task and repeat or in the map.
+func TestTaskBinsDenseAndSparse(t *testing.T) {
+	marks := []struct {
+		task   int
+		repeat int
+		bin    int
+		fail   bool
+	}{{1, 0, 3, false}, {1, 0, 3, true}, {1, 0, 4, false}, {2, 1, 3, false}, {1, 0, 3, false}, {0, 2, 19, true}, {2, 1, 4, true}}
+	count := func(tb *taskBins) (n, f [clusterBins]int) {
+		for _, m := range marks {
+			tb.mark(records.Sym(m.task), m.repeat, m.bin, m.fail)
+		}
+		tb.each(func(sent, fail uint32) {
+			for i := range clusterBins {
+				if sent&(1<<i) != 0 {
+					n[i]++
+				}
+				if fail&(1<<i) != 0 {
+					f[i]++
+				}
+			}
+		})
+		return n, f
+	}
+	dn, df := count(&taskBins{repeats: 3, dense: make([][2]uint32, 9)})
+	sn, sf := count(&taskBins{repeats: 3, sparse: map[taskRepeat][2]uint32{}})
+	if dn != sn || df != sf {
+		t.Fatalf("dense counts %v %v, sparse %v %v", dn, df, sn, sf)
+	}
+	if dn[3] != 2 || df[3] != 1 || dn[4] != 2 || df[4] != 1 || dn[19] != 1 || df[19] != 1 {
+		t.Fatalf("counts %v failed %v; want 2 tasks in windows 3 and 4 (one failed in each) and 1 failed in 19", dn, df)
 	}
 }

@@ -227,7 +227,7 @@ func (s *RecordSet) add(r *Record, line int) (dupFile int, dupLine int, dup bool
 		file, line := s.dups.place(prev)
 		return file, line, true
 	}
-	s.dups.lines = append(s.dups.lines, uint32(line))
+	s.dups.addLine(s.n, line)
 	if f := s.dups.files; len(f) == 0 || f[len(f)-1].file != s.current {
 		s.dups.files = append(f, fileStart{s.current, s.n})
 	}
