@@ -11,7 +11,6 @@ import (
 
 	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/eval/records"
-	"github.com/crab-testbed/crab/internal/par"
 	"github.com/crab-testbed/crab/internal/words"
 )
 
@@ -76,8 +75,9 @@ type crowd struct {
 	// shared holds, for each backend more than one arm called, every such
 	// arm's flights there, in arms' order: the count of flights in
 	// progress adds up over the arms, so the others' count is the sum of
-	// theirs, with no sweep of every arm's flights together.
-	shared map[string][]armSweep
+	// theirs, with no sweep of every arm's flights together. An arm's
+	// sweeps are gathered (load) only while a count needs them.
+	shared map[string][]*armSweep
 	// sent counts each arm's sent requests at each backend.
 	sent map[armBackend]int
 }
@@ -86,18 +86,19 @@ type armBackend struct{ arm, backend string }
 
 // armSweep is one arm's flights at one backend.
 type armSweep struct {
-	arm string
+	arm    string
+	loaded bool
 	sweep
 }
 
-// newCrowd gathers every arm's timed, sent requests by backend. Each
-// arm's flights at a shared backend are counted first and gathered into
-// slices of their exact size: on millions of requests the sweeps are the
-// largest thing the summary holds.
+// newCrowd counts every arm's timed, sent requests by backend; their
+// flights are gathered arm by arm (load), each into slices of their exact
+// size: on millions of requests the sweeps are the largest thing the
+// summary holds.
 func newCrowd(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, d *Design) *crowd {
 	counts := map[armBackend]int{}
-	c := &crowd{t: t, d: d, shared: map[string][]armSweep{}, sent: counts}
-	users := map[string]int{}
+	c := &crowd{t: t, d: d, shared: map[string][]*armSweep{}, sent: counts}
+	users := map[string][]string{}
 	for _, name := range arms {
 		for _, r := range byArm[name] {
 			if !sent(t, r) {
@@ -105,38 +106,61 @@ func newCrowd(t *records.Symbols, byArm map[string][]*records.Rec, arms []string
 			}
 			k := armBackend{name, d.backend(t.Str(t.Attrs(r).Model))}
 			if counts[k] == 0 {
-				users[k.backend]++
+				users[k.backend] = append(users[k.backend], name)
 			}
 			counts[k]++
 		}
 	}
-	for _, name := range arms {
-		var mine []string // the shared backends the arm called, in order of first call
-		for _, r := range byArm[name] {
-			if !sent(t, r) {
-				continue
-			}
-			b := d.backend(t.Str(t.Attrs(r).Model))
-			if users[b] < 2 {
-				continue
-			}
-			ss := c.shared[b]
-			if len(ss) == 0 || ss[len(ss)-1].arm != name {
-				n := counts[armBackend{name, b}]
-				ss = append(ss, armSweep{name, sweep{make([]int64, 0, n), make([]int64, 0, n)}})
-				mine = append(mine, b)
-			}
-			s := &ss[len(ss)-1]
-			s.starts, s.ends = append(s.starts, r.At), append(s.ends, r.At+int64(r.E2EMs*1e6))
-			c.shared[b] = ss
+	for b, names := range users {
+		if len(names) < 2 {
+			continue
 		}
-		for _, b := range mine {
-			s := &c.shared[b][len(c.shared[b])-1]
-			slices.Sort(s.starts)
-			slices.Sort(s.ends)
+		for _, name := range names {
+			c.shared[b] = append(c.shared[b], &armSweep{arm: name})
 		}
 	}
 	return c
+}
+
+// load gathers arm's flights at every shared backend, from recs, its
+// records.
+func (c *crowd) load(arm string, recs []*records.Rec) {
+	mine := map[string]*armSweep{}
+	for b, ss := range c.shared {
+		for _, s := range ss {
+			if s.arm == arm && !s.loaded {
+				n := c.sent[armBackend{arm, b}]
+				s.starts, s.ends, s.loaded = make([]int64, 0, n), make([]int64, 0, n), true
+				mine[b] = s
+			}
+		}
+	}
+	if len(mine) == 0 {
+		return
+	}
+	for _, r := range recs {
+		if !sent(c.t, r) {
+			continue
+		}
+		if s := mine[c.d.backend(c.t.Str(c.t.Attrs(r).Model))]; s != nil {
+			s.starts, s.ends = append(s.starts, r.At), append(s.ends, r.At+int64(r.E2EMs*1e6))
+		}
+	}
+	for _, s := range mine {
+		slices.Sort(s.starts)
+		slices.Sort(s.ends)
+	}
+}
+
+// drop lets the collector have arm's flights.
+func (c *crowd) drop(arm string) {
+	for _, ss := range c.shared {
+		for _, s := range ss {
+			if s.arm == arm {
+				s.sweep, s.loaded = sweep{}, false
+			}
+		}
+	}
 }
 
 // sent reports whether a record carries a send time and reached its
@@ -158,66 +182,70 @@ func (c *crowd) others(arm string, r *records.Rec) (int, string, bool) {
 		return 0, b, false
 	}
 	n := 0
-	for i := range ss {
-		if ss[i].arm != arm {
-			n += ss[i].at(r.At)
+	for _, s := range ss {
+		if s.arm != arm {
+			if !s.loaded {
+				panic("analysis: the crowd counted " + arm + "'s request without " + s.arm + "'s flights")
+			}
+			n += s.at(r.At)
 		}
 	}
 	return n, b, true
 }
 
-// carryOver is, in switchback order (records that carry their block), the
-// requests sent while another arm's request to the same backend was still
-// in flight: the previous block's queue outlasted the burn-in, and their
-// latency holds part of another arm's load. They are left out of the
-// latency figures like burn-in. nil when there are none.
-func carryOver(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, c *crowd) map[*records.Rec]bool {
-	var out map[*records.Rec]bool
-	for _, name := range arms {
-		for _, r := range byArm[name] {
-			if r.Block == 0 || t.Attrs(r).BurnIn {
-				continue
+// carryOver adds to *out, in switchback order (records that carry their
+// block), arm's requests sent while another arm's request to the same
+// backend was still in flight: the previous block's queue outlasted the
+// burn-in, and their latency holds part of another arm's load. They are
+// left out of the latency figures like burn-in. *out stays nil while
+// there are none.
+func carryOver(t *records.Symbols, arm string, recs []*records.Rec, c *crowd, out *map[*records.Rec]bool) {
+	for _, r := range recs {
+		if r.Block == 0 || t.Attrs(r).BurnIn {
+			continue
+		}
+		if n, _, ok := c.others(arm, r); ok && n > 0 {
+			if *out == nil {
+				*out = map[*records.Rec]bool{}
 			}
-			if n, _, ok := c.others(name, r); ok && n > 0 {
-				if out == nil {
-					out = map[*records.Rec]bool{}
-				}
-				out[r] = true
-			}
+			(*out)[r] = true
 		}
 	}
-	return out
 }
 
-// interference tests every arm at every backend that another arm also
+// crowdFigures finds, arm by arm, the carry-over requests (see
+// carryOver) and tests every arm at every backend that another arm also
 // called, over its requests in the latency comparison outside the windows
-// ws; nil when no backend is shared. The arms are tested at once, within
-// budget bytes (see interferenceBytes).
-func interference(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, c *crowd, left leftOut, ws []window, budget int64) []Interference {
-	per := make([][]Interference, len(arms))
-	tasks := make([]par.Task, len(arms))
+// ws (nil when no backend is shared). Each arm is counted against the
+// others' flights, gathered for it and let go once no later arm needs
+// them: with two arms, one arm's flights are held at a time.
+func crowdFigures(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, d *Design, left leftOut, ws []window) (carry map[*records.Rec]bool, out []Interference) {
+	c := newCrowd(t, byArm, arms, d)
 	for i, name := range arms {
-		tasks[i] = par.Task{Mem: interferenceBytes * int64(len(byArm[name])), Run: func() {
-			per[i] = armInterference(t, name, byArm[name], c, left, ws)
-		}}
-	}
-	par.Run(budget, tasks...)
-	var out []Interference
-	for _, in := range per {
-		out = append(out, in...)
+		for j, other := range arms {
+			if j != i {
+				c.load(other, byArm[other])
+			}
+		}
+		carryOver(t, name, byArm[name], c, &carry)
+		out = append(out, armInterference(t, name, byArm[name], c, left, ws)...)
+		for j, other := range arms {
+			later := false // a later arm counts against j's flights
+			for k := i + 1; k < len(arms); k++ {
+				later = later || k != j
+			}
+			if !later {
+				c.drop(other)
+			}
+		}
 	}
 	for i := range out {
 		if p := out[i].P; p != nil {
 			out[i].Beyond = *p < interferenceAlpha/float64(len(out)) && *out[i].Rho >= interferenceMinRho
 		}
 	}
-	return out
+	return carry, out
 }
-
-// interferenceBytes is about what testing one arm holds per request: its
-// count (4 bytes), its latency and their ranks (8 each), the order that
-// ranks them (4).
-const interferenceBytes = 24
 
 // armInterference is interference's tests of one arm.
 func armInterference(t *records.Symbols, name string, recs []*records.Rec, c *crowd, left leftOut, ws []window) []Interference {

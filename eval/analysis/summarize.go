@@ -105,7 +105,6 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	// replaces the failing records' copies.
 	var (
 		stalled  map[*records.Rec]bool
-		crowd    *crowd
 		loads    map[string][]BackendLoad
 		n        = int64(set.Len())
 		blocked  = int64(blockedRecords(byArm, arms))
@@ -113,24 +112,22 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		stalls   []Stall
 	)
 	par.Run(budget,
-		par.Task{Mem: crowdBytes * n, Run: func() { crowd = newCrowd(t, byArm, arms, opt.Design) }},
 		par.Task{Mem: stalledBytes * blocked, Run: func() { stalled = stalledRequests(t, byArm, arms, opt.Design) }},
 		par.Task{Mem: clusterBytes * n, Run: func() { clusters = failureClusters(t, byArm, arms) }},
 		par.Task{Mem: stallBytes * n, Run: func() { stalls = latencyStalls(t, byArm, arms) }},
 		par.Task{Mem: loadBytes * n, Run: func() { loads = backendLoads(t, byArm, arms, opt.Design) }},
 	)
 	s.Clusters, s.Stalls = clusters, stalls
+	left := newLeftOut(t, nil, stalled)
+	ws := excusedWindows(t, s, byArm[base])
 	// Carry-over past the burn-in is counted and tested for interference,
 	// not left out: one long request (a hang until its timeout) would
 	// otherwise mark every request sent while it was in flight, on every
 	// arm, and leave nothing to compare.
-	carry := carryOver(t, byArm, arms, crowd)
-	left := newLeftOut(t, nil, stalled)
-	ws := excusedWindows(t, s, byArm[base])
+	carry, interfered := crowdFigures(t, byArm, arms, opt.Design, left, ws)
 	if len(arms) > 1 {
-		s.Interference = interference(t, byArm, arms, crowd, left, ws, budget)
+		s.Interference = interfered
 	}
-	crowd = nil // the largest thing held so far: let the collector have it
 	rework := map[string]*ReworkStats{}
 	if g.Rework != nil {
 		for _, name := range arms {
@@ -225,7 +222,6 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 // they read (see summaryBudget): sorted copies of figures (8 bytes),
 // orders of records (4), the send and end times of flights (16).
 const (
-	crowdBytes       = 16
 	stalledBytes     = 40
 	clusterBytes     = 24
 	stallBytes       = 8
