@@ -160,7 +160,9 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	for i, name := range arms {
 		a := &s.Arms[i]
 		a.Uncertainty = unc[i]
-		tasks = append(tasks, par.Task{Mem: burnInBytes * int64(len(byArm[name])), Run: func() { burnInLatency(t, a, byArm[name], opt.Seed, large, left) }})
+		// Only a switchback's burn-in (or its stalls) leaves requests out
+		// of the latency figures for burnInLatency to summarise again.
+		tasks = append(tasks, par.Task{Mem: burnInBytes * min(blocked, int64(len(byArm[name]))), Run: func() { burnInLatency(t, a, byArm[name], opt.Seed, large, left) }})
 		if i == 0 {
 			continue
 		}
