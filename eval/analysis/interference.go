@@ -280,8 +280,7 @@ func armInterference(t *records.Symbols, name string, recs []*records.Rec, c *cr
 			}
 		}
 		if len(ts.xs) >= interferenceMinN {
-			ry := ranks(ts.ys)
-			ts.ys = nil
+			ry := rankInPlace(ts.ys)
 			if rho, ok := spearman(countRanks(ts.xs), ry); ok {
 				p := distuv.UnitNormal.Survival(rho * math.Sqrt(float64(len(ts.xs)-1)))
 				in.Rho, in.P = &rho, &p
@@ -304,7 +303,7 @@ func inWindows(at int64, ws []window) bool {
 }
 
 // spearman is the rank correlation of the values ranked rx and ry (see
-// ranks); false when either does not vary.
+// rankInPlace); false when either does not vary.
 func spearman(rx, ry []float64) (float64, bool) {
 	rho := stat.Correlation(rx, ry, nil)
 	if math.IsNaN(rho) {
@@ -313,10 +312,10 @@ func spearman(rx, ry []float64) (float64, bool) {
 	return rho, true
 }
 
-// ranks is the rank of each value of x, 1 for the smallest; equal values
-// share the mean of their ranks (so the order among them in the sort does
-// not matter).
-func ranks(x []float64) []float64 {
+// rankInPlace replaces each value of x by its rank, 1 for the smallest;
+// equal values share the mean of their ranks (so the order among them in
+// the sort does not matter). It returns x.
+func rankInPlace(x []float64) []float64 {
 	idx := identity(len(x))
 	slices.SortFunc(idx, func(a, b int32) int {
 		switch {
@@ -327,21 +326,22 @@ func ranks(x []float64) []float64 {
 		}
 		return 0
 	})
-	r := make([]float64, len(x))
 	for i := 0; i < len(idx); {
 		j := i
 		for j < len(idx) && x[idx[j]] == x[idx[i]] {
 			j++
 		}
+		// The run of equal values ends at j: only now are they replaced,
+		// and no later run reads them.
 		for k := i; k < j; k++ {
-			r[idx[k]] = float64(i+j+1) / 2
+			x[idx[k]] = float64(i+j+1) / 2
 		}
 		i = j
 	}
-	return r
+	return x
 }
 
-// countRanks is ranks of counts (0 or more), by counting each value
+// countRanks is the ranks of counts (0 or more; see rankInPlace), by counting each value
 // instead of sorting: the same ranks in linear time.
 func countRanks(x []int32) []float64 {
 	top := int32(0)
