@@ -228,8 +228,8 @@ func crowdFigures(t *records.Symbols, byArm map[string][]*records.Rec, arms []st
 			}
 		}
 		carryOver(t, name, byArm[name], c, &carry)
-		out = append(out, armInterference(t, name, byArm[name], c, left, ws)...)
-		for j, other := range arms {
+		crowded := armCrowding(t, name, byArm[name], c, left, ws)
+		for j, other := range arms { // before the test, which needs them no more
 			later := false // a later arm counts against j's flights
 			for k := i + 1; k < len(arms); k++ {
 				later = later || k != j
@@ -238,6 +238,7 @@ func crowdFigures(t *records.Symbols, byArm map[string][]*records.Rec, arms []st
 				c.drop(other)
 			}
 		}
+		out = append(out, armInterference(name, crowded)...)
 	}
 	for i := range out {
 		if p := out[i].P; p != nil {
@@ -247,12 +248,17 @@ func crowdFigures(t *records.Symbols, byArm map[string][]*records.Rec, arms []st
 	return carry, out
 }
 
-// armInterference is interference's tests of one arm.
-func armInterference(t *records.Symbols, name string, recs []*records.Rec, c *crowd, left leftOut, ws []window) []Interference {
-	type tested struct {
-		xs []int32 // the other arms' requests in flight
-		ys []float64
-	}
+// tested is one arm's requests at one backend in an interference test:
+// the other arms' requests in flight as each was sent, and its latency.
+type tested struct {
+	xs []int32
+	ys []float64
+}
+
+// armCrowding gathers what armInterference tests of arm's requests, by
+// backend: the counts need the other arms' flights, the test itself no
+// longer.
+func armCrowding(t *records.Symbols, name string, recs []*records.Rec, c *crowd, left leftOut, ws []window) map[string]*tested {
 	at := map[string]*tested{}
 	for _, r := range recs {
 		if left.out(t, r) || inWindows(r.At, ws) {
@@ -270,6 +276,12 @@ func armInterference(t *records.Symbols, name string, recs []*records.Rec, c *cr
 		}
 		ts.xs, ts.ys = append(ts.xs, int32(n)), append(ts.ys, r.E2EMs)
 	}
+	return at
+}
+
+// armInterference is interference's tests of arm name on what
+// armCrowding gathered, which it consumes.
+func armInterference(name string, at map[string]*tested) []Interference {
 	var out []Interference
 	for _, b := range sortedKeys(at) {
 		ts := at[b]

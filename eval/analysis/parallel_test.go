@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -98,5 +99,27 @@ func TestTaskBinsDenseAndSparse(t *testing.T) {
 	}
 	if dn[3] != 2 || df[3] != 1 || dn[4] != 2 || df[4] != 1 || dn[19] != 1 || df[19] != 1 {
 		t.Fatalf("counts %v failed %v; want 2 tasks in windows 3 and 4 (one failed in each) and 1 failed in 19", dn, df)
+	}
+}
+
+// Putting the deltas in time order in place gives what copying them in
+// that order gives, whatever the permutation's cycles.
+func TestInTimeOrderInPlace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, n := range []int{1, 2, 63, 64, 65, 1000} {
+		order := identity(n)
+		rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
+		d := make([]float64, n)
+		for i := range d {
+			d[i] = rng.Float64()
+		}
+		want := make([]float64, n)
+		for k, i := range order {
+			want[k] = d[i]
+		}
+		inTimeOrder(d, order, make([]uint64, (n+63)/64))
+		if !slices.Equal(d, want) {
+			t.Fatalf("n=%d: in place %v, copied %v", n, d, want)
+		}
 	}
 }
