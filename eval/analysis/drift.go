@@ -155,7 +155,7 @@ func newTaskBins(t *records.Symbols, byArm map[string][]*records.Rec, arms []str
 		}
 	}
 	tb := &taskBins{repeats: top + 1}
-	if tb.repeats <= n && t.Len() <= 4*n/tb.repeats {
+	if tb.repeats <= n && t.Len() <= n/tb.repeats { // 8 bytes a record at most
 		tb.dense = make([][2]uint32, t.Len()*tb.repeats)
 	} else {
 		tb.sparse = map[taskRepeat][2]uint32{}

@@ -238,6 +238,7 @@ func crowdFigures(t *records.Symbols, byArm map[string][]*records.Rec, arms []st
 				c.drop(other)
 			}
 		}
+		armLatencies(t, byArm[name], c, left, ws, crowded)
 		out = append(out, armInterference(name, crowded)...)
 	}
 	for i := range out {
@@ -255,9 +256,10 @@ type tested struct {
 	ys []float64
 }
 
-// armCrowding gathers what armInterference tests of arm's requests, by
-// backend: the counts need the other arms' flights, the test itself no
-// longer.
+// armCrowding gathers the counts armInterference tests arm's requests
+// on, by backend: the counts need the other arms' flights, the test no
+// longer. The latencies come after (armLatencies), once the flights are
+// let go.
 func armCrowding(t *records.Symbols, name string, recs []*records.Rec, c *crowd, left leftOut, ws []window) map[string]*tested {
 	at := map[string]*tested{}
 	for _, r := range recs {
@@ -270,13 +272,28 @@ func armCrowding(t *records.Symbols, name string, recs []*records.Rec, c *crowd,
 		}
 		ts := at[b]
 		if ts == nil {
-			k := c.sent[armBackend{name, b}] // at most that many
-			ts = &tested{make([]int32, 0, k), make([]float64, 0, k)}
+			ts = &tested{xs: make([]int32, 0, c.sent[armBackend{name, b}])} // at most that many
 			at[b] = ts
 		}
-		ts.xs, ts.ys = append(ts.xs, int32(n)), append(ts.ys, r.E2EMs)
+		ts.xs = append(ts.xs, int32(n))
 	}
 	return at
+}
+
+// armLatencies adds to at, armCrowding's counts, the latencies of the
+// same requests, in the same order.
+func armLatencies(t *records.Symbols, recs []*records.Rec, c *crowd, left leftOut, ws []window, at map[string]*tested) {
+	for _, ts := range at {
+		ts.ys = make([]float64, 0, len(ts.xs))
+	}
+	for _, r := range recs {
+		if left.out(t, r) || inWindows(r.At, ws) || !sent(t, r) {
+			continue
+		}
+		if ts := at[c.d.backend(t.Str(t.Attrs(r).Model))]; ts != nil {
+			ts.ys = append(ts.ys, r.E2EMs)
+		}
+	}
 }
 
 // armInterference is interference's tests of arm name on what

@@ -225,20 +225,21 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 // orders of records (4), the send and end times of flights (16).
 const (
 	stalledBytes     = 40
-	clusterBytes     = 24
+	clusterBytes     = 8
 	stallBytes       = 8
 	loadBytes        = 8
 	armBytes         = 8
 	uncertaintyBytes = 8
 	burnInBytes      = 24
-	pairBytes        = 48
+	pairBytes        = 24
 )
 
 // summaryBudget is how many bytes the pieces of a summary of n records
-// may hold at once beside the records: a fifth of what the records cost
-// themselves, so that running pieces at once adds little to the peak;
-// a piece larger than that runs alone.
-func summaryBudget(n int) int64 { return max(64<<20, int64(n)*16) }
+// may hold at once beside the records: an eighth of what the records
+// cost themselves (a sorted copy of every figure is 8 bytes a record), so
+// that running pieces at once adds little to the peak; a piece larger
+// than that runs alone.
+func summaryBudget(n int) int64 { return max(64<<20, int64(n)*10) }
 
 // blockedRecords counts the records that carry their switchback block.
 func blockedRecords(byArm map[string][]*records.Rec, arms []string) int {
