@@ -9,13 +9,22 @@
 # command (/usr/bin/time -v), beside the peak RSS of the same run on a
 # simulated model (what crab run holds for N requests whatever answers
 # them: tasks, schedule, records, summary).
-#   bench/replay.sh [N ...]   (KEEP=1 keeps the files)
+# With OLD=path/to/another/crab, that binary and this tree's take turns
+# on the same recording (old, new, old, new: ROUNDS=2 pairs), each row
+# naming its binary.
+#   bench/replay.sh [N ...]   (KEEP=1 keeps the files, OLD=crab binary to
+#                              compare, ROUNDS=2)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 SIZES=("$@")
 [ ${#SIZES[@]} -gt 0 ] || SIZES=(1000000)
 build_tools
 echo "== crab run replaying a recording; $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-10s %10s %12s %10s %10s %12s %12s %14s\n' calls import_s recording_MB wall_s run_s requests/s max_rss_MB sim_max_rss_MB
+BINS=(new)
+if [ -n "${OLD:-}" ]; then
+	BINS=()
+	for _ in $(seq 1 "${ROUNDS:-2}"); do BINS+=(old new); done
+fi
+printf '%-10s %-4s %10s %12s %10s %10s %12s %12s %14s\n' calls bin import_s recording_MB wall_s run_s requests/s max_rss_MB sim_max_rss_MB
 for n in "${SIZES[@]}"; do
 	d=$WORK/replay-$n
 	rm -rf "$d" && mkdir -p "$d"
@@ -41,15 +50,19 @@ models:
 arms:
   - {name: baseline, model: m}
 YAML
-	/usr/bin/time -v "$CRAB" run -c "$d/experiment.yaml" -o "$d/run" -q --format json >/dev/null 2>"$d/time.txt" || {
-		echo "crab run on $n calls failed:"; tail -5 "$d/time.txt"; exit 1; }
-	# The same run on a simulated model, for what crab run itself holds.
-	sed -e 's/{name: m, backend: replay, recording: recording.jsonl}/{name: m, kind: small}/' "$d/experiment.yaml" >"$d/sim.yaml"
-	/usr/bin/time -v "$CRAB" run -c "$d/sim.yaml" -o "$d/simrun" -q --format json >/dev/null 2>"$d/simtime.txt" || true
-	python3 - "$d" "$n" "$(echo "$t1 - $t0" | bc)" <<'PY'
+	for bin in "${BINS[@]}"; do
+		exe=$CRAB
+		[ "$bin" = old ] && exe=$OLD
+		rm -rf "$d/run" "$d/simrun"
+		/usr/bin/time -v "$exe" run -c "$d/experiment.yaml" -o "$d/run" -q --format json >/dev/null 2>"$d/time.txt" || {
+			echo "crab run ($bin) on $n calls failed:"; tail -5 "$d/time.txt"; exit 1; }
+		# The same run on a simulated model, for what crab run itself holds.
+		sed -e 's/{name: m, backend: replay, recording: recording.jsonl}/{name: m, kind: small}/' "$d/experiment.yaml" >"$d/sim.yaml"
+		/usr/bin/time -v "$exe" run -c "$d/sim.yaml" -o "$d/simrun" -q --format json >/dev/null 2>"$d/simtime.txt" || true
+		python3 - "$d" "$n" "$(echo "$t1 - $t0" | bc)" "$bin" <<'PY'
 import json, sys, os, re
 from datetime import datetime
-d, n, imp = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+d, n, imp, binary = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 m = json.load(open(os.path.join(d, "run", "manifest.json")))
 p = lambda s: datetime.fromisoformat(re.sub(r"(\.\d{6})\d*", r"\1", s).replace("Z", "+00:00"))
 run = (p(m["ended_at"]) - p(m["started_at"])).total_seconds()
@@ -61,7 +74,8 @@ mb = os.path.getsize(os.path.join(d, "recording.jsonl")) / 1e6
 nr = m.get("not_recorded", 0)
 sim = [int(l.split()[-1]) for l in open(os.path.join(d, "simtime.txt")) if "Maximum resident set size" in l]
 simrss = f"{sim[0] / 1024:.0f}" if sim else "-"
-print(f"{n:<10d} {imp:10.1f} {mb:12.0f} {wall:10.1f} {run:10.1f} {n / run:12.0f} {rss:12.0f} {simrss:>14s}" + (f"  ({nr} not recorded!)" if nr else ""))
+print(f"{n:<10d} {binary:4s} {imp:10.1f} {mb:12.0f} {wall:10.1f} {run:10.1f} {n / run:12.0f} {rss:12.0f} {simrss:>14s}" + (f"  ({nr} not recorded!)" if nr else ""))
 PY
+	done
 	[ -n "${KEEP:-}" ] || rm -rf "$d"
 done

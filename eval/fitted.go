@@ -88,7 +88,7 @@ func (s *Setup) applyFitted(resolve func(string) string, base string) error {
 	if set == nil {
 		return bad("%s names no fitted tasks (want a tune.json or scorer file written by crab tune)", s.Exp.Fitted)
 	}
-	if h := HashBytes(s.TasksRaw); set.TaskSet != h {
+	if h := s.TasksHash; set.TaskSet != h {
 		return bad("%s was fitted on another task set (%d tasks, sha256 %.12s), not %s (%d tasks, sha256 %.12s): its holdout is not defined here; tune again on this task set",
 			s.Exp.Fitted, set.TaskCount, set.TaskSet, s.TasksName, len(s.Tasks), h)
 	}

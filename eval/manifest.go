@@ -95,13 +95,13 @@ type Manifest struct {
 }
 
 // NewManifest fills a manifest from an experiment and its resolved inputs.
-func NewManifest(runID string, e *Experiment, tasksName string, tasksRaw []byte, nTasks int, contractName, contractHash string) *Manifest {
+func NewManifest(runID string, e *Experiment, tasksName, tasksHash string, nTasks int, contractName, contractHash string) *Manifest {
 	m := &Manifest{
 		RunID: runID, Status: "running", StartedAt: time.Now().UTC(),
 		CrabVersion: "dev", GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH,
 		CPUModel: cpuModel(), CPUs: runtime.NumCPU(),
 		Experiment: e.File, ExperimentHash: e.Hash,
-		Tasks: tasksName, TasksHash: HashBytes(tasksRaw), TaskCount: nTasks,
+		Tasks: tasksName, TasksHash: tasksHash, TaskCount: nTasks,
 		Contract: contractName, ContractHash: contractHash,
 		Seed: e.Seed, Repeats: e.Repeats, Warmup: e.Warmup, TimeScale: *e.TimeScale,
 		Arrival: e.Arrival, Concurrency: e.Concurrency, MaxInFlight: e.MaxInFlight, Order: e.Order, Block: e.Block, BurnIn: e.BurnIn, Timeout: e.Timeout, Retry: e.Retry, Gate: e.Gate.Defaults(),

@@ -69,8 +69,8 @@ func (s *Setup) UseTasks(path string) error {
 	if err := planTasks(tasks, path, s.grader); err != nil {
 		return err
 	}
-	s.TasksName, s.TasksRaw, s.Tasks = path, raw, tasks
-	s.expected = ExpectedByID(tasks)
+	s.TasksName, s.TasksHash, s.Tasks = path, HashBytes(raw), tasks
+	s.expected = lazyExpected(tasks)
 	return nil
 }
 

@@ -60,7 +60,7 @@ func (s *Setup) openRecordings() error {
 			return &records.InputError{File: path, Line: 1, Field: "contract_hash",
 				Msg: fmt.Sprintf("recorded under contract %.12s, but %s is %.12s: a recording answers only the contract it was made under", h.ContractHash, s.ContractName, s.contract.Hash())}
 		}
-		if h.TasksHash != HashBytes(s.TasksRaw) {
+		if h.TasksHash != s.TasksHash {
 			for _, t := range s.Tasks {
 				if !c.HasTask(t.ID) {
 					return &records.InputError{File: path, Line: 1, Field: "tasks_hash",
@@ -110,7 +110,7 @@ func (s *Setup) Replays() []ReplaySource { return s.replays }
 
 // RecordingHeader is the header of a recording of this setup's calls.
 func (s *Setup) RecordingHeader(origin string) replay.Header {
-	return replay.Header{TasksHash: HashBytes(s.TasksRaw), ContractHash: s.contract.Hash(), TaskCount: len(s.Tasks), Origin: origin}
+	return replay.Header{TasksHash: s.TasksHash, ContractHash: s.contract.Hash(), TaskCount: len(s.Tasks), Origin: origin}
 }
 
 // Record makes every later model call of the setup's backends (every arm,

@@ -3,13 +3,17 @@ package eval
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
@@ -32,10 +36,13 @@ const embeddedPrefix = "embedded:"
 // Setup is an experiment with every input read and checked: nothing is
 // written and no model is called until all of it loaded without error.
 type Setup struct {
-	Exp          *Experiment
-	Tasks        []Task
-	TasksName    string
-	TasksRaw     []byte
+	Exp       *Experiment
+	Tasks     []Task
+	TasksName string
+	// TasksHash is the sha256 of the task file, hex: what manifests,
+	// recordings and fitted files name the task set by. The file itself
+	// is not kept (a million tasks are hundreds of megabytes of it).
+	TasksHash    string
 	ContractName string
 	ContractRaw  []byte
 	// Holdout, when the experiment has a fitted section, says which tasks
@@ -51,7 +58,7 @@ type Setup struct {
 	graderID string
 	// expected is every task's expected partial answer by id: the
 	// simulated models' oracle.
-	expected map[string]map[string]any
+	expected func() map[string]map[string]any
 	backends map[string]model.Model
 	nominal  bool // simulated models sleep nothing and report nominal durations (outcome tables)
 
@@ -110,10 +117,7 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 		return nil, err
 	}
 	s.TasksName = resolve(s.Exp.Tasks)
-	if s.TasksRaw, err = s.read(s.TasksName, base); err != nil {
-		return nil, &records.InputError{File: name, Field: "tasks", Msg: err.Error()}
-	}
-	if s.Tasks, err = ReadTasks(bytes.NewReader(s.TasksRaw), s.TasksName); err != nil {
+	if s.Tasks, s.TasksHash, err = s.readTasks(s.TasksName, base, name); err != nil {
 		return nil, err
 	}
 	if err := s.applyFitted(resolve, base); err != nil {
@@ -122,7 +126,7 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 	if err := s.checkFitted(resolve, base); err != nil {
 		return nil, err
 	}
-	s.expected = ExpectedByID(s.Tasks)
+	s.expected = lazyExpected(s.Tasks)
 	if s.Exp.Warmup >= len(s.Tasks) {
 		return nil, &records.InputError{File: s.Exp.File, Line: s.Exp.warmupLine, Field: "warmup",
 			Msg: fmt.Sprintf("%d warm-up requests leave none of the %d tasks measured", s.Exp.Warmup, len(s.Tasks))}
@@ -149,10 +153,52 @@ func LoadSetup(path string, embedded fs.FS) (*Setup, error) {
 
 func (s *Setup) read(ref, base string) ([]byte, error) { return ReadRef(ref, base, s.embedded) }
 
+// readTasks reads the task file ref as ReadRef finds it, hashing it as it
+// is read instead of holding it; experiment names the file that names it,
+// for a file that cannot be read.
+func (s *Setup) readTasks(ref, base, experiment string) ([]Task, string, error) {
+	f, err := OpenRef(ref, base, s.embedded)
+	if err != nil {
+		return nil, "", &records.InputError{File: experiment, Field: "tasks", Msg: err.Error()}
+	}
+	defer f.Close()
+	h := sha256.New()
+	in := io.TeeReader(f, h)
+	tasks, err := ReadTasks(in, ref)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := io.Copy(io.Discard, in); err != nil { // what the reader left unread still counts in the hash
+		return nil, "", &records.InputError{File: experiment, Field: "tasks", Msg: err.Error()}
+	}
+	return tasks, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// lazyExpected is ExpectedByID(tasks), built the first time a simulated
+// model asks for it: a run of recorded or real models never needs it.
+func lazyExpected(tasks []Task) func() map[string]map[string]any {
+	return sync.OnceValue(func() map[string]map[string]any { return ExpectedByID(tasks) })
+}
+
 // ReadRef reads a file an experiment names: "embedded:NAME" is NAME in
 // embedded (the built-in fixtures), a relative path is relative to base
 // (the experiment file's directory; "" for the working directory).
 func ReadRef(ref, base string, embedded fs.FS) ([]byte, error) {
+	f, err := OpenRef(ref, base, embedded)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %v", refPath(ref, base), err)
+	}
+	return b, nil
+}
+
+// OpenRef opens a file an experiment names, as ReadRef finds it, for
+// reading it once through.
+func OpenRef(ref, base string, embedded fs.FS) (io.ReadCloser, error) {
 	if name, ok := strings.CutPrefix(ref, embeddedPrefix); ok {
 		if embedded == nil {
 			return nil, fmt.Errorf("no embedded fixtures to read %s from", ref)
@@ -161,13 +207,19 @@ func ReadRef(ref, base string, embedded fs.FS) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("no embedded fixture %q", name)
 		}
-		return b, nil
+		return io.NopCloser(bytes.NewReader(b)), nil
 	}
-	p := ref
-	if base != "" && !filepath.IsAbs(p) {
-		p = filepath.Join(base, p)
+	p := refPath(ref, base)
+	f, err := os.Open(p)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = f.Stat(); err == nil && st.IsDir() {
+			err = &fs.PathError{Op: "read", Path: p, Err: syscall.EISDIR}
+		}
+		if err != nil {
+			f.Close()
+		}
 	}
-	b, err := os.ReadFile(p)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -175,7 +227,15 @@ func ReadRef(ref, base string, embedded fs.FS) ([]byte, error) {
 		}
 		return nil, err
 	}
-	return b, nil
+	return f, nil
+}
+
+// refPath is where a file an experiment names lies on disk.
+func refPath(ref, base string) string {
+	if base != "" && !filepath.IsAbs(ref) {
+		return filepath.Join(base, ref)
+	}
+	return ref
 }
 
 // check compiles the contract and verifies that every arm's stack can be
@@ -234,7 +294,7 @@ func (s *Setup) Contract() *contract.Contract { return s.contract }
 func (s *Setup) buildBackends() (map[string]model.Model, error) {
 	b, err := stack.Backends(s.Exp.Models, stack.BackendOptions{
 		Seed: s.Exp.Seed, TimeScale: *s.Exp.TimeScale, Nominal: s.nominal, MaxConns: s.Exp.Concurrency, Secrets: s.secrets,
-		Oracle:    func(id string) map[string]any { return s.expected[id] },
+		Oracle:    func(id string) map[string]any { return s.expected()[id] },
 		Cassettes: s.cassettes, Recorder: s.recorder, CallLog: s.callLog,
 	})
 	if err != nil {
@@ -300,7 +360,7 @@ func (s *Setup) BuildArm(spec stack.ArmSpec, repeat int) (*BuiltArm, error) {
 
 // Manifest describes a run of this setup.
 func (s *Setup) Manifest(runID string) *Manifest {
-	m := NewManifest(runID, s.Exp, s.TasksName, s.TasksRaw, len(s.Tasks), s.ContractName, s.contract.Hash())
+	m := NewManifest(runID, s.Exp, s.TasksName, s.TasksHash, len(s.Tasks), s.ContractName, s.contract.Hash())
 	if !s.Exp.Grade.IsZero() {
 		g := s.Exp.Grade
 		m.Grade = &g

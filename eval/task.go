@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
+	"unsafe"
 
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/grade"
@@ -63,15 +65,19 @@ func (t *Task) Scope() model.Scope {
 func ReadTasks(r io.Reader, name string) ([]Task, error) {
 	var tasks []Task
 	seen := map[string]int{}
+	sh := newTaskShare()
 	sc := jsonl.NewScanner(r, true)
 	line := 0
 	for sc.Scan() {
 		line = sc.Line()
-		t, err := decodeTask(sc.Bytes())
+		t, err := decodeTask(sc.Bytes(), sh)
 		if err != nil {
 			return nil, jsonLineError(name, line, err)
 		}
 		t.line = line
+		for _, f := range []*string{&t.Tenant, &t.User, &t.Permission, &t.Lang, &t.DocVersion, &t.Group, &t.Difficulty} {
+			*f = sh.str(*f)
+		}
 		if field, msg := t.conversation(); field != "" {
 			return nil, &records.InputError{File: name, Line: line, Field: field, Msg: msg}
 		}
@@ -147,7 +153,7 @@ func (t *Task) History() []model.Message { return t.history }
 
 // decodeTask decodes one task line strictly, reading expected with exact
 // numbers (json.Number), as answers are read.
-func decodeTask(raw []byte) (Task, error) {
+func decodeTask(raw []byte, sh *taskShare) (Task, error) {
 	var w struct {
 		Task
 		Expected json.RawMessage `json:"expected,omitempty"`
@@ -156,6 +162,10 @@ func decodeTask(raw []byte) (Task, error) {
 		return Task{}, err
 	}
 	t := w.Task
+	if m, ok := sh.expected[string(w.Expected)]; ok && len(w.Expected) > 0 {
+		t.Expected = m
+		return t, nil
+	}
 	if len(w.Expected) > 0 && !bytes.Equal(w.Expected, []byte("null")) {
 		dec := json.NewDecoder(bytes.NewReader(w.Expected))
 		dec.UseNumber()
@@ -166,16 +176,63 @@ func decodeTask(raw []byte) (Task, error) {
 			}
 			return Task{}, err
 		}
+		sh.keep(w.Expected, t.Expected)
 	}
 	return t, nil
+}
+
+// taskShare is what the tasks of a file share instead of holding a copy
+// each: the labels and scope values many tasks repeat (a tenant, a
+// language, a group) and the expected answers many have the same (a
+// category, a yes or no), read-only once read. A million tasks of a few
+// labels and answers then cost their ids and texts, not a map and half a
+// dozen strings each.
+type taskShare struct {
+	strs     map[string]string
+	expected map[string]map[string]any // by the answer's JSON text
+}
+
+// taskShareMax bounds what a taskShare keeps: past it, a file of
+// thousands of distinct answers keeps each its own, as before.
+const taskShareMax = 1 << 12
+
+func newTaskShare() *taskShare {
+	return &taskShare{strs: map[string]string{}, expected: map[string]map[string]any{}}
+}
+
+// str is s, or the same text read before.
+func (sh *taskShare) str(s string) string {
+	if v, ok := sh.strs[s]; ok {
+		return v
+	}
+	if len(sh.strs) < taskShareMax {
+		sh.strs[s] = s
+	}
+	return s
+}
+
+// keep notes the expected answer m read from raw, for later tasks with the
+// same text.
+func (sh *taskShare) keep(raw []byte, m map[string]any) {
+	if len(sh.expected) < taskShareMax {
+		sh.expected[string(raw)] = m
+	}
 }
 
 // planTasks checks every task's expected answer against the contract and
 // the grade rules (an *InputError naming the file, line and field, as
 // expected/POINTER) and keeps each task's plan.
 func planTasks(tasks []Task, name string, g *grade.Grader) error {
+	// Tasks that share an expected answer (see taskShare) share its plan,
+	// which grading only reads.
+	plans := map[unsafe.Pointer]*grade.Plan{}
 	for i := range tasks {
 		t := &tasks[i]
+		id := reflect.ValueOf(t.Expected).UnsafePointer()
+		if p, ok := plans[id]; ok && id != nil {
+			t.plan = p
+			continue
+		}
 		p, err := g.Plan(t.Expected)
 		if err != nil {
 			var ee *grade.ExpectError
@@ -185,6 +242,9 @@ func planTasks(tasks []Task, name string, g *grade.Grader) error {
 			return &records.InputError{File: name, Line: t.line, Field: "expected", Msg: err.Error()}
 		}
 		t.plan = p
+		if len(plans) < taskShareMax {
+			plans[id] = p
+		}
 	}
 	return nil
 }

@@ -173,7 +173,7 @@ func (s *Tuner) OutcomeKey(t Target) (key string, small, large OutcomeModel, err
 		Temperature             float64
 		Contract2               *stack.ContractSpec
 		Small, Large            stack.ModelSpec
-	}{OutcomeFormat, eval.HashBytes(s.TasksRaw), s.Contract().Hash(), s.Exp.Seed, s.Exp.Timeout.Std().String(), s.Exp.Retry,
+	}{OutcomeFormat, s.TasksHash, s.Contract().Hash(), s.Exp.Seed, s.Exp.Timeout.Std().String(), s.Exp.Retry,
 		t.Arm.Mode, t.Arm.System, t.Arm.MaxTokens, t.Arm.Temperature, t.Arm.Contract, sm, lm})
 	if !s.Exp.Grade.IsZero() {
 		// The grade section changes which outcomes pass; the default rule
@@ -224,7 +224,7 @@ func (s *Tuner) BuildOutcomeTable(ctx context.Context, t Target, progress io.Wri
 		return nil, err
 	}
 	tab := &OutcomeTable{Header: OutcomeHeader{
-		Format: OutcomeFormat, Key: key, Tasks: s.TasksName, TasksHash: eval.HashBytes(s.TasksRaw), TaskCount: len(s.Tasks),
+		Format: OutcomeFormat, Key: key, Tasks: s.TasksName, TasksHash: s.TasksHash, TaskCount: len(s.Tasks),
 		Contract: s.Contract().Hash(), Seed: s.Exp.Seed, Small: small, Large: large, Mode: t.Arm.Mode, MaxTokens: t.Arm.MaxTokens,
 		Latency: OutcomeLatency, Created: time.Now().UTC().Truncate(time.Second),
 	}}

@@ -45,7 +45,7 @@ func (s *Tuner) FittedSet(ids []string, what ...string) *fitted.Set {
 			keys = append(keys, fitted.Key(t.ID, t.Text))
 		}
 	}
-	return fitted.New(eval.HashBytes(s.TasksRaw), len(s.Tasks), keys, what...)
+	return fitted.New(s.TasksHash, len(s.Tasks), keys, what...)
 }
 
 // SplitNote says what SplitKeys keep together, for tune's report.

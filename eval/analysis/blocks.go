@@ -33,13 +33,13 @@ func pairResampling(q *pairing, timeOrder []int32, n int) resampling {
 		repeat int
 		block  int32
 	}
-	keys := make([]key, 0, n)
 	blocked := true
-	q.walk(func(b, _ *records.Rec) {
-		keys = append(keys, key{q.t.Attrs(b).Repeat, b.Block})
-		blocked = blocked && b.Block > 0
-	}, func(*records.Rec) {})
+	q.walk(func(b, _ *records.Rec) { blocked = blocked && b.Block > 0 }, func(*records.Rec) {})
 	if blocked {
+		// The pairs' blocks only now: outside switchback order they
+		// would be as many copies of nothing.
+		keys := make([]key, 0, n)
+		q.walk(func(b, _ *records.Rec) { keys = append(keys, key{q.t.Attrs(b).Repeat, b.Block}) }, func(*records.Rec) {})
 		var starts []int32
 		for k, i := range timeOrder {
 			if k == 0 || keys[i] != keys[timeOrder[k-1]] {

@@ -52,29 +52,26 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 	if !ok {
 		return nil
 	}
-	type taskKey struct {
-		task   records.Sym
-		repeat int
-	}
 	type bin struct {
 		n, f        int
-		tasks       map[taskKey]bool // task sent in the window -> failed on some arm
 		arms        map[string]bool
 		first, last int64 // first and last failed send
 	}
+	// Each task (in one repeat) keeps two sets of windows as bits: those
+	// it was sent in, and those where it failed on some arm. One entry a
+	// task, not one a task and window: on millions of requests the tasks
+	// are the largest thing counted here.
+	tasks := newTaskBins(t, byArm, arms)
 	bins := make([]bin, clusterBins)
 	for _, name := range arms {
 		for _, r := range byArm[name] {
 			if !t.Attrs(r).Timed {
 				continue
 			}
-			b := &bins[min(int(float64(r.At-lo)/width), clusterBins-1)]
-			if b.tasks == nil {
-				b.tasks = map[taskKey]bool{}
-			}
-			k := taskKey{r.TaskID, t.Attrs(r).Repeat}
+			i := min(int(float64(r.At-lo)/width), clusterBins-1)
+			b := &bins[i]
 			fail := isFailure(t.Str(t.Attrs(r).Outcome))
-			b.tasks[k] = b.tasks[k] || fail
+			tasks.mark(r.TaskID, t.Attrs(r).Repeat, i, fail)
 			if fail {
 				if b.arms == nil {
 					b.arms = map[string]bool{}
@@ -88,14 +85,17 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 		}
 	}
 	total, failed := 0, 0
-	for i := range bins {
-		for _, f := range bins[i].tasks {
-			bins[i].n++
-			if f {
-				bins[i].f++
+	tasks.each(func(sent, fail uint32) {
+		for i := range bins {
+			if sent&(1<<i) != 0 {
+				bins[i].n++
+				if fail&(1<<i) != 0 {
+					bins[i].f++
+				}
 			}
 		}
-		bins[i].tasks = nil
+	})
+	for i := range bins {
 		total += bins[i].n
 		failed += bins[i].f
 	}
@@ -133,6 +133,64 @@ func failureClusters(t *records.Symbols, byArm map[string][]*records.Rec, arms [
 		slices.Sort(out[i].Arms)
 	}
 	return out
+}
+
+// taskBins is, for every task in every repeat, the windows it was sent
+// in and those where it failed (bit i for window i, so clusterBins stays
+// at most 32): in a table indexed
+// by task and repeat when those are few beside the records, in a map
+// otherwise.
+type taskBins struct {
+	repeats int
+	dense   [][2]uint32 // [sent, failed] at task*repeats+repeat
+	sparse  map[taskRepeat][2]uint32
+}
+
+func newTaskBins(t *records.Symbols, byArm map[string][]*records.Rec, arms []string) *taskBins {
+	top, n := 0, 0
+	for _, name := range arms {
+		for _, r := range byArm[name] {
+			top = max(top, t.Attrs(r).Repeat)
+			n++
+		}
+	}
+	tb := &taskBins{repeats: top + 1}
+	if tb.repeats <= n && t.Len() <= n/tb.repeats { // 8 bytes a record at most
+		tb.dense = make([][2]uint32, t.Len()*tb.repeats)
+	} else {
+		tb.sparse = map[taskRepeat][2]uint32{}
+	}
+	return tb
+}
+
+func (tb *taskBins) mark(task records.Sym, repeat, bin int, fail bool) {
+	var e *[2]uint32
+	var v [2]uint32
+	if tb.dense != nil {
+		e = &tb.dense[int(task)*tb.repeats+repeat]
+	} else {
+		v = tb.sparse[taskRepeat{task, repeat}]
+		e = &v
+	}
+	e[0] |= 1 << bin
+	if fail {
+		e[1] |= 1 << bin
+	}
+	if tb.dense == nil {
+		tb.sparse[taskRepeat{task, repeat}] = v
+	}
+}
+
+// each calls f on every task's windows.
+func (tb *taskBins) each(f func(sent, fail uint32)) {
+	for _, e := range tb.dense {
+		if e[0] != 0 {
+			f(e[0], e[1])
+		}
+	}
+	for _, e := range tb.sparse {
+		f(e[0], e[1])
+	}
 }
 
 func isFailure(outcome string) bool {
@@ -237,7 +295,24 @@ func latencyStalls(t *records.Symbols, byArm map[string][]*records.Rec, arms []s
 	if !ok {
 		return nil
 	}
-	var all []float64
+	// One buffer, of the exact size: every latency sorted for the run's
+	// median, then each window's latencies in a stretch of it.
+	var perBin [clusterBins]int
+	for _, name := range arms {
+		for _, r := range byArm[name] {
+			if t.Attrs(r).Timed {
+				perBin[min(int(float64(r.At-lo)/width), clusterBins-1)]++
+			}
+		}
+	}
+	total := 0
+	for _, n := range perBin {
+		total += n
+	}
+	if total < clusterBins*clusterMinFailures {
+		return nil
+	}
+	all := make([]float64, 0, total)
 	for _, name := range arms {
 		for _, r := range byArm[name] {
 			if t.Attrs(r).Timed {
@@ -245,12 +320,13 @@ func latencyStalls(t *records.Symbols, byArm map[string][]*records.Rec, arms []s
 			}
 		}
 	}
-	if len(all) < clusterBins*clusterMinFailures {
-		return nil
-	}
 	slices.Sort(all)
 	runP50 := quantile.NearestRank(all, 50)
 	bins := make([][]float64, clusterBins)
+	for i, off := 0, 0; i < clusterBins; i++ {
+		bins[i] = all[off : off : off+perBin[i]]
+		off += perBin[i]
+	}
 	for _, name := range arms {
 		for _, r := range byArm[name] {
 			if t.Attrs(r).Timed {

@@ -60,16 +60,6 @@ type flight struct{ start, end int64 }
 // ended by then.
 type sweep struct{ starts, ends []int64 }
 
-func sweepOf(fs []flight) sweep {
-	var s sweep
-	for _, f := range fs {
-		s.starts, s.ends = append(s.starts, f.start), append(s.ends, f.end)
-	}
-	slices.Sort(s.starts)
-	slices.Sort(s.ends)
-	return s
-}
-
 // at is the number of flights in progress at a moment.
 func (s sweep) at(t int64) int {
 	started, _ := slices.BinarySearch(s.starts, t+1)
@@ -80,38 +70,97 @@ func (s sweep) at(t int64) int {
 // crowd counts, for a request, the other arms' requests to its backend in
 // flight as it was sent.
 type crowd struct {
-	t     *records.Symbols
-	d     *Design
-	users map[string]int      // backend -> arms that called it
-	all   map[string]sweep    // backend -> every arm's flights there
-	own   map[[2]string]sweep // arm, backend -> the arm's flights there
+	t *records.Symbols
+	d *Design
+	// shared holds, for each backend more than one arm called, every such
+	// arm's flights there, in arms' order: the count of flights in
+	// progress adds up over the arms, so the others' count is the sum of
+	// theirs, with no sweep of every arm's flights together. An arm's
+	// sweeps are gathered (load) only while a count needs them.
+	shared map[string][]*armSweep
+	// sent counts each arm's sent requests at each backend.
+	sent map[armBackend]int
 }
 
-// newCrowd gathers every arm's timed, sent requests by backend.
+type armBackend struct{ arm, backend string }
+
+// armSweep is one arm's flights at one backend.
+type armSweep struct {
+	arm    string
+	loaded bool
+	sweep
+}
+
+// newCrowd counts every arm's timed, sent requests by backend; their
+// flights are gathered arm by arm (load), each into slices of their exact
+// size: on millions of requests the sweeps are the largest thing the
+// summary holds.
 func newCrowd(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, d *Design) *crowd {
-	c := &crowd{t: t, d: d, users: map[string]int{}, all: map[string]sweep{}, own: map[[2]string]sweep{}}
-	byBackend := map[string][]flight{}
+	counts := map[armBackend]int{}
+	c := &crowd{t: t, d: d, shared: map[string][]*armSweep{}, sent: counts}
+	users := map[string][]string{}
 	for _, name := range arms {
-		mine := map[string][]flight{}
 		for _, r := range byArm[name] {
 			if !sent(t, r) {
 				continue
 			}
-			b := d.backend(t.Str(t.Attrs(r).Model))
-			mine[b] = append(mine[b], flight{r.At, r.At + int64(r.E2EMs*1e6)})
-		}
-		for b, fs := range mine {
-			c.users[b]++
-			c.own[[2]string{name, b}] = sweepOf(fs)
-			byBackend[b] = append(byBackend[b], fs...)
+			k := armBackend{name, d.backend(t.Str(t.Attrs(r).Model))}
+			if counts[k] == 0 {
+				users[k.backend] = append(users[k.backend], name)
+			}
+			counts[k]++
 		}
 	}
-	for b, fs := range byBackend {
-		if c.users[b] > 1 {
-			c.all[b] = sweepOf(fs)
+	for b, names := range users {
+		if len(names) < 2 {
+			continue
+		}
+		for _, name := range names {
+			c.shared[b] = append(c.shared[b], &armSweep{arm: name})
 		}
 	}
 	return c
+}
+
+// load gathers arm's flights at every shared backend, from recs, its
+// records.
+func (c *crowd) load(arm string, recs []*records.Rec) {
+	mine := map[string]*armSweep{}
+	for b, ss := range c.shared {
+		for _, s := range ss {
+			if s.arm == arm && !s.loaded {
+				n := c.sent[armBackend{arm, b}]
+				s.starts, s.ends, s.loaded = make([]int64, 0, n), make([]int64, 0, n), true
+				mine[b] = s
+			}
+		}
+	}
+	if len(mine) == 0 {
+		return
+	}
+	for _, r := range recs {
+		if !sent(c.t, r) {
+			continue
+		}
+		if s := mine[c.d.backend(c.t.Str(c.t.Attrs(r).Model))]; s != nil {
+			s.starts, s.ends = append(s.starts, r.At), append(s.ends, r.At+int64(r.E2EMs*1e6))
+		}
+	}
+	for _, s := range mine {
+		slices.Sort(s.starts)
+		slices.Sort(s.ends)
+	}
+}
+
+// drop lets the collector have arm's flights.
+func (c *crowd) drop(arm string) {
+	for _, ss := range c.shared {
+		for _, s := range ss {
+			if s.arm == arm {
+				s.sweep, s.loaded = sweep{}, false
+			}
+		}
+	}
 }
 
 // sent reports whether a record carries a send time and reached its
@@ -128,70 +177,146 @@ func (c *crowd) others(arm string, r *records.Rec) (int, string, bool) {
 		return 0, "", false
 	}
 	b := c.d.backend(c.t.Str(c.t.Attrs(r).Model))
-	all, ok := c.all[b]
+	ss, ok := c.shared[b]
 	if !ok {
 		return 0, b, false
 	}
-	return all.at(r.At) - c.own[[2]string{arm, b}].at(r.At), b, true
-}
-
-// carryOver is, in switchback order (records that carry their block), the
-// requests sent while another arm's request to the same backend was still
-// in flight: the previous block's queue outlasted the burn-in, and their
-// latency holds part of another arm's load. They are left out of the
-// latency figures like burn-in. nil when there are none.
-func carryOver(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, c *crowd) map[*records.Rec]bool {
-	var out map[*records.Rec]bool
-	for _, name := range arms {
-		for _, r := range byArm[name] {
-			if r.Block == 0 || t.Attrs(r).BurnIn {
-				continue
+	n := 0
+	for _, s := range ss {
+		if s.arm != arm {
+			if !s.loaded {
+				panic("analysis: the crowd counted " + arm + "'s request without " + s.arm + "'s flights")
 			}
-			if n, _, ok := c.others(name, r); ok && n > 0 {
-				if out == nil {
-					out = map[*records.Rec]bool{}
-				}
-				out[r] = true
-			}
+			n += s.at(r.At)
 		}
 	}
-	return out
+	return n, b, true
 }
 
-// interference tests every arm at every backend that another arm also
+// carryOver adds to *out, in switchback order (records that carry their
+// block), arm's requests sent while another arm's request to the same
+// backend was still in flight: the previous block's queue outlasted the
+// burn-in, and their latency holds part of another arm's load. They are
+// left out of the latency figures like burn-in. *out stays nil while
+// there are none.
+func carryOver(t *records.Symbols, arm string, recs []*records.Rec, c *crowd, out *map[*records.Rec]bool) {
+	for _, r := range recs {
+		if r.Block == 0 || t.Attrs(r).BurnIn {
+			continue
+		}
+		if n, _, ok := c.others(arm, r); ok && n > 0 {
+			if *out == nil {
+				*out = map[*records.Rec]bool{}
+			}
+			(*out)[r] = true
+		}
+	}
+}
+
+// crowdFigures finds, arm by arm, the carry-over requests (see
+// carryOver) and tests every arm at every backend that another arm also
 // called, over its requests in the latency comparison outside the windows
-// ws; nil when no backend is shared.
-func interference(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, c *crowd, left leftOut, ws []window) []Interference {
-	var out []Interference
-	for _, name := range arms {
-		xs, ys := map[string][]float64{}, map[string][]float64{}
-		for _, r := range left.compared(t, byArm[name]) {
-			if inWindows(r.At, ws) {
-				continue
-			}
-			if n, b, ok := c.others(name, r); ok {
-				xs[b] = append(xs[b], float64(n))
-				ys[b] = append(ys[b], r.E2EMs)
+// ws (nil when no backend is shared). Each arm is counted against the
+// others' flights, gathered for it and let go once no later arm needs
+// them: with two arms, one arm's flights are held at a time.
+func crowdFigures(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, d *Design, left leftOut, ws []window) (carry map[*records.Rec]bool, out []Interference) {
+	c := newCrowd(t, byArm, arms, d)
+	for i, name := range arms {
+		for j, other := range arms {
+			if j != i {
+				c.load(other, byArm[other])
 			}
 		}
-		for _, b := range sortedKeys(xs) {
-			in := Interference{Arm: name, Backend: b, Requests: len(xs[b])}
-			for _, x := range xs[b] {
-				if x > 0 {
-					in.Exposed++
-				}
+		carryOver(t, name, byArm[name], c, &carry)
+		crowded := armCrowding(t, name, byArm[name], c, left, ws)
+		for j, other := range arms { // before the test, which needs them no more
+			later := false // a later arm counts against j's flights
+			for k := i + 1; k < len(arms); k++ {
+				later = later || k != j
 			}
-			if rho, ok := spearman(xs[b], ys[b]); ok && len(xs[b]) >= interferenceMinN {
-				p := distuv.UnitNormal.Survival(rho * math.Sqrt(float64(len(xs[b])-1)))
-				in.Rho, in.P = &rho, &p
+			if !later {
+				c.drop(other)
 			}
-			out = append(out, in)
 		}
+		armLatencies(t, byArm[name], c, left, ws, crowded)
+		out = append(out, armInterference(name, crowded)...)
 	}
 	for i := range out {
 		if p := out[i].P; p != nil {
 			out[i].Beyond = *p < interferenceAlpha/float64(len(out)) && *out[i].Rho >= interferenceMinRho
 		}
+	}
+	return carry, out
+}
+
+// tested is one arm's requests at one backend in an interference test:
+// the other arms' requests in flight as each was sent, and its latency.
+type tested struct {
+	xs []int32
+	ys []float64
+}
+
+// armCrowding gathers the counts armInterference tests arm's requests
+// on, by backend: the counts need the other arms' flights, the test no
+// longer. The latencies come after (armLatencies), once the flights are
+// let go.
+func armCrowding(t *records.Symbols, name string, recs []*records.Rec, c *crowd, left leftOut, ws []window) map[string]*tested {
+	at := map[string]*tested{}
+	for _, r := range recs {
+		if left.out(t, r) || inWindows(r.At, ws) {
+			continue
+		}
+		n, b, ok := c.others(name, r)
+		if !ok {
+			continue
+		}
+		ts := at[b]
+		if ts == nil {
+			ts = &tested{xs: make([]int32, 0, c.sent[armBackend{name, b}])} // at most that many
+			at[b] = ts
+		}
+		ts.xs = append(ts.xs, int32(n))
+	}
+	return at
+}
+
+// armLatencies adds to at, armCrowding's counts, the latencies of the
+// same requests, in the same order.
+func armLatencies(t *records.Symbols, recs []*records.Rec, c *crowd, left leftOut, ws []window, at map[string]*tested) {
+	for _, ts := range at {
+		ts.ys = make([]float64, 0, len(ts.xs))
+	}
+	for _, r := range recs {
+		if left.out(t, r) || inWindows(r.At, ws) || !sent(t, r) {
+			continue
+		}
+		if ts := at[c.d.backend(t.Str(t.Attrs(r).Model))]; ts != nil {
+			ts.ys = append(ts.ys, r.E2EMs)
+		}
+	}
+}
+
+// armInterference is interference's tests of arm name on what
+// armCrowding gathered, which it consumes.
+func armInterference(name string, at map[string]*tested) []Interference {
+	var out []Interference
+	for _, b := range sortedKeys(at) {
+		ts := at[b]
+		in := Interference{Arm: name, Backend: b, Requests: len(ts.xs)}
+		for _, x := range ts.xs {
+			if x > 0 {
+				in.Exposed++
+			}
+		}
+		if len(ts.xs) >= interferenceMinN {
+			ry := rankInPlace(ts.ys)
+			if rho, ok := spearman(countRanks(ts.xs), ry); ok {
+				p := distuv.UnitNormal.Survival(rho * math.Sqrt(float64(len(ts.xs)-1)))
+				in.Rho, in.P = &rho, &p
+			}
+		}
+		delete(at, b)
+		out = append(out, in)
 	}
 	return out
 }
@@ -206,10 +331,9 @@ func inWindows(at int64, ws []window) bool {
 	return false
 }
 
-// spearman is the rank correlation of x and y (ties get their mean rank);
-// false when either does not vary.
-func spearman(x, y []float64) (float64, bool) {
-	rx, ry := ranks(x), ranks(y)
+// spearman is the rank correlation of the values ranked rx and ry (see
+// rankInPlace); false when either does not vary.
+func spearman(rx, ry []float64) (float64, bool) {
 	rho := stat.Correlation(rx, ry, nil)
 	if math.IsNaN(rho) {
 		return 0, false
@@ -217,14 +341,12 @@ func spearman(x, y []float64) (float64, bool) {
 	return rho, true
 }
 
-// ranks is the rank of each value of x, 1 for the smallest; equal values
-// share the mean of their ranks.
-func ranks(x []float64) []float64 {
-	idx := make([]int, len(x))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
+// rankInPlace replaces each value of x by its rank, 1 for the smallest;
+// equal values share the mean of their ranks (so the order among them in
+// the sort does not matter). It returns x.
+func rankInPlace(x []float64) []float64 {
+	idx := identity(len(x))
+	slices.SortFunc(idx, func(a, b int32) int {
 		switch {
 		case x[a] < x[b]:
 			return -1
@@ -233,16 +355,39 @@ func ranks(x []float64) []float64 {
 		}
 		return 0
 	})
-	r := make([]float64, len(x))
 	for i := 0; i < len(idx); {
 		j := i
 		for j < len(idx) && x[idx[j]] == x[idx[i]] {
 			j++
 		}
+		// The run of equal values ends at j: only now are they replaced,
+		// and no later run reads them.
 		for k := i; k < j; k++ {
-			r[idx[k]] = float64(i+j+1) / 2
+			x[idx[k]] = float64(i+j+1) / 2
 		}
 		i = j
+	}
+	return x
+}
+
+// countRanks is the ranks of counts (0 or more; see rankInPlace), by counting each value
+// instead of sorting: the same ranks in linear time.
+func countRanks(x []int32) []float64 {
+	top := int32(0)
+	for _, v := range x {
+		top = max(top, v)
+	}
+	below := make([]int, top+2) // below[v+1] counts v, then the values under v+1
+	for _, v := range x {
+		below[v+1]++
+	}
+	for v := 1; v < len(below); v++ {
+		below[v] += below[v-1]
+	}
+	r := make([]float64, len(x))
+	for k, v := range x {
+		i, j := below[v], below[v+1] // the sorted positions of the values equal to v
+		r[k] = float64(i+j+1) / 2
 	}
 	return r
 }
@@ -251,22 +396,6 @@ func ranks(x []float64) []float64 {
 func (in Interference) String() string {
 	return fmt.Sprintf("%s's latency at %s rose with the other arms' requests in flight there (rank correlation %s over %d requests, %d of them sent beside another arm's; p = %s): part of its latency is the other arms' load",
 		in.Arm, in.Backend, figure.Sig(*in.Rho, 2), in.Requests, in.Exposed, figure.P(*in.P))
-}
-
-// orderFigures sets what the order of the run says about load: each arm's
-// offered load per backend (beside its lag and queue), the interference
-// tests, and the notes that say under what load each arm was measured and
-// what the switchback left out.
-func orderFigures(t *records.Symbols, s *Summary, byArm map[string][]*records.Rec, arms []string, d *Design, c *crowd, left leftOut) {
-	loads := backendLoads(t, byArm, arms, d)
-	for i := range s.Arms {
-		if a := &s.Arms[i]; a.Load != nil {
-			a.Load.Offered = loads[a.Name]
-		}
-	}
-	if len(arms) > 1 {
-		s.Interference = interference(t, byArm, arms, c, left, excusedWindows(t, s, byArm[arms[0]]))
-	}
 }
 
 // Interfered is the test that found an arm's latency, or the baseline's,

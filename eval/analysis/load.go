@@ -183,7 +183,19 @@ func blockEnds(t *records.Symbols, byArm map[string][]*records.Rec, arms []strin
 func backendLoads(t *records.Symbols, byArm map[string][]*records.Rec, arms []string, d *Design) map[string][]BackendLoad {
 	// Every arm's send times by backend, sorted, to count what fell in
 	// one arm's stretches.
+	// Counted first, so that each backend's slice is made to measure.
+	perBackend := map[string]int{}
+	for _, name := range arms {
+		for _, r := range byArm[name] {
+			if t.Attrs(r).Timed && r.At != 0 {
+				perBackend[d.backend(t.Str(t.Attrs(r).Model))]++
+			}
+		}
+	}
 	sends := map[string][]int64{}
+	for b, n := range perBackend {
+		sends[b] = make([]int64, 0, n)
+	}
 	for _, name := range arms {
 		for _, r := range byArm[name] {
 			if t.Attrs(r).Timed && r.At != 0 {

@@ -159,6 +159,15 @@ func comparePairedAll(t *records.Symbols, baseline, candidate []*records.Rec, op
 	}
 	groupN, timed := countPairs(t, &p, q, opt)
 	slices.Sort(p.Unmatched)
+	var timeOrder []int32 // with send times, resampled in blocks of neighbours in time
+	block := resampling{block: 1}
+	if timed && p.Pairs > 1 {
+		// Before the deltas' buffer: ordering the pairs by time holds
+		// their send times meanwhile.
+		timeOrder = q.timeOrder(p.Pairs)
+		block = pairResampling(q, timeOrder, p.Pairs)
+		p.BlockPairs, p.Blocks = block.runs(), block.blocks()
+	}
 	// The groups' latency deltas in stretches of one buffer, then the rest.
 	scratch := make([]float64, p.Pairs)
 	at, off := map[records.Sym]int{}, 0
@@ -177,25 +186,17 @@ func comparePairedAll(t *records.Symbols, baseline, candidate []*records.Rec, op
 		gd.LatencyDeltaMs = medianSorting(scratch[at[g]-n : at[g]])
 		p.Groups[t.Str(g)] = gd
 	}
-	var timeOrder []int32 // with send times, resampled in blocks of neighbours in time
-	block := resampling{block: 1}
-	if timed && p.Pairs > 1 {
-		timeOrder = q.timeOrder(p.Pairs)
-		block = pairResampling(q, timeOrder, p.Pairs)
-		p.BlockPairs, p.Blocks = block.runs(), block.blocks()
+	var moved []uint64 // for putting the deltas in time order in place
+	if timeOrder != nil {
+		moved = make([]uint64, (p.Pairs+63)/64)
 	}
-	inTime := make([]float64, 0, p.Pairs)
 	deltas := func(delta func(b, c *records.Rec) float64) []float64 {
 		d := scratch[:0]
 		q.walk(func(b, c *records.Rec) { d = append(d, delta(b, c)) }, func(*records.Rec) {})
-		if timeOrder == nil {
-			return d
+		if timeOrder != nil {
+			inTimeOrder(d, timeOrder, moved)
 		}
-		inTime = inTime[:0]
-		for _, i := range timeOrder {
-			inTime = append(inTime, d[i])
-		}
-		return inTime
+		return d
 	}
 	p.McNemarP = McNemarExact(len(p.Lost), len(p.Gained))
 	if p.Pairs > 0 {
@@ -210,6 +211,28 @@ func comparePairedAll(t *records.Symbols, baseline, candidate []*records.Rec, op
 		guardrailRatios(t, &p, q.walk, timeOrder, opt, block)
 	}
 	return p
+}
+
+// inTimeOrder rearranges d, in key order, into time order: afterwards
+// d[k] is what was d[order[k]]. It follows each cycle of the permutation
+// instead of copying d; moved, a bit a value, marks what is in place.
+func inTimeOrder(d []float64, order []int32, moved []uint64) {
+	clear(moved)
+	for s := range d {
+		if moved[s/64]&(1<<(s%64)) != 0 {
+			continue
+		}
+		first, k := d[s], s
+		for {
+			moved[k/64] |= 1 << (k % 64)
+			from := int(order[k])
+			if from == s {
+				d[k] = first
+				break
+			}
+			d[k], k = d[from], from
+		}
+	}
 }
 
 // id is a record's pair id: its task, and its repeat when opt shows them.

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/par"
 	"github.com/crab-testbed/crab/internal/words"
 )
 
@@ -95,55 +96,108 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		large[m] = true
 	}
 	g := opt.gate()
-	crowd := newCrowd(t, byArm, arms, opt.Design)
+	budget := summaryBudget(set.Len())
+	// The figures below are computed in stages of independent pieces run at
+	// once (see internal/par), each writing only its own results and
+	// drawing from its own seeded streams: the summary is the same on one
+	// CPU or many. The first stage reads only what the rework rule leaves
+	// alone (send times, latencies, outcomes, models), before the rule
+	// replaces the failing records' copies.
+	var (
+		stalled  map[*records.Rec]bool
+		loads    map[string][]BackendLoad
+		n        = int64(set.Len())
+		blocked  = int64(blockedRecords(byArm, arms))
+		clusters []Cluster
+		stalls   []Stall
+	)
+	par.Run(budget,
+		par.Task{Mem: stalledBytes * blocked, Run: func() { stalled = stalledRequests(t, byArm, arms, opt.Design) }},
+		par.Task{Mem: clusterBytes * n, Run: func() { clusters = failureClusters(t, byArm, arms) }},
+		par.Task{Mem: stallBytes * n, Run: func() { stalls = latencyStalls(t, byArm, arms) }},
+		par.Task{Mem: loadBytes * n, Run: func() { loads = backendLoads(t, byArm, arms, opt.Design) }},
+	)
+	s.Clusters, s.Stalls = clusters, stalls
+	left := newLeftOut(t, nil, stalled)
+	ws := excusedWindows(t, s, byArm[base])
 	// Carry-over past the burn-in is counted and tested for interference,
 	// not left out: one long request (a hang until its timeout) would
 	// otherwise mark every request sent while it was in flight, on every
 	// arm, and leave nothing to compare.
-	carry := carryOver(t, byArm, arms, crowd)
-	left := newLeftOut(t, nil, stalledRequests(t, byArm, arms, opt.Design))
+	carry, interfered := crowdFigures(t, byArm, arms, opt.Design, left, ws)
+	if len(arms) > 1 {
+		s.Interference = interfered
+	}
 	rework := map[string]*ReworkStats{}
 	if g.Rework != nil {
 		for _, name := range arms {
 			rework[name] = applyRework(t, g.Rework, byArm[name])
 		}
 	}
-	for _, name := range arms {
-		s.Arms = append(s.Arms, summarizeArm(t, name, byArm[name], ar.warm[name], large))
-		s.Arms[len(s.Arms)-1].Rework = rework[name]
-		coldCache(t, &s.Arms[len(s.Arms)-1], ar.warmRecs[name], large)
-		s.Arms[len(s.Arms)-1].Uncertainty = uncertainty(t, byArm[name], opt.Seed)
-		burnInLatency(t, &s.Arms[len(s.Arms)-1], byArm[name], opt.Seed, large, left)
-		for _, r := range byArm[name] {
-			if carry[r] {
-				s.Arms[len(s.Arms)-1].CarryOver++
-			}
-		}
+	s.Arms = make([]ArmSummary, len(arms))
+	var tasks []par.Task
+	for i, name := range arms {
+		tasks = append(tasks, par.Task{Mem: armBytes * int64(len(byArm[name])), Run: func() {
+			a := summarizeArm(t, name, byArm[name], ar.warm[name], large)
+			a.Rework = rework[name]
+			coldCache(t, &a, ar.warmRecs[name], large)
+			s.Arms[i] = a
+		}})
 	}
+	unc := make([]*Uncertainty, len(arms))
+	for i, name := range arms {
+		tasks = append(tasks, par.Task{Mem: uncertaintyBytes * int64(len(byArm[name])), Run: func() { unc[i] = uncertainty(t, byArm[name], opt.Seed) }})
+	}
+	par.Run(budget, tasks...)
 	multiRepeat := len(ar.repeats) > 1
 	var slo *SLO
 	if g.Objective == ObjectiveGoodput {
 		slo = &g.SLO
 	}
 	po := PairOptions{Seed: opt.Seed, Resamples: opt.Resamples, ShowRepeat: multiRepeat, SLO: slo}
-	for i := 1; i < len(s.Arms); i++ {
-		p := comparePairs(t, byArm[base], byArm[s.Arms[i].Name], po, left)
-		s.Arms[i].Paired = &p
+	pairs, outside := make([]*Paired, len(arms)), make([]*Paired, len(arms))
+	tasks = tasks[:0]
+	for i, name := range arms {
+		a := &s.Arms[i]
+		a.Uncertainty = unc[i]
+		// Only a switchback's burn-in (or its stalls) leaves requests out
+		// of the latency figures for burnInLatency to summarise again.
+		tasks = append(tasks, par.Task{Mem: burnInBytes * min(blocked, int64(len(byArm[name]))), Run: func() { burnInLatency(t, a, byArm[name], opt.Seed, large, left) }})
+		if i == 0 {
+			continue
+		}
+		pairN := int64(min(len(byArm[base]), len(byArm[name])))
+		tasks = append(tasks, par.Task{Mem: pairBytes * pairN, Run: func() {
+			p := comparePairs(t, byArm[base], byArm[name], po, left)
+			pairs[i] = &p
+		}})
+		if len(ws) > 0 {
+			tasks = append(tasks, par.Task{Mem: (pairBytes + 8) * pairN, Run: func() {
+				b, c := outsideWindows(t, byArm[base], byArm[name], ws)
+				o := comparePairs(t, b, c, po, left)
+				outside[i] = &o
+			}})
+		}
+	}
+	par.Run(budget, tasks...)
+	for i, name := range arms {
+		for _, r := range byArm[name] {
+			if carry[r] {
+				s.Arms[i].CarryOver++
+			}
+		}
+		if i > 0 {
+			s.Arms[i].Paired, s.Arms[i].Outside = pairs[i], outside[i]
+		}
+		if a := &s.Arms[i]; a.Load != nil {
+			a.Load.Offered = loads[a.Name]
+		}
 	}
 	clearUnmeasured(&s.Arms[0], &s.Arms[0])
-	s.Clusters = failureClusters(t, byArm, arms)
-	s.Stalls = latencyStalls(t, byArm, arms)
 	s.Timed = true
 	for _, name := range arms {
 		for _, r := range byArm[name] {
 			s.Timed = s.Timed && t.Attrs(r).Timed
-		}
-	}
-	if ws := excusedWindows(t, s, byArm[base]); len(ws) > 0 {
-		for i := 1; i < len(s.Arms); i++ {
-			b, c := outsideWindows(t, byArm[base], byArm[s.Arms[i].Name], ws)
-			o := comparePairs(t, b, c, po, left)
-			s.Arms[i].Outside = &o
 		}
 	}
 	for i := 1; i < len(s.Arms); i++ {
@@ -156,7 +210,6 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 		}
 		opt.Incomplete = why
 	}
-	orderFigures(t, s, byArm, arms, opt.Design, crowd, left)
 	s.Noise = measureNoise(t, s, byArm, g.Control)
 	decide(s, opt)
 	answerWarnings(t, s, byArm)
@@ -165,6 +218,40 @@ func Summarize(set *records.RecordSet, opt Options) (*Summary, error) {
 	s.Notes = append(s.Notes, loadNotes(s, opt.Design)...)
 	interferenceWarnings(s, opt.Design)
 	return s, nil
+}
+
+// What the pieces of a summary hold while they run, in bytes per record
+// they read (see summaryBudget): sorted copies of figures (8 bytes),
+// orders of records (4), the send and end times of flights (16).
+const (
+	stalledBytes     = 40
+	clusterBytes     = 8
+	stallBytes       = 8
+	loadBytes        = 8
+	armBytes         = 8
+	uncertaintyBytes = 8
+	burnInBytes      = 24
+	pairBytes        = 24
+)
+
+// summaryBudget is how many bytes the pieces of a summary of n records
+// may hold at once beside the records: an eighth of what the records
+// cost themselves (a sorted copy of every figure is 8 bytes a record), so
+// that running pieces at once adds little to the peak; a piece larger
+// than that runs alone.
+func summaryBudget(n int) int64 { return max(64<<20, int64(n)*10) }
+
+// blockedRecords counts the records that carry their switchback block.
+func blockedRecords(byArm map[string][]*records.Rec, arms []string) int {
+	n := 0
+	for _, name := range arms {
+		for _, r := range byArm[name] {
+			if r.Block != 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // excusedWindows are the failure clusters and stalls that may excuse a

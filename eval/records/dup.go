@@ -13,13 +13,14 @@ import (
 // reads a stored record only when the fingerprints agree; a record read
 // is checked on its key, so that a hash collision is never taken for a
 // duplicate. Beside it, the line each record came from and where each
-// input's records begin, to name the first place of a duplicate. About 12
-// to 16 bytes a record in all, freed once the inputs are read.
+// input's records begin, to name the first place of a duplicate: about 7
+// to 13 bytes a record in all (the table's slack), freed once the inputs
+// are read.
 type dupTable struct {
 	slots []uint32 // 1 + record index; 0 is an empty slot
 	fp    []uint8  // fingerprint of the key in each slot
 	used  int
-	lines []uint32    // the line of each record
+	lines []lineRun   // the line of each record, as runs of consecutive lines
 	files []fileStart // in the order the inputs were read
 	keys  []dupKey    // the key of each record, when the set keeps no records
 }
@@ -41,6 +42,24 @@ func (s *RecordSet) keyAt(idx int) dupKey {
 
 // fileStart says that records from index first on come from input file.
 type fileStart struct{ file, first int }
+
+// lineRun says that record first came from line, and the records after
+// it, up to the next run, from the lines after that one: records.jsonl
+// has a record on every line, so a whole file is usually one run.
+type lineRun struct {
+	first int
+	line  int
+}
+
+// addLine notes that record idx came from line.
+func (d *dupTable) addLine(idx, line int) {
+	if n := len(d.lines); n > 0 {
+		if last := d.lines[n-1]; last.line+(idx-last.first) == line {
+			return
+		}
+	}
+	d.lines = append(d.lines, lineRun{idx, line})
+}
 
 // dupHash hashes a record's key.
 func dupHash(arm, task Sym, repeat int) uint64 {
@@ -97,5 +116,6 @@ func (d *dupTable) grow(s *RecordSet) {
 // came from.
 func (d *dupTable) place(idx int) (file, line int) {
 	k := sort.Search(len(d.files), func(i int) bool { return d.files[i].first > idx }) - 1
-	return d.files[k].file, int(d.lines[idx])
+	j := sort.Search(len(d.lines), func(i int) bool { return d.lines[i].first > idx }) - 1
+	return d.files[k].file, d.lines[j].line + (idx - d.lines[j].first)
 }

@@ -44,6 +44,12 @@ func TestReadSetErrors(t *testing.T) {
 	}
 	a := write("a.jsonl", `{"arm":"a","task_id":"t1","outcome":"ok"}`+"\n")
 	dupIn := write("dupin.jsonl", `{"arm":"a","task_id":"t1","outcome":"ok"}`+"\n\n"+`{"arm":"a","task_id":"t1","outcome":"ok"}`+"\n")
+	// Blank lines break the run of consecutive lines the reader notes:
+	// the first place of a duplicate after them is still its own line.
+	gaps := write("gaps.jsonl", `{"arm":"a","task_id":"t1","outcome":"ok"}`+"\n\n\n"+`{"arm":"a","task_id":"t2","outcome":"ok"}`+"\n"+
+		`{"arm":"a","task_id":"t3","outcome":"ok"}`+"\n\n"+`{"arm":"a","task_id":"t3","outcome":"ok"}`+"\n")
+	gapsOK := write("gapsok.jsonl", `{"arm":"a","task_id":"t1","outcome":"ok"}`+"\n\n\n"+`{"arm":"a","task_id":"t2","outcome":"ok"}`+"\n")
+	gapsAcross := write("gaps2.jsonl", `{"arm":"a","task_id":"t9","outcome":"ok"}`+"\n"+`{"arm":"a","task_id":"t2","outcome":"ok"}`+"\n")
 	csvDup := write("dup.csv", "arm,task_id,latency_ms,outcome,pass,cost\nc,t1,1,ok,true,1\na,t1,1,ok,true,1\n")
 	// A bad line after several batches: the first fault in the file is reported.
 	late := write("late.jsonl", long.String()+`{"arm":"a","task_id":"x","outcome":"nope"}`+"\n"+`{"arm":"a","bad":1}`+"\n")
@@ -54,6 +60,8 @@ func TestReadSetErrors(t *testing.T) {
 	}{
 		{"duplicate in one file", []string{dupIn}, "dupin.jsonl:3: field \"task_id\": duplicate record (arm \"a\", task_id \"t1\", repeat 0), first on line 1"},
 		{"duplicate across files", []string{a, csvDup}, "also in " + a + ":1"},
+		{"duplicate after blank lines", []string{gaps}, "gaps.jsonl:7: field \"task_id\": duplicate record (arm \"a\", task_id \"t3\", repeat 0), first on line 5"},
+		{"duplicate of a record after blank lines", []string{gapsOK, gapsAcross}, "gaps2.jsonl:2: field \"task_id\": duplicate record (arm \"a\", task_id \"t2\", repeat 0), also in " + gapsOK + ":4"},
 		{"first fault after batches", []string{late}, "late.jsonl:701: field \"outcome\""},
 		{"no input", nil, "no input"},
 	}
