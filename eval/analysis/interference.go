@@ -51,11 +51,9 @@ const (
 	interferenceMinN   = 30
 )
 
-// flight is one request's time at a backend, [start, end) in Unix
-// nanoseconds from its intended send time to its end.
-type flight struct{ start, end int64 }
-
-// sweep is the start and end times of a set of flights, each sorted: the
+// sweep is the start and end times of a set of flights (a flight is one
+// request's time at a backend, [start, end) in Unix nanoseconds from its
+// intended send time to its end), each sorted: the
 // flights in progress at a moment are those started by then, less those
 // ended by then.
 type sweep struct{ starts, ends []int64 }
