@@ -129,6 +129,9 @@ func (j *jsonlReader) decode() {
 		for i, end := range b.ends {
 			if !utf8.Valid(b.block[start:end]) {
 				b.bad, b.err = i, notUTF8(j.name, b.lines[i], b.block[start:end])
+				// A write cut short inside a character ends in an
+				// incomplete one: torn, if it is the last line.
+				b.syntax = endsCut(b.block[start:end])
 				break
 			}
 			if err := decodeLine(text[start:end], b.block[start:end:end], &b.recs[i]); err != nil {
@@ -190,4 +193,17 @@ func (j *jsonlReader) fault(b *jsonlBatch, i, n int) error {
 		return &TornError{File: j.name, Line: b.lines[i], Err: b.err}
 	}
 	return b.err
+}
+
+// endsCut reports whether line is valid UTF-8 but for an incomplete
+// character at its end, as a write cut short leaves it.
+func endsCut(line []byte) bool {
+	line = bytes.TrimRight(line, "\r\n")
+	for k := 1; k <= utf8.UTFMax-1 && k <= len(line); k++ {
+		tail := line[len(line)-k:]
+		if utf8.RuneStart(tail[0]) {
+			return !utf8.FullRune(tail) && utf8.Valid(line[:len(line)-k])
+		}
+	}
+	return false
 }

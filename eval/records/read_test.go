@@ -253,6 +253,30 @@ func TestReadSetTornLine(t *testing.T) {
 	}
 }
 
+// A write cut short inside a character leaves a last line that is not
+// valid UTF-8: torn as well, while the same bytes before the last line, or
+// a byte that starts no character, are refused.
+func TestReadSetTornInsideCharacter(t *testing.T) {
+	t.Parallel()
+	head := `{"arm":"a","task_id":"t1","outcome":"ok","output":"caf\u00e9"}` + "\n"
+	cut := `{"arm":"a","task_id":"t2","outcome":"ok","output":"caf` + "\xc3"
+	set, err := ReadSet([]string{"-"}, strings.NewReader(head+cut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.Len() != 1 || len(set.Torn()) != 1 || set.Torn()[0].Line != 2 {
+		t.Errorf("read %d records, torn %v; want 1 record and line 2 torn", set.Len(), set.Torn())
+	}
+	for name, in := range map[string]string{
+		"cut line before the last": cut + "\n" + head,
+		"invalid byte at the end":   head + `{"arm":"a","task_id":"t2","outcome":"ok","output":"caf` + "\xff",
+	} {
+		if _, err := ReadSet([]string{"-"}, strings.NewReader(in)); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+			t.Errorf("%s: error %v; want one naming UTF-8", name, err)
+		}
+	}
+}
+
 func TestReadSetPaths(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

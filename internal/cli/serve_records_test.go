@@ -189,17 +189,23 @@ func TestServeRecordsNaiveKeyLeaks(t *testing.T) {
 	defer srv.Close()
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	leaked := 0
+	// The simulated model breaks the contract on a few answers (its draws
+	// are keyed on serve's request IDs, which carry the start time), and
+	// a broken answer is not stored: the globex request after it misses.
+	leaked, stored := 0, 0
 	for i := range 40 {
 		resp := invoiceAs(t, ts, []string{"sk-acme", "sk-globex"}[i%2], i/2)
+		if i%2 == 0 && resp.StatusCode == http.StatusOK && resp.Header.Get("X-Crab-Contract") == "ok" {
+			stored++
+		}
 		if resp.Header.Get("X-Crab-Leak") != "" {
 			leaked++
 		}
 	}
 	srv.Close()
-	if leaked != 20 || metricSum(t, reg, "crab_serve_cache_leaks_total") != 20 {
-		t.Fatalf("%d answers labelled as leaks, /metrics %v; want 20 (every second request hits the other tenant's entry)",
-			leaked, metricSum(t, reg, "crab_serve_cache_leaks_total"))
+	if stored < 15 || leaked != stored || metricSum(t, reg, "crab_serve_cache_leaks_total") != float64(stored) {
+		t.Fatalf("%d answers labelled as leaks, /metrics %v; want %d (every globex request after a stored acme answer hits it; at least 15 stored)",
+			leaked, metricSum(t, reg, "crab_serve_cache_leaks_total"), stored)
 	}
 	all, _, err := records.ReadAll([]string{filepath.Join(recs, records.RecordsFile)}, nil)
 	if err != nil {
@@ -214,8 +220,8 @@ func TestServeRecordsNaiveKeyLeaks(t *testing.T) {
 			passing++
 		}
 	}
-	if len(all) != 40 || leaks != 20 || passing != 0 {
-		t.Errorf("%d records, %d with a leak, %d passing or graded; want 40, 20, 0", len(all), leaks, passing)
+	if len(all) != 40 || leaks != stored || passing != 0 {
+		t.Errorf("%d records, %d with a leak, %d passing or graded; want 40, %d, 0", len(all), leaks, passing, stored)
 	}
 	code, out, errs := crab(t, "", "report", "--format", "json", recs)
 	if code != 0 {
@@ -230,8 +236,8 @@ func TestServeRecordsNaiveKeyLeaks(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &sum); err != nil || len(sum.Arms) != 1 {
 		t.Fatalf("crab report --format json: %v:\n%s", err, out)
 	}
-	if a := sum.Arms[0]; a.Pass != nil || a.Leaks["cross_tenant"] != 20 {
-		t.Errorf("report: pass %v, leaks %v; want pass null and 20 cross_tenant leaks", a.Pass, a.Leaks)
+	if a := sum.Arms[0]; a.Pass != nil || a.Leaks["cross_tenant"] != stored {
+		t.Errorf("report: pass %v, leaks %v; want pass null and %d cross_tenant leaks", a.Pass, a.Leaks, stored)
 	}
 }
 
