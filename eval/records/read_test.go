@@ -269,7 +269,7 @@ func TestReadSetTornInsideCharacter(t *testing.T) {
 	}
 	for name, in := range map[string]string{
 		"cut line before the last": cut + "\n" + head,
-		"invalid byte at the end":   head + `{"arm":"a","task_id":"t2","outcome":"ok","output":"caf` + "\xff",
+		"invalid byte at the end":  head + `{"arm":"a","task_id":"t2","outcome":"ok","output":"caf` + "\xff",
 	} {
 		if _, err := ReadSet([]string{"-"}, strings.NewReader(in)); err == nil || !strings.Contains(err.Error(), "UTF-8") {
 			t.Errorf("%s: error %v; want one naming UTF-8", name, err)

@@ -13,10 +13,12 @@ import (
 // A Writer hands records to the operating system soon after they are
 // written (Batch of them, and FlushBound at the latest while the disk
 // accepts them), so that a process killed at any instant leaves in its
-// file every record but those of its last moment. A caller never waits
-// for the disk: records wait in memory, up to MaxPending bytes, while the
-// disk refuses writes (a full disk), and are written when it accepts them
-// again; a record beyond that bound is lost, and counted.
+// file every record but those of its last moment. Records wait in memory,
+// up to MaxPending bytes, while the disk refuses writes (a full disk), and
+// are written when it accepts them again; a record beyond that bound is
+// lost, and counted. While the disk accepts writes nothing is lost: a
+// caller that finds MaxPending bytes waiting waits for the writer to hand
+// them over (records come faster than a disk takes them only in bursts).
 const (
 	// FlushBound is the longest a record waits in memory while the disk
 	// accepts writes, and how often writes are tried again after a
@@ -63,6 +65,7 @@ type Writer struct {
 	cfg WriterConfig
 
 	mu      sync.Mutex // guards pending, queued, emit, closed, failed
+	drained sync.Cond  // on mu: the writer took what waited (or failed, or closed)
 	pending bytes.Buffer
 	queued  int // records added since the writer was last woken
 	emit    func(Record) error
@@ -93,6 +96,7 @@ func NewWriter(cfg WriterConfig) (*Writer, error) {
 	}
 	w := &Writer{cfg: cfg, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	w.emit = JSONLWriter(&w.pending)
+	w.drained.L = &w.mu
 	if err := w.open(); err != nil {
 		return nil, err
 	}
@@ -118,12 +122,20 @@ func (w *Writer) open() error {
 	return nil
 }
 
-// Write adds records, one after the other with nothing between them,
-// without waiting for the disk. Records over the memory bound are lost,
-// counted, and the error says so; after Close, records are dropped.
+// Write adds records, one after the other with nothing between them. It
+// waits only while the memory bound is reached and the disk accepts
+// writes; while the disk refuses them, records over the bound are lost,
+// counted, and the error says so. After Close, records are dropped.
 func (w *Writer) Write(recs ...Record) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for !w.closed && w.failed == nil && int64(w.pending.Len())+w.carried.Load() >= w.cfg.MaxPending {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+		w.drained.Wait()
+	}
 	if w.closed {
 		return nil
 	}
@@ -134,7 +146,7 @@ func (w *Writer) Write(recs ...Record) error {
 			break
 		}
 	}
-	if err == nil && int64(w.pending.Len())+w.carried.Load() > w.cfg.MaxPending {
+	if err == nil && w.failed != nil && int64(w.pending.Len())+w.carried.Load() > w.cfg.MaxPending {
 		err = fmt.Errorf("%d bytes of records wait for the disk, the most kept in memory", w.cfg.MaxPending)
 	}
 	if err != nil {
@@ -218,10 +230,11 @@ func (w *Writer) flush() {
 		}
 	}
 	w.failing = err
+	w.carried.Store(int64(len(w.carry)))
 	w.mu.Lock()
 	w.failed = err
+	w.drained.Broadcast()
 	w.mu.Unlock()
-	w.carried.Store(int64(len(w.carry)))
 }
 
 // writeCarry writes w.carry to the file, rotating it whenever it reaches
@@ -282,6 +295,7 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
+	w.drained.Broadcast()
 	w.mu.Unlock()
 	close(w.stop)
 	<-w.done

@@ -132,3 +132,36 @@ func TestWriterDiskFull(t *testing.T) {
 		t.Errorf("%d lost, %d lines; want 2 and 1", w.Lost(), out.lines())
 	}
 }
+
+// slowFile is a healthy disk that takes its time with every write.
+type slowFile struct{ syncBuffer }
+
+func (s *slowFile) Write(p []byte) (int, error) {
+	time.Sleep(time.Millisecond)
+	return s.syncBuffer.Write(p)
+}
+
+// Records that come faster than a healthy disk takes them wait for the
+// writer instead of being lost: the memory bound loses records only while
+// the disk refuses them.
+func TestWriterSlowDiskLosesNothing(t *testing.T) {
+	t.Parallel()
+	var out slowFile
+	w, err := NewWriter(WriterConfig{Open: func() (io.WriteCloser, error) { return &out, nil }, MaxPending: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := Record{RunID: "r", Arm: "a", TaskID: "t", Outcome: "ok"}
+	const n = 2000
+	for i := range n {
+		if err := w.Write(rec); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if w.Lost() != 0 || out.lines() != n {
+		t.Errorf("%d lost, %d lines; want 0 and %d", w.Lost(), out.lines(), n)
+	}
+}
