@@ -290,14 +290,23 @@ func appendBytes[T string | []byte](dst []byte, s T) []byte {
 }
 
 // appendNormalized appends the normalised text with its length prefix.
-func appendNormalized(dst []byte, s string) []byte { return appendFolded(dst, appendText, s) }
+func appendNormalized(dst []byte, s string) []byte {
+	mark := len(dst)
+	return prefixLength(appendText(dst, s), mark)
+}
 
-// appendFolded appends fold(s) with its length prefix. The folded length is
-// only known afterwards, so the value is appended first and moved right by
-// the size of its prefix.
+// appendFolded appends fold(s) with its length prefix. (appendNormalized
+// calls appendText directly: a call through a func value would move its
+// caller's stack buffer to the heap.)
 func appendFolded(dst []byte, fold func([]byte, string) []byte, s string) []byte {
 	mark := len(dst)
-	dst = fold(dst, s)
+	return prefixLength(fold(dst, s), mark)
+}
+
+// prefixLength puts the length of dst[mark:] before it. The length of a
+// folded value is only known afterwards, so the value is appended first
+// and moved right by the size of its prefix.
+func prefixLength(dst []byte, mark int) []byte {
 	n := len(dst) - mark
 	var tmp [binary.MaxVarintLen64]byte
 	w := binary.PutUvarint(tmp[:], uint64(n))
