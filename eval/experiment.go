@@ -329,9 +329,13 @@ func (e *Experiment) validateLimits(root *yaml.Node, bad badField) error {
 	}
 	// A timeout written as 0 is refused rather than read as "the default":
 	// only a timeout left out is the default.
-	for _, p := range [][]any{{"timeout"}, {"grade", "command", "timeout"}, {"grade", "judge", "timeout"}} {
-		if n := lookup(root, p...); n != nil && zeroDuration(n.Value) {
-			return bad(fieldName(p), p, "must be more than 0 (leave it out for the default)")
+	for _, p := range [][]string{{"timeout"}, {"grade", "command", "timeout"}, {"grade", "judge", "timeout"}} {
+		if n := inputerr.Lookup(root, p...); n != nil && zeroDuration(n.Value) {
+			path := make([]any, len(p))
+			for i, k := range p {
+				path[i] = k
+			}
+			return bad(fieldName(path), path, "must be more than 0 (leave it out for the default)")
 		}
 	}
 	if e.Timeout == 0 {
@@ -371,28 +375,6 @@ func (e *Experiment) resolveArms(name string, root *yaml.Node, bad badField) err
 		}
 	}
 	return nil
-}
-
-// lookup is the node at a path of mapping keys, or nil when a key is
-// missing.
-func lookup(n *yaml.Node, keys ...any) *yaml.Node {
-	cur := n
-	for _, k := range keys {
-		name, _ := k.(string)
-		var next *yaml.Node
-		if cur.Kind == yaml.MappingNode {
-			for i := 0; i+1 < len(cur.Content); i += 2 {
-				if cur.Content[i].Value == name {
-					next = cur.Content[i+1]
-				}
-			}
-		}
-		if next == nil {
-			return nil
-		}
-		cur = next
-	}
-	return cur
 }
 
 // zeroDuration reports a YAML scalar that spells a zero duration (0, 0s,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/inputerr"
 	"github.com/crab-testbed/crab/internal/redact"
 	"github.com/crab-testbed/crab/stack"
 
@@ -101,7 +102,7 @@ func (e *Experiment) validateOrder(root *yaml.Node, bad badField) error {
 		return bad("block", []any{"block"}, "%v is shorter than the mean arrival gap %v (%s at %g/s): a block would hold less than one request; use at least %v",
 			e.Block.Std(), gap, e.Arrival.Pattern, 1/gap.Seconds(), gap)
 	}
-	if n := lookup(root, "burn_in"); e.BurnIn == 0 && (n == nil || !zeroDuration(n.Value)) {
+	if n := inputerr.Lookup(root, "burn_in"); e.BurnIn == 0 && (n == nil || !zeroDuration(n.Value)) {
 		e.BurnIn = stack.Duration(min(DefaultBurnIn, e.Block.Std()/5))
 	}
 	if e.BurnIn >= e.Block {

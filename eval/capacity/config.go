@@ -157,21 +157,15 @@ func LoadConfig(s *eval.Setup) (*Config, error) {
 		}
 		return nil, &records.InputError{File: e.File, Line: line, Field: field, Msg: msg}
 	}
+	// at is the node of a sweep field, or the nearest one above it that
+	// the file has (a missing field's error names its section's line).
 	at := func(path ...string) *yaml.Node {
-		cur := n
-		for _, p := range path {
-			var next *yaml.Node
-			for i := 0; cur.Kind == yaml.MappingNode && i+1 < len(cur.Content); i += 2 {
-				if cur.Content[i].Value == p {
-					next = cur.Content[i+1]
-				}
+		for k := len(path); k > 0; k-- {
+			if m := inputerr.Lookup(n, path[:k]...); m != nil {
+				return m
 			}
-			if next == nil {
-				return cur
-			}
-			cur = next
 		}
-		return cur
+		return n
 	}
 	if err := c.check(s, at, bad); err != nil {
 		return nil, err

@@ -116,3 +116,24 @@ func fieldAtLine(n *yaml.Node, line int, prefix string) string {
 	}
 	return ""
 }
+
+// Lookup is the node at a path of mapping keys under n, or nil when a key
+// is missing.
+func Lookup(n *yaml.Node, keys ...string) *yaml.Node {
+	cur := n
+	for _, k := range keys {
+		var next *yaml.Node
+		if cur.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(cur.Content); i += 2 {
+				if cur.Content[i].Value == k {
+					next = cur.Content[i+1]
+				}
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		cur = next
+	}
+	return cur
+}

@@ -1,6 +1,10 @@
 package inputerr
 
-import "testing"
+import (
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
 
 func TestFormat(t *testing.T) {
 	t.Parallel()
@@ -46,5 +50,25 @@ func TestDecodeStrictAndJSONField(t *testing.T) {
 	}
 	if err := DecodeStrict([]byte(`{"n":1,"s":"x"}`), &v); err != nil || v.N != 1 || v.S != "x" {
 		t.Errorf("valid input: got %v, %+v", err, v)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte("a:\n  b: 1\n  c: {d: x}\nlist: [1]\n"), &root); err != nil {
+		t.Fatal(err)
+	}
+	doc := root.Content[0]
+	for _, tc := range []struct {
+		path []string
+		line int // 0: not found
+	}{{[]string{"a", "b"}, 2}, {[]string{"a", "c", "d"}, 3}, {[]string{"a", "x"}, 0}, {[]string{"list", "0"}, 0}, {nil, 1}} {
+		got := 0
+		if n := Lookup(doc, tc.path...); n != nil {
+			got = n.Line
+		}
+		if got != tc.line {
+			t.Errorf("Lookup(%v) at line %d; want %d (0: not found)", tc.path, got, tc.line)
+		}
 	}
 }
