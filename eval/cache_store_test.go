@@ -15,6 +15,7 @@ import (
 	"github.com/crab-testbed/crab/eval/report"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/redistest"
+	"github.com/crab-testbed/crab/internal/tunefixture"
 	"github.com/crab-testbed/crab/stack"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestCacheArmStores(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeTaskSubset(t, filepath.Join(dir, "tasks.jsonl"), 60)
+	tunefixture.WriteTasks(t, filepath.Join(dir, "tasks.jsonl"), 60)
 	stores := []struct {
 		name, spec string
 	}{
@@ -161,7 +162,7 @@ func TestCacheStoreUnreachable(t *testing.T) {
 	addr := srv.Addr
 	srv.Close() // nothing listens there any more
 	dir := t.TempDir()
-	writeTaskSubset(t, filepath.Join(dir, "tasks.jsonl"), 5)
+	tunefixture.WriteTasks(t, filepath.Join(dir, "tasks.jsonl"), 5)
 	exp := `name: down
 tasks: tasks.jsonl
 contract: embedded:triage.schema.json

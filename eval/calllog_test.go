@@ -11,6 +11,7 @@ import (
 
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/internal/tunefixture"
 	"github.com/crab-testbed/crab/model/sim"
 )
 
@@ -24,7 +25,7 @@ func TestCallLogOfferedLoadByOrder(t *testing.T) {
 	const tasks, rate = 30, 200.0
 	dir := t.TempDir()
 	tasksPath := filepath.Join(dir, "tasks.jsonl")
-	writeTaskSubset(t, tasksPath, tasks)
+	tunefixture.WriteTasks(t, tasksPath, tasks)
 	for _, order := range []string{OrderPaired, OrderSequential} {
 		path := writeLoadExperiment(t, dir, tasksPath, order, rate, "")
 		s, err := LoadSetup(path, fixtures.FS)

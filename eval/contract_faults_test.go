@@ -1,8 +1,6 @@
 package eval
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"github.com/crab-testbed/crab/contract"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/internal/tunefixture"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/stack"
 )
@@ -38,7 +37,7 @@ func TestNoInvalidAnswerDelivered(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	tasksPath := filepath.Join(dir, "tasks.jsonl")
-	writeTaskSubset(t, tasksPath, faultTasks)
+	tunefixture.WriteTasks(t, tasksPath, faultTasks)
 
 	faults := []struct {
 		name      string
@@ -215,23 +214,4 @@ func complete(t *testing.T, arm *BuiltArm, req *model.Request, timeout time.Dura
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return arm.Stack.Complete(ctx, req)
-}
-
-// writeTaskSubset writes the first n tasks of the embedded workload to path.
-func writeTaskSubset(t *testing.T, path string, n int) {
-	t.Helper()
-	raw, err := fixtures.FS.ReadFile("tasks.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(nil, 1<<20)
-	for i := 0; i < n && sc.Scan(); i++ {
-		out.Write(sc.Bytes())
-		out.WriteByte('\n')
-	}
-	if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

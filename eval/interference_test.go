@@ -16,6 +16,7 @@ import (
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/internal/tunefixture"
 	"github.com/crab-testbed/crab/model/sim"
 )
 
@@ -213,7 +214,7 @@ func TestCallLogSwitchbackLoad(t *testing.T) {
 	const tasks, rate = 60, 200.0
 	dir := t.TempDir()
 	tasksPath := filepath.Join(dir, "tasks.jsonl")
-	writeTaskSubset(t, tasksPath, tasks)
+	tunefixture.WriteTasks(t, tasksPath, tasks)
 	for _, tc := range []struct {
 		order string
 		times float64

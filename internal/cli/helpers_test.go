@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -12,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/internal/tunefixture"
 )
 
 // TestMain runs the tests from the module root, where a user types crab's
@@ -142,7 +141,7 @@ arms:
 func smallDir(t *testing.T) (dir, exp string) {
 	t.Helper()
 	dir, exp = quickDir(t)
-	writeTaskSubset(t, filepath.Join(dir, "tasks.jsonl"), 24)
+	tunefixture.WriteTasks(t, filepath.Join(dir, "tasks.jsonl"), 24)
 	small := strings.Replace(quickExperiment, "embedded:tasks.jsonl", "tasks.jsonl", 1)
 	if err := os.WriteFile(exp, []byte(small), 0o644); err != nil {
 		t.Fatal(err)
@@ -191,22 +190,4 @@ func quickRun(t *testing.T) (dir, stdout string) {
 		t.Fatal(err)
 	}
 	return dir, quick.stdout
-}
-
-func writeTaskSubset(t *testing.T, path string, n int) {
-	t.Helper()
-	raw, err := fixtures.FS.ReadFile("tasks.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(nil, 1<<20)
-	for i := 0; i < n && sc.Scan(); i++ {
-		b.Write(sc.Bytes())
-		b.WriteByte('\n')
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

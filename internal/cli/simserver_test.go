@@ -17,6 +17,7 @@ import (
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/jsonl"
+	"github.com/crab-testbed/crab/internal/tunefixture"
 	"github.com/crab-testbed/crab/model/sim"
 )
 
@@ -68,7 +69,7 @@ const parityFaults = "error: 0.05, malformed: 0.05, refusal: 0.03, missing_field
 func TestSimServerParity(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeTaskSubset(t, filepath.Join(dir, "tasks.jsonl"), 36)
+	tunefixture.WriteTasks(t, filepath.Join(dir, "tasks.jsonl"), 36)
 	schema, _ := fixtures.FS.ReadFile("triage.schema.json")
 	os.WriteFile(filepath.Join(dir, "triage.schema.json"), schema, 0o644)
 

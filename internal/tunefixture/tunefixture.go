@@ -1,6 +1,6 @@
 // Package tunefixture holds what the tests of the packages that run, tune
-// or cache share: a small tuning experiment on the embedded tasks, and the
-// embedded scenario texts.
+// or cache share: the first tasks of the embedded workload, a small tuning
+// experiment on them, and the embedded scenario texts.
 package tunefixture
 
 import (
@@ -20,20 +20,7 @@ import (
 func Dir(t testing.TB, n int, extraArms string) string {
 	t.Helper()
 	dir := t.TempDir()
-	raw, err := fixtures.FS.ReadFile("tasks.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(nil, 1<<20)
-	for i := 0; i < n && sc.Scan(); i++ {
-		b.Write(sc.Bytes())
-		b.WriteByte('\n')
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tasks.jsonl"), b.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	WriteTasks(t, filepath.Join(dir, "tasks.jsonl"), n)
 	exp := `name: tune
 tasks: tasks.jsonl
 contract: embedded:triage.schema.json
@@ -75,4 +62,23 @@ func ScenarioTexts(t testing.TB) []string {
 		}
 	}
 	return out
+}
+
+// WriteTasks writes the first n tasks of the embedded workload to path.
+func WriteTasks(t testing.TB, path string, n int) {
+	t.Helper()
+	raw, err := fixtures.FS.ReadFile("tasks.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(nil, 1<<20)
+	for i := 0; i < n && sc.Scan(); i++ {
+		b.Write(sc.Bytes())
+		b.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
