@@ -294,6 +294,9 @@ func Design(order string, a Arrival, models []stack.ModelSpec) *analysis.Design 
 		}
 		d.Backends[m.Name] = b
 		d.LoadDependent[b] = d.LoadDependent[b] || m.LoadDependent()
+		if !m.Priced() {
+			d.Unpriced = append(d.Unpriced, m.Name)
+		}
 	}
 	return d
 }

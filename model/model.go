@@ -209,6 +209,10 @@ type Usage struct {
 	TokensIn  int     `json:"tokens_in"`
 	TokensOut int     `json:"tokens_out"`
 	Cost      float64 `json:"cost"`
+	// Unpriced is set when an attempt called a model whose price nobody
+	// declared: Cost then holds only what the priced attempts cost, and
+	// the request's cost is unknown, not that sum.
+	Unpriced bool `json:"unpriced,omitempty"`
 }
 
 // Add accumulates another attempt's usage.
@@ -216,6 +220,7 @@ func (u *Usage) Add(o Usage) {
 	u.TokensIn += o.TokensIn
 	u.TokensOut += o.TokensOut
 	u.Cost += o.Cost
+	u.Unpriced = u.Unpriced || o.Unpriced
 }
 
 // Trace is what each layer records about one request: where its time and

@@ -54,8 +54,8 @@ func TestConfigIsTheArm(t *testing.T) {
 	if arm.Cache.Key != "full" || arm.Router.Mode != "threshold" || arm.Contract.Policy != "escalate" || arm.Contract.EscalateTo != "large" {
 		t.Errorf("defaults: cache key %q, router mode %q, contract %+v", arm.Cache.Key, arm.Router.Mode, *arm.Contract)
 	}
-	if cfg.Models[0].PriceInPerMTok != 0.1 {
-		t.Errorf("model price: got %v", cfg.Models[0].PriceInPerMTok)
+	if p := cfg.Models[0].PriceInPerMTok; p == nil || *p != 0.1 {
+		t.Errorf("model price: got %v; want 0.1", p)
 	}
 	cand, _ := cfg.candidate("cand")
 	if cand.Mode != "full" || !strings.HasPrefix(cand.Router.Mode, "threshold") {

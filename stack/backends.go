@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -114,14 +115,18 @@ func backend(ms ModelSpec, i int, o BackendOptions, lookup func(string) (string,
 		if name == "" {
 			name = ms.Name
 		}
+		in, out := ms.Prices()
 		b, err := openai.New(openai.Config{
 			Name: ms.Name, BaseURL: ms.BaseURL, Model: name, APIKey: key,
 			NoStream: ms.Stream != nil && !*ms.Stream, NoCrabHeaders: ms.CrabHeaders != nil && !*ms.CrabHeaders,
-			PriceIn: ms.PriceInPerMTok / 1e6, PriceOut: ms.PriceOutPerMTok / 1e6, MaxConns: o.MaxConns, HTTPClient: o.HTTPClient,
+			PriceIn: in, PriceOut: out, MaxConns: o.MaxConns, HTTPClient: o.HTTPClient,
 			Secrets: o.Secrets, MaxAnswerBytes: o.MaxAnswerBytes,
 		})
 		if err != nil {
 			return nil, bad(err)
+		}
+		if !ms.Priced() {
+			return &unpriced{b}, nil
 		}
 		return b, nil
 	}
@@ -130,8 +135,7 @@ func backend(ms ModelSpec, i int, o BackendOptions, lookup func(string) (string,
 		cfg = sim.Large()
 	}
 	cfg.Name = ms.Name
-	cfg.PriceIn = ms.PriceInPerMTok / 1e6
-	cfg.PriceOut = ms.PriceOutPerMTok / 1e6
+	cfg.PriceIn, cfg.PriceOut = ms.Prices()
 	cfg.TimeScale = o.TimeScale
 	cfg.NoSleep = o.Nominal
 	cfg.Seed = o.Seed
@@ -170,8 +174,9 @@ func replayBackend(ms ModelSpec, o BackendOptions, bad func(error) error) (model
 			return nil, bad(err)
 		}
 	}
+	in, out := ms.Prices()
 	b, err := replay.New(replay.Config{
-		Name: ms.Name, Recorded: ms.Model, Cassette: c, PriceIn: ms.PriceInPerMTok / 1e6, PriceOut: ms.PriceOutPerMTok / 1e6,
+		Name: ms.Name, Recorded: ms.Model, Cassette: c, PriceIn: in, PriceOut: out,
 		Latency: ms.Latency, TimeScale: o.TimeScale, NoSleep: o.Nominal,
 	})
 	if err != nil {
@@ -193,3 +198,17 @@ type ownedReplay struct {
 }
 
 func (r *ownedReplay) Close() { r.c.Close() }
+
+// unpriced is a server whose price the experiment does not declare: every
+// response it gives says so (model.Usage.Unpriced), so that the records of
+// its calls mark their cost unmeasured instead of showing a cost of 0
+// nobody measured.
+type unpriced struct{ *openai.Backend }
+
+func (u *unpriced) Complete(ctx context.Context, req *model.Request) (*model.Response, error) {
+	resp, err := u.Backend.Complete(ctx, req)
+	if resp != nil {
+		resp.Usage.Unpriced = true
+	}
+	return resp, err
+}

@@ -28,8 +28,12 @@ type ModelSpec struct {
 	Stream      *bool  `yaml:"stream"`       // stream answers, so TTFT is measured (default true)
 	CrabHeaders *bool  `yaml:"crab_headers"` // send the scope and call id in X-Crab-* headers (default true)
 
-	PriceInPerMTok  float64 `yaml:"price_in_per_mtok"`  // cost units per million input tokens
-	PriceOutPerMTok float64 `yaml:"price_out_per_mtok"` // cost units per million output tokens
+	// Prices in cost units per million input and output tokens. Absent
+	// (nil) is not 0: a server's price nobody declared is unknown, so the
+	// cost of its calls is unmeasured (see Priced); a declared 0 is a
+	// model that costs nothing.
+	PriceInPerMTok  *float64 `yaml:"price_in_per_mtok"`
+	PriceOutPerMTok *float64 `yaml:"price_out_per_mtok"`
 
 	// Backend replay: Recording is the recording to answer from
 	// (relative to the experiment file), Latency a declared latency model
@@ -54,6 +58,30 @@ type ModelSpec struct {
 	// call to call, like a real model (see sim.Vary); unset means
 	// sim.DefaultVary, `vary: {share: 0}` deterministic answers.
 	Vary *sim.Vary `yaml:"vary" json:",omitempty"`
+}
+
+// Priced reports whether the cost of the model's calls is known: a
+// simulated model's always is (its prices, declared or 0, are part of the
+// simulated world), a recording's is the recorded cost unless prices
+// re-price it, and a server's is known only when the experiment declares
+// at least one of its prices (the other then counts as 0).
+func (m ModelSpec) Priced() bool {
+	if m.Backend != BackendOpenAI {
+		return true
+	}
+	return m.PriceInPerMTok != nil || m.PriceOutPerMTok != nil
+}
+
+// Prices are the model's prices per token (not per million), 0 where
+// not declared.
+func (m ModelSpec) Prices() (in, out float64) {
+	if m.PriceInPerMTok != nil {
+		in = *m.PriceInPerMTok / 1e6
+	}
+	if m.PriceOutPerMTok != nil {
+		out = *m.PriceOutPerMTok / 1e6
+	}
+	return in, out
 }
 
 // LoadDependent reports whether the model's latency can depend on the load

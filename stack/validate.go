@@ -204,10 +204,10 @@ func validModel(l *errs, m *ModelSpec, i int, names map[string]bool) {
 	}
 	for _, f := range []struct {
 		name string
-		v    float64
+		v    *float64
 	}{{"price_in_per_mtok", m.PriceInPerMTok}, {"price_out_per_mtok", m.PriceOutPerMTok}} {
-		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-			l.addAs("models.price", p(f.name), "prices must be finite and not negative, got %v", f.v)
+		if f.v != nil && (*f.v < 0 || math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
+			l.addAs("models.price", p(f.name), "prices must be finite and not negative, got %v", *f.v)
 		}
 	}
 	for _, f := range []struct {

@@ -150,8 +150,14 @@ func serveOverHTTP(s *eval.Setup) (func(), error) {
 	go srv.Serve(ln)
 	for i, m := range s.Exp.Models {
 		if m.Backend == "" || m.Backend == stack.BackendSim {
+			// The simulated model's prices, 0 where not declared, stay
+			// declared: the server is the same simulated world.
+			in, out := m.PriceInPerMTok, m.PriceOutPerMTok
+			if in == nil && out == nil {
+				in = new(float64)
+			}
 			s.Exp.Models[i] = stack.ModelSpec{Name: m.Name, Backend: stack.BackendOpenAI, BaseURL: "http://" + ln.Addr().String() + "/v1",
-				PriceInPerMTok: m.PriceInPerMTok, PriceOutPerMTok: m.PriceOutPerMTok}
+				PriceInPerMTok: in, PriceOutPerMTok: out}
 		}
 	}
 	return func() { srv.Close() }, nil

@@ -53,6 +53,7 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 	a.Unmeasured = tot.missing.Names()
 	if !a.Measured(records.FigureCost) {
 		a.Cost = 0 // a placeholder: summing the costs some records carry is not the arm's cost
+		a.EscalationCost = 0
 	}
 	if !a.Measured(records.FigureTokens) {
 		a.TokensOutMean = 0

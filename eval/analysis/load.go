@@ -89,6 +89,10 @@ type Design struct {
 	// LoadDependent names the backends whose latency can depend on load
 	// (a server, a simulated model with a capacity).
 	LoadDependent map[string]bool
+	// Unpriced names the models whose price the experiment does not
+	// declare: the records of their calls leave cost unmeasured, and the
+	// notes say which models made it so.
+	Unpriced []string
 }
 
 // backend is the backend a record's model is served by.

@@ -299,7 +299,7 @@ func summaryNotes(s *Summary, opt Options, g GateConfig, warm map[string]int, mu
 		notes = append(notes, opt.PassRule)
 	}
 	notes = append(notes, gradeNotes(s)...)
-	notes = append(notes, unmeasuredNotes(s)...)
+	notes = append(notes, unmeasuredNotes(s, opt.Design)...)
 	if len(s.Arms) > 1 {
 		notes = append(notes, pairedNote(s, opt, multiRepeat))
 	}

@@ -40,12 +40,20 @@ func (a ArmSummary) MarshalJSON() ([]byte, error) {
 		// answer was built for): unmeasured, which an empty map would
 		// read as none.
 		Leaks any `json:"leaks,omitempty"`
+		// EscalationCost is null when requests escalated and the cost is
+		// unmeasured, left out when none escalated.
+		EscalationCost any `json:"escalation_cost,omitempty"`
 	}{plain: plain(a)}
 	if a.Measured(records.FigureQuality) {
 		out.Pass = &a.Pass
 	}
 	if a.Measured(records.FigureCost) {
 		out.Cost = &a.Cost
+		if a.EscalationCost != 0 {
+			out.EscalationCost = a.EscalationCost
+		}
+	} else if a.Escalated > 0 {
+		out.EscalationCost = json.RawMessage("null")
 	}
 	if a.Measured(records.FigureTokens) {
 		out.TokensOutMean = &a.TokensOutMean
@@ -176,8 +184,9 @@ func unmeasuredWhy(base, a *ArmSummary, g GateConfig) []string {
 }
 
 // unmeasuredNotes says, once per figure, which arms did not measure it
-// and what the report shows instead.
-func unmeasuredNotes(s *Summary) []string {
+// and what the report shows instead; for cost, which models of the run's
+// design (d, may be nil) declare no price.
+func unmeasuredNotes(s *Summary, d *Design) []string {
 	shown := map[string]string{
 		records.FigureCost:    "cost, cost per pass and the paired cost delta are \"-\" (null in JSON), not 0",
 		records.FigureQuality: "pass, cost per pass and the lost and gained tasks are \"-\" (null in JSON): nothing was graded, which is not the same as nothing passing",
@@ -194,7 +203,11 @@ func unmeasuredNotes(s *Summary) []string {
 				arms = append(arms, s.Arms[i].Name)
 			}
 		}
-		if len(arms) > 0 {
+		switch {
+		case len(arms) == 0:
+		case f == records.FigureCost && d != nil && len(d.Unpriced) > 0:
+			notes = append(notes, unpricedNote(arms, d.Unpriced, shown[f]))
+		default:
 			notes = append(notes, fmt.Sprintf("%s not measured: the records of %s do not carry it, so %s", f, words.And(arms), shown[f]))
 		}
 	}
@@ -251,4 +264,19 @@ func timedOnly(t *records.Symbols, recs []*records.Rec) []*records.Rec {
 		}
 	}
 	return out
+}
+
+// unpricedNote says why the cost of arms is unmeasured when models of
+// the run declare no price, and what is shown instead: a call to one of
+// them has no known cost, and an arm whose requests called one and a
+// priced model (a router, a cascade) has no total either, since the
+// priced calls' cost alone would understate it.
+func unpricedNote(arms, models []string, shown string) string {
+	which, it := "model "+words.And(models)+" declares", "it"
+	if len(models) > 1 {
+		which, it = "models "+words.And(models)+" declare", "one of them"
+	}
+	return fmt.Sprintf("cost not measured: %s no price (price_in_per_mtok, price_out_per_mtok), so a request that called %s has no known cost "+
+		"and the records of %s mark their cost unmeasured; %s; an arm with any such request has no total, even if its other requests went to a priced model "+
+		"(their cost alone would understate the arm's); declare the prices, 0 for a model that costs nothing, to measure cost", which, it, words.And(arms), shown)
 }

@@ -445,3 +445,19 @@ func TestCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestRungCostUnmeasured: a rung with a request whose cost is unmeasured
+// (a call to a model without a price) has no cost (null), not the sum of
+// the others'.
+func TestRungCostUnmeasured(t *testing.T) {
+	t.Parallel()
+	w := &sweeper{cfg: &Config{Requests: 2, Blocks: 2, SLO: analysis.SLO{TTFTMs: 1000, E2EMs: 2000}}, scale: 0.1}
+	priced := records.Record{Seq: 0, Outcome: records.OutcomeOK, Pass: true, Cost: 0.5, E2EMs: 10}
+	if r := w.rung([]records.Record{priced, {Seq: 1, Outcome: records.OutcomeOK, Cost: 0.25, E2EMs: 10}}, 1, 0, nil); r.Cost == nil || *r.Cost != 0.75 {
+		t.Errorf("priced rung: cost %v; want 0.75", r.Cost)
+	}
+	unpriced := records.Record{Seq: 1, Outcome: records.OutcomeOK, E2EMs: 10, Unmeasured: []string{records.FigureCost}}
+	if r := w.rung([]records.Record{priced, unpriced}, 1, 0, nil); r.Cost != nil {
+		t.Errorf("rung with an unpriced request: cost %v; want nil", *r.Cost)
+	}
+}

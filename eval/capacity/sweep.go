@@ -104,9 +104,11 @@ type Rung struct {
 	// percentiles, in the models' milliseconds (null: none measured).
 	P95Ms     *float64 `json:"p95_ms"`
 	TTFTP95Ms *float64 `json:"ttft_p95_ms"`
-	// Pass and Cost are every request's of the rung, burn-in included.
-	Pass int     `json:"pass"`
-	Cost float64 `json:"cost"`
+	// Pass and Cost are every request's of the rung, burn-in included;
+	// Cost is nil (null) when a request's cost is unmeasured (it called a
+	// model without a declared price).
+	Pass int      `json:"pass"`
+	Cost *float64 `json:"cost"`
 	// Replays counts the times the rung was played again: because the
 	// load generator fell behind (LagP99Ms, the 99th percentile of its lag
 	// in the models' milliseconds, of the play kept), or once to confirm
@@ -464,12 +466,16 @@ func (w *sweeper) counts(rec *records.Record) bool {
 // rung sums a rung's records.
 func (w *sweeper) rung(recs []records.Record, rate float64, repeat int, ref map[int]float64) Rung {
 	n := w.cfg.Requests
-	r := Rung{Rate: rate, Repeat: repeat, Sent: n, Blocks: make([]BlockCount, w.cfg.Blocks-1)}
+	r := Rung{Rate: rate, Repeat: repeat, Sent: n, Blocks: make([]BlockCount, w.cfg.Blocks-1), Cost: new(0.0)}
 	var e2e, ttft []float64
 	lim := make([][]float64, w.cfg.Blocks)
 	for i := range recs {
 		rec := &recs[i]
-		r.Cost += rec.Cost
+		if !rec.Measured(records.FigureCost) {
+			r.Cost = nil
+		} else if r.Cost != nil {
+			*r.Cost += rec.Cost
+		}
 		if rec.Pass {
 			r.Pass++
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/splitmix"
+	"github.com/crab-testbed/crab/internal/words"
 )
 
 // Verdict is a candidate's capacity verdict against the baseline.
@@ -36,6 +37,7 @@ func (res *Result) analyse(s *eval.Setup) error {
 	cfg := res.Config
 	g := splitmix.New(uint64(s.Exp.Seed) ^ 0x6b6e6565) // "knee"
 	res.samples = make([][]float64, len(res.Arms))
+	var unpriced []string // arms with a request whose cost is unmeasured
 	for k := range res.Arms {
 		a := &res.Arms[k]
 		knee, where := kneeOf(a.Rungs, cfg.share(), cfg.growthLimit(), func(i int) float64 { return a.Rungs[i].Share })
@@ -59,16 +61,23 @@ func (res *Result) analyse(s *eval.Setup) error {
 		a.ReplicasLo, a.ReplicasHi = replicas(cfg.PeakRPS, a.KneeHi), replicas(cfg.PeakRPS, a.KneeLo)
 		a.CostPerHour = times(a.Replicas, cfg.ReplicaCostPerHour)
 		a.CostPerHourLo, a.CostPerHourHi = times(a.ReplicasLo, cfg.ReplicaCostPerHour), times(a.ReplicasHi, cfg.ReplicaCostPerHour)
-		cost, pass, n := 0.0, 0, 0
+		cost, pass, n, costKnown := 0.0, 0, 0, true
 		for _, r := range a.Rungs {
 			if a.Knee == nil && where == kneeBelow || a.Knee != nil && r.Rate > *a.Knee {
 				continue
 			}
-			cost += r.Cost
+			if r.Cost == nil {
+				costKnown = false
+			} else {
+				cost += *r.Cost
+			}
 			pass += r.Pass
 			n += r.Sent
 		}
-		if pass > 0 {
+		if !costKnown {
+			unpriced = append(unpriced, a.Name)
+		}
+		if pass > 0 && costKnown {
 			cpp := cost / float64(pass)
 			a.CostPerPass = &cpp
 		}
@@ -111,6 +120,9 @@ func (res *Result) analyse(s *eval.Setup) error {
 		}
 	}
 	res.Notes = append(res.Notes, fmt.Sprintf("a rung during which the load generator fell behind its schedule (lag p99 above %s ms: the host was slow, not the deployment) is played again, and a rung that did not hold is played once more, the better play kept (a stall of the host only slows a rung); at most %d plays a rung: %d replays over %d rungs", figure.Ms(cfg.growthLimit()), maxPlays, replays, rungs))
+	if len(unpriced) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("cost/pass of %s is - : some of its requests called a model whose price the experiment does not declare (price_in_per_mtok, price_out_per_mtok), so their cost is unmeasured, not 0", words.And(unpriced)))
+	}
 	switch {
 	case cfg.PeakRPS > 0:
 		res.Notes = append(res.Notes, fmt.Sprintf("replicas = ceil(peak %s/s / knee), one replica being the deployment the sweep measured; the interval comes from the knee's", trimRate(cfg.PeakRPS)))

@@ -11,9 +11,10 @@ import (
 
 // Fill copies a stack response's trace and usage into rec, whose
 // IntendedAt, DoneAt and Outcome are set: the segment timings, cache
-// status and leak, model and routing, attempts, tokens, cost and contract
-// result, and the answer (Output) of an ok request. resp may be nil (the
-// stack failed before any layer answered). crab run and crab serve build
+// status and leak, model and routing, attempts, tokens, cost (unmeasured
+// when a call went to a model without a price) and contract result, and
+// the answer (Output) of an ok request. resp may be nil (the stack failed
+// before any layer answered). crab run and crab serve build
 // their records through it, so both write the same fields the same way.
 func Fill(rec *Record, resp *model.Response) {
 	rec.E2EMs = Ms(rec.DoneAt.Sub(rec.IntendedAt))
@@ -35,6 +36,12 @@ func Fill(rec *Record, resp *model.Response) {
 	rec.Model, rec.RouteScore, rec.Routed, rec.RouteFallback, rec.Escalated, rec.Attempts = resp.Model, tr.RouteScore, tr.Routed, tr.RouteFallback, tr.Escalated, tr.Attempts
 	rec.TokensIn, rec.TokensOut, rec.Cost = resp.Usage.TokensIn, resp.Usage.TokensOut, resp.Usage.Cost
 	rec.EscalationCost = tr.EscalationCost
+	if resp.Usage.Unpriced {
+		// A call went to a model without a declared price: what the
+		// priced calls cost is not the request's cost.
+		rec.Cost, rec.EscalationCost = 0, 0
+		rec.MarkUnmeasured(FigureCost)
+	}
 	rec.ContractOK = tr.Validated && tr.ContractOK
 	rec.Violations = tr.Violations
 	if rec.Outcome == OutcomeOK {

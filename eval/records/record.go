@@ -147,7 +147,8 @@ type Record struct {
 	// Unmeasured names the figures the record's source did not measure
 	// (FigureCost, FigureQuality, FigureTokens, FigureTTFT, FigureLoad): their fields
 	// hold 0 or false only as placeholders, and reports show "-". Crab's
-	// own runs measure everything and leave it out.
+	// own runs measure everything but the cost of a request that called a
+	// model whose price the experiment does not declare.
 	Unmeasured []string `json:"unmeasured,omitempty"`
 
 	Output string `json:"output,omitempty"` // the answer as delivered

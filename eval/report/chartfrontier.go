@@ -9,6 +9,7 @@ import (
 
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/internal/figure"
+	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/words"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -46,9 +47,13 @@ func frontierChart(s *analysis.Summary) (*htmlChart, error) {
 		return nil, nil
 	}
 	var pts []frontierPoint
-	var left []string
+	var left, unpriced []string
 	for i := range s.Arms {
 		a := &s.Arms[i]
+		if !a.Measured(records.FigureCost) {
+			unpriced = append(unpriced, a.Name)
+			continue
+		}
 		if a.CostPerPass == nil {
 			left = append(left, a.Name)
 			continue
@@ -108,6 +113,9 @@ func frontierChart(s *analysis.Summary) (*htmlChart, error) {
 	}
 	if len(left) > 0 {
 		caption += " Left out, with no passing request: " + words.Shortlist(left) + "."
+	}
+	if len(unpriced) > 0 {
+		caption += " Left out, their cost not measured: " + words.Shortlist(unpriced) + "."
 	}
 	return &htmlChart{ID: "chart-arms-frontier", Title: "Arms frontier (cost per pass against passes)", Caption: caption, SVG: svg}, nil
 }

@@ -55,6 +55,16 @@ func armCost(a *analysis.ArmSummary) Cell {
 	return cost(a.Cost)
 }
 
+// escalationCost is what the arm's escalated requests spent after
+// escalating, "-" when its cost is unmeasured (the escalation may have
+// gone to a model without a price).
+func escalationCost(a *analysis.ArmSummary) Cell {
+	if !a.Measured(records.FigureCost) {
+		return missing()
+	}
+	return cost(a.EscalationCost)
+}
+
 // qualityPaired reports whether both a candidate and the baseline were
 // graded, so that lost and gained tasks are figures.
 func qualityPaired(s *analysis.Summary, a *analysis.ArmSummary) bool {
