@@ -42,7 +42,7 @@ func (r *Runner) grade(ctx context.Context, rec *records.Record, resp *model.Res
 	if !g.Correct {
 		rec.GradeReason = g.Reason
 	}
-	rec.GradeCost += g.Cost
+	rec.AddGradeCost(g.Cost, g.Unpriced)
 	rec.GradeMs += ms(g.Latency)
 }
 

@@ -480,11 +480,11 @@ func (r *Runner) judge(ctx context.Context, arm *ArmStack, t *Task, req *model.R
 	cancel()
 	out := outcomeOf(ctx, err, timedOut)
 	if sresp != nil {
-		rec.ShadowCost = sresp.Usage.Cost
+		rec.AddShadowCost(sresp.Usage.Cost, sresp.Usage.Unpriced)
 	}
 	okContract := sresp != nil && sresp.Trace.Validated && sresp.Trace.ContractOK
 	g := r.judgeAnswer(ctx, out, okContract, sresp, sreq, t, true)
-	rec.GradeCost += g.Cost
+	rec.AddGradeCost(g.Cost, g.Unpriced)
 	rec.GradeMs += ms(g.Latency)
 	otherPass := g.pass
 	switch {

@@ -269,18 +269,23 @@ func readBack(r io.Reader) ([]records.Record, error) {
 // the same record keep their values.
 func TestParquetUnmeasuredIsNull(t *testing.T) {
 	t.Parallel()
-	rec := records.Record{Arm: "a", TaskID: "t1", Outcome: "error", E2EMs: 0, Cost: 0, TTFTMs: 0}
-	rec.MarkUnmeasured(records.FigureLatency, records.FigureCost, records.FigureQuality)
+	rec := records.Record{Arm: "a", TaskID: "t1", Outcome: "error", E2EMs: 0, Cost: 0, TTFTMs: 0, GradeMs: 40}
+	rec.MarkUnmeasured(records.FigureLatency, records.FigureCost, records.FigureQuality, records.FigureShadowCost, records.FigureGradeCost)
 	r := RowOf(&rec)
 	if r.E2EMs != nil || r.Cost != nil || r.Pass != nil || r.Correct != nil {
 		t.Errorf("e2e_ms %v, cost %v, pass %v, correct %v; want all NULL", r.E2EMs, r.Cost, r.Pass, r.Correct)
 	}
-	if r.Unmeasured == nil || *r.Unmeasured != "cost quality latency" {
-		t.Errorf("unmeasured %v; want \"cost quality latency\" (records.Figures order)", r.Unmeasured)
+	if r.EscalationCost != nil || r.ShadowCost != nil || r.GradeCost != nil || r.GradeMs == nil {
+		t.Errorf("escalation_cost %v, shadow_cost %v, grade_cost %v, grade_ms %v; want the costs NULL, grade_ms 40",
+			r.EscalationCost, r.ShadowCost, r.GradeCost, r.GradeMs)
+	}
+	if r.Unmeasured == nil || *r.Unmeasured != "cost quality latency shadow_cost grade_cost" {
+		t.Errorf("unmeasured %v; want \"cost quality latency shadow_cost grade_cost\" (records.Figures order)", r.Unmeasured)
 	}
 	measured := records.Record{Arm: "a", TaskID: "t2", Outcome: "ok", E2EMs: 12.5, Cost: 0.25, Pass: true, Correct: true}
 	m := RowOf(&measured)
-	if m.E2EMs == nil || *m.E2EMs != 12.5 || m.Cost == nil || *m.Cost != 0.25 || m.Pass == nil || !*m.Pass || m.Unmeasured != nil {
+	if m.E2EMs == nil || *m.E2EMs != 12.5 || m.Cost == nil || *m.Cost != 0.25 || m.Pass == nil || !*m.Pass || m.Unmeasured != nil ||
+		m.ShadowCost == nil || *m.ShadowCost != 0 || m.EscalationCost == nil {
 		t.Errorf("measured row %+v; want e2e_ms 12.5, cost 0.25, pass true, no unmeasured", m)
 	}
 }

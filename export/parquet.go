@@ -84,8 +84,8 @@ type Row struct {
 	TokensIn       *int64   `parquet:"tokens_in,optional"`
 	TokensOut      *int64   `parquet:"tokens_out,optional"`
 	Cost           *float64 `parquet:"cost,split,optional"`
-	ShadowCost     float64  `parquet:"shadow_cost,split"`
-	EscalationCost float64  `parquet:"escalation_cost,split"`
+	ShadowCost     *float64 `parquet:"shadow_cost,split,optional"`
+	EscalationCost *float64 `parquet:"escalation_cost,split,optional"`
 
 	Contract   *string  `parquet:"contract,dict,optional"`
 	ContractOK bool     `parquet:"contract_ok"`
@@ -120,8 +120,7 @@ func RowOf(rec *records.Record) Row {
 		Cache: strOrNil(rec.Cache), Leak: strOrNil(rec.Leak), ScopeMismatch: rec.ScopeMismatch,
 		CacheOrigin: strOrNil(rec.CacheOrigin), FalseHit: rec.FalseHit, Model: strOrNil(rec.Model),
 		Routed: rec.Routed, RouteFallback: rec.RouteFallback, Misroute: strOrNil(rec.Misroute), Escalated: rec.Escalated,
-		Attempts:   int32(rec.Attempts),
-		ShadowCost: rec.ShadowCost, EscalationCost: rec.EscalationCost,
+		Attempts: int32(rec.Attempts),
 		Contract: strOrNil(rec.Contract), ContractOK: rec.ContractOK, Violations: rec.Violations,
 		Category: strOrNil(rec.Category), Expected: strOrNil(rec.Expected),
 		GradeReason: strOrNil(rec.GradeReason), GradeError: strOrNil(rec.GradeError),
@@ -129,6 +128,8 @@ func RowOf(rec *records.Record) Row {
 	timed := !rec.IntendedAt.IsZero()
 	r.E2EMs = numIf(rec.Measured(records.FigureLatency), rec.E2EMs)
 	r.Cost = numIf(rec.Measured(records.FigureCost), rec.Cost)
+	r.EscalationCost = numIf(rec.Measured(records.FigureCost), rec.EscalationCost)
+	r.ShadowCost = numIf(rec.Measured(records.FigureShadowCost), rec.ShadowCost)
 	if rec.Measured(records.FigureQuality) {
 		r.Correct, r.Pass = &rec.Correct, &rec.Pass
 	}
@@ -143,7 +144,7 @@ func RowOf(rec *records.Record) Row {
 	r.ValidateMs = numIf(timed && rec.Contract != "", rec.ValidateMs)
 	r.Similarity = numIf(rec.Cache == "hit" && rec.Similarity != 0, rec.Similarity)
 	graded := rec.GradeMs != 0 || rec.GradeCost != 0
-	r.GradeCost, r.GradeMs = numIf(graded, rec.GradeCost), numIf(graded, rec.GradeMs)
+	r.GradeCost, r.GradeMs = numIf(graded && rec.Measured(records.FigureGradeCost), rec.GradeCost), numIf(graded, rec.GradeMs)
 	return r
 }
 

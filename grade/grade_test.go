@@ -213,10 +213,11 @@ func TestCommand(t *testing.T) {
 func TestJudge(t *testing.T) {
 	t.Parallel()
 	var seen []string
+	unpriced := false // the judge's model has no declared price
 	judgeModel := func(content string, fail error) model.Model {
 		return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 			seen = append(seen, req.Text)
-			return &model.Response{Content: content, Usage: model.Usage{Cost: 0.25}}, fail
+			return &model.Response{Content: content, Usage: model.Usage{Cost: 0.25, Unpriced: unpriced}}, fail
 		})
 	}
 	for _, tc := range []struct {
@@ -234,6 +235,7 @@ func TestJudge(t *testing.T) {
 		{"fails", ``, fmt.Errorf("%w: 503", model.ErrBackend), false, "", "judge: model: backend error: 503"},
 	} {
 		seen = nil
+		unpriced = tc.name == "rejects" || tc.name == "fails"
 		j, err := NewJudge(JudgeConfig{Model: "judge", Instructions: "Is the intent right?"}, judgeModel(tc.content, tc.fail), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -246,8 +248,8 @@ func TestJudge(t *testing.T) {
 		if res.Correct != tc.correct || res.Error != tc.errText || (tc.errText == "" && res.Reason != tc.reason) {
 			t.Errorf("%s: got correct %v reason %q error %q; want %v %q %q", tc.name, res.Correct, res.Reason, res.Error, tc.correct, tc.reason, tc.errText)
 		}
-		if res.Cost != 0.25 {
-			t.Errorf("%s: judge cost %v; want 0.25", tc.name, res.Cost)
+		if res.Cost != 0.25 || res.Unpriced != unpriced {
+			t.Errorf("%s: judge cost %v, unpriced %v; want 0.25, %v", tc.name, res.Cost, res.Unpriced, unpriced)
 		}
 		if len(seen) != 1 || seen[0] != `{"task":{"id":"t1"},"answer":{"intent":"refund"}}` {
 			t.Errorf("%s: judge was sent %q", tc.name, seen)

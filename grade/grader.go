@@ -238,6 +238,9 @@ type Result struct {
 	// of an arm's cost or latency. Latency includes the command's run time.
 	Cost    float64
 	Latency time.Duration
+	// Unpriced is set when the judge's model has no declared price: Cost
+	// is then unknown (model.Usage.Unpriced).
+	Unpriced bool
 }
 
 // Grade grades one answer. It never panics; a grader that cannot decide
@@ -271,11 +274,12 @@ func (g *Grader) Grade(ctx context.Context, in Input) Result {
 		v := ext.grade(ctx, in, doc)
 		res.Latency += time.Since(start)
 		res.Cost += v.cost
+		res.Unpriced = res.Unpriced || v.unpriced
 		switch {
 		case v.err != "":
-			return Result{Error: v.err, Cost: res.Cost, Latency: res.Latency}
+			return Result{Error: v.err, Cost: res.Cost, Latency: res.Latency, Unpriced: res.Unpriced}
 		case !v.pass:
-			return Result{Reason: v.reason, Cost: res.Cost, Latency: res.Latency}
+			return Result{Reason: v.reason, Cost: res.Cost, Latency: res.Latency, Unpriced: res.Unpriced}
 		}
 		res.Reason = v.reason
 	}
@@ -293,6 +297,9 @@ type verdict struct {
 	reason string
 	err    string // grading error
 	cost   float64
+	// unpriced: the judge's model has no declared price, so cost is
+	// unknown.
+	unpriced bool
 }
 
 // External reports whether answers go to an external grader (a command or

@@ -85,29 +85,34 @@ func (j *Judge) grade(ctx context.Context, in Input, answer any) verdict {
 	cctx, cancel := context.WithTimeout(ctx, j.cfg.Timeout)
 	defer cancel()
 	resp, err := j.model.Complete(cctx, req)
-	var cost float64
+	var usage model.Usage
 	if resp != nil {
-		cost = resp.Usage.Cost
+		usage = resp.Usage
+	}
+	// costed is v with what the call cost.
+	costed := func(v verdict) verdict {
+		v.cost, v.unpriced = usage.Cost, usage.Unpriced
+		return v
 	}
 	switch {
 	case cctx.Err() == context.DeadlineExceeded:
-		return verdict{err: fmt.Sprintf("judge: timed out after %s", j.cfg.Timeout), cost: cost}
+		return costed(verdict{err: fmt.Sprintf("judge: timed out after %s", j.cfg.Timeout)})
 	case err != nil:
-		return verdict{err: "judge: " + err.Error(), cost: cost}
+		return costed(verdict{err: "judge: " + err.Error()})
 	}
 	doc, err := contract.DecodeAnswer(resp.Content)
 	obj, _ := doc.(map[string]any)
 	pass, ok := obj["pass"].(bool)
 	if err != nil || !ok {
-		return verdict{err: "judge: answered without a boolean pass", cost: cost}
+		return costed(verdict{err: "judge: answered without a boolean pass"})
 	}
 	if k := repeatedKey(resp.Content); k != "" {
 		// Decoding kept the last of the two: which one the judge meant
 		// is unknown, so it did not decide.
-		return verdict{err: fmt.Sprintf("judge: answered with the key %q twice", k), cost: cost}
+		return costed(verdict{err: fmt.Sprintf("judge: answered with the key %q twice", k)})
 	}
 	reason, _ := obj["reason"].(string)
-	return verdict{pass: pass, reason: "judge: " + reason, cost: cost}
+	return costed(verdict{pass: pass, reason: "judge: " + reason})
 }
 
 // repeatedKey is the first key that appears twice in the top-level JSON

@@ -38,6 +38,9 @@ func answerWarnings(t *records.Symbols, s *Summary, byArm map[string][]*records.
 				fails[f]++
 			}
 		}
+		if !a.Measured(records.FigureGradeCost) {
+			a.GradeCost = 0 // a placeholder, as Cost's
+		}
 		if answered > 0 && 2*broken > answered {
 			w := fmt.Sprintf("%s: %d of %d answers break the contract", a.Name, broken, answered)
 			if top, n := most(violations); top != "" {
@@ -68,11 +71,15 @@ func answerWarnings(t *records.Symbols, s *Summary, byArm map[string][]*records.
 	}
 }
 
-// gradeNotes states what the external graders cost, apart from the arms.
+// gradeNotes states what the external graders cost, apart from the arms
+// ("-" where a judge without a price left it unmeasured).
 func gradeNotes(s *Summary) []string {
 	var parts []string
 	for i := range s.Arms {
-		if a := &s.Arms[i]; a.GradeCost > 0 {
+		switch a := &s.Arms[i]; {
+		case !a.Measured(records.FigureGradeCost):
+			parts = append(parts, a.Name+" -")
+		case a.GradeCost > 0:
 			parts = append(parts, a.Name+" "+figure.Cost(a.GradeCost))
 		}
 	}

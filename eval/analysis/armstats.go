@@ -58,6 +58,9 @@ func summarizeArm(t *records.Symbols, name string, recs []*records.Rec, warm int
 	if !a.Measured(records.FigureTokens) {
 		a.TokensOutMean = 0
 	}
+	if !a.Measured(records.FigureShadowCost) {
+		a.ShadowCost = 0 // a placeholder, as Cost's
+	}
 	if !a.Measured(records.FigureTTFT) {
 		a.TTFTP50Ms, a.TTFTP95Ms = nil, nil
 	}

@@ -41,9 +41,24 @@ func (a ArmSummary) MarshalJSON() ([]byte, error) {
 		// read as none.
 		Leaks any `json:"leaks,omitempty"`
 		// EscalationCost is null when requests escalated and the cost is
-		// unmeasured, left out when none escalated.
+		// unmeasured, left out when none escalated; ShadowCost and
+		// GradeCost null when unmeasured, left out when 0.
 		EscalationCost any `json:"escalation_cost,omitempty"`
+		ShadowCost     any `json:"shadow_cost,omitempty"`
+		GradeCost      any `json:"grade_cost,omitempty"`
 	}{plain: plain(a)}
+	for _, x := range []struct {
+		figure string
+		v      float64
+		out    *any
+	}{{records.FigureShadowCost, a.ShadowCost, &out.ShadowCost}, {records.FigureGradeCost, a.GradeCost, &out.GradeCost}} {
+		switch {
+		case !a.Measured(x.figure):
+			*x.out = json.RawMessage("null")
+		case x.v != 0:
+			*x.out = x.v
+		}
+	}
 	if a.Measured(records.FigureQuality) {
 		out.Pass = &a.Pass
 	}
@@ -194,6 +209,10 @@ func unmeasuredNotes(s *Summary, d *Design) []string {
 		records.FigureTTFT:    "TTFT figures are \"-\" (left out of JSON), not 0",
 		records.FigureLoad:    "the load table (generator lag and slot queue) leaves the arm out (no load in JSON), not 0",
 		records.FigureLatency: "latency figures are \"-\" (null in JSON), not 0",
+		// Evaluation overhead: only a call to a model without a price
+		// leaves it unmeasured.
+		records.FigureShadowCost: "the routing table's shadow cost is \"-\" (null in JSON), not 0",
+		records.FigureGradeCost:  "the grading cost is \"-\" (null in JSON), not 0",
 	}
 	var notes []string
 	for _, f := range records.Figures {
@@ -205,8 +224,8 @@ func unmeasuredNotes(s *Summary, d *Design) []string {
 		}
 		switch {
 		case len(arms) == 0:
-		case f == records.FigureCost && d != nil && len(d.Unpriced) > 0:
-			notes = append(notes, unpricedNote(arms, d.Unpriced, shown[f]))
+		case costFigures[f] != "" && d != nil && len(d.Unpriced) > 0:
+			notes = append(notes, unpricedNote(f, arms, d.Unpriced, shown[f]))
 		default:
 			notes = append(notes, fmt.Sprintf("%s not measured: the records of %s do not carry it, so %s", f, words.And(arms), shown[f]))
 		}
@@ -266,17 +285,30 @@ func timedOnly(t *records.Symbols, recs []*records.Rec) []*records.Rec {
 	return out
 }
 
-// unpricedNote says why the cost of arms is unmeasured when models of
-// the run declare no price, and what is shown instead: a call to one of
-// them has no known cost, and an arm whose requests called one and a
-// priced model (a router, a cascade) has no total either, since the
-// priced calls' cost alone would understate it.
-func unpricedNote(arms, models []string, shown string) string {
+// costFigures names, for the notes, the figures a model without a price
+// leaves unmeasured.
+var costFigures = map[string]string{
+	records.FigureCost:       "its cost",
+	records.FigureShadowCost: "the cost of judging its routing decision (shadow_cost)",
+	records.FigureGradeCost:  "the cost of grading its answer (grade_cost)",
+}
+
+// unpricedNote says why figure (one of costFigures) is unmeasured in the
+// records of arms when models of the run declare no price, and what is
+// shown instead: a call to one of them has no known cost, and an arm
+// whose requests called one and a priced model (a router, a cascade) has
+// no total either, since the priced calls' cost alone would understate
+// it.
+func unpricedNote(figure string, arms, models []string, shown string) string {
 	which, it := "model "+words.And(models)+" declares", "it"
 	if len(models) > 1 {
 		which, it = "models "+words.And(models)+" declare", "one of them"
 	}
-	return fmt.Sprintf("cost not measured: %s no price (price_in_per_mtok, price_out_per_mtok), so a request that called %s has no known cost "+
-		"and the records of %s mark their cost unmeasured; %s; an arm with any such request has no total, even if its other requests went to a priced model "+
-		"(their cost alone would understate the arm's); declare the prices, 0 for a model that costs nothing, to measure cost", which, it, words.And(arms), shown)
+	total := ""
+	if figure == records.FigureCost {
+		total = "; an arm with any such request has no total, even if its other requests went to a priced model (their cost alone would understate the arm's)"
+	}
+	return fmt.Sprintf("%s not measured: %s no price (price_in_per_mtok, price_out_per_mtok), so a call to %s has no known cost, "+
+		"and the records of %s that called %s leave %s unmeasured; %s%s; declare the prices, 0 for a model that costs nothing, to measure it",
+		figure, which, it, words.And(arms), it, costFigures[figure], shown, total)
 }

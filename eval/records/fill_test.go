@@ -33,3 +33,23 @@ func TestFillUnpriced(t *testing.T) {
 		}
 	}
 }
+
+// TestAddOverheadCost: a shadow or grading call to a model without a
+// price leaves that cost unmeasured, 0 as its placeholder, however much
+// the priced calls before or after it cost; the request's own cost is
+// not touched.
+func TestAddOverheadCost(t *testing.T) {
+	t.Parallel()
+	rec := Record{Cost: 1}
+	rec.AddGradeCost(0.5, false)
+	rec.AddShadowCost(0.25, false)
+	if rec.GradeCost != 0.5 || rec.ShadowCost != 0.25 || len(rec.Unmeasured) != 0 {
+		t.Fatalf("priced: grade %v, shadow %v, unmeasured %v; want 0.5, 0.25, none", rec.GradeCost, rec.ShadowCost, rec.Unmeasured)
+	}
+	rec.AddGradeCost(0.5, true)
+	rec.AddGradeCost(0.5, false)
+	if rec.GradeCost != 0 || rec.Measured(FigureGradeCost) || rec.ShadowCost != 0.25 || !rec.Measured(FigureCost) || rec.Cost != 1 {
+		t.Errorf("after an unpriced grading call: grade %v, shadow %v, cost %v, unmeasured %v; want grade 0 unmeasured, the rest kept",
+			rec.GradeCost, rec.ShadowCost, rec.Cost, rec.Unmeasured)
+	}
+}

@@ -145,10 +145,10 @@ type Record struct {
 	GradeCost float64 `json:"grade_cost,omitempty"`
 	GradeMs   float64 `json:"grade_ms,omitempty"`
 	// Unmeasured names the figures the record's source did not measure
-	// (FigureCost, FigureQuality, FigureTokens, FigureTTFT, FigureLoad): their fields
+	// (Figures: FigureCost, FigureQuality, FigureTokens, ...): their fields
 	// hold 0 or false only as placeholders, and reports show "-". Crab's
-	// own runs measure everything but the cost of a request that called a
-	// model whose price the experiment does not declare.
+	// own runs measure everything but what calls to a model whose price
+	// the experiment does not declare cost (cost, shadow_cost, grade_cost).
 	Unmeasured []string `json:"unmeasured,omitempty"`
 
 	Output string `json:"output,omitempty"` // the answer as delivered

@@ -30,11 +30,17 @@ const (
 	// say how many, and are "-" only when no record of an arm measured
 	// latency. Only a failed request may leave it unmeasured.
 	FigureLatency = "latency"
+	// FigureShadowCost and FigureGradeCost: what judging the routing
+	// decision (ShadowCost) or grading the answer (GradeCost) cost is
+	// unknown, since a call went to a model without a price; the field is
+	// 0 only as a placeholder. Evaluation overhead, apart from Cost.
+	FigureShadowCost = "shadow_cost"
+	FigureGradeCost  = "grade_cost"
 )
 
 // Figures lists the figures a record can leave unmeasured, in the order
 // reports name them.
-var Figures = []string{FigureCost, FigureQuality, FigureTokens, FigureTTFT, FigureLoad, FigureLatency}
+var Figures = []string{FigureCost, FigureQuality, FigureTokens, FigureTTFT, FigureLoad, FigureLatency, FigureShadowCost, FigureGradeCost}
 
 // Missing is a set of unmeasured figures, one bit per entry of Figures.
 type Missing uint8
@@ -95,6 +101,30 @@ func (r *Record) MarkUnmeasured(figures ...string) {
 	m, _ := MissingOf(r.Unmeasured)
 	add, _ := MissingOf(figures)
 	r.Unmeasured = (m | add).Names()
+}
+
+// AddShadowCost adds what a call judging the routing decision cost to
+// ShadowCost; unpriced (the call went to a model without a price) leaves
+// it unmeasured, 0 as its placeholder, whatever else is added.
+func (r *Record) AddShadowCost(cost float64, unpriced bool) {
+	r.addCost(&r.ShadowCost, FigureShadowCost, cost, unpriced)
+}
+
+// AddGradeCost adds what a grader's call cost to GradeCost, as
+// AddShadowCost does to ShadowCost.
+func (r *Record) AddGradeCost(cost float64, unpriced bool) {
+	r.addCost(&r.GradeCost, FigureGradeCost, cost, unpriced)
+}
+
+func (r *Record) addCost(field *float64, figure string, cost float64, unpriced bool) {
+	if unpriced {
+		r.MarkUnmeasured(figure)
+	}
+	if !r.Measured(figure) {
+		*field = 0
+		return
+	}
+	*field += cost
 }
 
 // latencyUnmeasuredFault says why a record may not leave its latency

@@ -324,7 +324,7 @@ func routeTable(s *analysis.Summary) *Table {
 			under, over, hopeless = count(r.Misroutes[records.MisrouteUnder]), count(r.Misroutes[records.MisrouteOver]), count(r.Misroutes[records.MisrouteHopeless])
 		}
 		t.add(textCell(a.Name), count(r.Routed), mc, pctP(r.RoutedLargeShare), under, over, hopeless,
-			count(a.Escalated), escalationCost(a), count(a.Attempts), cost(a.ShadowCost))
+			count(a.Escalated), escalationCost(a), count(a.Attempts), shadowCost(a))
 	}
 	if len(t.Rows) == 0 {
 		return nil

@@ -65,6 +65,15 @@ func escalationCost(a *analysis.ArmSummary) Cell {
 	return cost(a.EscalationCost)
 }
 
+// shadowCost is what judging the arm's routing decisions cost, "-" when
+// a shadow call went to a model without a price.
+func shadowCost(a *analysis.ArmSummary) Cell {
+	if !a.Measured(records.FigureShadowCost) {
+		return missing()
+	}
+	return cost(a.ShadowCost)
+}
+
 // qualityPaired reports whether both a candidate and the baseline were
 // graded, so that lost and gained tasks are figures.
 func qualityPaired(s *analysis.Summary, a *analysis.ArmSummary) bool {

@@ -73,9 +73,10 @@ arms:
 
 	var s struct {
 		Arms []struct {
-			Name        string   `json:"name"`
-			Cost        *float64 `json:"cost"`
-			CostPerPass *float64 `json:"cost_per_pass"`
+			Name        string          `json:"name"`
+			Cost        *float64        `json:"cost"`
+			CostPerPass *float64        `json:"cost_per_pass"`
+			ShadowCost  json.RawMessage `json:"shadow_cost"`
 		} `json:"arms"`
 		Decision struct {
 			Candidates []struct {
@@ -94,6 +95,11 @@ arms:
 		case "big", "router":
 			if a.Cost != nil || a.CostPerPass != nil {
 				t.Errorf("%s: cost %v, cost per pass %v; want null for both", a.Name, a.Cost, a.CostPerPass)
+			}
+			// The router's misroutes are judged by calling the other
+			// model, the unpriced one for requests sent to the priced.
+			if a.Name == "router" && string(a.ShadowCost) != "null" {
+				t.Errorf("router: shadow_cost %s; want null", a.ShadowCost)
 			}
 		case "baseline":
 			if a.Cost == nil || *a.Cost <= 0 {
