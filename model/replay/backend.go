@@ -93,9 +93,10 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 		}
 		return resp, err
 	}
-	resp.Usage = model.Usage{TokensIn: e.TokensIn, TokensOut: e.TokensOut, Cost: e.Cost}
+	resp.Usage = model.Usage{TokensIn: e.TokensIn, TokensOut: e.TokensOut, Cost: e.Cost, Unpriced: e.Unpriced}
 	if b.cfg.PriceIn != 0 || b.cfg.PriceOut != 0 {
 		resp.Usage.Cost = float64(e.TokensIn)*b.cfg.PriceIn + float64(e.TokensOut)*b.cfg.PriceOut
+		resp.Usage.Unpriced = false
 	}
 	if e.ErrorKind == KindHang {
 		start := b.cfg.Now()

@@ -93,6 +93,7 @@ type Entry struct {
 	TokensIn     int     `json:"tokens_in"`
 	TokensOut    int     `json:"tokens_out"`
 	Cost         float64 `json:"cost"`
+	Unpriced     bool    `json:"unpriced,omitempty"` // the call's model had no declared price: Cost is unknown (model.Usage.Unpriced)
 	TTFTMs       float64 `json:"ttft_ms"`
 	ModelMs      float64 `json:"model_ms"`
 	Error        string  `json:"error,omitempty"`

@@ -131,7 +131,7 @@ func (m *recorded) Close() {
 func entryOf(ctx context.Context, name string, req *model.Request, resp *model.Response, err error) *Entry {
 	e := &Entry{Model: name, Key: Key(req), TaskID: req.TaskID, Seed: req.Seed, Attempt: req.Attempt}
 	if resp != nil {
-		e.TokensIn, e.TokensOut, e.Cost = resp.Usage.TokensIn, resp.Usage.TokensOut, resp.Usage.Cost
+		e.TokensIn, e.TokensOut, e.Cost, e.Unpriced = resp.Usage.TokensIn, resp.Usage.TokensOut, resp.Usage.Cost, resp.Usage.Unpriced
 		e.TTFTMs, e.ModelMs = ms(resp.Trace.TTFT), ms(resp.Trace.ModelDur)
 		if err == nil {
 			e.Content, e.Finish, e.Confidence = resp.Content, resp.FinishReason, resp.Confidence

@@ -40,6 +40,12 @@ func (fake) Complete(ctx context.Context, req *model.Request) (*model.Response, 
 
 func record(t *testing.T, calls []*model.Request) string {
 	t.Helper()
+	return recordWith(t, fake{}, calls)
+}
+
+// recordWith records the calls as answered by next.
+func recordWith(t *testing.T, next model.Model, calls []*model.Request) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "rec.jsonl")
 	f, err := os.Create(path)
 	if err != nil {
@@ -49,7 +55,7 @@ func record(t *testing.T, calls []*model.Request) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := r.Wrap("m", fake{})
+	m := r.Wrap("m", next)
 	for _, req := range calls {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		_, _ = m.Complete(ctx, req)
