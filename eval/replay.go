@@ -64,7 +64,7 @@ func (s *Setup) openRecordings() error {
 			for _, t := range s.Tasks {
 				if !c.HasTask(t.ID) {
 					return &records.InputError{File: path, Line: 1, Field: "tasks_hash",
-						Msg: fmt.Sprintf("recorded on another task set: task %s (%s line %d) has no call in it", t.ID, s.TasksName, t.line)}
+						Msg: fmt.Sprintf("recorded on another task set: task %s (%s line %d) has no call in it", t.ID, s.TasksName, t.Line())}
 				}
 			}
 		}

@@ -81,7 +81,7 @@ func TestReadTasksExpected(t *testing.T) {
 // expected field (category and needs_human_review) must equal the answer's.
 func TestDefaultRuleTriage(t *testing.T) {
 	t.Parallel()
-	task := Task{ID: "t1", Text: "x", Tenant: "a", Permission: "agent", Lang: "en", DocVersion: "v1",
+	task := Task{ID: "t1", Text: "x", TaskLabels: &TaskLabels{Tenant: "a", Permission: "agent", Lang: "en", DocVersion: "v1"},
 		Expected: map[string]any{"category": "billing", "needs_human_review": false}}
 	r := &Runner{}
 	req := &model.Request{Scope: task.Scope()}
