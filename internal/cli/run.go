@@ -125,6 +125,7 @@ func run(ctx context.Context, o runOptions) (err error) {
 	if runErr = rs.finish(res, runErr, o.Stderr); runErr != nil {
 		return runErr
 	}
+	setup.Release() // the summary reads the records, not the tasks
 	return rs.report(res, o)
 }
 

@@ -58,7 +58,7 @@ type loc struct {
 
 // Cassette is an open recording: its header and an index of its calls.
 // Entries stay in the file and are read on demand, so a recording of
-// millions of calls costs its index (40 bytes a call, 8 a task), not its
+// millions of calls costs its index (40 bytes a call), not its
 // answers.
 // It is safe for concurrent use.
 type Cassette struct {
@@ -67,9 +67,14 @@ type Cassette struct {
 	f      io.ReaderAt
 	closer io.Closer
 	index  []loc
-	tasks  []uint64 // hashOf(task id) of every task with a call, sorted, each once
-	models map[string]int
-	bufs   sync.Pool
+	// tasks is hashOf(task id) of every task with a call, sorted, each
+	// once; built by the first HasTask (a recording of the run's own task
+	// set is never asked).
+	tasks     []uint64
+	tasksOnce sync.Once
+	models    map[string]int
+	bufs      sync.Pool
+	closed    bool
 }
 
 // Open reads the header of the recording at path and indexes its calls.
@@ -177,12 +182,6 @@ func index(path string, f *os.File) (*Cassette, error) {
 		return nil, &FileError{File: path, Line: 1, Msg: "empty recording (want a header line)"}
 	}
 	c.index = slices.Clip(c.index)
-	c.tasks = make([]uint64, len(c.index))
-	for i, l := range c.index {
-		c.tasks[i] = l.task
-	}
-	slices.Sort(c.tasks)
-	c.tasks = slices.Clip(slices.Compact(c.tasks))
 	slices.SortFunc(c.index, func(a, b loc) int {
 		switch {
 		case a.call != b.call:
@@ -283,8 +282,11 @@ func (c *Cassette) readHeader(b []byte) error {
 	return nil
 }
 
-// Close closes the file.
+// Close closes the file and drops the index, which a recording of
+// millions of calls holds tens of megabytes of: a closed recording
+// answers no call (ErrRecording). Close it after its last Lookup.
 func (c *Cassette) Close() error {
+	c.index, c.tasks, c.closed = nil, nil, true
 	if c.closer == nil {
 		return nil
 	}
@@ -299,6 +301,14 @@ func (c *Cassette) Models() map[string]int { return c.models }
 
 // HasTask reports whether the recording holds a call of the task id.
 func (c *Cassette) HasTask(id string) bool {
+	c.tasksOnce.Do(func() {
+		c.tasks = make([]uint64, len(c.index))
+		for i, l := range c.index {
+			c.tasks[i] = l.task
+		}
+		slices.Sort(c.tasks)
+		c.tasks = slices.Clip(slices.Compact(c.tasks))
+	})
 	_, ok := slices.BinarySearch(c.tasks, hashOf(id))
 	return ok
 }
@@ -311,6 +321,9 @@ func (c *Cassette) HasTask(id string) bool {
 // imported outcome of the task (Key "") answers. It returns
 // ErrNotRecorded when nothing matches.
 func (c *Cassette) Lookup(name string, req *model.Request) (*Entry, error) {
+	if c.closed {
+		return nil, fmt.Errorf("%w: %s is closed", ErrRecording, c.Path)
+	}
 	task := hashOf(req.TaskID)
 	l, ok := c.best(hashOf(name, Key(req)), task, req, true)
 	if !ok {
