@@ -116,6 +116,7 @@ func ReadTasks(r io.Reader, name string) ([]Task, error) {
 		}
 		t.line = int32(min(line, math.MaxInt32))
 		t.TaskLabels = sh.labels(t.TaskLabels)
+		t.ID, t.Text = sh.text(t.ID), sh.text(t.Text)
 		if field, msg := t.conversation(); field != "" {
 			return nil, &records.InputError{File: name, Line: line, Field: field, Msg: msg}
 		}
@@ -240,6 +241,7 @@ func decodeTask(raw []byte, sh *taskShare) (Task, error) {
 // labels and answers then cost their ids and texts, not a map and half a
 // dozen strings each.
 type taskShare struct {
+	block     []byte // where text copies its strings, never written below its length
 	strs      map[string]string
 	labelSets map[TaskLabels]*TaskLabels
 	expected  map[string]map[string]any // by the answer's JSON text
@@ -279,6 +281,24 @@ func (sh *taskShare) str(s string) string {
 		sh.strs[s] = s
 	}
 	return s
+}
+
+// textBlock is the size of the blocks text copies strings into.
+const textBlock = 64 << 10
+
+// text is s copied into the share's current block: a million short ids
+// and texts then cost their bytes, not an allocation each rounded up to
+// its size class (a 35-byte text takes 48). A long string keeps its own.
+func (sh *taskShare) text(s string) string {
+	if s == "" || len(s) > textBlock/16 {
+		return s
+	}
+	if cap(sh.block)-len(sh.block) < len(s) {
+		sh.block = make([]byte, 0, textBlock)
+	}
+	n := len(sh.block)
+	sh.block = append(sh.block, s...)
+	return unsafe.String(&sh.block[n], len(s))
 }
 
 // keep notes the expected answer m read from raw, for later tasks with the
