@@ -121,7 +121,9 @@ func run(ctx context.Context, o runOptions) (err error) {
 		return err
 	}
 	defer rs.f.Close()
+	restoreMemory := eval.BoundRunMemory()
 	res, runErr := rs.play(ctx, o, bar)
+	restoreMemory()
 	if runErr = rs.finish(res, runErr, o.Stderr); runErr != nil {
 		return runErr
 	}
