@@ -395,9 +395,12 @@ func (c *Cassette) read(l loc) (*Entry, error) {
 	if _, err := c.f.ReadAt(b, l.off); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrRecording, c.Path, err)
 	}
-	var e Entry
-	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, fmt.Errorf("%w: %s at byte %d: %v", ErrRecording, c.Path, l.off, err)
+	e, ok := leanEntry(b)
+	if !ok {
+		e = Entry{}
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, fmt.Errorf("%w: %s at byte %d: %v", ErrRecording, c.Path, l.off, err)
+		}
 	}
 	return &e, nil
 }
