@@ -340,23 +340,35 @@ func (c *Cassette) Lookup(name string, req *model.Request) (*Entry, error) {
 // imported recording (one call hash for every task) costs a lookup, not
 // a scan.
 func (c *Cassette) best(call, task uint64, req *model.Request, anyTask bool) (loc, bool) {
-	i, _ := slices.BinarySearchFunc(c.index, [2]uint64{call, task}, func(l loc, v [2]uint64) int {
-		if l.call != v[0] {
-			return cmp(l.call, v[0])
-		}
-		return cmp(l.task, v[1])
-	})
+	i := c.first(call, task)
 	if i < len(c.index) && c.index[i].call == call && c.index[i].task == task {
 		return pick(c.index[i:], func(l loc) bool { return l.call == call && l.task == task }, req), true
 	}
 	if !anyTask {
 		return loc{}, false
 	}
-	j, _ := slices.BinarySearchFunc(c.index, call, func(l loc, v uint64) int { return cmp(l.call, v) })
+	j := c.first(call, 0) // task hashes are unsigned: 0 sorts first
 	if j >= len(c.index) || c.index[j].call != call {
 		return loc{}, false
 	}
 	return pick(c.index[j:], func(l loc) bool { return l.call == call }, req), true
+}
+
+// first is the position of the first call in the index at or after
+// (call, task) in its order: a binary search written out, since a replay
+// makes two or three of them a call and slices.BinarySearchFunc's
+// comparison through a function value cost twice as much.
+func (c *Cassette) first(call, task uint64) int {
+	lo, hi := 0, len(c.index)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if l := &c.index[m]; l.call < call || (l.call == call && l.task < task) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // pick chooses among the leading calls of run that match: the same seed,
