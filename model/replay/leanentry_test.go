@@ -3,7 +3,6 @@ package replay
 import (
 	"encoding/json"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/crab-testbed/crab/internal/splitmix"
@@ -35,22 +34,7 @@ func TestLeanEntryMatchesEncodingJSON(t *testing.T) {
 	g := splitmix.New(36)
 	read := 0
 	for range 20000 {
-		var b strings.Builder
-		b.WriteString("{")
-		for i := range 1 + g.Mod(8) {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString(entryMembers[g.Mod(len(entryMembers))])
-		}
-		b.WriteString("}")
-		switch g.Mod(20) {
-		case 0:
-			b.WriteString(" x")
-		case 1:
-			b.WriteString("\n")
-		}
-		line := []byte(b.String())
+		line := seededLine(g, entryMembers, 8)
 		if msg := leanEntryDiffers(line); msg != "" {
 			t.Fatal(msg)
 		}
