@@ -1,15 +1,31 @@
 package replay
 
 import (
+	"reflect"
 	"strings"
 
 	"github.com/crab-testbed/crab/internal/jsonw"
 )
 
-// entryFields are the keys of an Entry line, in the order of leanEntry's
-// bits.
+// entryFields are the keys leanEntry reads, in the order of its bits.
 var entryFields = [...]string{"model", "key", "task_id", "seed", "attempt", "content", "finish", "confidence",
 	"tokens_in", "tokens_out", "cost", "ttft_ms", "model_ms", "error", "error_kind", "status", "retry_after_ms", "correct"}
+
+// entryKeys are the JSON names of every field of Entry, read from the
+// struct: a line with a field leanEntry does not read (one added to Entry
+// later) goes to encoding/json whole, so a new field is never dropped.
+var entryKeys = func() []string {
+	var keys []string
+	t := reflect.TypeFor[Entry]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name == "" {
+			name = t.Field(i).Name
+		}
+		keys = append(keys, name)
+	}
+	return keys
+}()
 
 // leanEntry reads one recording line as encoding/json reads it into an
 // Entry, without encoding/json's reflection (a replayed call reads one
@@ -40,7 +56,7 @@ func leanEntry(line []byte) (e Entry, ok bool) {
 			}
 		}
 		if bit < 0 {
-			for _, f := range entryFields {
+			for _, f := range entryKeys {
 				if strings.EqualFold(key, f) {
 					return false // encoding/json would read it as f
 				}
