@@ -4,6 +4,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"sync"
 )
 
 // runMemoryFloor is the least soft memory limit BoundRunMemory sets: a
@@ -17,20 +18,44 @@ const runMemoryFloor = 448 << 20
 // twice the heap live then, and never under runMemoryFloor: at the
 // default pace a run of a million tasks, whose setup is about 170 MB
 // live, would let its heap grow to twice what the requests add to it
-// before collecting (about 600 MB); under the limit it collects a little
-// more often instead, and a run whose setup alone is large still gets
+// before collecting (about 600 MB); under the limit it collects more
+// often instead, and a run whose setup alone is large still gets
 // as much room as its setup holds. It is a process-wide setting, for the
 // process owner (crab run) to make; the library never calls it.
+//
+// Runs that overlap in one process (tests) share the first one's limit,
+// and the last to end restores the limit before.
 func BoundRunMemory() (restore func()) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	limit := max(int64(runMemoryFloor), int64(min(2*ms.HeapAlloc, math.MaxInt64/2)))
-	before := debug.SetMemoryLimit(-1)
-	if before < limit {
+	runMemory.Lock()
+	defer runMemory.Unlock()
+	runMemory.runs++
+	if runMemory.runs == 1 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		limit := max(int64(runMemoryFloor), int64(min(2*ms.HeapAlloc, math.MaxInt64/2)))
+		runMemory.before = debug.SetMemoryLimit(-1)
 		// A lower limit the process was given (GOMEMLIMIT) stands.
-		return func() {}
+		if runMemory.set = limit < runMemory.before; runMemory.set {
+			debug.SetMemoryLimit(limit)
+		}
 	}
-	debug.SetMemoryLimit(limit)
-	return func() { debug.SetMemoryLimit(before) }
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			runMemory.Lock()
+			defer runMemory.Unlock()
+			if runMemory.runs--; runMemory.runs == 0 && runMemory.set {
+				debug.SetMemoryLimit(runMemory.before)
+			}
+		})
+	}
+}
+
+// runMemory is what BoundRunMemory's overlapping runs share.
+var runMemory struct {
+	sync.Mutex
+	runs   int   // runs under way
+	before int64 // the limit before the first of them
+	set    bool  // whether the first set one
 }

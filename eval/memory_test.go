@@ -20,6 +20,17 @@ func TestBoundRunMemory(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != 1<<40 {
 		t.Errorf("limit after restore: %d; want the 1 TiB before", got)
 	}
+	// Overlapping runs: the last to end restores the limit.
+	first, second := BoundRunMemory(), BoundRunMemory()
+	first()
+	if got := debug.SetMemoryLimit(-1); got >= 1<<40 {
+		t.Errorf("limit with a run still under way: %d; want it still bounded", got)
+	}
+	second()
+	second()
+	if got := debug.SetMemoryLimit(-1); got != 1<<40 {
+		t.Errorf("limit after both runs: %d; want the 1 TiB before", got)
+	}
 	debug.SetMemoryLimit(100 << 20)
 	BoundRunMemory()()
 	if got := debug.SetMemoryLimit(-1); got != 100<<20 {
