@@ -16,11 +16,11 @@ const runMemoryFloor = 448 << 20
 // run's requests, once its setup (tasks, recordings) is loaded, and
 // returns the function that restores the limit before. The limit is
 // twice the heap live then, and never under runMemoryFloor: at the
-// default pace a run of a million tasks, whose setup is about 170 MB
-// live, would let its heap grow to twice what the requests add to it
-// before collecting (about 600 MB); under the limit it collects more
-// often instead, and a run whose setup alone is large still gets
-// as much room as its setup holds. It is a process-wide setting, for the
+// default pace a run of a million tasks, whose heap is about 300 MB live
+// while its requests run (170 MB of it the setup), would let it grow to
+// about 600 MB before collecting; under the limit it collects more often
+// instead, and a run whose setup alone is large still gets as much room
+// as its setup holds. It is a process-wide setting, for the
 // process owner (crab run) to make; the library never calls it.
 //
 // Runs that overlap in one process (tests) share the first one's limit,
