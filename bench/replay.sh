@@ -8,7 +8,10 @@
 # time and requests/s (from the manifest) and the peak RSS of the whole
 # command (/usr/bin/time -v), beside the peak RSS of the same run on a
 # simulated model (what crab run holds for N requests whatever answers
-# them: tasks, schedule, records, summary).
+# them: tasks, schedule, records, summary). crab run bounds the requests'
+# memory softly (twice the heap live once the setup is loaded, at least
+# 448 MiB), so a peak near 450 MB means the limit held, not that the run
+# needed that much.
 # With OLD=path/to/another/crab, that binary and this tree's take turns
 # on the same recording (old, new, old, new: ROUNDS=2 pairs), each row
 # naming its binary.

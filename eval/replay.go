@@ -64,7 +64,7 @@ func (s *Setup) openRecordings() error {
 			for _, t := range s.Tasks {
 				if !c.HasTask(t.ID) {
 					return &records.InputError{File: path, Line: 1, Field: "tasks_hash",
-						Msg: fmt.Sprintf("recorded on another task set: task %s (%s line %d) has no call in it", t.ID, s.TasksName, t.line)}
+						Msg: fmt.Sprintf("recorded on another task set: task %s (%s line %d) has no call in it", t.ID, s.TasksName, t.Line())}
 				}
 			}
 		}
@@ -102,6 +102,21 @@ func fileHash(path string) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Release drops what only the requests need, once a run's requests are
+// done: the tasks and the open recordings (their files and indexes). A
+// million tasks and a recording of a million calls hold about 200 MB,
+// which summarising the run's records then has to itself. The setup
+// sends no request after it; its experiment, manifest and summary
+// options stay.
+func (s *Setup) Release() {
+	for _, c := range s.cassettes {
+		c.Close()
+	}
+	rule := s.PassRule() // which counts the tasks with an expected answer
+	s.passRule = &rule
+	s.Tasks, s.expected = nil, func() map[string]map[string]any { return nil }
 }
 
 // Replays describes the replayed models (nil without any), for the

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/replay"
 )
 
@@ -118,6 +119,18 @@ func playSetup(t *testing.T, path, record string) []records.Record {
 	if rec != nil {
 		if err := rec.Close(); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// Once the requests are done the tasks and recordings go; what the
+	// summary reads of the setup stays.
+	rule, hasExpected := s.PassRule(), len(s.expected()) > 0
+	s.Release()
+	if s.Tasks != nil || s.PassRule() != rule || !hasExpected {
+		t.Errorf("after Release: %d tasks, pass rule %q; want none and %q (expected answers before: %v)", len(s.Tasks), s.PassRule(), rule, hasExpected)
+	}
+	for name, c := range s.cassettes {
+		if _, err := c.Lookup(name, &model.Request{TaskID: out[0].TaskID}); !errors.Is(err, replay.ErrRecording) {
+			t.Errorf("recording of %s after Release: %v; want it closed", name, err)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

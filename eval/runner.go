@@ -256,7 +256,7 @@ func (r *Runner) passMetrics(arm *ArmStack, rep int, gen string) PassMetrics {
 // for one of its workers.
 type lane struct {
 	arm  *ArmStack
-	jobs chan job
+	jobs chan queued
 	// outstanding counts released requests not yet answered: those in
 	// flight and those waiting in the FIFO. A release that makes it exceed
 	// the workers started starts one more, up to workerCap.
@@ -281,9 +281,12 @@ func (r *Runner) pass(ctx context.Context, arms []*ArmStack, rep int, seed int64
 		counts[p.arm]++
 	}
 	var wg sync.WaitGroup
+	var start time.Time // set before the first release, which every worker waits for
 	worker := func(l *lane) {
 		defer wg.Done()
-		for j := range l.jobs {
+		for q := range l.jobs {
+			p := &plan[q.i]
+			j := job{seq: p.seq, block: p.block, burnIn: p.burnIn, intended: start.Add(p.off), released: start.Add(q.released)}
 			rec, shadow := r.one(ctx, l.arm, rep, seed, j)
 			l.outstanding.Add(-1)
 			if shadow == nil {
@@ -302,7 +305,7 @@ func (r *Runner) pass(ctx context.Context, arms []*ArmStack, rep int, seed int64
 		}
 	}
 	for i, arm := range arms {
-		l := &lane{arm: arm, jobs: make(chan job, counts[i])}
+		l := &lane{arm: arm, jobs: make(chan queued, counts[i])}
 		lanes[i] = l
 		if r.gen.eagerWorkers {
 			l.started = r.workerCap()
@@ -312,7 +315,7 @@ func (r *Runner) pass(ctx context.Context, arms []*ArmStack, rep int, seed int64
 			}
 		}
 	}
-	start := time.Now().Add(5 * time.Millisecond)
+	start = time.Now().Add(5 * time.Millisecond)
 	if !r.started && r.StartAt.After(start) {
 		start = r.StartAt
 	}
@@ -321,7 +324,7 @@ func (r *Runner) pass(ctx context.Context, arms []*ArmStack, rep int, seed int64
 	for i, p := range plan {
 		offsets[i] = p.off
 	}
-	gen := generate(ctx, r.gen.with(r.Generator), start, offsets, func(i int, intended time.Time) {
+	gen := generate(ctx, r.gen.with(r.Generator), start, offsets, func(i int, _ time.Time) {
 		l := lanes[plan[i].arm]
 		n := int(l.outstanding.Add(1))
 		if n > l.started && l.started < r.workerCap() {
@@ -329,7 +332,7 @@ func (r *Runner) pass(ctx context.Context, arms []*ArmStack, rep int, seed int64
 			wg.Add(1)
 			go worker(l)
 		}
-		l.jobs <- job{seq: plan[i].seq, block: plan[i].block, burnIn: plan[i].burnIn, intended: intended, released: time.Now()}
+		l.jobs <- queued{i: i, released: time.Since(start)}
 	})
 	for _, l := range lanes {
 		close(l.jobs)
@@ -351,7 +354,17 @@ func (r *Runner) workerCap() int {
 	return max(16*r.Exp.Concurrency, 4096)
 }
 
-// job is one released request waiting for a worker.
+// queued is a released request waiting in its arm's FIFO: its place in
+// the pass's plan and when it was released, from the pass's start. Its
+// worker rebuilds the job from the plan, so that a FIFO sized for every
+// request of a pass (a million, when the target is slower than the
+// schedule) holds 16 bytes a request, not a job's 72.
+type queued struct {
+	i        int
+	released time.Duration
+}
+
+// job is one released request as its worker handles it.
 type job struct {
 	seq      int
 	block    int

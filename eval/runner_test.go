@@ -18,8 +18,8 @@ import (
 func fakeTasks(n int) []Task {
 	ts := make([]Task, n)
 	for i := range ts {
-		ts[i] = Task{ID: fmt.Sprintf("t%02d", i), Text: fmt.Sprintf("ticket %d", i), Tenant: "acme", Permission: "agent",
-			Lang: "en", DocVersion: "v1", Group: "short", Expected: map[string]any{"category": "billing"}}
+		ts[i] = Task{ID: fmt.Sprintf("t%02d", i), Text: fmt.Sprintf("ticket %d", i), TaskLabels: &TaskLabels{Tenant: "acme", Permission: "agent",
+			Lang: "en", DocVersion: "v1", Group: "short"}, Expected: map[string]any{"category": "billing"}}
 	}
 	return ts
 }

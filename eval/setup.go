@@ -67,6 +67,7 @@ type Setup struct {
 	recorder  *replay.Recorder // records every backend call when set
 	callLog   *sim.CallLog     // logs every simulated model's calls when set
 	secrets   *redact.Set      // every credential the experiment names
+	passRule  *string          // PassRule, kept when Release drops the tasks
 }
 
 // Secrets is every credential the experiment names (upstream and

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"strings"
 	"unsafe"
@@ -17,27 +18,24 @@ import (
 	"github.com/crab-testbed/crab/model"
 )
 
-// Task is one request of a workload: one line of a tasks JSONL file.
+// Task is one request of a workload: one line of a tasks file.
+//
+// A task holds its id, its text and pointers: to its conversation (nil
+// for a task with text) and to its labels, which the tasks of a file share
+// when they have the same (a million tasks of a few tenants and groups
+// then cost their ids and texts, 72 bytes and a pointer each, not seven
+// strings and a conversation's slices each). A task's fields read as
+// before (t.Tenant, t.Messages); to change one task's labels, give it its
+// own: t.TaskLabels = &TaskLabels{...} (WithLabels copies them). A task
+// without labels (nil TaskLabels) is not a valid task.
 //
 // Group, Difficulty and Expected are labels for reports and for grading
 // answers; no model and no router ever reads them.
 type Task struct {
 	ID   string `json:"id"`
 	Text string `json:"text,omitempty"`
-	// Messages is a conversation, instead of Text: system, user and
-	// assistant turns, the last one the user's. Reading a task turns it
-	// into the request's parts: the system turns become the task's system
-	// prompt (after the arm's own), the last user turn the text, and the
-	// turns between them the history, so the cache key and the scope
-	// checks cover the whole conversation.
-	Messages   []model.Message `json:"messages,omitempty"`
-	Tenant     string          `json:"tenant"`
-	User       string          `json:"user"`
-	Permission string          `json:"permission"`
-	Lang       string          `json:"lang"`
-	DocVersion string          `json:"doc_version"`
-	Group      string          `json:"group,omitempty"`      // free-form label for breakdowns (e.g. short, long, tool)
-	Difficulty string          `json:"difficulty,omitempty"` // free-form label for breakdowns (e.g. easy, hard)
+	*Conversation
+	*TaskLabels
 	// Expected is a partial answer: any fields of the contract, nested
 	// ones as nested objects, numbers as json.Number. Each is checked
 	// against the contract when the experiment loads and graded against
@@ -45,12 +43,54 @@ type Task struct {
 	// otherwise).
 	Expected map[string]any `json:"expected,omitempty"`
 
-	system  string          // the conversation's system prompt (its system turns), "" without Messages
-	history []model.Message // the turns before the last user turn, nil without Messages
-
-	line int         // line in the task file, for errors found after reading
 	plan *grade.Plan // what answers are graded against; nil: the default rule, unchecked
+	line int32       // line in the task file, for errors found after reading
 }
+
+// Conversation is a task's conversation, instead of its text.
+type Conversation struct {
+	// Messages are system, user and assistant turns, the last one the
+	// user's. Reading a task turns them into the request's parts: the
+	// system turns become the task's system prompt (after the arm's own),
+	// the last user turn the text, and the turns between them the
+	// history, so the cache key and the scope checks cover the whole
+	// conversation.
+	Messages []model.Message `json:"messages,omitempty"`
+
+	system  string          // the system turns, joined
+	history []model.Message // the turns before the last user turn
+}
+
+// TaskLabels are a task's scope and its labels for breakdowns, in the
+// order of a tasks file's keys. Tasks share them (see Task): they are
+// read-only once a task has them.
+type TaskLabels struct {
+	Tenant     string `json:"tenant"`
+	User       string `json:"user"`
+	Permission string `json:"permission"`
+	Lang       string `json:"lang"`
+	DocVersion string `json:"doc_version"`
+	Group      string `json:"group,omitempty"`      // free-form label for breakdowns (e.g. short, long, tool)
+	Difficulty string `json:"difficulty,omitempty"` // free-form label for breakdowns (e.g. easy, hard)
+}
+
+// WithLabels returns t with its own copy of its labels, changed by set
+// (when not nil): the other tasks that shared them keep theirs.
+func (t Task) WithLabels(set func(*TaskLabels)) Task {
+	l := TaskLabels{}
+	if t.TaskLabels != nil {
+		l = *t.TaskLabels
+	}
+	if set != nil {
+		set(&l)
+	}
+	t.TaskLabels = &l
+	return t
+}
+
+// Line is the task's line in its tasks file (0 for a task not read from
+// one).
+func (t *Task) Line() int { return int(t.line) }
 
 // Scope is the scope a request for this task runs under. A task keeps its
 // scope's fields as fields of its own (not model.Scope embedded) so that a
@@ -74,10 +114,9 @@ func ReadTasks(r io.Reader, name string) ([]Task, error) {
 		if err != nil {
 			return nil, jsonLineError(name, line, err)
 		}
-		t.line = line
-		for _, f := range []*string{&t.Tenant, &t.User, &t.Permission, &t.Lang, &t.DocVersion, &t.Group, &t.Difficulty} {
-			*f = sh.str(*f)
-		}
+		t.line = int32(min(line, math.MaxInt32))
+		t.TaskLabels = sh.labels(t.TaskLabels)
+		t.ID, t.Text = sh.text(t.ID), sh.text(t.Text)
 		if field, msg := t.conversation(); field != "" {
 			return nil, &records.InputError{File: name, Line: line, Field: field, Msg: msg}
 		}
@@ -107,7 +146,11 @@ func ReadTasks(r io.Reader, name string) ([]Task, error) {
 // conversation checks a task's messages and splits them into system
 // prompt, history and text; it returns the faulty field and why, or "".
 func (t *Task) conversation() (field, msg string) {
+	if t.Conversation == nil {
+		return "", ""
+	}
 	if len(t.Messages) == 0 {
+		t.Conversation = nil // "messages": [] or null is no conversation
 		return "", ""
 	}
 	if t.Text != "" {
@@ -145,11 +188,21 @@ func (t *Task) conversation() (field, msg string) {
 
 // System is the task's own system prompt (a conversation's system turns);
 // "" for a task with text.
-func (t *Task) System() string { return t.system }
+func (t *Task) System() string {
+	if t.Conversation == nil {
+		return ""
+	}
+	return t.system
+}
 
 // History is the turns of a conversation before its last user turn; nil
 // for a task with text.
-func (t *Task) History() []model.Message { return t.history }
+func (t *Task) History() []model.Message {
+	if t.Conversation == nil {
+		return nil
+	}
+	return t.history
+}
 
 // decodeTask decodes one task line strictly, reading expected with exact
 // numbers (json.Number), as answers are read.
@@ -188,8 +241,10 @@ func decodeTask(raw []byte, sh *taskShare) (Task, error) {
 // labels and answers then cost their ids and texts, not a map and half a
 // dozen strings each.
 type taskShare struct {
-	strs     map[string]string
-	expected map[string]map[string]any // by the answer's JSON text
+	block     []byte // where text copies its strings, never written below its length
+	strs      map[string]string
+	labelSets map[TaskLabels]*TaskLabels
+	expected  map[string]map[string]any // by the answer's JSON text
 }
 
 // taskShareMax bounds what a taskShare keeps: past it, a file of
@@ -197,7 +252,24 @@ type taskShare struct {
 const taskShareMax = 1 << 12
 
 func newTaskShare() *taskShare {
-	return &taskShare{strs: map[string]string{}, expected: map[string]map[string]any{}}
+	return &taskShare{strs: map[string]string{}, labelSets: map[TaskLabels]*TaskLabels{}, expected: map[string]map[string]any{}}
+}
+
+// labels is l (nil: no labels), or the same labels read before.
+func (sh *taskShare) labels(l *TaskLabels) *TaskLabels {
+	if l == nil {
+		l = &TaskLabels{}
+	}
+	if v, ok := sh.labelSets[*l]; ok {
+		return v
+	}
+	for _, f := range []*string{&l.Tenant, &l.User, &l.Permission, &l.Lang, &l.DocVersion, &l.Group, &l.Difficulty} {
+		*f = sh.str(*f)
+	}
+	if len(sh.labelSets) < taskShareMax {
+		sh.labelSets[*l] = l
+	}
+	return l
 }
 
 // str is s, or the same text read before.
@@ -209,6 +281,24 @@ func (sh *taskShare) str(s string) string {
 		sh.strs[s] = s
 	}
 	return s
+}
+
+// textBlock is the size of the blocks text copies strings into.
+const textBlock = 64 << 10
+
+// text is s copied into the share's current block: a million short ids
+// and texts then cost their bytes, not an allocation each rounded up to
+// its size class (a 35-byte text takes 48). A long string keeps its own.
+func (sh *taskShare) text(s string) string {
+	if s == "" || len(s) > textBlock/16 {
+		return s
+	}
+	if cap(sh.block)-len(sh.block) < len(s) {
+		sh.block = make([]byte, 0, textBlock)
+	}
+	n := len(sh.block)
+	sh.block = append(sh.block, s...)
+	return unsafe.String(&sh.block[n], len(s))
 }
 
 // keep notes the expected answer m read from raw, for later tasks with the
@@ -237,9 +327,9 @@ func planTasks(tasks []Task, name string, g *grade.Grader) error {
 		if err != nil {
 			var ee *grade.ExpectError
 			if errors.As(err, &ee) {
-				return &records.InputError{File: name, Line: t.line, Field: "expected" + ee.Pointer, Msg: ee.Msg}
+				return &records.InputError{File: name, Line: t.Line(), Field: "expected" + ee.Pointer, Msg: ee.Msg}
 			}
-			return &records.InputError{File: name, Line: t.line, Field: "expected", Msg: err.Error()}
+			return &records.InputError{File: name, Line: t.Line(), Field: "expected", Msg: err.Error()}
 		}
 		t.plan = p
 		if len(plans) < taskShareMax {

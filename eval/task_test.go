@@ -81,7 +81,7 @@ func TestReadTasksExpected(t *testing.T) {
 // expected field (category and needs_human_review) must equal the answer's.
 func TestDefaultRuleTriage(t *testing.T) {
 	t.Parallel()
-	task := Task{ID: "t1", Text: "x", Tenant: "a", Permission: "agent", Lang: "en", DocVersion: "v1",
+	task := Task{ID: "t1", Text: "x", TaskLabels: &TaskLabels{Tenant: "a", Permission: "agent", Lang: "en", DocVersion: "v1"},
 		Expected: map[string]any{"category": "billing", "needs_human_review": false}}
 	r := &Runner{}
 	req := &model.Request{Scope: task.Scope()}
@@ -127,6 +127,20 @@ func TestTaskJSONRoundTrip(t *testing.T) {
 	}
 	if string(out) != in {
 		t.Errorf("got %s; want %s", out, in)
+	}
+	// A conversation encodes its messages where a task's text would
+	// follow them, and empty labels as before: the scope's always, group
+	// and difficulty only when set.
+	conv := `{"id":"2","messages":[{"role":"user","content":"q"}],"tenant":"a","user":"","permission":"agent","lang":"fr","doc_version":"v1","difficulty":"hard"}`
+	if tasks, err = ReadTasks(strings.NewReader(conv), "x"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = json.Marshal(tasks); err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"id":"2","text":"q","messages":[{"role":"user","content":"q"}],"tenant":"a","user":"","permission":"agent","lang":"fr","doc_version":"v1","difficulty":"hard"}]`
+	if string(out) != want {
+		t.Errorf("got %s; want %s", out, want)
 	}
 }
 

@@ -44,6 +44,16 @@ func TestReadTasksShareRepeatedParts(t *testing.T) {
 	if unsafeData(tasks[0].Group) != unsafeData(tasks[1].Group) || unsafeData(tasks[0].Lang) != unsafeData(tasks[2].Lang) {
 		t.Error("repeated labels are held once per task")
 	}
+	if tasks[0].TaskLabels != tasks[2].TaskLabels || tasks[0].TaskLabels == tasks[3].TaskLabels {
+		t.Error("tasks 1 and 3 have the same labels but hold a set each, or tasks 1 and 4 (no group) share one")
+	}
+	if tasks[0].ID != "1" || tasks[3].ID != "4" || tasks[2].Text != "t" {
+		t.Errorf("ids and texts read as %q, %q, %q", tasks[0].ID, tasks[3].ID, tasks[2].Text)
+	}
+	own := tasks[1].WithLabels(func(l *TaskLabels) { l.Group = "other" })
+	if own.Group != "other" || tasks[1].Group != "g" || tasks[0].Group != "g" || own.Tenant != tasks[1].Tenant {
+		t.Errorf("WithLabels: groups %q, %q, %q; want the copy changed only", own.Group, tasks[1].Group, tasks[0].Group)
+	}
 }
 
 func unsafeData(s string) *byte { return unsafe.StringData(s) }

@@ -308,7 +308,7 @@ func (im *importer) row(line, row int, get func(column string) cell) error {
 	bad := func(column, format string, args ...any) error {
 		return &records.InputError{File: im.name, Line: line, Field: column, Msg: fmt.Sprintf(format, args...)}
 	}
-	t := eval.Task{ID: fmt.Sprintf("r%04d", row)}
+	t := eval.Task{ID: fmt.Sprintf("r%04d", row), TaskLabels: &eval.TaskLabels{}}
 	str := map[string]*string{"id": &t.ID, "text": &t.Text, "tenant": &t.Tenant, "user": &t.User, "permission": &t.Permission,
 		"lang": &t.Lang, "doc_version": &t.DocVersion, "group": &t.Group, "difficulty": &t.Difficulty}
 	for f, v := range im.o.Set {

@@ -121,10 +121,13 @@ func run(ctx context.Context, o runOptions) (err error) {
 		return err
 	}
 	defer rs.f.Close()
+	restoreMemory := eval.BoundRunMemory()
 	res, runErr := rs.play(ctx, o, bar)
+	restoreMemory()
 	if runErr = rs.finish(res, runErr, o.Stderr); runErr != nil {
 		return runErr
 	}
+	setup.Release() // the summary reads the records, not the tasks
 	return rs.report(res, o)
 }
 

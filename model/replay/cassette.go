@@ -58,7 +58,7 @@ type loc struct {
 
 // Cassette is an open recording: its header and an index of its calls.
 // Entries stay in the file and are read on demand, so a recording of
-// millions of calls costs its index (40 bytes a call, 8 a task), not its
+// millions of calls costs its index (40 bytes a call), not its
 // answers.
 // It is safe for concurrent use.
 type Cassette struct {
@@ -67,9 +67,14 @@ type Cassette struct {
 	f      io.ReaderAt
 	closer io.Closer
 	index  []loc
-	tasks  []uint64 // hashOf(task id) of every task with a call, sorted, each once
-	models map[string]int
-	bufs   sync.Pool
+	// tasks is hashOf(task id) of every task with a call, sorted, each
+	// once; built by the first HasTask (a recording of the run's own task
+	// set is never asked).
+	tasks     []uint64
+	tasksOnce sync.Once
+	models    map[string]int
+	bufs      sync.Pool
+	closed    bool
 }
 
 // Open reads the header of the recording at path and indexes its calls.
@@ -177,12 +182,6 @@ func index(path string, f *os.File) (*Cassette, error) {
 		return nil, &FileError{File: path, Line: 1, Msg: "empty recording (want a header line)"}
 	}
 	c.index = slices.Clip(c.index)
-	c.tasks = make([]uint64, len(c.index))
-	for i, l := range c.index {
-		c.tasks[i] = l.task
-	}
-	slices.Sort(c.tasks)
-	c.tasks = slices.Clip(slices.Compact(c.tasks))
 	slices.SortFunc(c.index, func(a, b loc) int {
 		switch {
 		case a.call != b.call:
@@ -283,8 +282,11 @@ func (c *Cassette) readHeader(b []byte) error {
 	return nil
 }
 
-// Close closes the file.
+// Close closes the file and drops the index, which a recording of
+// millions of calls holds tens of megabytes of: a closed recording
+// answers no call (ErrRecording). Close it after its last Lookup.
 func (c *Cassette) Close() error {
+	c.index, c.tasks, c.closed = nil, nil, true
 	if c.closer == nil {
 		return nil
 	}
@@ -299,6 +301,14 @@ func (c *Cassette) Models() map[string]int { return c.models }
 
 // HasTask reports whether the recording holds a call of the task id.
 func (c *Cassette) HasTask(id string) bool {
+	c.tasksOnce.Do(func() {
+		c.tasks = make([]uint64, len(c.index))
+		for i, l := range c.index {
+			c.tasks[i] = l.task
+		}
+		slices.Sort(c.tasks)
+		c.tasks = slices.Clip(slices.Compact(c.tasks))
+	})
 	_, ok := slices.BinarySearch(c.tasks, hashOf(id))
 	return ok
 }
@@ -311,6 +321,9 @@ func (c *Cassette) HasTask(id string) bool {
 // imported outcome of the task (Key "") answers. It returns
 // ErrNotRecorded when nothing matches.
 func (c *Cassette) Lookup(name string, req *model.Request) (*Entry, error) {
+	if c.closed {
+		return nil, fmt.Errorf("%w: %s is closed", ErrRecording, c.Path)
+	}
 	task := hashOf(req.TaskID)
 	l, ok := c.best(hashOf(name, Key(req)), task, req, true)
 	if !ok {
@@ -327,23 +340,35 @@ func (c *Cassette) Lookup(name string, req *model.Request) (*Entry, error) {
 // imported recording (one call hash for every task) costs a lookup, not
 // a scan.
 func (c *Cassette) best(call, task uint64, req *model.Request, anyTask bool) (loc, bool) {
-	i, _ := slices.BinarySearchFunc(c.index, [2]uint64{call, task}, func(l loc, v [2]uint64) int {
-		if l.call != v[0] {
-			return cmp(l.call, v[0])
-		}
-		return cmp(l.task, v[1])
-	})
+	i := c.first(call, task)
 	if i < len(c.index) && c.index[i].call == call && c.index[i].task == task {
 		return pick(c.index[i:], func(l loc) bool { return l.call == call && l.task == task }, req), true
 	}
 	if !anyTask {
 		return loc{}, false
 	}
-	j, _ := slices.BinarySearchFunc(c.index, call, func(l loc, v uint64) int { return cmp(l.call, v) })
+	j := c.first(call, 0) // task hashes are unsigned: 0 sorts first
 	if j >= len(c.index) || c.index[j].call != call {
 		return loc{}, false
 	}
 	return pick(c.index[j:], func(l loc) bool { return l.call == call }, req), true
+}
+
+// first is the position of the first call in the index at or after
+// (call, task) in its order: a binary search written out, since a replay
+// makes two or three of them a call and slices.BinarySearchFunc's
+// comparison through a function value cost twice as much.
+func (c *Cassette) first(call, task uint64) int {
+	lo, hi := 0, len(c.index)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if l := &c.index[m]; l.call < call || (l.call == call && l.task < task) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // pick chooses among the leading calls of run that match: the same seed,
@@ -382,9 +407,12 @@ func (c *Cassette) read(l loc) (*Entry, error) {
 	if _, err := c.f.ReadAt(b, l.off); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrRecording, c.Path, err)
 	}
-	var e Entry
-	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, fmt.Errorf("%w: %s at byte %d: %v", ErrRecording, c.Path, l.off, err)
+	e, ok := leanEntry(b)
+	if !ok {
+		e = Entry{}
+		if err := json.Unmarshal(b, &e); err != nil {
+			return nil, fmt.Errorf("%w: %s at byte %d: %v", ErrRecording, c.Path, l.off, err)
+		}
 	}
 	return &e, nil
 }

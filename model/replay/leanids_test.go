@@ -27,22 +27,7 @@ func TestLeanIDsMatchesEncodingJSON(t *testing.T) {
 	g := splitmix.New(35)
 	read := 0
 	for range 20000 {
-		var b strings.Builder
-		b.WriteString("{")
-		for i := range 1 + g.Mod(6) {
-			if i > 0 {
-				b.WriteString(",")
-			}
-			b.WriteString(members[g.Mod(len(members))])
-		}
-		b.WriteString("}")
-		switch g.Mod(20) {
-		case 0:
-			b.WriteString(" x")
-		case 1:
-			b.WriteString(" ")
-		}
-		line := []byte(b.String())
+		line := seededLine(g, members, 6)
 		var want ids
 		jerr := json.Unmarshal(line, &want)
 		got, ok := leanIDs(line)
@@ -58,4 +43,25 @@ func TestLeanIDsMatchesEncodingJSON(t *testing.T) {
 	if read < 2000 {
 		t.Errorf("leanIDs read %d of 20000 lines; want it to read the plain ones", read)
 	}
+}
+
+// seededLine is a JSON object of 1 to most members drawn from members,
+// now and then followed by trailing text or white space.
+func seededLine(g *splitmix.Rand, members []string, most int) []byte {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range 1 + g.Mod(most) {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(members[g.Mod(len(members))])
+	}
+	b.WriteString("}")
+	switch g.Mod(20) {
+	case 0:
+		b.WriteString(" x")
+	case 1:
+		b.WriteString(" \n")
+	}
+	return []byte(b.String())
 }

@@ -158,6 +158,14 @@ func TestReplayAnswersAsRecorded(t *testing.T) {
 	if _, err := b.Complete(hctx, req("hang", "three", model.ModeFull, 1)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("recorded hang: got %v; want it to wait for the deadline", err)
 	}
+	c := b.cfg.Cassette
+	if !c.HasTask("flaky") || !c.HasTask("b") || c.HasTask("nobody") {
+		t.Errorf("HasTask: flaky %v, b %v, nobody %v; want true, true, false", c.HasTask("flaky"), c.HasTask("b"), c.HasTask("nobody"))
+	}
+	c.Close()
+	if _, err := b.Complete(ctx, req("a", "one", model.ModeFull, 2)); !errors.Is(err, ErrRecording) || errors.Is(err, ErrNotRecorded) {
+		t.Errorf("after Close: got %v; want ErrRecording (closed), not ErrNotRecorded", err)
+	}
 }
 
 func TestReplayPricesAndLatency(t *testing.T) {
