@@ -9,7 +9,7 @@ import (
 
 // entryFields are the keys leanEntry reads, in the order of its bits.
 var entryFields = [...]string{"model", "key", "task_id", "seed", "attempt", "content", "finish", "confidence",
-	"tokens_in", "tokens_out", "cost", "ttft_ms", "model_ms", "error", "error_kind", "status", "retry_after_ms", "correct"}
+	"tokens_in", "tokens_out", "cost", "ttft_ms", "model_ms", "error", "error_kind", "status", "retry_after_ms", "correct", "unpriced"}
 
 // entryKeys are the JSON names of every field of Entry, read from the
 // struct: a line with a field leanEntry does not read (one added to Entry
@@ -103,9 +103,13 @@ func leanEntry(line []byte) (e Entry, ok bool) {
 			return integer(&e.Status)
 		case 16:
 			return leanFloat(&l, &e.RetryAfterMs)
-		default: // correct
+		case 17:
 			v, ok := l.Bool()
 			e.Correct = &v
+			return ok
+		default: // unpriced
+			var ok bool
+			e.Unpriced, ok = l.Bool()
 			return ok
 		}
 	})
