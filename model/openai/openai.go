@@ -17,9 +17,13 @@
 // in-process simulated model would. Config.NoCrabHeaders turns them off,
 // e.g. for a hosted API that should not learn tenant names.
 //
-// Every call, streamed or not, is encoded and decoded by go-openai: at a
-// real model's latency a codec of crab's own would save about 0.1% of a
-// call (docs/performance.md, "The OpenAI client's codec").
+// Streamed calls are encoded and decoded by go-openai. A non-streamed
+// call's body is written, and its answer read, by a lean codec of crab's
+// own that gives go-openai's bytes and values (tests compare the two) and
+// hands any request or answer outside the shapes it knows to go-openai: a
+// cache miss behind crab serve is one such call, and go-openai's
+// reflection was about a sixth of serve's CPU per miss
+// (docs/performance.md, "The OpenAI client's codec").
 //
 // An answer is checked before any of it is used (Backend.Complete): token
 // counts in range, a finish reason the protocol knows, no configured
@@ -134,6 +138,8 @@ type Backend struct {
 	http    *http.Client
 	now     func() time.Time
 	secrets *redact.Set // cfg.Secrets, the API key and the base URL's password
+	lean    *leanCall   // non-streaming calls without go-openai; nil: every call through go-openai
+	schemas schemaCache
 }
 
 var _ model.Model = (*Backend)(nil)
@@ -182,6 +188,9 @@ func New(cfg Config) (*Backend, error) {
 		secrets: cfg.Secrets.With(cfg.APIKey).WithURL(cfg.BaseURL)}
 	if b.now == nil {
 		b.now = time.Now
+	}
+	if cfg.NoStream {
+		b.lean = probeLean(oc, cfg.Model)
 	}
 	return b, nil
 }
@@ -256,20 +265,26 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 	resp.Trace.Attempts = 1
 	start := b.now()
 	var retryAfter string
-	if !b.cfg.NoCrabHeaders {
-		ctx = context.WithValue(ctx, headersKey{}, crabHeaders(req))
-	}
-	ctx = context.WithValue(ctx, retryAfterKey{}, &retryAfter)
 	var body answerBody
-	ctx = context.WithValue(ctx, answerKey{}, &body)
-	if len(extra) > 0 {
-		ctx = context.WithValue(ctx, extraKey{}, extra)
-	}
 	var err error
-	if b.cfg.NoStream {
-		err = b.once(ctx, creq, resp, start)
-	} else {
-		err = b.stream(ctx, creq, resp, start)
+	handled := false
+	if b.lean != nil {
+		handled, err = b.onceLean(ctx, req, &creq, extra, resp, start, &body)
+	}
+	if !handled {
+		if !b.cfg.NoCrabHeaders {
+			ctx = context.WithValue(ctx, headersKey{}, crabHeaders(req))
+		}
+		ctx = context.WithValue(ctx, retryAfterKey{}, &retryAfter)
+		ctx = context.WithValue(ctx, answerKey{}, &body)
+		if len(extra) > 0 {
+			ctx = context.WithValue(ctx, extraKey{}, extra)
+		}
+		if b.cfg.NoStream {
+			err = b.once(ctx, creq, resp, start)
+		} else {
+			err = b.stream(ctx, creq, resp, start)
+		}
 	}
 	resp.Trace.ModelDur = b.now().Sub(start)
 	if err != nil {
