@@ -201,7 +201,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 	}
 
 	s.routes = http.NewServeMux()
-	s.routes.HandleFunc("/v1/chat/completions", s.chat)
+	s.routes.HandleFunc(chatPath, s.chat)
 	s.routes.HandleFunc("/v1/models", s.listModels)
 	s.routes.HandleFunc("/v1/embeddings", s.embeddings)
 	s.routes.Handle("/metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry}))
@@ -256,9 +256,10 @@ func (s *Server) ReloadKeys() (int, error) {
 	return k.Len(), nil
 }
 
-// acquire takes one of the key's in-flight slots; false when all are
-// taken. Call release when the request is answered.
-func (s *Server) acquire(h keyHash) (release func(), ok bool) {
+// acquire takes one of the key's in-flight slots and returns the key's
+// count; nil when all are taken. Release the slot with Add(-1) when the
+// request is answered.
+func (s *Server) acquire(h keyHash) *atomic.Int64 {
 	v, _ := s.perKey.Load(h)
 	if v == nil {
 		v, _ = s.perKey.LoadOrStore(h, new(atomic.Int64))
@@ -266,13 +267,26 @@ func (s *Server) acquire(h keyHash) (release func(), ok bool) {
 	n := v.(*atomic.Int64)
 	if n.Add(1) > int64(s.cfg.MaxInFlightPerKey) {
 		n.Add(-1)
-		return nil, false
+		return nil
 	}
-	return func() { n.Add(-1) }, true
+	return n
 }
 
-// ServeHTTP routes a request.
+// chatPath is the path of chat completions, the route nearly every
+// request takes.
+const chatPath = "/v1/chat/completions"
+
+// ServeHTTP routes a request. A chat completion goes straight to its
+// handler, its writers held in its exchange (one allocation, where the
+// mux and a writer of its own would cost more); the mux routes the rest,
+// and whatever it sends to chat (the same handler) as well.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == chatPath {
+		x := &exchange{masked: maskedResponse{ResponseWriter: w, secrets: s.secrets}}
+		defer s.recoverPanic(&x.masked, r)
+		s.serveChat(x, &x.masked, r)
+		return
+	}
 	mw := &maskedResponse{ResponseWriter: w, secrets: s.secrets}
 	defer s.recoverPanic(mw, r)
 	s.routes.ServeHTTP(mw, r)
@@ -340,11 +354,13 @@ func (s *Server) observeUpstream(name string, next model.Model) model.Model {
 	return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		resp, err := next.Complete(ctx, req)
 		if resp != nil {
+			in, out := float64(resp.Usage.TokensIn), float64(resp.Usage.TokensOut)
 			tenant := s.m.tenantLabel(req.Scope.Tenant)
-			add(s.m.tokens.WithLabelValues("prompt", label, tenant), float64(resp.Usage.TokensIn))
-			add(s.m.tokens.WithLabelValues("generation", label, tenant), float64(resp.Usage.TokensOut))
-			s.m.genaiTokens.WithLabelValues("input", label).Observe(float64(resp.Usage.TokensIn))
-			s.m.genaiTokens.WithLabelValues("output", label).Observe(float64(resp.Usage.TokensOut))
+			ss := s.m.series(label, tenant)
+			add(ss.tokensIn, in)
+			add(ss.tokensOut, out)
+			ss.genaiIn.Observe(in)
+			ss.genaiOut.Observe(out)
 		}
 		if err != nil {
 			if label := upstreamErrorLabel(err); label != "" {
@@ -364,8 +380,14 @@ type call struct {
 }
 
 // chat answers POST /v1/chat/completions.
-func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	x := &exchange{start: s.now(), seq: s.seq.Add(1), w: &statusRecorder{ResponseWriter: w}, r: r, modelLabel: noModel}
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) { s.serveChat(new(exchange), w, r) }
+
+// serveChat answers a chat completion on w, which masks what it sends,
+// learning what happens in x.
+func (s *Server) serveChat(x *exchange, w http.ResponseWriter, r *http.Request) {
+	x.start, x.seq, x.r, x.modelLabel = s.now(), s.seq.Add(1), r, noModel
+	x.rec.ResponseWriter = w
+	x.w = &x.rec
 	s.m.inFlight.Inc()
 	defer s.m.inFlight.Dec()
 	w = x.w
@@ -399,13 +421,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	release, ok := s.acquire(kh)
-	if !ok {
+	inFlight := s.acquire(kh)
+	if inFlight == nil {
 		s.refuse(w, r, reqID, http.StatusTooManyRequests, openaiwire.ErrTypeRateLimit, CodeTooManyRequests, "",
 			fmt.Sprintf("this API key has %d requests in flight, the most allowed; retry when one is answered", s.cfg.MaxInFlightPerKey))
 		return
 	}
-	defer release()
+	defer inFlight.Add(-1)
 	c, status, code, param, err := s.decode(r, id, reqID)
 	if err != nil {
 		typ := openaiwire.ErrTypeInvalidRequest
@@ -428,7 +450,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	x.cacheLabel = s.observe(resp, info)
 	if resp != nil {
 		x.modelLabel = s.m.modelLabel(resp.Model)
-		add(s.m.cost.WithLabelValues(x.modelLabel, s.m.tenantLabel(id.Tenant)), resp.Usage.Cost)
+		add(s.m.costOf(x.modelLabel, s.m.tenantLabel(id.Tenant)), resp.Usage.Cost)
 	}
 	s.setHeaders(w.Header(), resp, x.err)
 	if x.err != nil {

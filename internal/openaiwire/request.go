@@ -194,7 +194,12 @@ const (
 // vouch to decode exactly as encoding/json does.
 // lastSchema holds the last schema checked; see RequestDecoder.
 func leanDecode(raw []byte, lastSchema *atomic.Pointer[string]) (req *goopenai.ChatCompletionRequest, ok bool) {
-	d := lexer{Lexer: jsonw.New(string(raw), jsonw.SurrogatePairs), raw: raw, lastSchema: lastSchema}
+	// The lexer reads raw in place and copies only the strings it hands
+	// out: no second copy of the whole body. Keys are plain (a key with an
+	// escape or a byte outside ASCII goes to encoding/json, whose matching
+	// of keys is its own) and alias raw, so that matching them copies
+	// nothing.
+	d := lexer{Lexer: jsonw.NewBytes(raw, jsonw.SurrogatePairs|jsonw.PlainKeys), raw: raw, lastSchema: lastSchema}
 	req = new(goopenai.ChatCompletionRequest)
 	seen := 0
 	ok = d.Object(func(key string) bool {
@@ -434,7 +439,7 @@ func (d *lexer) stringMap() (map[string]string, bool) {
 	m := map[string]string{}
 	ok := d.Object(func(key string) bool {
 		v, ok := d.String()
-		m[key] = v
+		m[strings.Clone(key)] = v // the key aliases the body
 		return ok
 	})
 	return m, ok
@@ -455,8 +460,8 @@ func (d *lexer) strings() ([]string, bool) {
 // deeper bodies go through encoding/json.
 const maxLeanDepth = 256
 
-// lexer reads a request body: jsonw's lexer over a copy of the body as a
-// string, and raw, the body itself, for schemas kept verbatim.
+// lexer reads a request body: jsonw's lexer over the body, and raw, the
+// body itself, for schemas kept verbatim.
 type lexer struct {
 	jsonw.Lexer
 	raw []byte
