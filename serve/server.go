@@ -400,7 +400,7 @@ func (s *Server) serveChat(x *exchange, w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	reqID := r.Header.Get(openai.HeaderRequestID)
-	x.taskID = s.idPrefix + strconv.FormatUint(x.seq, 10)
+	x.taskID = numbered(s.idPrefix, x.seq)
 	if reqID == "" {
 		reqID = x.taskID
 	} else if !validRequestID(reqID) {
