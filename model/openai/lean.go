@@ -14,6 +14,7 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model"
 )
 
@@ -120,7 +121,7 @@ func (b *Backend) onceLean(ctx context.Context, req *model.Request, creq *goopen
 		return true, err
 	}
 	bp := answerBufPool.Get().(*[]byte)
-	data, err := readAnswer((*bp)[:0], res.Body, b.cfg.MaxAnswerBytes)
+	data, err := openaiwire.AppendBody((*bp)[:0], res.Body, res.ContentLength, b.cfg.MaxAnswerBytes)
 	defer func() {
 		if cap(data) <= maxPooledAnswer {
 			*bp = data[:0]
@@ -153,25 +154,6 @@ func (l *leanCall) newRequest(ctx context.Context, body []byte, h http.Header) *
 		GetBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
 	}
 	return r.WithContext(ctx)
-}
-
-// readAnswer appends the body to dst, but no more than max+1 bytes: a
-// result longer than max is an answer over the limit.
-func readAnswer(dst []byte, body io.Reader, max int64) ([]byte, error) {
-	r := io.LimitReader(body, max+1)
-	for {
-		if len(dst) == cap(dst) {
-			dst = append(dst, 0)[:len(dst)]
-		}
-		n, err := r.Read(dst[len(dst):cap(dst)])
-		dst = dst[:len(dst)+n]
-		if err == io.EOF {
-			return dst, nil
-		}
-		if err != nil {
-			return dst, err
-		}
-	}
 }
 
 // errorAnswer reads an error status's body as go-openai does: an *APIError
