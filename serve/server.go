@@ -279,9 +279,10 @@ const chatPath = "/v1/chat/completions"
 // ServeHTTP routes a request. A chat completion goes straight to its
 // handler, its writers held in its exchange (one allocation, where the
 // mux and a writer of its own would cost more); the mux routes the rest,
-// and whatever it sends to chat (the same handler) as well.
+// and whatever it sends to chat (the same handler) as well: a path that
+// only decodes to chatPath (an escaped slash) is the mux's to judge.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == chatPath {
+	if r.URL.Path == chatPath && r.URL.RawPath == "" {
 		x := &exchange{masked: maskedResponse{ResponseWriter: w, secrets: s.secrets}}
 		defer s.recoverPanic(&x.masked, r)
 		s.serveChat(x, &x.masked, r)

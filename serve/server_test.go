@@ -458,3 +458,29 @@ func TestReplyHeadersCanonical(t *testing.T) {
 		}
 	}
 }
+
+// TestChatRoute: ServeHTTP's direct route to chat completions answers
+// what the mux would: the path itself, and nothing that only decodes to
+// it.
+func TestChatRoute(t *testing.T) {
+	t.Parallel()
+	_, url := upstream(t, sim.Config{}, simserver.Faults{})
+	s, _, _ := proxy(t, url, url, "")
+	cases := []struct {
+		target string
+		want   int
+	}{
+		{"/v1/chat/completions", http.StatusOK},
+		{"/v1/chat%2Fcompletions", http.StatusNotFound},
+		{"/v1/chat/completions/", http.StatusNotFound},
+	}
+	for _, tc := range cases {
+		req := httptest.NewRequest(http.MethodPost, tc.target, strings.NewReader(chatBody("large", ticket, false, "")))
+		req.Header.Set("Authorization", "Bearer sk-acme")
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Code != tc.want {
+			t.Errorf("POST %s: status %d; want %d", tc.target, w.Code, tc.want)
+		}
+	}
+}
