@@ -111,7 +111,6 @@ func (b *Backend) onceLean(ctx context.Context, req *model.Request, creq *goopen
 		return true, err
 	}
 	defer res.Body.Close()
-	resp.Confidence = confidence(res.Header)
 	if res.StatusCode < http.StatusOK || res.StatusCode >= http.StatusBadRequest {
 		boundErrorBody(res)
 		err := statusError(errorAnswer(res))
@@ -135,13 +134,16 @@ func (b *Backend) onceLean(ctx context.Context, req *model.Request, creq *goopen
 	if err != nil {
 		return true, err
 	}
-	at := b.now()
-	resp.Trace.TTFT = at.Sub(start)
-	resp.Trace.FirstByteAt = at
 	c, err := decodeCompletion(data)
 	if err != nil {
 		return true, err
 	}
+	// As once does: the answer counts as arrived, and its confidence as
+	// given, only once it decoded.
+	at := b.now()
+	resp.Trace.TTFT = at.Sub(start)
+	resp.Trace.FirstByteAt = at
+	resp.Confidence = confidence(res.Header)
 	return true, fillCompletion(resp, c)
 }
 

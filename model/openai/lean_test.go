@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -249,6 +250,7 @@ func TestLeanMatchesGoOpenAI(t *testing.T) {
 	bodies := map[string][]byte{} // request id → the body received
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, _ := io.ReadAll(r.Body)
+		w.Header().Set(HeaderConfidence, "0.25") // on every answer, failed or not
 		mu.Lock()
 		bodies[r.Header.Get(HeaderRequestID)+"/"+r.Header.Get(HeaderCaller)] = raw
 		mu.Unlock()
@@ -272,7 +274,11 @@ func TestLeanMatchesGoOpenAI(t *testing.T) {
 			if resp == nil || resp.Trace.Attempts != 1 {
 				t.Fatalf("%s: got response %+v; want a one-attempt trace", id, resp)
 			}
-			resp.Trace = model.Trace{}
+			arrived := !resp.Trace.FirstByteAt.IsZero()
+			resp.Trace = model.Trace{FirstByteAt: time.Unix(0, 0)}
+			if !arrived {
+				resp.Trace.FirstByteAt = time.Time{}
+			}
 			var se *StatusError
 			if errors.As(err, &se) {
 				results[i] = fmt.Sprintf("%+v %+v", *resp, *se)
