@@ -8,6 +8,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -99,17 +101,28 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 
 // BenchmarkHandler measures the proxy's handler alone, without the HTTP
 // server and client around it: the hit path (answered from the cache) and
-// the miss path (through the contract to an in-process sim server).
+// the miss path (through the contract to an in-process sim server), with
+// an upstream that streams (miss) and one that answers whole (miss-whole,
+// as bench/proxy.sh configures it).
 func BenchmarkHandler(b *testing.B) {
-	for _, path := range []string{"hit", "miss"} {
+	for _, path := range []string{"hit", "miss", "miss-whole"} {
 		b.Run(path, func(b *testing.B) {
 			_, url := upstream(b, sim.Config{}, simserver.Faults{})
-			s, _, _ := proxy(b, url, url, "contract: {file: triage.schema.json}\ncache: {key: full}\n")
+			const stack = "contract: {file: triage.schema.json}\ncache: {key: full}\n"
+			var s *Server
+			if path == "miss-whole" {
+				dir := b.TempDir()
+				schema, _ := fixtures.FS.ReadFile("triage.schema.json")
+				os.WriteFile(filepath.Join(dir, "triage.schema.json"), schema, 0o644)
+				s, _, _ = proxyOver(b, url, strings.Replace(stack, "triage.schema.json", filepath.Join(dir, "triage.schema.json"), 1))
+			} else {
+				s, _, _ = proxy(b, url, url, stack)
+			}
 			w := &discardWriter{h: http.Header{}}
 			hit := benchBody(b, ticket)
 			do := func(i int) {
 				body := hit
-				if path == "miss" {
+				if path != "hit" {
 					body = bytes.Replace(hit, []byte(ticket), fmt.Appendf(nil, "%s (order %d)", ticket, i), 1)
 				}
 				req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body))

@@ -92,7 +92,8 @@ func MarkKeyed(ctx context.Context, key keyHash) bool {
 		return true // closed to make room meanwhile: nothing to count
 	}
 	t.perKey[key]++
-	c.key = &key
+	k := key // a copy, so the parameter stays on the stack of every other call
+	c.key = &k
 	if c.elem != nil {
 		t.sources[c.source].Remove(c.elem)
 		if t.sources[c.source].Len() == 0 {

@@ -16,7 +16,9 @@ type exchange struct {
 	start, firstByte time.Time
 	seq              uint64
 	taskID           string
-	w                *statusRecorder
+	w                *statusRecorder // &rec
+	rec              statusRecorder
+	masked           maskedResponse // the writer under rec, when ServeHTTP routed the request
 	r                *http.Request
 	req              *model.Request // nil until decoded
 	resp             *model.Response
@@ -42,14 +44,11 @@ func (s *Server) finish(x *exchange) {
 	if x.cacheLabel == "" {
 		return // refused before the stack: not a model request
 	}
-	took := end.Sub(x.start).Seconds()
-	s.m.e2e.WithLabelValues(x.cacheLabel, x.modelLabel, s.m.tenantLabel(x.req.Scope.Tenant)).Observe(took)
-	s.m.genaiDuration.WithLabelValues(x.modelLabel, x.w.errKind).Observe(took)
+	first := 0.0
 	if !x.firstByte.IsZero() {
-		first := x.firstByte.Sub(x.start).Seconds()
-		s.m.ttft.WithLabelValues(x.cacheLabel, x.modelLabel).Observe(first)
-		s.m.genaiTTFT.WithLabelValues(x.modelLabel).Observe(first)
+		first = x.firstByte.Sub(x.start).Seconds()
 	}
+	s.m.answered(x.cacheLabel, x.modelLabel, s.m.tenantLabel(x.req.Scope.Tenant), x.w.errKind, end.Sub(x.start).Seconds(), first, !x.firstByte.IsZero())
 	if s.recs == nil && s.shadow == nil {
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +21,6 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model/openai"
@@ -528,138 +526,5 @@ func TestNoCredentialReachesClients(t *testing.T) {
 	logged := string(log.Bytes())
 	if strings.Contains(logged, key) || !strings.Contains(logged, "HTTP 401") || !strings.Contains(logged, "admin:***@") {
 		t.Errorf("log: want the upstream's status and masked words, never the key:\n%s", logged)
-	}
-}
-
-// TestMetricsBounded: hostile answers — property names that look like
-// contract rules, random upstream statuses — do not add series to
-// /metrics: the count after many requests is the count after a few.
-func TestMetricsBounded(t *testing.T) {
-	t.Parallel()
-	rng := rand.New(rand.NewPCG(7, 7))
-	var mu sync.Mutex
-	_, url := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		mu.Lock()
-		a, b, st := rng.Uint64(), rng.Uint64(), 100+rng.IntN(500)
-		mu.Unlock()
-		if n%3 == 2 {
-			openaiwire.WriteError(w, max(st, 400), "t", "c", "", "no")
-			return
-		}
-		completion(w, fmt.Sprintf(`{"x: rule_%x": 1, "y: %x: z": 2}`, a, b))
-	})
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "c.json"), []byte(`{"type":"object","additionalProperties":false,"properties":{"ok":{"type":"boolean"}}}`), 0o644)
-	_, ps, reg := proxyOver(t, url, "contract: {file: "+filepath.Join(dir, "c.json")+"}\n")
-	series := func() int {
-		n, err := testutil.GatherAndCount(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	ask := func(n int) {
-		for i := range n {
-			r := post(t, ps.URL, "sk-acme", chatBody("large", fmt.Sprint(ticket, i), false, ""), map[string]string{openai.HeaderRequestID: fmt.Sprintf("hostile-%x", rng.Uint64())})
-			if r.status == 200 {
-				t.Fatalf("a hostile answer was served: %s", r.body)
-			}
-		}
-	}
-	ask(30)
-	few := series()
-	ask(90)
-	if many := series(); many != few {
-		t.Errorf("series after 30 hostile requests: %d; after 120: %d; want the same", few, many)
-	}
-	if got, all := value(t, reg, "crab_serve_contract_failures_total", "kind=additionalProperties"), value(t, reg, "crab_serve_contract_failures_total"); got == 0 || got != all {
-		t.Errorf("contract failures: %v of additionalProperties among %v; want all of them (the hostile rule names count as that rule)", got, all)
-	}
-}
-
-func TestViolationRule(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ in, want string }{
-		{"/category: enum: got \"x\"; want one of a, b", "enum"},
-		{"(root): invalid_json: unexpected end", "invalid_json"},
-		{"/x: rule_deadbeef: additionalProperties: property \"x: rule_deadbeef\" is not allowed", "additionalProperties"},
-		{"/y: 12: z: additionalProperties: property", "additionalProperties"},
-		{"/a: rule_1: rule_2", "other"},
-		{"garbage", "other"},
-	} {
-		if got := violationRule(tc.in); got != tc.want {
-			t.Errorf("violationRule(%q) = %q; want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
-// TestSemanticCacheAndInstructions: the configuration takes every field an
-// arm of crab run may set: a semantic cache answers a paraphrase from the
-// cache and never crosses a tenant, and the short mode's instruction is
-// the configured one.
-func TestSemanticCacheAndInstructions(t *testing.T) {
-	t.Parallel()
-	f, url := newFakeUpstream(t, func(w http.ResponseWriter, r *http.Request, n int) {
-		completion(w, fmt.Sprintf(`{"answer":%d}`, n))
-	})
-	_, ps, _ := proxyOver(t, url, "mode: short\ninstructions: {short: 'Answer in five words.'}\n"+
-		"cache: {kind: semantic, threshold: 0.9, embedder: builtin-guarded, wait_for_store: true}\n")
-	ticket := "My invoice 100 was charged twice this month, please refund"
-	for _, tc := range []struct {
-		name, key, text, cache string
-	}{
-		{"first", "sk-acme", ticket, "MISS"},
-		{"paraphrase", "sk-acme", "Hello! " + ticket + ".", "HIT"},
-		{"another tenant", "sk-globex", ticket, "MISS"},
-		{"another invoice", "sk-acme", "My invoice 731 was charged twice this month, please refund", "MISS"},
-	} {
-		r := post(t, ps.URL, tc.key, chatBody("large", tc.text, false, ""), nil)
-		if r.status != 200 || r.header.Get(openai.HeaderCache) != tc.cache {
-			t.Errorf("%s: %d cache %q; want 200 %s (%s)", tc.name, r.status, r.header.Get(openai.HeaderCache), tc.cache, r.body)
-		}
-		if tc.name != "first" && tc.cache == "MISS" && r.content == `{"answer":0}` {
-			t.Errorf("%s: served the first ticket's answer", tc.name)
-		}
-	}
-	var system []string
-	for _, m := range f.last().Messages {
-		if m.Role == "system" {
-			system = append(system, m.Content)
-		}
-	}
-	if s := strings.Join(system, "\n"); !strings.Contains(s, "Answer in five words.") {
-		t.Errorf("upstream system prompt %q; want the configured short instruction", s)
-	}
-}
-
-// TestScorerFallbackCounted: a request routed on the scorer's fallback
-// score because the scoring service failed is counted.
-func TestScorerFallbackCounted(t *testing.T) {
-	t.Parallel()
-	_, url := newFakeUpstream(t, nil)
-	scorer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in struct {
-			Text string `json:"text"`
-		}
-		json.NewDecoder(r.Body).Decode(&in)
-		if strings.Contains(in.Text, "down") {
-			http.Error(w, "scorer down", http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte(`{"score": 0.9}`))
-	}))
-	t.Cleanup(scorer.Close)
-	s, ps, _ := proxyConfig(t, fmt.Sprintf("keys: keys.yaml\ntimeout: 5s\nmodels:\n  - {name: small, base_url: %q, stream: false}\n  - {name: large, base_url: %q, stream: false}\n"+
-		"router: {threshold: 0.5, small: small, large: large, scorer: %q}\n", url, url, scorer.URL))
-	for _, text := range []string{"scored ticket", "the scorer is down", "another ticket", "down again"} {
-		if r := post(t, ps.URL, "sk-acme", chatBody("auto", text, false, ""), nil); r.status != 200 {
-			t.Fatalf("%q: %d %s", text, r.status, r.body)
-		}
-	}
-	if got := testutil.ToFloat64(s.m.routeFallbacks); got != 2 {
-		t.Errorf("crab_serve_route_scorer_fallbacks_total = %v; want 2", got)
-	}
-	if got := testutil.ToFloat64(s.m.routes.WithLabelValues("large")); got != 4 {
-		t.Errorf("route decisions to large = %v; want 4 (score 0.9 and the fallback 1)", got)
 	}
 }

@@ -150,12 +150,11 @@ func bodyDeadline(h http.Handler, d time.Duration, bodies *readers) http.Handler
 			h.ServeHTTP(w, r)
 			return
 		}
-		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(d)) != nil {
+		b := &deadlineBody{ReadCloser: r.Body, rc: *http.NewResponseController(w), bodies: bodies}
+		if b.rc.SetReadDeadline(time.Now().Add(d)) != nil {
 			h.ServeHTTP(w, r) // not a connection with deadlines (tests' recorders)
 			return
 		}
-		b := &deadlineBody{ReadCloser: r.Body, rc: rc, bodies: bodies}
 		bodies.add(b)
 		defer b.finish(false)
 		r.Body = b
@@ -166,7 +165,7 @@ func bodyDeadline(h http.Handler, d time.Duration, bodies *readers) http.Handler
 // deadlineBody is a request body under a read deadline.
 type deadlineBody struct {
 	io.ReadCloser
-	rc     *http.ResponseController
+	rc     http.ResponseController // held here: one allocation per request, not two
 	bodies *readers
 	mu     sync.Mutex
 	done   bool // read to its end (deadline lifted) or the handler returned

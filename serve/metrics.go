@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/crab-testbed/crab/cache"
@@ -80,6 +81,91 @@ type metrics struct {
 	tenants atomic.Pointer[map[string]bool]
 
 	requestsOK prometheus.Counter // requests{code="200"}, resolved once
+	bound      sync.Map           // seriesKey → *series
+}
+
+// series are the labelled series a request answered by one configured
+// model for one tenant touches, bound once: a request reaches them through
+// one map lookup instead of hashing its label values into each vector.
+// Every one of them exists from the start (newMetrics, setTenants), so
+// binding them adds no series.
+type series struct {
+	e2e, ttft           [3]prometheus.Observer // by the index of the cache label in cacheLabels
+	genaiOK, genaiTTFT  prometheus.Observer    // genaiDuration of an answer (no error type)
+	cost                prometheus.Counter
+	tokensIn, tokensOut prometheus.Counter
+	genaiIn, genaiOut   prometheus.Observer
+}
+
+// seriesKey names a series by its model and tenant label values.
+type seriesKey struct{ model, tenant string }
+
+// series returns the series of the model and tenant label values. model
+// must be a configured model's label (see costOf for the others).
+func (m *metrics) series(model, tenant string) *series {
+	k := seriesKey{model, tenant}
+	if v, ok := m.bound.Load(k); ok {
+		return v.(*series)
+	}
+	b := &series{
+		genaiOK: m.genaiDuration.WithLabelValues(model, ""), genaiTTFT: m.genaiTTFT.WithLabelValues(model),
+		cost:     m.cost.WithLabelValues(model, tenant),
+		tokensIn: m.tokens.WithLabelValues("prompt", model, tenant), tokensOut: m.tokens.WithLabelValues("generation", model, tenant),
+		genaiIn: m.genaiTokens.WithLabelValues("input", model), genaiOut: m.genaiTokens.WithLabelValues("output", model),
+	}
+	for i, c := range cacheLabels {
+		b.e2e[i], b.ttft[i] = m.e2e.WithLabelValues(c, model, tenant), m.ttft.WithLabelValues(c, model)
+	}
+	v, _ := m.bound.LoadOrStore(k, b)
+	return v.(*series)
+}
+
+// costOf is the cost counter of the model and tenant label values.
+func (m *metrics) costOf(model, tenant string) prometheus.Counter {
+	if m.modelNames[model] {
+		return m.series(model, tenant).cost
+	}
+	return m.cost.WithLabelValues(model, tenant)
+}
+
+// answered observes the latency of a request that went through the stack
+// (took) and, when its answer was sent (sent), the time to its first byte,
+// by cache label, model label, tenant label and error kind.
+func (m *metrics) answered(cache, model, tenant, errKind string, took, first float64, sent bool) {
+	ci := cacheIndex(cache)
+	if !m.modelNames[model] || ci < 0 {
+		m.e2e.WithLabelValues(cache, model, tenant).Observe(took)
+		m.genaiDuration.WithLabelValues(model, errKind).Observe(took)
+		if sent {
+			m.ttft.WithLabelValues(cache, model).Observe(first)
+			m.genaiTTFT.WithLabelValues(model).Observe(first)
+		}
+		return
+	}
+	ss := m.series(model, tenant)
+	ss.e2e[ci].Observe(took)
+	if errKind == "" {
+		ss.genaiOK.Observe(took)
+	} else {
+		m.genaiDuration.WithLabelValues(model, errKind).Observe(took)
+	}
+	if sent {
+		ss.ttft[ci].Observe(first)
+		ss.genaiTTFT.Observe(first)
+	}
+}
+
+// cacheIndex is the index of a cache label in cacheLabels; -1 for none.
+func cacheIndex(label string) int {
+	switch label {
+	case "hit":
+		return 0
+	case "miss":
+		return 1
+	case "bypass":
+		return 2
+	}
+	return -1
 }
 
 // Label values beside the configured names.

@@ -72,7 +72,7 @@ func (s *Server) setHeaders(h http.Header, resp *model.Response, err error) {
 // reply writes a successful answer, streamed in chunks when asked, and
 // returns when its first content byte was sent.
 func (s *Server) reply(w http.ResponseWriter, c call, resp *model.Response) time.Time {
-	id := "chatcmpl-crab-" + strconv.FormatUint(s.seq.Add(1), 10)
+	id := numbered("chatcmpl-crab-", s.seq.Add(1))
 	refusal := resp.FinishReason == model.FinishRefusal
 	finish := resp.FinishReason
 	if refusal || finish == "" {
@@ -151,3 +151,9 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection (flushing).
 func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// numbered is prefix followed by n in decimal, built in one allocation.
+func numbered(prefix string, n uint64) string {
+	var buf [64]byte
+	return string(strconv.AppendUint(append(buf[:0], prefix...), n, 10))
+}

@@ -37,12 +37,9 @@ package serve
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -201,7 +198,7 @@ func New(setup *Setup, o Options) (*Server, error) {
 	}
 
 	s.routes = http.NewServeMux()
-	s.routes.HandleFunc("/v1/chat/completions", s.chat)
+	s.routes.HandleFunc(chatPath, s.chat)
 	s.routes.HandleFunc("/v1/models", s.listModels)
 	s.routes.HandleFunc("/v1/embeddings", s.embeddings)
 	s.routes.Handle("/metrics", promhttp.HandlerFor(o.Registry, promhttp.HandlerOpts{Registry: o.Registry}))
@@ -256,9 +253,10 @@ func (s *Server) ReloadKeys() (int, error) {
 	return k.Len(), nil
 }
 
-// acquire takes one of the key's in-flight slots; false when all are
-// taken. Call release when the request is answered.
-func (s *Server) acquire(h keyHash) (release func(), ok bool) {
+// acquire takes one of the key's in-flight slots and returns the key's
+// count; nil when all are taken. Release the slot with Add(-1) when the
+// request is answered.
+func (s *Server) acquire(h keyHash) *atomic.Int64 {
 	v, _ := s.perKey.Load(h)
 	if v == nil {
 		v, _ = s.perKey.LoadOrStore(h, new(atomic.Int64))
@@ -266,13 +264,27 @@ func (s *Server) acquire(h keyHash) (release func(), ok bool) {
 	n := v.(*atomic.Int64)
 	if n.Add(1) > int64(s.cfg.MaxInFlightPerKey) {
 		n.Add(-1)
-		return nil, false
+		return nil
 	}
-	return func() { n.Add(-1) }, true
+	return n
 }
 
-// ServeHTTP routes a request.
+// chatPath is the path of chat completions, the route nearly every
+// request takes.
+const chatPath = "/v1/chat/completions"
+
+// ServeHTTP routes a request. A chat completion goes straight to its
+// handler, its writers held in its exchange (one allocation, where the
+// mux and a writer of its own would cost more); the mux routes the rest,
+// and whatever it sends to chat (the same handler) as well: a path that
+// only decodes to chatPath (an escaped slash) is the mux's to judge.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == chatPath && r.URL.RawPath == "" {
+		x := &exchange{masked: maskedResponse{ResponseWriter: w, secrets: s.secrets}}
+		defer s.recoverPanic(&x.masked, r)
+		s.serveChat(x, &x.masked, r)
+		return
+	}
 	mw := &maskedResponse{ResponseWriter: w, secrets: s.secrets}
 	defer s.recoverPanic(mw, r)
 	s.routes.ServeHTTP(mw, r)
@@ -340,11 +352,13 @@ func (s *Server) observeUpstream(name string, next model.Model) model.Model {
 	return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 		resp, err := next.Complete(ctx, req)
 		if resp != nil {
+			in, out := float64(resp.Usage.TokensIn), float64(resp.Usage.TokensOut)
 			tenant := s.m.tenantLabel(req.Scope.Tenant)
-			add(s.m.tokens.WithLabelValues("prompt", label, tenant), float64(resp.Usage.TokensIn))
-			add(s.m.tokens.WithLabelValues("generation", label, tenant), float64(resp.Usage.TokensOut))
-			s.m.genaiTokens.WithLabelValues("input", label).Observe(float64(resp.Usage.TokensIn))
-			s.m.genaiTokens.WithLabelValues("output", label).Observe(float64(resp.Usage.TokensOut))
+			ss := s.m.series(label, tenant)
+			add(ss.tokensIn, in)
+			add(ss.tokensOut, out)
+			ss.genaiIn.Observe(in)
+			ss.genaiOut.Observe(out)
 		}
 		if err != nil {
 			if label := upstreamErrorLabel(err); label != "" {
@@ -355,17 +369,15 @@ func (s *Server) observeUpstream(name string, next model.Model) model.Model {
 	})
 }
 
-// call is one decoded client request.
-type call struct {
-	req          *model.Request
-	stream       bool
-	includeUsage bool
-	dropped      []string // parameters drop_params dropped
-}
-
 // chat answers POST /v1/chat/completions.
-func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	x := &exchange{start: s.now(), seq: s.seq.Add(1), w: &statusRecorder{ResponseWriter: w}, r: r, modelLabel: noModel}
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) { s.serveChat(new(exchange), w, r) }
+
+// serveChat answers a chat completion on w, which masks what it sends,
+// learning what happens in x.
+func (s *Server) serveChat(x *exchange, w http.ResponseWriter, r *http.Request) {
+	x.start, x.seq, x.r, x.modelLabel = s.now(), s.seq.Add(1), r, noModel
+	x.rec.ResponseWriter = w
+	x.w = &x.rec
 	s.m.inFlight.Inc()
 	defer s.m.inFlight.Dec()
 	w = x.w
@@ -378,7 +390,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reqID := r.Header.Get(openai.HeaderRequestID)
-	x.taskID = s.idPrefix + strconv.FormatUint(x.seq, 10)
+	x.taskID = numbered(s.idPrefix, x.seq)
 	if reqID == "" {
 		reqID = x.taskID
 	} else if !validRequestID(reqID) {
@@ -399,13 +411,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	release, ok := s.acquire(kh)
-	if !ok {
+	inFlight := s.acquire(kh)
+	if inFlight == nil {
 		s.refuse(w, r, reqID, http.StatusTooManyRequests, openaiwire.ErrTypeRateLimit, CodeTooManyRequests, "",
 			fmt.Sprintf("this API key has %d requests in flight, the most allowed; retry when one is answered", s.cfg.MaxInFlightPerKey))
 		return
 	}
-	defer release()
+	defer inFlight.Add(-1)
 	c, status, code, param, err := s.decode(r, id, reqID)
 	if err != nil {
 		typ := openaiwire.ErrTypeInvalidRequest
@@ -428,7 +440,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	x.cacheLabel = s.observe(resp, info)
 	if resp != nil {
 		x.modelLabel = s.m.modelLabel(resp.Model)
-		add(s.m.cost.WithLabelValues(x.modelLabel, s.m.tenantLabel(id.Tenant)), resp.Usage.Cost)
+		add(s.m.costOf(x.modelLabel, s.m.tenantLabel(id.Tenant)), resp.Usage.Cost)
 	}
 	s.setHeaders(w.Header(), resp, x.err)
 	if x.err != nil {
@@ -436,112 +448,6 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.firstByte = s.reply(w, c, resp)
-}
-
-// decode reads and checks the request and builds the stack's request.
-func (s *Server) decode(r *http.Request, id Identity, reqID string) (c call, status int, code, param string, err error) {
-	creq, raw, lean, err := s.dec.ReadRequestBody(r, s.cfg.MaxBodyBytes)
-	if err != nil {
-		var pe *openaiwire.ParamError
-		switch {
-		case errors.As(err, &pe):
-			return c, http.StatusBadRequest, "unsupported_value", pe.Param, errors.New(pe.Msg)
-		case errors.Is(err, os.ErrDeadlineExceeded):
-			return c, http.StatusRequestTimeout, CodeBodyTimeout, "",
-				fmt.Errorf("the request body did not arrive within %v", s.cfg.BodyTimeout.Std())
-		case errors.Is(err, openaiwire.ErrTooLarge):
-			return c, http.StatusRequestEntityTooLarge, CodeRequestTooLarge, "", err
-		}
-		return c, http.StatusBadRequest, CodeInvalidRequest, "", err
-	}
-	pass, dropped, err := s.params(creq, raw, lean)
-	if err != nil {
-		pe := err.(*paramError)
-		return c, http.StatusBadRequest, pe.code, pe.param, err
-	}
-	//lint:ignore SA1019 max_tokens is what older clients send; it is checked as they sent it
-	if creq.MaxTokens < 0 || creq.MaxCompletionTokens < 0 {
-		return c, http.StatusBadRequest, "invalid_max_tokens", "max_tokens", errors.New("max_tokens and max_completion_tokens must not be negative")
-	}
-	if t := creq.Temperature; t < 0 || t > 2 || t != t {
-		return c, http.StatusBadRequest, "invalid_temperature", "temperature", errors.New("temperature must be between 0 and 2")
-	}
-	system, history, text, err := openaiwire.Prompt(creq.Messages)
-	if err != nil {
-		code := CodeInvalidRequest
-		if errors.Is(err, openaiwire.ErrToolMessage) {
-			code = CodeUnsupportedMessage
-		}
-		return c, http.StatusBadRequest, code, "messages", err
-	}
-	name := creq.Model
-	if name == AutoModel {
-		name = ""
-		if s.arm.Router == nil {
-			name = s.arm.Model
-		}
-	} else if !s.models[name] {
-		return c, http.StatusNotFound, CodeModelNotFound, "model", fmt.Errorf("model %q does not exist (available: %s)", creq.Model, strings.Join(s.names, ", "))
-	}
-	pick := func(header, key, fallback string) string {
-		if v := r.Header.Get(header); v != "" {
-			return v
-		}
-		if v := creq.Metadata[key]; v != "" {
-			return v
-		}
-		return fallback
-	}
-	scope := model.Scope{
-		Tenant: id.Tenant, Permission: id.Permission,
-		Lang:       pick(openai.HeaderLang, "lang", firstNonEmpty(id.Lang, s.cfg.DefaultLang)),
-		DocVersion: pick(openai.HeaderDocVersion, "doc_version", firstNonEmpty(id.DocVersion, s.cfg.DefaultDocVersion)),
-	}
-	if scope.Lang != "" && !validLang(scope.Lang) {
-		return c, http.StatusBadRequest, "invalid_lang", openai.HeaderLang, fmt.Errorf("language %q: want a tag such as en or pt-BR", scope.Lang)
-	}
-	if scope.DocVersion != "" && !validDocVersion(scope.DocVersion) {
-		return c, http.StatusBadRequest, "invalid_doc_version", openai.HeaderDocVersion, fmt.Errorf("document version %q: want letters, digits and . _ : - (at most 64)", scope.DocVersion)
-	}
-	mode := pick(openai.HeaderMode, "mode", s.arm.Mode)
-	if !stack.ValidMode(mode) {
-		return c, http.StatusBadRequest, "invalid_mode", openai.HeaderMode, fmt.Errorf("mode %q: want full, short or over_short", mode)
-	}
-	req := &model.Request{
-		TaskID: reqID, Text: text, System: system, History: history, User: creq.User, Scope: scope, Model: name,
-		Mode: mode, MaxTokens: openaiwire.MaxTokens(creq), Temperature: float64(creq.Temperature),
-	}
-	// A deployed arm's system prompt and output budget apply when the
-	// client sends none, as they did in the measured run.
-	if req.System == "" {
-		req.System = s.arm.System
-	}
-	if req.MaxTokens == 0 {
-		req.MaxTokens = s.arm.MaxTokens
-	}
-	if creq.Seed != nil {
-		req.Seed = int64(*creq.Seed)
-	}
-	req.Params = pass
-	if err := s.responseFormat(creq, req); err != nil {
-		pe := err.(*paramError)
-		return c, http.StatusBadRequest, pe.code, pe.param, err
-	}
-	if s.contract == nil {
-		if schema := openaiwire.Schema(creq); schema != nil {
-			sum := sha256.Sum256(schema)
-			req.Contract, req.ContractHash = schema, hex.EncodeToString(sum[:])
-		}
-	}
-	c = call{req: req, stream: creq.Stream, includeUsage: creq.StreamOptions != nil && creq.StreamOptions.IncludeUsage, dropped: dropped}
-	return c, 0, "", "", nil
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // observe records the stack's decisions in the metrics and returns the

@@ -3,7 +3,6 @@ package serve
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/openaiwire"
@@ -370,104 +368,6 @@ type metric struct {
 	want        float64
 }
 
-// TestMetrics: /metrics has every family, by value: cache status, model
-// and tenant labels, sub-millisecond buckets, every known label value at
-// zero from the start, cost, error kinds, build info; and it passes the
-// client library's lint.
-func TestMetrics(t *testing.T) {
-	t.Parallel()
-	_, url := upstream(t, sim.Config{}, simserver.Faults{})
-	_, ps, reg := proxy(t, url, url, fullStack)
-	before := []metric{
-		{"crab_serve_e2e_request_latency_seconds", "tenant=globex", 0},
-		{"crab_serve_request_errors_total", "kind=contract", 0},
-		{"crab_serve_cost_total", "tenant=acme", 0},
-		{"crab_serve_route_decisions_total", "model=small", 0},
-		{"crab_serve_requests_total", "code=502", 0},
-	}
-	for _, m := range before {
-		if n := seriesOf(t, reg, m.name, m.label); n == 0 {
-			t.Errorf("%s{%s}: no series before any request; want them at zero", m.name, m.label)
-		}
-	}
-	post(t, ps.URL, "sk-acme", chatBody("auto", ticket, false, ""), nil)
-	post(t, ps.URL, "sk-acme", chatBody("auto", ticket, true, ""), nil)
-	post(t, ps.URL, "sk-nope", chatBody("auto", ticket, false, ""), nil)
-	for _, m := range []metric{
-		{"crab_serve_e2e_request_latency_seconds", "cache=hit", 1},
-		{"crab_serve_e2e_request_latency_seconds", "cache=miss", 1},
-		{"crab_serve_e2e_request_latency_seconds", "cache=bypass", 0},
-		{"crab_serve_e2e_request_latency_seconds", "tenant=acme", 2},
-		{"crab_serve_e2e_request_latency_seconds", "model=large", 2},
-		{"crab_serve_time_to_first_token_seconds", "cache=miss", 1},
-		{"crab_serve_request_queue_time_seconds", "", 1},
-		{"crab_serve_request_model_time_seconds", "", 1},
-		{"crab_serve_upstream_time_to_first_token_seconds", "", 1},
-		{"crab_serve_cache_hits_total", "", 1}, {"crab_serve_cache_misses_total", "", 1},
-		{"crab_serve_cache_scope_mismatches_total", "", 0},
-		{"crab_serve_route_decisions_total", "model=large", 1},
-		{"crab_serve_requests_total", "code=200", 2}, {"crab_serve_requests_total", "code=401", 1},
-		{"crab_serve_request_errors_total", "kind=auth", 1}, {"crab_serve_request_errors_total", "", 1},
-		{"crab_serve_requests_in_flight", "", 0},
-		{"crab_build_info", "version=test", 1},
-	} {
-		if got := value(t, reg, m.name, m.label); got != m.want {
-			t.Errorf("%s{%s} = %v; want %v", m.name, m.label, got, m.want)
-		}
-	}
-	if v := value(t, reg, "crab_serve_tokens_total", "direction=prompt", "model=large", "tenant=acme"); v <= 0 {
-		t.Errorf("prompt tokens of large for acme = %v; want more than 0", v)
-	}
-	// The OpenTelemetry GenAI names count the same requests as crab's own.
-	if got := value(t, reg, "gen_ai_server_request_duration_seconds", "gen_ai_response_model=large", "error_type=", "gen_ai_operation_name=chat"); got != 2 {
-		t.Errorf("gen_ai_server_request_duration_seconds of large = %v; want 2 (as crab_serve_e2e_request_latency_seconds)", got)
-	}
-	if got, want := value(t, reg, "gen_ai_server_time_to_first_token_seconds", "gen_ai_response_model=large"), value(t, reg, "crab_serve_time_to_first_token_seconds", "model=large"); got != want || got == 0 {
-		t.Errorf("gen_ai_server_time_to_first_token_seconds of large = %v; want %v (as crab_serve_time_to_first_token_seconds), above 0", got, want)
-	}
-	if got := value(t, reg, "gen_ai_client_token_usage", "gen_ai_token_type=input", "gen_ai_request_model=large"); got <= 0 {
-		t.Errorf("gen_ai_client_token_usage input calls of large = %v; want more than 0", got)
-	}
-	if v := value(t, reg, "crab_serve_cost_total", "model=large", "tenant=acme"); v <= 0 {
-		t.Errorf("cost of large for acme = %v; want more than 0", v)
-	}
-	// The hit resolves below a millisecond: its bucket boundaries start at 50µs.
-	if LatencyBuckets[0] != 0.00005 || TTFTBuckets[0] != 0.00005 {
-		t.Errorf("first buckets %v, %v; want 50µs", LatencyBuckets[0], TTFTBuckets[0])
-	}
-	problems, err := testutil.GatherAndLint(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
-	}
-}
-
-// seriesOf counts the series of a family having the "label=value" match.
-func seriesOf(t testing.TB, reg prometheus.Gatherer, name, match string) int {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, v, _ := strings.Cut(match, "=")
-	n := 0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == k && lp.GetValue() == v {
-					n++
-				}
-			}
-		}
-	}
-	return n
-}
-
 // TestStoreInBackground: by default a miss is answered without waiting for
 // the store, and its entry is served to a later identical request; with
 // wait_for_store the very next request hits.
@@ -512,67 +412,6 @@ func TestStoreInBackground(t *testing.T) {
 	}
 }
 
-func TestConfigErrors(t *testing.T) {
-	t.Parallel()
-	good := "keys: keys.yaml\nmodels:\n  - {name: large, base_url: http://127.0.0.1:1/v1}\n"
-	cases := []struct {
-		name, cfg, keys, want string
-	}{
-		{"unknown field", good + "cahce: {}\n", testKeys, `serve.yaml:4: field "cahce": unknown field`},
-		{"no keys", "models:\n  - {name: large, base_url: http://x/v1}\n", testKeys, `field "keys": required`},
-		{"bad url", "keys: keys.yaml\nmodels:\n  - {name: large, base_url: localhost:8000}\n", testKeys, `serve.yaml:3: field "models.base_url"`},
-		{"auto reserved", "keys: keys.yaml\nmodels:\n  - {name: auto, base_url: http://x/v1}\n", testKeys, `field "models.name"`},
-		{"bad router", good + "router: {threshold: 2, small: large, large: large}\n", testKeys, `serve.yaml:4: field "router.threshold"`},
-		{"bad policy", good + "contract: {file: c.json, policy: pray}\n", testKeys, `field "contract.policy"`},
-		{"missing env", "keys: keys.yaml\nmodels:\n  - name: large\n    base_url: http://x/v1\n    api_key_env: CRAB_TEST_UNSET_KEY\n", testKeys, `serve.yaml:5: field "models.api_key_env": model large: environment variable CRAB_TEST_UNSET_KEY is not set`},
-		{"keys without tenant", good, "keys:\n  - key: a\n    permission: agent\n", `keys.yaml:2: field "keys.tenant": required`},
-		{"duplicate key", good, "keys:\n  - {key: a, tenant: t, permission: p}\n  - {key: a, tenant: u, permission: p}\n", `field "keys.key": duplicate key`},
-		{"missing keys file", strings.Replace(good, "keys.yaml", "nokeys.yaml", 1), testKeys, `serve.yaml:1: field "keys": cannot read`},
-		{"broken contract", good + "contract: {file: c.json}\n", testKeys, `c.json:3`},
-		{"nan price", "keys: keys.yaml\nmodels:\n  - {name: large, base_url: http://x/v1, price_in_per_mtok: .nan}\n", testKeys, `serve.yaml:3: field "models.price_in_per_mtok": prices must be finite`},
-		{"unknown store", good + "cache: {store: floppy}\n", testKeys, `serve.yaml:4: field "cache.store": unknown store "floppy"`},
-		{"redis password env unset", good + "cache:\n  store: redis\n  redis_password_env: CRAB_TEST_UNSET_REDIS\n", testKeys,
-			`serve.yaml:6: field "cache.redis_password_env": environment variable CRAB_TEST_UNSET_REDIS is not set`},
-		{"tag key env unset", good + "cache:\n  store: redis\n  tag_key_env: CRAB_TEST_UNSET_TAG\n", testKeys,
-			`serve.yaml:6: field "cache.tag_key_env": environment variable CRAB_TEST_UNSET_TAG is not set`},
-		{"redis ca unreadable", good + "cache:\n  store: redis\n  redis_tls_ca: no-ca.pem\n", testKeys,
-			`serve.yaml:6: field "cache.redis_tls_ca": cannot read`},
-		{"redis client key missing", good + "cache:\n  store: redis\n  redis_tls_cert: c.pem\n", testKeys,
-			`serve.yaml:6: field "cache.redis_tls_cert": give redis_tls_cert and redis_tls_key together`},
-		{"redis password without redis", good + "cache: {redis_password_env: X}\n", testKeys, `serve.yaml:4: field "cache.redis_password_env": only used with store: redis`},
-		{"unknown scorer", good + "router: {small: large, large: large, scorer: astrology}\n", testKeys, `serve.yaml:4: field "router.scorer"`},
-		{"bad router mode", good + "router: {mode: dice, small: large, large: large}\n", testKeys, `serve.yaml:4: field "router.mode"`},
-		{"unknown default model", good + "default_model: huge\n", testKeys, `serve.yaml:4: field "default_model": unknown model "huge"`},
-		{"infinite price", "keys: keys.yaml\nmodels:\n  - {name: large, base_url: http://x/v1, price_out_per_mtok: .inf}\n", testKeys, `serve.yaml:3: field "models.price_out_per_mtok": prices must be finite`},
-		{"timeout 1ns", good + "timeout: 1ns\n", testKeys, `serve.yaml:4: field "timeout": must be at least 1ms`},
-		{"body timeout 1ns", good + "body_timeout: 1ns\n", testKeys, `serve.yaml:4: field "body_timeout": must be at least 1ms`},
-		{"retry attempt timeout", good + "retry: {max_attempts: 2, attempt_timeout: 10us}\n", testKeys, `serve.yaml:4: field "retry.attempt_timeout": must be at least 1ms`},
-		{"negative per-key cap", good + "max_in_flight_per_key: -1\n", testKeys, `serve.yaml:4: field "max_in_flight_per_key"`},
-		{"blank tenant", good, "keys:\n  - key: a\n    tenant: '  '\n    permission: agent\n", `keys.yaml:3: field "keys.tenant": required (not blank)`},
-		{"blank permission", good, "keys:\n  - {key: a, tenant: t, permission: ' '}\n", `keys.yaml:2: field "keys.permission": required (not blank)`},
-		{"blank key", good, "keys:\n  - {key: '  ', tenant: t, permission: p}\n", `keys.yaml:2: field "keys.key": must not hold white space`},
-		{"padded tenant", good, "keys:\n  - {key: a, tenant: ' acme', permission: p}\n", `keys.yaml:2: field "keys.tenant": must not start or end with white space`},
-		{"sim backend", "keys: keys.yaml\nmodels:\n  - {name: large, backend: sim, kind: large}\n", testKeys, `serve.yaml:3: field "models.backend": serve's models are OpenAI-compatible upstreams`},
-		{"sim kind on openai", "keys: keys.yaml\nmodels:\n  - {name: large, base_url: http://x/v1, kind: small}\n", testKeys, `serve.yaml:3: field "models.kind": only for backend sim`},
-		{"threshold_from", good + "router:\n  small: large\n  large: large\n  threshold_from: tune.json\n", testKeys, `serve.yaml:7: field "router.threshold_from": read by crab run and crab tune only`},
-		{"arm threshold_from", good + "arms:\n  - name: c\n    model: large\n    router: {small: large, large: large, threshold_from: t.json}\n", testKeys, `serve.yaml:7: field "arms.router.threshold_from"`},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte(tc.keys), 0o644)
-			os.WriteFile(filepath.Join(dir, "c.json"), []byte("{\n  \"type\": \"object\",\n  \"properties\": {\"a\": {\"type\": 5}}\n}\n"), 0o644)
-			path := filepath.Join(dir, "serve.yaml")
-			os.WriteFile(path, []byte(tc.cfg), 0o644)
-			_, err := Load(path)
-			if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("got %v; want a ConfigError containing %q", err, tc.want)
-			}
-		})
-	}
-}
-
 func TestChunks(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -587,45 +426,6 @@ func TestChunks(t *testing.T) {
 			t.Errorf("chunks(%q, %d): got %q; want %q", tc.in, tc.n, got, tc.want)
 		}
 	}
-}
-
-// value sums, from the registry, the samples of the family name whose
-// labels include every "label=value" of match: a counter's or gauge's
-// value, a histogram's count.
-func value(t testing.TB, reg prometheus.Gatherer, name string, match ...string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for _, kv := range match {
-				k, v, _ := strings.Cut(kv, "=")
-				if have[k] != v {
-					continue metric
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				sum += m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				sum += m.GetGauge().GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return sum
 }
 
 // TestCascade: a serve configuration reaches the cascade through the same
@@ -655,6 +455,32 @@ func TestReplyHeadersCanonical(t *testing.T) {
 	for _, name := range replyHeaders {
 		if c := http.CanonicalHeaderKey(name); c != name {
 			t.Errorf("reply header %q is not canonical (%q)", name, c)
+		}
+	}
+}
+
+// TestChatRoute: ServeHTTP's direct route to chat completions answers
+// what the mux would: the path itself, and nothing that only decodes to
+// it.
+func TestChatRoute(t *testing.T) {
+	t.Parallel()
+	_, url := upstream(t, sim.Config{}, simserver.Faults{})
+	s, _, _ := proxy(t, url, url, "")
+	cases := []struct {
+		target string
+		want   int
+	}{
+		{"/v1/chat/completions", http.StatusOK},
+		{"/v1/chat%2Fcompletions", http.StatusNotFound},
+		{"/v1/chat/completions/", http.StatusNotFound},
+	}
+	for _, tc := range cases {
+		req := httptest.NewRequest(http.MethodPost, tc.target, strings.NewReader(chatBody("large", ticket, false, "")))
+		req.Header.Set("Authorization", "Bearer sk-acme")
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Code != tc.want {
+			t.Errorf("POST %s: status %d; want %d", tc.target, w.Code, tc.want)
 		}
 	}
 }

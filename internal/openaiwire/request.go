@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -100,11 +101,18 @@ func (rd *RequestDecoder) ReadRequestBody(r *http.Request, limit int64) (req *go
 }
 
 // readBody reads body to its end, but no more than limit+1 bytes when
-// limit > 0. size is the declared length (-1 or 0 when unknown): a body
-// of that length is read into one buffer of the right size.
+// limit > 0 (see AppendBody).
 func readBody(body io.Reader, size, limit int64) ([]byte, error) {
+	return AppendBody(nil, body, size, limit)
+}
+
+// AppendBody appends body, read to its end, to dst, but no more than
+// limit+1 bytes when limit > 0: a longer result is a body over the limit.
+// size is the declared length (-1 or 0 when unknown): a body of that
+// length grows dst once, to the size it needs.
+func AppendBody(dst []byte, body io.Reader, size, limit int64) ([]byte, error) {
 	if body == nil {
-		return nil, nil
+		return dst, nil
 	}
 	if limit > 0 {
 		body = io.LimitReader(body, limit+1)
@@ -113,18 +121,18 @@ func readBody(body io.Reader, size, limit int64) ([]byte, error) {
 	if size > 0 && (limit <= 0 || size <= limit) {
 		n = size + 1 // room for the read that meets the end
 	}
-	buf := make([]byte, 0, n)
+	dst = slices.Grow(dst, int(n))
 	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
 		}
-		m, err := body.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+m]
+		m, err := body.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+m]
 		if err == io.EOF {
-			return buf, nil
+			return dst, nil
 		}
 		if err != nil {
-			return buf, err
+			return dst, err
 		}
 	}
 }
@@ -194,7 +202,12 @@ const (
 // vouch to decode exactly as encoding/json does.
 // lastSchema holds the last schema checked; see RequestDecoder.
 func leanDecode(raw []byte, lastSchema *atomic.Pointer[string]) (req *goopenai.ChatCompletionRequest, ok bool) {
-	d := lexer{Lexer: jsonw.New(string(raw), jsonw.SurrogatePairs), raw: raw, lastSchema: lastSchema}
+	// The lexer reads raw in place and copies only the strings it hands
+	// out: no second copy of the whole body. Keys are plain (a key with an
+	// escape or a byte outside ASCII goes to encoding/json, whose matching
+	// of keys is its own) and alias raw, so that matching them copies
+	// nothing.
+	d := lexer{Lexer: jsonw.NewBytes(raw, jsonw.SurrogatePairs|jsonw.PlainKeys), raw: raw, lastSchema: lastSchema}
 	req = new(goopenai.ChatCompletionRequest)
 	seen := 0
 	ok = d.Object(func(key string) bool {
@@ -434,7 +447,7 @@ func (d *lexer) stringMap() (map[string]string, bool) {
 	m := map[string]string{}
 	ok := d.Object(func(key string) bool {
 		v, ok := d.String()
-		m[key] = v
+		m[strings.Clone(key)] = v // the key aliases the body
 		return ok
 	})
 	return m, ok
@@ -455,8 +468,8 @@ func (d *lexer) strings() ([]string, bool) {
 // deeper bodies go through encoding/json.
 const maxLeanDepth = 256
 
-// lexer reads a request body: jsonw's lexer over a copy of the body as a
-// string, and raw, the body itself, for schemas kept verbatim.
+// lexer reads a request body: jsonw's lexer over the body, and raw, the
+// body itself, for schemas kept verbatim.
 type lexer struct {
 	jsonw.Lexer
 	raw []byte

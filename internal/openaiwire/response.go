@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/crab-testbed/crab/internal/jsonw"
 )
@@ -171,11 +172,23 @@ type Completion struct {
 // (headers set on w before are kept): one JSON object as encoding/json
 // writes it (without HTML escaping), then a newline.
 func WriteCompletion(w http.ResponseWriter, c Completion) error {
-	b := AppendCompletion(make([]byte, 0, 256+len(c.Content)+len(c.Content)/8), c)
+	bp := completionBufs.Get().(*[]byte)
+	b := AppendCompletion((*bp)[:0], c)
 	w.Header().Set("Content-Type", "application/json")
-	_, err := w.Write(b)
+	_, err := w.Write(b) // a Writer keeps nothing of b once Write returns
+	if cap(b) <= maxPooledCompletion {
+		*bp = b[:0]
+		completionBufs.Put(bp)
+	}
 	return err
 }
+
+// completionBufs hold the buffers WriteCompletion encodes into: a server
+// writes one answer per request, and their sizes repeat.
+var completionBufs = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// maxPooledCompletion bounds the buffers kept in completionBufs.
+const maxPooledCompletion = 64 << 10
 
 // AppendCompletion appends the body WriteCompletion writes for c.
 func AppendCompletion(b []byte, c Completion) []byte {

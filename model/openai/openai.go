@@ -17,9 +17,13 @@
 // in-process simulated model would. Config.NoCrabHeaders turns them off,
 // e.g. for a hosted API that should not learn tenant names.
 //
-// Every call, streamed or not, is encoded and decoded by go-openai: at a
-// real model's latency a codec of crab's own would save about 0.1% of a
-// call (docs/performance.md, "The OpenAI client's codec").
+// Streamed calls are encoded and decoded by go-openai. A non-streamed
+// call's body is written, and its answer read, by a lean codec of crab's
+// own that gives go-openai's bytes and values (tests compare the two) and
+// hands any request or answer outside the shapes it knows to go-openai: a
+// cache miss behind crab serve is one such call, and go-openai's
+// reflection was about a sixth of serve's CPU per miss
+// (docs/performance.md, "The OpenAI client's codec").
 //
 // An answer is checked before any of it is used (Backend.Complete): token
 // counts in range, a finish reason the protocol knows, no configured
@@ -37,7 +41,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
@@ -135,6 +138,8 @@ type Backend struct {
 	http    *http.Client
 	now     func() time.Time
 	secrets *redact.Set // cfg.Secrets, the API key and the base URL's password
+	lean    *leanCall   // non-streaming calls without go-openai; nil: every call through go-openai
+	schemas schemaCache
 }
 
 var _ model.Model = (*Backend)(nil)
@@ -183,6 +188,9 @@ func New(cfg Config) (*Backend, error) {
 		secrets: cfg.Secrets.With(cfg.APIKey).WithURL(cfg.BaseURL)}
 	if b.now == nil {
 		b.now = time.Now
+	}
+	if cfg.NoStream {
+		b.lean = probeLean(oc, cfg.Model)
 	}
 	return b, nil
 }
@@ -257,20 +265,26 @@ func (b *Backend) Complete(ctx context.Context, req *model.Request) (*model.Resp
 	resp.Trace.Attempts = 1
 	start := b.now()
 	var retryAfter string
-	if !b.cfg.NoCrabHeaders {
-		ctx = context.WithValue(ctx, headersKey{}, crabHeaders(req))
-	}
-	ctx = context.WithValue(ctx, retryAfterKey{}, &retryAfter)
 	var body answerBody
-	ctx = context.WithValue(ctx, answerKey{}, &body)
-	if len(extra) > 0 {
-		ctx = context.WithValue(ctx, extraKey{}, extra)
-	}
 	var err error
-	if b.cfg.NoStream {
-		err = b.once(ctx, creq, resp, start)
-	} else {
-		err = b.stream(ctx, creq, resp, start)
+	handled := false
+	if b.lean != nil {
+		handled, err = b.onceLean(ctx, req, &creq, extra, resp, start, &body)
+	}
+	if !handled {
+		if !b.cfg.NoCrabHeaders {
+			ctx = context.WithValue(ctx, headersKey{}, crabHeaders(req))
+		}
+		ctx = context.WithValue(ctx, retryAfterKey{}, &retryAfter)
+		ctx = context.WithValue(ctx, answerKey{}, &body)
+		if len(extra) > 0 {
+			ctx = context.WithValue(ctx, extraKey{}, extra)
+		}
+		if b.cfg.NoStream {
+			err = b.once(ctx, creq, resp, start)
+		} else {
+			err = b.stream(ctx, creq, resp, start)
+		}
 	}
 	resp.Trace.ModelDur = b.now().Sub(start)
 	if err != nil {
@@ -441,70 +455,6 @@ func (b *Backend) once(ctx context.Context, creq goopenai.ChatCompletionRequest,
 	return nil
 }
 
-// stream makes a streaming call and reassembles the answer.
-func (b *Backend) stream(ctx context.Context, creq goopenai.ChatCompletionRequest, resp *model.Response, start time.Time) error {
-	st, err := b.client.CreateChatCompletionStream(ctx, creq)
-	if err != nil {
-		return statusError(err)
-	}
-	defer st.Close()
-	resp.Confidence = confidence(st.Header())
-	var content, refusal strings.Builder
-	var finish goopenai.FinishReason
-	var usage *goopenai.Usage
-	for {
-		chunk, err := st.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return statusError(err)
-		}
-		if chunk.Usage != nil {
-			u := *chunk.Usage
-			usage = &u // the last report wins: some servers repeat it on every chunk
-		}
-		for _, c := range chunk.Choices {
-			if c.Index != 0 {
-				continue
-			}
-			if c.Delta.Content != "" || c.Delta.Refusal != "" {
-				if resp.Trace.FirstByteAt.IsZero() {
-					at := b.now()
-					resp.Trace.TTFT = at.Sub(start)
-					resp.Trace.FirstByteAt = at
-				}
-				content.WriteString(c.Delta.Content)
-				refusal.WriteString(c.Delta.Refusal)
-				if int64(content.Len()+refusal.Len()) > b.cfg.MaxAnswerBytes {
-					if a, ok := ctx.Value(answerKey{}).(*answerBody); ok {
-						a.tooLarge.Store(true)
-					}
-					return ErrAnswerTooLarge
-				}
-			}
-			if c.FinishReason != "" && c.FinishReason != goopenai.FinishReasonNull {
-				finish = c.FinishReason
-			}
-		}
-	}
-	if finish == "" {
-		// A stream cut by the server or the network ends like a finished
-		// one in go-openai; without a finish reason the answer is partial.
-		return errors.New("stream ended before a finish reason (connection closed mid-stream)")
-	}
-	resp.Content = content.String()
-	resp.FinishReason = finishReason(finish)
-	if resp.Content == "" && refusal.Len() > 0 {
-		resp.Content = refusal.String()
-		resp.FinishReason = model.FinishRefusal
-	}
-	if usage != nil {
-		resp.Usage = model.Usage{TokensIn: usage.PromptTokens, TokensOut: usage.CompletionTokens}
-	}
-	return nil
-}
-
 // finishReason maps the wire's finish reason to crab's; the names some
 // servers use for the standard reasons (Hugging Face TGI's eos_token and
 // stop_sequence, Anthropic-style end_turn and max_tokens) are mapped to
@@ -529,115 +479,4 @@ func confidence(h http.Header) float64 {
 		return 0
 	}
 	return v
-}
-
-// StatusError is an HTTP error status from the server, with the server's
-// message. It wraps model.ErrBackend.
-type StatusError struct {
-	Backend string // the backend's name
-	Status  int    // HTTP status code, e.g. 429
-	Type    string // the OpenAI error type, e.g. "rate_limit_error"; may be empty
-	Code    string // the OpenAI error code, e.g. "rate_limit_exceeded"; may be empty
-	Message string // the server's message, at most maxErrorMessage bytes
-	// Wait is the delay the server asked for before the next call
-	// (Retry-After, in seconds or as an HTTP date); 0 when none.
-	Wait time.Duration
-}
-
-// HTTPStatus is the server's status, for the retry policy.
-func (e *StatusError) HTTPStatus() int { return e.Status }
-
-// RetryAfter is the delay the server asked for, for the retry policy.
-func (e *StatusError) RetryAfter() time.Duration { return e.Wait }
-
-var (
-	_ model.HTTPStatusError = (*StatusError)(nil)
-	_ model.RetryAfterError = (*StatusError)(nil)
-)
-
-// maxErrorBody bounds how much of an error answer's body is read, and
-// maxErrorMessage how much of its message is kept: a hostile or broken
-// server cannot make crab hold megabytes per failed call.
-const (
-	maxErrorBody    = 64 << 10
-	maxErrorMessage = 512
-)
-
-// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP
-// date (relative to now). Anything else, or a time in the past, is 0.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n <= 0 {
-			return 0
-		}
-		return time.Duration(min(n, 24*3600)) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
-}
-
-// Error says which backend failed, with what status and message.
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("%v: %s: HTTP %d %s: %s", model.ErrBackend, e.Backend, e.Status, http.StatusText(e.Status), e.Message)
-}
-
-// Unwrap returns model.ErrBackend.
-func (e *StatusError) Unwrap() error { return model.ErrBackend }
-
-// statusError turns go-openai's HTTP errors into a *StatusError and leaves
-// every other error as it is.
-func statusError(err error) error {
-	var ae *goopenai.APIError
-	if errors.As(err, &ae) && ae.HTTPStatusCode > 0 {
-		code := ""
-		if ae.Code != nil {
-			code = fmt.Sprint(ae.Code)
-		}
-		return &StatusError{Status: ae.HTTPStatusCode, Type: ae.Type, Code: code, Message: ae.Message}
-	}
-	var re *goopenai.RequestError
-	if errors.As(err, &re) && re.HTTPStatusCode > 0 {
-		msg := strings.TrimSpace(string(re.Body))
-		if msg == "" {
-			msg = http.StatusText(re.HTTPStatusCode)
-		}
-		return &StatusError{Status: re.HTTPStatusCode, Message: msg}
-	}
-	return err
-}
-
-// Instructions appended to the system prompt for the shortened output
-// modes when a request sets none (model.DefaultInstruction), so that a
-// real model is asked for the shorter answer (the output is not trimmed
-// afterwards). Full mode adds nothing.
-const (
-	InstructionShort     = model.DefaultInstructionShort
-	InstructionOverShort = model.DefaultInstructionOverShort
-)
-
-// ModeInstruction is the default instruction a Backend appends to the
-// system prompt for mode, or "" for the full mode; a request's own
-// Instruction replaces it.
-func ModeInstruction(mode string) string { return model.DefaultInstruction(mode) }
-
-// SplitMode undoes what a Backend did to the system prompt with a default
-// instruction: it returns the prompt without a trailing default mode
-// instruction, and the mode that instruction asks for (model.ModeFull when
-// there is none). Servers use it to see the caller's own system prompt and
-// the output mode asked for; a request's own instruction is not
-// recognised (the X-Crab-Mode header still names the mode).
-func SplitMode(system string) (base, mode string) {
-	for _, m := range [...]string{model.ModeShort, model.ModeOverShort} {
-		ins := ModeInstruction(m)
-		if rest, ok := strings.CutSuffix(system, ins); ok {
-			return strings.TrimSuffix(rest, "\n\n"), m
-		}
-	}
-	return system, model.ModeFull
 }

@@ -197,8 +197,8 @@ func extraFields(c *goopenai.ChatCompletionRequest, req *model.Request) []model.
 	return append(out, req.Params...)
 }
 
-// spliceFields appends fields to the JSON object body (go-openai's
-// encoding, which never writes them itself).
+// spliceFields appends fields to the JSON object body (an encoding that
+// never writes them itself), in body's own array when it has room.
 func spliceFields(body []byte, fields []model.Param) []byte {
 	if len(fields) == 0 {
 		return body
@@ -207,8 +207,7 @@ func spliceFields(body []byte, fields []model.Param) []byte {
 	if len(body) == 0 || body[len(body)-1] != '}' {
 		return body
 	}
-	out := make([]byte, 0, len(body)+64)
-	out = append(out, body[:len(body)-1]...)
+	out := body[:len(body)-1]
 	for _, f := range fields {
 		if len(out) > 1 {
 			out = append(out, ',')
