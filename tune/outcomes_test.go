@@ -128,7 +128,7 @@ func TestOutcomeTableMatchesRun(t *testing.T) {
 	arm := map[string]string{"small": "small_only", "large": "baseline"}
 	for _, row := range tab.Table.Rows {
 		k := arm[row.Role] + "/" + row.TaskID
-		if pass[k] != row.Pass || cost[k] != row.Cost {
+		if pass[k] != row.Pass || cost[k] != float64(row.Cost) {
 			t.Errorf("%s: table pass %v cost %v; run pass %v cost %v", k, row.Pass, row.Cost, pass[k], cost[k])
 		}
 	}
