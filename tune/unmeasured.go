@@ -95,14 +95,14 @@ func costUnmeasured(samples []Sample, rule Rule) (models []string, note string, 
 	if len(models) == 0 {
 		return nil, "", nil
 	}
-	var where []string
-	for i, m := range models {
-		where = append(where, fmt.Sprintf("%s (declare %s.price_in_per_mtok and price_out_per_mtok)", m, at[i]))
+	var declare []string
+	for i := range models {
+		declare = append(declare, at[i]+".price_in_per_mtok (and price_out_per_mtok)")
 	}
 	if rule.Budget > 0 {
-		return nil, "", fmt.Errorf("%w: --budget chooses by cost, but the cost of the calls to %s is not measured: the model has no declared price; declare it, or choose with --max-pass-loss",
-			ErrConfig, words.And(where))
+		return nil, "", fmt.Errorf("%w: --budget chooses by cost, but the cost of %s is not measured (no declared price): declare %s, or choose with --max-pass-loss",
+			ErrConfig, words.And(models), words.And(declare))
 	}
-	return models, fmt.Sprintf("cost not measured for %s: no declared price, so every cost figure that includes its calls is - (null in JSON), not 0, "+
-		"and among the thresholds passing enough the one calling the large model least is chosen", words.And(where)), nil
+	return models, fmt.Sprintf("cost not measured for %s (no declared price; declare %s): every cost figure that includes its calls is - (null in JSON), not 0, "+
+		"and among the thresholds passing enough the one calling the large model least is chosen", words.And(models), words.And(declare)), nil
 }

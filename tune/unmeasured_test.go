@@ -69,7 +69,7 @@ func TestTuneUnpricedLargeModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"note: cost not measured for big (declare exp.yaml: models[1].price_in_per_mtok and price_out_per_mtok)",
+		"note: cost not measured for big (no declared price; declare exp.yaml: models[1].price_in_per_mtok (and price_out_per_mtok))",
 		"\n  all-large  ", "cost saving vs all-large -/-/-", "large-calls–pass (cost not measured) Pareto frontier",
 	} {
 		if !strings.Contains(text.String(), want) {
