@@ -2,13 +2,11 @@ package tune
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/stack"
 )
 
@@ -139,19 +137,7 @@ func TestTuneUnpricedBudgetRefused(t *testing.T) {
 // an older table says.
 func TestOutcomeTableUnmeasuredCost(t *testing.T) {
 	t.Parallel()
-	exp := tuneDir(t, 30, "")
-	s, err := loadTuner(exp, fixtures.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg, err := s.Target()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab, err := s.OutcomeTableFor(context.Background(), tg, TableOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s, tg, tab := builtTable(t, 30)
 	edited := *tab.Table
 	edited.Rows = append([]OutcomeRow(nil), tab.Table.Rows...)
 	edited.Rows[0].Cost = Unmeasured()
