@@ -87,22 +87,45 @@ func unpriced(samples []Sample) (models, at []string) {
 	return models, at
 }
 
+// CheckRule refuses, before any model is called, a rule that chooses by
+// cost between target models one of which declares no price (an
+// ErrConfig naming the model and its price field).
+func (s *Tuner) CheckRule(t Target, rule Rule) error {
+	var models, at []string
+	for _, name := range []string{t.Small, t.Large} {
+		if p := s.pricing(name); !p.priced {
+			models, at = append(models, name), append(at, p.at)
+		}
+	}
+	_, err := costNote(models, at, rule)
+	return err
+}
+
 // costUnmeasured refuses a rule that chooses by cost on samples whose cost
 // is not measured, naming the model and the price to declare, and
 // otherwise says in a note what the report shows instead of that cost.
 func costUnmeasured(samples []Sample, rule Rule) (models []string, note string, err error) {
 	models, at := unpriced(samples)
+	if note, err = costNote(models, at, rule); err != nil || note == "" {
+		return nil, "", err
+	}
+	return models, note, nil
+}
+
+// costNote is costUnmeasured's refusal or note for the models named, with
+// where each declares its price.
+func costNote(models, at []string, rule Rule) (string, error) {
 	if len(models) == 0 {
-		return nil, "", nil
+		return "", nil
 	}
 	var declare []string
 	for i := range models {
 		declare = append(declare, at[i]+".price_in_per_mtok (and price_out_per_mtok)")
 	}
 	if rule.Budget > 0 {
-		return nil, "", fmt.Errorf("%w: --budget chooses by cost, but the cost of %s is not measured (no declared price): declare %s, or choose with --max-pass-loss",
+		return "", fmt.Errorf("%w: --budget chooses by cost, but the cost of %s is not measured (no declared price): declare %s, or choose with --max-pass-loss",
 			ErrConfig, words.And(models), words.And(declare))
 	}
-	return models, fmt.Sprintf("cost not measured for %s (no declared price; declare %s): every cost figure that includes its calls is - (null in JSON), not 0, "+
+	return fmt.Sprintf("cost not measured for %s (no declared price; declare %s): every cost figure that includes its calls is - (null in JSON), not 0, "+
 		"and among the thresholds passing enough the one calling the large model least is chosen", words.And(models), words.And(declare)), nil
 }

@@ -161,6 +161,12 @@ func TestOutcomeTableUnmeasuredCost(t *testing.T) {
 			m.Backend, m.PriceInPerMTok, m.PriceOutPerMTok = stack.BackendOpenAI, nil, nil
 		}
 	}
+	if err := s.CheckRule(tg, Rule{Budget: 1}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "models[") {
+		t.Errorf("a budget on an unpriced target: %v; want ErrConfig naming its price field", err)
+	}
+	if err := s.CheckRule(tg, Rule{MaxPassLoss: 1}); err != nil {
+		t.Errorf("a pass-loss rule on an unpriced target: %v; want none", err)
+	}
 	samples, err := s.Samples(tab.Table, nil, tab.Path)
 	if err != nil {
 		t.Fatal(err)
