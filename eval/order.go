@@ -50,12 +50,8 @@ func DefaultOrder(models []stack.ModelSpec, arms []stack.ArmSpec) string {
 func loadDependent(models []stack.ModelSpec, arms []stack.ArmSpec) bool {
 	used := map[string]bool{}
 	for _, a := range arms {
-		used[a.Model] = true
-		if r := a.Router; r != nil {
-			used[r.Small], used[r.Large] = true, true
-		}
-		if c := a.Contract; c != nil && c.EscalateTo != "" {
-			used[c.EscalateTo] = true
+		for _, m := range a.Models() {
+			used[m] = true
 		}
 	}
 	for _, m := range models {

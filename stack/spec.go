@@ -3,6 +3,7 @@ package stack
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -162,6 +163,27 @@ type ArmSpec struct {
 	Router       *RouterSpec       `yaml:"router"`
 	Contract     *ContractSpec     `yaml:"contract"`
 	Extra        map[string]any    `yaml:",inline"` // rejected: unknown keys are reported with their line
+}
+
+// Models names the models the arm may call, each once: its own, its
+// router's small and large, and the one its contract escalates to. What
+// depends on the models an arm calls (its latency under load, whether its
+// cost is measured) asks them here.
+func (a ArmSpec) Models() []string {
+	names := []string{a.Model}
+	if r := a.Router; r != nil {
+		names = append(names, r.Small, r.Large)
+	}
+	if c := a.Contract; c != nil && c.EscalateTo != "" {
+		names = append(names, c.EscalateTo)
+	}
+	out := names[:0]
+	for _, n := range names {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // CacheSpec configures an arm's response cache.

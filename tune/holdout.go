@@ -3,6 +3,7 @@ package tune
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/crab-testbed/crab/internal/bootstrap"
@@ -113,6 +114,10 @@ func Router(samples []Sample, cfg Config) (*Report, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
+	unpriced, costNote, err := costUnmeasured(samples, cfg.Rule)
+	if err != nil {
+		return nil, err
+	}
 	calib, hold, err := Split(samples, cfg.Holdout, cfg.Seed)
 	if err != nil {
 		return nil, err
@@ -125,7 +130,8 @@ func Router(samples []Sample, cfg Config) (*Report, error) {
 	if note == "" {
 		note = "tasks with the same normalised text stay on one side (translations are different texts)"
 	}
-	rep := &Report{Tasks: len(samples), Calibrated: len(calib), Held: len(hold), Config: cfg, SplitNote: "seeded, stratified by group; " + note}
+	rep := &Report{Tasks: len(samples), Calibrated: len(calib), Held: len(hold), Config: cfg, SplitNote: "seeded, stratified by group; " + note,
+		CostUnmeasured: unpriced, CostNote: costNote}
 	for i, policy := range cfg.Policies {
 		pr := tunePolicy(policy, samples, calib, hold, cfg, cfg.Seed)
 		if cfg.Folds > 1 {
@@ -305,7 +311,7 @@ func randomBaseline(policy string, samples []Sample, idx []int, k, seeds int, se
 	rb.StrongShare = float64(k) / float64(len(idx))
 	perm := make([]int, len(idx))
 	g := splitmix.Labelled(seed, "random:"+policy)
-	passSum, costSum := 0, 0.0
+	passSum, costSum := 0, Figure(0)
 	for r := 0; r < seeds; r++ {
 		for i := range perm {
 			perm[i] = idx[i]
@@ -315,7 +321,7 @@ func randomBaseline(policy string, samples []Sample, idx []int, k, seeds int, se
 			j := i + int(g.Below(uint64(len(perm)-i)))
 			perm[i], perm[j] = perm[j], perm[i]
 		}
-		pass, cost := 0, 0.0
+		pass, cost := 0, Figure(0)
 		for i, si := range perm {
 			s := &samples[si]
 			large := i < k
@@ -337,7 +343,7 @@ func randomBaseline(policy string, samples []Sample, idx []int, k, seeds int, se
 		rb.PassMax = max(rb.PassMax, pass)
 	}
 	rb.PassMean = float64(passSum) / float64(seeds)
-	rb.CostMean = costSum / float64(seeds)
+	rb.CostMean = costSum / Figure(seeds)
 	return rb
 }
 
@@ -350,7 +356,7 @@ func paired(policy string, samples []Sample, idx []int, t float64, resamples int
 	for k, i := range idx {
 		s := &samples[i]
 		useSmall, useLarge := calls(policy, s, t)
-		cost := 0.0
+		var cost Figure
 		pass := s.Small.Pass
 		if useSmall {
 			cost += s.Small.Cost
@@ -360,12 +366,16 @@ func paired(policy string, samples []Sample, idx []int, t float64, resamples int
 			pass = s.Large.Pass
 		}
 		dp[k] = b2f(pass) - b2f(s.Large.Pass)
-		dc[k] = cost - s.Large.Cost
+		dc[k] = float64(cost - s.Large.Cost)
 		out.PassDiff += int(dp[k])
-		out.CostDiff += dc[k]
+		out.CostDiff += Figure(dc[k])
 	}
 	out.PassCI = bootstrapSumCI(dp, resamples, splitmix.Labelled(seed, "bootstrap-pass:"+policy))
-	out.CostCI = bootstrapSumCI(dc, resamples, splitmix.Labelled(seed, "bootstrap-cost:"+policy))
+	out.CostCI = [2]Figure{Unmeasured(), Unmeasured()}
+	if out.CostDiff.Measured() {
+		ci := bootstrapSumCI(dc, resamples, splitmix.Labelled(seed, "bootstrap-cost:"+policy))
+		out.CostCI = [2]Figure{Figure(ci[0]), Figure(ci[1])}
+	}
 	return out
 }
 
@@ -389,7 +399,8 @@ func bootstrapSumCI(x []float64, resamples int, g *splitmix.Rand) [2]float64 {
 // folds tunes the policy on cfg.Folds splits and reports the spread.
 func folds(policy string, samples []Sample, cfg Config) (*Folds, error) {
 	f := &Folds{}
-	var th, loss, saving, share []float64
+	var th, loss, share []float64
+	var saving []Figure
 	for k := 0; k < cfg.Folds; k++ {
 		seed := cfg.Seed + int64(k)
 		calib, hold, err := Split(samples, cfg.Holdout, seed)
@@ -416,31 +427,35 @@ func folds(policy string, samples []Sample, cfg Config) (*Folds, error) {
 			}
 		}
 		if cfg.Rule.Budget > 0 {
-			count(&f.WithinBudget, h.N > 0 && h.Cost/float64(h.N) <= cfg.Rule.Budget)
+			count(&f.WithinBudget, h.N > 0 && float64(h.Cost)/float64(h.N) <= cfg.Rule.Budget)
 		} else {
 			count(&f.Within, run.PassLoss <= cfg.Rule.MaxPassLoss)
 		}
 		th = append(th, run.Threshold)
 		loss = append(loss, float64(run.PassLoss))
-		sv := 0.0
-		if h.CostAllLarge > 0 {
+		sv := Figure(0)
+		if h.CostAllLarge > 0 || !h.CostAllLarge.Measured() {
 			sv = 1 - h.Cost/h.CostAllLarge
 		}
 		saving = append(saving, sv)
 		share = append(share, run.StrongShare)
 	}
-	f.Threshold, f.PassLoss, f.CostSaving, f.StrongShare = spread(th), spread(loss), spread(saving), spread(share)
+	f.Threshold, f.PassLoss, f.StrongShare = spread(th), spread(loss), spread(share)
+	f.CostSaving = [3]Figure{Unmeasured(), Unmeasured(), Unmeasured()}
+	if s := spread(saving); s[0].Measured() && s[2].Measured() {
+		f.CostSaving = s
+	}
 	return f, nil
 }
 
-// spread is min, median (nearest rank) and max.
-func spread(x []float64) [3]float64 {
-	s := append([]float64(nil), x...)
-	sort.Float64s(s)
+// spread is min, median (nearest rank) and max; NaN sorts first.
+func spread[F ~float64](x []F) [3]F {
+	s := append([]F(nil), x...)
+	slices.Sort(s)
 	if len(s) == 0 {
-		return [3]float64{}
+		return [3]F{}
 	}
-	return [3]float64{s[0], s[(len(s)+1)/2-1], s[len(s)-1]}
+	return [3]F{s[0], s[(len(s)+1)/2-1], s[len(s)-1]}
 }
 
 // FeatureTags names the features a report tallies for misrouted requests:

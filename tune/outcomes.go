@@ -90,7 +90,9 @@ type OutcomeRow struct {
 	// crashed or timed out, a judge that failed): never a pass.
 	GradeError string  `json:"grade_error,omitempty"`
 	LatencyMs  float64 `json:"latency_ms"`
-	Cost       float64 `json:"cost"`
+	// Cost is what every attempt cost; null (unmeasured) when a call went
+	// to a model without a declared price.
+	Cost       Figure  `json:"cost"`
 	TokensIn   int     `json:"tokens_in"`
 	TokensOut  int     `json:"tokens_out"`
 	Attempts   int     `json:"attempts"`
@@ -280,7 +282,10 @@ func (s *Tuner) outcome(ctx context.Context, stack model.Model, r *eval.Runner, 
 	if resp := c.Resp; resp != nil {
 		tr := &resp.Trace
 		row.LatencyMs = records.Ms(tr.ModelDur)
-		row.Cost, row.TokensIn, row.TokensOut, row.Attempts = resp.Usage.Cost, resp.Usage.TokensIn, resp.Usage.TokensOut, tr.Attempts
+		row.Cost, row.TokensIn, row.TokensOut, row.Attempts = Figure(resp.Usage.Cost), resp.Usage.TokensIn, resp.Usage.TokensOut, tr.Attempts
+		if resp.Usage.Unpriced {
+			row.Cost = Unmeasured()
+		}
 		row.ContractOK = tr.Validated && tr.ContractOK
 		row.Confidence = resp.Confidence
 		if resp.Model != "" {
@@ -382,6 +387,7 @@ func (s *Tuner) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([
 	if err != nil {
 		return nil, err
 	}
+	small, large := s.pricing(tab.Header.Small.Name), s.pricing(tab.Header.Large.Name)
 	out := make([]Sample, len(s.Tasks))
 	for i := range s.Tasks {
 		t := &s.Tasks[i]
@@ -392,7 +398,7 @@ func (s *Tuner) Samples(tab *OutcomeTable, scorer router.Scorer, name string) ([
 		req := &model.Request{TaskID: t.ID, Text: t.Text, User: t.User, Scope: t.Scope()}
 		sc := scorer.Score(req)
 		out[i] = Sample{ID: t.ID, Group: t.Group, Key: keys[i], Score: sc.Value, Features: sc.Features,
-			Small: rowOutcome(p.small), Large: rowOutcome(p.large), Req: req}
+			Small: small.outcome(p.small), Large: large.outcome(p.large), Req: req}
 		if ex, ok := scorer.(explainer); ok {
 			out[i].Why = ex.Explain(req, ExplainTop)
 		}
@@ -407,9 +413,34 @@ type explainer interface {
 	Explain(req *model.Request, k int) []router.Contribution
 }
 
-func rowOutcome(r *OutcomeRow) Outcome {
-	return Outcome{Outcome: r.Outcome, OK: r.Outcome == records.OutcomeOK && r.ContractOK, Pass: r.Pass, Cost: r.Cost,
-		LatencyMs: r.LatencyMs, Confidence: r.Confidence}
+// pricing is what the experiment declares of a model's price: where it
+// goes, and whether the model has one (stack.ModelSpec.Priced).
+type pricing struct {
+	model, at string
+	priced    bool
+}
+
+func (s *Tuner) pricing(name string) pricing {
+	p := pricing{model: name, at: s.Exp.File + ": models (no model " + name + ")", priced: true}
+	for i, m := range s.Exp.Models {
+		if m.Name == name {
+			p.at, p.priced = fmt.Sprintf("%s: models[%d]", s.Exp.File, i), m.Priced()
+			break
+		}
+	}
+	return p
+}
+
+// outcome is the row as a sample's outcome. A model without a declared
+// price has unmeasured cost whatever the row says: a table written before
+// crab marked such costs holds 0 for them.
+func (p pricing) outcome(r *OutcomeRow) Outcome {
+	o := Outcome{Outcome: r.Outcome, OK: r.Outcome == records.OutcomeOK && r.ContractOK, Pass: r.Pass, Cost: r.Cost,
+		LatencyMs: r.LatencyMs, Confidence: r.Confidence, Model: p.model, PriceAt: p.at}
+	if !p.priced {
+		o.Cost = Unmeasured()
+	}
+	return o
 }
 
 // TableOptions say where an outcome table is kept and whether to rebuild it.

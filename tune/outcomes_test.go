@@ -101,21 +101,12 @@ func mustRead(t *testing.T, path string) []byte {
 // 0 with the same models: a replay predicts the run.
 func TestOutcomeTableMatchesRun(t *testing.T) {
 	t.Parallel()
-	exp := tuneDir(t, 60, "")
-	s, err := loadTuner(exp, fixtures.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg, _ := s.Target()
-	tab, err := s.OutcomeTableFor(context.Background(), tg, TableOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	exp, s, _, tab := builtTable(t, 60)
 	var mu sync.Mutex
 	pass := map[string]bool{}
 	cost := map[string]float64{}
 	rs, _ := loadTuner(exp, fixtures.FS)
-	_, err = rs.Runner("tune-check", func(r records.Record) error {
+	_, err := rs.Runner("tune-check", func(r records.Record) error {
 		mu.Lock()
 		defer mu.Unlock()
 		pass[r.Arm+"/"+r.TaskID] = r.Pass
@@ -128,7 +119,7 @@ func TestOutcomeTableMatchesRun(t *testing.T) {
 	arm := map[string]string{"small": "small_only", "large": "baseline"}
 	for _, row := range tab.Table.Rows {
 		k := arm[row.Role] + "/" + row.TaskID
-		if pass[k] != row.Pass || cost[k] != row.Cost {
+		if pass[k] != row.Pass || cost[k] != float64(row.Cost) {
 			t.Errorf("%s: table pass %v cost %v; run pass %v cost %v", k, row.Pass, row.Cost, pass[k], cost[k])
 		}
 	}
@@ -252,6 +243,24 @@ func FuzzReadOutcomeTable(f *testing.F) {
 			t.Fatal("nil table without an error")
 		}
 	})
+}
+
+// builtTable is a fixture experiment of n tasks, its tuner and target,
+// and the outcome table built for them.
+func builtTable(t *testing.T, n int) (exp string, s *Tuner, tg Target, tab *TableResult) {
+	t.Helper()
+	exp = tuneDir(t, n, "")
+	s, err := loadTuner(exp, fixtures.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg, err = s.Target(); err != nil {
+		t.Fatal(err)
+	}
+	if tab, err = s.OutcomeTableFor(context.Background(), tg, TableOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return exp, s, tg, tab
 }
 
 // loadTuner is a tuner of the experiment at path, read as LoadSetup reads it.

@@ -171,13 +171,13 @@ func writeSweepCSV(w io.Writer, rep *Report) error {
 			h := p.Holdout.Curve[i]
 			cppStr := ""
 			if s.CostPerPass != nil {
-				cppStr = f(*s.CostPerPass)
+				cppStr = s.CostPerPass.csvCell()
 			}
 			cw.Write([]string{p.Policy, f(s.Threshold), strconv.FormatBool(s.Threshold == p.Threshold), strconv.FormatBool(s.Frontier),
-				strconv.Itoa(s.N), strconv.Itoa(s.Large), f(s.StrongShare), strconv.Itoa(s.Pass), f(s.Cost), cppStr,
+				strconv.Itoa(s.N), strconv.Itoa(s.Large), f(s.StrongShare), strconv.Itoa(s.Pass), s.Cost.csvCell(), cppStr,
 				f(s.LatencyMeanMs), strconv.Itoa(s.Misroutes.Under), strconv.Itoa(s.Misroutes.Over), strconv.Itoa(s.Misroutes.Hopeless),
-				f(s.MisrouteCost.Under), f(s.MisrouteCost.Over), f(s.MisrouteCost.Hopeless),
-				strconv.Itoa(h.N), strconv.Itoa(h.Large), strconv.Itoa(h.Pass), f(h.Cost)})
+				s.MisrouteCost.Under.csvCell(), s.MisrouteCost.Over.csvCell(), s.MisrouteCost.Hopeless.csvCell(),
+				strconv.Itoa(h.N), strconv.Itoa(h.Large), strconv.Itoa(h.Pass), h.Cost.csvCell()})
 		}
 	}
 	cw.Flush()

@@ -11,6 +11,11 @@ type Report struct {
 	Held       int    `json:"holdout_tasks"`
 	Config     Config `json:"config"`
 	SplitNote  string `json:"split"`
+	// CostUnmeasured names the models some of whose calls have no
+	// measured cost (no declared price), and CostNote says what the report
+	// shows instead; every cost figure that includes such a call is null.
+	CostUnmeasured []string `json:"cost_unmeasured,omitempty"`
+	CostNote       string   `json:"cost_note,omitempty"`
 	PolicyReport
 	Cascade *PolicyReport `json:"cascade,omitempty"`
 }
@@ -37,10 +42,10 @@ type Side struct {
 	Pass                int          `json:"pass"`
 	PassAllLarge        int          `json:"pass_all_large"`
 	PassAllSmall        int          `json:"pass_all_small"`
-	Cost                float64      `json:"cost"`
-	CostAllLarge        float64      `json:"cost_all_large"`
-	CostAllSmall        float64      `json:"cost_all_small"`
-	CostPerPass         *float64     `json:"cost_per_pass"`
+	Cost                Figure       `json:"cost"`
+	CostAllLarge        Figure       `json:"cost_all_large"`
+	CostAllSmall        Figure       `json:"cost_all_small"`
+	CostPerPass         *Figure      `json:"cost_per_pass"`
 	StrongShare         float64      `json:"strong_share"`
 	LatencyMeanMs       float64      `json:"latency_mean_ms"`
 	LatencyMeanAllLarge float64      `json:"latency_mean_ms_all_large"`
@@ -50,8 +55,8 @@ type Side struct {
 	// Escalated and EscalationCost are a cascade's escalations: requests
 	// that called the large model after the small one, and what those
 	// large calls cost. Zero for the threshold router.
-	Escalated      int     `json:"escalated,omitempty"`
-	EscalationCost float64 `json:"escalation_cost,omitempty"`
+	Escalated      int    `json:"escalated,omitempty"`
+	EscalationCost Figure `json:"escalation_cost,omitempty"`
 }
 
 // Calibration is the chosen threshold on the side it was chosen on.
@@ -104,7 +109,7 @@ type RandomBaseline struct {
 	PassMean    float64 `json:"pass_mean"`
 	PassMin     int     `json:"pass_min"`
 	PassMax     int     `json:"pass_max"`
-	CostMean    float64 `json:"cost_mean"`
+	CostMean    Figure  `json:"cost_mean"`
 }
 
 // RouteLLM are the metrics RouteLLM reports for a router's score, over
@@ -187,8 +192,8 @@ type Recovery struct {
 type Paired struct {
 	PassDiff  int        `json:"pass_diff"`
 	PassCI    [2]float64 `json:"pass_ci95"`
-	CostDiff  float64    `json:"cost_diff"`
-	CostCI    [2]float64 `json:"cost_ci95"`
+	CostDiff  Figure     `json:"cost_diff"`
+	CostCI    [2]Figure  `json:"cost_ci95"`
 	Resamples int        `json:"resamples"`
 }
 
@@ -209,7 +214,7 @@ type Folds struct {
 	Runs        []Fold     `json:"runs"`
 	Threshold   [3]float64 `json:"threshold_min_median_max"`
 	PassLoss    [3]float64 `json:"pass_loss_min_median_max"`
-	CostSaving  [3]float64 `json:"cost_saving_min_median_max"` // 1 − cost / cost_all_large on the holdout
+	CostSaving  [3]Figure  `json:"cost_saving_min_median_max"` // 1 − cost / cost_all_large on the holdout
 	StrongShare [3]float64 `json:"strong_share_min_median_max"`
 	// Within counts the folds whose holdout pass loss is within the
 	// allowed loss (rule max-pass-loss; nil under a budget rule, which
@@ -227,7 +232,7 @@ type Fold struct {
 	Pass         int     `json:"pass"`
 	PassAllLarge int     `json:"pass_all_large"`
 	PassLoss     int     `json:"pass_loss"`
-	Cost         float64 `json:"cost"`
-	CostAllLarge float64 `json:"cost_all_large"`
+	Cost         Figure  `json:"cost"`
+	CostAllLarge Figure  `json:"cost_all_large"`
 	StrongShare  float64 `json:"strong_share"`
 }

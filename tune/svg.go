@@ -31,15 +31,25 @@ var (
 // theirs, the chosen threshold marked on both (red ring on calibration,
 // red dot on the holdout), and all-small, all-large and random routing on
 // the holdout. Rates and costs per request put both sides, of different
-// sizes, on one scale.
+// sizes, on one scale. When cost is not measured (a model without a
+// price), x is the share of requests that call the large model instead.
 func (p *PolicyReport) WriteSVG(w io.Writer, title string) error {
 	h := &p.Holdout
-	pl := report.NewChart(title, "cost per request", "pass rate (%)")
+	x := func(s *Point) float64 { return float64(s.CostPerRequest()) }
+	xLabel := "cost per request"
+	n := float64(max(h.N, 1))
+	allLarge, allSmall, random := float64(h.CostAllLarge)/n, float64(h.CostAllSmall)/n, float64(h.Random.CostMean)/n
+	if !p.costed() {
+		x = func(s *Point) float64 { return s.StrongShare }
+		xLabel = "share of requests calling the large model (cost not measured)"
+		allLarge, allSmall, random = 1, 0, h.Random.StrongShare
+	}
+	pl := report.NewChart(title, xLabel, "pass rate (%)")
 	leg := report.ChartLegend()
-	if err := addCurve(pl, &leg, p.Sweep, calibrationColour, "calibration sweep"); err != nil {
+	if err := addCurve(pl, &leg, p.Sweep, x, calibrationColour, "calibration sweep"); err != nil {
 		return err
 	}
-	if err := addCurve(pl, &leg, h.Curve, holdoutColour, "same thresholds, holdout"); err != nil {
+	if err := addCurve(pl, &leg, h.Curve, x, holdoutColour, "same thresholds, holdout"); err != nil {
 		return err
 	}
 	type mark struct {
@@ -52,16 +62,15 @@ func (p *PolicyReport) WriteSVG(w io.Writer, title string) error {
 	var marks []mark
 	for i := range p.Sweep {
 		if p.Sweep[i].Threshold == p.Threshold {
-			marks = append(marks, mark{pointXY(&p.Sweep[i]), chosenColour, boldRing{}, 6, "chosen (calibration)"},
-				mark{pointXY(&h.Curve[i]), chosenColour, draw.CircleGlyph{}, 5, "chosen (holdout)"})
+			marks = append(marks, mark{pointXY(&p.Sweep[i], x), chosenColour, boldRing{}, 6, "chosen (calibration)"},
+				mark{pointXY(&h.Curve[i], x), chosenColour, draw.CircleGlyph{}, 5, "chosen (holdout)"})
 			break
 		}
 	}
-	n := float64(max(h.N, 1))
 	marks = append(marks,
-		mark{plotter.XY{X: h.CostAllLarge / n, Y: 100 * float64(h.PassAllLarge) / n}, largeColour, draw.BoxGlyph{}, 4.5, "all-large (holdout)"},
-		mark{plotter.XY{X: h.CostAllSmall / n, Y: 100 * float64(h.PassAllSmall) / n}, smallColour, draw.BoxGlyph{}, 4.5, "all-small (holdout)"},
-		mark{plotter.XY{X: h.Random.CostMean / n, Y: 100 * h.Random.PassMean / n}, randomColour, draw.PyramidGlyph{}, 5, "random, same share"})
+		mark{plotter.XY{X: allLarge, Y: 100 * float64(h.PassAllLarge) / n}, largeColour, draw.BoxGlyph{}, 4.5, "all-large (holdout)"},
+		mark{plotter.XY{X: allSmall, Y: 100 * float64(h.PassAllSmall) / n}, smallColour, draw.BoxGlyph{}, 4.5, "all-small (holdout)"},
+		mark{plotter.XY{X: random, Y: 100 * h.Random.PassMean / n}, randomColour, draw.PyramidGlyph{}, 5, "random, same share"})
 	for _, m := range marks {
 		sc, err := plotter.NewScatter(plotter.XYs{m.pt})
 		if err != nil {
@@ -74,17 +83,19 @@ func (p *PolicyReport) WriteSVG(w io.Writer, title string) error {
 	return report.WriteChartSVG(w, pl, &leg)
 }
 
-// pointXY is a point of a sweep on the figure: cost per request, pass rate
-// in percent.
-func pointXY(s *Point) plotter.XY { return plotter.XY{X: s.CostPerRequest(), Y: 100 * s.PassRate()} }
+// pointXY is a point of a sweep on the figure: x(s) (cost per request),
+// pass rate in percent.
+func pointXY(s *Point, x func(*Point) float64) plotter.XY {
+	return plotter.XY{X: x(s), Y: 100 * s.PassRate()}
+}
 
 // addCurve adds the points of one side's sweep, and the line through its
 // Pareto frontier, to the figure and the legend.
-func addCurve(pl *plot.Plot, leg *plot.Legend, pts []Point, c color.Color, label string) error {
+func addCurve(pl *plot.Plot, leg *plot.Legend, pts []Point, x func(*Point) float64, c color.Color, label string) error {
 	xy := make(plotter.XYs, len(pts))
 	var frontier plotter.XYs
 	for i := range pts {
-		xy[i] = pointXY(&pts[i])
+		xy[i] = pointXY(&pts[i], x)
 		if pts[i].Frontier {
 			frontier = append(frontier, xy[i])
 		}

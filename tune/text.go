@@ -20,12 +20,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "crab tune: %d tasks: %d calibration, %d holdout (holdout %s, seed %d; %s)\n",
 		r.Tasks, r.Calibrated, r.Held, fmtFloat(c.Holdout), c.Seed, r.SplitNote)
 	if c.Rule.Budget > 0 {
-		fmt.Fprintf(&b, "rule: most passes at a cost per request of at most %s (--budget)\n", fmtCost(c.Rule.Budget))
+		fmt.Fprintf(&b, "rule: most passes at a cost per request of at most %s (--budget)\n", fmtCost(Figure(c.Rule.Budget)))
 	} else {
 		fmt.Fprintf(&b, "rule: cheapest threshold whose calibration pass count is at least all-large minus %d (--max-pass-loss)\n", c.Rule.MaxPassLoss)
 	}
 	if c.Scorer != "" {
 		fmt.Fprintf(&b, "scorer: %s\n", c.Scorer)
+	}
+	if r.CostNote != "" {
+		fmt.Fprintf(&b, "note: %s\n", r.CostNote)
 	}
 	writePolicy(&b, &r.PolicyReport)
 	if r.Cascade != nil {
@@ -63,7 +66,7 @@ func writePolicy(b *strings.Builder, p *PolicyReport) {
 			len(f.Runs), f.Runs[0].Seed, f.Runs[len(f.Runs)-1].Seed, param,
 			fmtThreshold(f.Threshold[0]), fmtThreshold(f.Threshold[1]), fmtThreshold(f.Threshold[2]),
 			f.PassLoss[0], f.PassLoss[1], f.PassLoss[2],
-			fmtPct(f.CostSaving[0]), fmtPct(f.CostSaving[1]), fmtPct(f.CostSaving[2]),
+			fmtSaving(f.CostSaving[0]), fmtSaving(f.CostSaving[1]), fmtSaving(f.CostSaving[2]),
 			shareName(p.Policy), fmtPct(f.StrongShare[0]), fmtPct(f.StrongShare[1]), fmtPct(f.StrongShare[2]), foldVerdict(f))
 	}
 	writeFrontier(b, p, param)
@@ -169,7 +172,11 @@ func writeMisroutes(b *strings.Builder, p *PolicyReport, name string) {
 // replayed on the holdout.
 func writeFrontier(b *strings.Builder, p *PolicyReport, param string) {
 	h := &p.Holdout
-	fmt.Fprintf(b, "cost-pass Pareto frontier on calibration (* chosen), each point replayed on the holdout:\n")
+	what := "cost-pass"
+	if !costed(p.Sweep) {
+		what = "large-calls–pass (cost not measured)"
+	}
+	fmt.Fprintf(b, "%s Pareto frontier on calibration (* chosen), each point replayed on the holdout:\n", what)
 	pt := newTable(b, "", param, shareName(p.Policy), "cal pass", "cal cost", "holdout pass", "holdout cost")
 	for i := range p.Sweep {
 		s := &p.Sweep[i]
@@ -243,26 +250,37 @@ func (t table) row(cells ...string) { fmt.Fprintln(t, "  "+strings.Join(cells, "
 // apart in a report (the JSON keeps full precision).
 func fmtThreshold(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 
-// fmtCost prints a cost with 4 significant digits.
-func fmtCost(v float64) string {
-	if v == 0 {
+// fmtCost prints a cost with 4 significant digits; "-" when unmeasured.
+func fmtCost(v Figure) string {
+	switch {
+	case !v.Measured():
+		return "-"
+	case v == 0:
 		return "0"
 	}
-	return strconv.FormatFloat(v, 'g', 4, 64)
+	return strconv.FormatFloat(float64(v), 'g', 4, 64)
 }
 
-func fmtSigned(v float64) string {
+func fmtSigned(v Figure) string {
 	if v >= 0 {
 		return "+" + fmtCost(v)
 	}
 	return fmtCost(v)
 }
 
-func cpp(cost float64, pass int) string {
+func cpp(cost Figure, pass int) string {
 	if pass == 0 {
 		return "-"
 	}
-	return fmtCost(cost / float64(pass))
+	return fmtCost(cost / Figure(pass))
+}
+
+// fmtSaving prints a cost saving as a percentage; "-" when unmeasured.
+func fmtSaving(v Figure) string {
+	if !v.Measured() {
+		return "-"
+	}
+	return fmtPct(float64(v))
 }
 
 func passOf(pass, n int) string { return fmt.Sprintf("%d/%d", pass, n) }

@@ -33,9 +33,14 @@ type Outcome struct {
 	Outcome    string  `json:"outcome"`    // ok, error, timeout, contract_fail, ...
 	OK         bool    `json:"ok"`         // the answer came back and met the contract
 	Pass       bool    `json:"pass"`       // OK, category (and review flag) right, own scope
-	Cost       float64 `json:"cost"`       // every attempt
+	Cost       Figure  `json:"cost"`       // every attempt; unmeasured when the model has no declared price
 	LatencyMs  float64 `json:"latency_ms"` // model time of every attempt
 	Confidence float64 `json:"confidence"` // the model's stated confidence; 0 = unknown
+	// Model is the experiment's name of the model, and PriceAt where its
+	// price is declared (FILE: models[i]), for what a report says of a
+	// cost it could not measure.
+	Model   string `json:"-"`
+	PriceAt string `json:"-"`
 }
 
 // Sample is one task of an outcome table: what a router sees of it (score
@@ -111,20 +116,20 @@ type Misroutes struct {
 
 // MisrouteCost is the cost attached to each misroute kind (see Misroutes).
 type MisrouteCost struct {
-	Under    float64 `json:"under"`
-	Over     float64 `json:"over"`
-	Hopeless float64 `json:"hopeless"`
+	Under    Figure `json:"under"`
+	Over     Figure `json:"over"`
+	Hopeless Figure `json:"hopeless"`
 }
 
 // Point is a policy at one threshold over one side of a split.
 type Point struct {
-	Threshold   float64  `json:"threshold"`
-	N           int      `json:"n"`
-	Large       int      `json:"large"`        // requests that called the large model
-	StrongShare float64  `json:"strong_share"` // Large / N
-	Pass        int      `json:"pass"`
-	Cost        float64  `json:"cost"`
-	CostPerPass *float64 `json:"cost_per_pass"` // nil when nothing passes
+	Threshold   float64 `json:"threshold"`
+	N           int     `json:"n"`
+	Large       int     `json:"large"`        // requests that called the large model
+	StrongShare float64 `json:"strong_share"` // Large / N
+	Pass        int     `json:"pass"`
+	Cost        Figure  `json:"cost"`
+	CostPerPass *Figure `json:"cost_per_pass"` // nil when nothing passes
 	// LatencyMeanMs is the mean of the calls' latencies (a cascade's
 	// escalated request counts both calls).
 	LatencyMeanMs float64      `json:"latency_mean_ms"`
@@ -136,11 +141,11 @@ type Point struct {
 }
 
 // CostPerRequest is Cost / N (0 for an empty side).
-func (p *Point) CostPerRequest() float64 {
+func (p *Point) CostPerRequest() Figure {
 	if p.N == 0 {
 		return 0
 	}
-	return p.Cost / float64(p.N)
+	return p.Cost / Figure(p.N)
 }
 
 // PassRate is Pass / N (0 for an empty side).
@@ -181,9 +186,9 @@ func ClassNames() []string { return append([]string(nil), classNames[:]...) }
 
 // Cell is one cell of a misroute matrix.
 type Cell struct {
-	N    int     `json:"n"`
-	Pass int     `json:"pass"` // requests of the cell the policy got right
-	Cost float64 `json:"cost"` // what the policy spent on them
+	N    int    `json:"n"`
+	Pass int    `json:"pass"` // requests of the cell the policy got right
+	Cost Figure `json:"cost"` // what the policy spent on them
 }
 
 // Matrix crosses where a policy sent requests (rows: answered by the small
@@ -204,7 +209,8 @@ func replay(policy string, samples []Sample, idx []int, t float64, m *Matrix) Po
 	for _, i := range idx {
 		s := &samples[i]
 		useSmall, useLarge := calls(policy, s, t)
-		cost, ms := 0.0, 0.0
+		var cost Figure
+		ms := 0.0
 		if useSmall {
 			cost += s.Small.Cost
 			ms += s.Small.LatencyMs
@@ -254,7 +260,7 @@ func replay(policy string, samples []Sample, idx []int, t float64, m *Matrix) Po
 		p.LatencyMeanMs = lat / float64(p.N)
 	}
 	if p.Pass > 0 {
-		cpp := p.Cost / float64(p.Pass)
+		cpp := p.Cost / Figure(p.Pass)
 		p.CostPerPass = &cpp
 	}
 	return p
@@ -305,12 +311,18 @@ func Sweep(policy string, samples []Sample, idx []int) []Point {
 // markFrontier sets Frontier on the points no other point dominates: none
 // is at most as costly and passes more, or is cheaper and passes as many.
 // Of several points with the same cost and passes only the first is marked.
+// Where a cost is not measured, fewer large-model calls stand for cheaper.
 func markFrontier(pts []Point) {
+	price := func(p *Point) float64 { return float64(p.Cost) }
+	if !costed(pts) {
+		price = func(p *Point) float64 { return float64(p.Large) }
+	}
 	for i := range pts {
 		pts[i].Frontier = true
 		for j := range pts {
 			a, b := &pts[j], &pts[i]
-			if a.Cost <= b.Cost && a.Pass >= b.Pass && (a.Cost < b.Cost || a.Pass > b.Pass || j < i) {
+			ca, cb := price(a), price(b)
+			if ca <= cb && a.Pass >= b.Pass && (ca < cb || a.Pass > b.Pass || j < i) {
 				pts[i].Frontier = false
 				break
 			}
@@ -321,7 +333,8 @@ func markFrontier(pts []Point) {
 // Rule is how a threshold is chosen from a calibration sweep.
 type Rule struct {
 	// MaxPassLoss: the cheapest threshold whose pass count is at least the
-	// all-large pass count minus MaxPassLoss wins.
+	// all-large pass count minus MaxPassLoss wins; where a cost is not
+	// measured, the one calling the large model least.
 	MaxPassLoss int `json:"max_pass_loss"`
 	// Budget, when > 0, replaces MaxPassLoss: the threshold with the most
 	// passes whose cost per request is at most Budget wins (the cheaper on
@@ -341,10 +354,16 @@ type Choice struct {
 // Choose picks a threshold from a sweep by rule. allLargePass is the
 // all-large pass count on the same side. Ties go to the cheaper point,
 // then to the one with more passes, then to the one calling the large
-// model less.
+// model less. When a point's cost is not measured, no point is judged by
+// cost: the one calling the large model less is taken for the cheaper,
+// and a budget is met by no point whose cost is unmeasured.
 func Choose(sweep []Point, allLargePass int, rule Rule) Choice {
+	known := costed(sweep)
 	better := func(a, b *Point) bool { // a is preferred to b on a tie of the rule's target
-		if a.Cost != b.Cost {
+		if !known && a.Large != b.Large {
+			return a.Large < b.Large
+		}
+		if known && a.Cost != b.Cost {
 			return a.Cost < b.Cost
 		}
 		if a.Pass != b.Pass {
@@ -356,7 +375,7 @@ func Choose(sweep []Point, allLargePass int, rule Rule) Choice {
 	if rule.Budget > 0 {
 		for i := range sweep {
 			p := &sweep[i]
-			if p.CostPerRequest() > rule.Budget {
+			if c := p.CostPerRequest(); !c.Measured() || float64(c) > rule.Budget {
 				continue
 			}
 			if best < 0 || p.Pass > sweep[best].Pass || p.Pass == sweep[best].Pass && better(p, &sweep[best]) {
@@ -365,7 +384,7 @@ func Choose(sweep []Point, allLargePass int, rule Rule) Choice {
 		}
 		if best >= 0 {
 			return Choice{Index: best, Threshold: sweep[best].Threshold, Met: true,
-				Why: fmt.Sprintf("most passes (%d) at a cost per request of at most %s (budget %s)", sweep[best].Pass, fmtFloat(sweep[best].CostPerRequest()), fmtFloat(rule.Budget))}
+				Why: fmt.Sprintf("most passes (%d) at a cost per request of at most %s (budget %s)", sweep[best].Pass, fmtFloat(float64(sweep[best].CostPerRequest())), fmtFloat(rule.Budget))}
 		}
 		for i := range sweep {
 			if best < 0 || better(&sweep[i], &sweep[best]) {
@@ -373,7 +392,7 @@ func Choose(sweep []Point, allLargePass int, rule Rule) Choice {
 			}
 		}
 		return Choice{Index: best, Threshold: sweep[best].Threshold,
-			Why: fmt.Sprintf("no threshold fits the budget %s per request; the cheapest (%s per request) is chosen", fmtFloat(rule.Budget), fmtFloat(sweep[best].CostPerRequest()))}
+			Why: fmt.Sprintf("no threshold fits the budget %s per request; the cheapest (%s per request) is chosen", fmtFloat(rule.Budget), fmtCost(sweep[best].CostPerRequest()))}
 	}
 	need := allLargePass - rule.MaxPassLoss
 	for i := range sweep {
@@ -386,8 +405,12 @@ func Choose(sweep []Point, allLargePass int, rule Rule) Choice {
 		}
 	}
 	if best >= 0 {
+		what := "cheapest threshold"
+		if !known {
+			what = "threshold calling the large model least (cost not measured)"
+		}
 		return Choice{Index: best, Threshold: sweep[best].Threshold, Met: true,
-			Why: fmt.Sprintf("cheapest threshold passing at least %d (all-large %d minus --max-pass-loss %d)", max(need, 0), allLargePass, rule.MaxPassLoss)}
+			Why: fmt.Sprintf("%s passing at least %d (all-large %d minus --max-pass-loss %d)", what, max(need, 0), allLargePass, rule.MaxPassLoss)}
 	}
 	// Cannot happen with a sweep that includes the all-large point; kept
 	// for sweeps built by hand.

@@ -149,9 +149,9 @@ func TestSweepPointsAndMisroutes(t *testing.T) {
 	type row struct {
 		th                    float64
 		large, pass           int
-		cost                  float64
+		cost                  Figure
 		under, over, hopeless int
-		underC, overC, hopeC  float64
+		underC, overC, hopeC  Figure
 	}
 	want := []row{
 		{0, 3, 2, 30, 0, 1, 1, 0, 9, 10},
@@ -237,7 +237,7 @@ func TestCascadeReplay(t *testing.T) {
 			t.Errorf("%s: calls small %v large %v; want small true large %v", tc.name, small, large, tc.large)
 		}
 		p := replay(router.PolicyCascade, []Sample{tc.s}, []int{0}, tc.threshold, nil)
-		wantCost := 1.0
+		wantCost := Figure(1)
 		if tc.large {
 			wantCost = 11
 		}
@@ -353,7 +353,7 @@ func TestRandomBaselineBounds(t *testing.T) {
 	for _, tc := range []struct {
 		k    int
 		pass float64
-		cost float64
+		cost Figure
 	}{{0, float64(allSmall), 90}, {90, float64(allLarge), 900}} {
 		rb := randomBaseline(router.PolicyThreshold, s, idx, tc.k, 20, 1)
 		if rb.PassMean != tc.pass || rb.CostMean != tc.cost || rb.PassMin != rb.PassMax {

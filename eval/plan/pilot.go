@@ -29,11 +29,15 @@ type Pilot struct {
 	NoiseFrom string
 	// QualityMeasured is false when the records carry no grading.
 	QualityMeasured bool
-	// CostMeasured is false when the records carry no cost.
-	CostMeasured bool
+	// CostMeasured is false when the baseline's records carry no cost (a
+	// model without a price); CostUnmeasured names every arm some of
+	// whose records carry none.
+	CostMeasured   bool
+	CostUnmeasured []string
 	// LatencyMean and CostMean are the baseline's means per request;
 	// LatencySD and CostSD the standard deviation of one request's figure
 	// within its task (over repeats) or, with one repeat, over requests.
+	// CostMean and CostSD are 0 when CostMeasured is false.
 	LatencyMean, LatencySD, CostMean, CostSD float64
 	// LatencyPairSD and CostPairSD are the standard deviation of a paired
 	// delta between two arms of equal speed and cost, for sizing a
@@ -42,7 +46,8 @@ type Pilot struct {
 	SpreadFrom                string
 	// Control is the A/A twin's name when the pilot has one ("" when not).
 	Control string
-	// CostPerCall is each arm's mean cost per request.
+	// CostPerCall is each arm's mean cost per request; an arm in
+	// CostUnmeasured has none.
 	CostPerCall map[string]float64
 	// Candidates are the comparisons of every other arm with the baseline.
 	Candidates []Candidate
@@ -57,6 +62,9 @@ type Candidate struct {
 	// WithinMeasured is false when the pilot had one repeat and no noise
 	// floor, so that all the variance was taken as between tasks.
 	WithinMeasured bool
+	// CostMeasured is false when a record of either arm carries no cost:
+	// Cost is then zero, no effect.
+	CostMeasured bool
 	// Latency and Cost: the baseline's mean, the sd of the paired deltas,
 	// and Pct the improvement the pilot measured (positive: lower).
 	Latency, Cost Effect
@@ -142,14 +150,24 @@ func FromRecords(set *records.RecordSet, baseline, control string, noise *analys
 	if len(latW) > 0 {
 		p.LatencySD, p.CostSD = math.Sqrt(mean(latW)), math.Sqrt(mean(costW))
 	}
+	if !p.CostMeasured {
+		p.CostMean, p.CostSD = 0, 0 // placeholders are no cost
+	}
 	for _, a := range p.Arms {
 		var sum float64
 		var k int
+		measured := true
 		for _, task := range sortedTasks(byArm[a]) {
 			for _, rep := range sortedKeys(byArm[a][task]) {
-				sum += byArm[a][task][rep].cost
+				c := byArm[a][task][rep]
+				sum += c.cost
 				k++
+				measured = measured && !c.unmeasured.Has(records.FigureCost)
 			}
+		}
+		if !measured {
+			p.CostUnmeasured = append(p.CostUnmeasured, a)
+			continue
 		}
 		p.CostPerCall[a] = sum / float64(max(k, 1))
 	}
@@ -191,11 +209,17 @@ func (p *Pilot) pairSpread(control string) {
 	}
 	lat, cost := make([]float64, 0, len(p.Candidates)), make([]float64, 0, len(p.Candidates))
 	for _, c := range p.Candidates {
-		lat, cost = append(lat, c.Latency.SD), append(cost, c.Cost.SD)
+		lat = append(lat, c.Latency.SD)
+		if c.CostMeasured {
+			cost = append(cost, c.Cost.SD)
+		}
 	}
 	slices.Sort(lat)
 	slices.Sort(cost)
-	p.LatencyPairSD, p.CostPairSD = lat[len(lat)/2], cost[len(cost)/2]
+	p.LatencyPairSD, p.CostPairSD = lat[len(lat)/2], math.Sqrt2*p.CostSD
+	if len(cost) > 0 {
+		p.CostPairSD = cost[len(cost)/2]
+	}
 	p.SpreadFrom = "the median candidate's paired deltas"
 }
 
@@ -206,7 +230,7 @@ func (p *Pilot) pairSpread(control string) {
 // noise floor when there is one, the rest between tasks; without one all
 // of it is taken as between tasks (repeats are then assumed not to help).
 func compare(base, cand armCalls, name string, noise float64) Candidate {
-	c := Candidate{Name: name, WithinMeasured: true}
+	c := Candidate{Name: name, WithinMeasured: true, CostMeasured: true}
 	var means, withins, dl, dc []float64
 	var blat, bcost []float64
 	for _, task := range sortedTasks(base) {
@@ -219,6 +243,7 @@ func compare(base, cand armCalls, name string, noise float64) Candidate {
 			}
 			d = append(d, b2f(k.pass)-b2f(b.pass))
 			dl, dc = append(dl, k.e2e-b.e2e), append(dc, k.cost-b.cost)
+			c.CostMeasured = c.CostMeasured && !k.unmeasured.Has(records.FigureCost) && !b.unmeasured.Has(records.FigureCost)
 			blat, bcost = append(blat, b.e2e), append(bcost, b.cost)
 		}
 		if len(d) == 0 {
@@ -251,6 +276,9 @@ func compare(base, cand armCalls, name string, noise float64) Candidate {
 	}
 	if c.Cost.Mean > 0 {
 		c.Cost.Pct = -100 * mean(dc) / c.Cost.Mean
+	}
+	if !c.CostMeasured {
+		c.Cost = Effect{} // a placeholder 0 would read as free
 	}
 	return c
 }

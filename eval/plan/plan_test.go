@@ -129,3 +129,38 @@ func TestFromRecords(t *testing.T) {
 		t.Errorf("latency: %+v; want 20%% lower, sd 0", c.Latency)
 	}
 }
+
+// A candidate on a model without a price has no cost effect and no cost
+// per call: its records' placeholder 0 would read as a candidate 100%
+// cheaper, which a plan would then size and point to accept.
+func TestFromRecordsUnpricedCandidate(t *testing.T) {
+	t.Parallel()
+	var recs []records.Record
+	for _, task := range []string{"a", "b", "c", "d"} {
+		recs = append(recs, records.Record{Arm: "baseline", TaskID: task, Outcome: records.OutcomeOK, ContractOK: true, Pass: true, Correct: true, E2EMs: 100, Cost: 1},
+			records.Record{Arm: "cand", TaskID: task, Outcome: records.OutcomeOK, ContractOK: true, Pass: true, Correct: true, E2EMs: 100,
+				Unmeasured: []string{records.FigureCost}})
+	}
+	set, err := records.SetOf(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := FromRecords(set, "", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.CostMeasured || p.CostMean != 1 || len(p.CostUnmeasured) != 1 || p.CostUnmeasured[0] != "cand" {
+		t.Errorf("pilot: cost measured %v, mean %v, unmeasured %v; want the baseline's measured at 1, cand unmeasured", p.CostMeasured, p.CostMean, p.CostUnmeasured)
+	}
+	if _, ok := p.CostPerCall["cand"]; ok || p.CostPerCall["baseline"] != 1 {
+		t.Errorf("cost per call %v; want the baseline's 1 and none for cand", p.CostPerCall)
+	}
+	c := p.Candidates[0]
+	if c.CostMeasured || c.Cost != (Effect{}) {
+		t.Errorf("candidate cost %+v (measured %v); want no effect", c.Cost, c.CostMeasured)
+	}
+	res := defaults().PointsTo(p, c, nil)
+	if res.CostPct != nil || res.PointsTo == "accept" {
+		t.Errorf("points to %s with cost %v; want no cost figure and no accept on it", res.PointsTo, res.CostPct)
+	}
+}

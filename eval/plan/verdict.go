@@ -14,7 +14,7 @@ type CandidateResult struct {
 	SDBetween  float64  `json:"sd_between"`
 	SDWithin   *float64 `json:"sd_within"` // null: not measured
 	LatencyPct float64  `json:"latency_pct"`
-	CostPct    float64  `json:"cost_pct"`
+	CostPct    *float64 `json:"cost_pct"` // null: a record of either arm carries no cost
 	// PilotVerdict is the gate's verdict on the pilot itself; PointsTo
 	// the verdict its figures point to at the size Tasks.
 	PilotVerdict string `json:"pilot_verdict"`
@@ -46,7 +46,11 @@ func TasksOf(n Need) *int {
 func (s Settings) PointsTo(p *Pilot, c Candidate, judged *analysis.ArmSummary) CandidateResult {
 	q := s.QualityTasks(c.Quality, p.Repeats)
 	res := CandidateResult{Name: c.Name, Pairs: c.Pairs, PassDiffPP: 100 * c.Quality.Diff, SDBetween: math.Sqrt(c.Quality.Between),
-		LatencyPct: -c.Latency.Pct, CostPct: -c.Cost.Pct, PointsTo: analysis.VerdictNoGain, Quality: TasksOf(q)}
+		LatencyPct: -c.Latency.Pct, PointsTo: analysis.VerdictNoGain, Quality: TasksOf(q)}
+	if c.CostMeasured {
+		v := -c.Cost.Pct
+		res.CostPct = &v
+	}
 	otherReject := false
 	if judged != nil {
 		res.PilotVerdict = judged.Verdict

@@ -45,6 +45,9 @@ type Answer struct {
 type answerLine struct {
 	Answer
 	Output json.RawMessage `json:"output"`
+	// Unmeasured is a record's (Record.Unmeasured): its placeholder cost,
+	// latency or tokens are no figure of the answer.
+	Unmeasured []string `json:"unmeasured"`
 }
 
 // Label names an answer in messages: file:line and task (arm, repeat).
@@ -107,6 +110,16 @@ func ReadAnswers(path string, stdin io.Reader) ([]*Answer, string, error) {
 		a.File, a.Line = name, line
 		if a.LatencyMs == nil {
 			a.LatencyMs = a.E2EMs
+		}
+		for _, f := range l.Unmeasured {
+			switch f {
+			case FigureCost:
+				a.Cost = nil
+			case FigureLatency:
+				a.LatencyMs, a.E2EMs = nil, nil
+			case FigureTokens:
+				a.TokensOut = nil
+			}
 		}
 		switch {
 		case strings.TrimSpace(a.TaskID) == "":

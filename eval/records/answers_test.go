@@ -30,6 +30,25 @@ func TestReadAnswers(t *testing.T) {
 	}
 }
 
+// A record's unmeasured cost, latency or tokens are no figure of its
+// answer: nil, never the record's placeholder 0.
+func TestReadAnswersUnmeasured(t *testing.T) {
+	t.Parallel()
+	in := `{"arm":"a","task_id":"t1","outcome":"ok","e2e_ms":7,"tokens_out":3,"cost":0,"unmeasured":["cost"]}
+{"arm":"a","task_id":"t2","outcome":"error","e2e_ms":0,"tokens_out":0,"cost":0,"unmeasured":["tokens","latency"]}
+`
+	got, _, err := ReadAnswers("-", strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Cost != nil || got[0].LatencyMs == nil || got[0].TokensOut == nil {
+		t.Errorf("answer 1: cost %v, latency %v, tokens %v; want no cost, a latency and tokens", got[0].Cost, got[0].LatencyMs, got[0].TokensOut)
+	}
+	if got[1].Cost == nil || got[1].LatencyMs != nil || got[1].E2EMs != nil || got[1].TokensOut != nil {
+		t.Errorf("answer 2: cost %v, latency %v, tokens %v; want a cost, no latency, no tokens", got[1].Cost, got[1].LatencyMs, got[1].TokensOut)
+	}
+}
+
 func TestReadAnswersErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -42,8 +42,10 @@ const (
 // reports name them.
 var Figures = []string{FigureCost, FigureQuality, FigureTokens, FigureTTFT, FigureLoad, FigureLatency, FigureShadowCost, FigureGradeCost}
 
-// Missing is a set of unmeasured figures, one bit per entry of Figures.
-type Missing uint8
+// Missing is a set of unmeasured figures, one bit per entry of Figures:
+// room for 16 (a test checks that they fit). It lives in Attrs only, never
+// in a file: records write the figures' names.
+type Missing uint16
 
 // MissingOf is the set of the named figures; an unknown name is an error
 // naming the figures there are.

@@ -63,6 +63,11 @@ func build(name string, tasks []eval.Task, rows []row, outMap map[string]string,
 			}
 		}
 		e := replay.Entry{Model: r.model, TaskID: r.task, TTFTMs: r.nums["ttft_ms"], ModelMs: r.nums["latency_ms"], Cost: r.nums["cost"]}
+		if _, ok := r.nums["cost"]; !ok {
+			// A table without a cost says nothing of it: unmeasured, never
+			// free, unless the experiment prices the replayed tokens.
+			e.Unpriced = true
+		}
 		correct := r.correct
 		e.Correct = &correct
 		if r.hasAns {

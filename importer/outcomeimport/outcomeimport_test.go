@@ -83,6 +83,33 @@ func TestImportKeepsGivenAnswers(t *testing.T) {
 	}
 }
 
+// A row without a cost has an unmeasured cost in the recording (replayed
+// unpriced unless the experiment prices its tokens), never a cost of 0; a
+// row with one keeps it.
+func TestImportCostlessRowsUnpriced(t *testing.T) {
+	t.Parallel()
+	tab := "task_id,text,model,pass,cost,expected.answer\n" +
+		"q1,hi,priced,true,0.5,C\n" + "q1,,free,true,0,C\n" + "q1,,unknown,true,,C\n"
+	res, err := Import([]byte(tab), "t.csv", options(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"priced": false, "free": false, "unknown": true}
+	lines := strings.Split(strings.TrimSpace(string(res.Recording)), "\n")[1:]
+	for _, l := range lines {
+		var e replay.Entry
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Unpriced != want[e.Model] {
+			t.Errorf("%s: unpriced %v; want %v", e.Model, e.Unpriced, want[e.Model])
+		}
+	}
+	if len(lines) != 3 {
+		t.Fatalf("%d entries; want 3", len(lines))
+	}
+}
+
 func TestImportBadInput(t *testing.T) {
 	t.Parallel()
 	m := "id=qid,text=prompt,model=llm,correct=ok"

@@ -268,7 +268,7 @@ func TestMMLUExampleTune(t *testing.T) {
 	if h.N != len(hold) || h.PassAllLarge != passL || h.PassAllSmall != passS {
 		t.Errorf("holdout %d tasks, all-large %d, all-small %d passes; the table gives %d, %d, %d", h.N, h.PassAllLarge, h.PassAllSmall, len(hold), passL, passS)
 	}
-	if math.Abs(h.CostAllLarge-costL) > 1e-9 || math.Abs(h.CostAllSmall-costS) > 1e-9 {
+	if math.Abs(float64(h.CostAllLarge)-costL) > 1e-9 || math.Abs(float64(h.CostAllSmall)-costS) > 1e-9 {
 		t.Errorf("holdout cost all-large %v, all-small %v; the table's tokens at the list prices give %v, %v", h.CostAllLarge, h.CostAllSmall, costL, costS)
 	}
 	apgr, cpt50, cpt80 := routeLLMOf(tasks, hold, score)

@@ -15,6 +15,7 @@ import (
 	"github.com/crab-testbed/crab/eval/analysis"
 	"github.com/crab-testbed/crab/eval/plan"
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/words"
 )
 
 // planOptions are the inputs of `crab plan`.
@@ -303,6 +304,9 @@ type pilotSummary struct {
 	PassRate   float64 `json:"pass_rate"`
 	Graded     bool    `json:"graded"`
 	SpreadFrom string  `json:"spread_from"`
+	// CostUnmeasured names the arms some of whose records carry no cost
+	// (a model without a price).
+	CostUnmeasured []string `json:"cost_unmeasured,omitempty"`
 }
 
 // rowResult is the size for one number of repeats.
@@ -323,11 +327,16 @@ func buildPlan(o planOptions, p *plan.Pilot) planResult {
 	costPerCall := o.CostPerCall
 	if p != nil {
 		res.arms = len(p.Arms)
-		res.Pilot = &pilotSummary{Arms: len(p.Arms), Tasks: p.Tasks, Repeats: p.Repeats, Baseline: p.Baseline, PassRate: p.PassRate, Graded: p.QualityMeasured, SpreadFrom: p.SpreadFrom}
+		res.Pilot = &pilotSummary{Arms: len(p.Arms), Tasks: p.Tasks, Repeats: p.Repeats, Baseline: p.Baseline, PassRate: p.PassRate, Graded: p.QualityMeasured, SpreadFrom: p.SpreadFrom,
+			CostUnmeasured: p.CostUnmeasured}
 		if !o.set["cost-per-call"] {
 			costPerCall = 0
 			for _, a := range p.Arms {
-				costPerCall += p.CostPerCall[a]
+				c, ok := p.CostPerCall[a]
+				if !ok {
+					c = math.NaN() // unmeasured: no cost total
+				}
+				costPerCall += c
 			}
 			costPerCall /= float64(len(p.Arms))
 		}
@@ -370,6 +379,9 @@ func writePlan(w io.Writer, o planOptions, p *plan.Pilot) error {
 		if !p.Graded {
 			fmt.Fprintln(w, "  the pilot's records carry no grading: its quality figures are not measured")
 		}
+		if len(p.CostUnmeasured) > 0 {
+			fmt.Fprintf(w, "  cost not measured in the records of %s (a model without a price): no cost effect is sized on it, and its cost_%% and cost_total are -\n", words.And(p.CostUnmeasured))
+		}
 	} else {
 		fmt.Fprintf(w, "crab plan: declared figures, %d arms\n", res.arms)
 	}
@@ -388,8 +400,12 @@ func writePlan(w io.Writer, o planOptions, p *plan.Pilot) error {
 			if c.SDWithin != nil {
 				within = fmt.Sprintf("%.3f", *c.SDWithin)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%+.2f\t%.3f\t%s\t%+.1f\t%+.1f\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Pairs, c.PassDiffPP, c.SDBetween, within,
-				c.LatencyPct, c.CostPct, c.PilotVerdict, c.PointsTo, cell(c.Quality, "never"), cell(c.Objective, "never"), cell(c.Tasks, "never"))
+			costPct := "-"
+			if c.CostPct != nil {
+				costPct = fmt.Sprintf("%+.1f", *c.CostPct)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%+.2f\t%.3f\t%s\t%+.1f\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Pairs, c.PassDiffPP, c.SDBetween, within,
+				c.LatencyPct, costPct, c.PilotVerdict, c.PointsTo, cell(c.Quality, "never"), cell(c.Objective, "never"), cell(c.Tasks, "never"))
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "  latency_% and cost_% are candidate vs baseline means (negative: lower); pilot_verdict is the gate's on the pilot; points_to is what the measured difference and effects give at the size in tasks (a pilot reject on a guardrail, leak or invalid answer stays a reject); quality = tasks for the interval to clear the margin at the measured difference; objective = tasks for the better of latency and cost to clear the minimum effect")

@@ -195,6 +195,9 @@ func tune(ctx context.Context, o tuneOptions) error {
 // tuneRouter gets the outcome table and tunes both routing policies into
 // out; it returns the learned scorer when one was fitted.
 func tuneRouter(ctx context.Context, o tuneOptions, setup *tuning.Tuner, target tuning.Target, seed int64, log io.Writer, out *tuning.Output) (*router.LearnedScorer, error) {
+	if err := setup.CheckRule(target, tuning.Rule{MaxPassLoss: o.MaxPassLoss, Budget: o.Budget}); err != nil {
+		return nil, badUsage("%w", err) // before the outcome table calls a model
+	}
 	tab, err := setup.OutcomeTableFor(ctx, target, tuning.TableOptions{Path: o.Outcomes, CacheDir: o.CacheDir, Refresh: o.Refresh, Log: log})
 	if err != nil {
 		return nil, err
