@@ -4,7 +4,9 @@ import (
 	"math"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
+	"time"
 )
 
 // runMemoryFloor is the least soft memory limit BoundRunMemory sets: a
@@ -23,6 +25,15 @@ const runMemoryFloor = 448 << 20
 // as its setup holds. It is a process-wide setting, for the
 // process owner (crab run) to make; the library never calls it.
 //
+// A limit must never starve the run: a heap that grows while the
+// requests run (a large in-memory cache, many long answers in flight)
+// would otherwise make the collector run back to back, and its CPU would
+// land in the latencies the run measures. So while the limit is set, a
+// watch reads the live heap a few times a second and raises the limit
+// (never lowers it) whenever the live heap passes three quarters of it
+// (raisedLimit): the collector always keeps at least a quarter of the
+// live heap as room, as GOGC=33 would, however the heap grows.
+//
 // Runs that overlap in one process (tests) share the first one's limit,
 // and the last to end restores the limit before.
 func BoundRunMemory() (restore func()) {
@@ -38,6 +49,9 @@ func BoundRunMemory() (restore func()) {
 		// A lower limit the process was given (GOMEMLIMIT) stands.
 		if runMemory.set = limit < runMemory.before; runMemory.set {
 			debug.SetMemoryLimit(limit)
+			runMemory.stop = make(chan struct{})
+			runMemory.done = make(chan struct{})
+			go watchRunMemory(limit, runMemory.before, runMemory.stop, runMemory.done)
 		}
 	}
 	var once sync.Once
@@ -46,6 +60,8 @@ func BoundRunMemory() (restore func()) {
 			runMemory.Lock()
 			defer runMemory.Unlock()
 			if runMemory.runs--; runMemory.runs == 0 && runMemory.set {
+				close(runMemory.stop)
+				<-runMemory.done
 				debug.SetMemoryLimit(runMemory.before)
 			}
 		})
@@ -58,4 +74,45 @@ var runMemory struct {
 	runs   int   // runs under way
 	before int64 // the limit before the first of them
 	set    bool  // whether the first set one
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// memoryWatchEvery is how often the watch reads the live heap.
+const memoryWatchEvery = 200 * time.Millisecond
+
+// watchRunMemory raises the limit as the live heap grows (raisedLimit),
+// never above ceiling (the limit before the run), until stop closes.
+func watchRunMemory(limit, ceiling int64, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	tick := time.NewTicker(memoryWatchEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			continue
+		}
+		live := int64(min(sample[0].Value.Uint64(), math.MaxInt64/2))
+		if next := min(raisedLimit(limit, live), ceiling); next > limit {
+			limit = next
+			debug.SetMemoryLimit(limit)
+		}
+	}
+}
+
+// raisedLimit is the limit for a live heap of live bytes under a limit of
+// limit: unchanged while the live heap is under three quarters of it,
+// else four thirds of the live heap, so the collector keeps a quarter of
+// the live heap as room.
+func raisedLimit(limit, live int64) int64 {
+	if live <= limit/4*3 {
+		return limit
+	}
+	return live + live/3
 }

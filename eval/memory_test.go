@@ -3,6 +3,7 @@ package eval
 import (
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 // BoundRunMemory sets a limit no lower than its floor and restores the one
@@ -35,5 +36,43 @@ func TestBoundRunMemory(t *testing.T) {
 	BoundRunMemory()()
 	if got := debug.SetMemoryLimit(-1); got != 100<<20 {
 		t.Errorf("a lower limit the process had became %d; want it kept", got)
+	}
+}
+
+// The limit follows a growing live heap up, never down: under three
+// quarters of it nothing changes; past that the live heap gets a third
+// of itself as room again.
+func TestRaisedLimit(t *testing.T) {
+	for _, tc := range []struct{ limit, live, want int64 }{
+		{400, 100, 400},
+		{400, 300, 400},
+		{400, 301, 401},
+		{400, 600, 800},
+		{400, 0, 400},
+	} {
+		if got := raisedLimit(tc.limit, tc.live); got != tc.want {
+			t.Errorf("raisedLimit(%d, %d) = %d; want %d", tc.limit, tc.live, got, tc.want)
+		}
+	}
+}
+
+// The watch raises a limit the live heap has outgrown, without waiting
+// for a run's end, and stops when told. Not parallel: the limit is the
+// process's.
+func TestWatchRunMemoryRaises(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(before)
+	const tiny = 64 << 10 // far under any test process's live heap
+	debug.SetMemoryLimit(1 << 40)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go watchRunMemory(tiny, 1<<40, stop, done)
+	deadline := time.Now().Add(10 * time.Second)
+	for debug.SetMemoryLimit(-1) == 1<<40 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	<-done
+	if got := debug.SetMemoryLimit(-1); got == 1<<40 || got <= tiny {
+		t.Errorf("limit after the watch saw a live heap over %d bytes: %d; want it raised above", tiny, got)
 	}
 }
