@@ -48,9 +48,10 @@ func appendRequest(dst []byte, c *goopenai.ChatCompletionRequest, schema []byte)
 		}
 		dst = append(dst, ']')
 	}
-	if c.MaxTokens != 0 {
+	//lint:ignore SA1019 go-openai still sends max_tokens when it is set; the lean encoder writes the same bytes
+	if n := c.MaxTokens; n != 0 {
 		dst = append(dst, `,"max_tokens":`...)
-		dst = strconv.AppendInt(dst, int64(c.MaxTokens), 10)
+		dst = strconv.AppendInt(dst, int64(n), 10)
 	}
 	if c.MaxCompletionTokens != 0 {
 		dst = append(dst, `,"max_completion_tokens":`...)
@@ -118,8 +119,10 @@ func plainRequest(c *goopenai.ChatCompletionRequest) bool {
 			return false
 		}
 	}
+	//lint:ignore SA1019 a request using the deprecated function fields is left to go-openai, so they must be checked
+	noFunctions := c.Functions == nil && c.FunctionCall == nil
 	return c.TopP == 0 && c.N == 0 && c.Stop == nil && c.PresencePenalty == 0 && c.FrequencyPenalty == 0 &&
-		c.LogitBias == nil && !c.LogProbs && c.TopLogProbs == 0 && c.Functions == nil && c.FunctionCall == nil &&
+		c.LogitBias == nil && !c.LogProbs && c.TopLogProbs == 0 && noFunctions &&
 		c.Tools == nil && c.ToolChoice == nil && c.StreamOptions == nil && c.ParallelToolCalls == nil && !c.Store &&
 		c.ReasoningEffort == "" && c.Metadata == nil && c.Prediction == nil && c.ChatTemplateKwargs == nil &&
 		c.ServiceTier == "" && c.Verbosity == "" && c.SafetyIdentifier == "" && c.GuidedChoice == nil
