@@ -21,8 +21,8 @@
 // by event), by a lean codec of crab's own that gives go-openai's bytes
 // and values (tests compare the two) and hands any request, answer or
 // chunk outside the shapes it knows to go-openai: a cache miss behind
-// crab serve is one such call, and go-openai's reflection was a sixth of
-// serve's CPU per non-streamed miss and a third per streamed one
+// crab serve is one such call, and go-openai's reflection was about a
+// sixth of serve's CPU per non-streamed miss and a fifth per streamed one
 // (docs/performance.md, "The OpenAI client's codec").
 //
 // An answer is checked before any of it is used (Backend.Complete): token
