@@ -5,19 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/crab-testbed/crab/internal/openaiwire"
-	"github.com/crab-testbed/crab/model"
 )
 
 // simChunk is one chat.completion.chunk event in the shape of crab
@@ -109,50 +105,7 @@ func TestLeanStreamMatchesGoOpenAI(t *testing.T) {
 			}
 		}
 	}
-	var mu sync.Mutex
-	bodies := map[string][]byte{} // request id → the body received
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
-		w.Header().Set(HeaderConfidence, "0.25")
-		mu.Lock()
-		bodies[r.Header.Get(HeaderRequestID)+"/"+r.Header.Get(HeaderCaller)] = raw
-		mu.Unlock()
-		answers[r.Header.Get(HeaderRequestID)](w)
-	}))
-	defer srv.Close()
-	cfg := func(c *Config) { c.MaxAnswerBytes = 8192 }
-	lean, std := newBackend(t, srv.URL, cfg), newBackend(t, srv.URL, cfg)
-	if lean.lean == nil {
-		t.Fatal("streaming backend has no lean path")
-	}
-	std.lean = nil
-	for id := range answers {
-		r := *testReq
-		r.TaskID = id
-		r.Params = []model.Param{{Name: "top_k", Value: []byte("40")}}
-		results := [2]string{}
-		for i, b := range []*Backend{lean, std} {
-			r.Caller = fmt.Sprint(i)
-			resp, err := b.Complete(context.Background(), &r)
-			if resp == nil || resp.Trace.Attempts != 1 {
-				t.Fatalf("%s: got response %+v; want a one-attempt trace", id, resp)
-			}
-			arrived := !resp.Trace.FirstByteAt.IsZero()
-			resp.Trace = model.Trace{}
-			var se *StatusError
-			if errors.As(err, &se) {
-				results[i] = fmt.Sprintf("%+v first byte %v: %+v", *resp, arrived, *se)
-			} else {
-				results[i] = fmt.Sprintf("%+v first byte %v: %v", *resp, arrived, err)
-			}
-		}
-		if results[0] != results[1] {
-			t.Errorf("%s:\nlean      %s\ngo-openai %s", id, results[0], results[1])
-		}
-		if l, s := bodies[id+"/0"], bodies[id+"/1"]; !bytes.Equal(l, s) {
-			t.Errorf("%s: body:\nlean      %s\ngo-openai %s", id, l, s)
-		}
-	}
+	sameCalls(t, answers, func(c *Config) { c.MaxAnswerBytes = 8192 })
 }
 
 // TestDecodeChunkMatchesGoOpenAI: every chunk of streamCases decodes as

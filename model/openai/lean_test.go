@@ -248,6 +248,15 @@ func TestLeanMatchesGoOpenAI(t *testing.T) {
 			io.WriteString(w, `{"choices":[{"message":{"content":"hi"},"finish_reason":"stop","content_filter_results":{}}],"x":[1,{"y":null}]}`)
 		},
 	}
+	sameCalls(t, answers, func(c *Config) { c.NoStream, c.MaxAnswerBytes = true, 4096 })
+}
+
+// sameCalls makes the call of each answer in answers (the request id
+// names it) through a backend of cfg with the lean codec and one with
+// go-openai only, and fails where the bodies sent, the answers or the
+// errors differ.
+func sameCalls(t *testing.T, answers map[string]func(w http.ResponseWriter), cfg func(*Config)) {
+	t.Helper()
 	var mu sync.Mutex
 	bodies := map[string][]byte{} // request id → the body received
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -259,10 +268,9 @@ func TestLeanMatchesGoOpenAI(t *testing.T) {
 		answers[r.Header.Get(HeaderRequestID)](w)
 	}))
 	defer srv.Close()
-	cfg := func(c *Config) { c.NoStream, c.MaxAnswerBytes = true, 4096 }
 	lean, std := newBackend(t, srv.URL, cfg), newBackend(t, srv.URL, cfg)
 	if lean.lean == nil {
-		t.Fatal("backend has no lean path; want non-streaming calls without go-openai")
+		t.Fatal("backend has no lean path; want calls without go-openai")
 	}
 	std.lean = nil
 	for id := range answers {
