@@ -14,6 +14,9 @@
 #                                    (that binary's serve, on its own port, takes
 #                                     its turns beside this tree's: old-miss and
 #                                     old-hit after serve-miss and serve-hit)
+#   STREAM=1 bench/proxy.sh          (crab serve's upstream calls stream, as
+#                                     serve's default does; default whole
+#                                     answers)
 #   PATHS="serve-hit floor" bench/proxy.sh
 #                                    (only these paths: a profile of one path;
 #                                     default all of direct nginx serve-miss
@@ -76,7 +79,8 @@ PIDS+=($NGINX_PID)
 wait_http "http://127.0.0.1:$NGINX_PORT/v1/models"
 fi
 
-# crab serve: full scoped cache, contract checked (policy fail), upstream not streamed.
+# crab serve: full scoped cache, contract checked (policy fail), upstream
+# not streamed unless STREAM is set.
 SERVE_PORT=$(free_port)
 cp "$ROOT/fixtures/triage.schema.json" "$d/triage.schema.json"
 bench_keys "$d/keys.yaml"
@@ -85,7 +89,7 @@ keys: keys.yaml
 timeout: 10s
 concurrency: 1024
 models:
-  - {name: large, base_url: "$SIM_URL", stream: false}
+  - {name: large, base_url: "$SIM_URL", stream: $([ -n "${STREAM:-}" ] && echo true || echo false)}
 default_model: large
 contract: {file: triage.schema.json, policy: fail}
 cache: {key: full, ttl: 10m}

@@ -100,6 +100,9 @@ func Deploy(d Deployment) (*Setup, error) {
 		if at, msg := sh.check(); msg != "" {
 			return nil, &ConfigError{File: d.File, Field: "shadow." + strings.Join(at, "."), Msg: msg}
 		}
+		if msg := sh.unpricedBudget(d.Models, c); msg != "" {
+			return nil, &ConfigError{File: d.File, Field: "shadow.budget.cost", Msg: msg}
+		}
 		cfg.Shadow = &sh
 	}
 	file, _ := filepath.Abs(d.File)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/crab-testbed/crab/cache"
 	"github.com/crab-testbed/crab/contract"
+	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/openai"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,6 +64,7 @@ type metrics struct {
 	upstreamErrors *prometheus.CounterVec // by status
 	tokens         *prometheus.CounterVec // by direction, model, tenant
 	cost           *prometheus.CounterVec // by model, tenant
+	unpriced       *prometheus.CounterVec // by model, tenant
 	panics         *prometheus.CounterVec // by where: request, shadow
 
 	// The same measurements under OpenTelemetry's GenAI semantic
@@ -92,7 +94,7 @@ type metrics struct {
 type series struct {
 	e2e, ttft           [3]prometheus.Observer // by the index of the cache label in cacheLabels
 	genaiOK, genaiTTFT  prometheus.Observer    // genaiDuration of an answer (no error type)
-	cost                prometheus.Counter
+	cost, unpriced      prometheus.Counter
 	tokensIn, tokensOut prometheus.Counter
 	genaiIn, genaiOut   prometheus.Observer
 }
@@ -101,7 +103,7 @@ type series struct {
 type seriesKey struct{ model, tenant string }
 
 // series returns the series of the model and tenant label values. model
-// must be a configured model's label (see costOf for the others).
+// must be a configured model's label (see charge for the others).
 func (m *metrics) series(model, tenant string) *series {
 	k := seriesKey{model, tenant}
 	if v, ok := m.bound.Load(k); ok {
@@ -109,7 +111,7 @@ func (m *metrics) series(model, tenant string) *series {
 	}
 	b := &series{
 		genaiOK: m.genaiDuration.WithLabelValues(model, ""), genaiTTFT: m.genaiTTFT.WithLabelValues(model),
-		cost:     m.cost.WithLabelValues(model, tenant),
+		cost: m.cost.WithLabelValues(model, tenant), unpriced: m.unpriced.WithLabelValues(model, tenant),
 		tokensIn: m.tokens.WithLabelValues("prompt", model, tenant), tokensOut: m.tokens.WithLabelValues("generation", model, tenant),
 		genaiIn: m.genaiTokens.WithLabelValues("input", model), genaiOut: m.genaiTokens.WithLabelValues("output", model),
 	}
@@ -120,12 +122,23 @@ func (m *metrics) series(model, tenant string) *series {
 	return v.(*series)
 }
 
-// costOf is the cost counter of the model and tenant label values.
-func (m *metrics) costOf(model, tenant string) prometheus.Counter {
-	if m.modelNames[model] {
-		return m.series(model, tenant).cost
+// charge counts the cost of a response by its model and tenant label
+// values: its cost when it is measured, else one unpriced response. An
+// unpriced response's Cost holds only what its priced attempts cost, so
+// adding it would pass a part of an unknown figure off as the whole.
+func (m *metrics) charge(mod, tenant string, u model.Usage) {
+	var cost, unpriced prometheus.Counter
+	if m.modelNames[mod] {
+		ss := m.series(mod, tenant)
+		cost, unpriced = ss.cost, ss.unpriced
+	} else {
+		cost, unpriced = m.cost.WithLabelValues(mod, tenant), m.unpriced.WithLabelValues(mod, tenant)
 	}
-	return m.cost.WithLabelValues(model, tenant)
+	if u.Unpriced {
+		unpriced.Inc()
+		return
+	}
+	add(cost, u.Cost)
 }
 
 // answered observes the latency of a request that went through the stack
@@ -230,6 +243,7 @@ func (m *metrics) setTenants(tenants []string) {
 	for _, t := range append(tenants, otherLabel) {
 		for _, mod := range append(models, noModel) {
 			m.cost.WithLabelValues(mod, t)
+			m.unpriced.WithLabelValues(mod, t)
 		}
 		for _, mod := range models {
 			m.tokens.WithLabelValues("prompt", mod, t)
@@ -416,7 +430,9 @@ func newMetrics(reg prometheus.Registerer, models, tenants []string, build Build
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tokens_total",
 			Help: "Tokens billed by upstream models, every attempt, by direction (prompt, generation), model called and tenant."}, []string{"direction", "model", "tenant"}),
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cost_total",
-			Help: "Cost of the requests answered or failed, every attempt included (in the configured price units), by answering model and tenant: the sum of the records' cost."}, []string{"model", "tenant"}),
+			Help: "Cost of the requests answered or failed, every attempt included (in the configured price units), by answering model and tenant: the sum of the records' cost. Responses whose cost is unmeasured are left out (crab_serve_unpriced_total)."}, []string{"model", "tenant"}),
+		unpriced: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "unpriced_total",
+			Help: "Responses whose cost is unmeasured: their model declares no price; left out of crab_serve_cost_total. By answering model and tenant."}, []string{"model", "tenant"}),
 	}
 	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "panics_total",
 		Help: "Panics recovered (and logged) without the process dying, by where: request (a request's handler; answered with 500) or shadow (a shadow worker; the mirrored request is dropped)."},
@@ -470,7 +486,7 @@ func newMetrics(reg prometheus.Registerer, models, tenants []string, build Build
 	m.setTenants(tenants)
 	for _, c := range []prometheus.Collector{m.inFlight, m.requests, m.errors, m.e2e, m.ttft, m.upstreamTTFT, m.queue, m.modelTime,
 		m.cacheHits, m.cacheMisses, m.cacheBypasses, m.scopeMismatch, m.leaks, m.routes, m.routeFallbacks, m.contractFails,
-		m.upstreamErrors, m.tokens, m.cost, m.panics, m.genaiDuration, m.genaiTTFT, m.genaiTokens, buildInfo} {
+		m.upstreamErrors, m.tokens, m.cost, m.unpriced, m.panics, m.genaiDuration, m.genaiTTFT, m.genaiTokens, buildInfo} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -440,7 +440,7 @@ func (s *Server) serveChat(x *exchange, w http.ResponseWriter, r *http.Request) 
 	x.cacheLabel = s.observe(resp, info)
 	if resp != nil {
 		x.modelLabel = s.m.modelLabel(resp.Model)
-		add(s.m.costOf(x.modelLabel, s.m.tenantLabel(id.Tenant)), resp.Usage.Cost)
+		s.m.charge(x.modelLabel, s.m.tenantLabel(id.Tenant), resp.Usage)
 	}
 	s.setHeaders(w.Header(), resp, x.err)
 	if x.err != nil {

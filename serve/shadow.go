@@ -140,14 +140,36 @@ func (c *Config) validateArms(root *yaml.Node, models []stack.ModelSpec, deploye
 		return bad(append([]string{"shadow"}, at...), "%s", msg)
 	}
 	sh.line = lineOf(root, "shadow", "arm")
-	if _, ok := c.candidate(sh.Arm); !ok {
+	cand, ok := c.candidate(sh.Arm)
+	if !ok {
 		var names []string
 		for _, a := range c.Arms {
 			names = append(names, a.Name)
 		}
 		return bad([]string{"shadow", "arm"}, "no arm %q (arms: %s)", sh.Arm, firstNonEmpty(strings.Join(names, ", "), "none"))
 	}
+	if msg := sh.unpricedBudget(models, cand); msg != "" {
+		return bad([]string{"shadow", "budget", "cost"}, "%s", msg)
+	}
 	return nil
+}
+
+// unpricedBudget says why the shadow's cost budget cannot be kept when
+// its arm calls a model that declares no price: such a call's cost is
+// unknown, so the budget would never be spent by it; "" when it can.
+func (c *ShadowConfig) unpricedBudget(models []stack.ModelSpec, arm stack.ArmSpec) string {
+	if c.Budget.Cost <= 0 {
+		return ""
+	}
+	for _, name := range arm.Models() {
+		for i, m := range models {
+			if m.Name == name && !m.Priced() {
+				return fmt.Sprintf("the shadow arm %s calls model %s, which declares no price: a cost budget could never be spent; "+
+					"declare models[%d].price_in_per_mtok (and price_out_per_mtok), or limit requests or tokens", arm.Name, name, i)
+			}
+		}
+	}
+	return ""
 }
 
 // candidate is the arm named name among the configuration's arms.
@@ -221,6 +243,10 @@ type shadow struct {
 	requests, tokens int64
 	cost             float64
 	paused           bool
+	// unmeasured is set when a mirrored call of this window had an
+	// unknown cost (model.Usage.Unpriced) under a cost budget: what the
+	// window spent is unknown, so it counts as spent.
+	unmeasured bool
 	// pending are the mirrored requests admitted and not yet booked
 	// (queued or in flight); each holds a reservation of the most one
 	// mirrored request has cost so far (maxTokens, maxCost; 0 while no
@@ -294,7 +320,7 @@ func (x *shadow) metrics(reg prometheus.Registerer) {
 	x.mFull = c("dropped_queue_full_total", "Sampled requests dropped because the shadow queue was full (never waited for).")
 	x.mShutdown = c("dropped_shutdown_total", "Shadow requests queued or in flight when the server stopped; not recorded.")
 	x.mBudget = c("budget_paused_total", "Sampled requests not mirrored because the shadow budget of their window was spent, or held by the mirrored requests not yet answered.")
-	x.mCost = c("cost_total", "Cost units the shadow arm spent, retries and re-asks included.")
+	x.mCost = c("cost_total", "Cost units the shadow arm spent, retries and re-asks included; calls whose cost is unmeasured (no declared price) are left out.")
 	x.mPaused = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "budget_paused",
 		Help: "1 while shadowing is paused because the budget of the current window is spent.", ConstLabels: prometheus.Labels{"arm": x.arm.Name}})
 	reg.MustRegister(x.mPaused)
@@ -340,14 +366,14 @@ func (x *shadow) offer(req *model.Request, base records.Record) {
 func (x *shadow) admit(now time.Time) bool {
 	b := x.cfg.Budget
 	if x.windowStart.IsZero() || now.Sub(x.windowStart) >= b.Window.Std() {
-		x.windowStart, x.requests, x.tokens, x.cost = now, 0, 0, 0
+		x.windowStart, x.requests, x.tokens, x.cost, x.unmeasured = now, 0, 0, 0, false
 		if x.paused {
 			x.paused = false
 			x.mPaused.Set(0)
 			x.srv.logf("shadow %s: new budget window, shadowing resumed", x.arm.Name)
 		}
 	}
-	spent := (b.Requests > 0 && x.requests >= b.Requests) || (b.Tokens > 0 && x.tokens >= b.Tokens) || (b.Cost > 0 && x.cost >= b.Cost)
+	spent := (b.Requests > 0 && x.requests >= b.Requests) || (b.Tokens > 0 && x.tokens >= b.Tokens) || (b.Cost > 0 && (x.cost >= b.Cost || x.unmeasured))
 	if !spent {
 		if x.reserve() {
 			return true
@@ -388,14 +414,17 @@ func (x *shadow) reserve() bool {
 }
 
 // spend books a mirrored request's tokens and cost against the budget in
-// place of its reservation.
+// place of its reservation. A call whose cost is unknown (its model
+// declares no price; a replayed call recorded without a cost) books no
+// cost, and under a cost budget pauses shadowing until the next window
+// rather than go on spending an amount nobody measures.
 func (x *shadow) spend(u model.Usage) {
 	tokens := int64(u.TokensIn) + int64(u.TokensOut)
 	cost := u.Cost
 	if tokens < 0 {
 		tokens = 0
 	}
-	if !(cost >= 0) || math.IsInf(cost, 1) {
+	if !(cost >= 0) || math.IsInf(cost, 1) || u.Unpriced {
 		cost = 0 // the backends check their figures; never book one no budget could hold
 	}
 	x.mu.Lock()
@@ -404,8 +433,19 @@ func (x *shadow) spend(u model.Usage) {
 	x.cost += cost
 	x.maxTokens = max(x.maxTokens, tokens)
 	x.maxCost = max(x.maxCost, cost)
+	if b := x.cfg.Budget; u.Unpriced && b.Cost > 0 && !x.unmeasured {
+		x.unmeasured = true
+		if !x.paused {
+			x.paused = true
+			x.mPaused.Set(1)
+			x.srv.logf("shadow %s: a mirrored call's cost is unmeasured (its model declares no price), so the cost budget cannot be kept; shadowing paused until %s",
+				x.arm.Name, x.windowStart.Add(b.Window.Std()).UTC().Format(time.RFC3339))
+		}
+	}
 	x.mu.Unlock()
-	add(x.mCost, cost)
+	if !u.Unpriced {
+		add(x.mCost, cost)
+	}
 }
 
 // release gives back the reservation of a mirrored request that was

@@ -22,15 +22,22 @@ import (
 // URLs with a candidate arm cand (model small) that extra shadows to.
 func shadowProxy(t *testing.T, small, large, extra string, now func() time.Time) (*Server, *httptest.Server, *prometheus.Registry) {
 	t.Helper()
-	dir := t.TempDir()
-	schema, _ := fixtures.FS.ReadFile("triage.schema.json")
-	os.WriteFile(filepath.Join(dir, "triage.schema.json"), schema, 0o644)
-	os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte(testKeys), 0o644)
 	cfg := "keys: keys.yaml\ntimeout: 5s\nrecords: {dir: recs}\nmodels:\n" +
 		"  - {name: small, base_url: '" + small + "', price_in_per_mtok: 1, price_out_per_mtok: 4}\n" +
 		"  - {name: large, base_url: '" + large + "', price_in_per_mtok: 10, price_out_per_mtok: 40}\n" +
 		"default_model: large\narms:\n  - {name: cand, model: small}\n" +
 		"  - {name: cached, model: small, cache: {key: full, wait_for_store: true}}\n" + extra
+	return configServer(t, cfg, Options{Now: now})
+}
+
+// configServer serves the configuration cfg, written beside the test keys
+// and the triage schema, on a registry of its own.
+func configServer(t *testing.T, cfg string, o Options) (*Server, *httptest.Server, *prometheus.Registry) {
+	t.Helper()
+	dir := t.TempDir()
+	schema, _ := fixtures.FS.ReadFile("triage.schema.json")
+	os.WriteFile(filepath.Join(dir, "triage.schema.json"), schema, 0o644)
+	os.WriteFile(filepath.Join(dir, "keys.yaml"), []byte(testKeys), 0o644)
 	path := filepath.Join(dir, "serve.yaml")
 	os.WriteFile(path, []byte(cfg), 0o644)
 	setup, err := Load(path)
@@ -38,7 +45,8 @@ func shadowProxy(t *testing.T, small, large, extra string, now func() time.Time)
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	s, err := New(setup, Options{Registry: reg, Now: now})
+	o.Registry = reg
+	s, err := New(setup, o)
 	if err != nil {
 		t.Fatal(err)
 	}

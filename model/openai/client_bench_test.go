@@ -2,11 +2,14 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/crab-testbed/crab/internal/openaiwire"
 )
 
 // simAnswer is a chat completion as crab sim-server writes it: a triage
@@ -25,7 +28,7 @@ func BenchmarkCompleteNoStream(b *testing.B) {
 		io.WriteString(w, simAnswer)
 	}))
 	defer srv.Close()
-	benchComplete(b, Config{Name: "large", BaseURL: srv.URL + "/v1", Model: "large", NoStream: true})
+	benchComplete(b, Config{Name: "large", BaseURL: srv.URL + "/v1", Model: "large", NoStream: true}, true)
 }
 
 // BenchmarkCompleteCodec measures the backend's own work per
@@ -43,19 +46,24 @@ func BenchmarkCompleteCodec(b *testing.B) {
 			ContentLength: int64(len(simAnswer)), Request: r,
 		}, nil
 	})}
-	benchComplete(b, Config{Name: "large", BaseURL: "http://127.0.0.1:1/v1", Model: "large", NoStream: true, HTTPClient: hc})
+	benchComplete(b, Config{Name: "large", BaseURL: "http://127.0.0.1:1/v1", Model: "large", NoStream: true, HTTPClient: hc}, true)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-func benchComplete(b *testing.B, cfg Config) {
+// benchComplete measures calls through a backend of cfg; without lean,
+// through go-openai only.
+func benchComplete(b *testing.B, cfg Config, lean bool) {
 	be, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer be.Close()
+	if !lean {
+		be.lean = nil
+	}
 	req := *testReq
 	req.Contract = benchSchema
 	ctx := context.Background()
@@ -80,3 +88,49 @@ var benchSchema = func() []byte {
 		`"needs_human_review":{"type":"boolean"},"background":{"type":"string","description":"Optional context <= 2 paragraphs & no secrets."}}}`
 	return []byte(s)
 }()
+
+// simStream is simAnswer's triage answer as crab sim-server streams it
+// when a model takes time: a role chunk, the content in 64 chunks, the
+// finish reason, the usage report and [DONE].
+var simStream = func() string {
+	var out struct {
+		Choices []struct {
+			Message struct{ Content string }
+		}
+	}
+	if err := json.Unmarshal([]byte(simAnswer), &out); err != nil {
+		panic(err)
+	}
+	content := out.Choices[0].Message.Content
+	w := httptest.NewRecorder()
+	st := openaiwire.NewStream(w, "chatcmpl-sim-2", 1796212800, "large")
+	st.Role()
+	for i := range 64 {
+		st.Content(content[i*len(content)/64:(i+1)*len(content)/64], false)
+	}
+	st.Finish("stop")
+	st.Usage(9, 255)
+	st.Done()
+	return w.Body.String()
+}()
+
+// BenchmarkCompleteStream measures one streamed call (simStream) through
+// the backend, by the lean codec and by go-openai, without a network: the
+// HTTP client's transport answers from memory, so what remains is
+// building, encoding, reading the events and decoding the chunks.
+func BenchmarkCompleteStream(b *testing.B) {
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+		return &http.Response{
+			StatusCode: 200, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(simStream)),
+			ContentLength: -1, Request: r,
+		}, nil
+	})}
+	for _, codec := range []string{"lean", "go-openai"} {
+		b.Run(codec, func(b *testing.B) {
+			benchComplete(b, Config{Name: "large", BaseURL: "http://127.0.0.1:1/v1", Model: "large", HTTPClient: hc}, codec == "lean")
+		})
+	}
+}

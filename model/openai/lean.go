@@ -18,19 +18,24 @@ import (
 	"github.com/crab-testbed/crab/model"
 )
 
-// leanCall is how a Backend makes non-streaming calls without go-openai's
-// per-call reflection: the URL and headers go-openai would use, taken from
-// it once, the body written by appendRequest and the answer read by
-// decodeCompletion, both tested for equivalence with go-openai's types.
-// Behind crab serve a miss makes one such call, and go-openai's encoding
-// and decoding were about a sixth of serve's CPU per miss. Streaming
-// calls, and any request outside what the lean encoder handles, still go
-// through go-openai; an answer outside what the lean decoder reads is
+// leanCall is how a Backend makes calls without go-openai's per-call
+// reflection: the URL and headers go-openai would use, taken from it
+// once, the body written by appendRequest and the answer read by
+// decodeCompletion (a streamed one by eventReader and decodeChunk), each
+// tested for equivalence with go-openai's types. Behind crab serve a miss
+// makes one such call, and go-openai's encoding and decoding were about a
+// sixth of serve's CPU per non-streamed miss and a fifth per streamed one
+// (its regular expressions and reflection run on every event).
+// Any request outside what the lean encoder handles still goes through
+// go-openai; an answer or chunk outside what the lean decoders read is
 // decoded by go-openai's types.
 type leanCall struct {
 	url    *url.URL    // read only: shared by every call's request
 	host   string      // the request's Host, as http.NewRequest sets it
 	header http.Header // go-openai's headers for a chat completion (Accept, Content-Type, Authorization)
+	// emptyLimit is go-openai's limit on the lines of a stream between
+	// two events that are not events.
+	emptyLimit uint
 }
 
 // errProbe ends the probe call before anything is sent.
@@ -45,20 +50,28 @@ func (p *probeDoer) Do(r *http.Request) (*http.Response, error) {
 }
 
 // probeLean asks go-openai to build a chat completion call for modelName
-// with config oc and returns its URL and headers, or nil when go-openai
-// would not make the call at all (a model it does not allow on the chat
-// endpoint): such calls keep going through go-openai for its error.
-func probeLean(oc goopenai.ClientConfig, modelName string) *leanCall {
+// with config oc (a streaming one when stream is set) and returns its URL
+// and headers, or nil when go-openai would not make the call at all (a
+// model it does not allow on the chat endpoint): such calls keep going
+// through go-openai for its error.
+func probeLean(oc goopenai.ClientConfig, modelName string, stream bool) *leanCall {
 	p := &probeDoer{}
 	oc.HTTPClient = p
-	_, err := goopenai.NewClientWithConfig(oc).CreateChatCompletion(context.Background(), goopenai.ChatCompletionRequest{
+	c := goopenai.NewClientWithConfig(oc)
+	creq := goopenai.ChatCompletionRequest{
 		Model:    modelName,
 		Messages: []goopenai.ChatCompletionMessage{{Role: goopenai.ChatMessageRoleUser, Content: "probe"}},
-	})
+	}
+	var err error
+	if stream {
+		_, err = c.CreateChatCompletionStream(context.Background(), creq)
+	} else {
+		_, err = c.CreateChatCompletion(context.Background(), creq)
+	}
 	if !errors.Is(err, errProbe) || p.req == nil || p.req.Method != http.MethodPost {
 		return nil
 	}
-	return &leanCall{url: p.req.URL, host: p.req.Host, header: p.req.Header.Clone()}
+	return &leanCall{url: p.req.URL, host: p.req.Host, header: p.req.Header.Clone(), emptyLimit: oc.EmptyMessagesLimit}
 }
 
 // answerBufPool holds answer body buffers; decoded answers never alias
@@ -68,23 +81,23 @@ var answerBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); retu
 // maxPooledAnswer bounds the buffers put back in answerBufPool.
 const maxPooledAnswer = 1 << 20
 
-// onceLean makes a non-streaming call for req (already built into creq,
-// with the extra body fields extra) without go-openai; handled is false
-// when the call must be made by go-openai instead (nothing has been sent
-// then). An answer over the limit sets body.tooLarge, as headerDoer does.
-func (b *Backend) onceLean(ctx context.Context, req *model.Request, creq *goopenai.ChatCompletionRequest, extra []model.Param,
-	resp *model.Response, start time.Time, body *answerBody) (handled bool, err error) {
+// leanSend sends the call for req (already built into creq, with the
+// extra body fields extra) without go-openai and returns the answer of a
+// success status; handled is false when the call must be made by
+// go-openai instead (nothing has been sent then). An error status is
+// read as go-openai reads it, into a *StatusError.
+func (b *Backend) leanSend(ctx context.Context, req *model.Request, creq *goopenai.ChatCompletionRequest, extra []model.Param) (res *http.Response, handled bool, err error) {
 	if err := goopenai.NewReasoningValidator().Validate(*creq); err != nil {
-		return false, nil // go-openai reports it
+		return nil, false, nil // go-openai reports it
 	}
 	var schema []byte
 	if rf := creq.ResponseFormat; rf != nil && rf.JSONSchema != nil {
 		raw, ok := rf.JSONSchema.Schema.(json.RawMessage)
 		if !ok || len(raw) == 0 {
-			return false, nil
+			return nil, false, nil
 		}
 		if schema, ok = b.schemas.encoded(raw); !ok {
-			return false, nil // go-openai reports the schema that does not encode
+			return nil, false, nil // go-openai reports the schema that does not encode
 		}
 	}
 	size := 256 + len(schema) + len(creq.Model) + len(creq.User)
@@ -96,7 +109,7 @@ func (b *Backend) onceLean(ctx context.Context, req *model.Request, creq *goopen
 	}
 	enc, ok := appendRequest(make([]byte, 0, size), creq, schema)
 	if !ok {
-		return false, nil
+		return nil, false, nil
 	}
 	enc = spliceFields(enc, extra)
 	h := make(http.Header, len(b.lean.header)+8)
@@ -106,19 +119,32 @@ func (b *Backend) onceLean(ctx context.Context, req *model.Request, creq *goopen
 	if !b.cfg.NoCrabHeaders {
 		setCrabHeaders(h, req)
 	}
-	res, err := b.http.Do(b.lean.newRequest(ctx, enc, h))
+	res, err = b.http.Do(b.lean.newRequest(ctx, enc, h))
 	if err != nil {
-		return true, err
+		return nil, true, err
 	}
-	defer res.Body.Close()
 	if res.StatusCode < http.StatusOK || res.StatusCode >= http.StatusBadRequest {
+		defer res.Body.Close()
 		boundErrorBody(res)
 		err := statusError(errorAnswer(res))
 		if se, ok := err.(*StatusError); ok {
 			se.Wait = parseRetryAfter(res.Header.Get("Retry-After"), b.now())
 		}
-		return true, err
+		return nil, true, err
 	}
+	return res, true, nil
+}
+
+// onceLean makes a non-streaming call for req without go-openai (see
+// leanSend). An answer over the limit sets body.tooLarge, as headerDoer
+// does.
+func (b *Backend) onceLean(ctx context.Context, req *model.Request, creq *goopenai.ChatCompletionRequest, extra []model.Param,
+	resp *model.Response, start time.Time, body *answerBody) (handled bool, err error) {
+	res, handled, err := b.leanSend(ctx, req, creq, extra)
+	if res == nil {
+		return handled, err
+	}
+	defer res.Body.Close()
 	bp := answerBufPool.Get().(*[]byte)
 	data, err := openaiwire.AppendBody((*bp)[:0], res.Body, res.ContentLength, b.cfg.MaxAnswerBytes)
 	defer func() {

@@ -15,10 +15,10 @@ import (
 // appendRequest appends the JSON body of c exactly as go-openai writes it
 // (json.Marshal of the request), for the fields a Backend sets: model,
 // messages with a role and content, max_tokens, max_completion_tokens,
-// temperature, stream, a json_schema response_format, seed and user. It
-// reports false, leaving the encoding to go-openai, for a request that
-// uses any other field or that json.Marshal would refuse (a NaN or
-// infinite temperature, a schema that is not valid JSON).
+// temperature, stream, a json_schema response_format, seed, user and
+// stream_options. It reports false, leaving the encoding to go-openai, for
+// a request that uses any other field or that json.Marshal would refuse
+// (a NaN or infinite temperature, a schema that is not valid JSON).
 //
 // schema is the response_format's schema as json.Marshal writes it
 // (compacted, HTML-escaped), from schemaCache.
@@ -96,6 +96,13 @@ func appendRequest(dst []byte, c *goopenai.ChatCompletionRequest, schema []byte)
 		dst = append(dst, `,"user":`...)
 		dst = jsonw.AppendString(dst, c.User, true)
 	}
+	if so := c.StreamOptions; so != nil {
+		if so.IncludeUsage {
+			dst = append(dst, `,"stream_options":{"include_usage":true}`...)
+		} else {
+			dst = append(dst, `,"stream_options":{}`...)
+		}
+	}
 	return append(dst, '}'), true
 }
 
@@ -123,7 +130,7 @@ func plainRequest(c *goopenai.ChatCompletionRequest) bool {
 	noFunctions := c.Functions == nil && c.FunctionCall == nil
 	return c.TopP == 0 && c.N == 0 && c.Stop == nil && c.PresencePenalty == 0 && c.FrequencyPenalty == 0 &&
 		c.LogitBias == nil && !c.LogProbs && c.TopLogProbs == 0 && noFunctions &&
-		c.Tools == nil && c.ToolChoice == nil && c.StreamOptions == nil && c.ParallelToolCalls == nil && !c.Store &&
+		c.Tools == nil && c.ToolChoice == nil && c.ParallelToolCalls == nil && !c.Store &&
 		c.ReasoningEffort == "" && c.Metadata == nil && c.Prediction == nil && c.ChatTemplateKwargs == nil &&
 		c.ServiceTier == "" && c.Verbosity == "" && c.SafetyIdentifier == "" && c.GuidedChoice == nil
 }

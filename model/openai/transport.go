@@ -71,8 +71,9 @@ type answerKey struct{}
 // held whole by the decoder: all of it counts. A stream is read line by
 // line and only its content is kept (the stream loop counts that): what
 // counts here is the length of each line (a line is held whole until it
-// ends) and the lines that are neither events nor blank (go-openai keeps
-// every one of them, for the error it may have to report). The events
+// ends) and the lines that are neither events nor blank (the stream
+// reader, go-openai's or eventReader, keeps every one of them for the
+// error it may have to report). The events
 // themselves do not count: their framing is most of a stream's bytes and
 // none of it is kept.
 type answerBody struct {
