@@ -106,6 +106,7 @@ type Experiment struct {
 	warmupLine  int   // line of warmup, for the check against the task count
 	fittedLine  int   // line of fitted
 	scorerLines []int // line of each arm's router.scorer (0: none)
+	modelLines  []int // line of each entry of models (0: unknown)
 }
 
 // Arrival is the open-loop schedule of request send times (see Schedule).
@@ -361,6 +362,10 @@ func (e *Experiment) validateLimits(root *yaml.Node, bad badField) error {
 func (e *Experiment) resolveArms(name string, root *yaml.Node, bad badField) error {
 	e.fittedLine = node(root, "fitted").Line
 	e.scorerLines = make([]int, len(e.Arms))
+	e.modelLines = make([]int, len(e.Models))
+	for i := range e.Models {
+		e.modelLines[i] = node(root, "models", i).Line
+	}
 	base := ""
 	if !strings.HasPrefix(name, embeddedPrefix) {
 		base = filepath.Dir(name)
@@ -415,6 +420,15 @@ func gatePath(field string) []any {
 		out = append(out, k)
 	}
 	return out
+}
+
+// ModelLine is the line of the experiment file's models[i], or 0 where it
+// is not known (an experiment built in code).
+func (e *Experiment) ModelLine(i int) int {
+	if i < len(e.modelLines) {
+		return e.modelLines[i]
+	}
+	return 0
 }
 
 // scorerLine is the line of arm i's router.scorer, or 0.

@@ -425,6 +425,9 @@ func (s *Tuner) pricing(name string) pricing {
 	for i, m := range s.Exp.Models {
 		if m.Name == name {
 			p.at, p.priced = fmt.Sprintf("%s: models[%d]", s.Exp.File, i), m.Priced()
+			if line := s.Exp.ModelLine(i); line > 0 {
+				p.at = fmt.Sprintf("%s:%d: models[%d]", s.Exp.File, line, i)
+			}
 			break
 		}
 	}

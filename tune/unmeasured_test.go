@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -161,8 +162,8 @@ func TestOutcomeTableUnmeasuredCost(t *testing.T) {
 			m.Backend, m.PriceInPerMTok, m.PriceOutPerMTok = stack.BackendOpenAI, nil, nil
 		}
 	}
-	if err := s.CheckRule(tg, Rule{Budget: 1}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "models[") {
-		t.Errorf("a budget on an unpriced target: %v; want ErrConfig naming its price field", err)
+	if err := s.CheckRule(tg, Rule{Budget: 1}); !errors.Is(err, ErrConfig) || !regexp.MustCompile(`\.yaml:\d+: models\[\d+\]\.price_in_per_mtok`).MatchString(err.Error()) {
+		t.Errorf("a budget on an unpriced target: %v; want ErrConfig naming the file, line and price field", err)
 	}
 	if err := s.CheckRule(tg, Rule{MaxPassLoss: 1}); err != nil {
 		t.Errorf("a pass-loss rule on an unpriced target: %v; want none", err)
