@@ -22,12 +22,13 @@ const runMemoryFloor = 448 << 20
 // requests run (170 MB of it the setup), collects as the heap nears the
 // limit, and a run whose setup alone is large still gets as much room as
 // its setup holds. A run whose garbage fits under the limit is never
-// collected while it sends: a collection costs CPU the load generator
-// would rather spend on requests, and its stop-the-world phases wait for
+// collected while it sends: a collection's stop-the-world phases wait for
 // every thread of the process, so on a busy machine one thread the kernel
-// has descheduled holds up every release and every response (at 5,000
-// requests/s on 2 shared cores, schedule lag p99 went from 0.07 ms to
-// 9-40 ms with collections at the default pace, about 30 in 5 s). A GOGC
+// has descheduled holds up every release and every response. At 5,000
+// requests/s on 2 cores shared with two CPU-bound processes, schedule lag
+// p99 was 40 ms at the default pace (about 30 collections in 5 s), 8 ms
+// at GOGC=400 and 0.18 ms without collections. The price is memory: that
+// run's peak RSS went from 56 MB to 377 MB, which the limit bounds. A GOGC
 // the process was given stands. It is a process-wide setting, for the
 // process owner (crab run) to make; the library never calls it.
 //
