@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	evalrecords "github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/jsonl"
 	"github.com/crab-testbed/crab/internal/quantile"
 
@@ -236,27 +237,10 @@ func records(args []string) error {
 	if fs.NArg() != 1 {
 		return errors.New("records: want one records.jsonl")
 	}
-	f, err := os.Open(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
 	var lag, e2e, fromSend, handoff []float64
 	var first, last time.Time
 	ok := 0
-	sc := jsonl.NewScanner(f, false)
-	for sc.Scan() {
-		var r struct {
-			Intended time.Time `json:"intended_at"`
-			SentAt   time.Time `json:"sent_at"`
-			DoneAt   time.Time `json:"done_at"`
-			LagMs    float64   `json:"lag_ms"`
-			E2EMs    float64   `json:"e2e_ms"`
-			Outcome  string    `json:"outcome"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return fmt.Errorf("%s:%d: %w", fs.Arg(0), sc.Line(), err)
-		}
+	torn, err := evalrecords.ReadEach([]string{fs.Arg(0)}, nil, func(r *evalrecords.Record) error {
 		if first.IsZero() || r.SentAt.Before(first) {
 			first = r.SentAt
 		}
@@ -266,13 +250,17 @@ func records(args []string) error {
 		lag = append(lag, r.LagMs)
 		e2e = append(e2e, r.E2EMs)
 		fromSend = append(fromSend, float64(r.DoneAt.Sub(r.SentAt))/1e6)
-		handoff = append(handoff, float64(r.SentAt.Sub(r.Intended))/1e6-r.LagMs)
-		if r.Outcome == "ok" {
+		handoff = append(handoff, float64(r.SentAt.Sub(r.IntendedAt))/1e6-r.LagMs)
+		if r.Outcome == evalrecords.OutcomeOK {
 			ok++
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s:%d: %w", fs.Arg(0), sc.Line()+1, err)
+	if len(torn) > 0 {
+		return torn[0]
 	}
 	n := len(e2e)
 	if n < 2 {
