@@ -85,4 +85,5 @@ YAML
 done
 echo "   (crab: rate = (n-1)/span of sent_at, lag = intended→released, latency = e2e_ms from intended send;"
 echo "    crab@send: the same requests timed from their actual send (sent_at→done_at), as vegeta times;"
+echo "      its lag columns: the hand-off from release to send (sent_at - intended_at - lag), inside crab's e2e;"
 echo "    vegeta: rate = its report's rate, latency = send→response read, t-digest percentiles; all in ms)"

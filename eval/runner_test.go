@@ -108,6 +108,61 @@ func TestRunnerOutcomes(t *testing.T) {
 	}
 }
 
+// The latency of a request spans the stack's call and nothing of crab's
+// own after it: done_at is stamped as the call returns, before the answer
+// is graded and its record written, so a slow grader or records writer
+// delays the records, never the latency they report. Each record's send
+// and done stamps must enclose the backend's call, and its record must
+// reach Emit only after done_at.
+func TestRunnerTimesOnlyTheStack(t *testing.T) {
+	t.Parallel()
+	tasks := fakeTasks(8)
+	var mu sync.Mutex
+	entered, left := map[string]time.Time{}, map[string]time.Time{}
+	backend := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		mu.Lock()
+		entered[req.TaskID] = time.Now()
+		mu.Unlock()
+		resp := &model.Response{Content: answer("billing"), Scope: req.Scope, FinishReason: model.FinishStop,
+			Trace: model.Trace{Attempts: 1, Validated: true, ContractOK: true}}
+		mu.Lock()
+		left[req.TaskID] = time.Now()
+		mu.Unlock()
+		return resp, nil
+	})
+	exp := testExperiment(stack.ArmSpec{Name: "a", Model: "m", Mode: "full"})
+	exp.Timeout = stack.Duration(time.Minute)
+	r := &Runner{Exp: exp, Tasks: tasks, RunID: "r",
+		Build: func(spec stack.ArmSpec, _ int) (*ArmStack, func(), error) {
+			return &ArmStack{Spec: spec, Stack: backend}, nil, nil
+		}}
+	emitted := map[string]time.Time{}
+	var got []records.Record
+	r.Emit = func(rec records.Record) error {
+		emitted[rec.TaskID] = time.Now()
+		got = append(got, rec)
+		return nil
+	}
+	if _, err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(tasks) {
+		t.Fatalf("got %d records; want %d", len(got), len(tasks))
+	}
+	for _, rec := range got {
+		id := rec.TaskID
+		if rec.SentAt.After(entered[id]) || rec.DoneAt.Before(left[id]) {
+			t.Errorf("%s: sent %v, done %v do not enclose the stack's call (%v to %v)", id, rec.SentAt, rec.DoneAt, entered[id], left[id])
+		}
+		if rec.DoneAt.After(emitted[id]) {
+			t.Errorf("%s: done_at %v is after the record reached the writer (%v): crab's own work is inside the latency", id, rec.DoneAt, emitted[id])
+		}
+		if want := records.Ms(rec.DoneAt.Sub(rec.IntendedAt)); rec.E2EMs != want {
+			t.Errorf("%s: e2e %v ms; want done_at - intended_at = %v ms", id, rec.E2EMs, want)
+		}
+	}
+}
+
 // A slow system must not slow its own load down: with a concurrency cap of
 // one, the second request waits, and that wait is queue time inside its
 // latency, measured from the intended send time.

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	evalrecords "github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/jsonl"
 	"github.com/crab-testbed/crab/internal/quantile"
 
@@ -223,7 +224,11 @@ func row(label string, target float64, n int, rate float64, okFrac float64, lag 
 
 // records summarises a crab records.jsonl: achieved rate = (n-1) / span of
 // sent_at, schedule lag (lag_ms) and end-to-end latency (e2e_ms, measured
-// from the intended send time) by nearest rank, over all requests.
+// from the intended send time) by nearest rank, over all requests. Its
+// second row times the same requests from their send, and in its lag
+// columns puts the hand-off: from the generator's release to the send
+// (sent_at - intended_at - lag_ms), the part of e2e_ms that is crab's
+// own beyond the lag.
 func records(args []string) error {
 	fs := flag.NewFlagSet("records", flag.ExitOnError)
 	label := fs.String("label", "crab", "row label")
@@ -232,26 +237,10 @@ func records(args []string) error {
 	if fs.NArg() != 1 {
 		return errors.New("records: want one records.jsonl")
 	}
-	f, err := os.Open(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	var lag, e2e, fromSend []float64
+	var lag, e2e, fromSend, handoff []float64
 	var first, last time.Time
 	ok := 0
-	sc := jsonl.NewScanner(f, false)
-	for sc.Scan() {
-		var r struct {
-			SentAt  time.Time `json:"sent_at"`
-			DoneAt  time.Time `json:"done_at"`
-			LagMs   float64   `json:"lag_ms"`
-			E2EMs   float64   `json:"e2e_ms"`
-			Outcome string    `json:"outcome"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			return fmt.Errorf("%s:%d: %w", fs.Arg(0), sc.Line(), err)
-		}
+	torn, err := evalrecords.ReadEach([]string{fs.Arg(0)}, nil, func(r *evalrecords.Record) error {
 		if first.IsZero() || r.SentAt.Before(first) {
 			first = r.SentAt
 		}
@@ -261,12 +250,17 @@ func records(args []string) error {
 		lag = append(lag, r.LagMs)
 		e2e = append(e2e, r.E2EMs)
 		fromSend = append(fromSend, float64(r.DoneAt.Sub(r.SentAt))/1e6)
-		if r.Outcome == "ok" {
+		handoff = append(handoff, float64(r.SentAt.Sub(r.IntendedAt))/1e6-r.LagMs)
+		if r.Outcome == evalrecords.OutcomeOK {
 			ok++
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%s:%d: %w", fs.Arg(0), sc.Line()+1, err)
+	if len(torn) > 0 {
+		return torn[0]
 	}
 	n := len(e2e)
 	if n < 2 {
@@ -285,11 +279,13 @@ func records(args []string) error {
 	// The same requests timed from the actual send (sent_at to done_at), as
 	// vegeta times its own: without the generator's lag.
 	slices.Sort(fromSend)
+	slices.Sort(handoff)
 	sum = 0
 	for _, x := range fromSend {
 		sum += x
 	}
-	row(*label+"@send", *target, n, rate, float64(ok)/float64(n), nil,
+	row(*label+"@send", *target, n, rate, float64(ok)/float64(n),
+		[]float64{quantile.NearestRank(handoff, 50), quantile.NearestRank(handoff, 99), handoff[n-1]},
 		[]float64{quantile.NearestRank(fromSend, 50), quantile.NearestRank(fromSend, 90), quantile.NearestRank(fromSend, 99), fromSend[n-1]}, sum/float64(n))
 	return nil
 }
