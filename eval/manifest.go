@@ -167,8 +167,15 @@ func ReadManifest(dir string) (*Manifest, error) {
 }
 
 // StatusIncomplete is the status of a run that ended early on a fault of
-// its own machine (Manifest.StatusReason says which), e.g. a full disk.
+// its own machine (Manifest.StatusReason says which), e.g. a full disk,
+// or one on which crab itself failed some requests (a bug, recovered):
+// neither is ground for a verdict.
 const StatusIncomplete = "incomplete"
+
+// IncompleteNote is what the summary says of an incomplete run in dir.
+func IncompleteNote(dir, reason string) string {
+	return "the run in " + dir + " is incomplete: " + reason
+}
 
 // StoreErrors sums, by arm, the cache store calls that failed over a
 // run's passes (PassMetrics.Metrics.store.errors), whether the metrics are

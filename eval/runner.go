@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,7 @@ type Runner struct {
 
 	started bool // the first pass has started (StartAt is spent)
 	gen     generatorOptions
+	bugs    bugs // panics recovered while answering or judging a request
 
 	byIDOnce sync.Once
 	byID     map[string]*Task
@@ -82,6 +84,13 @@ type Result struct {
 	Passes      []PassMetrics
 	Started     time.Time
 	Ended       time.Time
+	// Bugs counts the requests on which crab itself failed (a panic in
+	// an arm's stack, a grader or a judge, recovered): each is recorded
+	// as outcome error, a failure that is crab's, not the model's, so a
+	// run with any is no ground for a verdict. FirstBug is the first
+	// one's panic value and stack.
+	Bugs     int
+	FirstBug string
 }
 
 // Run executes every arm in every repeat and streams the records. In
@@ -140,6 +149,7 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		}
 	}
 	res.Ended = time.Now()
+	res.Bugs, res.FirstBug = r.bugs.report()
 	if emitErr != nil {
 		return res, fmt.Errorf("eval: writing records: %w", emitErr)
 	}
@@ -419,9 +429,15 @@ func (r *Runner) request(spec stack.ArmSpec, t *Task, seed int64) *model.Request
 // one sends a single request through the arm's stack and builds its record.
 // When the routing decision is to be judged it also returns the shadow call
 // that completes the record.
-func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j job) (records.Record, func(*records.Record)) {
+func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j job) (rec records.Record, finish func(*records.Record)) {
 	t := &r.Tasks[j.seq]
-	rec := r.baseRecord(arm.Spec, t, rep, j.seq)
+	rec = r.baseRecord(arm.Spec, t, rep, j.seq)
+	defer func() {
+		if v := recover(); v != nil {
+			r.bugs.record(&rec, v)
+			finish = nil
+		}
+	}()
 	rec.Block, rec.BurnIn = j.block, j.burnIn
 	rec.IntendedAt = j.intended
 	if ctx.Err() != nil {
@@ -463,6 +479,11 @@ func (r *Runner) one(ctx context.Context, arm *ArmStack, rep int, seed int64, j 
 		return rec, nil
 	}
 	return rec, func(rec *records.Record) {
+		defer func() {
+			if v := recover(); v != nil {
+				r.bugs.record(rec, v)
+			}
+		}()
 		if external {
 			r.grade(ctx, rec, resp, req, t, true)
 			rec.FalseHit = r.falseHit(rec, t)
@@ -508,6 +529,38 @@ func (r *Runner) judge(ctx context.Context, arm *ArmStack, t *Task, req *model.R
 	case !small && otherPass:
 		rec.Misroute = records.MisrouteOver
 	}
+}
+
+// bugs holds what the runner recovered from panics of crab's own code on
+// a request's way: a model's odd answer must end as that request's
+// outcome, never end the run (and lose every record still to come).
+type bugs struct {
+	mu    sync.Mutex
+	n     int
+	first string
+}
+
+// record marks rec as failed by crab's panic v and counts it.
+func (b *bugs) record(rec *records.Record, v any) {
+	stackTrace := debug.Stack()
+	rec.Outcome, rec.Error = records.OutcomeError, fmt.Sprintf("crab internal error (a bug in crab, not a fault of the model): %v", v)
+	rec.Pass = false
+	if rec.DoneAt.IsZero() {
+		rec.DoneAt = time.Now()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n++
+	if b.first == "" {
+		b.first = fmt.Sprintf("%v\n%s", v, stackTrace)
+	}
+}
+
+// report is how many requests crab failed, and the first one's panic.
+func (b *bugs) report() (int, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n, b.first
 }
 
 // outcomeOf maps a stack error to a record outcome (records.OutcomeOf).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -328,5 +329,35 @@ func TestCacheHitTakesNoModelSlot(t *testing.T) {
 	}
 	if waited != 1 {
 		t.Errorf("%d of the three slow misses waited for a slot; want 1 (cap 2)", waited)
+	}
+}
+
+// A panic of crab's own code on one request's way (here the arm's stack)
+// ends that request as outcome error, counted in Result.Bugs with its
+// stack, and never the run: every other request is answered and
+// recorded.
+func TestRunnerRecoversABug(t *testing.T) {
+	t.Parallel()
+	backend := model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+		if req.TaskID == "t02" {
+			var none []int
+			_ = none[len(req.TaskID)] // an index out of range: a bug, not a model's fault
+		}
+		return &model.Response{Content: answer("billing"), Scope: req.Scope, Trace: model.Trace{Validated: true, ContractOK: true}}, nil
+	})
+	exp := testExperiment(stack.ArmSpec{Name: "a", Model: "m", Mode: "full"}, stack.ArmSpec{Name: "b", Model: "m", Mode: "full"})
+	r := &Runner{Exp: exp, Tasks: fakeTasks(5), Build: capped(exp, backend)}
+	got, res := collect(t, context.Background(), r)
+	if len(got) != 10 {
+		t.Fatalf("%d records; want 10 (every request recorded)", len(got))
+	}
+	for key, rec := range got {
+		bug := strings.HasSuffix(key, "/t02")
+		if isBug := rec.Outcome == records.OutcomeError && strings.Contains(rec.Error, "crab internal error"); isBug != bug || bug && (rec.Pass || rec.DoneAt.IsZero()) {
+			t.Errorf("%s: outcome %s, error %q, pass %v; want a crab internal error exactly on t02", key, rec.Outcome, rec.Error, rec.Pass)
+		}
+	}
+	if res.Bugs != 2 || !strings.Contains(res.FirstBug, "index out of range") || !strings.Contains(res.FirstBug, "runner_test.go") {
+		t.Errorf("Bugs %d, FirstBug %q; want 2, with the panic and its stack", res.Bugs, res.FirstBug)
 	}
 }

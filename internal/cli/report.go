@@ -263,7 +263,7 @@ func fromManifests(paths []string) analysis.Options {
 		case m.Status == serve.StatusIncomplete && strings.HasPrefix(m.RunID, "serve-"):
 			opt.Incomplete = "the records in " + p + " are incomplete: " + m.StatusReason
 		case m.Status == eval.StatusIncomplete:
-			opt.Incomplete = "the run in " + p + " ended early: " + m.StatusReason
+			opt.Incomplete = eval.IncompleteNote(p, m.StatusReason)
 		}
 		for arm, n := range eval.StoreErrors(m.Passes) {
 			if opt.StoreErrors == nil {

@@ -18,6 +18,8 @@ import (
 	"github.com/crab-testbed/crab/eval/report"
 	"github.com/crab-testbed/crab/internal/atomicfile"
 	"github.com/crab-testbed/crab/internal/redact"
+	"github.com/crab-testbed/crab/model"
+	"github.com/crab-testbed/crab/stack"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
@@ -48,8 +50,11 @@ type runOptions struct {
 	// recordsWriter, when set, wraps the records file (tests inject write
 	// faults such as a full disk through it).
 	recordsWriter func(io.Writer) io.Writer
-	Stdout        io.Writer
-	Stderr        io.Writer
+	// armStack, when set, wraps each arm's stack (tests inject a bug of
+	// crab's own through it).
+	armStack func(arm string, m model.Model) model.Model
+	Stdout   io.Writer
+	Stderr   io.Writer
 }
 
 func runCmd() *cli.Command {
@@ -240,6 +245,16 @@ func (rs *runState) play(ctx context.Context, o runOptions, bar io.Writer) (*eva
 		return err
 	})
 	runner.Shard, runner.StartAt = rs.shard, rs.startAt
+	if o.armStack != nil {
+		build := runner.Build
+		runner.Build = func(spec stack.ArmSpec, rep int) (*eval.ArmStack, func(), error) {
+			a, release, err := build(spec, rep)
+			if err == nil {
+				a.Stack = o.armStack(spec.Name, a.Stack)
+			}
+			return a, release, err
+		}
+	}
 	if !rs.startAt.IsZero() {
 		if late := time.Since(rs.startAt); late > 0 {
 			fmt.Fprintf(o.Stderr, "crab: warning: --start-at %s passed %s ago; the schedule starts now\n", o.StartAt, late.Round(time.Millisecond))
@@ -309,6 +324,11 @@ func (rs *runState) finish(res *eval.Result, runErr error, stderr io.Writer) err
 			m.Status = "interrupted"
 		}
 	}
+	if res != nil && res.Bugs > 0 {
+		first, _, _ := strings.Cut(res.FirstBug, "\n")
+		m.Status, m.StatusReason = eval.StatusIncomplete, fmt.Sprintf("%d requests failed on a bug in crab, not on a fault of any model (recorded as outcome error, \"crab internal error\"); first: %s", res.Bugs, rs.secrets.String(first))
+		fmt.Fprintf(stderr, "crab: error: %d requests failed on a bug in crab (recorded as outcome error; no verdict is drawn); the first one's panic:\n%s\n", res.Bugs, rs.secrets.String(res.FirstBug))
+	}
 	if rs.writeErr != nil {
 		m.Status, m.StatusReason = eval.StatusIncomplete, writeFault("records.jsonl", rs.writeErr)
 		if res == nil {
@@ -341,7 +361,7 @@ func (rs *runState) report(res *eval.Result, o runOptions) error {
 	}
 	opt.Warnings = m.ReplayWarnings()
 	if m.Status == eval.StatusIncomplete {
-		opt.Incomplete = "the run in " + rs.dir + " ended early: " + m.StatusReason
+		opt.Incomplete = eval.IncompleteNote(rs.dir, m.StatusReason)
 	}
 	sum, err := analysis.Summarize(recs, opt)
 	if err != nil {

@@ -8,10 +8,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/model"
 )
 
 // A directory that holds a run is refused before anything is written, and
@@ -248,8 +252,85 @@ func TestRunDiskFull(t *testing.T) {
 		t.Fatalf("crab report: exit %d (stderr %s)", code, errs)
 	}
 	for name, text := range map[string]string{"report.txt": string(report), "crab report": rebuilt, "printed summary": stdout.String()} {
-		if !strings.Contains(text, "ended early: disk full while writing records.jsonl") || strings.Contains(text, "the process died") || !strings.Contains(text, "incomplete") {
+		if !strings.Contains(text, "is incomplete: disk full while writing records.jsonl") || strings.Contains(text, "the process died") || !strings.Contains(text, "incomplete") {
 			t.Errorf("%s does not name the full disk:\n%s", name, text)
 		}
 	}
 }
+
+// A bug of crab's own on some requests (here a panic in one arm's stack on
+// one task) fails those requests, never the run: every record is written,
+// the manifest says incomplete naming the bug, no candidate gets a
+// verdict, the panic's stack goes to stderr, and the command fails its
+// check.
+func TestRunBugIsIncomplete(t *testing.T) {
+	t.Parallel()
+	dir, exp := smallDir(t)
+	out := filepath.Join(dir, "run")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), runOptions{
+		Experiment: exp, OutDir: out, Quiet: true, Format: "text", Stdout: &stdout, Stderr: &stderr,
+		armStack: func(arm string, next model.Model) model.Model {
+			if arm != "short" {
+				return next
+			}
+			return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+				if req.TaskID == bugTask {
+					var none []int
+					_ = none[len(req.TaskID)]
+				}
+				return next.Complete(ctx, req)
+			})
+		},
+	})
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitCheck || !strings.Contains(err.Error(), "failed on a bug in crab") {
+		t.Fatalf("run: %v; want exit %d naming crab's bug", err, exitCheck)
+	}
+	if !strings.Contains(stderr.String(), "index out of range") || !strings.Contains(stderr.String(), "run_test.go") {
+		t.Errorf("stderr lacks the panic and its stack:\n%s", stderr.String())
+	}
+	recs, _, err := records.ReadAll([]string{filepath.Join(out, records.RecordsFile)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bugs, total := 0, 0
+	for _, r := range recs {
+		total++
+		if strings.HasPrefix(r.Error, "crab internal error") {
+			bugs++
+			if r.Arm != "short" || r.TaskID != bugTask || r.Outcome != records.OutcomeError {
+				t.Errorf("%s/%s: %s %q; want only short/%s failed by the bug", r.Arm, r.TaskID, r.Outcome, r.Error, bugTask)
+			}
+		}
+	}
+	if bugs != 1 || total != 6*24 {
+		t.Errorf("%d records, %d failed by the bug; want %d and 1", total, bugs, 6*24)
+	}
+	for _, want := range []string{"is incomplete: 1 requests failed on a bug in crab", "incomplete"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("printed summary lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	// No candidate is accepted, found inconclusive or without gain in the
+	// arms table; a hard failure (a leaking cache) is still a rejection.
+	incomplete := 0
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !slices.Contains([]string{"cache_scoped", "cache_naive", "router", "short", "cascade"}, f[0]) || f[1] != "24" {
+			continue
+		}
+		if f[len(f)-1] == "incomplete" {
+			incomplete++
+		}
+		if v := f[len(f)-1]; v == "accept" || v == "inconclusive" || v == "no_gain" {
+			t.Errorf("%s: verdict %s on a run crab failed; want incomplete (or a hard reject)", f[0], v)
+		}
+	}
+	if incomplete == 0 {
+		t.Errorf("no candidate called incomplete in the arms table:\n%s", stdout.String())
+	}
+}
+
+// bugTask is the embedded task the bug test's stack fails on.
+const bugTask = "t0003"
