@@ -40,6 +40,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -377,8 +378,14 @@ func (w *sweeper) play(ctx context.Context, spec stack.ArmSpec, rate float64, re
 	})
 	run.Exp = &e
 	run.Tasks = w.s.Tasks[:n]
-	if _, err := run.Run(rctx); err != nil {
+	res, err := run.Run(rctx)
+	if err != nil {
 		return nil, nil, false, err
+	}
+	if res.Bugs > 0 {
+		// A failure of crab's own is no measure of an arm's capacity.
+		first, _, _ := strings.Cut(res.FirstBug, "\n")
+		return nil, nil, false, fmt.Errorf("capacity: %d requests failed on a bug in crab, not on a fault of any model; no knee is drawn from them: first: %s", res.Bugs, first)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, false, err
