@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -154,6 +155,16 @@ func (r *Runner) Run(ctx context.Context) (*Result, error) {
 		return res, fmt.Errorf("eval: writing records: %w", emitErr)
 	}
 	return res, nil
+}
+
+// BugNote says, in one line, how many requests crab failed on a bug of
+// its own and the first one's panic; "" when none.
+func (res *Result) BugNote() string {
+	if res.Bugs == 0 {
+		return ""
+	}
+	first, _, _ := strings.Cut(res.FirstBug, "\n")
+	return fmt.Sprintf("%d requests failed on a bug in crab, not on a fault of any model (recorded as outcome error, \"crab internal error\"); first: %s", res.Bugs, first)
 }
 
 // shardOffsets returns the sequence numbers this runner plays and their
@@ -542,7 +553,6 @@ type bugs struct {
 
 // record marks rec as failed by crab's panic v and counts it.
 func (b *bugs) record(rec *records.Record, v any) {
-	stackTrace := debug.Stack()
 	rec.Outcome, rec.Error = records.OutcomeError, fmt.Sprintf("crab internal error (a bug in crab, not a fault of the model): %v", v)
 	rec.Pass = false
 	if rec.DoneAt.IsZero() {
@@ -552,7 +562,8 @@ func (b *bugs) record(rec *records.Record, v any) {
 	defer b.mu.Unlock()
 	b.n++
 	if b.first == "" {
-		b.first = fmt.Sprintf("%v\n%s", v, stackTrace)
+		// Still on the panicking goroutine: the stack shows where.
+		b.first = fmt.Sprintf("%v\n%s", v, debug.Stack())
 	}
 }
 

@@ -40,7 +40,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -384,8 +383,7 @@ func (w *sweeper) play(ctx context.Context, spec stack.ArmSpec, rate float64, re
 	}
 	if res.Bugs > 0 {
 		// A failure of crab's own is no measure of an arm's capacity.
-		first, _, _ := strings.Cut(res.FirstBug, "\n")
-		return nil, nil, false, fmt.Errorf("capacity: %d requests failed on a bug in crab, not on a fault of any model; no knee is drawn from them: first: %s", res.Bugs, first)
+		return nil, nil, false, fmt.Errorf("capacity: no knee is drawn from a rung on which %s", res.BugNote())
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, false, err

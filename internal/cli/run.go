@@ -325,8 +325,7 @@ func (rs *runState) finish(res *eval.Result, runErr error, stderr io.Writer) err
 		}
 	}
 	if res != nil && res.Bugs > 0 {
-		first, _, _ := strings.Cut(res.FirstBug, "\n")
-		m.Status, m.StatusReason = eval.StatusIncomplete, fmt.Sprintf("%d requests failed on a bug in crab, not on a fault of any model (recorded as outcome error, \"crab internal error\"); first: %s", res.Bugs, rs.secrets.String(first))
+		m.Status, m.StatusReason = eval.StatusIncomplete, rs.secrets.String(res.BugNote())
 		fmt.Fprintf(stderr, "crab: error: %d requests failed on a bug in crab (recorded as outcome error; no verdict is drawn); the first one's panic:\n%s\n", res.Bugs, rs.secrets.String(res.FirstBug))
 	}
 	if rs.writeErr != nil {
