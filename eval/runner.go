@@ -430,6 +430,9 @@ func (r *Runner) request(spec stack.ArmSpec, t *Task, seed int64) *model.Request
 		TaskID: t.ID, Text: t.Text, System: joinSystem(spec.System, t.System()), History: t.History(), User: t.User, Scope: t.Scope(),
 		Mode: spec.Mode, MaxTokens: spec.MaxTokens, Temperature: spec.Temperature,
 		ContractHash: r.ContractHash, Seed: seed,
+		// The arm's stack names the caller too, but only by copying a
+		// request that comes without one: naming it here spares that copy.
+		Caller: spec.Name,
 	}
 	if spec.Router == nil {
 		req.Model = spec.Model
