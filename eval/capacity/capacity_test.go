@@ -15,6 +15,7 @@ import (
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/fixtures"
 	"github.com/crab-testbed/crab/internal/splitmix"
+	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/stack"
 )
@@ -459,5 +460,43 @@ func TestRungCostUnmeasured(t *testing.T) {
 	unpriced := records.Record{Seq: 1, Outcome: records.OutcomeOK, E2EMs: 10, Unmeasured: []string{records.FigureCost}}
 	if r := w.rung([]records.Record{priced, unpriced}, 1, 0, nil); r.Cost != nil {
 		t.Errorf("rung with an unpriced request: cost %v; want nil", *r.Cost)
+	}
+}
+
+// A rung on which crab failed a request on a bug of its own ends the sweep
+// with that error: such a failure is no measure of the arm's capacity, so
+// it is never counted as one of the arm's misses.
+func TestSweepEndsOnABug(t *testing.T) {
+	if testing.Short() {
+		t.Skip("plays a rung on the simulated models")
+	}
+	raw, err := os.ReadFile(filepath.Join("testdata", "sim.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := setupOf(t, string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bugTask := s.Tasks[3].ID
+	w := &sweeper{armStack: func(arm string, next model.Model) model.Model {
+		return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
+			if req.TaskID == bugTask {
+				var none []int
+				_ = none[len(req.TaskID)]
+			}
+			return next.Complete(ctx, req)
+		})
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := w.sweep(ctx, s, cfg, nil)
+	if err == nil || !strings.Contains(err.Error(), "no knee is drawn from a rung on which 1 requests failed on a bug in crab") ||
+		!strings.Contains(err.Error(), "index out of range") {
+		t.Fatalf("sweep: %v (result %v); want the error naming crab's bug", err, res != nil)
 	}
 }

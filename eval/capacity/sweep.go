@@ -47,6 +47,7 @@ import (
 	"github.com/crab-testbed/crab/eval/internal/figure"
 	"github.com/crab-testbed/crab/eval/records"
 	"github.com/crab-testbed/crab/internal/quantile"
+	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/stack"
 )
@@ -141,6 +142,9 @@ type sweeper struct {
 	// ref is each arm's latency the SLO limits, by request, at its lowest
 	// rung: the reference a rung's queue growth is read against.
 	ref map[string]map[int]float64
+	// armStack, when set, wraps each arm's stack (tests inject a bug of
+	// crab's own through it).
+	armStack func(arm string, m model.Model) model.Model
 }
 
 // Sweep plays the sweep cfg on the setup s (loaded by eval.LoadSetup,
@@ -149,8 +153,13 @@ type sweeper struct {
 // simulated models, so that a rung starts only once the previous one's
 // calls have ended. progress, when set, is told of every rung.
 func Sweep(ctx context.Context, s *eval.Setup, cfg *Config, progress io.Writer) (*Result, error) {
+	return (&sweeper{}).sweep(ctx, s, cfg, progress)
+}
+
+// sweep is Sweep on w, whose armStack hook, if any, it keeps.
+func (w *sweeper) sweep(ctx context.Context, s *eval.Setup, cfg *Config, progress io.Writer) (*Result, error) {
 	start := time.Now()
-	w := &sweeper{s: s, cfg: cfg, log: &sim.CallLog{}, scale: *s.Exp.TimeScale, prog: progress,
+	*w = sweeper{s: s, cfg: cfg, log: &sim.CallLog{}, scale: *s.Exp.TimeScale, prog: progress, armStack: w.armStack,
 		runID: fmt.Sprintf("sweep-%s-%d", time.Now().UTC().Format("20060102T150405"), s.Exp.Seed), ref: map[string]map[int]float64{}}
 	if err := s.LogCalls(w.log); err != nil {
 		return nil, err
@@ -377,6 +386,16 @@ func (w *sweeper) play(ctx context.Context, spec stack.ArmSpec, rate float64, re
 	})
 	run.Exp = &e
 	run.Tasks = w.s.Tasks[:n]
+	if wrap := w.armStack; wrap != nil {
+		build := run.Build
+		run.Build = func(spec stack.ArmSpec, repeat int) (*eval.ArmStack, func(), error) {
+			a, release, err := build(spec, repeat)
+			if err == nil {
+				a.Stack = wrap(spec.Name, a.Stack)
+			}
+			return a, release, err
+		}
+	}
 	res, err := run.Run(rctx)
 	if err != nil {
 		return nil, nil, false, err
