@@ -62,6 +62,14 @@ func (c *csvWriter) Write(r *records.Record) error {
 		r.Group, strconv.Itoa(r.Repeat), num(r.TTFTMs), r.Cache, r.Model, strconv.FormatBool(r.Correct),
 		strconv.Itoa(r.Attempts), r.Contract, strconv.FormatBool(r.ContractOK))
 	if c.unmeasured {
+		// A figure the record did not measure is an empty cell, never its
+		// placeholder 0 or false: a spreadsheet summing the column would
+		// add it as measured. The unmeasured column says why it is empty.
+		for i, h := range csvHeader {
+			if f := records.CSVFigure(h); f != "" && !r.Measured(f) {
+				c.row[i] = ""
+			}
+		}
 		c.row = append(c.row, strings.Join(r.Unmeasured, " "))
 	}
 	return c.cw.Write(c.row)
