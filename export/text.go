@@ -53,7 +53,9 @@ func (c *csvWriter) Write(r *records.Record) error {
 		return nil
 	}
 	if len(r.Unmeasured) > 0 && !c.unmeasured {
-		// Its placeholder cost or pass would read back as measured.
+		// The header has no unmeasured column, so the row could not say
+		// which of its figures are missing: a placeholder would read back
+		// as measured, an empty cell as bad input.
 		return fmt.Errorf("export: record %s/%s/%d does not measure %s, but the records before it measured everything: export it as jsonl, or apart",
 			r.Arm, r.TaskID, r.Repeat, strings.Join(r.Unmeasured, ", "))
 	}
