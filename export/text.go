@@ -24,8 +24,9 @@ type csvWriter struct {
 	row    []string
 	header bool // written
 	// unmeasured: the header has the unmeasured column, because the
-	// first record names figures it did not measure (imported records);
-	// crab's own records never do, and their CSV keeps its columns.
+	// first record names figures it did not measure (imported records, a
+	// cost of a model without a price); records that measure everything
+	// keep the format's columns.
 	unmeasured bool
 }
 
