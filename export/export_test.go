@@ -289,3 +289,43 @@ func TestParquetUnmeasuredIsNull(t *testing.T) {
 		t.Errorf("measured row %+v; want e2e_ms 12.5, cost 0.25, pass true, no unmeasured", m)
 	}
 }
+
+// A figure a record did not measure is an empty cell in the CSV, never its
+// placeholder 0 or false, and crab's reader takes the row back as the
+// record written; the figures the record measured keep their values.
+func TestCSVUnmeasuredIsEmpty(t *testing.T) {
+	t.Parallel()
+	recs := []records.Record{
+		{Arm: "a", TaskID: "t1", E2EMs: 170, TTFTMs: 100, Outcome: records.OutcomeOK, Model: "m", Attempts: 1, ContractOK: true,
+			Unmeasured: []string{records.FigureCost, records.FigureQuality, records.FigureLoad}},
+		{Arm: "a", TaskID: "t2", Outcome: records.OutcomeError, Model: "m", Attempts: 1, ContractOK: true,
+			Unmeasured: []string{records.FigureCost, records.FigureQuality, records.FigureLoad, records.FigureLatency}},
+		{Arm: "a", TaskID: "t3", E2EMs: 80, Outcome: records.OutcomeOK, Cost: 0.5, Pass: true, Correct: true, Attempts: 1, ContractOK: true,
+			Unmeasured: []string{records.FigureTTFT}},
+		{Arm: "a", TaskID: "t4", E2EMs: 90, TTFTMs: 12, Outcome: records.OutcomeOK, Cost: 0.25, Attempts: 1, ContractOK: true,
+			Unmeasured: []string{records.FigureQuality, records.FigureTokens}},
+	}
+	for i := range recs {
+		recs[i].Seq = i
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, "csv", recs); err != nil {
+		t.Fatal(err)
+	}
+	want := `arm,task_id,latency_ms,outcome,pass,cost,group,repeat,ttft_ms,cache,model,correct,attempts,contract,contract_ok,unmeasured
+a,t1,170,ok,,,,0,100,,m,,1,,true,cost quality load
+a,t2,,error,,,,0,0,,m,,1,,true,cost quality load latency
+a,t3,80,ok,true,0.5,,0,,,,true,1,,true,ttft
+a,t4,90,ok,,0.25,,0,12,,,,1,,true,quality tokens
+`
+	if got := buf.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	back, err := readBack(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, recs) {
+		t.Errorf("read back\n %+v\nwant\n %+v", back, recs)
+	}
+}

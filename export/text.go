@@ -24,8 +24,9 @@ type csvWriter struct {
 	row    []string
 	header bool // written
 	// unmeasured: the header has the unmeasured column, because the
-	// first record names figures it did not measure (imported records);
-	// crab's own records never do, and their CSV keeps its columns.
+	// first record names figures it did not measure (imported records, a
+	// cost of a model without a price); records that measure everything
+	// keep the format's columns.
 	unmeasured bool
 }
 
@@ -53,7 +54,9 @@ func (c *csvWriter) Write(r *records.Record) error {
 		return nil
 	}
 	if len(r.Unmeasured) > 0 && !c.unmeasured {
-		// Its placeholder cost or pass would read back as measured.
+		// The header has no unmeasured column, so the row could not say
+		// which of its figures are missing: a placeholder would read back
+		// as measured, an empty cell as bad input.
 		return fmt.Errorf("export: record %s/%s/%d does not measure %s, but the records before it measured everything: export it as jsonl, or apart",
 			r.Arm, r.TaskID, r.Repeat, strings.Join(r.Unmeasured, ", "))
 	}
@@ -62,6 +65,14 @@ func (c *csvWriter) Write(r *records.Record) error {
 		r.Group, strconv.Itoa(r.Repeat), num(r.TTFTMs), r.Cache, r.Model, strconv.FormatBool(r.Correct),
 		strconv.Itoa(r.Attempts), r.Contract, strconv.FormatBool(r.ContractOK))
 	if c.unmeasured {
+		// A figure the record did not measure is an empty cell, never its
+		// placeholder 0 or false: a spreadsheet summing the column would
+		// add it as measured. The unmeasured column says why it is empty.
+		for i, h := range csvHeader {
+			if f := records.CSVFigure(h); f != "" && !r.Measured(f) {
+				c.row[i] = ""
+			}
+		}
 		c.row = append(c.row, strings.Join(r.Unmeasured, " "))
 	}
 	return c.cw.Write(c.row)

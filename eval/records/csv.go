@@ -124,10 +124,18 @@ func (p *csvRow) record(row int) (Record, error) {
 	} else if rec.Cache == "hit" {
 		rec.Leak = LeakUnchecked
 	}
-	rec.E2EMs = p.num("latency_ms", true)
-	rec.Cost = p.num("cost", true)
+	// unmeasured names the figures the row's source did not measure,
+	// separated by spaces or commas ("cost quality"): their cells, in
+	// required columns too, are empty (or hold a placeholder 0, as files
+	// written before crab left them empty do), and read as the placeholder.
+	rec.Unmeasured = strings.FieldsFunc(strings.ToLower(p.str("unmeasured")), func(r rune) bool { return r == ' ' || r == ',' })
+	if len(rec.Unmeasured) == 0 {
+		rec.Unmeasured = nil
+	}
+	rec.E2EMs = p.num("latency_ms", needed("latency_ms", &rec))
+	rec.Cost = p.num("cost", needed("cost", &rec))
 	rec.TTFTMs = p.num("ttft_ms", false)
-	rec.Pass = p.boolean("pass", true)
+	rec.Pass = p.boolean("pass", needed("pass", &rec))
 	rec.Correct = p.boolean("correct", false)
 	// Without a contract_ok value only a contract_fail outcome says the
 	// contract was broken; with one, an ok row whose answer broke the
@@ -138,17 +146,18 @@ func (p *csvRow) record(row int) (Record, error) {
 	}
 	rec.Repeat = p.integer("repeat")
 	rec.Attempts = p.integer("attempts")
-	// unmeasured names the figures the row's source did not measure,
-	// separated by spaces or commas ("cost quality"): the row's cost and
-	// pass columns, still required, then hold placeholders.
-	rec.Unmeasured = strings.FieldsFunc(strings.ToLower(p.str("unmeasured")), func(r rune) bool { return r == ' ' || r == ',' })
-	if len(rec.Unmeasured) == 0 {
-		rec.Unmeasured = nil
-	}
 	if p.err != nil {
 		return rec, p.err
 	}
 	return rec, p.check(&rec)
+}
+
+// needed reports whether the required column field must hold a value on
+// the row of rec, whose Unmeasured is read: not when the row names the
+// figure the column holds as unmeasured.
+func needed(field string, rec *Record) bool {
+	f := CSVFigure(field)
+	return f == "" || rec.Measured(f)
 }
 
 // check validates the fields a CSV row must get right.

@@ -25,6 +25,23 @@ var (
 	csvOptional = []string{"group", "repeat", "ttft_ms", "cache", "model", "correct", "attempts", "contract", "contract_ok", "leak", "unmeasured"}
 )
 
+// csvFigures maps each interchange CSV column that holds a figure a record
+// can leave unmeasured (Figures) to that figure.
+var csvFigures = map[string]string{
+	"latency_ms": FigureLatency,
+	"ttft_ms":    FigureTTFT,
+	"pass":       FigureQuality,
+	"correct":    FigureQuality,
+	"cost":       FigureCost,
+}
+
+// CSVFigure is the figure the interchange CSV column col holds, "" for a
+// column that holds none. A row whose unmeasured column names the figure
+// has the column's cell empty, as crab export writes it, so that a
+// spreadsheet summing the column adds no placeholder 0; crab reads the
+// empty cell, required column or not, as the placeholder 0 or false.
+func CSVFigure(col string) string { return csvFigures[col] }
+
 // Outcomes lists every outcome a record may have, in the order messages
 // name them.
 var Outcomes = []string{OutcomeOK, OutcomeError, OutcomeTimeout, OutcomeContractFail, OutcomeCancelled}
@@ -233,11 +250,21 @@ func (p *csvRow) column(field string) int {
 	return 0
 }
 
+// emptyRequired records the error of a required cell left empty: one
+// that holds a figure says when it may be.
+func (p *csvRow) emptyRequired(field string) {
+	msg := "required and empty"
+	if f := CSVFigure(field); f != "" {
+		msg += fmt.Sprintf(" (it may be empty only when the row's unmeasured column names %q)", f)
+	}
+	p.setErr(field, msg)
+}
+
 func (p *csvRow) num(field string, required bool) float64 {
 	s := p.str(field)
 	if s == "" {
 		if required {
-			p.setErr(field, "required and empty")
+			p.emptyRequired(field)
 		}
 		return 0
 	}
@@ -275,7 +302,7 @@ func (p *csvRow) boolean(field string, required bool) bool {
 		return false
 	case "":
 		if required {
-			p.setErr(field, "required and empty")
+			p.emptyRequired(field)
 		}
 		return false
 	}

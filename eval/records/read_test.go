@@ -342,6 +342,7 @@ func FuzzReadRecords(f *testing.F) {
 	f.Add(exercise)
 	f.Add([]byte("arm,task_id,latency_ms,outcome,pass,cost\na,t1,1,ok,1,0\n"))
 	f.Add([]byte("arm,task_id,latency_ms,outcome,pass,cost,repeat\na,\"t\n1\",1e3,timeout,0,0,3\n"))
+	f.Add([]byte("arm,task_id,latency_ms,outcome,pass,cost,correct,unmeasured\na,t1,,error,,,,cost quality latency\na,t2,5,ok,,1,,quality\n"))
 	f.Add([]byte(`{"arm":"a","task_id":"t1","outcome":"ok","e2e_ms":1,"pass":true}` + "\n"))
 	f.Add([]byte(`{"arm":"a","task_id":"t1","outcome":"ok","intended_at":"2025-01-01T00:00:00.000000001Z"}` + "\n{}\n"))
 	f.Add([]byte("\xef\xbb\xbf{"))

@@ -2,6 +2,9 @@ package records
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -82,6 +85,69 @@ func TestLatencyUnmeasuredRead(t *testing.T) {
 		_, _, err := ReadAll([]string{"-"}, strings.NewReader(c.in+"\n"))
 		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s: got %v; want %q", c.in, err, c.want)
+		}
+	}
+}
+
+// A figure a CSV row names as unmeasured may have its cell empty, in a
+// required column too (crab export writes it so), and reads as the
+// record its placeholder would give; an empty required cell the row does
+// not name as unmeasured is bad input naming the file, line and field.
+func TestCSVUnmeasuredEmptyCells(t *testing.T) {
+	t.Parallel()
+	const hdr = "arm,task_id,latency_ms,outcome,pass,cost,ttft_ms,correct,unmeasured\n"
+	for _, c := range []struct {
+		name, row, placeholder string // placeholder: the same row with 0 or false in the empty cells
+		err                    string // the error's text after the file name; "" for none
+	}{
+		{"cost", "a,t,5,ok,true,,3,true,cost", "a,t,5,ok,true,0,3,true,cost", ""},
+		{"quality", "a,t,5,ok,,1.5,3,,quality", "a,t,5,ok,false,1.5,3,false,quality", ""},
+		{"cost and quality", "a,t,5,ok,,,3,,cost quality load", "a,t,5,ok,false,0,3,false,cost quality load", ""},
+		{"latency of a failure", "a,t,,error,false,1,,false,latency", "a,t,0,error,false,1,0,false,latency", ""},
+		{"ttft", "a,t,5,ok,true,1,,true,ttft", "a,t,5,ok,true,1,0,true,ttft", ""},
+		{"comma-separated", "a,t,5,ok,,,3,,\"cost, quality\"", "a,t,5,ok,false,0,3,false,\"cost, quality\"", ""},
+		{"cost not named", "a,t,5,ok,true,,3,true,", "", `:2: field "cost": required and empty (it may be empty only when the row's unmeasured column names "cost")`},
+		{"another figure named", "a,t,5,ok,true,,3,true,quality", "", `:2: field "cost": required and empty`},
+		{"pass not named", "a,t,5,ok,,1,3,,cost", "", `:2: field "pass": required and empty (it may be empty only when the row's unmeasured column names "quality")`},
+		{"latency not named", "a,t,,error,false,1,,false,cost", "", `:2: field "latency_ms": required and empty`},
+		{"latency of an ok request", "a,t,,ok,false,1,,false,latency", "", `:2: field "unmeasured": latency unmeasured on a request whose outcome is ok`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "runs.csv")
+			if err := os.WriteFile(path, []byte(hdr+c.row+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := ReadAll([]string{path}, nil)
+			if c.err != "" {
+				if err == nil || !errors.Is(err, ErrBadInput) || !strings.Contains(err.Error(), path+c.err) {
+					t.Fatalf("got error %v; want %q", err, path+c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _, err := ReadAll([]string{"-"}, strings.NewReader(hdr+c.placeholder+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("empty cells read as\n %+v\nwant what the placeholders give\n %+v", got, want)
+			}
+		})
+	}
+}
+
+// Every column that holds a figure is a column of interchange CSV.
+func TestCSVFigureColumns(t *testing.T) {
+	t.Parallel()
+	for col, f := range csvFigures {
+		if !slices.Contains(csvRequired, col) && !slices.Contains(csvOptional, col) {
+			t.Errorf("column %q (figure %s) is no interchange CSV column", col, f)
+		}
+		if figureIndex(f) < 0 {
+			t.Errorf("column %q holds %q, which is no figure", col, f)
 		}
 	}
 }

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -144,21 +147,98 @@ func TestImportBadInput(t *testing.T) {
 }
 
 // TestExportUnmeasuredRoundTrip: interchange CSV exported from vLLM
-// records keeps what they did not measure (the unmeasured column), so a
-// report of the CSV still shows "-", not the placeholder 0.
+// records keeps what they did not measure (the unmeasured column) and
+// leaves those figures' cells empty, never a placeholder 0 a spreadsheet
+// would sum; crab report reads the CSV back to the report of the source
+// files. Graded as the docs say (pass filled, quality dropped from
+// unmeasured), the rows have a quality; dropping quality without filling
+// pass is bad input naming the field.
 func TestExportUnmeasuredRoundTrip(t *testing.T) {
-	dst := filepath.Join(t.TempDir(), "v.csv")
-	code, _, errs := crab(t, "", "export", "--from", "vllm", "--format", "csv", "-o", dst,
-		"importer/recordimport/testdata/vllm-baseline.json", "importer/recordimport/testdata/vllm-candidate.json")
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "v.csv")
+	srcs := []string{"importer/recordimport/testdata/vllm-baseline.json", "importer/recordimport/testdata/vllm-candidate.json"}
+	code, _, errs := crab(t, "", append([]string{"export", "--from", "vllm", "--format", "csv", "-o", dst}, srcs...)...)
 	if code != exitOK {
 		t.Fatalf("export: exit %d: %s", code, errs)
 	}
-	code, out, errs := crab(t, "", "report", "--baseline", "vllm-baseline", dst)
-	if code != exitOK {
-		t.Fatalf("report: exit %d: %s", code, errs)
+	data, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if f := armRow(t, out, "vllm-candidate "); len(f) < 14 || f[5] != "-" || f[12] != "-" {
-		t.Errorf("arms row of the round-tripped CSV %v: want pass and cost \"-\"", f)
+	rows, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	for _, r := range rows[1:] {
+		for _, c := range []string{"pass", "cost", "correct"} {
+			if r[col[c]] != "" {
+				t.Errorf("row %v: %s %q; want empty (unmeasured %q)", r, c, r[col[c]], r[col["unmeasured"]])
+			}
+		}
+		latencyEmpty := r[col["latency_ms"]] == ""
+		if latencyEmpty != strings.Contains(r[col["unmeasured"]], "latency") {
+			t.Errorf("row %v: latency_ms %q with unmeasured %q; want it empty exactly when latency is unmeasured", r, r[col["latency_ms"]], r[col["unmeasured"]])
+		}
+	}
+	report := func(args ...string) string {
+		t.Helper()
+		code, out, errs := crab(t, "", append([]string{"report", "--baseline", "vllm-baseline"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("report %v: exit %d: %s", args, code, errs)
+		}
+		return out
+	}
+	// The one line apart: the importer's note on what vLLM results carry,
+	// which records read from CSV do not know they came from.
+	var want []string
+	for _, l := range strings.Split(report(append([]string{"--from", "vllm"}, srcs...)...), "\n") {
+		if !strings.Contains(l, "records imported from vLLM") {
+			want = append(want, l)
+		}
+	}
+	if got := report(dst); got != strings.Join(want, "\n") {
+		t.Errorf("report of the exported CSV:\n%s\nwant the report of the source files:\n%s", got, strings.Join(want, "\n"))
+	}
+	// Graded: every answered row passes.
+	graded := [][]string{rows[0]}
+	for _, r := range rows[1:] {
+		r = slices.Clone(r)
+		if r[col["outcome"]] == "ok" {
+			r[col["pass"]], r[col["correct"]] = "true", "true"
+		} else {
+			r[col["pass"]], r[col["correct"]] = "false", "false"
+		}
+		r[col["unmeasured"]] = strings.Replace(r[col["unmeasured"]], "quality ", "", 1)
+		graded = append(graded, r)
+	}
+	gradedCSV := filepath.Join(dir, "graded.csv")
+	writeCSV(t, gradedCSV, graded)
+	out := report(gradedCSV)
+	if f := armRow(t, out, "vllm-candidate "); len(f) < 14 || f[5] != "4/4" || f[12] != "-" {
+		t.Errorf("arms row of the graded CSV %v: want pass 4/4 and cost \"-\"", f)
+	}
+	graded[1][col["pass"]] = ""
+	writeCSV(t, gradedCSV, graded)
+	code, _, errs = crab(t, "", "report", gradedCSV)
+	if want := gradedCSV + `:2: field "pass": required and empty`; code != exitBadInput || !strings.Contains(errs, want) {
+		t.Errorf("pass left empty with quality measured: exit %d, stderr %q; want 2 and %q", code, errs, want)
+	}
+}
+
+// writeCSV writes rows to path as CSV.
+func writeCSV(t *testing.T, path string, rows [][]string) {
+	t.Helper()
+	var b bytes.Buffer
+	w := csv.NewWriter(&b)
+	if err := w.WriteAll(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
