@@ -92,7 +92,7 @@ func NewWriter(w io.Writer, name string, opts ...Option) (RecordWriter, error) {
 // Write writes recs to w in the named format; an unknown name is
 // ErrUnknownFormat and nothing is written.
 func Write(w io.Writer, name string, recs []records.Record, opts ...Option) error {
-	rw, err := NewWriter(w, name, opts...)
+	rw, err := NewWriter(w, name, append(opts, SomeUnmeasured(AnyUnmeasured(recs)))...)
 	if err != nil {
 		return err
 	}
@@ -102,4 +102,14 @@ func Write(w io.Writer, name string, recs []records.Record, opts ...Option) erro
 		}
 	}
 	return rw.Close()
+}
+
+// AnyUnmeasured reports whether some record of recs lacks a figure.
+func AnyUnmeasured(recs []records.Record) bool {
+	for i := range recs {
+		if len(recs[i].Unmeasured) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -151,7 +151,17 @@ type Option func(*options)
 type options struct {
 	meta     Meta
 	expected map[string]map[string]string // run id, task id: expected answer (JSON)
+	// someUnmeasured: some records to come lack a figure (see
+	// SomeUnmeasured).
+	someUnmeasured bool
 }
+
+// SomeUnmeasured tells the writer that some of the records to come do not
+// measure every figure (records.Record.Unmeasured), even if the first one
+// does: a CSV header then has the unmeasured column from its first line,
+// as a CSV header cannot grow a column later. Write finds this out by
+// itself; a caller writing records one at a time tells it.
+func SomeUnmeasured(yes bool) Option { return func(o *options) { o.someUnmeasured = yes } }
 
 // WithMeta gives the writer run metadata (see RunMeta) for the formats
 // that carry it: Parquet's key-value metadata. CSV and JSONL have no place

@@ -23,15 +23,16 @@ type csvWriter struct {
 	cw     *csv.Writer
 	row    []string
 	header bool // written
-	// unmeasured: the header has the unmeasured column, because the
-	// first record names figures it did not measure (imported records, a
-	// cost of a model without a price); records that measure everything
-	// keep the format's columns.
+	// unmeasured: the header has the unmeasured column, because some
+	// record names figures it did not measure (imported records, a cost
+	// of a model without a price): the caller said so (SomeUnmeasured),
+	// or the first record does. Records that measure everything keep the
+	// format's columns.
 	unmeasured bool
 }
 
-func newCSVWriter(w io.Writer, _ options) RecordWriter {
-	return &csvWriter{cw: csv.NewWriter(w), row: make([]string, len(csvHeader))}
+func newCSVWriter(w io.Writer, o options) RecordWriter {
+	return &csvWriter{cw: csv.NewWriter(w), row: make([]string, len(csvHeader)), unmeasured: o.someUnmeasured}
 }
 
 func (c *csvWriter) writeHeader(first *records.Record) error {
@@ -39,7 +40,7 @@ func (c *csvWriter) writeHeader(first *records.Record) error {
 		return nil
 	}
 	c.header = true
-	if first != nil && len(first.Unmeasured) > 0 {
+	if c.unmeasured || first != nil && len(first.Unmeasured) > 0 {
 		c.unmeasured = true
 		return c.cw.Write(append(slices.Clone(csvHeader), "unmeasured"))
 	}
@@ -57,7 +58,7 @@ func (c *csvWriter) Write(r *records.Record) error {
 		// The header has no unmeasured column, so the row could not say
 		// which of its figures are missing: a placeholder would read back
 		// as measured, an empty cell as bad input.
-		return fmt.Errorf("export: record %s/%s/%d does not measure %s, but the records before it measured everything: export it as jsonl, or apart",
+		return fmt.Errorf("export: record %s/%s/%d does not measure %s, but the records before it measured everything: export it from a file rather than stdin, as jsonl, or apart",
 			r.Arm, r.TaskID, r.Repeat, strings.Join(r.Unmeasured, ", "))
 	}
 	num := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -97,8 +99,8 @@ func exportRecords(_ context.Context, o exportOptions) error {
 // to w as they come: full records, since the export carries the scope and
 // timestamps the statistics' compact form drops.
 func exportTo(w io.Writer, o exportOptions) error {
-	rw, err := export.NewWriter(w, o.Format, export.Runs(o.Paths))
-	if err != nil {
+	if !export.Known(o.Format) {
+		_, err := export.NewWriter(w, o.Format)
 		return err
 	}
 	if o.From != "" && o.From != recordimport.FromCrab {
@@ -109,12 +111,15 @@ func exportTo(w io.Writer, o exportOptions) error {
 		if _, err := records.SetOf(imp.Records); err != nil {
 			return err // the checks every record meets, duplicates included
 		}
-		for i := range imp.Records {
-			if err := rw.Write(&imp.Records[i]); err != nil {
-				return err
-			}
-		}
-		return rw.Close()
+		return export.Write(w, o.Format, imp.Records, export.Runs(o.Paths))
+	}
+	some, err := someUnmeasured(o)
+	if err != nil {
+		return hintFrom(err, o.Paths)
+	}
+	rw, err := export.NewWriter(w, o.Format, export.Runs(o.Paths), export.SomeUnmeasured(some))
+	if err != nil {
+		return err
 	}
 	add, done := progressCounter(o.Stderr, "records")
 	defer done()
@@ -125,6 +130,31 @@ func exportTo(w io.Writer, o exportOptions) error {
 		return hintFrom(err, o.Paths)
 	}
 	return rw.Close()
+}
+
+// errUnmeasured ends someUnmeasured's read at the first record that
+// lacks a figure.
+var errUnmeasured = errors.New("a record lacks a figure")
+
+// someUnmeasured reports whether some record of o.Paths lacks a figure,
+// for a CSV export, whose header must have the unmeasured column from its
+// first line when any record needs it. It reads the files once more, up
+// to the first such record; records read from stdin cannot be read twice,
+// and their export refuses a later record that lacks a figure instead.
+func someUnmeasured(o exportOptions) (bool, error) {
+	if o.Format != "csv" || slices.Contains(o.Paths, "-") {
+		return false, nil
+	}
+	_, err := o.Read.ReadEach(o.Paths, nil, func(rec *records.Record) error {
+		if len(rec.Unmeasured) > 0 {
+			return errUnmeasured
+		}
+		return nil
+	})
+	if errors.Is(err, errUnmeasured) {
+		return true, nil
+	}
+	return false, err
 }
 
 // ignoreUnknownColumnsFlag is --ignore-unknown-columns of crab report and

@@ -193,3 +193,33 @@ func TestExportStdin(t *testing.T) {
 	}
 	compareTotals(t, parquetTotals(t, []byte(out)), map[string]armTotals{"baseline": {2, 1, 2}})
 }
+
+// A CSV export whose first record measures everything and a later one does
+// not (an arm on a model without a price, after one with a price) has the
+// unmeasured column from its header on, and the later record's cost cell
+// is empty. From stdin, which cannot be read twice, that record is refused
+// with the way out named.
+func TestExportCSVLaterUnmeasured(t *testing.T) {
+	t.Parallel()
+	in := "arm,task_id,latency_ms,outcome,pass,cost,unmeasured\n" +
+		"baseline,t1,5,ok,true,1.5,\n" +
+		"candidate,t1,4,ok,true,,cost\n"
+	src := filepath.Join(t.TempDir(), "mixed.csv")
+	if err := os.WriteFile(src, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := crab(t, "", "export", "--format", "csv", src)
+	if code != 0 {
+		t.Fatalf("export: exit %d; stderr %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], ",unmeasured") ||
+		!strings.HasPrefix(lines[1], "baseline,t1,5,ok,true,1.5,") || !strings.HasSuffix(lines[1], ",") ||
+		!strings.HasPrefix(lines[2], "candidate,t1,4,ok,true,,") || !strings.HasSuffix(lines[2], ",cost") {
+		t.Errorf("export:\n%s\nwant the unmeasured column, an empty cost for the candidate", out)
+	}
+	code, _, errs = crab(t, in, "export", "--format", "csv", "-")
+	if code == 0 || !strings.Contains(errs, "rather than stdin") {
+		t.Errorf("export from stdin: exit %d, stderr %s; want the later record refused", code, errs)
+	}
+}
