@@ -145,7 +145,9 @@ func someUnmeasured(o exportOptions) (bool, error) {
 	if o.Format != "csv" || slices.Contains(o.Paths, "-") {
 		return false, nil
 	}
-	_, err := o.Read.ReadEach(o.Paths, nil, func(rec *records.Record) error {
+	quiet := o.Read
+	quiet.Warn = func(string) {} // the export's own read warns
+	_, err := quiet.ReadEach(o.Paths, nil, func(rec *records.Record) error {
 		if len(rec.Unmeasured) > 0 {
 			return errUnmeasured
 		}
