@@ -302,16 +302,9 @@ func TestDecideCapacity(t *testing.T) {
 	}
 }
 
-// A sweep on the simulated capacity model: every scheduled request is
-// recorded once per rung, each arm's knee lies near the rate the model's
-// parameters imply, the scoped cache sustains more than the baseline, and
-// the run directory holds the records, the figures and the page.
-func TestSweepSim(t *testing.T) {
-	// Not parallel: the other tests' work would take the CPU the
-	// simulated latency is measured on.
-	if testing.Short() {
-		t.Skip("plays a sweep on the simulated models (a few seconds)")
-	}
+// simSweep loads testdata/sim.yaml and its sweep section.
+func simSweep(t *testing.T) (*eval.Setup, *Config) {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("testdata", "sim.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -324,6 +317,20 @@ func TestSweepSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, cfg
+}
+
+// A sweep on the simulated capacity model: every scheduled request is
+// recorded once per rung, each arm's knee lies near the rate the model's
+// parameters imply, the scoped cache sustains more than the baseline, and
+// the run directory holds the records, the figures and the page.
+func TestSweepSim(t *testing.T) {
+	// Not parallel: the other tests' work would take the CPU the
+	// simulated latency is measured on.
+	if testing.Short() {
+		t.Skip("plays a sweep on the simulated models (a few seconds)")
+	}
+	s, cfg := simSweep(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := Sweep(ctx, s, cfg, nil)
@@ -470,18 +477,7 @@ func TestSweepEndsOnABug(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plays a rung on the simulated models")
 	}
-	raw, err := os.ReadFile(filepath.Join("testdata", "sim.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := setupOf(t, string(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := LoadConfig(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, cfg := simSweep(t)
 	bugTask := s.Tasks[3].ID
 	w := &sweeper{armStack: func(arm string, next model.Model) model.Model {
 		return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
