@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/crab-testbed/crab/internal/metrictest"
 	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/model/sim"
@@ -61,24 +62,24 @@ func TestMetrics(t *testing.T) {
 		{"crab_serve_requests_in_flight", "", 0},
 		{"crab_build_info", "version=test", 1},
 	} {
-		if got := value(t, reg, m.name, m.label); got != m.want {
+		if got := metrictest.Sum(t, reg, m.name, m.label); got != m.want {
 			t.Errorf("%s{%s} = %v; want %v", m.name, m.label, got, m.want)
 		}
 	}
-	if v := value(t, reg, "crab_serve_tokens_total", "direction=prompt", "model=large", "tenant=acme"); v <= 0 {
+	if v := metrictest.Sum(t, reg, "crab_serve_tokens_total", "direction=prompt", "model=large", "tenant=acme"); v <= 0 {
 		t.Errorf("prompt tokens of large for acme = %v; want more than 0", v)
 	}
 	// The OpenTelemetry GenAI names count the same requests as crab's own.
-	if got := value(t, reg, "gen_ai_server_request_duration_seconds", "gen_ai_response_model=large", "error_type=", "gen_ai_operation_name=chat"); got != 2 {
+	if got := metrictest.Sum(t, reg, "gen_ai_server_request_duration_seconds", "gen_ai_response_model=large", "error_type=", "gen_ai_operation_name=chat"); got != 2 {
 		t.Errorf("gen_ai_server_request_duration_seconds of large = %v; want 2 (as crab_serve_e2e_request_latency_seconds)", got)
 	}
-	if got, want := value(t, reg, "gen_ai_server_time_to_first_token_seconds", "gen_ai_response_model=large"), value(t, reg, "crab_serve_time_to_first_token_seconds", "model=large"); got != want || got == 0 {
+	if got, want := metrictest.Sum(t, reg, "gen_ai_server_time_to_first_token_seconds", "gen_ai_response_model=large"), metrictest.Sum(t, reg, "crab_serve_time_to_first_token_seconds", "model=large"); got != want || got == 0 {
 		t.Errorf("gen_ai_server_time_to_first_token_seconds of large = %v; want %v (as crab_serve_time_to_first_token_seconds), above 0", got, want)
 	}
-	if got := value(t, reg, "gen_ai_client_token_usage", "gen_ai_token_type=input", "gen_ai_request_model=large"); got <= 0 {
+	if got := metrictest.Sum(t, reg, "gen_ai_client_token_usage", "gen_ai_token_type=input", "gen_ai_request_model=large"); got <= 0 {
 		t.Errorf("gen_ai_client_token_usage input calls of large = %v; want more than 0", got)
 	}
-	if v := value(t, reg, "crab_serve_cost_total", "model=large", "tenant=acme"); v <= 0 {
+	if v := metrictest.Sum(t, reg, "crab_serve_cost_total", "model=large", "tenant=acme"); v <= 0 {
 		t.Errorf("cost of large for acme = %v; want more than 0", v)
 	}
 	// The hit resolves below a millisecond: its bucket boundaries start at 50µs.
@@ -116,45 +117,6 @@ func seriesOf(t testing.TB, reg prometheus.Gatherer, name, match string) int {
 		}
 	}
 	return n
-}
-
-// value sums, from the registry, the samples of the family name whose
-// labels include every "label=value" of match: a counter's or gauge's
-// value, a histogram's count.
-func value(t testing.TB, reg prometheus.Gatherer, name string, match ...string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metric:
-		for _, m := range mf.GetMetric() {
-			have := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				have[lp.GetName()] = lp.GetValue()
-			}
-			for _, kv := range match {
-				k, v, _ := strings.Cut(kv, "=")
-				if have[k] != v {
-					continue metric
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				sum += m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				sum += m.GetGauge().GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return sum
 }
 
 // TestMetricsBounded: hostile answers — property names that look like
@@ -198,7 +160,7 @@ func TestMetricsBounded(t *testing.T) {
 	if many := series(); many != few {
 		t.Errorf("series after 30 hostile requests: %d; after 120: %d; want the same", few, many)
 	}
-	if got, all := value(t, reg, "crab_serve_contract_failures_total", "kind=additionalProperties"), value(t, reg, "crab_serve_contract_failures_total"); got == 0 || got != all {
+	if got, all := metrictest.Sum(t, reg, "crab_serve_contract_failures_total", "kind=additionalProperties"), metrictest.Sum(t, reg, "crab_serve_contract_failures_total"); got == 0 || got != all {
 		t.Errorf("contract failures: %v of additionalProperties among %v; want all of them (the hostile rule names count as that rule)", got, all)
 	}
 }

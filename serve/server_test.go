@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/crab-testbed/crab/fixtures"
+	"github.com/crab-testbed/crab/internal/metrictest"
 	"github.com/crab-testbed/crab/internal/openaiwire"
 	"github.com/crab-testbed/crab/model/openai"
 	"github.com/crab-testbed/crab/model/sim"
@@ -330,14 +331,14 @@ func TestFailuresNeverCached(t *testing.T) {
 			if got := s.Stats().Requests; got != 2*tc.perCall {
 				t.Errorf("upstream calls: got %d; want %d (failures are not cached)", got, 2*tc.perCall)
 			}
-			if got := value(t, reg, tc.metric.name, tc.metric.label); got != tc.metric.want {
+			if got := metrictest.Sum(t, reg, tc.metric.name, tc.metric.label); got != tc.metric.want {
 				t.Errorf("%s{%s} = %v; want %v", tc.metric.name, tc.metric.label, got, tc.metric.want)
 			}
-			if got := value(t, reg, "crab_serve_cache_misses_total"); got != 2 {
+			if got := metrictest.Sum(t, reg, "crab_serve_cache_misses_total"); got != 2 {
 				t.Errorf("cache misses = %v; want 2", got)
 			}
 			// A contract 502 and an upstream 502 are told apart by kind.
-			if got := value(t, reg, "crab_serve_request_errors_total", "kind="+errorKind(tc.code)); got != 2 {
+			if got := metrictest.Sum(t, reg, "crab_serve_request_errors_total", "kind="+errorKind(tc.code)); got != 2 {
 				t.Errorf("request errors of kind %s = %v; want 2", errorKind(tc.code), got)
 			}
 		})
@@ -356,7 +357,7 @@ func TestEscalation(t *testing.T) {
 		t.Fatalf("got %d model %q contract %q attempts %q; want 200 from large, ok, 2 attempts", r.status,
 			r.header.Get(openai.HeaderModel), r.header.Get(openai.HeaderContract), r.header.Get("X-Crab-Attempts"))
 	}
-	if got := value(t, reg, "crab_serve_contract_failures_total"); got != 0 {
+	if got := metrictest.Sum(t, reg, "crab_serve_contract_failures_total"); got != 0 {
 		t.Errorf("an escalated success counted as %v contract failures; want 0", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/crab-testbed/crab/internal/metrictest"
 	"github.com/crab-testbed/crab/model"
 	"github.com/crab-testbed/crab/model/sim"
 	"github.com/crab-testbed/crab/model/simserver"
@@ -44,11 +45,11 @@ func TestUnpricedCost(t *testing.T) {
 		{"crab_serve_cost_total", "model=large", 0},
 		{"crab_serve_unpriced_total", "model=small", 0},
 	} {
-		if got := value(t, reg, c.name, c.model, "tenant=acme"); got != c.want {
+		if got := metrictest.Sum(t, reg, c.name, c.model, "tenant=acme"); got != c.want {
 			t.Errorf("%s{%s, tenant=acme} = %v; want %v", c.name, c.model, got, c.want)
 		}
 	}
-	if got := value(t, reg, "crab_serve_cost_total", "model=small", "tenant=acme"); got <= 0 {
+	if got := metrictest.Sum(t, reg, "crab_serve_cost_total", "model=small", "tenant=acme"); got <= 0 {
 		t.Errorf("crab_serve_cost_total{model=small, tenant=acme} = %v; want above 0 (a priced model)", got)
 	}
 	if got := seriesOf(t, reg, "crab_serve_unpriced_total", "tenant=globex"); got == 0 {

@@ -15,43 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/crab-testbed/crab/eval/records"
+	"github.com/crab-testbed/crab/internal/metrictest"
 	"github.com/crab-testbed/crab/serve"
 )
-
-// metricSum sums, from reg, the samples of the family name having every
-// "label=value" of match: a counter's value, a histogram's count.
-func metricSum(t *testing.T, reg prometheus.Gatherer, name string, match ...string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			for _, kv := range match {
-				k, v, _ := strings.Cut(kv, "=")
-				found := false
-				for _, lp := range m.GetLabel() {
-					found = found || (lp.GetName() == k && lp.GetValue() == v)
-				}
-				if !found {
-					continue next
-				}
-			}
-			if h := m.GetHistogram(); h != nil {
-				sum += float64(h.GetSampleCount())
-			} else {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
-}
 
 // invoiceAs sends ticket n (one text per n) with key and returns the
 // answer, its body read.
@@ -103,16 +69,16 @@ func TestServeRecordsMatchReport(t *testing.T) {
 	if hits == 0 || refused == 0 {
 		t.Fatalf("%d hits, %d refused: the traffic should hold both", hits, refused)
 	}
-	wantCost := metricSum(t, reg, "crab_serve_cost_total")
+	wantCost := metrictest.Sum(t, reg, "crab_serve_cost_total")
 	metrics := map[string]float64{
-		"requests":  metricSum(t, reg, "crab_serve_e2e_request_latency_seconds"),
-		"ok":        metricSum(t, reg, "crab_serve_requests_total", "code=200"),
-		"hits":      metricSum(t, reg, "crab_serve_cache_hits_total"),
-		"misses":    metricSum(t, reg, "crab_serve_cache_misses_total"),
-		"contract":  metricSum(t, reg, "crab_serve_request_errors_total", "kind=contract"),
-		"leaks":     metricSum(t, reg, "crab_serve_cache_leaks_total"),
-		"refused":   metricSum(t, reg, "crab_serve_requests_total", "code=401"),
-		"unwritten": metricSum(t, reg, "crab_serve_records_errors_total"),
+		"requests":  metrictest.Sum(t, reg, "crab_serve_e2e_request_latency_seconds"),
+		"ok":        metrictest.Sum(t, reg, "crab_serve_requests_total", "code=200"),
+		"hits":      metrictest.Sum(t, reg, "crab_serve_cache_hits_total"),
+		"misses":    metrictest.Sum(t, reg, "crab_serve_cache_misses_total"),
+		"contract":  metrictest.Sum(t, reg, "crab_serve_request_errors_total", "kind=contract"),
+		"leaks":     metrictest.Sum(t, reg, "crab_serve_cache_leaks_total"),
+		"refused":   metrictest.Sum(t, reg, "crab_serve_requests_total", "code=401"),
+		"unwritten": metrictest.Sum(t, reg, "crab_serve_records_errors_total"),
 	}
 	srv.Close() // flushes the records, marks the manifest finished
 
@@ -203,9 +169,9 @@ func TestServeRecordsNaiveKeyLeaks(t *testing.T) {
 		}
 	}
 	srv.Close()
-	if stored < 15 || leaked != stored || metricSum(t, reg, "crab_serve_cache_leaks_total") != float64(stored) {
+	if stored < 15 || leaked != stored || metrictest.Sum(t, reg, "crab_serve_cache_leaks_total") != float64(stored) {
 		t.Fatalf("%d answers labelled as leaks, /metrics %v; want %d (every globex request after a stored acme answer hits it; at least 15 stored)",
-			leaked, metricSum(t, reg, "crab_serve_cache_leaks_total"), stored)
+			leaked, metrictest.Sum(t, reg, "crab_serve_cache_leaks_total"), stored)
 	}
 	all, _, err := records.ReadAll([]string{filepath.Join(recs, records.RecordsFile)}, nil)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/crab-testbed/crab/internal/metrictest"
 )
 
 // TestServeShadowPairsReport: crab serve --arm baseline --shadow router
@@ -39,7 +41,7 @@ func TestServeShadowPairsReport(t *testing.T) {
 			t.Errorf("request %d answered by %q; want large: the client gets the deployed baseline's answer", i, got)
 		}
 	}
-	waitFor(t, func() bool { return metricSum(t, reg, "crab_serve_shadow_sent_total") == n })
+	waitFor(t, func() bool { return metrictest.Sum(t, reg, "crab_serve_shadow_sent_total") == n })
 	srv.Close()
 
 	code, out, errs := crab(t, "", "report", "--format", "json", filepath.Join(recs, "shadow"))
