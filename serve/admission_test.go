@@ -244,41 +244,69 @@ func TestFloodsSpareKeyedClient(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); dials.Load() < 200 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	client := func(keepAlive bool) *http.Client {
-		return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-			DialContext:       func(ctx context.Context, _, a string) (net.Conn, error) { return dialFrom("127.0.0.2", a) },
-			DisableKeepAlives: !keepAlive,
-		}}
-	}
-	kept, fresh := client(true), client(false)
-	failed := 0
-	for i := range 80 {
-		cl := kept
-		if i%2 == 1 {
-			cl = fresh
+	// The keyed client writes its request as soon as its connection is
+	// up, as a client in a process of its own does. (Go's HTTP client
+	// hands the request to a writer goroutine once its dial returns; in
+	// this one process, where the floods take the CPU, that write can come
+	// after 31 younger connections have pushed the new one to the front,
+	// and it is closed unheard. bench/serve-floods.sh measures Go's client
+	// between processes.) Every other request goes on a new connection,
+	// the rest on one kept alive.
+	body := chatBody("large", ticket, false, "")
+	raw := fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-globex\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	send := func(c net.Conn, br *bufio.Reader) (ok bool, why string) {
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		if _, err := io.WriteString(c, raw); err != nil {
+			return false, err.Error()
 		}
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/chat/completions", strings.NewReader(chatBody("large", ticket, false, "")))
-		req.Header.Set("Authorization", "Bearer sk-globex")
-		resp, err := cl.Do(req)
+		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
-			failed++
-			t.Logf("request %d (new connection %v): %v", i, i%2 == 1, err)
-			continue
+			return false, err.Error()
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode == http.StatusOK, fmt.Sprintf("status %d", resp.StatusCode)
+	}
+	var kept net.Conn
+	var keptR *bufio.Reader
+	defer func() {
+		if kept != nil {
+			kept.Close()
+		}
+	}()
+	failed := 0
+	for i := range 80 {
+		fresh := i%2 == 1 || kept == nil
+		c, br := kept, keptR
+		if fresh {
+			var err error
+			if c, err = dialFrom("127.0.0.2", addr); err != nil {
+				t.Fatal(err)
+			}
+			br = bufio.NewReader(c)
+		}
+		ok, why := send(c, br)
+		switch {
+		case !ok:
 			failed++
-			t.Logf("request %d: status %d", i, resp.StatusCode)
+			t.Logf("request %d (new connection %v): %s", i, fresh, why)
+			c.Close()
+			if c == kept {
+				kept = nil
+			}
+		case i%2 == 1:
+			c.Close()
+		default:
+			kept, keptR = c, br
 		}
 	}
-	// A new connection whose client has not yet written its request when
-	// 31 younger ones have pushed it to the front is closed; in this one
-	// process the client's write can be that late. With the order of a
-	// map about half of the new connections were closed; the target, 0
-	// errors, is measured between processes by bench/serve-floods.sh.
-	if failed > 8 {
-		t.Errorf("%d of the keyed client's 80 requests failed during the floods (%d flood dials); want at most 8 (10%%)", failed, dials.Load())
+	// The target is 0 errors; what is lost here is a client descheduled
+	// between connecting and writing while the floods churn (about one
+	// run in three loses one request on 2 CPUs). A server that closed
+	// keyed or spoken connections would lose dozens.
+	if failed > 4 {
+		t.Errorf("%d of the keyed client's 80 requests failed during the floods (%d flood dials); want at most 4 (5%%)", failed, dials.Load())
 	}
 	t.Logf("%d flood dials", dials.Load())
 }
