@@ -479,7 +479,7 @@ func TestSweepEndsOnABug(t *testing.T) {
 	}
 	s, cfg := simSweep(t)
 	bugTask := s.Tasks[3].ID
-	w := &sweeper{armStack: func(arm string, next model.Model) model.Model {
+	hook := func(arm string, next model.Model) model.Model {
 		return model.ModelFunc(func(ctx context.Context, req *model.Request) (*model.Response, error) {
 			if req.TaskID == bugTask {
 				var none []int
@@ -487,10 +487,10 @@ func TestSweepEndsOnABug(t *testing.T) {
 			}
 			return next.Complete(ctx, req)
 		})
-	}}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := w.sweep(ctx, s, cfg, nil)
+	res, err := sweep(ctx, s, cfg, nil, hook)
 	if err == nil || !strings.Contains(err.Error(), "no knee is drawn from a rung on which 1 requests failed on a bug in crab") ||
 		!strings.Contains(err.Error(), "index out of range") {
 		t.Fatalf("sweep: %v (result %v); want the error naming crab's bug", err, res != nil)

@@ -141,10 +141,8 @@ type sweeper struct {
 	prog  io.Writer
 	// ref is each arm's latency the SLO limits, by request, at its lowest
 	// rung: the reference a rung's queue growth is read against.
-	ref map[string]map[int]float64
-	// armStack, when set, wraps each arm's stack (tests inject a bug of
-	// crab's own through it).
-	armStack func(arm string, m model.Model) model.Model
+	ref      map[string]map[int]float64
+	armStack func(arm string, m model.Model) model.Model // see sweep
 }
 
 // Sweep plays the sweep cfg on the setup s (loaded by eval.LoadSetup,
@@ -153,13 +151,14 @@ type sweeper struct {
 // simulated models, so that a rung starts only once the previous one's
 // calls have ended. progress, when set, is told of every rung.
 func Sweep(ctx context.Context, s *eval.Setup, cfg *Config, progress io.Writer) (*Result, error) {
-	return (&sweeper{}).sweep(ctx, s, cfg, progress)
+	return sweep(ctx, s, cfg, progress, nil)
 }
 
-// sweep is Sweep on w, whose armStack hook, if any, it keeps.
-func (w *sweeper) sweep(ctx context.Context, s *eval.Setup, cfg *Config, progress io.Writer) (*Result, error) {
+// sweep is Sweep; armStack, when set, wraps each arm's stack (tests inject
+// a bug of crab's own through it).
+func sweep(ctx context.Context, s *eval.Setup, cfg *Config, progress io.Writer, armStack func(arm string, m model.Model) model.Model) (*Result, error) {
 	start := time.Now()
-	*w = sweeper{s: s, cfg: cfg, log: &sim.CallLog{}, scale: *s.Exp.TimeScale, prog: progress, armStack: w.armStack,
+	w := &sweeper{s: s, cfg: cfg, log: &sim.CallLog{}, scale: *s.Exp.TimeScale, prog: progress, armStack: armStack,
 		runID: fmt.Sprintf("sweep-%s-%d", time.Now().UTC().Format("20060102T150405"), s.Exp.Seed), ref: map[string]map[int]float64{}}
 	if err := s.LogCalls(w.log); err != nil {
 		return nil, err
