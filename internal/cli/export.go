@@ -99,10 +99,6 @@ func exportRecords(_ context.Context, o exportOptions) error {
 // to w as they come: full records, since the export carries the scope and
 // timestamps the statistics' compact form drops.
 func exportTo(w io.Writer, o exportOptions) error {
-	if !export.Known(o.Format) {
-		_, err := export.NewWriter(w, o.Format)
-		return err
-	}
 	if o.From != "" && o.From != recordimport.FromCrab {
 		imp, err := (recordimport.ReadOptions{From: o.From, PairKey: o.PairKey, Map: o.Map}).Read(o.Paths, o.Stdin)
 		if err != nil {
